@@ -1,0 +1,250 @@
+// The experiment vocabulary shared by every part of ranksweep: what a sweep
+// asks for, what one training task is, and what one seed's result holds.
+//
+// This header depends on Abseil only (no gRPC, no protobuf, no LibTorch), so
+// the trainer library, the coordinator and the CLI all speak the same types.
+// The JSON form (spec_json.h) and the protobuf form (proto/convert.h) are
+// translations of these structs, field for field.
+//
+// Thread-safety: plain value types; no shared state.
+#ifndef RANKSWEEP_COMMON_SPEC_SPEC_H_
+#define RANKSWEEP_COMMON_SPEC_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ranksweep {
+
+// ---------------------------------------------------------------- datasets
+
+enum class DatasetKind {
+  kExhaustive,  // every sequence in ({0,1}^m)^N; allowed when m*N <= 18
+  kWitness,     // a witness family built from a constant-weight code
+  kPool,        // random tokens split into disjoint train / test pools
+};
+
+struct DatasetSpec {
+  DatasetKind kind = DatasetKind::kExhaustive;
+  int m = 3;        // token dimension, 1..64
+  int seq_len = 3;  // N, tokens per sequence, 1..64
+  // Score only the last position (the causal final-query formulation)
+  // instead of every position.
+  bool final_query_only = false;
+  uint64_t data_seed = 0;  // makes the dataset deterministic
+
+  // kWitness: queries are codewords of a constant-weight code in {0,1}^m with
+  // weight `code_weight` and pairwise overlap <= `max_overlap`, taken in
+  // lexicographic-greedy order; `num_queries` of them are used (0 = all).
+  int code_weight = 8;
+  int max_overlap = 4;
+  int num_queries = 0;
+
+  // kPool: tokens have constant weight `weight` (when > 0) or are Bernoulli
+  // with probability `bernoulli_p` (when weight == 0). `pool_size` distinct
+  // vectors are drawn, shuffled, and split into a test pool of
+  // round(pool_size * test_pool_share) vectors and a train pool of the rest.
+  // `train_size` / `test_size` sequences are built inside their own pool; a
+  // share `hard_share` of them are hard triples (candidate overlaps 1 apart).
+  int weight = 0;
+  double bernoulli_p = 0.5;
+  int pool_size = 0;
+  double test_pool_share = 0.5;
+  int train_size = 0;
+  int test_size = 0;
+  double hard_share = 0.5;
+};
+
+// ---------------------------------------------------------------- heads
+
+enum class HeadKind {
+  kKernel,           // normalized nonnegative kernel attention of rank r
+  kSoftmax,          // dense softmax attention; has no rank
+  kSignedKernel,     // kernel with unconstrained (signed) features
+  kMultiheadKernel,  // `num_heads` kernel heads of rank r each
+};
+
+enum class FeatureMap {
+  kEluPlusOne,  // elu(z) + 1
+  kReluEps,     // relu(z) + eps
+  kSoftplus,    // softplus(z)
+  kExp,         // exp(z)
+  kFavorPlus,   // positive random features exp(w.z - |z|^2/2)/sqrt(r)
+};
+
+// A head built from weights set by hand instead of training (SCIENCE.md,
+// "Exact constructions"). kNone means "train it".
+enum class Construction {
+  kNone,
+  kRank1,         // kernel rank 1, exact for N <= 2
+  kIndicator,     // kernel with 2^m indicator features, m <= 12
+  kSoftmaxExact,  // softmax with m-dim scores W_q = -beta I, W_k = I
+};
+
+// One head as a sweep lists it. The rank is not part of it: a sweep crosses
+// heads with ranks, and a task carries its rank separately (TaskSpec::rank).
+struct HeadSpec {
+  HeadKind kind = HeadKind::kKernel;
+  FeatureMap feature_map = FeatureMap::kEluPlusOne;
+  // Hidden widths of the learned token map before the feature map; empty
+  // means a linear map.
+  std::vector<int> hidden = {};
+  int num_heads = 1;       // kMultiheadKernel only, 1..64
+  int value_dim = 0;       // width of the value map; 0 = m
+  int score_dim = 0;       // kSoftmax only: width of W_q x, W_k x; 0 = m
+  double relu_eps = 1e-3;  // kReluEps only
+  Construction construction = Construction::kNone;
+  double beta = 0.0;       // constructions: sharpness; 0 = choose safely
+};
+
+// ---------------------------------------------------------------- training
+
+enum class LossKind {
+  kMse,           // squared error of the scalar readout
+  kCrossEntropy,  // m+1 logits, each affine in the attention output
+};
+
+struct TrainSpec {
+  double lr = 1e-2;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double weight_decay = 0.0;
+  int batch_size = 0;        // 0 = full batch
+  int max_steps = 2000;
+  int eval_every = 50;       // evaluate (and read the loss) every E steps
+  int early_stop_evals = 3;  // stop once train is exact on k evals in a row; 0 = never
+  LossKind loss = LossKind::kMse;
+};
+
+// ---------------------------------------------------------------- tasks
+
+// One unit of training work: one (head, rank) on one dataset, for one or more
+// seeds that train together in one fused program.
+struct TaskSpec {
+  DatasetSpec dataset;
+  HeadSpec head;
+  int rank = 1;  // feature rank r; ignored (0) for kSoftmax and constructions
+  TrainSpec train;
+  std::vector<uint64_t> seeds = {0};
+};
+
+// ---------------------------------------------------------------- sweeps
+
+enum class SweepMode {
+  kGrid,  // every head x rank x seed
+};
+
+struct SweepSpec {
+  std::string name;
+  DatasetSpec dataset;
+  std::vector<HeadSpec> heads;
+  std::vector<int> ranks;        // crossed with every head that has a rank
+  std::vector<uint64_t> seeds;   // explicit list; see seed_count
+  int seed_count = 0;            // when seeds is empty: seeds 0..seed_count-1
+  TrainSpec train;
+  int priority = 0;              // higher runs first, -100..100
+  SweepMode mode = SweepMode::kGrid;
+};
+
+// True when cells of this head carry a rank (kernel-type heads that are
+// trained, or the rank-1 construction). Softmax and the indicator
+// construction have a rank fixed by the head itself.
+bool HeadHasRank(const HeadSpec& head);
+
+// The seeds a sweep runs: `seeds` if given, else 0..seed_count-1.
+std::vector<uint64_t> SweepSeeds(const SweepSpec& spec);
+
+// ---------------------------------------------------------------- results
+
+// Facts a dataset reports about itself.
+struct DatasetFacts {
+  int64_t train_sequences = 0;
+  int64_t test_sequences = 0;   // 0 when the dataset has no test split
+  int64_t distinct_queries = 0; // distinct scored query tokens (train)
+  // Witness families: the rank lower bound the family implies and the upper
+  // bound n (distinct queries). 0 when not applicable.
+  int64_t rank_lower_bound = 0;
+  int64_t rank_upper_bound = 0;
+};
+
+struct SplitMetrics {
+  int64_t sequences = 0;
+  double position_accuracy = 0;  // share of scored positions right
+  double exact_accuracy = 0;     // share of sequences with every scored position right
+  double error = 1;              // 1 - exact_accuracy
+  double max_abs_error = 0;      // max |prediction - target| (before rounding)
+};
+
+struct SeedResult {
+  uint64_t seed = 0;
+  SplitMetrics train;
+  SplitMetrics test;   // sequences == 0 when the dataset has no test split
+  double final_loss = 0;
+  int64_t steps = 0;
+  double wall_seconds = 0;
+  std::string device;  // e.g. "cpu", "cuda:0 (NVIDIA H200)"
+  DatasetFacts facts;
+};
+
+// ---------------------------------------------------------------- names
+
+// Stable lower-case names used in JSON, YAML, the CLI and the database:
+// "exhaustive" "witness" "pool"; "kernel" "softmax" "signed_kernel"
+// "multihead_kernel"; "elu1" "relu_eps" "softplus" "exp" "favor"; "none"
+// "rank1" "indicator" "softmax_exact"; "mse" "ce"; "grid".
+const char* Name(DatasetKind v);
+const char* Name(HeadKind v);
+const char* Name(FeatureMap v);
+const char* Name(Construction v);
+const char* Name(LossKind v);
+const char* Name(SweepMode v);
+// Parsers return InvalidArgument naming `field` and the allowed names.
+absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::string& field);
+absl::StatusOr<HeadKind> ParseHeadKind(const std::string& s, const std::string& field);
+absl::StatusOr<FeatureMap> ParseFeatureMap(const std::string& s, const std::string& field);
+absl::StatusOr<Construction> ParseConstruction(const std::string& s, const std::string& field);
+absl::StatusOr<LossKind> ParseLossKind(const std::string& s, const std::string& field);
+absl::StatusOr<SweepMode> ParseSweepMode(const std::string& s, const std::string& field);
+
+// A short label for a head in tables: "kernel/elu1", "softmax",
+// "multihead_kernel/elu1x4", "kernel/rank1*" (constructions end in '*').
+std::string HeadLabel(const HeadSpec& head);
+
+// ---------------------------------------------------------------- validation
+
+// Limits every spec is held to. Each violation is an InvalidArgument whose
+// message names the field (e.g. "dataset.m") and the allowed range.
+struct SpecLimits {
+  static constexpr int kMaxM = 64;
+  static constexpr int kMaxSeqLen = 64;
+  static constexpr int kMaxRank = 65536;
+  static constexpr int kMaxExhaustiveBits = 18;  // m * N
+  static constexpr int kMaxIndicatorM = 12;
+  static constexpr int kMaxSeeds = 1024;
+  static constexpr int kMaxHeads = 32;
+  static constexpr int kMaxRanks = 64;
+  static constexpr int64_t kMaxCells = 100000;
+  static constexpr int kMaxSteps = 10000000;
+  static constexpr int kMaxDatasetSequences = 10000000;
+  static constexpr int kMaxNameLength = 128;
+  static constexpr int kMaxNumHeads = 64;
+  static constexpr int kMaxWidth = 65536;
+};
+
+absl::Status ValidateDataset(const DatasetSpec& d);
+absl::Status ValidateHead(const HeadSpec& h, const DatasetSpec& d);
+absl::Status ValidateTrain(const TrainSpec& t);
+absl::Status ValidateTaskSpec(const TaskSpec& t);
+absl::Status ValidateSweepSpec(const SweepSpec& s);
+
+// The task a sweep cell runs: the sweep's dataset and training settings, one
+// head, one rank, the given seeds.
+TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank,
+                      std::vector<uint64_t> seeds);
+
+}  // namespace ranksweep
+
+#endif  // RANKSWEEP_COMMON_SPEC_SPEC_H_

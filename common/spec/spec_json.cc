@@ -1,0 +1,414 @@
+#include "common/spec/spec_json.h"
+
+#include <limits>
+#include <set>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace ranksweep {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::Status NumberTypeError(const std::string& field, const char* want, const Json& got) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " must be ", want, ", got ", got.dump()));
+}
+
+// Reads one JSON number into T, rejecting non-integers for integral T and
+// values that do not fit rather than wrapping them silently.
+template <typename T>
+absl::Status ReadNumber(const Json& v, const std::string& field, T* out) {
+  if constexpr (std::is_integral_v<T>) {
+    if (!v.is_number_integer()) return NumberTypeError(field, "an integer", v);
+    if constexpr (std::is_unsigned_v<T>) {
+      if (!v.is_number_unsigned()) return NumberTypeError(field, "a nonnegative integer", v);
+    } else {
+      if (v.is_number_unsigned() &&
+          v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        return NumberTypeError(field, "an integer in range", v);
+      }
+      int64_t x = v.get<int64_t>();
+      if (x < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+          x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
+        return NumberTypeError(field, "an integer in range", v);
+      }
+    }
+  } else {
+    if (!v.is_number()) return NumberTypeError(field, "a number", v);
+  }
+  *out = v.get<T>();
+  return absl::OkStatus();
+}
+
+// Reads the fields of one JSON object into a struct, remembering which keys
+// it consumed so that leftover (unknown) keys can be rejected by name.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& j, std::string path) : j_(j), path_(std::move(path)) {}
+
+  absl::Status CheckObject() const {
+    if (!j_.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(), " must be a JSON object, got ", j_.type_name()));
+    }
+    return absl::OkStatus();
+  }
+
+  template <typename T>
+  absl::Status Number(const char* key, T* out) {
+    const Json* v = Take(key);
+    if (v == nullptr) return absl::OkStatus();
+    return ReadNumber(*v, Field(key), out);
+  }
+
+  absl::Status Bool(const char* key, bool* out) {
+    const Json* v = Take(key);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_boolean()) return TypeError(key, "true or false", *v);
+    *out = v->get<bool>();
+    return absl::OkStatus();
+  }
+
+  absl::Status String(const char* key, std::string* out) {
+    const Json* v = Take(key);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_string()) return TypeError(key, "a string", *v);
+    *out = v->get<std::string>();
+    return absl::OkStatus();
+  }
+
+  template <typename E>
+  absl::Status Enum(const char* key, E* out,
+                    absl::StatusOr<E> (*parse)(const std::string&, const std::string&)) {
+    std::string s;
+    bool present = j_.contains(key);
+    RETURN_IF_ERROR(String(key, &s));
+    if (!present) return absl::OkStatus();
+    ASSIGN_OR_RETURN(*out, parse(s, Field(key)));
+    return absl::OkStatus();
+  }
+
+  template <typename T>
+  absl::Status NumberList(const char* key, std::vector<T>* out) {
+    const Json* v = Take(key);
+    if (v == nullptr) return absl::OkStatus();
+    if (!v->is_array()) return TypeError(key, "an array of integers", *v);
+    out->clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      T x{};
+      RETURN_IF_ERROR(ReadNumber((*v)[i], absl::StrCat(Field(key), "[", i, "]"), &x));
+      out->push_back(x);
+    }
+    return absl::OkStatus();
+  }
+
+  // Returns the sub-object for `key`, or nullptr when absent.
+  const Json* Child(const char* key) { return Take(key); }
+
+  absl::Status Finish() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (!taken_.count(it.key())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unknown field \"", Field(it.key().c_str()), "\""));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Field(const char* key) const {
+    return path_.empty() ? key : absl::StrCat(path_, ".", key);
+  }
+
+ private:
+  const Json* Take(const char* key) {
+    taken_.insert(key);
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  std::string Where() const { return path_.empty() ? "the document" : path_; }
+  absl::Status TypeError(const char* key, const char* want, const Json& got) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Field(key), " must be ", want, ", got ", got.dump()));
+  }
+
+  const Json& j_;
+  std::string path_;
+  std::set<std::string> taken_;
+};
+
+absl::StatusOr<Json> ParseText(const std::string& text) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // e.byte is 1-based; turn it into line:column.
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    // Keep nlohmann's explanation, without its own prefix.
+    std::string what = e.what();
+    size_t cut = what.find("syntax error");
+    if (cut != std::string::npos) what = what.substr(cut);
+    return absl::InvalidArgumentError(
+        absl::StrCat("JSON syntax error at line ", line, ", column ", col, ": ", what));
+  }
+}
+
+// ---------------------------------------------------------------- to JSON
+
+Json ToJ(const DatasetSpec& d) {
+  Json j = {{"kind", Name(d.kind)},
+            {"m", d.m},
+            {"seq_len", d.seq_len},
+            {"final_query_only", d.final_query_only},
+            {"data_seed", d.data_seed}};
+  if (d.kind == DatasetKind::kWitness) {
+    j["code_weight"] = d.code_weight;
+    j["max_overlap"] = d.max_overlap;
+    j["num_queries"] = d.num_queries;
+  }
+  if (d.kind == DatasetKind::kPool) {
+    j["weight"] = d.weight;
+    j["bernoulli_p"] = d.bernoulli_p;
+    j["pool_size"] = d.pool_size;
+    j["test_pool_share"] = d.test_pool_share;
+    j["train_size"] = d.train_size;
+    j["test_size"] = d.test_size;
+    j["hard_share"] = d.hard_share;
+  }
+  return j;
+}
+
+Json ToJ(const HeadSpec& h) {
+  return {{"kind", Name(h.kind)},         {"feature_map", Name(h.feature_map)},
+          {"hidden", h.hidden},           {"num_heads", h.num_heads},
+          {"value_dim", h.value_dim},     {"score_dim", h.score_dim},
+          {"relu_eps", h.relu_eps},       {"construction", Name(h.construction)},
+          {"beta", h.beta}};
+}
+
+Json ToJ(const TrainSpec& t) {
+  return {{"lr", t.lr},
+          {"beta1", t.beta1},
+          {"beta2", t.beta2},
+          {"weight_decay", t.weight_decay},
+          {"batch_size", t.batch_size},
+          {"max_steps", t.max_steps},
+          {"eval_every", t.eval_every},
+          {"early_stop_evals", t.early_stop_evals},
+          {"loss", Name(t.loss)}};
+}
+
+Json ToJ(const DatasetFacts& f) {
+  return {{"train_sequences", f.train_sequences},
+          {"test_sequences", f.test_sequences},
+          {"distinct_queries", f.distinct_queries},
+          {"rank_lower_bound", f.rank_lower_bound},
+          {"rank_upper_bound", f.rank_upper_bound}};
+}
+
+Json ToJ(const SplitMetrics& m) {
+  return {{"sequences", m.sequences},
+          {"position_accuracy", m.position_accuracy},
+          {"exact_accuracy", m.exact_accuracy},
+          {"error", m.error},
+          {"max_abs_error", m.max_abs_error}};
+}
+
+Json ToJ(const SeedResult& r) {
+  return {{"seed", r.seed},           {"train", ToJ(r.train)},
+          {"test", ToJ(r.test)},      {"final_loss", r.final_loss},
+          {"steps", r.steps},         {"wall_seconds", r.wall_seconds},
+          {"device", r.device},       {"facts", ToJ(r.facts)}};
+}
+
+std::string Dump(const Json& j, int indent) { return j.dump(indent); }
+
+// ---------------------------------------------------------------- from JSON
+
+absl::Status FromJ(const Json& j, const std::string& path, DatasetSpec* d) {
+  ObjectReader r(j, path);
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(r.Enum("kind", &d->kind, &ParseDatasetKind));
+  RETURN_IF_ERROR(r.Number("m", &d->m));
+  RETURN_IF_ERROR(r.Number("seq_len", &d->seq_len));
+  RETURN_IF_ERROR(r.Bool("final_query_only", &d->final_query_only));
+  RETURN_IF_ERROR(r.Number("data_seed", &d->data_seed));
+  RETURN_IF_ERROR(r.Number("code_weight", &d->code_weight));
+  RETURN_IF_ERROR(r.Number("max_overlap", &d->max_overlap));
+  RETURN_IF_ERROR(r.Number("num_queries", &d->num_queries));
+  RETURN_IF_ERROR(r.Number("weight", &d->weight));
+  RETURN_IF_ERROR(r.Number("bernoulli_p", &d->bernoulli_p));
+  RETURN_IF_ERROR(r.Number("pool_size", &d->pool_size));
+  RETURN_IF_ERROR(r.Number("test_pool_share", &d->test_pool_share));
+  RETURN_IF_ERROR(r.Number("train_size", &d->train_size));
+  RETURN_IF_ERROR(r.Number("test_size", &d->test_size));
+  RETURN_IF_ERROR(r.Number("hard_share", &d->hard_share));
+  return r.Finish();
+}
+
+absl::Status FromJ(const Json& j, const std::string& path, HeadSpec* h) {
+  ObjectReader r(j, path);
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(r.Enum("kind", &h->kind, &ParseHeadKind));
+  RETURN_IF_ERROR(r.Enum("feature_map", &h->feature_map, &ParseFeatureMap));
+  RETURN_IF_ERROR(r.NumberList("hidden", &h->hidden));
+  RETURN_IF_ERROR(r.Number("num_heads", &h->num_heads));
+  RETURN_IF_ERROR(r.Number("value_dim", &h->value_dim));
+  RETURN_IF_ERROR(r.Number("score_dim", &h->score_dim));
+  RETURN_IF_ERROR(r.Number("relu_eps", &h->relu_eps));
+  RETURN_IF_ERROR(r.Enum("construction", &h->construction, &ParseConstruction));
+  RETURN_IF_ERROR(r.Number("beta", &h->beta));
+  return r.Finish();
+}
+
+absl::Status FromJ(const Json& j, const std::string& path, TrainSpec* t) {
+  ObjectReader r(j, path);
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(r.Number("lr", &t->lr));
+  RETURN_IF_ERROR(r.Number("beta1", &t->beta1));
+  RETURN_IF_ERROR(r.Number("beta2", &t->beta2));
+  RETURN_IF_ERROR(r.Number("weight_decay", &t->weight_decay));
+  RETURN_IF_ERROR(r.Number("batch_size", &t->batch_size));
+  RETURN_IF_ERROR(r.Number("max_steps", &t->max_steps));
+  RETURN_IF_ERROR(r.Number("eval_every", &t->eval_every));
+  RETURN_IF_ERROR(r.Number("early_stop_evals", &t->early_stop_evals));
+  RETURN_IF_ERROR(r.Enum("loss", &t->loss, &ParseLossKind));
+  return r.Finish();
+}
+
+absl::Status FromJ(const Json& j, const std::string& path, DatasetFacts* f) {
+  ObjectReader r(j, path);
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(r.Number("train_sequences", &f->train_sequences));
+  RETURN_IF_ERROR(r.Number("test_sequences", &f->test_sequences));
+  RETURN_IF_ERROR(r.Number("distinct_queries", &f->distinct_queries));
+  RETURN_IF_ERROR(r.Number("rank_lower_bound", &f->rank_lower_bound));
+  RETURN_IF_ERROR(r.Number("rank_upper_bound", &f->rank_upper_bound));
+  return r.Finish();
+}
+
+absl::Status FromJ(const Json& j, const std::string& path, SplitMetrics* m) {
+  ObjectReader r(j, path);
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(r.Number("sequences", &m->sequences));
+  RETURN_IF_ERROR(r.Number("position_accuracy", &m->position_accuracy));
+  RETURN_IF_ERROR(r.Number("exact_accuracy", &m->exact_accuracy));
+  RETURN_IF_ERROR(r.Number("error", &m->error));
+  RETURN_IF_ERROR(r.Number("max_abs_error", &m->max_abs_error));
+  return r.Finish();
+}
+
+template <typename T>
+absl::Status Sub(ObjectReader& r, const char* key, T* out) {
+  const Json* c = r.Child(key);
+  if (c == nullptr) return absl::OkStatus();
+  return FromJ(*c, r.Field(key), out);
+}
+
+absl::Status FromJ(const Json& j, const std::string& path, SeedResult* s) {
+  ObjectReader r(j, path);
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(r.Number("seed", &s->seed));
+  RETURN_IF_ERROR(Sub(r, "train", &s->train));
+  RETURN_IF_ERROR(Sub(r, "test", &s->test));
+  RETURN_IF_ERROR(r.Number("final_loss", &s->final_loss));
+  RETURN_IF_ERROR(r.Number("steps", &s->steps));
+  RETURN_IF_ERROR(r.Number("wall_seconds", &s->wall_seconds));
+  RETURN_IF_ERROR(r.String("device", &s->device));
+  RETURN_IF_ERROR(Sub(r, "facts", &s->facts));
+  return r.Finish();
+}
+
+}  // namespace
+
+std::string SweepSpecToJson(const SweepSpec& spec, int indent) {
+  Json heads = Json::array();
+  for (const HeadSpec& h : spec.heads) heads.push_back(ToJ(h));
+  Json j = {{"name", spec.name},         {"dataset", ToJ(spec.dataset)},
+            {"heads", heads},            {"ranks", spec.ranks},
+            {"seeds", spec.seeds},       {"seed_count", spec.seed_count},
+            {"train", ToJ(spec.train)},  {"priority", spec.priority},
+            {"mode", Name(spec.mode)}};
+  return Dump(j, indent);
+}
+
+absl::StatusOr<SweepSpec> SweepSpecFromJson(const std::string& text) {
+  ASSIGN_OR_RETURN(Json j, ParseText(text));
+  SweepSpec s;
+  ObjectReader r(j, "");
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(r.String("name", &s.name));
+  RETURN_IF_ERROR(Sub(r, "dataset", &s.dataset));
+  if (const Json* heads = r.Child("heads")) {
+    if (!heads->is_array()) {
+      return absl::InvalidArgumentError("heads must be an array of head objects");
+    }
+    for (size_t i = 0; i < heads->size(); ++i) {
+      HeadSpec h;
+      RETURN_IF_ERROR(FromJ((*heads)[i], absl::StrCat("heads[", i, "]"), &h));
+      s.heads.push_back(std::move(h));
+    }
+  }
+  RETURN_IF_ERROR(r.NumberList("ranks", &s.ranks));
+  RETURN_IF_ERROR(r.NumberList("seeds", &s.seeds));
+  RETURN_IF_ERROR(r.Number("seed_count", &s.seed_count));
+  RETURN_IF_ERROR(Sub(r, "train", &s.train));
+  RETURN_IF_ERROR(r.Number("priority", &s.priority));
+  RETURN_IF_ERROR(r.Enum("mode", &s.mode, &ParseSweepMode));
+  RETURN_IF_ERROR(r.Finish());
+  return s;
+}
+
+std::string TaskSpecToJson(const TaskSpec& spec, int indent) {
+  Json j = {{"dataset", ToJ(spec.dataset)},
+            {"head", ToJ(spec.head)},
+            {"rank", spec.rank},
+            {"train", ToJ(spec.train)},
+            {"seeds", spec.seeds}};
+  return Dump(j, indent);
+}
+
+absl::StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
+  ASSIGN_OR_RETURN(Json j, ParseText(text));
+  TaskSpec t;
+  ObjectReader r(j, "");
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(Sub(r, "dataset", &t.dataset));
+  RETURN_IF_ERROR(Sub(r, "head", &t.head));
+  RETURN_IF_ERROR(r.Number("rank", &t.rank));
+  RETURN_IF_ERROR(Sub(r, "train", &t.train));
+  RETURN_IF_ERROR(r.NumberList("seeds", &t.seeds));
+  RETURN_IF_ERROR(r.Finish());
+  return t;
+}
+
+std::string SeedResultToJson(const SeedResult& result, int indent) {
+  return Dump(ToJ(result), indent);
+}
+
+absl::StatusOr<SeedResult> SeedResultFromJson(const std::string& text) {
+  ASSIGN_OR_RETURN(Json j, ParseText(text));
+  SeedResult s;
+  RETURN_IF_ERROR(FromJ(j, "", &s));
+  return s;
+}
+
+std::string SeedResultsToJson(const std::vector<SeedResult>& results, int indent) {
+  Json a = Json::array();
+  for (const SeedResult& r : results) a.push_back(ToJ(r));
+  return Dump(a, indent);
+}
+
+}  // namespace ranksweep

@@ -1,0 +1,31 @@
+// Translation between the ranksweep.v1 proto messages and the spec types of
+// common/spec/spec.h. Proto zero values ("unspecified") become the spec's
+// defaults, so a client may leave any field unset. The reverse direction
+// writes every field explicitly.
+#ifndef RANKSWEEP_PROTO_CONVERT_H_
+#define RANKSWEEP_PROTO_CONVERT_H_
+
+#include "common/spec/spec.h"
+#include "ranksweep/v1/ranksweep.pb.h"
+
+namespace ranksweep {
+
+DatasetSpec FromProto(const v1::DatasetSpec& p);
+HeadSpec FromProto(const v1::HeadSpec& p);
+TrainSpec FromProto(const v1::TrainSpec& p);
+SweepSpec FromProto(const v1::SweepSpec& p);
+TaskSpec FromProto(const v1::TaskSpec& p);
+SeedResult FromProto(const v1::SeedResult& p);
+DatasetFacts FromProto(const v1::DatasetFacts& p);
+
+v1::DatasetSpec ToProto(const DatasetSpec& s);
+v1::HeadSpec ToProto(const HeadSpec& s);
+v1::TrainSpec ToProto(const TrainSpec& s);
+v1::SweepSpec ToProto(const SweepSpec& s);
+v1::TaskSpec ToProto(const TaskSpec& s);
+v1::SeedResult ToProto(const SeedResult& s);
+v1::DatasetFacts ToProto(const DatasetFacts& s);
+
+}  // namespace ranksweep
+
+#endif  // RANKSWEEP_PROTO_CONVERT_H_

@@ -1,0 +1,57 @@
+// The trainer library: Min-IP datasets, kernel and softmax attention heads,
+// the exact constructions, and fused multi-seed training.
+//
+// This is the only part of ranksweep that uses LibTorch; it links Torch
+// PRIVATE and no Torch type appears in this header. Torch exceptions are
+// caught inside and returned as absl::Status. Builds without gRPC.
+//
+// Thread-safety: RunTask may be called from several threads at once; each
+// call owns its tensors. Torch's intra-op thread pool is process-wide.
+#ifndef RANKSWEEP_WORKER_TRAINER_TRAINER_H_
+#define RANKSWEEP_WORKER_TRAINER_TRAINER_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/spec/spec.h"
+
+namespace ranksweep::trainer {
+
+struct RunOptions {
+  // "cpu", "cuda", "cuda:N" or "auto" (CUDA when the linked LibTorch has it
+  // and a device is present, else CPU).
+  std::string device = "auto";
+  // Polled between evaluations; when it returns true the run stops and
+  // RunTask returns kCancelled. May be empty.
+  std::function<bool()> should_stop;
+  // Called after each evaluation with steps done so far. May be empty.
+  std::function<void(int64_t steps)> on_progress;
+};
+
+struct TaskResult {
+  std::vector<SeedResult> seeds;  // one per TaskSpec::seeds, same order
+  DatasetFacts facts;
+};
+
+// Validates `spec` (InvalidArgument naming the field and its range), builds
+// its dataset, trains every seed together (or loads the construction) and
+// evaluates. Deterministic on CPU for a given spec.
+absl::StatusOr<TaskResult> RunTask(const TaskSpec& spec, const RunOptions& options = {});
+
+// What the device string resolves to here, e.g. "cpu" or "cuda:0 (NVIDIA H200)";
+// InvalidArgument for an unknown string, FailedPrecondition for "cuda" without CUDA.
+absl::StatusOr<std::string> ResolveDeviceName(const std::string& device);
+
+// LibTorch and CUDA versions this library was built with, for the worker's
+// version manifest: e.g. {"1.13.1", ""} or {"2.5.1", "12.4"}.
+struct BuildInfo {
+  std::string torch_version;
+  std::string cuda_version;  // empty without CUDA
+};
+BuildInfo GetBuildInfo();
+
+}  // namespace ranksweep::trainer
+
+#endif  // RANKSWEEP_WORKER_TRAINER_TRAINER_H_
