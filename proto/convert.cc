@@ -1,0 +1,243 @@
+#include "proto/convert.h"
+
+namespace ranksweep {
+namespace {
+
+// Proto enums put "unspecified" at 0 and the spec's values from 1 in the
+// order of spec.h, so the mapping is an offset with 0 meaning the default.
+template <typename E, typename P>
+E EnumFromProto(P p, E fallback) {
+  int v = static_cast<int>(p);
+  return v <= 0 ? fallback : static_cast<E>(v - 1);
+}
+template <typename P, typename E>
+P EnumToProto(E e) {
+  return static_cast<P>(static_cast<int>(e) + 1);
+}
+
+// Construction's proto enum has NONE at 1, like the spec's kNone at 0.
+template <typename T>
+T OrDefault(T v, T fallback) {
+  return v == T{} ? fallback : v;
+}
+
+}  // namespace
+
+DatasetSpec FromProto(const v1::DatasetSpec& p) {
+  const DatasetSpec def;
+  DatasetSpec d;
+  d.kind = EnumFromProto(p.kind(), def.kind);
+  d.m = OrDefault(p.m(), def.m);
+  d.seq_len = OrDefault(p.seq_len(), def.seq_len);
+  d.final_query_only = p.final_query_only();
+  d.data_seed = p.data_seed();
+  d.code_weight = OrDefault(p.code_weight(), def.code_weight);
+  d.max_overlap = OrDefault(p.max_overlap(), def.max_overlap);
+  d.num_queries = p.num_queries();
+  d.weight = p.weight();
+  d.bernoulli_p = OrDefault(p.bernoulli_p(), def.bernoulli_p);
+  d.pool_size = p.pool_size();
+  d.test_pool_share = OrDefault(p.test_pool_share(), def.test_pool_share);
+  d.train_size = p.train_size();
+  d.test_size = p.test_size();
+  d.hard_share = OrDefault(p.hard_share(), def.hard_share);
+  return d;
+}
+
+v1::DatasetSpec ToProto(const DatasetSpec& d) {
+  v1::DatasetSpec p;
+  p.set_kind(EnumToProto<v1::DatasetKind>(d.kind));
+  p.set_m(d.m);
+  p.set_seq_len(d.seq_len);
+  p.set_final_query_only(d.final_query_only);
+  p.set_data_seed(d.data_seed);
+  p.set_code_weight(d.code_weight);
+  p.set_max_overlap(d.max_overlap);
+  p.set_num_queries(d.num_queries);
+  p.set_weight(d.weight);
+  p.set_bernoulli_p(d.bernoulli_p);
+  p.set_pool_size(d.pool_size);
+  p.set_test_pool_share(d.test_pool_share);
+  p.set_train_size(d.train_size);
+  p.set_test_size(d.test_size);
+  p.set_hard_share(d.hard_share);
+  return p;
+}
+
+HeadSpec FromProto(const v1::HeadSpec& p) {
+  const HeadSpec def;
+  HeadSpec h;
+  h.kind = EnumFromProto(p.kind(), def.kind);
+  h.feature_map = EnumFromProto(p.feature_map(), def.feature_map);
+  h.hidden.assign(p.hidden().begin(), p.hidden().end());
+  h.num_heads = OrDefault(p.num_heads(), def.num_heads);
+  h.value_dim = p.value_dim();
+  h.score_dim = p.score_dim();
+  h.relu_eps = OrDefault(p.relu_eps(), def.relu_eps);
+  h.construction = EnumFromProto(p.construction(), def.construction);
+  h.beta = p.beta();
+  return h;
+}
+
+v1::HeadSpec ToProto(const HeadSpec& h) {
+  v1::HeadSpec p;
+  p.set_kind(EnumToProto<v1::HeadKind>(h.kind));
+  p.set_feature_map(EnumToProto<v1::FeatureMap>(h.feature_map));
+  for (int w : h.hidden) p.add_hidden(w);
+  p.set_num_heads(h.num_heads);
+  p.set_value_dim(h.value_dim);
+  p.set_score_dim(h.score_dim);
+  p.set_relu_eps(h.relu_eps);
+  p.set_construction(EnumToProto<v1::Construction>(h.construction));
+  p.set_beta(h.beta);
+  return p;
+}
+
+TrainSpec FromProto(const v1::TrainSpec& p) {
+  const TrainSpec def;
+  TrainSpec t;
+  t.lr = OrDefault(p.lr(), def.lr);
+  t.beta1 = OrDefault(p.beta1(), def.beta1);
+  t.beta2 = OrDefault(p.beta2(), def.beta2);
+  t.weight_decay = p.weight_decay();
+  t.batch_size = p.batch_size();
+  t.max_steps = OrDefault(p.max_steps(), def.max_steps);
+  t.eval_every = OrDefault(p.eval_every(), def.eval_every);
+  // Proto: 0 = default, -1 = never. Spec: 0 = never.
+  t.early_stop_evals = p.early_stop_evals() == 0 ? def.early_stop_evals
+                       : p.early_stop_evals() < 0 ? 0
+                                                  : p.early_stop_evals();
+  t.loss = EnumFromProto(p.loss(), def.loss);
+  return t;
+}
+
+v1::TrainSpec ToProto(const TrainSpec& t) {
+  v1::TrainSpec p;
+  p.set_lr(t.lr);
+  p.set_beta1(t.beta1);
+  p.set_beta2(t.beta2);
+  p.set_weight_decay(t.weight_decay);
+  p.set_batch_size(t.batch_size);
+  p.set_max_steps(t.max_steps);
+  p.set_eval_every(t.eval_every);
+  p.set_early_stop_evals(t.early_stop_evals == 0 ? -1 : t.early_stop_evals);
+  p.set_loss(EnumToProto<v1::LossKind>(t.loss));
+  return p;
+}
+
+SweepSpec FromProto(const v1::SweepSpec& p) {
+  SweepSpec s;
+  s.name = p.name();
+  s.dataset = FromProto(p.dataset());
+  for (const auto& h : p.heads()) s.heads.push_back(FromProto(h));
+  s.ranks.assign(p.ranks().begin(), p.ranks().end());
+  s.seeds.assign(p.seeds().begin(), p.seeds().end());
+  s.seed_count = p.seed_count();
+  s.train = FromProto(p.train());
+  s.priority = p.priority();
+  s.mode = EnumFromProto(p.mode(), SweepMode::kGrid);
+  return s;
+}
+
+v1::SweepSpec ToProto(const SweepSpec& s) {
+  v1::SweepSpec p;
+  p.set_name(s.name);
+  *p.mutable_dataset() = ToProto(s.dataset);
+  for (const auto& h : s.heads) *p.add_heads() = ToProto(h);
+  for (int r : s.ranks) p.add_ranks(r);
+  for (uint64_t seed : s.seeds) p.add_seeds(seed);
+  p.set_seed_count(s.seed_count);
+  *p.mutable_train() = ToProto(s.train);
+  p.set_priority(s.priority);
+  p.set_mode(EnumToProto<v1::SweepMode>(s.mode));
+  return p;
+}
+
+TaskSpec FromProto(const v1::TaskSpec& p) {
+  TaskSpec t;
+  t.dataset = FromProto(p.dataset());
+  t.head = FromProto(p.head());
+  t.rank = p.rank();
+  t.train = FromProto(p.train());
+  t.seeds.assign(p.seeds().begin(), p.seeds().end());
+  return t;
+}
+
+v1::TaskSpec ToProto(const TaskSpec& t) {
+  v1::TaskSpec p;
+  *p.mutable_dataset() = ToProto(t.dataset);
+  *p.mutable_head() = ToProto(t.head);
+  p.set_rank(t.rank);
+  *p.mutable_train() = ToProto(t.train);
+  for (uint64_t seed : t.seeds) p.add_seeds(seed);
+  return p;
+}
+
+DatasetFacts FromProto(const v1::DatasetFacts& p) {
+  DatasetFacts f;
+  f.train_sequences = p.train_sequences();
+  f.test_sequences = p.test_sequences();
+  f.distinct_queries = p.distinct_queries();
+  f.rank_lower_bound = p.rank_lower_bound();
+  f.rank_upper_bound = p.rank_upper_bound();
+  return f;
+}
+
+v1::DatasetFacts ToProto(const DatasetFacts& f) {
+  v1::DatasetFacts p;
+  p.set_train_sequences(f.train_sequences);
+  p.set_test_sequences(f.test_sequences);
+  p.set_distinct_queries(f.distinct_queries);
+  p.set_rank_lower_bound(f.rank_lower_bound);
+  p.set_rank_upper_bound(f.rank_upper_bound);
+  return p;
+}
+
+namespace {
+SplitMetrics FromProtoSplit(const v1::SplitMetrics& p) {
+  SplitMetrics m;
+  m.sequences = p.sequences();
+  m.position_accuracy = p.position_accuracy();
+  m.exact_accuracy = p.exact_accuracy();
+  m.error = p.error();
+  m.max_abs_error = p.max_abs_error();
+  return m;
+}
+v1::SplitMetrics ToProtoSplit(const SplitMetrics& m) {
+  v1::SplitMetrics p;
+  p.set_sequences(m.sequences);
+  p.set_position_accuracy(m.position_accuracy);
+  p.set_exact_accuracy(m.exact_accuracy);
+  p.set_error(m.error);
+  p.set_max_abs_error(m.max_abs_error);
+  return p;
+}
+}  // namespace
+
+SeedResult FromProto(const v1::SeedResult& p) {
+  SeedResult r;
+  r.seed = p.seed();
+  r.train = FromProtoSplit(p.train());
+  r.test = FromProtoSplit(p.test());
+  r.final_loss = p.final_loss();
+  r.steps = p.steps();
+  r.wall_seconds = p.wall_seconds();
+  r.device = p.device();
+  r.facts = FromProto(p.facts());
+  return r;
+}
+
+v1::SeedResult ToProto(const SeedResult& r) {
+  v1::SeedResult p;
+  p.set_seed(r.seed);
+  *p.mutable_train() = ToProtoSplit(r.train);
+  *p.mutable_test() = ToProtoSplit(r.test);
+  p.set_final_loss(r.final_loss);
+  p.set_steps(r.steps);
+  p.set_wall_seconds(r.wall_seconds);
+  p.set_device(r.device);
+  *p.mutable_facts() = ToProto(r.facts);
+  return p;
+}
+
+}  // namespace ranksweep
