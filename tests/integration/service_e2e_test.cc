@@ -1,0 +1,267 @@
+// End to end through real processes on loopback: ranksweepd on a temporary
+// SQLite file (port 0), real ranksweep-worker processes training real (small)
+// heads, and the real ranksweep CLI. Checks every cell's result both through
+// the CLI's JSON and by opening the SQLite file.
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/process.h"
+
+namespace ranksweep {
+namespace {
+
+using ::ranksweep::testing::CommandResult;
+using ::ranksweep::testing::Process;
+using ::ranksweep::testing::RunCommand;
+using ::ranksweep::testing::TempDir;
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// Exhaustive m=2, N=3 (64 sequences): two kernel ranks and softmax, 3 seeds.
+// 2 ranks x 3 seeds + 3 softmax seeds = 9 cells. Small enough to train in
+// well under a second per task on one CPU core.
+constexpr char kSpec[] = R"({
+  "name": "e2e",
+  "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
+  "heads": [{"kind": "kernel", "feature_map": "elu1"}, {"kind": "softmax"}],
+  "ranks": [1, 4],
+  "seed_count": 3,
+  "train": {"max_steps": 300, "eval_every": 50, "lr": 0.02}
+})";
+constexpr int kCells = 9;
+
+class Cluster {
+ public:
+  explicit Cluster(const TempDir& dir) : dir_(dir.path()), db_(dir.path() + "/ranksweep.db") {}
+
+  // Starts ranksweepd; `port` 0 picks a free one. Returns the address.
+  std::string StartServer(const std::string& port = "0") {
+    server_ = std::make_unique<Process>(
+        std::vector<std::string>{RANKSWEEPD_BIN, "--listen=127.0.0.1:" + port, "--db=" + db_,
+                                 "--lease_seconds=10"},
+        dir_ + "/server" + std::to_string(server_starts_++));
+    auto bound = server_->WaitForStdout(std::regex("listening on (\\S+)"), 30s);
+    EXPECT_TRUE(bound.has_value()) << server_->Stderr();
+    addr_ = bound.value_or("");
+    return addr_;
+  }
+
+  void StopServer(int sig) {
+    server_->Signal(sig);
+    EXPECT_TRUE(server_->Wait(30s).has_value());
+  }
+
+  void StartWorker(std::vector<std::string> extra = {}) {
+    int i = static_cast<int>(workers_.size());
+    std::vector<std::string> argv = {RANKSWEEP_WORKER_BIN, "--coordinator=" + addr_,
+                                     "--device=cpu", "--slots=1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    workers_.push_back(std::make_unique<Process>(
+        argv,
+        dir_ + "/worker" + std::to_string(i), std::vector<std::string>{"RANKSWEEP_TORCH_THREADS=1"}));
+  }
+
+  CommandResult Cli(std::vector<std::string> args, std::chrono::milliseconds timeout = 120s) {
+    std::vector<std::string> argv = {RANKSWEEP_CLI_BIN, "--addr=" + addr_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, dir_ + "/cli" + std::to_string(cli_runs_++), timeout);
+  }
+
+  std::string Submit() {
+    std::string path = dir_ + "/spec.json";
+    std::ofstream(path) << kSpec;
+    CommandResult r = Cli({"submit", "-f", path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = r.out;
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    return id;
+  }
+
+  void StopWorkers() {
+    for (auto& w : workers_) w->Signal(SIGTERM);
+    for (auto& w : workers_) EXPECT_TRUE(w->Wait(60s).has_value()) << w->Stderr();
+  }
+
+  const std::string& db() const { return db_; }
+  Process& server() { return *server_; }
+
+ private:
+  std::string dir_;
+  std::string db_;
+  std::string addr_;
+  int server_starts_ = 0;
+  int cli_runs_ = 0;
+  std::unique_ptr<Process> server_;
+  std::vector<std::unique_ptr<Process>> workers_;
+};
+
+// Rows of the results table for `sweep`, read straight from the SQLite file.
+struct DbRow {
+  int head_index;
+  int rank;
+  int64_t seed;
+  int state;
+  std::string worker_id;
+  int attempt;
+  int64_t lease_id;
+  double train_error;
+};
+std::vector<DbRow> ReadDbRows(const std::string& db, const std::string& sweep) {
+  sqlite3* h = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(h,
+                               "SELECT head_index, rank, seed, state, worker_id, attempt, "
+                               "lease_id, train_error FROM results WHERE sweep_id = ?",
+                               -1, &st, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(h);
+  sqlite3_bind_text(st, 1, sweep.c_str(), -1, SQLITE_TRANSIENT);
+  std::vector<DbRow> rows;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    rows.push_back({sqlite3_column_int(st, 0), sqlite3_column_int(st, 1),
+                    sqlite3_column_int64(st, 2), sqlite3_column_int(st, 3),
+                    reinterpret_cast<const char*>(sqlite3_column_text(st, 4)),
+                    sqlite3_column_int(st, 5), sqlite3_column_int64(st, 6),
+                    sqlite3_column_double(st, 7)});
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return rows;
+}
+
+std::string IntegrityCheck(const std::string& db) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr);
+  std::string out;
+  if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return out;
+}
+
+// Every (head, rank, seed) of kSpec exactly once.
+void ExpectOneRowPerCell(const std::vector<DbRow>& rows) {
+  std::set<std::tuple<int, int, int64_t>> want;
+  for (int64_t seed = 0; seed < 3; ++seed) {
+    want.insert({0, 1, seed});
+    want.insert({0, 4, seed});
+    want.insert({1, 0, seed});
+  }
+  std::map<std::tuple<int, int, int64_t>, int> got;
+  for (const DbRow& r : rows) ++got[{r.head_index, r.rank, r.seed}];
+  EXPECT_EQ(rows.size(), static_cast<size_t>(kCells));
+  for (const auto& key : want) {
+    EXPECT_EQ(got[key], 1) << "head " << std::get<0>(key) << " rank " << std::get<1>(key)
+                           << " seed " << std::get<2>(key);
+  }
+}
+
+TEST(ServiceE2ETest, SweepThroughCliAndTwoWorkersStoresEveryCellOnce) {
+  TempDir dir;
+  Cluster cluster(dir);
+  cluster.StartServer();
+  cluster.StartWorker();
+  cluster.StartWorker();
+  std::string id = cluster.Submit();
+  ASSERT_FALSE(id.empty());
+
+  CommandResult watch = cluster.Cli({"watch", id}, 300s);
+  ASSERT_EQ(watch.exit_code, 0) << watch.out << watch.err;
+
+  CommandResult results = cluster.Cli({"results", id, "--format", "json"});
+  ASSERT_EQ(results.exit_code, 0) << results.err;
+  Json rows = Json::parse(results.out);
+  ASSERT_TRUE(rows.is_array()) << results.out;
+  ASSERT_EQ(rows.size(), static_cast<size_t>(kCells));
+  std::set<std::string> workers;
+  for (const Json& row : rows) {
+    EXPECT_EQ(row.at("sweep_id"), id);
+    EXPECT_EQ(row.at("state"), "CELL_STATE_DONE");
+    EXPECT_EQ(row.at("attempt"), 1);
+    EXPECT_GT(row.at("lease_id").get<int64_t>(), 0);
+    ASSERT_FALSE(row.at("worker_id").get<std::string>().empty());
+    workers.insert(row.at("worker_id").get<std::string>());
+    const Json& version = row.at("worker_version");
+    EXPECT_FALSE(version.at("build_id").get<std::string>().empty());
+    EXPECT_FALSE(version.at("torch_version").get<std::string>().empty());
+    const Json& result = row.at("result");
+    EXPECT_EQ(result.at("train").at("sequences").get<int64_t>(), 64);  // 4^3
+    double err = result.at("train").at("error").get<double>();
+    EXPECT_GE(err, 0.0);
+    EXPECT_LE(err, 1.0);
+    EXPECT_GT(result.at("steps").get<int64_t>(), 0);
+    EXPECT_EQ(result.at("device"), "cpu");
+  }
+  EXPECT_GE(workers.size(), 1u);
+
+  // The same cells, straight from the SQLite file.
+  std::vector<DbRow> db_rows = ReadDbRows(cluster.db(), id);
+  ExpectOneRowPerCell(db_rows);
+  for (const DbRow& r : db_rows) {
+    EXPECT_EQ(r.attempt, 1);
+    EXPECT_GT(r.lease_id, 0);
+    EXPECT_TRUE(workers.count(r.worker_id)) << r.worker_id;
+  }
+
+  // Softmax solves N = 3 exactly on m = 2 on every seed (SCIENCE.md claim 3).
+  CommandResult grouped = cluster.Cli({"results", id, "--group-by", "head,rank", "--format", "json"});
+  ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
+
+  cluster.StopWorkers();
+  cluster.StopServer(SIGTERM);
+  EXPECT_EQ(IntegrityCheck(cluster.db()), "ok");
+}
+
+TEST(ServiceE2ETest, CoordinatorRestartMidSweepLosesAndDuplicatesNothing) {
+  TempDir dir;
+  Cluster cluster(dir);
+  std::string addr = cluster.StartServer();
+  std::string port = addr.substr(addr.rfind(':') + 1);
+  std::string id = cluster.Submit();
+  ASSERT_FALSE(id.empty());
+  // One seed per task, so results arrive one cell at a time.
+  cluster.StartWorker({"--max_seeds=1"});
+
+  // Wait for the first result to be stored, then kill the coordinator hard.
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (ReadDbRows(cluster.db(), id).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  size_t before = ReadDbRows(cluster.db(), id).size();
+  ASSERT_GE(before, 1u);
+  ASSERT_LT(before, static_cast<size_t>(kCells)) << "sweep finished before the restart";
+  cluster.StopServer(SIGKILL);
+  EXPECT_EQ(IntegrityCheck(cluster.db()), "ok");
+
+  // Same file, same port: the worker reconnects on its own.
+  cluster.StartServer(port);
+  CommandResult watch = cluster.Cli({"watch", id}, 300s);
+  ASSERT_EQ(watch.exit_code, 0) << watch.out << watch.err;
+
+  std::vector<DbRow> rows = ReadDbRows(cluster.db(), id);
+  ExpectOneRowPerCell(rows);
+  for (const DbRow& r : rows) EXPECT_EQ(r.state, rows.front().state);
+
+  CommandResult status = cluster.Cli({"status", id});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  cluster.StopWorkers();
+  cluster.StopServer(SIGTERM);
+  EXPECT_EQ(IntegrityCheck(cluster.db()), "ok");
+}
+
+}  // namespace
+}  // namespace ranksweep
