@@ -1,0 +1,259 @@
+// Coordinator throughput and query latency, through real gRPC and a real
+// SQLite file.
+//
+//   dispatch: W concurrent fake workers (threads, one channel each) acquire
+//             one cell at a time and complete it with a synthetic result;
+//             tasks/s is completed-and-durable cells per wall second, with
+//             p50/p99 AcquireTasks latency.
+//   query:    QueryResults latency on a sweep of Q result rows, per-seed rows
+//             and grouped by (head, rank); median of several runs.
+//
+// It starts its own ranksweepd (temporary database, port 0). The peer
+// (Optuna with SQLite storage running no-op trials) is run by
+// bench/run_dispatch_bench, which prints the ratio.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "tests/support/process.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace v1 = ranksweep::v1;
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  std::string ranksweepd;
+  int workers = 64;
+  int cells = 20000;
+  int query_rows = 100000;
+  int query_runs = 5;
+};
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      std::string prefix = std::string("--") + name + "=";
+      return a.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
+    };
+    if (const char* v = value("ranksweepd")) f.ranksweepd = v;
+    else if (const char* v = value("workers")) f.workers = std::atoi(v);
+    else if (const char* v = value("cells")) f.cells = std::atoi(v);
+    else if (const char* v = value("query_rows")) f.query_rows = std::atoi(v);
+    else if (const char* v = value("query_runs")) f.query_runs = std::atoi(v);
+    else {
+      std::fprintf(stderr,
+                   "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
+                   "[--query_rows=100000] [--query_runs=5]\n");
+      std::exit(2);
+    }
+  }
+  if (f.ranksweepd.empty()) {
+    std::fprintf(stderr, "--ranksweepd is required\n");
+    std::exit(2);
+  }
+  return f;
+}
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& addr) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  // Separate connections per fake worker, like separate worker processes.
+  args.SetInt("grpc.use_local_subchannel_pool", 1);
+  return grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
+}
+
+void Check(const grpc::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s failed: %d %s\n", what, s.error_code(), s.error_message().c_str());
+    std::exit(1);
+  }
+}
+
+// A sweep of exactly `cells` cells: one kernel head, ranks 1..R, seeds.
+std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int cells) {
+  int ranks = 1;
+  for (int r = 50; r >= 1; --r) {
+    if (cells % r == 0) {
+      ranks = r;
+      break;
+    }
+  }
+  v1::SubmitSweepRequest req;
+  v1::SweepSpec* spec = req.mutable_spec();
+  spec->set_name(name);
+  spec->mutable_dataset()->set_kind(v1::DATASET_KIND_EXHAUSTIVE);
+  spec->add_heads()->set_kind(v1::HEAD_KIND_KERNEL);
+  for (int r = 1; r <= ranks; ++r) spec->add_ranks(r);
+  spec->set_seed_count(cells / ranks);
+  v1::SubmitSweepResponse resp;
+  grpc::ClientContext ctx;
+  Check(stub.SubmitSweep(&ctx, req, &resp), "SubmitSweep");
+  if (resp.cells() != cells) {
+    std::fprintf(stderr, "expected %d cells, got %lld\n", cells,
+                 static_cast<long long>(resp.cells()));
+    std::exit(1);
+  }
+  return resp.sweep_id();
+}
+
+v1::SeedResult FakeResult(uint64_t seed) {
+  v1::SeedResult r;
+  r.set_seed(seed);
+  r.mutable_train()->set_sequences(64);
+  r.mutable_train()->set_exact_accuracy(seed % 2 ? 1.0 : 0.5);
+  r.mutable_train()->set_error(seed % 2 ? 0.0 : 0.5);
+  r.mutable_train()->set_position_accuracy(0.9);
+  r.set_steps(100);
+  r.set_wall_seconds(0.01);
+  r.set_device("cpu");
+  return r;
+}
+
+std::string RegisterWorker(v1::WorkerService::Stub& stub) {
+  v1::RegisterWorkerRequest req;
+  req.set_hostname("bench");
+  req.set_device("cpu");
+  req.set_slots(1);
+  req.mutable_version()->set_build_id("bench");
+  v1::RegisterWorkerResponse resp;
+  grpc::ClientContext ctx;
+  Check(stub.RegisterWorker(&ctx, req, &resp), "RegisterWorker");
+  return resp.worker_id();
+}
+
+// Acquires and completes cells until none are left. Acquire latencies (us)
+// are appended to `latencies`.
+void FakeWorker(const std::string& addr, int max_seeds, std::vector<double>* latencies,
+                std::atomic<int64_t>* completed) {
+  auto stub = v1::WorkerService::NewStub(Channel(addr));
+  std::string id = RegisterWorker(*stub);
+  while (true) {
+    v1::AcquireTasksRequest req;
+    req.set_worker_id(id);
+    req.set_max_tasks(1);
+    req.set_max_seeds(max_seeds);
+    req.set_wait_ms(0);
+    v1::AcquireTasksResponse resp;
+    grpc::ClientContext ctx;
+    auto t0 = Clock::now();
+    Check(stub->AcquireTasks(&ctx, req, &resp), "AcquireTasks");
+    if (latencies) {
+      latencies->push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    if (resp.tasks().empty()) return;
+    v1::CompleteTasksRequest done;
+    done.set_worker_id(id);
+    for (const v1::Task& task : resp.tasks()) {
+      for (const v1::LeasedCell& cell : task.cells()) {
+        v1::CellResult* r = done.add_results();
+        r->set_cell_id(cell.cell_id());
+        r->set_lease_id(cell.lease_id());
+        *r->mutable_result() = FakeResult(cell.seed());
+      }
+    }
+    v1::CompleteTasksResponse done_resp;
+    grpc::ClientContext done_ctx;
+    Check(stub->CompleteTasks(&done_ctx, done, &done_resp), "CompleteTasks");
+    completed->fetch_add(done.results_size());
+  }
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+double MedianMs(v1::SweepService::Stub& stub, const v1::QueryResultsRequest& req, int runs,
+                size_t* rows_out) {
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    v1::QueryResultsResponse resp;
+    grpc::ClientContext ctx;
+    auto t0 = Clock::now();
+    Check(stub.QueryResults(&ctx, req, &resp), "QueryResults");
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    *rows_out = static_cast<size_t>(resp.rows_size() + resp.groups_size());
+  }
+  return Percentile(ms, 0.5);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags = ParseFlags(argc, argv);
+  ranksweep::testing::TempDir dir;
+  ranksweep::testing::Process server(
+      {flags.ranksweepd, "--listen=127.0.0.1:0", "--db=" + dir.path() + "/bench.db",
+       "--lease_seconds=600"},
+      dir.path() + "/ranksweepd");
+  auto addr = server.WaitForStdout(std::regex("listening on (\\S+)"), 30s);
+  if (!addr) {
+    std::fprintf(stderr, "ranksweepd did not start:\n%s\n", server.Stderr().c_str());
+    return 1;
+  }
+  auto sweeps = v1::SweepService::NewStub(Channel(*addr));
+
+  // ---- dispatch
+  Submit(*sweeps, "dispatch", flags.cells);
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(flags.workers));
+  std::atomic<int64_t> completed{0};
+  auto t0 = Clock::now();
+  {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < flags.workers; ++i) {
+      threads.emplace_back(FakeWorker, *addr, 1, &latencies[static_cast<size_t>(i)], &completed);
+    }
+    for (auto& t : threads) t.join();
+  }
+  double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<double> all;
+  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  if (completed.load() != flags.cells) {
+    std::fprintf(stderr, "completed %lld of %d cells\n", static_cast<long long>(completed.load()),
+                 flags.cells);
+    return 1;
+  }
+  std::printf("dispatch workers=%d cells=%d seconds=%.3f tasks_per_second=%.0f "
+              "acquire_p50_ms=%.3f acquire_p99_ms=%.3f\n",
+              flags.workers, flags.cells, seconds, flags.cells / seconds,
+              Percentile(all, 0.5) / 1000.0, Percentile(all, 0.99) / 1000.0);
+  std::fflush(stdout);
+
+  // ---- query: fill a sweep of query_rows results quickly (1024 seeds per
+  // acquisition), then time the two query shapes.
+  if (flags.query_rows > 0) {
+    std::string id = Submit(*sweeps, "query", flags.query_rows);
+    std::atomic<int64_t> filled{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) threads.emplace_back(FakeWorker, *addr, 1024, nullptr, &filled);
+    for (auto& t : threads) t.join();
+    v1::QueryResultsRequest req;
+    req.set_sweep_id(id);
+    size_t rows = 0, groups = 0;
+    double rows_ms = MedianMs(*sweeps, req, flags.query_runs, &rows);
+    req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+    double grouped_ms = MedianMs(*sweeps, req, flags.query_runs, &groups);
+    std::printf("query result_rows=%lld ungrouped_rows=%zu ungrouped_median_ms=%.1f "
+                "groups=%zu grouped_median_ms=%.1f\n",
+                static_cast<long long>(filled.load()), rows, rows_ms, groups, grouped_ms);
+  }
+  server.Signal(SIGTERM);
+  server.Wait(30s);
+  return 0;
+}
