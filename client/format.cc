@@ -1,0 +1,417 @@
+#include "client/format.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace ranksweep::client {
+namespace {
+
+std::string Fixed(double v, int digits) { return absl::StrFormat("%.*f", digits, v); }
+
+std::string RankText(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : "-"; }
+
+bool IsDone(const v1::ResultRow& row) {
+  return row.state() == v1::CELL_STATE_DONE && row.has_result();
+}
+
+std::string TestErrorText(const v1::SeedResult& r) {
+  return r.test().sequences() > 0 ? Fixed(r.test().error(), 4) : "-";
+}
+
+template <typename Message>
+std::string JsonArray(const std::vector<Message>& items) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string one;
+    // Serialization of a well-formed message cannot fail.
+    (void)google::protobuf::util::MessageToJsonString(items[i], &one, options);
+    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ", one);
+  }
+  absl::StrAppend(&out, items.empty() ? "]\n" : "\n]\n");
+  return out;
+}
+
+std::string CsvCell(const std::string& cell) {
+  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
+  std::string out = "\"";
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+int ExitCodeForStatusCode(int code) {
+  switch (static_cast<absl::StatusCode>(code)) {
+    case absl::StatusCode::kOk:
+      return kExitOk;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return kExitUsage;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return kExitUnreachable;
+    case absl::StatusCode::kNotFound:
+      return kExitNotFound;
+    default:
+      return kExitServerError;
+  }
+}
+
+std::string RenderTable(const Table& table) {
+  std::vector<size_t> width(table.header.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    if (row.size() > width.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  };
+  measure(table.header);
+  for (const auto& row : table.rows) measure(row);
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i > 0) line += "  ";
+      const size_t pad = width[i] - row[i].size();
+      const bool right = i < table.right_align.size() && table.right_align[i];
+      if (right) line.append(pad, ' ');
+      line += row[i];
+      if (!right) line.append(pad, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line;
+    out += '\n';
+  };
+  emit(table.header);
+  for (const auto& row : table.rows) emit(row);
+  return out;
+}
+
+std::string RenderCsv(const Table& table) {
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i > 0) out += ',';
+      out += CsvCell(row[i]);
+    }
+    out += '\n';
+  };
+  emit(table.header);
+  for (const auto& row : table.rows) emit(row);
+  return out;
+}
+
+absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& s) {
+  if (s == "table") return OutputFormat::kTable;
+  if (s == "csv") return OutputFormat::kCsv;
+  if (s == "json") return OutputFormat::kJson;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format: \"", s, "\" is not one of table, csv, json"));
+}
+
+std::string SweepStateName(v1::SweepState state) {
+  switch (state) {
+    case v1::SWEEP_STATE_RUNNING: return "RUNNING";
+    case v1::SWEEP_STATE_DONE: return "DONE";
+    case v1::SWEEP_STATE_FAILED: return "FAILED";
+    case v1::SWEEP_STATE_CANCELLED: return "CANCELLED";
+    default: return "UNSPECIFIED";
+  }
+}
+
+std::string CellStateName(v1::CellState state) {
+  switch (state) {
+    case v1::CELL_STATE_PENDING: return "PENDING";
+    case v1::CELL_STATE_LEASED: return "LEASED";
+    case v1::CELL_STATE_DONE: return "DONE";
+    case v1::CELL_STATE_FAILED: return "FAILED";
+    case v1::CELL_STATE_CANCELLED: return "CANCELLED";
+    default: return "UNSPECIFIED";
+  }
+}
+
+absl::StatusOr<v1::SweepState> ParseSweepState(const std::string& s) {
+  const std::string upper = absl::AsciiStrToUpper(s);
+  for (auto state : {v1::SWEEP_STATE_RUNNING, v1::SWEEP_STATE_DONE, v1::SWEEP_STATE_FAILED,
+                     v1::SWEEP_STATE_CANCELLED}) {
+    if (SweepStateName(state) == upper) return state;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--state: \"", s, "\" is not one of running, done, failed, cancelled"));
+}
+
+absl::StatusOr<v1::CellState> ParseCellState(const std::string& s) {
+  const std::string upper = absl::AsciiStrToUpper(s);
+  for (auto state : {v1::CELL_STATE_PENDING, v1::CELL_STATE_LEASED, v1::CELL_STATE_DONE,
+                     v1::CELL_STATE_FAILED, v1::CELL_STATE_CANCELLED}) {
+    if (CellStateName(state) == upper) return state;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--state: \"", s, "\" is not one of pending, leased, done, failed, cancelled"));
+}
+
+std::string FormatUnixMs(int64_t unix_ms, absl::TimeZone tz) {
+  if (unix_ms == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms), tz);
+}
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(std::llround(seconds));
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  if (s < 86400) return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
+  return absl::StrFormat("%dd%02dh", s / 86400, (s % 86400) / 3600);
+}
+
+double EstimateEtaSeconds(const v1::SweepInfo& sweep) {
+  const auto& c = sweep.counts();
+  const int64_t remaining = c.pending() + c.leased();
+  if (remaining == 0) return 0;
+  if (sweep.mean_cell_seconds() <= 0) return -1;
+  const int64_t parallel = std::max<int64_t>(1, c.leased());
+  return sweep.mean_cell_seconds() * static_cast<double>(remaining) /
+         static_cast<double>(parallel);
+}
+
+std::string ProgressLine(const v1::SweepInfo& sweep, int bar_width) {
+  const auto& c = sweep.counts();
+  const int64_t finished = c.done() + c.failed() + c.cancelled();
+  int filled = 0;
+  if (c.total() > 0) {
+    filled = static_cast<int>(finished * bar_width / c.total());
+  }
+  filled = std::clamp(filled, 0, bar_width);
+  std::string line = absl::StrCat("[", std::string(filled, '#'),
+                                  std::string(bar_width - filled, '.'), "] ", c.done(), "/",
+                                  c.total(), " done  ", c.leased(), " running  ", c.failed(),
+                                  " failed");
+  if (c.cancelled() > 0) absl::StrAppend(&line, "  ", c.cancelled(), " cancelled");
+  if (sweep.state() == v1::SWEEP_STATE_RUNNING || sweep.state() == v1::SWEEP_STATE_UNSPECIFIED) {
+    const double eta = EstimateEtaSeconds(sweep);
+    absl::StrAppend(&line, "  ETA ", eta < 0 ? "?" : FormatDuration(eta));
+  } else {
+    absl::StrAppend(&line, "  ", SweepStateName(sweep.state()));
+  }
+  return line;
+}
+
+Table SweepsTable(const std::vector<v1::SweepInfo>& sweeps, absl::TimeZone tz) {
+  Table t;
+  t.header = {"ID", "NAME", "STATE", "DONE/TOTAL", "FAILED", "CREATED"};
+  t.right_align = {false, false, false, true, true, false};
+  for (const auto& s : sweeps) {
+    t.rows.push_back({s.sweep_id(), s.name(), SweepStateName(s.state()),
+                      absl::StrCat(s.counts().done(), "/", s.counts().total()),
+                      absl::StrCat(s.counts().failed()), FormatUnixMs(s.created_unix_ms(), tz)});
+  }
+  return t;
+}
+
+std::string SweepStatusText(const v1::SweepInfo& s, absl::TimeZone tz) {
+  const auto& c = s.counts();
+  std::string out;
+  absl::StrAppend(&out, "sweep:      ", s.sweep_id(), "\n");
+  absl::StrAppend(&out, "name:       ", s.name(), "\n");
+  absl::StrAppend(&out, "state:      ", SweepStateName(s.state()), "\n");
+  absl::StrAppend(&out, "priority:   ", s.priority(), "\n");
+  absl::StrAppend(&out, "cells:      ", c.total(), " total, ", c.done(), " done, ", c.leased(),
+                  " running, ", c.pending(), " pending, ", c.failed(), " failed, ",
+                  c.cancelled(), " cancelled\n");
+  absl::StrAppend(&out, "mean cell:  ",
+                  s.mean_cell_seconds() > 0 ? absl::StrFormat("%.2fs", s.mean_cell_seconds())
+                                            : std::string("-"),
+                  "\n");
+  if (s.state() == v1::SWEEP_STATE_RUNNING) {
+    const double eta = EstimateEtaSeconds(s);
+    absl::StrAppend(&out, "eta:        ", eta < 0 ? "?" : FormatDuration(eta), "\n");
+  }
+  absl::StrAppend(&out, "created:    ", FormatUnixMs(s.created_unix_ms(), tz), "\n");
+  absl::StrAppend(&out, "finished:   ", FormatUnixMs(s.finished_unix_ms(), tz), "\n");
+  if (s.recent_failures_size() > 0) {
+    absl::StrAppend(&out, "recent failures:\n");
+    for (const auto& f : s.recent_failures()) absl::StrAppend(&out, "  ", f, "\n");
+  }
+  return out;
+}
+
+Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
+  Table t;
+  t.header = {"HEAD",      "RANK",    "SEED",  "STATE",   "TRAIN_ERR",
+              "TEST_ERR",  "POS_ACC", "STEPS", "SECONDS", "WORKER"};
+  t.right_align = {false, true, true, false, true, true, true, true, true, false};
+  for (const auto& r : rows) {
+    std::vector<std::string> cells = {r.head(), RankText(r.rank()), absl::StrCat(r.seed()),
+                                      CellStateName(r.state())};
+    if (IsDone(r)) {
+      const auto& res = r.result();
+      cells.insert(cells.end(),
+                   {Fixed(res.train().error(), 4), TestErrorText(res),
+                    Fixed(res.train().position_accuracy(), 4), absl::StrCat(res.steps()),
+                    Fixed(res.wall_seconds(), 1)});
+    } else {
+      cells.insert(cells.end(), {"-", "-", "-", "-", "-"});
+    }
+    cells.push_back(r.worker_id().empty() ? "-" : r.worker_id());
+    t.rows.push_back(std::move(cells));
+  }
+  return t;
+}
+
+Table ResultRowsCsvTable(const std::vector<v1::ResultRow>& rows) {
+  Table t;
+  t.header = {"sweep_id",
+              "cell_id",
+              "head",
+              "head_index",
+              "rank",
+              "seed",
+              "state",
+              "train_error",
+              "train_exact_accuracy",
+              "train_position_accuracy",
+              "train_max_abs_error",
+              "test_sequences",
+              "test_error",
+              "test_position_accuracy",
+              "final_loss",
+              "steps",
+              "wall_seconds",
+              "device",
+              "failure",
+              "worker_id",
+              "build_id",
+              "torch_version",
+              "cuda_version",
+              "attempt",
+              "lease_id",
+              "finished_unix_ms"};
+  for (const auto& r : rows) {
+    const auto& res = r.result();
+    const bool done = IsDone(r);
+    auto metric = [&](double v) { return done ? absl::StrFormat("%.6g", v) : std::string(); };
+    t.rows.push_back({r.sweep_id(),
+                      absl::StrCat(r.cell_id()),
+                      r.head(),
+                      absl::StrCat(r.head_index()),
+                      absl::StrCat(r.rank()),
+                      absl::StrCat(r.seed()),
+                      CellStateName(r.state()),
+                      metric(res.train().error()),
+                      metric(res.train().exact_accuracy()),
+                      metric(res.train().position_accuracy()),
+                      metric(res.train().max_abs_error()),
+                      done ? absl::StrCat(res.test().sequences()) : "",
+                      done && res.test().sequences() > 0 ? metric(res.test().error()) : "",
+                      done && res.test().sequences() > 0 ? metric(res.test().position_accuracy())
+                                                         : "",
+                      metric(res.final_loss()),
+                      done ? absl::StrCat(res.steps()) : "",
+                      metric(res.wall_seconds()),
+                      res.device(),
+                      r.failure(),
+                      r.worker_id(),
+                      r.worker_version().build_id(),
+                      r.worker_version().torch_version(),
+                      r.worker_version().cuda_version(),
+                      absl::StrCat(r.attempt()),
+                      absl::StrCat(r.lease_id()),
+                      absl::StrCat(r.finished_unix_ms())});
+  }
+  return t;
+}
+
+std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows) { return JsonArray(rows); }
+
+Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
+  Table t;
+  t.header = {"HEAD",          "RANK",          "N",        "TRAIN_ERR_MEAN", "TRAIN_ERR_STD",
+              "TRAIN_ERR_MIN", "TRAIN_ERR_MAX", "TEST_ERR", "EXACT_SEEDS"};
+  t.right_align = {false, true, true, true, true, true, true, true, true};
+  for (const auto& g : groups) {
+    const bool any = g.n() > 0;
+    auto agg = [&](double v) { return any ? Fixed(v, 4) : std::string("-"); };
+    const auto& te = g.test_error();
+    const bool has_test = any && has_test_split;
+    t.rows.push_back({g.head(), RankText(g.rank()), absl::StrCat(g.n(), "/", g.expected()),
+                      agg(g.train_error().mean()), agg(g.train_error().std()),
+                      agg(g.train_error().min()), agg(g.train_error().max()),
+                      has_test ? Fixed(te.mean(), 4) : "-", absl::StrCat(g.exact_seeds())});
+  }
+  return t;
+}
+
+Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups) {
+  Table t;
+  t.header = {"head", "head_index", "rank", "n", "expected", "exact_seeds"};
+  const char* kAggs[] = {"train_error", "test_error", "train_exact_accuracy",
+                         "train_position_accuracy"};
+  for (const char* a : kAggs) {
+    for (const char* f : {"mean", "std", "min", "max", "ci95"}) {
+      t.header.push_back(absl::StrCat(a, "_", f));
+    }
+  }
+  for (const auto& g : groups) {
+    std::vector<std::string> row = {g.head(),
+                                    absl::StrCat(g.head_index()),
+                                    absl::StrCat(g.rank()),
+                                    absl::StrCat(g.n()),
+                                    absl::StrCat(g.expected()),
+                                    absl::StrCat(g.exact_seeds())};
+    for (const v1::Aggregate* a : {&g.train_error(), &g.test_error(), &g.train_exact_accuracy(),
+                                   &g.train_position_accuracy()}) {
+      for (double v : {a->mean(), a->std(), a->min(), a->max(), a->ci95()}) {
+        row.push_back(absl::StrFormat("%.6g", v));
+      }
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups) {
+  return JsonArray(groups);
+}
+
+Table WorkersTable(const std::vector<v1::WorkerInfo>& workers, absl::Time now) {
+  Table t;
+  t.header = {"ID",     "HOST",      "DEVICE", "SLOTS",    "LEASED",
+              "COMPLETED", "ALIVE", "LAST_SEEN", "VERSION"};
+  t.right_align = {false, false, false, true, true, true, false, true, false};
+  for (const auto& w : workers) {
+    std::string device = w.device();
+    if (!w.device_name().empty() && w.device_name() != w.device()) {
+      absl::StrAppend(&device, " (", w.device_name(), ")");
+    }
+    std::string seen = "-";
+    if (w.last_seen_unix_ms() > 0) {
+      seen = absl::StrCat(
+          FormatDuration(absl::ToDoubleSeconds(now - absl::FromUnixMillis(w.last_seen_unix_ms()))),
+          " ago");
+    }
+    std::string version = w.version().build_id();
+    if (!w.version().torch_version().empty()) {
+      absl::StrAppend(&version, " torch ", w.version().torch_version());
+    }
+    if (!w.version().cuda_version().empty()) {
+      absl::StrAppend(&version, " cuda ", w.version().cuda_version());
+    }
+    t.rows.push_back({w.worker_id(), w.hostname(), device, absl::StrCat(w.slots()),
+                      absl::StrCat(w.leased_cells()), absl::StrCat(w.completed_cells()),
+                      w.alive() ? "yes" : "no", seen, version});
+  }
+  return t;
+}
+
+}  // namespace ranksweep::client

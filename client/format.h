@@ -1,0 +1,107 @@
+// Rendering of what the CLI prints: tables, CSV, JSON and progress lines for
+// sweeps, results, groups and workers. Input is plain data (the ranksweep.v1
+// messages are used as plain structs here); output is a string, so every
+// format is unit-tested byte for byte. No RPCs, no I/O, no clocks: callers
+// pass the time zone and the current time.
+//
+// Errors: only the parsers return absl::Status (InvalidArgument naming the
+// flag and the allowed values). Thread-safety: free functions, no state.
+#ifndef RANKSWEEP_CLIENT_FORMAT_H_
+#define RANKSWEEP_CLIENT_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "ranksweep/v1/ranksweep.pb.h"
+
+namespace ranksweep::client {
+
+// Exit codes of the `ranksweep` CLI.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitUsage = 1,        // bad flags, invalid spec, server said InvalidArgument
+  kExitUnreachable = 2,  // server unreachable or timed out
+  kExitNotFound = 3,     // no such sweep
+  kExitSweepFailed = 4,  // watch: the sweep ended FAILED or CANCELLED
+  kExitServerError = 5,  // any other server error
+};
+
+// The exit code for a failed call with this (absl or gRPC; the numbering is
+// the same) status code.
+int ExitCodeForStatusCode(int code);
+
+// A rectangular table of cells; `right_align[i]` right-aligns column i
+// (numbers). Missing right_align entries mean left-aligned.
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> right_align;
+};
+
+// Columns separated by two spaces, padded to the widest cell, header first,
+// no trailing spaces, every line ending in '\n'.
+std::string RenderTable(const Table& table);
+// RFC 4180 CSV: header line then rows; cells containing , " or newlines are
+// quoted with "" escaping; lines end in '\n'.
+std::string RenderCsv(const Table& table);
+
+enum class OutputFormat { kTable, kCsv, kJson };
+absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& s);
+
+// "RUNNING", "DONE", ... ; "UNSPECIFIED" for 0.
+std::string SweepStateName(v1::SweepState state);
+std::string CellStateName(v1::CellState state);
+// Accepts the names above in any case ("done", "FAILED").
+absl::StatusOr<v1::SweepState> ParseSweepState(const std::string& s);
+absl::StatusOr<v1::CellState> ParseCellState(const std::string& s);
+
+// "-" for 0 (not set), else "YYYY-MM-DD HH:MM:SS" in `tz`.
+std::string FormatUnixMs(int64_t unix_ms, absl::TimeZone tz);
+// Human durations: "0s", "45s", "3m05s", "1h02m", "2d03h"; "?" when negative
+// or not finite.
+std::string FormatDuration(double seconds);
+
+// Seconds until the sweep finishes: remaining cells (pending + leased) times
+// the mean cell time, divided by the cells running now (at least 1), which
+// stands for the parallelism the workers give the sweep. -1 when unknown (no
+// cell has finished yet).
+double EstimateEtaSeconds(const v1::SweepInfo& sweep);
+
+// One line of progress without a newline, e.g.
+// "[#####...............] 12/48 done  4 running  1 failed  ETA 8s".
+// Cancelled cells are shown when there are any; a finished sweep shows its
+// state instead of an ETA.
+std::string ProgressLine(const v1::SweepInfo& sweep, int bar_width = 20);
+
+// `ranksweep list`: id, name, state, done/total, failed, created.
+Table SweepsTable(const std::vector<v1::SweepInfo>& sweeps, absl::TimeZone tz);
+// `ranksweep status`: "key: value" lines, then recent failures.
+std::string SweepStatusText(const v1::SweepInfo& sweep, absl::TimeZone tz);
+
+// `ranksweep results` per-seed table: head, rank, seed, state, train error,
+// test error, position accuracy (train), steps, seconds, worker. Metrics are
+// "-" for failed cells and the test error is "-" without a test split.
+Table ResultRowsTable(const std::vector<v1::ResultRow>& rows);
+// The CSV form carries every field of a row, for analysis tools.
+Table ResultRowsCsvTable(const std::vector<v1::ResultRow>& rows);
+// One JSON array of row objects, proto field names, every field printed.
+std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows);
+
+// Grouped results: head, rank, n/expected, train error mean/std/min/max,
+// test error mean ("-" unless `has_test_split`: a group cannot tell a
+// missing test split from a perfect one), exact seeds.
+Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
+// The CSV form carries every aggregate.
+Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups);
+std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups);
+
+// `ranksweep workers`: id, host, device, slots, leased, completed, alive,
+// last seen (ago, relative to `now`), version.
+Table WorkersTable(const std::vector<v1::WorkerInfo>& workers, absl::Time now);
+
+}  // namespace ranksweep::client
+
+#endif  // RANKSWEEP_CLIENT_FORMAT_H_

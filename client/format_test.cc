@@ -1,0 +1,235 @@
+#include "client/format.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep::client {
+namespace {
+
+v1::SweepInfo Sweep(int64_t total, int64_t pending, int64_t leased, int64_t done,
+                    int64_t failed, double mean_seconds) {
+  v1::SweepInfo s;
+  s.set_sweep_id("s-1");
+  s.set_name("demo");
+  s.set_state(v1::SWEEP_STATE_RUNNING);
+  s.mutable_counts()->set_total(total);
+  s.mutable_counts()->set_pending(pending);
+  s.mutable_counts()->set_leased(leased);
+  s.mutable_counts()->set_done(done);
+  s.mutable_counts()->set_failed(failed);
+  s.set_mean_cell_seconds(mean_seconds);
+  s.set_created_unix_ms(1700000000000);  // 2023-11-14 22:13:20 UTC
+  return s;
+}
+
+v1::ResultRow DoneRow(const std::string& head, int rank, uint64_t seed, double train_err,
+                      int64_t test_sequences, double test_err) {
+  v1::ResultRow r;
+  r.set_sweep_id("s-1");
+  r.set_cell_id(static_cast<int64_t>(seed) + 10);
+  r.set_head(head);
+  r.set_rank(rank);
+  r.set_seed(seed);
+  r.set_state(v1::CELL_STATE_DONE);
+  r.set_worker_id("w-1");
+  r.set_attempt(1);
+  r.set_lease_id(42);
+  auto* res = r.mutable_result();
+  res->set_seed(seed);
+  res->mutable_train()->set_error(train_err);
+  res->mutable_train()->set_position_accuracy(1.0 - train_err / 2);
+  res->mutable_test()->set_sequences(test_sequences);
+  res->mutable_test()->set_error(test_err);
+  res->set_steps(150);
+  res->set_wall_seconds(2.25);
+  res->set_device("cpu");
+  r.mutable_worker_version()->set_build_id("0.1.0+abc");
+  return r;
+}
+
+TEST(FormatTest, TableAlignsColumnsWithoutTrailingSpaces) {
+  Table t;
+  t.header = {"A", "NUM", "C"};
+  t.right_align = {false, true, false};
+  t.rows = {{"long-name", "7", ""}, {"x", "1234", "z"}};
+  EXPECT_EQ(RenderTable(t),
+            "A           NUM  C\n"
+            "long-name     7\n"
+            "x          1234  z\n");
+}
+
+TEST(FormatTest, CsvQuotesOnlyWhenNeeded) {
+  Table t;
+  t.header = {"a", "b"};
+  t.rows = {{"plain", "has,comma"}, {"say \"hi\"", "line\nbreak"}};
+  EXPECT_EQ(RenderCsv(t),
+            "a,b\n"
+            "plain,\"has,comma\"\n"
+            "\"say \"\"hi\"\"\",\"line\nbreak\"\n");
+}
+
+TEST(FormatTest, Durations) {
+  EXPECT_EQ(FormatDuration(0), "0s");
+  EXPECT_EQ(FormatDuration(44.6), "45s");
+  EXPECT_EQ(FormatDuration(185), "3m05s");
+  EXPECT_EQ(FormatDuration(3720), "1h02m");
+  EXPECT_EQ(FormatDuration(183600), "2d03h");
+  EXPECT_EQ(FormatDuration(-1), "?");
+}
+
+TEST(FormatTest, EtaUsesMeanCellTimeAndRunningCells) {
+  // 30 pending + 10 running = 40 cells, 2 s each, 10 at a time: 8 s.
+  EXPECT_DOUBLE_EQ(EstimateEtaSeconds(Sweep(48, 30, 10, 8, 0, 2.0)), 8.0);
+  // Nothing running: one at a time.
+  EXPECT_DOUBLE_EQ(EstimateEtaSeconds(Sweep(48, 40, 0, 8, 0, 2.0)), 80.0);
+  // No cell finished yet: unknown.
+  EXPECT_DOUBLE_EQ(EstimateEtaSeconds(Sweep(48, 48, 0, 0, 0, 0.0)), -1.0);
+  EXPECT_DOUBLE_EQ(EstimateEtaSeconds(Sweep(48, 0, 0, 48, 0, 2.0)), 0.0);
+}
+
+TEST(FormatTest, ProgressLine) {
+  EXPECT_EQ(ProgressLine(Sweep(48, 30, 10, 7, 1, 2.0)),
+            "[###.................] 7/48 done  10 running  1 failed  ETA 8s");
+  EXPECT_EQ(ProgressLine(Sweep(48, 48, 0, 0, 0, 0.0), 10),
+            "[..........] 0/48 done  0 running  0 failed  ETA ?");
+  v1::SweepInfo done = Sweep(4, 0, 0, 3, 0, 1.0);
+  done.mutable_counts()->set_cancelled(1);
+  done.set_state(v1::SWEEP_STATE_CANCELLED);
+  EXPECT_EQ(ProgressLine(done, 8),
+            "[########] 3/4 done  0 running  0 failed  1 cancelled  CANCELLED");
+}
+
+TEST(FormatTest, SweepsTable) {
+  v1::SweepInfo a = Sweep(48, 30, 10, 7, 1, 2.0);
+  v1::SweepInfo b = Sweep(4, 0, 0, 4, 0, 1.0);
+  b.set_sweep_id("s-22");
+  b.set_name("witness-m16");
+  b.set_state(v1::SWEEP_STATE_DONE);
+  EXPECT_EQ(RenderTable(SweepsTable({a, b}, absl::UTCTimeZone())),
+            "ID    NAME         STATE    DONE/TOTAL  FAILED  CREATED\n"
+            "s-1   demo         RUNNING        7/48       1  2023-11-14 22:13:20\n"
+            "s-22  witness-m16  DONE            4/4       0  2023-11-14 22:13:20\n");
+}
+
+TEST(FormatTest, SweepStatusText) {
+  v1::SweepInfo s = Sweep(48, 30, 10, 7, 1, 2.0);
+  s.add_recent_failures("cell kernel/elu1 r=2 seed=1: out of memory");
+  EXPECT_EQ(SweepStatusText(s, absl::UTCTimeZone()),
+            "sweep:      s-1\n"
+            "name:       demo\n"
+            "state:      RUNNING\n"
+            "priority:   0\n"
+            "cells:      48 total, 7 done, 10 running, 30 pending, 1 failed, 0 cancelled\n"
+            "mean cell:  2.00s\n"
+            "eta:        8s\n"
+            "created:    2023-11-14 22:13:20\n"
+            "finished:   -\n"
+            "recent failures:\n"
+            "  cell kernel/elu1 r=2 seed=1: out of memory\n");
+}
+
+TEST(FormatTest, ResultRowsTable) {
+  v1::ResultRow failed;
+  failed.set_head("softmax");
+  failed.set_rank(0);
+  failed.set_seed(2);
+  failed.set_state(v1::CELL_STATE_FAILED);
+  failed.set_failure("boom");
+  EXPECT_EQ(RenderTable(ResultRowsTable({DoneRow("kernel/elu1", 8, 0, 0.125, 0, 0),
+                                         DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5), failed})),
+            "HEAD         RANK  SEED  STATE   TRAIN_ERR  TEST_ERR  POS_ACC  STEPS  SECONDS  WORKER\n"
+            "kernel/elu1     8     0  DONE       0.1250         -   0.9375    150      2.2  w-1\n"
+            "kernel/elu1     8     1  DONE       0.0000    0.5000   1.0000    150      2.2  w-1\n"
+            "softmax         -     2  FAILED          -         -        -      -        -  -\n");
+}
+
+TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
+  const std::string csv = RenderCsv(ResultRowsCsvTable({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5)}));
+  EXPECT_EQ(csv,
+            "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
+            "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
+            "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
+            "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms\n"
+            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0\n");
+}
+
+TEST(FormatTest, ResultRowsJsonHasWorkerAttemptAndLease) {
+  const std::string json = ResultRowsJson({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5)});
+  EXPECT_THAT(json, ::testing::StartsWith("[\n  {\"sweep_id\":\"s-1\""));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"worker_id\":\"w-1\""));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"worker_version\":{\"build_id\":\"0.1.0+abc\""));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"attempt\":1"));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"lease_id\":\"42\""));  // int64 as a JSON string
+  EXPECT_EQ(ResultRowsJson({}), "[]\n");
+}
+
+TEST(FormatTest, ResultGroupsTable) {
+  v1::ResultGroup g;
+  g.set_head("kernel/elu1");
+  g.set_rank(4);
+  g.set_n(3);
+  g.set_expected(3);
+  g.mutable_train_error()->set_mean(0.25);
+  g.mutable_train_error()->set_std(0.1);
+  g.mutable_train_error()->set_min(0.125);
+  g.mutable_train_error()->set_max(0.375);
+  g.mutable_test_error()->set_mean(0.5);
+  g.set_exact_seeds(0);
+  v1::ResultGroup empty;
+  empty.set_head("softmax");
+  empty.set_expected(3);
+  EXPECT_EQ(RenderTable(ResultGroupsTable({g, empty}, /*has_test_split=*/true)),
+            "HEAD         RANK    N  TRAIN_ERR_MEAN  TRAIN_ERR_STD  TRAIN_ERR_MIN  TRAIN_ERR_MAX"
+            "  TEST_ERR  EXACT_SEEDS\n"
+            "kernel/elu1     4  3/3          0.2500         0.1000         0.1250         0.3750"
+            "    0.5000            0\n"
+            "softmax         -  0/3               -              -              -              -"
+            "         -            0\n");
+  EXPECT_THAT(RenderTable(ResultGroupsTable({g}, /*has_test_split=*/false)),
+              ::testing::HasSubstr("0.3750         -            0\n"));
+}
+
+TEST(FormatTest, WorkersTable) {
+  v1::WorkerInfo w;
+  w.set_worker_id("w-1");
+  w.set_hostname("gpu7");
+  w.set_device("cuda");
+  w.set_device_name("cuda:0 (NVIDIA H200)");
+  w.set_slots(2);
+  w.set_leased_cells(64);
+  w.set_completed_cells(1000);
+  w.set_alive(true);
+  w.set_last_seen_unix_ms(1700000000000);
+  w.mutable_version()->set_build_id("0.1.0+abc");
+  w.mutable_version()->set_torch_version("2.5.1");
+  w.mutable_version()->set_cuda_version("12.4");
+  EXPECT_EQ(RenderTable(WorkersTable({w}, absl::FromUnixMillis(1700000003000))),
+            "ID   HOST  DEVICE                       SLOTS  LEASED  COMPLETED  ALIVE  LAST_SEEN"
+            "  VERSION\n"
+            "w-1  gpu7  cuda (cuda:0 (NVIDIA H200))      2      64       1000  yes       3s ago"
+            "  0.1.0+abc torch 2.5.1 cuda 12.4\n");
+}
+
+TEST(FormatTest, ExitCodes) {
+  EXPECT_EQ(ExitCodeForStatusCode(0), 0);
+  EXPECT_EQ(ExitCodeForStatusCode(static_cast<int>(absl::StatusCode::kInvalidArgument)), 1);
+  EXPECT_EQ(ExitCodeForStatusCode(static_cast<int>(absl::StatusCode::kUnavailable)), 2);
+  EXPECT_EQ(ExitCodeForStatusCode(static_cast<int>(absl::StatusCode::kDeadlineExceeded)), 2);
+  EXPECT_EQ(ExitCodeForStatusCode(static_cast<int>(absl::StatusCode::kNotFound)), 3);
+  EXPECT_EQ(ExitCodeForStatusCode(static_cast<int>(absl::StatusCode::kInternal)), 5);
+  EXPECT_EQ(ExitCodeForStatusCode(static_cast<int>(absl::StatusCode::kFailedPrecondition)), 5);
+}
+
+TEST(FormatTest, ParsersNameTheFlag) {
+  EXPECT_EQ(ParseOutputFormat("yaml").status(),
+            absl::InvalidArgumentError("--format: \"yaml\" is not one of table, csv, json"));
+  EXPECT_EQ(*ParseSweepState("done"), v1::SWEEP_STATE_DONE);
+  EXPECT_EQ(*ParseCellState("Failed"), v1::CELL_STATE_FAILED);
+  EXPECT_EQ(ParseCellState("x").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ranksweep::client

@@ -1,0 +1,421 @@
+// `ranksweep`: the command-line client of the coordinator. Wires CLI11
+// subcommands to SweepService calls; parsing and rendering live in
+// spec_file.h and format.h.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/format.h"
+#include "client/spec_file.h"
+#include "common/spec/spec.h"
+#include "common/spec/spec_json.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/convert.h"
+#include "ranksweep/v1/ranksweep.grpc.pb.h"
+
+namespace ranksweep::client {
+namespace {
+
+constexpr char kFooter[] = R"(Exit codes:
+  0  ok
+  1  usage error or invalid argument (bad flags, invalid spec)
+  2  coordinator unreachable or timed out
+  3  not found (no such sweep)
+  4  watch: the sweep ended FAILED or CANCELLED
+  5  other server error
+Environment: RANKSWEEP_ADDR is the default for --addr.)";
+
+struct Globals {
+  std::string addr;
+  double timeout_seconds = 30;
+};
+
+std::string DefaultAddr() {
+  const char* env = std::getenv("RANKSWEEP_ADDR");
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1:50051";
+}
+
+// Prints a failed call's message and returns its exit code.
+int Report(const Globals& g, const grpc::Status& status, const std::string& what) {
+  const int code = ExitCodeForStatusCode(static_cast<int>(status.error_code()));
+  if (code == kExitUnreachable) {
+    std::cerr << "ranksweep: " << what << ": coordinator at " << g.addr
+              << " unreachable: " << status.error_message() << "\n";
+  } else {
+    std::cerr << "ranksweep: " << what << ": " << status.error_message() << "\n";
+  }
+  return code;
+}
+
+int ReportLocal(const absl::Status& status) {
+  std::cerr << "ranksweep: " << status.message() << "\n";
+  return ExitCodeForStatusCode(static_cast<int>(status.code()));
+}
+
+class Client {
+ public:
+  explicit Client(Globals g)
+      : g_(std::move(g)),
+        stub_(v1::SweepService::NewStub(
+            grpc::CreateChannel(g_.addr, grpc::InsecureChannelCredentials()))) {}
+
+  const Globals& globals() const { return g_; }
+  v1::SweepService::Stub& stub() { return *stub_; }
+
+  // A context with the --timeout deadline (none when --timeout is 0).
+  std::unique_ptr<grpc::ClientContext> Context() const {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    if (g_.timeout_seconds > 0) {
+      ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(g_.timeout_seconds)));
+    }
+    return ctx;
+  }
+
+ private:
+  Globals g_;
+  std::unique_ptr<v1::SweepService::Stub> stub_;
+};
+
+// Follows a sweep until it ends. Redraws one line with '\r' on a TTY, prints
+// one line per event otherwise.
+int Watch(Client& client, const std::string& sweep_id) {
+  grpc::ClientContext ctx;  // no deadline: a sweep may run for days
+  v1::WatchSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  auto reader = client.stub().WatchSweep(&ctx, req);
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  v1::SweepEvent event;
+  v1::SweepInfo last;
+  bool any = false;
+  while (reader->Read(&event)) {
+    any = true;
+    last = event.sweep();
+    if (tty) {
+      std::cout << "\r" << ProgressLine(last) << "\033[K" << std::flush;
+    } else {
+      std::cout << ProgressLine(last);
+      if (!event.message().empty()) std::cout << "  " << event.message();
+      std::cout << "\n" << std::flush;
+    }
+  }
+  if (tty && any) std::cout << "\n";
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return Report(client.globals(), status, "watch");
+  switch (last.state()) {
+    case v1::SWEEP_STATE_DONE:
+      std::cerr << "sweep " << sweep_id << " DONE\n";
+      return kExitOk;
+    case v1::SWEEP_STATE_FAILED:
+    case v1::SWEEP_STATE_CANCELLED:
+      std::cerr << "sweep " << sweep_id << " " << SweepStateName(last.state()) << "\n";
+      for (const auto& f : last.recent_failures()) std::cerr << "  " << f << "\n";
+      return kExitSweepFailed;
+    default:
+      std::cerr << "ranksweep: watch: the stream closed while the sweep was "
+                << SweepStateName(last.state()) << "\n";
+      return kExitServerError;
+  }
+}
+
+struct SubmitArgs {
+  std::string file;
+  bool watch = false;
+  bool dry_run = false;
+  std::string name, dataset, loss;
+  int m = 0, seq_len = 0, seed_count = 0, max_steps = 0, batch_size = 0, eval_every = 0,
+      early_stop_evals = 0, priority = 0;
+  bool final_query_only = false;
+  uint64_t data_seed = 0;
+  double lr = 0;
+  std::vector<std::string> heads;
+  std::vector<int> ranks;
+  std::vector<uint64_t> seed_list;
+};
+
+int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
+  SweepSpec spec;
+  if (!a.file.empty()) {
+    absl::StatusOr<SweepSpec> loaded = LoadSweepSpecFile(a.file);
+    if (!loaded.ok()) {
+      std::cerr << "ranksweep: " << loaded.status().message() << "\n";
+      return kExitUsage;
+    }
+    spec = *std::move(loaded);
+  }
+  auto given = [&](const char* flag) { return sub->count(flag) > 0; };
+  SpecOverrides o;
+  if (given("--name")) o.name = a.name;
+  if (given("--dataset")) o.dataset = a.dataset;
+  if (given("--m")) o.m = a.m;
+  if (given("--seq-len")) o.seq_len = a.seq_len;
+  if (given("--final-query-only")) o.final_query_only = a.final_query_only;
+  if (given("--data-seed")) o.data_seed = a.data_seed;
+  if (given("--heads")) o.heads = a.heads;
+  if (given("--ranks")) o.ranks = a.ranks;
+  if (given("--seeds")) o.seed_count = a.seed_count;
+  if (given("--seed-list")) o.seeds = a.seed_list;
+  if (given("--max-steps")) o.max_steps = a.max_steps;
+  if (given("--lr")) o.lr = a.lr;
+  if (given("--batch-size")) o.batch_size = a.batch_size;
+  if (given("--eval-every")) o.eval_every = a.eval_every;
+  if (given("--early-stop-evals")) o.early_stop_evals = a.early_stop_evals;
+  if (given("--loss")) o.loss = a.loss;
+  if (given("--priority")) o.priority = a.priority;
+  if (absl::Status s = ApplyOverrides(o, &spec); !s.ok()) return ReportLocal(s);
+  // The server validates too; checking here gives the same message offline.
+  if (absl::Status s = ValidateSweepSpec(spec); !s.ok()) return ReportLocal(s);
+  if (a.dry_run) {
+    std::cout << SweepSpecToJson(spec, 2) << "\n";
+    return kExitOk;
+  }
+  v1::SubmitSweepRequest req;
+  *req.mutable_spec() = ToProto(spec);
+  v1::SubmitSweepResponse resp;
+  auto ctx = client->Context();
+  grpc::Status status = client->stub().SubmitSweep(ctx.get(), req, &resp);
+  if (!status.ok()) return Report(client->globals(), status, "submit");
+  std::cout << resp.sweep_id() << "\n" << std::flush;
+  std::cerr << "submitted " << resp.cells() << " cells\n";
+  if (a.watch) return Watch(*client, resp.sweep_id());
+  return kExitOk;
+}
+
+absl::StatusOr<v1::SweepInfo> GetSweep(Client* client, const std::string& id, int* exit_code) {
+  v1::GetSweepRequest req;
+  req.set_sweep_id(id);
+  v1::GetSweepResponse resp;
+  auto ctx = client->Context();
+  grpc::Status status = client->stub().GetSweep(ctx.get(), req, &resp);
+  if (!status.ok()) {
+    *exit_code = Report(client->globals(), status, "status");
+    return absl::UnknownError("reported");
+  }
+  return resp.sweep();
+}
+
+struct ResultsArgs {
+  std::string sweep_id, group_by, format = "table", head, state;
+  std::vector<int> ranks;
+  std::vector<uint64_t> seeds;
+};
+
+int Results(Client* client, const ResultsArgs& a) {
+  absl::StatusOr<OutputFormat> format = ParseOutputFormat(a.format);
+  if (!format.ok()) return ReportLocal(format.status());
+  v1::QueryResultsRequest req;
+  req.set_sweep_id(a.sweep_id);
+  req.set_head(a.head);
+  for (int r : a.ranks) req.add_ranks(r);
+  for (uint64_t s : a.seeds) req.add_seeds(s);
+  if (!a.state.empty()) {
+    absl::StatusOr<v1::CellState> state = ParseCellState(a.state);
+    if (!state.ok()) return ReportLocal(state.status());
+    req.set_state(*state);
+  }
+  if (!a.group_by.empty()) {
+    if (a.group_by != "head,rank" && a.group_by != "rank,head") {
+      return ReportLocal(absl::InvalidArgumentError(
+          absl::StrCat("--group-by: \"", a.group_by, "\" is not supported; use head,rank")));
+    }
+    req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  }
+  v1::QueryResultsResponse resp;
+  auto ctx = client->Context();
+  grpc::Status status = client->stub().QueryResults(ctx.get(), req, &resp);
+  if (!status.ok()) return Report(client->globals(), status, "results");
+  if (req.group_by() == v1::GROUP_BY_HEAD_RANK) {
+    std::vector<v1::ResultGroup> groups(resp.groups().begin(), resp.groups().end());
+    switch (*format) {
+      case OutputFormat::kJson: std::cout << ResultGroupsJson(groups); break;
+      case OutputFormat::kCsv: std::cout << RenderCsv(ResultGroupsCsvTable(groups)); break;
+      case OutputFormat::kTable: {
+        int code = kExitOk;
+        absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
+        if (!sweep.ok()) return code;
+        const auto& d = sweep->spec().dataset();
+        const bool has_test = d.kind() == v1::DATASET_KIND_POOL && d.test_size() > 0;
+        std::cout << RenderTable(ResultGroupsTable(groups, has_test));
+        break;
+      }
+    }
+    return kExitOk;
+  }
+  std::vector<v1::ResultRow> rows(resp.rows().begin(), resp.rows().end());
+  switch (*format) {
+    case OutputFormat::kJson: std::cout << ResultRowsJson(rows); break;
+    case OutputFormat::kCsv: std::cout << RenderCsv(ResultRowsCsvTable(rows)); break;
+    case OutputFormat::kTable: std::cout << RenderTable(ResultRowsTable(rows)); break;
+  }
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"ranksweep: submit rank sweeps to the coordinator and query their results"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  app.fallthrough();
+  Globals g;
+  g.addr = DefaultAddr();
+  app.add_option("--addr", g.addr, "Coordinator address host:port (env RANKSWEEP_ADDR)")
+      ->capture_default_str();
+  app.add_option("--timeout", g.timeout_seconds, "Seconds per call; 0 = no deadline")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+
+  int exit_code = kExitOk;
+  std::function<int(Client*)> action;
+
+  // ---- submit
+  SubmitArgs sa;
+  CLI::App* submit = app.add_subcommand(
+      "submit", "Submit a sweep; prints its id on stdout and the cell count on stderr");
+  submit->footer(
+      "Flags override the fields of the -f file. Heads: KIND[:PART]... with PART a feature map\n"
+      "(elu1 relu_eps softplus exp favor), a construction (rank1 indicator softmax_exact), xN\n"
+      "(num_heads) or h=W1/W2 (hidden widths), e.g. --heads kernel:elu1,softmax,"
+      "multihead_kernel:elu1:x4\n\n" +
+      std::string(kFooter));
+  submit->add_option("-f,--file", sa.file, "Spec file, YAML or JSON (spec.h field names; - = stdin)");
+  submit->add_option("--name", sa.name, "Sweep name, 1..128 of [A-Za-z0-9._-]");
+  submit->add_option("--dataset", sa.dataset, "exhaustive | witness | pool");
+  submit->add_option("--m", sa.m, "Token dimension m, 1..64");
+  submit->add_option("--seq-len", sa.seq_len, "Tokens per sequence N, 1..64");
+  submit->add_flag("--final-query-only", sa.final_query_only, "Score only the last position");
+  submit->add_option("--data-seed", sa.data_seed, "Dataset seed");
+  submit->add_option("--heads", sa.heads, "Comma-separated heads, e.g. kernel:elu1,softmax")
+      ->delimiter(',');
+  submit->add_option("--ranks", sa.ranks, "Comma-separated ranks, e.g. 1,2,4,8")->delimiter(',');
+  submit->add_option("--seeds", sa.seed_count, "Number of seeds: 0..N-1");
+  submit->add_option("--seed-list", sa.seed_list, "Explicit comma-separated seeds")
+      ->delimiter(',');
+  submit->add_option("--max-steps", sa.max_steps, "Training steps per seed");
+  submit->add_option("--lr", sa.lr, "Adam learning rate");
+  submit->add_option("--batch-size", sa.batch_size, "Batch size; 0 = full batch");
+  submit->add_option("--eval-every", sa.eval_every, "Evaluate every E steps");
+  submit->add_option("--early-stop-evals", sa.early_stop_evals,
+                     "Stop after k exact evaluations in a row; 0 = never");
+  submit->add_option("--loss", sa.loss, "mse | ce");
+  submit->add_option("--priority", sa.priority, "-100..100, higher runs first");
+  submit->add_flag("--watch", sa.watch, "Follow the sweep after submitting (as `watch`)");
+  submit->add_flag("--dry-run", sa.dry_run, "Print the spec as JSON instead of submitting");
+  submit->callback([&] { action = [&](Client* c) { return Submit(c, sa, submit); }; });
+
+  // ---- list
+  std::string list_state;
+  int list_limit = 0;
+  CLI::App* list = app.add_subcommand("list", "List sweeps, newest first");
+  list->footer(kFooter);
+  list->add_option("--state", list_state, "running | done | failed | cancelled");
+  list->add_option("--limit", list_limit, "At most this many; 0 = server default (100)");
+  list->callback([&] {
+    action = [&](Client* c) {
+      v1::ListSweepsRequest req;
+      if (!list_state.empty()) {
+        absl::StatusOr<v1::SweepState> state = ParseSweepState(list_state);
+        if (!state.ok()) return ReportLocal(state.status());
+        req.set_state(*state);
+      }
+      req.set_limit(list_limit);
+      v1::ListSweepsResponse resp;
+      auto ctx = c->Context();
+      grpc::Status status = c->stub().ListSweeps(ctx.get(), req, &resp);
+      if (!status.ok()) return Report(c->globals(), status, "list");
+      std::vector<v1::SweepInfo> sweeps(resp.sweeps().begin(), resp.sweeps().end());
+      std::cout << RenderTable(SweepsTable(sweeps, absl::LocalTimeZone()));
+      return static_cast<int>(kExitOk);
+    };
+  });
+
+  // ---- status
+  std::string status_id;
+  CLI::App* status_cmd = app.add_subcommand("status", "Show one sweep: counts, state, failures");
+  status_cmd->footer(kFooter);
+  status_cmd->add_option("sweep", status_id, "Sweep id")->required();
+  status_cmd->callback([&] {
+    action = [&](Client* c) {
+      int code = kExitOk;
+      absl::StatusOr<v1::SweepInfo> sweep = GetSweep(c, status_id, &code);
+      if (!sweep.ok()) return code;
+      std::cout << SweepStatusText(*sweep, absl::LocalTimeZone());
+      return static_cast<int>(kExitOk);
+    };
+  });
+
+  // ---- watch
+  std::string watch_id;
+  CLI::App* watch = app.add_subcommand(
+      "watch", "Follow a sweep until it ends; exit 0 if DONE, 4 if FAILED/CANCELLED");
+  watch->footer(kFooter);
+  watch->add_option("sweep", watch_id, "Sweep id")->required();
+  watch->callback([&] { action = [&](Client* c) { return Watch(*c, watch_id); }; });
+
+  // ---- results
+  ResultsArgs ra;
+  CLI::App* results = app.add_subcommand("results", "Per-seed results or per-(head, rank) groups");
+  results->footer(kFooter);
+  results->add_option("sweep", ra.sweep_id, "Sweep id")->required();
+  results->add_option("--group-by", ra.group_by, "head,rank: mean/std/min/max/n per group");
+  results->add_option("--format", ra.format, "table | csv | json")->capture_default_str();
+  results->add_option("--head", ra.head, "Only this head label, e.g. kernel/elu1");
+  results->add_option("--rank", ra.ranks, "Only these ranks (comma-separated)")->delimiter(',');
+  results->add_option("--seed", ra.seeds, "Only these seeds (comma-separated)")->delimiter(',');
+  results->add_option("--state", ra.state, "done | failed (default both)");
+  results->callback([&] { action = [&](Client* c) { return Results(c, ra); }; });
+
+  // ---- cancel
+  std::string cancel_id;
+  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a sweep's unfinished cells");
+  cancel->footer(kFooter);
+  cancel->add_option("sweep", cancel_id, "Sweep id")->required();
+  cancel->callback([&] {
+    action = [&](Client* c) {
+      v1::CancelSweepRequest req;
+      req.set_sweep_id(cancel_id);
+      v1::CancelSweepResponse resp;
+      auto ctx = c->Context();
+      grpc::Status status = c->stub().CancelSweep(ctx.get(), req, &resp);
+      if (!status.ok()) return Report(c->globals(), status, "cancel");
+      std::cout << "cancelled " << resp.cells_cancelled() << " cells of " << cancel_id << "\n";
+      return static_cast<int>(kExitOk);
+    };
+  });
+
+  // ---- workers
+  CLI::App* workers = app.add_subcommand("workers", "List registered workers");
+  workers->footer(kFooter);
+  workers->callback([&] {
+    action = [&](Client* c) {
+      v1::ListWorkersResponse resp;
+      auto ctx = c->Context();
+      grpc::Status status = c->stub().ListWorkers(ctx.get(), v1::ListWorkersRequest(), &resp);
+      if (!status.ok()) return Report(c->globals(), status, "workers");
+      std::vector<v1::WorkerInfo> list(resp.workers().begin(), resp.workers().end());
+      std::cout << RenderTable(WorkersTable(list, absl::Now()));
+      return static_cast<int>(kExitOk);
+    };
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (!action) return kExitUsage;
+  Client client(g);
+  exit_code = action(&client);
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace ranksweep::client
+
+int main(int argc, char** argv) { return ranksweep::client::Main(argc, argv); }

@@ -1,0 +1,294 @@
+#include "client/spec_file.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/spec/spec_json.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "yaml-cpp/yaml.h"
+
+namespace ranksweep::client {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Where each mapping key of a YAML document sits, by dotted path
+// ("dataset.m", "heads[1].kind"), so spec-parser errors can point at it.
+using MarkIndex = std::map<std::string, YAML::Mark>;
+
+std::string Where(const std::string& source, const YAML::Mark& mark) {
+  return absl::StrCat(source, ":", mark.line + 1, ":", mark.column + 1);
+}
+
+absl::Status YamlError(const std::string& source, const YAML::Mark& mark,
+                       const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(Where(source, mark), ": ", what));
+}
+
+// YAML 1.2 core schema resolution of a plain scalar.
+absl::StatusOr<Json> PlainScalarToJson(const std::string& v, const std::string& source,
+                                       const YAML::Mark& mark) {
+  static const std::regex kInt("[-+]?[0-9]+");
+  static const std::regex kHex("0x[0-9a-fA-F]+");
+  static const std::regex kFloat("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
+  static const std::regex kInf("[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+  if (v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL") return Json(nullptr);
+  if (v == "true" || v == "True" || v == "TRUE") return Json(true);
+  if (v == "false" || v == "False" || v == "FALSE") return Json(false);
+  if (std::regex_match(v, kInt)) {
+    if (v[0] == '-') {
+      int64_t x;
+      if (!absl::SimpleAtoi(v, &x)) {
+        return YamlError(source, mark, absl::StrCat("integer out of range: ", v));
+      }
+      return Json(x);
+    }
+    uint64_t x;
+    if (!absl::SimpleAtoi(v[0] == '+' ? v.substr(1) : v, &x)) {
+      return YamlError(source, mark, absl::StrCat("integer out of range: ", v));
+    }
+    return Json(x);
+  }
+  if (std::regex_match(v, kHex)) {
+    uint64_t x;
+    if (!absl::SimpleHexAtoi(v, &x)) {
+      return YamlError(source, mark, absl::StrCat("integer out of range: ", v));
+    }
+    return Json(x);
+  }
+  if (std::regex_match(v, kFloat)) {
+    errno = 0;
+    double x = std::strtod(v.c_str(), nullptr);
+    if (errno == ERANGE || !std::isfinite(x)) {
+      return YamlError(source, mark, absl::StrCat("number out of range: ", v));
+    }
+    return Json(x);
+  }
+  if (std::regex_match(v, kInf)) {
+    return YamlError(source, mark, absl::StrCat("non-finite number not allowed: ", v));
+  }
+  return Json(v);
+}
+
+absl::StatusOr<Json> NodeToJson(const YAML::Node& node, const std::string& path,
+                                const std::string& source, MarkIndex* marks) {
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      return Json(nullptr);
+    case YAML::NodeType::Scalar:
+      // yaml-cpp tags quoted scalars "!" and plain ones "?".
+      if (node.Tag() == "!") return Json(node.Scalar());
+      return PlainScalarToJson(node.Scalar(), source, node.Mark());
+    case YAML::NodeType::Sequence: {
+      Json out = Json::array();
+      for (size_t i = 0; i < node.size(); ++i) {
+        std::string item_path = absl::StrCat(path, "[", i, "]");
+        (*marks)[item_path] = node[i].Mark();
+        ASSIGN_OR_RETURN(Json item, NodeToJson(node[i], item_path, source, marks));
+        out.push_back(std::move(item));
+      }
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      Json out = Json::object();
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) {
+          return YamlError(source, kv.first.Mark(), "mapping keys must be plain strings");
+        }
+        const std::string key = kv.first.Scalar();
+        if (out.contains(key)) {
+          return YamlError(source, kv.first.Mark(), absl::StrCat("duplicate key \"", key, "\""));
+        }
+        std::string key_path = path.empty() ? key : absl::StrCat(path, ".", key);
+        (*marks)[key_path] = kv.first.Mark();
+        ASSIGN_OR_RETURN(Json value, NodeToJson(kv.second, key_path, source, marks));
+        out[key] = std::move(value);
+      }
+      return out;
+    }
+  }
+  return YamlError(source, node.Mark(), "unsupported YAML node");
+}
+
+absl::StatusOr<std::pair<std::string, MarkIndex>> YamlToJsonWithMarks(const std::string& text,
+                                                                      const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return YamlError(source, e.mark, e.msg);
+  }
+  MarkIndex marks;
+  Json json;
+  try {
+    ASSIGN_OR_RETURN(json, NodeToJson(root, "", source, &marks));
+  } catch (const YAML::Exception& e) {
+    return YamlError(source, e.mark, e.msg);
+  }
+  if (!json.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":1:1: a sweep spec must be a mapping of fields"));
+  }
+  return std::make_pair(json.dump(2), std::move(marks));
+}
+
+// Adds the YAML location of the key an error message talks about: the
+// longest recorded path that the message mentions.
+absl::Status LocateInYaml(const absl::Status& status, const MarkIndex& marks,
+                          const std::string& source) {
+  const std::string message(status.message());
+  const std::string* best = nullptr;
+  for (const auto& [path, mark] : marks) {
+    if (!absl::StrContains(message, path)) continue;
+    if (best == nullptr || path.size() > best->size()) best = &path;
+  }
+  if (best == nullptr) return absl::Status(status.code(), absl::StrCat(source, ": ", message));
+  return absl::Status(status.code(),
+                      absl::StrCat(Where(source, marks.at(*best)), ": ", message));
+}
+
+}  // namespace
+
+SpecFormat GuessSpecFormat(const std::string& path, const std::string& text) {
+  std::string lower = absl::AsciiStrToLower(path);
+  if (absl::EndsWith(lower, ".json")) return SpecFormat::kJson;
+  if (absl::EndsWith(lower, ".yaml") || absl::EndsWith(lower, ".yml")) return SpecFormat::kYaml;
+  absl::string_view stripped = absl::StripLeadingAsciiWhitespace(text);
+  return absl::StartsWith(stripped, "{") ? SpecFormat::kJson : SpecFormat::kYaml;
+}
+
+absl::StatusOr<std::string> YamlToJson(const std::string& yaml_text, const std::string& source) {
+  ASSIGN_OR_RETURN(auto converted, YamlToJsonWithMarks(yaml_text, source));
+  return std::move(converted.first);
+}
+
+absl::StatusOr<SweepSpec> ParseSweepSpecText(const std::string& text, SpecFormat format,
+                                             const std::string& source) {
+  if (format == SpecFormat::kJson) {
+    absl::StatusOr<SweepSpec> spec = SweepSpecFromJson(text);
+    if (!spec.ok()) {
+      return absl::Status(spec.status().code(),
+                          absl::StrCat(source, ": ", spec.status().message()));
+    }
+    return spec;
+  }
+  ASSIGN_OR_RETURN(auto converted, YamlToJsonWithMarks(text, source));
+  absl::StatusOr<SweepSpec> spec = SweepSpecFromJson(converted.first);
+  if (!spec.ok()) return LocateInYaml(spec.status(), converted.second, source);
+  return spec;
+}
+
+absl::StatusOr<SweepSpec> LoadSweepSpecFile(const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot open spec file ", path));
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    text = buf.str();
+  }
+  const std::string source = path == "-" ? "<stdin>" : path;
+  return ParseSweepSpecText(text, GuessSpecFormat(path, text), source);
+}
+
+absl::StatusOr<HeadSpec> ParseHeadShorthand(const std::string& text, const std::string& field) {
+  std::vector<std::string> parts = absl::StrSplit(text, ':');
+  HeadSpec head;
+  ASSIGN_OR_RETURN(head.kind, ParseHeadKind(parts[0], field));
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (absl::StartsWith(part, "h=")) {
+      head.hidden.clear();
+      for (absl::string_view w : absl::StrSplit(part.substr(2), '/')) {
+        int width;
+        if (!absl::SimpleAtoi(w, &width)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              field, ": hidden width \"", w, "\" in \"", text, "\" is not an integer"));
+        }
+        head.hidden.push_back(width);
+      }
+      continue;
+    }
+    if (part.size() > 1 && part[0] == 'x') {
+      int n;
+      if (!absl::SimpleAtoi(part.substr(1), &n)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": head count \"", part, "\" in \"", text, "\" is not xN"));
+      }
+      head.num_heads = n;
+      continue;
+    }
+    if (auto map = ParseFeatureMap(part, field); map.ok()) {
+      head.feature_map = *map;
+      continue;
+    }
+    if (auto construction = ParseConstruction(part, field); construction.ok()) {
+      head.construction = *construction;
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": unknown part \"", part, "\" in \"", text,
+        "\"; expected a feature map (elu1 relu_eps softplus exp favor), a construction "
+        "(none rank1 indicator softmax_exact), xN or h=W1/W2"));
+  }
+  return head;
+}
+
+absl::StatusOr<std::vector<HeadSpec>> ParseHeadList(const std::vector<std::string>& items) {
+  std::vector<HeadSpec> heads;
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSIGN_OR_RETURN(HeadSpec head,
+                     ParseHeadShorthand(items[i], absl::StrCat("--heads[", i, "]")));
+    heads.push_back(std::move(head));
+  }
+  return heads;
+}
+
+absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
+  if (o.name) spec->name = *o.name;
+  if (o.dataset) {
+    ASSIGN_OR_RETURN(spec->dataset.kind, ParseDatasetKind(*o.dataset, "--dataset"));
+  }
+  if (o.m) spec->dataset.m = *o.m;
+  if (o.seq_len) spec->dataset.seq_len = *o.seq_len;
+  if (o.final_query_only) spec->dataset.final_query_only = *o.final_query_only;
+  if (o.data_seed) spec->dataset.data_seed = *o.data_seed;
+  if (o.heads) {
+    ASSIGN_OR_RETURN(spec->heads, ParseHeadList(*o.heads));
+  }
+  if (o.ranks) spec->ranks = *o.ranks;
+  if (o.seed_count) {
+    spec->seed_count = *o.seed_count;
+    spec->seeds.clear();
+  }
+  if (o.seeds) spec->seeds = *o.seeds;
+  if (o.max_steps) spec->train.max_steps = *o.max_steps;
+  if (o.lr) spec->train.lr = *o.lr;
+  if (o.batch_size) spec->train.batch_size = *o.batch_size;
+  if (o.eval_every) spec->train.eval_every = *o.eval_every;
+  if (o.early_stop_evals) spec->train.early_stop_evals = *o.early_stop_evals;
+  if (o.loss) {
+    ASSIGN_OR_RETURN(spec->train.loss, ParseLossKind(*o.loss, "--loss"));
+  }
+  if (o.priority) spec->priority = *o.priority;
+  return absl::OkStatus();
+}
+
+}  // namespace ranksweep::client

@@ -1,0 +1,87 @@
+// Turning what a user types into a SweepSpec: spec files (YAML or JSON) and
+// the `ranksweep submit` shorthand for heads.
+//
+// Both file forms go through one parser, SweepSpecFromJson (spec_json.h):
+// YAML is first converted to JSON, so a YAML file and a JSON file use exactly
+// the field names of spec.h and give the same SweepSpec. Syntax errors name
+// the source and a 1-based "line:column"; errors from the spec parser (an
+// unknown key, a wrong type) keep its message, and for YAML the location of
+// the offending key is added when it can be found.
+//
+// Errors: InvalidArgument for anything wrong with the input; NotFound when a
+// file cannot be opened. No gRPC here.
+// Thread-safety: free functions without shared state.
+#ifndef RANKSWEEP_CLIENT_SPEC_FILE_H_
+#define RANKSWEEP_CLIENT_SPEC_FILE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/spec/spec.h"
+
+namespace ranksweep::client {
+
+enum class SpecFormat { kJson, kYaml };
+
+// kJson for names ending in ".json", kYaml for ".yaml"/".yml"; otherwise
+// kJson when the first non-blank character is '{', else kYaml.
+SpecFormat GuessSpecFormat(const std::string& path, const std::string& text);
+
+// Converts a YAML document to JSON text (pretty-printed). Scalars follow the
+// YAML 1.2 core schema: plain `true`/`false`, `null`/`~`, integers and floats
+// become JSON literals; quoted scalars stay strings. Errors:
+// "<source>:<line>:<col>: <what>" for syntax errors, duplicate keys,
+// non-scalar keys, integers out of range and non-finite floats.
+absl::StatusOr<std::string> YamlToJson(const std::string& yaml_text,
+                                       const std::string& source = "<yaml>");
+
+// Parses spec text in the given format. `source` names it in errors.
+absl::StatusOr<SweepSpec> ParseSweepSpecText(const std::string& text, SpecFormat format,
+                                             const std::string& source);
+
+// Reads `path` ("-" = stdin) and parses it, guessing the format.
+absl::StatusOr<SweepSpec> LoadSweepSpecFile(const std::string& path);
+
+// The CLI shorthand for one head: KIND[:PART]... where KIND is a head kind
+// name (spec.h Name()) and each PART is a feature map name ("elu1"), a
+// construction name ("rank1", "indicator", "softmax_exact"), "xN" for
+// num_heads (multihead_kernel), or "h=W1/W2/..." for the hidden widths of
+// the token map. Examples: "kernel:elu1", "softmax", "multihead_kernel:elu1:x4",
+// "kernel:favor:h=32/32", "kernel:rank1". Errors name `field` and the part.
+absl::StatusOr<HeadSpec> ParseHeadShorthand(const std::string& text, const std::string& field);
+
+// Parses each element with ParseHeadShorthand; field is "--heads[i]".
+absl::StatusOr<std::vector<HeadSpec>> ParseHeadList(const std::vector<std::string>& items);
+
+// Fields `ranksweep submit` sets from flags. Each set field replaces the
+// spec's (the file's, when -f is given); unset fields leave it alone.
+struct SpecOverrides {
+  std::optional<std::string> name;
+  std::optional<std::string> dataset;  // a DatasetKind name
+  std::optional<int> m;
+  std::optional<int> seq_len;
+  std::optional<bool> final_query_only;
+  std::optional<uint64_t> data_seed;
+  std::optional<std::vector<std::string>> heads;  // ParseHeadShorthand items
+  std::optional<std::vector<int>> ranks;
+  std::optional<int> seed_count;                 // also clears explicit seeds
+  std::optional<std::vector<uint64_t>> seeds;    // explicit seeds
+  std::optional<int> max_steps;
+  std::optional<double> lr;
+  std::optional<int> batch_size;
+  std::optional<int> eval_every;
+  std::optional<int> early_stop_evals;
+  std::optional<std::string> loss;  // a LossKind name
+  std::optional<int> priority;
+};
+
+// Applies `overrides` to `spec`. InvalidArgument naming the flag for a bad
+// enum name or head shorthand; range checks are left to ValidateSweepSpec.
+absl::Status ApplyOverrides(const SpecOverrides& overrides, SweepSpec* spec);
+
+}  // namespace ranksweep::client
+
+#endif  // RANKSWEEP_CLIENT_SPEC_FILE_H_

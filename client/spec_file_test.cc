@@ -1,0 +1,196 @@
+#include "client/spec_file.h"
+
+#include <string>
+
+#include "common/spec/spec_json.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep::client {
+namespace {
+
+constexpr char kYaml[] = R"(# a witness sweep
+name: witness-m16
+dataset:
+  kind: witness
+  m: 16
+  seq_len: 4
+  final_query_only: true
+  data_seed: 18446744073709551615
+  code_weight: 4
+  max_overlap: 1
+heads:
+  - kind: kernel
+    feature_map: elu1
+    hidden: [32, 32]
+  - kind: softmax
+ranks: [1, 2, 4, 8]
+seed_count: 3
+train:
+  lr: 3e-3
+  max_steps: 500
+  loss: ce
+priority: -5
+)";
+
+constexpr char kJson[] = R"({
+  "name": "witness-m16",
+  "dataset": {"kind": "witness", "m": 16, "seq_len": 4, "final_query_only": true,
+              "data_seed": 18446744073709551615, "code_weight": 4, "max_overlap": 1},
+  "heads": [{"kind": "kernel", "feature_map": "elu1", "hidden": [32, 32]},
+            {"kind": "softmax"}],
+  "ranks": [1, 2, 4, 8],
+  "seed_count": 3,
+  "train": {"lr": 0.003, "max_steps": 500, "loss": "ce"},
+  "priority": -5
+})";
+
+TEST(SpecFileTest, YamlAndJsonGiveTheSameSpec) {
+  absl::StatusOr<SweepSpec> from_yaml = ParseSweepSpecText(kYaml, SpecFormat::kYaml, "s.yaml");
+  absl::StatusOr<SweepSpec> from_json = ParseSweepSpecText(kJson, SpecFormat::kJson, "s.json");
+  ASSERT_TRUE(from_yaml.ok()) << from_yaml.status();
+  ASSERT_TRUE(from_json.ok()) << from_json.status();
+  EXPECT_EQ(SweepSpecToJson(*from_yaml), SweepSpecToJson(*from_json));
+  EXPECT_EQ(from_yaml->name, "witness-m16");
+  EXPECT_EQ(from_yaml->dataset.kind, DatasetKind::kWitness);
+  EXPECT_EQ(from_yaml->dataset.data_seed, 18446744073709551615ull);
+  ASSERT_EQ(from_yaml->heads.size(), 2u);
+  EXPECT_EQ(from_yaml->heads[0].hidden, (std::vector<int>{32, 32}));
+  EXPECT_EQ(from_yaml->heads[1].kind, HeadKind::kSoftmax);
+  EXPECT_EQ(from_yaml->ranks, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(from_yaml->seed_count, 3);
+  EXPECT_DOUBLE_EQ(from_yaml->train.lr, 3e-3);
+  EXPECT_EQ(from_yaml->train.loss, LossKind::kCrossEntropy);
+  EXPECT_EQ(from_yaml->priority, -5);
+}
+
+TEST(SpecFileTest, YamlSyntaxErrorReportsLineAndColumn) {
+  absl::StatusOr<SweepSpec> spec =
+      ParseSweepSpecText("name: a\n  bad: 1\n", SpecFormat::kYaml, "s.yaml");
+  EXPECT_EQ(spec.status(), absl::InvalidArgumentError("s.yaml:2:6: illegal map value"));
+
+  spec = ParseSweepSpecText("name: a\nranks: [1, 2\n", SpecFormat::kYaml, "s.yaml");
+  EXPECT_EQ(spec.status(), absl::InvalidArgumentError("s.yaml:3:1: end of sequence flow not found"));
+}
+
+TEST(SpecFileTest, UnknownYamlKeyIsRejectedWithItsNameAndPlace) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpecText(
+      "name: a\ndataset:\n  m: 3\n  mm: 4\n", SpecFormat::kYaml, "s.yaml");
+  EXPECT_EQ(spec.status(), absl::InvalidArgumentError("s.yaml:4:3: unknown field \"dataset.mm\""));
+}
+
+TEST(SpecFileTest, WrongTypeInYamlPointsAtTheKey) {
+  absl::StatusOr<SweepSpec> spec =
+      ParseSweepSpecText("name: a\nheads:\n  - kind: kernel\n    num_heads: 'two'\n",
+                         SpecFormat::kYaml, "s.yaml");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()),
+              ::testing::StartsWith("s.yaml:4:5: heads[0].num_heads must be"));
+}
+
+TEST(SpecFileTest, UnknownJsonKeyIsRejectedWithItsName) {
+  absl::StatusOr<SweepSpec> spec =
+      ParseSweepSpecText(R"({"name": "a", "rank": [1]})", SpecFormat::kJson, "s.json");
+  EXPECT_EQ(spec.status(), absl::InvalidArgumentError("s.json: unknown field \"rank\""));
+}
+
+TEST(SpecFileTest, JsonSyntaxErrorReportsLineAndColumn) {
+  absl::StatusOr<SweepSpec> spec =
+      ParseSweepSpecText("{\n  \"name\": \"a\",\n  \"ranks\": [1,\n}", SpecFormat::kJson, "s.json");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()),
+              ::testing::StartsWith("s.json: JSON syntax error at line 4, column 1"));
+}
+
+TEST(SpecFileTest, YamlRejectsDuplicateKeysAndNonFiniteNumbers) {
+  EXPECT_EQ(ParseSweepSpecText("name: a\nname: b\n", SpecFormat::kYaml, "s.yaml").status(),
+            absl::InvalidArgumentError("s.yaml:2:1: duplicate key \"name\""));
+  EXPECT_EQ(ParseSweepSpecText("train:\n  lr: .inf\n", SpecFormat::kYaml, "s.yaml").status(),
+            absl::InvalidArgumentError("s.yaml:2:7: non-finite number not allowed: .inf"));
+  EXPECT_EQ(ParseSweepSpecText("- a\n", SpecFormat::kYaml, "s.yaml").status(),
+            absl::InvalidArgumentError("s.yaml:1:1: a sweep spec must be a mapping of fields"));
+}
+
+TEST(SpecFileTest, YamlQuotedScalarsStayStrings) {
+  absl::StatusOr<std::string> json = YamlToJson("name: '123'\nx: 123\ny: true\nz: ~\n");
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(*json, "{\n  \"name\": \"123\",\n  \"x\": 123,\n  \"y\": true,\n  \"z\": null\n}");
+}
+
+TEST(SpecFileTest, GuessFormat) {
+  EXPECT_EQ(GuessSpecFormat("a.JSON", "name: x"), SpecFormat::kJson);
+  EXPECT_EQ(GuessSpecFormat("a.yml", "{}"), SpecFormat::kYaml);
+  EXPECT_EQ(GuessSpecFormat("-", "  {\"name\": 1}"), SpecFormat::kJson);
+  EXPECT_EQ(GuessSpecFormat("-", "name: x"), SpecFormat::kYaml);
+}
+
+TEST(SpecFileTest, MissingFileIsNotFound) {
+  EXPECT_EQ(LoadSweepSpecFile("/nonexistent/spec.yaml").status(),
+            absl::NotFoundError("cannot open spec file /nonexistent/spec.yaml"));
+}
+
+TEST(HeadShorthandTest, ParsesKindsMapsConstructionsAndCounts) {
+  absl::StatusOr<std::vector<HeadSpec>> heads = ParseHeadList(
+      {"kernel:elu1", "softmax", "multihead_kernel:favor:x4", "kernel:rank1", "kernel:h=16/8"});
+  ASSERT_TRUE(heads.ok()) << heads.status();
+  ASSERT_EQ(heads->size(), 5u);
+  EXPECT_EQ((*heads)[0].kind, HeadKind::kKernel);
+  EXPECT_EQ((*heads)[0].feature_map, FeatureMap::kEluPlusOne);
+  EXPECT_EQ((*heads)[1].kind, HeadKind::kSoftmax);
+  EXPECT_EQ((*heads)[2].kind, HeadKind::kMultiheadKernel);
+  EXPECT_EQ((*heads)[2].feature_map, FeatureMap::kFavorPlus);
+  EXPECT_EQ((*heads)[2].num_heads, 4);
+  EXPECT_EQ((*heads)[3].construction, Construction::kRank1);
+  EXPECT_EQ((*heads)[4].hidden, (std::vector<int>{16, 8}));
+}
+
+TEST(HeadShorthandTest, ErrorsNameTheItemAndPart) {
+  absl::StatusOr<std::vector<HeadSpec>> heads = ParseHeadList({"softmax", "kernel:elu2"});
+  EXPECT_EQ(heads.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(heads.status().message()),
+              ::testing::StartsWith("--heads[1]: unknown part \"elu2\" in \"kernel:elu2\""));
+  heads = ParseHeadList({"kernal"});
+  EXPECT_EQ(heads.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(heads.status().message()), ::testing::HasSubstr("--heads[0]"));
+}
+
+TEST(OverridesTest, FlagsReplaceFileFields) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpecText(kYaml, SpecFormat::kYaml, "s.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  SpecOverrides o;
+  o.name = "renamed";
+  o.m = 12;
+  o.heads = std::vector<std::string>{"kernel:softplus"};
+  o.seeds = std::vector<uint64_t>{7, 9};
+  o.lr = 0.5;
+  o.loss = "mse";
+  ASSERT_TRUE(ApplyOverrides(o, &*spec).ok());
+  EXPECT_EQ(spec->name, "renamed");
+  EXPECT_EQ(spec->dataset.m, 12);
+  EXPECT_EQ(spec->dataset.seq_len, 4);  // untouched
+  ASSERT_EQ(spec->heads.size(), 1u);
+  EXPECT_EQ(spec->heads[0].feature_map, FeatureMap::kSoftplus);
+  EXPECT_EQ(spec->seeds, (std::vector<uint64_t>{7, 9}));
+  EXPECT_EQ(spec->ranks, (std::vector<int>{1, 2, 4, 8}));  // untouched
+  EXPECT_DOUBLE_EQ(spec->train.lr, 0.5);
+  EXPECT_EQ(spec->train.loss, LossKind::kMse);
+  EXPECT_EQ(spec->train.max_steps, 500);  // untouched
+
+  SpecOverrides count;
+  count.seed_count = 5;
+  ASSERT_TRUE(ApplyOverrides(count, &*spec).ok());
+  EXPECT_EQ(spec->seed_count, 5);
+  EXPECT_TRUE(spec->seeds.empty());
+}
+
+TEST(OverridesTest, BadEnumNamesTheFlag) {
+  SweepSpec spec;
+  SpecOverrides o;
+  o.dataset = "pools";
+  absl::Status s = ApplyOverrides(o, &spec);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("--dataset"));
+}
+
+}  // namespace
+}  // namespace ranksweep::client
