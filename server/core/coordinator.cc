@@ -1,0 +1,1166 @@
+#include "server/core/coordinator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/spec/spec_json.h"
+#include "common/status_macros.h"
+#include "server/core/log.h"
+
+namespace ranksweep::server {
+
+// Values of the state columns; equal to the enums (and the proto's).
+// cells.state: 1 pending, 2 leased, 3 done, 4 failed, 5 cancelled.
+// sweeps.state: 1 running, 2 done, 3 failed, 4 cancelled.
+namespace {
+
+constexpr int kCellPending = static_cast<int>(CellState::kPending);
+constexpr int kCellLeased = static_cast<int>(CellState::kLeased);
+constexpr int kCellDone = static_cast<int>(CellState::kDone);
+constexpr int kCellFailed = static_cast<int>(CellState::kFailed);
+constexpr int kCellCancelled = static_cast<int>(CellState::kCancelled);
+constexpr int kSweepRunning = static_cast<int>(SweepState::kRunning);
+
+constexpr int kMaxRecentFailures = 10;
+constexpr int kDefaultListLimit = 100;
+
+// Seeds are uint64 in the spec and INTEGER (int64) in SQLite: stored bit for bit.
+int64_t SeedToDb(uint64_t seed) { return static_cast<int64_t>(seed); }
+uint64_t SeedFromDb(int64_t v) { return static_cast<uint64_t>(v); }
+
+std::string RandomId(const char* prefix) {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  return absl::StrFormat("%s%08x", prefix, static_cast<uint32_t>(gen()));
+}
+
+bool ValidWorkerId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  return std::all_of(id.begin(), id.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+  });
+}
+
+// Two-sided 95% quantiles of Student's t for df = 1..30.
+constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                            2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                            2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                            2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+
+double TQuantile975(int64_t df) {
+  if (df <= 0) return 0;
+  if (df <= 30) return kT975[df - 1];
+  // Beyond the table: interpolate between 30, 40, 60, 120 and infinity.
+  struct Knot {
+    double df, t;
+  };
+  constexpr Knot kKnots[] = {{30, 2.042}, {40, 2.021}, {60, 2.000}, {120, 1.980}};
+  for (size_t i = 0; i + 1 < std::size(kKnots); ++i) {
+    if (df <= kKnots[i + 1].df) {
+      double f = (df - kKnots[i].df) / (kKnots[i + 1].df - kKnots[i].df);
+      return kKnots[i].t + f * (kKnots[i + 1].t - kKnots[i].t);
+    }
+  }
+  return 1.960;
+}
+
+}  // namespace
+
+const char* Name(SweepState s) {
+  switch (s) {
+    case SweepState::kRunning: return "running";
+    case SweepState::kDone: return "done";
+    case SweepState::kFailed: return "failed";
+    case SweepState::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+const char* Name(CellState s) {
+  switch (s) {
+    case CellState::kPending: return "pending";
+    case CellState::kLeased: return "leased";
+    case CellState::kDone: return "done";
+    case CellState::kFailed: return "failed";
+    case CellState::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+// Sample statistics of `xs` (mean, n-1 std, min, max, t-interval half-width).
+Aggregate Summarize(const std::vector<double>& xs) {
+  Aggregate a;
+  if (xs.empty()) return a;
+  const double n = static_cast<double>(xs.size());
+  double sum = 0;
+  a.min = xs[0];
+  a.max = xs[0];
+  for (double x : xs) {
+    sum += x;
+    a.min = std::min(a.min, x);
+    a.max = std::max(a.max, x);
+  }
+  a.mean = sum / n;
+  if (xs.size() >= 2) {
+    double ss = 0;
+    for (double x : xs) ss += (x - a.mean) * (x - a.mean);
+    a.std = std::sqrt(ss / (n - 1));
+    a.ci95 = TQuantile975(static_cast<int64_t>(xs.size()) - 1) * a.std / std::sqrt(n);
+  }
+  return a;
+}
+
+struct Coordinator::Events {
+  std::vector<SweepChange> changes;
+  bool work_available = false;
+
+  void Add(const std::string& sweep_id, std::string message, bool final = false) {
+    changes.push_back(SweepChange{sweep_id, std::move(message), final});
+  }
+};
+
+Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
+    : store_(store), clock_(clock), options_(options) {}
+
+std::string Coordinator::CellLabel(const SweepSpec& spec, int head_index, int rank,
+                                   uint64_t seed) const {
+  std::string head = head_index >= 0 && head_index < static_cast<int>(spec.heads.size())
+                         ? HeadLabel(spec.heads[head_index])
+                         : absl::StrCat("head#", head_index);
+  if (rank > 0) return absl::StrFormat("%s r=%d seed=%d", head, rank, seed);
+  return absl::StrFormat("%s seed=%d", head, seed);
+}
+
+// ------------------------------------------------------------------ helpers
+
+absl::StatusOr<SweepSpec> Coordinator::SpecOf(Connection& c, const std::string& sweep_id) {
+  {
+    std::lock_guard<std::mutex> lock(spec_mu_);
+    auto it = spec_cache_.find(sweep_id);
+    if (it != spec_cache_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT spec_json FROM sweeps WHERE id = ?1"));
+  q.Bind(1, sweep_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  absl::StatusOr<SweepSpec> spec = SweepSpecFromJson(q.ColumnText(0));
+  if (!spec.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("sweep ", sweep_id, ": stored spec does not parse: ", spec.status().message()));
+  }
+  std::lock_guard<std::mutex> lock(spec_mu_);
+  spec_cache_.emplace(sweep_id, *spec);
+  return *spec;
+}
+
+absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::string& sweep_id) {
+  SweepInfo info;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT name, owner, priority, state, created_ms, finished_ms "
+                               "FROM sweeps WHERE id = ?1"));
+    q.Bind(1, sweep_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+    info.sweep_id = sweep_id;
+    info.name = q.ColumnText(0);
+    info.owner = q.ColumnText(1);
+    info.priority = static_cast<int>(q.ColumnInt(2));
+    info.state = static_cast<SweepState>(q.ColumnInt(3));
+    info.created_unix_ms = q.ColumnInt(4);
+    info.finished_unix_ms = q.ColumnInt(5);
+  }
+  ASSIGN_OR_RETURN(info.spec, SpecOf(c, sweep_id));
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells "
+                                            "WHERE sweep_id = ?1 GROUP BY state"));
+    q.Bind(1, sweep_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      const int64_t n = q.ColumnInt(1);
+      info.counts.total += n;
+      switch (static_cast<CellState>(q.ColumnInt(0))) {
+        case CellState::kPending: info.counts.pending += n; break;
+        case CellState::kLeased: info.counts.leased += n; break;
+        case CellState::kDone: info.counts.done += n; break;
+        case CellState::kFailed: info.counts.failed += n; break;
+        case CellState::kCancelled: info.counts.cancelled += n; break;
+      }
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT COALESCE(AVG(wall_seconds), 0) FROM results "
+                                            "WHERE sweep_id = ?1 AND state = 3"));
+    q.Bind(1, sweep_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) info.mean_cell_seconds = q.ColumnDouble(0);
+  }
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT head_index, rank, seed, failure FROM results "
+                               "WHERE sweep_id = ?1 AND state = 4 "
+                               "ORDER BY finished_ms DESC, cell_id DESC LIMIT ?2"));
+    q.Bind(1, sweep_id).Bind(2, kMaxRecentFailures);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      info.recent_failures.push_back(absl::StrCat(
+          CellLabel(info.spec, static_cast<int>(q.ColumnInt(0)), static_cast<int>(q.ColumnInt(1)),
+                    SeedFromDb(q.ColumnInt(2))),
+          ": ", q.ColumnText(3)));
+    }
+  }
+  return info;
+}
+
+absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& sweep_id,
+                                           Events& events) {
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = ?1"));
+    q.Bind(1, sweep_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row || q.ColumnInt(0) != kSweepRunning) return absl::OkStatus();
+  }
+  int64_t open = 0, done = 0, failed = 0;
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells "
+                                            "WHERE sweep_id = ?1 GROUP BY state"));
+    q.Bind(1, sweep_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      const int state = static_cast<int>(q.ColumnInt(0));
+      if (state == kCellPending || state == kCellLeased) open += q.ColumnInt(1);
+      if (state == kCellDone) done += q.ColumnInt(1);
+      if (state == kCellFailed) failed += q.ColumnInt(1);
+    }
+  }
+  if (open > 0) return absl::OkStatus();
+  const SweepState state = failed > 0 ? SweepState::kFailed : SweepState::kDone;
+  {
+    ASSIGN_OR_RETURN(Statement u,
+                     c.Prepare("UPDATE sweeps SET state = ?2, finished_ms = ?3 WHERE id = ?1"));
+    u.Bind(1, sweep_id).Bind(2, static_cast<int>(state)).Bind(3, clock_->NowMs());
+    RETURN_IF_ERROR(u.Run());
+  }
+  std::string message =
+      absl::StrFormat("sweep %s %s: %d cells done, %d failed", sweep_id, Name(state), done, failed);
+  LogEvent("%s", message);
+  events.Add(sweep_id, std::move(message), /*final=*/true);
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::string& reason,
+                                     bool use_attempt, Events& events) {
+  std::string sweep_id, worker_id;
+  int head_index = 0, rank = 0, attempt = 0;
+  uint64_t seed = 0;
+  int64_t lease_id = 0;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT sweep_id, head_index, rank, seed, attempt, worker_id, "
+                               "lease_id FROM cells WHERE id = ?1"));
+    q.Bind(1, cell_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("no cell ", cell_id));
+    sweep_id = q.ColumnText(0);
+    head_index = static_cast<int>(q.ColumnInt(1));
+    rank = static_cast<int>(q.ColumnInt(2));
+    seed = SeedFromDb(q.ColumnInt(3));
+    attempt = static_cast<int>(q.ColumnInt(4));
+    worker_id = q.ColumnText(5);
+    lease_id = q.ColumnInt(6);
+  }
+  ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+  const std::string label = CellLabel(spec, head_index, rank, seed);
+
+  if (!use_attempt || attempt < options_.max_attempts) {
+    ASSIGN_OR_RETURN(Statement u,
+                     c.Prepare("UPDATE cells SET state = 1, attempt = ?2, lease_id = 0, "
+                               "lease_deadline_ms = 0, worker_id = '', last_failure = ?3 "
+                               "WHERE id = ?1"));
+    u.Bind(1, cell_id).Bind(2, use_attempt ? attempt : std::max(attempt - 1, 0));
+    u.Bind(3, use_attempt ? reason : std::string());
+    RETURN_IF_ERROR(u.Run());
+    events.Add(sweep_id, absl::StrCat("cell ", label, use_attempt ? " retried: " : " released: ",
+                                      reason));
+    events.work_available = true;
+    return absl::OkStatus();
+  }
+
+  // Out of attempts: the cell fails for good with the last reason.
+  const std::string failure =
+      absl::StrFormat("%s (attempt %d of %d)", reason, attempt, options_.max_attempts);
+  {
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 4, lease_deadline_ms = 0, "
+                                            "last_failure = ?2 WHERE id = ?1"));
+    u.Bind(1, cell_id).Bind(2, failure);
+    RETURN_IF_ERROR(u.Run());
+  }
+  VersionManifest version;
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
+                                            "FROM workers WHERE id = ?1"));
+    q.Bind(1, worker_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) version = {q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement ins,
+        c.Prepare("INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, "
+                  "state, lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
+                  "worker_cuda_version, failure, finished_ms) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, 4, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+    ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, SeedToDb(seed));
+    ins.Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id).Bind(9, version.build_id);
+    ins.Bind(10, version.torch_version).Bind(11, version.cuda_version).Bind(12, failure);
+    ins.Bind(13, clock_->NowMs());
+    RETURN_IF_ERROR(ins.Run());
+  }
+  LogEvent("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, failure);
+  events.Add(sweep_id, absl::StrCat("cell ", label, " failed: ", failure));
+  return MaybeFinishSweep(c, sweep_id, events);
+}
+
+void Coordinator::Dispatch(Events& events) {
+  std::vector<std::shared_ptr<ListenerEntry>> targets;
+  std::shared_ptr<ListenerEntry> work;
+  {
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    for (auto& [id, entry] : listeners_) targets.push_back(entry);
+    work = work_listener_;
+  }
+  for (const SweepChange& change : events.changes) {
+    for (auto& entry : targets) {
+      if (entry->sweep_id != change.sweep_id) continue;
+      std::lock_guard<std::mutex> lock(entry->mu);
+      if (entry->active) entry->on_change(change);
+    }
+  }
+  if (events.work_available && work != nullptr) {
+    std::lock_guard<std::mutex> lock(work->mu);
+    if (work->active && work->on_work) work->on_work();
+  }
+}
+
+int64_t Coordinator::Subscribe(const std::string& sweep_id, SweepListener listener) {
+  auto entry = std::make_shared<ListenerEntry>();
+  entry->sweep_id = sweep_id;
+  entry->on_change = std::move(listener);
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  const int64_t id = next_subscription_++;
+  listeners_.emplace(id, std::move(entry));
+  return id;
+}
+
+void Coordinator::Unsubscribe(int64_t subscription) {
+  std::shared_ptr<ListenerEntry> entry;
+  {
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    auto it = listeners_.find(subscription);
+    if (it == listeners_.end()) return;
+    entry = std::move(it->second);
+    listeners_.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(entry->mu);  // waits for a call in progress
+  entry->active = false;
+}
+
+void Coordinator::SetWorkListener(WorkListener listener) {
+  auto entry = std::make_shared<ListenerEntry>();
+  entry->on_work = std::move(listener);
+  std::shared_ptr<ListenerEntry> old;
+  {
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    old = std::move(work_listener_);
+    work_listener_ = std::move(entry);
+  }
+  if (old != nullptr) {
+    std::lock_guard<std::mutex> lock(old->mu);
+    old->active = false;
+  }
+}
+
+// ------------------------------------------------------------------ recovery
+
+absl::StatusOr<RecoveryReport> Coordinator::Recover() {
+  RecoveryReport report;
+  Events events;
+  const int64_t now = clock_->NowMs();
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(report.leases_expired, ExpireLeasesLocked(c, now, events));
+    std::vector<std::string> running;
+    {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT id FROM sweeps WHERE state = 1"));
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        running.push_back(q.ColumnText(0));
+      }
+    }
+    for (const std::string& id : running) {
+      RETURN_IF_ERROR(MaybeFinishSweep(c, id, events));
+    }
+    report.sweeps_finished = 0;
+    for (const SweepChange& change : events.changes) {
+      if (change.final) ++report.sweeps_finished;
+    }
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT (SELECT COUNT(*) FROM sweeps WHERE state = 1), "
+                               "(SELECT COUNT(*) FROM cells WHERE state = 1), "
+                               "(SELECT COUNT(*) FROM cells WHERE state = 2)"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      report.running_sweeps = q.ColumnInt(0);
+      report.pending_cells = q.ColumnInt(1);
+      report.leases_kept = q.ColumnInt(2);
+    }
+    return absl::OkStatus();
+  }));
+  LogEvent("recovered %s: %d running sweeps, %d pending cells, %d leases kept, %d expired, "
+           "%d sweeps finished",
+           store_->path(), report.running_sweeps, report.pending_cells, report.leases_kept,
+           report.leases_expired, report.sweeps_finished);
+  Dispatch(events);
+  return report;
+}
+
+// ------------------------------------------------------------------ sweeps
+
+absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const std::string& owner) {
+  RETURN_IF_ERROR(ValidateSweepSpec(spec));
+  const std::vector<uint64_t> seeds = SweepSeeds(spec);
+  const std::string spec_json = SweepSpecToJson(spec);
+  const int64_t now = clock_->NowMs();
+  SubmitOutcome out;
+  Events events;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    // Ids are random so that they do not reveal how busy the service is.
+    for (int tries = 0;; ++tries) {
+      out.sweep_id = RandomId("sw-");
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM sweeps WHERE id = ?1"));
+      q.Bind(1, out.sweep_id);
+      ASSIGN_OR_RETURN(bool taken, q.Step());
+      if (!taken) break;
+      if (tries > 100) return absl::InternalError("cannot find a free sweep id");
+    }
+    {
+      ASSIGN_OR_RETURN(Statement ins,
+                       c.Prepare("INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
+                                 "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6)"));
+      ins.Bind(1, out.sweep_id).Bind(2, spec.name).Bind(3, owner).Bind(4, spec_json);
+      ins.Bind(5, spec.priority).Bind(6, now);
+      RETURN_IF_ERROR(ins.Run());
+    }
+    ASSIGN_OR_RETURN(Statement cell,
+                     c.Prepare("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, seed, "
+                               "state) VALUES (?1, ?2, ?3, ?4, 1)"));
+    for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
+      const std::vector<int> ranks =
+          HeadHasRank(spec.heads[h]) ? spec.ranks : std::vector<int>{0};
+      for (int rank : ranks) {
+        for (uint64_t seed : seeds) {
+          cell.Reset();
+          cell.Bind(1, out.sweep_id).Bind(2, h).Bind(3, rank).Bind(4, SeedToDb(seed));
+          RETURN_IF_ERROR(cell.Run());
+          out.cells += c.Changes();  // 0 for a repeated (rank, seed)
+        }
+      }
+    }
+    events.work_available = out.cells > 0;
+    return MaybeFinishSweep(c, out.sweep_id, events);  // ends a sweep with no cells
+  }));
+  {
+    std::lock_guard<std::mutex> lock(spec_mu_);
+    spec_cache_.emplace(out.sweep_id, spec);
+  }
+  LogEvent("sweep %s submitted: name=%s owner=%s priority=%d cells=%d", out.sweep_id, spec.name,
+           owner, spec.priority, out.cells);
+  Dispatch(events);
+  return out;
+}
+
+absl::StatusOr<SweepInfo> Coordinator::GetSweep(const std::string& sweep_id) {
+  if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
+  SweepInfo info;
+  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(info, LoadSweep(c, sweep_id));
+    return absl::OkStatus();
+  }));
+  return info;
+}
+
+absl::StatusOr<std::vector<SweepInfo>> Coordinator::ListSweeps(std::optional<SweepState> state,
+                                                               int limit) {
+  if (limit <= 0) limit = kDefaultListLimit;
+  std::vector<SweepInfo> sweeps;
+  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
+    std::vector<std::string> ids;
+    {
+      ASSIGN_OR_RETURN(Statement q,
+                       c.Prepare("SELECT id FROM sweeps WHERE ?1 = 0 OR state = ?1 "
+                                 "ORDER BY created_ms DESC, rowid DESC LIMIT ?2"));
+      q.Bind(1, state.has_value() ? static_cast<int>(*state) : 0).Bind(2, limit);
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        ids.push_back(q.ColumnText(0));
+      }
+    }
+    for (const std::string& id : ids) {
+      ASSIGN_OR_RETURN(SweepInfo info, LoadSweep(c, id));
+      sweeps.push_back(std::move(info));
+    }
+    return absl::OkStatus();
+  }));
+  return sweeps;
+}
+
+absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
+  if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
+  int64_t cancelled = 0;
+  bool was_running = false;
+  Events events;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = ?1"));
+      q.Bind(1, sweep_id);
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+      was_running = q.ColumnInt(0) == kSweepRunning;
+    }
+    if (!was_running) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sweep ", sweep_id, " has already ended; nothing to cancel"));
+    }
+    {
+      // Leased cells keep their lease id and worker so that Heartbeat can
+      // tell the worker to stop.
+      ASSIGN_OR_RETURN(Statement u,
+                       c.Prepare("UPDATE cells SET state = 5, lease_deadline_ms = 0 "
+                                 "WHERE sweep_id = ?1 AND state IN (1, 2)"));
+      u.Bind(1, sweep_id);
+      RETURN_IF_ERROR(u.Run());
+      cancelled = c.Changes();
+    }
+    ASSIGN_OR_RETURN(Statement u,
+                     c.Prepare("UPDATE sweeps SET state = 4, finished_ms = ?2 WHERE id = ?1"));
+    u.Bind(1, sweep_id).Bind(2, clock_->NowMs());
+    RETURN_IF_ERROR(u.Run());
+    events.Add(sweep_id, absl::StrFormat("sweep %s cancelled: %d cells cancelled", sweep_id,
+                                         cancelled),
+               /*final=*/true);
+    return absl::OkStatus();
+  }));
+  LogEvent("sweep %s cancelled: %d cells cancelled", sweep_id, cancelled);
+  Dispatch(events);
+  return cancelled;
+}
+
+// ------------------------------------------------------------------ workers
+
+absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration& reg) {
+  int slots = reg.slots == 0 ? 1 : reg.slots;
+  if (slots < 1 || slots > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("slots: must be 1..64, got ", reg.slots));
+  }
+  if (!reg.worker_id.empty() && !ValidWorkerId(reg.worker_id)) {
+    return absl::InvalidArgumentError(
+        "worker_id: must be 1..64 characters of [A-Za-z0-9._-]");
+  }
+  const int64_t now = clock_->NowMs();
+  std::string worker_id = reg.worker_id;
+  bool known = false;
+  int64_t released = 0;
+  Events events;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    if (!worker_id.empty()) {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = ?1"));
+      q.Bind(1, worker_id);
+      ASSIGN_OR_RETURN(known, q.Step());
+    } else {
+      for (int tries = 0;; ++tries) {
+        worker_id = RandomId("wk-");
+        ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = ?1"));
+        q.Bind(1, worker_id);
+        ASSIGN_OR_RETURN(bool taken, q.Step());
+        if (!taken) break;
+        if (tries > 100) return absl::InternalError("cannot find a free worker id");
+      }
+    }
+    if (known) {
+      // The previous process of this worker is gone: what it held is released.
+      std::vector<int64_t> cells;
+      {
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT id FROM cells WHERE worker_id = ?1 AND state = 2"));
+        q.Bind(1, worker_id);
+        while (true) {
+          ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) break;
+          cells.push_back(q.ColumnInt(0));
+        }
+      }
+      for (int64_t cell : cells) {
+        RETURN_IF_ERROR(ReturnCell(c, cell, "worker re-registered", /*use_attempt=*/false, events));
+      }
+      released = static_cast<int64_t>(cells.size());
+      ASSIGN_OR_RETURN(Statement u,
+                       c.Prepare("UPDATE workers SET hostname = ?2, device = ?3, device_name = ?4, "
+                                 "memory_bytes = ?5, slots = ?6, build_id = ?7, "
+                                 "torch_version = ?8, cuda_version = ?9, last_seen_ms = ?10 "
+                                 "WHERE id = ?1"));
+      u.Bind(1, worker_id).Bind(2, reg.hostname).Bind(3, reg.device).Bind(4, reg.device_name);
+      u.Bind(5, reg.memory_bytes).Bind(6, slots).Bind(7, reg.version.build_id);
+      u.Bind(8, reg.version.torch_version).Bind(9, reg.version.cuda_version).Bind(10, now);
+      return u.Run();
+    }
+    ASSIGN_OR_RETURN(Statement ins,
+                     c.Prepare("INSERT INTO workers (id, hostname, device, device_name, "
+                               "memory_bytes, slots, build_id, torch_version, cuda_version, "
+                               "registered_ms, last_seen_ms) "
+                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)"));
+    ins.Bind(1, worker_id).Bind(2, reg.hostname).Bind(3, reg.device).Bind(4, reg.device_name);
+    ins.Bind(5, reg.memory_bytes).Bind(6, slots).Bind(7, reg.version.build_id);
+    ins.Bind(8, reg.version.torch_version).Bind(9, reg.version.cuda_version).Bind(10, now);
+    return ins.Run();
+  }));
+  LogEvent("worker %s %s: host=%s device=%s (%s) slots=%d build=%s torch=%s cuda=%s%s", worker_id,
+           known ? "re-registered" : "registered", reg.hostname, reg.device, reg.device_name, slots,
+           reg.version.build_id, reg.version.torch_version,
+           reg.version.cuda_version.empty() ? "-" : reg.version.cuda_version,
+           released > 0 ? absl::StrCat(", released ", released, " leased cells") : "");
+  Dispatch(events);
+  return worker_id;
+}
+
+namespace {
+
+// NotFound unless `worker_id` is registered; marks it seen at `now`.
+absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t now) {
+  if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
+  ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET last_seen_ms = ?2 WHERE id = ?1"));
+  u.Bind(1, worker_id).Bind(2, now);
+  RETURN_IF_ERROR(u.Run());
+  if (c.Changes() == 0) {
+    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register first"));
+  }
+  return absl::OkStatus();
+}
+
+struct LeaseRow {
+  int64_t cell_id = 0;
+  int state = 0;
+  std::string worker_id;
+};
+
+// The cell whose current or last lease is `lease_id`, if any.
+absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_id) {
+  // "lease_id != 0" lets SQLite use the partial index cells_by_lease.
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT id, state, worker_id FROM cells "
+                                          "WHERE lease_id = ?1 AND lease_id != 0"));
+  q.Bind(1, lease_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return std::optional<LeaseRow>();
+  return std::optional<LeaseRow>(
+      LeaseRow{q.ColumnInt(0), static_cast<int>(q.ColumnInt(1)), q.ColumnText(2)});
+}
+
+absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::string& worker_id) {
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "lease %d of cell %d is held by worker %s, not %s", lease_id, row.cell_id, row.worker_id,
+      worker_id));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker_id,
+                                                       int max_tasks, int max_seeds) {
+  if (max_tasks == 0) max_tasks = 1;
+  if (max_tasks < 0 || max_tasks > options_.max_tasks_per_acquire) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_tasks: must be 1..", options_.max_tasks_per_acquire, ", got ", max_tasks));
+  }
+  if (max_seeds == 0) max_seeds = options_.default_seeds_per_task;
+  if (max_seeds < 0 || max_seeds > options_.max_seeds_per_task) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_seeds: must be 1..", options_.max_seeds_per_task, ", got ", max_seeds));
+  }
+  const int64_t now = clock_->NowMs();
+  const int64_t deadline = now + options_.lease_ms;
+  std::vector<Task> tasks;
+  Events events;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    tasks.clear();
+    RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+    int64_t next_lease = 0, serve_counter = 0;
+    {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT (SELECT value FROM meta WHERE key = "
+                                              "'next_lease_id'), (SELECT value FROM meta WHERE "
+                                              "key = 'serve_counter')"));
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return absl::DataLossError("meta table is missing its counters");
+      next_lease = q.ColumnInt(0);
+      serve_counter = q.ColumnInt(1);
+    }
+    while (static_cast<int>(tasks.size()) < max_tasks) {
+      // Highest priority first; among equals the sweep served longest ago.
+      std::string sweep_id;
+      {
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT s.id FROM sweeps s WHERE s.state = 1 AND EXISTS "
+                                   "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND "
+                                   "c.state = 1) ORDER BY s.priority DESC, s.served ASC, "
+                                   "s.rowid ASC LIMIT 1"));
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        sweep_id = q.ColumnText(0);
+      }
+      Task task;
+      task.sweep_id = sweep_id;
+      {
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
+                                   "state = 1 ORDER BY id LIMIT 1"));
+        q.Bind(1, sweep_id);
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) return absl::InternalError("pending cell vanished inside a transaction");
+        task.head_index = static_cast<int>(q.ColumnInt(0));
+        task.rank = static_cast<int>(q.ColumnInt(1));
+      }
+      {
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT id, seed, attempt FROM cells WHERE sweep_id = ?1 AND "
+                                   "state = 1 AND head_index = ?2 AND rank = ?3 "
+                                   "ORDER BY id LIMIT ?4"));
+        q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, max_seeds);
+        while (true) {
+          ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) break;
+          task.cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(1)), 0,
+                                          static_cast<int>(q.ColumnInt(2)) + 1});
+        }
+      }
+      {
+        ASSIGN_OR_RETURN(Statement u,
+                         c.Prepare("UPDATE cells SET state = 2, attempt = attempt + 1, "
+                                   "lease_id = ?2, lease_deadline_ms = ?3, worker_id = ?4 "
+                                   "WHERE id = ?1"));
+        for (LeasedCell& cell : task.cells) {
+          cell.lease_id = next_lease++;
+          u.Reset();
+          u.Bind(1, cell.cell_id).Bind(2, cell.lease_id).Bind(3, deadline).Bind(4, worker_id);
+          RETURN_IF_ERROR(u.Run());
+        }
+      }
+      {
+        ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE sweeps SET served = ?2 WHERE id = ?1"));
+        u.Bind(1, sweep_id).Bind(2, ++serve_counter);
+        RETURN_IF_ERROR(u.Run());
+      }
+      ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+      std::vector<uint64_t> seeds;
+      for (const LeasedCell& cell : task.cells) seeds.push_back(cell.seed);
+      task.spec = MakeTaskSpec(spec, task.head_index, task.rank, std::move(seeds));
+      task.deadline_unix_ms = deadline;
+      events.Add(sweep_id, absl::StrFormat("%s: %d cells leased to %s",
+                                           CellLabel(spec, task.head_index, task.rank,
+                                                     task.cells.front().seed),
+                                           task.cells.size(), worker_id));
+      tasks.push_back(std::move(task));
+    }
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE meta SET value = ?2 WHERE key = ?1"));
+    u.Bind(1, "next_lease_id").Bind(2, next_lease);
+    RETURN_IF_ERROR(u.Run());
+    u.Reset();
+    u.Bind(1, "serve_counter").Bind(2, serve_counter);
+    return u.Run();
+  }));
+  Dispatch(events);
+  return tasks;
+}
+
+absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worker_id,
+                                                        const std::vector<int64_t>& lease_ids) {
+  const int64_t now = clock_->NowMs();
+  HeartbeatOutcome out;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    out = HeartbeatOutcome();
+    RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+    out.deadline_unix_ms = now + options_.lease_ms;
+    std::vector<int64_t> live;
+    for (int64_t lease_id : lease_ids) {
+      ASSIGN_OR_RETURN(std::optional<LeaseRow> row, FindLease(c, lease_id));
+      if (!row.has_value()) {
+        out.lost_lease_ids.push_back(lease_id);
+      } else if (row->state == kCellLeased && row->worker_id != worker_id) {
+        return ForeignLease(lease_id, *row, worker_id);
+      } else if (row->state == kCellLeased) {
+        live.push_back(row->cell_id);
+      } else if (row->state == kCellCancelled && row->worker_id == worker_id) {
+        out.cancelled_lease_ids.push_back(lease_id);
+      } else {
+        out.lost_lease_ids.push_back(lease_id);
+      }
+    }
+    ASSIGN_OR_RETURN(Statement u,
+                     c.Prepare("UPDATE cells SET lease_deadline_ms = ?2 WHERE id = ?1"));
+    for (int64_t cell_id : live) {
+      u.Reset();
+      u.Bind(1, cell_id).Bind(2, out.deadline_unix_ms);
+      RETURN_IF_ERROR(u.Run());
+    }
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_id,
+                                                      const std::vector<CellResult>& results) {
+  const int64_t now = clock_->NowMs();
+  CompleteOutcome out;
+  Events events;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    out = CompleteOutcome();
+    events = Events();
+    RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+    VersionManifest version;
+    {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
+                                              "FROM workers WHERE id = ?1"));
+      q.Bind(1, worker_id);
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (row) version = {q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
+    }
+    std::set<std::string> touched;
+    for (const CellResult& r : results) {
+      std::string sweep_id, holder;
+      int head_index = 0, rank = 0, state = 0, attempt = 0;
+      uint64_t seed = 0;
+      int64_t lease_id = 0;
+      {
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT sweep_id, head_index, rank, seed, state, attempt, "
+                                   "lease_id, worker_id FROM cells WHERE id = ?1"));
+        q.Bind(1, r.cell_id);
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) return absl::NotFoundError(absl::StrCat("no cell ", r.cell_id));
+        sweep_id = q.ColumnText(0);
+        head_index = static_cast<int>(q.ColumnInt(1));
+        rank = static_cast<int>(q.ColumnInt(2));
+        seed = SeedFromDb(q.ColumnInt(3));
+        state = static_cast<int>(q.ColumnInt(4));
+        attempt = static_cast<int>(q.ColumnInt(5));
+        lease_id = q.ColumnInt(6);
+        holder = q.ColumnText(7);
+      }
+      if (state == kCellDone && lease_id == r.lease_id && holder == worker_id) {
+        ++out.duplicates;
+        continue;
+      }
+      if (lease_id != r.lease_id || (state != kCellLeased && state != kCellCancelled)) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "stale lease %d for cell %d: the cell is %s%s", r.lease_id, r.cell_id,
+            Name(static_cast<CellState>(state)),
+            lease_id != 0 ? absl::StrCat(" under lease ", lease_id) : std::string()));
+      }
+      if (holder != worker_id) {
+        return ForeignLease(r.lease_id, LeaseRow{r.cell_id, state, holder}, worker_id);
+      }
+      if (state == kCellCancelled) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "lease %d for cell %d: sweep %s was cancelled", r.lease_id, r.cell_id, sweep_id));
+      }
+      if (r.result.seed != seed) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "results[].result.seed: cell %d has seed %d, the result says %d", r.cell_id, seed,
+            r.result.seed));
+      }
+      {
+        ASSIGN_OR_RETURN(
+            Statement ins,
+            c.Prepare("INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+                      "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
+                      "worker_cuda_version, train_error, train_exact_accuracy, "
+                      "train_position_accuracy, test_error, test_sequences, wall_seconds, "
+                      "result_json, finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, 3, ?6, ?7, ?8, ?9, "
+                      "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
+        const SeedResult& m = r.result;
+        ins.Bind(1, r.cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank);
+        ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
+        ins.Bind(9, version.build_id).Bind(10, version.torch_version);
+        ins.Bind(11, version.cuda_version).Bind(12, m.train.error);
+        ins.Bind(13, m.train.exact_accuracy).Bind(14, m.train.position_accuracy);
+        if (m.test.sequences > 0) {
+          ins.Bind(15, m.test.error);
+        } else {
+          ins.BindNull(15);
+        }
+        ins.Bind(16, m.test.sequences).Bind(17, m.wall_seconds).Bind(18, SeedResultToJson(m));
+        ins.Bind(19, now);
+        RETURN_IF_ERROR(ins.Run());
+      }
+      {
+        ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3, lease_deadline_ms "
+                                                "= 0, last_failure = '' WHERE id = ?1"));
+        u.Bind(1, r.cell_id);
+        RETURN_IF_ERROR(u.Run());
+      }
+      ++out.recorded;
+      touched.insert(sweep_id);
+      ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+      events.Add(sweep_id, absl::StrCat("cell ", CellLabel(spec, head_index, rank, seed), " done"));
+    }
+    if (out.recorded > 0) {
+      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET completed = completed + ?2 "
+                                              "WHERE id = ?1"));
+      u.Bind(1, worker_id).Bind(2, out.recorded);
+      RETURN_IF_ERROR(u.Run());
+    }
+    for (const std::string& sweep_id : touched) {
+      RETURN_IF_ERROR(MaybeFinishSweep(c, sweep_id, events));
+    }
+    return absl::OkStatus();
+  }));
+  Dispatch(events);
+  return out;
+}
+
+absl::Status Coordinator::Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+                               const std::string& reason, bool release) {
+  const int64_t now = clock_->NowMs();
+  const std::string why = reason.empty() ? std::string("worker gave no reason") : reason;
+  Events events;
+  int64_t failed = 0;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    events = Events();
+    failed = 0;
+    RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+    std::vector<int64_t> cells;
+    for (int64_t lease_id : lease_ids) {
+      ASSIGN_OR_RETURN(std::optional<LeaseRow> row, FindLease(c, lease_id));
+      if (!row.has_value() || row->state != kCellLeased) continue;  // no longer current
+      if (row->worker_id != worker_id) return ForeignLease(lease_id, *row, worker_id);
+      cells.push_back(row->cell_id);
+    }
+    for (int64_t cell : cells) {
+      RETURN_IF_ERROR(ReturnCell(c, cell, absl::StrCat(worker_id, ": ", why), !release, events));
+      ++failed;
+    }
+    return absl::OkStatus();
+  }));
+  if (failed > 0) {
+    LogEvent("worker %s %s %d leases: %s", worker_id, release ? "released" : "failed", failed, why);
+  }
+  Dispatch(events);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Coordinator::ExpireLeasesLocked(Connection& c, int64_t now_ms,
+                                                        Events& events) {
+  struct Expired {
+    int64_t cell_id, lease_id;
+    std::string worker_id;
+  };
+  std::vector<Expired> expired;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT id, lease_id, worker_id FROM cells "
+                               "WHERE state = 2 AND lease_deadline_ms <= ?1 ORDER BY id"));
+    q.Bind(1, now_ms);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      expired.push_back(Expired{q.ColumnInt(0), q.ColumnInt(1), q.ColumnText(2)});
+    }
+  }
+  std::map<std::string, int64_t> per_worker;
+  for (const Expired& e : expired) {
+    RETURN_IF_ERROR(ReturnCell(c, e.cell_id,
+                               absl::StrFormat("lease %d expired on worker %s", e.lease_id,
+                                               e.worker_id),
+                               /*use_attempt=*/true, events));
+    ++per_worker[e.worker_id];
+  }
+  for (const auto& [worker, n] : per_worker) {
+    LogEvent("%d leases of worker %s expired", n, worker);
+  }
+  return static_cast<int64_t>(expired.size());
+}
+
+absl::StatusOr<int64_t> Coordinator::ExpireLeases() {
+  const int64_t now = clock_->NowMs();
+  int64_t n = 0;
+  Events events;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    events = Events();
+    ASSIGN_OR_RETURN(n, ExpireLeasesLocked(c, now, events));
+    return absl::OkStatus();
+  }));
+  Dispatch(events);
+  return n;
+}
+
+// ------------------------------------------------------------------ queries
+
+absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
+  if (query.sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
+  QueryOutcome out;
+  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, query.sweep_id));
+    std::vector<std::string> labels;
+    for (const HeadSpec& h : spec.heads) labels.push_back(HeadLabel(h));
+    std::set<int> heads;
+    if (!query.head.empty()) {
+      for (int i = 0; i < static_cast<int>(labels.size()); ++i) {
+        if (labels[i] == query.head) heads.insert(i);
+      }
+      if (heads.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("head: sweep ", query.sweep_id,
+                                                       " has no head \"", query.head,
+                                                       "\"; its heads are ",
+                                                       absl::StrJoin(labels, ", ")));
+      }
+    }
+    const std::set<int> ranks(query.ranks.begin(), query.ranks.end());
+    const std::set<uint64_t> seeds(query.seeds.begin(), query.seeds.end());
+    const bool grouped = query.group_by == GroupBy::kHeadRank;
+
+    ASSIGN_OR_RETURN(
+        Statement q,
+        c.Prepare("SELECT c.id, c.head_index, c.rank, c.seed, c.state, c.attempt, c.lease_id, "
+                  "c.worker_id, r.lease_id, r.attempt, r.worker_id, r.worker_build_id, "
+                  "r.worker_torch_version, r.worker_cuda_version, r.failure, r.result_json, "
+                  "r.finished_ms, r.train_error, r.train_exact_accuracy, "
+                  "r.train_position_accuracy, r.test_error, r.cell_id IS NOT NULL "
+                  "FROM cells c LEFT JOIN results r ON r.cell_id = c.id "
+                  "WHERE c.sweep_id = ?1 ORDER BY c.id"));
+    q.Bind(1, query.sweep_id);
+
+    struct GroupAcc {
+      ResultGroup group;
+      std::vector<double> train_error, test_error, exact, position;
+    };
+    std::map<std::pair<int, int>, GroupAcc> groups;
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, q.Step());
+      if (!more) break;
+      const int head_index = static_cast<int>(q.ColumnInt(1));
+      const int rank = static_cast<int>(q.ColumnInt(2));
+      const uint64_t seed = SeedFromDb(q.ColumnInt(3));
+      const auto state = static_cast<CellState>(q.ColumnInt(4));
+      if (!heads.empty() && heads.count(head_index) == 0) continue;
+      if (!ranks.empty() && ranks.count(rank) == 0) continue;
+      if (!seeds.empty() && seeds.count(seed) == 0) continue;
+      const bool has_result = q.ColumnInt(21) != 0;
+      const std::string head =
+          head_index < static_cast<int>(labels.size()) ? labels[head_index] : "";
+
+      if (grouped) {
+        GroupAcc& acc = groups[{head_index, rank}];
+        acc.group.head = head;
+        acc.group.head_index = head_index;
+        acc.group.rank = rank;
+        ++acc.group.expected;
+        if (state == CellState::kDone && has_result) {
+          ++acc.group.n;
+          const double train_error = q.ColumnDouble(17);
+          acc.train_error.push_back(train_error);
+          acc.exact.push_back(q.ColumnDouble(18));
+          acc.position.push_back(q.ColumnDouble(19));
+          if (!q.ColumnIsNull(20)) acc.test_error.push_back(q.ColumnDouble(20));
+          if (train_error == 0) ++acc.group.exact_seeds;
+        }
+        continue;
+      }
+
+      if (query.state.has_value() ? state != *query.state
+                                  : (state != CellState::kDone && state != CellState::kFailed)) {
+        continue;
+      }
+      ResultRow row;
+      row.sweep_id = query.sweep_id;
+      row.cell_id = q.ColumnInt(0);
+      row.head = head;
+      row.head_index = head_index;
+      row.rank = rank;
+      row.seed = seed;
+      row.state = state;
+      if (has_result) {
+        row.lease_id = q.ColumnInt(8);
+        row.attempt = static_cast<int>(q.ColumnInt(9));
+        row.worker_id = q.ColumnText(10);
+        row.worker_version = {q.ColumnText(11), q.ColumnText(12), q.ColumnText(13)};
+        row.failure = q.ColumnText(14);
+        row.finished_unix_ms = q.ColumnInt(16);
+        if (!q.ColumnIsNull(15)) {
+          absl::StatusOr<SeedResult> result = SeedResultFromJson(q.ColumnText(15));
+          if (!result.ok()) {
+            return absl::DataLossError(absl::StrCat("cell ", row.cell_id,
+                                                    ": stored result does not parse: ",
+                                                    result.status().message()));
+          }
+          row.result = *std::move(result);
+        }
+      } else {
+        row.attempt = static_cast<int>(q.ColumnInt(5));
+        row.lease_id = q.ColumnInt(6);
+        row.worker_id = q.ColumnText(7);
+      }
+      out.rows.push_back(std::move(row));
+    }
+    for (auto& [key, acc] : groups) {
+      acc.group.train_error = Summarize(acc.train_error);
+      acc.group.test_error = Summarize(acc.test_error);
+      acc.group.train_exact_accuracy = Summarize(acc.exact);
+      acc.group.train_position_accuracy = Summarize(acc.position);
+      out.groups.push_back(std::move(acc.group));
+    }
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+absl::StatusOr<std::vector<WorkerInfo>> Coordinator::ListWorkers() {
+  const int64_t now = clock_->NowMs();
+  std::vector<WorkerInfo> workers;
+  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        c.Prepare("SELECT w.id, w.hostname, w.device, w.device_name, w.memory_bytes, w.slots, "
+                  "w.build_id, w.torch_version, w.cuda_version, w.registered_ms, "
+                  "w.last_seen_ms, w.completed, (SELECT COUNT(*) FROM cells c WHERE "
+                  "c.worker_id = w.id AND c.state = 2) FROM workers w ORDER BY w.id"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      WorkerInfo w;
+      w.worker_id = q.ColumnText(0);
+      w.hostname = q.ColumnText(1);
+      w.device = q.ColumnText(2);
+      w.device_name = q.ColumnText(3);
+      w.memory_bytes = q.ColumnInt(4);
+      w.slots = static_cast<int>(q.ColumnInt(5));
+      w.version = {q.ColumnText(6), q.ColumnText(7), q.ColumnText(8)};
+      w.registered_unix_ms = q.ColumnInt(9);
+      w.last_seen_unix_ms = q.ColumnInt(10);
+      w.completed_cells = q.ColumnInt(11);
+      w.leased_cells = static_cast<int>(q.ColumnInt(12));
+      w.alive = now - w.last_seen_unix_ms <= 3 * options_.lease_ms;
+      workers.push_back(std::move(w));
+    }
+    return absl::OkStatus();
+  }));
+  return workers;
+}
+
+}  // namespace ranksweep::server

@@ -1,0 +1,213 @@
+// The coordinator's logic: sweeps expand into cells (head x rank x seed), the
+// cells are leased to workers in groups of one (sweep, head, rank), results
+// and failures come back under those leases, and queries read the results.
+// It knows nothing of gRPC; server/service adapts it to ranksweep.v1.
+//
+// State lives in the Store only (plus an in-memory cache of immutable sweep
+// specs), so a coordinator rebuilt on the same database file by Recover()
+// continues exactly where the previous process stopped.
+//
+// Life of a cell:
+//   PENDING --Acquire--> LEASED --Complete--> DONE
+//   LEASED --lease expires / Fail--> PENDING (attempt kept) or FAILED once
+//          `max_attempts` leases have been used
+//   LEASED --Fail(release)--> PENDING (the attempt is given back)
+//   PENDING or LEASED --Cancel--> CANCELLED
+// Every lease gets a new lease id from a counter persisted in the store; the
+// lease id is the fencing token: Heartbeat, Complete and Fail name it, and
+// only the cell's current lease (held by the caller) is honoured. A lease
+// stays valid until ExpireLeases() finds it past its deadline. A sweep is
+// RUNNING while any cell is pending or leased, then DONE (all done) or FAILED
+// (some failed); Cancel makes it CANCELLED.
+//
+// Ordering: Acquire serves the highest priority first; sweeps of equal
+// priority take turns (round-robin, the position persisted); inside a sweep,
+// (head, rank) groups go in the order their cells were created.
+//
+// Errors: InvalidArgument for bad arguments (naming the field), NotFound for
+// unknown sweeps, workers or cells, FailedPrecondition for a stale or foreign
+// lease (nothing of the request is recorded), store errors as they come.
+//
+// Listeners: changes are delivered after the transaction that made them has
+// committed, on the thread that made them, with no coordinator lock held.
+// Listeners must be quick and must not call Subscribe/Unsubscribe from
+// inside the callback; they may call the query methods.
+//
+// Thread-safety: every method is safe to call concurrently. Writes are
+// serialized by the store; queries run on the store's read connection and do
+// not wait for writes.
+#ifndef RANKSWEEP_SERVER_CORE_COORDINATOR_H_
+#define RANKSWEEP_SERVER_CORE_COORDINATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/spec/spec.h"
+#include "server/core/clock.h"
+#include "server/core/store.h"
+#include "server/core/types.h"
+
+namespace ranksweep::server {
+
+struct CoordinatorOptions {
+  int64_t lease_ms = 60'000;  // a lease lasts this long unless extended
+  int max_attempts = 3;       // leases a cell may use before it is FAILED
+  // Limits on worker requests, as ranksweep.proto documents them.
+  int max_tasks_per_acquire = 64;
+  int max_seeds_per_task = 1024;
+  int default_seeds_per_task = 64;  // when the worker asks for 0
+};
+
+// Sample statistics of `xs`: mean, standard deviation (n-1), min, max and
+// the half-width of the 95% Student-t interval. All zero for an empty list;
+// std and ci95 are 0 when there is a single value.
+Aggregate Summarize(const std::vector<double>& xs);
+
+class Coordinator {
+ public:
+  using SweepListener = std::function<void(const SweepChange&)>;
+  using WorkListener = std::function<void()>;
+
+  // `store` and `clock` are not owned and must outlive the coordinator.
+  Coordinator(Store* store, const Clock* clock, CoordinatorOptions options = {});
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Start-up recovery; call once, before serving. Leases that were in flight
+  // when the previous process stopped are KEPT with their persisted deadline
+  // (a worker that survived the restart heartbeats and completes them as
+  // usual); those already past their deadline are expired now, exactly as
+  // ExpireLeases() would. RUNNING sweeps with nothing left to run are
+  // finished. Nothing else needs rebuilding: all state is in the store.
+  absl::StatusOr<RecoveryReport> Recover();
+
+  // ---------------------------------------------------------------- sweeps
+
+  // Validates `spec` (ValidateSweepSpec: InvalidArgument naming the field)
+  // and stores the sweep and its cells in one transaction. Heads without a
+  // rank (HeadHasRank false) get one cell per seed with rank 0.
+  absl::StatusOr<SubmitOutcome> Submit(const SweepSpec& spec, const std::string& owner);
+
+  absl::StatusOr<SweepInfo> GetSweep(const std::string& sweep_id);
+  // Newest first; `state` unset = all; limit <= 0 means 100.
+  absl::StatusOr<std::vector<SweepInfo>> ListSweeps(std::optional<SweepState> state, int limit);
+
+  // Stops handing out the sweep's cells: pending and leased cells become
+  // CANCELLED (leased ones are reported to their worker by Heartbeat) and the
+  // sweep CANCELLED. Returns the cells cancelled. NotFound for an unknown
+  // sweep; FailedPrecondition for one that has already ended.
+  absl::StatusOr<int64_t> Cancel(const std::string& sweep_id);
+
+  // ---------------------------------------------------------------- workers
+
+  // Registers a worker and returns its id. A known `worker_id` keeps its
+  // identity; its previous process is presumed gone, so the cells it still
+  // held are released to pending without using an attempt.
+  absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& registration);
+
+  // Leases up to `max_tasks` tasks, each up to `max_seeds` pending cells of
+  // one (sweep, head, rank). Returns an empty list when there is no work.
+  // NotFound for an unregistered worker.
+  absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, int max_tasks,
+                                            int max_seeds);
+
+  // Extends the worker's live leases to now + lease_ms. Leases of cancelled
+  // cells are reported in cancelled_lease_ids, leases that expired, were
+  // reassigned or never existed in lost_lease_ids. FailedPrecondition, with
+  // nothing extended, when a lease is currently held by another worker.
+  absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
+                                             const std::vector<int64_t>& lease_ids);
+
+  // Records results, all or nothing, in one transaction: OK means every
+  // result is durable. A result for a cell already done under the same lease
+  // counts as a duplicate. FailedPrecondition when a lease is stale (not the
+  // cell's current lease, or the cell was cancelled) or foreign (held by
+  // another worker); NotFound for an unknown cell; InvalidArgument when the
+  // result's seed is not the cell's.
+  absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
+                                           const std::vector<CellResult>& results);
+
+  // Gives up leases. release=true: the cells return to pending and the
+  // attempt is given back. release=false: the attempt counts; the cell goes
+  // back to pending, or is FAILED with `reason` once it has used
+  // max_attempts. Leases that are no longer current are ignored (a repeated
+  // Fail is harmless); FailedPrecondition when one is held by another worker.
+  absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+                    const std::string& reason, bool release);
+
+  // Reclaims every lease whose deadline is at or before the clock's now:
+  // back to pending with its attempt count, or FAILED when it has used
+  // max_attempts. Returns how many leases expired.
+  absl::StatusOr<int64_t> ExpireLeases();
+
+  // ---------------------------------------------------------------- queries
+
+  // Per-cell rows, or groups by (head, rank) with mean/std/min/max/ci95.
+  // InvalidArgument when sweep_id is empty or `head` names no head of the
+  // sweep; NotFound for an unknown sweep.
+  absl::StatusOr<QueryOutcome> Query(const ResultQuery& query);
+
+  // Every registered worker, by id.
+  absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
+
+  // ---------------------------------------------------------------- listening
+
+  // Calls `listener` for every change of `sweep_id` until Unsubscribe(id)
+  // returns; after that it is never called again.
+  int64_t Subscribe(const std::string& sweep_id, SweepListener listener);
+  void Unsubscribe(int64_t subscription);
+
+  // Called whenever cells may have become pending (submit, expiry, release,
+  // retry), so that waiting Acquire long-polls can try again. One listener.
+  void SetWorkListener(WorkListener listener);
+
+  const CoordinatorOptions& options() const { return options_; }
+
+ private:
+  struct Events;  // changes collected inside a transaction, sent after it
+
+  absl::StatusOr<SweepSpec> SpecOf(Connection& c, const std::string& sweep_id);
+  absl::StatusOr<SweepInfo> LoadSweep(Connection& c, const std::string& sweep_id);
+  // Ends `sweep_id` if it is RUNNING with no pending or leased cell left.
+  absl::Status MaybeFinishSweep(Connection& c, const std::string& sweep_id, Events& events);
+  // Moves one leased cell back to pending or to FAILED. `use_attempt` false
+  // gives the attempt back (release).
+  absl::Status ReturnCell(Connection& c, int64_t cell_id, const std::string& reason,
+                          bool use_attempt, Events& events);
+  absl::StatusOr<int64_t> ExpireLeasesLocked(Connection& c, int64_t now_ms, Events& events);
+  std::string CellLabel(const SweepSpec& spec, int head_index, int rank, uint64_t seed) const;
+  void Dispatch(Events& events);
+
+  Store* const store_;
+  const Clock* const clock_;
+  const CoordinatorOptions options_;
+
+  std::mutex spec_mu_;
+  std::map<std::string, SweepSpec> spec_cache_;  // sweep specs never change
+
+  // A listener is called under its own mutex, so that Unsubscribe can wait
+  // for a call in progress without serializing unrelated listeners.
+  struct ListenerEntry {
+    std::string sweep_id;
+    SweepListener on_change;
+    WorkListener on_work;
+    std::mutex mu;
+    bool active = true;
+  };
+  std::mutex listeners_mu_;
+  int64_t next_subscription_ = 1;
+  std::map<int64_t, std::shared_ptr<ListenerEntry>> listeners_;
+  std::shared_ptr<ListenerEntry> work_listener_;
+};
+
+}  // namespace ranksweep::server
+
+#endif  // RANKSWEEP_SERVER_CORE_COORDINATOR_H_

@@ -1,0 +1,333 @@
+#include "server/core/store.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ranksweep::server {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, int rc, std::string_view what) {
+  const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  std::string text = absl::StrCat("sqlite: ", msg, " (", sqlite3_errstr(rc), ") in: ", std::string(what));
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return absl::UnavailableError(text);
+  return absl::InternalError(text);
+}
+
+// One migration takes the schema from `version - 1` to `version`.
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Append new migrations at the end; never edit one that has shipped.
+const Migration kMigrations[] = {
+    {1, R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+);
+INSERT INTO meta(key, value) VALUES ('next_lease_id', 1), ('serve_counter', 0);
+
+CREATE TABLE sweeps (
+  id          TEXT PRIMARY KEY,
+  name        TEXT NOT NULL,
+  owner       TEXT NOT NULL,
+  spec_json   TEXT NOT NULL,
+  priority    INTEGER NOT NULL,
+  state       INTEGER NOT NULL,
+  created_ms  INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  served      INTEGER NOT NULL DEFAULT 0  -- round-robin position
+);
+CREATE INDEX sweeps_by_state ON sweeps(state, priority);
+
+CREATE TABLE cells (
+  id                INTEGER PRIMARY KEY,
+  sweep_id          TEXT NOT NULL REFERENCES sweeps(id),
+  head_index        INTEGER NOT NULL,
+  rank              INTEGER NOT NULL,
+  seed              INTEGER NOT NULL,  -- uint64 stored bit for bit
+  state             INTEGER NOT NULL,
+  attempt           INTEGER NOT NULL DEFAULT 0,
+  lease_id          INTEGER NOT NULL DEFAULT 0,
+  lease_deadline_ms INTEGER NOT NULL DEFAULT 0,
+  worker_id         TEXT NOT NULL DEFAULT '',
+  last_failure      TEXT NOT NULL DEFAULT '',
+  UNIQUE (sweep_id, head_index, rank, seed)
+);
+-- Pending cells of a sweep in creation order, and of one (head, rank) group.
+CREATE INDEX cells_by_state ON cells(sweep_id, state);
+CREATE INDEX cells_by_group ON cells(sweep_id, state, head_index, rank);
+CREATE INDEX cells_by_lease ON cells(lease_id) WHERE lease_id != 0;
+CREATE INDEX cells_by_deadline ON cells(state, lease_deadline_ms);
+CREATE INDEX cells_by_worker ON cells(worker_id, state);
+
+CREATE TABLE results (
+  cell_id                 INTEGER PRIMARY KEY REFERENCES cells(id),
+  sweep_id                TEXT NOT NULL,
+  head_index              INTEGER NOT NULL,
+  rank                    INTEGER NOT NULL,
+  seed                    INTEGER NOT NULL,
+  state                   INTEGER NOT NULL,  -- done or failed
+  lease_id                INTEGER NOT NULL,
+  attempt                 INTEGER NOT NULL,
+  worker_id               TEXT NOT NULL,
+  worker_build_id         TEXT NOT NULL DEFAULT '',
+  worker_torch_version    TEXT NOT NULL DEFAULT '',
+  worker_cuda_version     TEXT NOT NULL DEFAULT '',
+  failure                 TEXT NOT NULL DEFAULT '',
+  train_error             REAL,
+  train_exact_accuracy    REAL,
+  train_position_accuracy REAL,
+  test_error              REAL,
+  test_sequences          INTEGER,
+  wall_seconds            REAL,
+  result_json             TEXT,
+  finished_ms             INTEGER NOT NULL
+);
+CREATE INDEX results_by_group ON results(sweep_id, head_index, rank);
+CREATE INDEX results_by_finish ON results(sweep_id, state, finished_ms);
+
+CREATE TABLE workers (
+  id            TEXT PRIMARY KEY,
+  hostname      TEXT NOT NULL,
+  device        TEXT NOT NULL,
+  device_name   TEXT NOT NULL,
+  memory_bytes  INTEGER NOT NULL,
+  slots         INTEGER NOT NULL,
+  build_id      TEXT NOT NULL,
+  torch_version TEXT NOT NULL,
+  cuda_version  TEXT NOT NULL,
+  registered_ms INTEGER NOT NULL,
+  last_seen_ms  INTEGER NOT NULL,
+  completed     INTEGER NOT NULL DEFAULT 0
+);
+)sql"},
+};
+
+absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,
+                                        const StoreOptions& options) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = SqliteError(db, rc, absl::StrCat("open ", path));
+    sqlite3_close_v2(db);
+    return s;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, options.busy_timeout_ms);
+  return db;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ Statement
+
+Statement::~Statement() {
+  if (stmt_ != nullptr) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+}
+
+Statement& Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, std::string_view value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
+                    SQLITE_TRANSIENT);
+  return *this;
+}
+
+Statement& Statement::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+Statement& Statement::Reset() {
+  sqlite3_reset(stmt_);
+  return *this;
+}
+
+absl::Status Statement::Error(int rc) const { return SqliteError(db_, rc, sqlite3_sql(stmt_)); }
+
+absl::StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Error(rc);
+}
+
+absl::Status Statement::Run() {
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, Step());
+    if (!row) return absl::OkStatus();
+  }
+}
+
+int64_t Statement::ColumnInt(int column) const { return sqlite3_column_int64(stmt_, column); }
+
+double Statement::ColumnDouble(int column) const { return sqlite3_column_double(stmt_, column); }
+
+std::string Statement::ColumnText(int column) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, column);
+  if (text == nullptr) return std::string();
+  return std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, column));
+}
+
+bool Statement::ColumnIsNull(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+// ------------------------------------------------------------------ Connection
+
+Connection::~Connection() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  sqlite3_close_v2(db_);
+}
+
+absl::StatusOr<Statement> Connection::Prepare(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, sql);
+    it = cache_.emplace(sql, stmt).first;
+  }
+  return Statement(db_, it->second);
+}
+
+absl::Status Connection::Exec(const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string what = absl::StrCat(err != nullptr ? err : "", " in: ", sql.substr(0, 200));
+    sqlite3_free(err);
+    return SqliteError(db_, rc, what);
+  }
+  return absl::OkStatus();
+}
+
+int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
+
+int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+
+// ------------------------------------------------------------------ Store
+
+Store::Store(std::string path, std::unique_ptr<Connection> writer)
+    : path_(std::move(path)), writer_(std::move(writer)) {}
+
+Store::~Store() {
+  // The reader goes first so that the writer's close can checkpoint the WAL.
+  reader_.reset();
+  writer_.reset();
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                                   const StoreOptions& options) {
+  ASSIGN_OR_RETURN(sqlite3 * wdb,
+                   OpenConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options));
+  std::unique_ptr<Store> store(new Store(path, std::unique_ptr<Connection>(new Connection(wdb))));
+  Connection& w = *store->writer_;
+  // WAL: readers and the writer do not block each other. FULL: every commit
+  // syncs the WAL, so a committed transaction survives power loss.
+  RETURN_IF_ERROR(w.Exec("PRAGMA journal_mode=WAL"));
+  RETURN_IF_ERROR(w.Exec("PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(w.Exec("PRAGMA foreign_keys=ON"));
+  {
+    ASSIGN_OR_RETURN(Statement mode, w.Prepare("PRAGMA journal_mode"));
+    ASSIGN_OR_RETURN(bool row, mode.Step());
+    if (!row || mode.ColumnText(0) != "wal") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("database ", path, " cannot use WAL mode (", row ? mode.ColumnText(0) : "",
+                       "); is it on a network filesystem?"));
+    }
+  }
+  RETURN_IF_ERROR(store->Migrate());
+
+  ASSIGN_OR_RETURN(sqlite3 * rdb, OpenConnection(path, SQLITE_OPEN_READONLY, options));
+  store->reader_.reset(new Connection(rdb));
+  RETURN_IF_ERROR(store->reader_->Exec("PRAGMA query_only=ON"));
+  return store;
+}
+
+absl::Status Store::Migrate() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Connection& w = *writer_;
+  RETURN_IF_ERROR(w.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  int current = 0;
+  {
+    ASSIGN_OR_RETURN(Statement q, w.Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) current = static_cast<int>(q.ColumnInt(0));
+  }
+  if (current > kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database ", path_, " has schema version ", current,
+                     ", newer than this binary supports (", kSchemaVersion, ")"));
+  }
+  for (const Migration& m : kMigrations) {
+    if (m.version <= current) continue;
+    RETURN_IF_ERROR(w.Exec("BEGIN IMMEDIATE"));
+    absl::Status s = w.Exec(m.sql);
+    if (s.ok()) {
+      s = w.Exec(absl::StrCat("DELETE FROM schema_version; INSERT INTO schema_version VALUES (",
+                              m.version, ")"));
+    }
+    if (s.ok()) s = w.Exec("COMMIT");
+    if (!s.ok()) {
+      w.Exec("ROLLBACK").IgnoreError();
+      return absl::Status(s.code(), absl::StrCat("migration to schema version ", m.version,
+                                                 " failed: ", s.message()));
+    }
+    current = m.version;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Store::SchemaVersion() {
+  int version = 0;
+  RETURN_IF_ERROR(Read([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) version = static_cast<int>(q.ColumnInt(0));
+    return absl::OkStatus();
+  }));
+  return version;
+}
+
+absl::Status Store::Write(absl::FunctionRef<absl::Status(Connection&)> fn) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Connection& w = *writer_;
+  RETURN_IF_ERROR(w.Exec("BEGIN IMMEDIATE"));
+  absl::Status s = fn(w);
+  if (s.ok()) s = w.Exec("COMMIT");
+  if (!s.ok()) w.Exec("ROLLBACK").IgnoreError();
+  return s;
+}
+
+absl::Status Store::Read(absl::FunctionRef<absl::Status(Connection&)> fn) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Connection& r = *reader_;
+  RETURN_IF_ERROR(r.Exec("BEGIN"));
+  absl::Status s = fn(r);
+  // A read transaction has nothing to commit; ending it releases the snapshot.
+  absl::Status end = r.Exec(s.ok() ? "COMMIT" : "ROLLBACK");
+  return s.ok() ? end : s;
+}
+
+}  // namespace ranksweep::server

@@ -1,0 +1,156 @@
+// The coordinator's SQLite database: opening it, the versioned schema and its
+// migrations, and transactions on two connections.
+//
+//  * One writer connection, guarded by a mutex. Write() runs a function inside
+//    BEGIN IMMEDIATE ... COMMIT and rolls back when the function returns an
+//    error. The writer runs with journal_mode=WAL and synchronous=FULL: in WAL
+//    mode FULL syncs the log on every commit, so when Write() returns OK the
+//    transaction is durable and survives a crash or power loss.
+//  * One read-only connection (SQLITE_OPEN_READONLY), guarded by its own
+//    mutex. Read() runs a function inside one read transaction, a consistent
+//    snapshot. In WAL mode readers never block the writer and the writer never
+//    blocks readers, so a long query does not hold up leases or results.
+//
+// Prepared statements are cached per connection, keyed by their SQL text;
+// Connection::Prepare hands one out reset and unbound, and the Statement
+// handle resets it again when it goes out of scope.
+//
+// Schema: the table `schema_version` holds the version the file is at; Open()
+// applies every migration above it, each in its own transaction, and refuses
+// a file written by a newer binary (FailedPrecondition).
+//
+// Errors: SQLite failures become absl::Status (kUnavailable for SQLITE_BUSY,
+// kInternal otherwise) whose message holds SQLite's message and the SQL.
+//
+// Thread-safety: Store is safe to use from many threads. A Connection and its
+// Statements belong to the one Write()/Read() call that handed them out and
+// must not escape it.
+#ifndef RANKSWEEP_SERVER_CORE_STORE_H_
+#define RANKSWEEP_SERVER_CORE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace ranksweep::server {
+
+// A prepared statement checked out of a connection's cache. Move-only; resets
+// the statement and clears its bindings on destruction. Bind indexes are
+// 1-based, column indexes 0-based (SQLite's convention).
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+    other.stmt_ = nullptr;
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  Statement& operator=(Statement&&) = delete;
+  ~Statement();
+
+  Statement& Bind(int index, int64_t value);
+  Statement& Bind(int index, int value) { return Bind(index, static_cast<int64_t>(value)); }
+  Statement& Bind(int index, double value);
+  Statement& Bind(int index, std::string_view value);
+  Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
+  Statement& BindNull(int index);
+
+  // Rewinds the statement so it can run again; bindings are kept.
+  Statement& Reset();
+
+  // Advances to the next row: true when there is one, false when done.
+  absl::StatusOr<bool> Step();
+  // Runs a statement that returns no rows (or ignores them) to completion.
+  absl::Status Run();
+
+  int64_t ColumnInt(int column) const;
+  double ColumnDouble(int column) const;
+  std::string ColumnText(int column) const;
+  bool ColumnIsNull(int column) const;
+
+ private:
+  absl::Status Error(int rc) const;
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+// One SQLite connection with its statement cache. Handed out by Store.
+class Connection {
+ public:
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Returns the cached statement for `sql`, preparing it on first use. One
+  // SQL text must not be checked out twice at the same time.
+  absl::StatusOr<Statement> Prepare(const std::string& sql);
+  // Runs one or more statements without caching (schema, pragmas).
+  absl::Status Exec(const std::string& sql);
+  // Rows changed by the last INSERT/UPDATE/DELETE.
+  int64_t Changes() const;
+  int64_t LastInsertRowId() const;
+
+ private:
+  friend class Store;
+  explicit Connection(sqlite3* db) : db_(db) {}
+
+  sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+};
+
+struct StoreOptions {
+  // How long a connection waits for a lock held by another connection (for
+  // example another process opening the same file) before failing.
+  int busy_timeout_ms = 5000;
+};
+
+class Store {
+ public:
+  // The schema version this binary writes.
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating if needed) the database at `path`, migrates it to
+  // kSchemaVersion, then opens the read-only connection.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const StoreOptions& options = {});
+  ~Store();  // closes both connections
+
+  // Runs `fn` in a write transaction (BEGIN IMMEDIATE) on the writer
+  // connection. Commits when `fn` returns OK; rolls back and returns its
+  // error otherwise. Write transactions are serialized. OK means durable.
+  absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> fn);
+
+  // Runs `fn` in one read transaction on the read-only connection. Read
+  // transactions are serialized among themselves but run alongside writes.
+  absl::Status Read(absl::FunctionRef<absl::Status(Connection&)> fn);
+
+  // The schema version the file is at (kSchemaVersion after Open).
+  absl::StatusOr<int> SchemaVersion();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  Store(std::string path, std::unique_ptr<Connection> writer);
+  absl::Status Migrate();
+
+  const std::string path_;
+  std::mutex write_mu_;
+  std::unique_ptr<Connection> writer_;
+  std::mutex read_mu_;
+  std::unique_ptr<Connection> reader_;
+};
+
+}  // namespace ranksweep::server
+
+#endif  // RANKSWEEP_SERVER_CORE_STORE_H_

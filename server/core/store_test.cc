@@ -1,0 +1,220 @@
+#include "server/core/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep::server {
+namespace {
+
+// A fresh directory under the test temp dir, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "store_test.XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+int64_t CountRows(Store& store, const std::string& table) {
+  int64_t n = -1;
+  EXPECT_TRUE(store
+                  .Read([&](Connection& c) -> absl::Status {
+                    auto q = c.Prepare("SELECT COUNT(*) FROM " + table);
+                    if (!q.ok()) return q.status();
+                    auto row = q->Step();
+                    if (!row.ok()) return row.status();
+                    n = q->ColumnInt(0);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  return n;
+}
+
+absl::Status InsertMeta(Connection& c, const std::string& key, int64_t value) {
+  auto q = c.Prepare("INSERT INTO meta(key, value) VALUES (?1, ?2)");
+  if (!q.ok()) return q.status();
+  q->Bind(1, key).Bind(2, value);
+  return q->Run();
+}
+
+std::string Pragma(const std::string& db_path, const std::string& pragma) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, ("PRAGMA " + pragma).c_str(), -1, &st, nullptr);
+  std::string out;
+  if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+TEST(StoreTest, OpenCreatesSchemaAtCurrentVersionInWalMode) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto version = (*store)->SchemaVersion();
+  ASSERT_TRUE(version.ok());
+  EXPECT_EQ(*version, Store::kSchemaVersion);
+  EXPECT_EQ(CountRows(**store, "schema_version"), 1);
+  EXPECT_EQ(CountRows(**store, "sweeps"), 0);
+  EXPECT_EQ(CountRows(**store, "cells"), 0);
+  EXPECT_EQ(CountRows(**store, "results"), 0);
+  EXPECT_EQ(CountRows(**store, "workers"), 0);
+  EXPECT_EQ(CountRows(**store, "meta"), 2);  // next_lease_id, serve_counter
+  EXPECT_EQ(Pragma(dir.File("a.db"), "journal_mode"), "wal");
+}
+
+TEST(StoreTest, WriterUsesSynchronousFull) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  int64_t sync = -1;
+  // synchronous is per connection: ask the writer itself.
+  ASSERT_TRUE((*store)
+                  ->Write([&](Connection& c) -> absl::Status {
+                    auto q = c.Prepare("PRAGMA synchronous");
+                    if (!q.ok()) return q.status();
+                    auto row = q->Step();
+                    if (!row.ok()) return row.status();
+                    sync = q->ColumnInt(0);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_EQ(sync, 2);  // FULL
+}
+
+TEST(StoreTest, ReopenKeepsDataAndDoesNotMigrateAgain) {
+  TempDir dir;
+  {
+    auto store = Store::Open(dir.File("a.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Write([](Connection& c) { return InsertMeta(c, "x", 42); }).ok());
+  }
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(CountRows(**store, "schema_version"), 1);
+  EXPECT_EQ(CountRows(**store, "meta"), 3);
+}
+
+TEST(StoreTest, RefusesNewerSchema) {
+  TempDir dir;
+  {
+    auto store = Store::Open(dir.File("a.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)
+                    ->Write([](Connection& c) {
+                      return c.Exec("UPDATE schema_version SET version = 99");
+                    })
+                    .ok());
+  }
+  auto store = Store::Open(dir.File("a.db"));
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(store.status().message()), ::testing::HasSubstr("schema version 99"));
+}
+
+TEST(StoreTest, FailedWriteRollsBackEverything) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok());
+  absl::Status s = (*store)->Write([](Connection& c) -> absl::Status {
+    absl::Status st = InsertMeta(c, "a", 1);
+    if (!st.ok()) return st;
+    return absl::AbortedError("changed my mind");
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(CountRows(**store, "meta"), 2);
+  // A constraint violation also rolls back the rows written before it.
+  s = (*store)->Write([](Connection& c) -> absl::Status {
+    absl::Status st = InsertMeta(c, "b", 1);
+    if (!st.ok()) return st;
+    return InsertMeta(c, "b", 2);
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(CountRows(**store, "meta"), 2);
+}
+
+TEST(StoreTest, ReadConnectionIsReadOnly) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok());
+  absl::Status s = (*store)->Read([](Connection& c) { return InsertMeta(c, "x", 1); });
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(CountRows(**store, "meta"), 2);
+}
+
+TEST(StoreTest, WritesAreVisibleToReadsAfterCommit) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(CountRows(**store, "meta"), 2);
+  ASSERT_TRUE((*store)->Write([](Connection& c) { return InsertMeta(c, "x", 1); }).ok());
+  EXPECT_EQ(CountRows(**store, "meta"), 3);
+}
+
+TEST(StoreTest, OpenReadTransactionDoesNotBlockWrites) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"), StoreOptions{.busy_timeout_ms = 10000});
+  ASSERT_TRUE(store.ok());
+  // A long reader on its own connection holds a snapshot open.
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(dir.File("a.db").c_str(), &reader, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT COUNT(*) FROM meta;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+
+  // The store's own read connection is also inside a transaction meanwhile.
+  absl::Status inner;
+  auto start = std::chrono::steady_clock::now();
+  absl::Status outer = (*store)->Read([&](Connection& rc) -> absl::Status {
+    auto q = rc.Prepare("SELECT COUNT(*) FROM meta");
+    if (!q.ok()) return q.status();
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    inner = (*store)->Write([](Connection& c) { return InsertMeta(c, "x", 1); });
+    return absl::OkStatus();
+  });
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(outer.ok()) << outer;
+  EXPECT_TRUE(inner.ok()) << inner;
+  // Without WAL the write would wait out the 10 s busy timeout and fail.
+  EXPECT_LT(elapsed, std::chrono::seconds(2));
+
+  // The old snapshot still sees 2 rows; a new read sees 3.
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(reader, "SELECT COUNT(*) FROM meta", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 2);
+  sqlite3_finalize(st);
+  sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+  EXPECT_EQ(CountRows(**store, "meta"), 3);
+}
+
+TEST(StoreTest, CommittedWriteSurvivesReopenWithoutCheckpoint) {
+  TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Write([](Connection& c) { return InsertMeta(c, "x", 7); }).ok());
+  // A second process opens the file while the first still has it open (the
+  // WAL has not been checkpointed into the main file yet).
+  auto other = Store::Open(path);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(CountRows(**other, "meta"), 3);
+}
+
+}  // namespace
+}  // namespace ranksweep::server

@@ -1,0 +1,207 @@
+// Plain data types the coordinator core speaks: sweep and cell states, sweep
+// summaries, workers, leased tasks, result rows and groups. They mirror the
+// ranksweep.v1 messages field for field, so the gRPC adapters translate them
+// one to one, but they carry no protobuf or gRPC dependency.
+//
+// Thread-safety: plain value types; no shared state.
+#ifndef RANKSWEEP_SERVER_CORE_TYPES_H_
+#define RANKSWEEP_SERVER_CORE_TYPES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/spec/spec.h"
+
+namespace ranksweep::server {
+
+// The numeric values are stored in the database and equal the proto enums'.
+enum class SweepState : int {
+  kRunning = 1,    // cells pending or leased
+  kDone = 2,       // every cell done
+  kFailed = 3,     // every cell finished, at least one failed
+  kCancelled = 4,
+};
+
+enum class CellState : int {
+  kPending = 1,
+  kLeased = 2,
+  kDone = 3,
+  kFailed = 4,
+  kCancelled = 5,
+};
+
+const char* Name(SweepState s);  // "running" "done" "failed" "cancelled"
+const char* Name(CellState s);   // "pending" "leased" "done" "failed" "cancelled"
+
+struct CellCounts {
+  int64_t total = 0;
+  int64_t pending = 0;
+  int64_t leased = 0;
+  int64_t done = 0;
+  int64_t failed = 0;
+  int64_t cancelled = 0;
+};
+
+struct SweepInfo {
+  std::string sweep_id;
+  std::string name;
+  std::string owner;
+  SweepState state = SweepState::kRunning;
+  CellCounts counts;
+  int64_t created_unix_ms = 0;
+  int64_t finished_unix_ms = 0;  // 0 while running
+  int priority = 0;
+  SweepSpec spec;
+  double mean_cell_seconds = 0;              // over done cells; 0 before any
+  std::vector<std::string> recent_failures;  // most recent first, at most 10
+};
+
+struct VersionManifest {
+  std::string build_id;
+  std::string torch_version;
+  std::string cuda_version;  // empty: CPU-only LibTorch
+};
+
+// What a worker says about itself when it registers.
+struct WorkerRegistration {
+  std::string worker_id;  // empty: assign a new id; else keep this identity
+  std::string hostname;
+  std::string device;  // "cpu" or "cuda"
+  std::string device_name;
+  int64_t memory_bytes = 0;
+  int slots = 1;
+  VersionManifest version;
+};
+
+struct WorkerInfo {
+  std::string worker_id;
+  std::string hostname;
+  std::string device;
+  std::string device_name;
+  int64_t memory_bytes = 0;
+  int slots = 1;
+  VersionManifest version;
+  int64_t registered_unix_ms = 0;
+  int64_t last_seen_unix_ms = 0;
+  int leased_cells = 0;
+  int64_t completed_cells = 0;
+  bool alive = false;  // seen within 3 lease periods
+};
+
+struct LeasedCell {
+  int64_t cell_id = 0;
+  uint64_t seed = 0;
+  int64_t lease_id = 0;  // fencing token
+  int attempt = 0;       // 1 for the first lease of the cell
+};
+
+// One unit of work handed to a worker: cells of one (sweep, head, rank).
+struct Task {
+  std::string sweep_id;
+  int head_index = 0;
+  int rank = 0;
+  TaskSpec spec;  // spec.seeds lists the cells' seeds in `cells` order
+  std::vector<LeasedCell> cells;
+  int64_t deadline_unix_ms = 0;
+};
+
+struct HeartbeatOutcome {
+  std::vector<int64_t> cancelled_lease_ids;  // sweep cancelled: stop them
+  std::vector<int64_t> lost_lease_ids;       // expired, reassigned or unknown
+  int64_t deadline_unix_ms = 0;              // new deadline of the live leases
+};
+
+struct CellResult {
+  int64_t cell_id = 0;
+  int64_t lease_id = 0;
+  SeedResult result;
+};
+
+struct CompleteOutcome {
+  int recorded = 0;    // newly recorded
+  int duplicates = 0;  // already recorded under the same lease
+};
+
+struct SubmitOutcome {
+  std::string sweep_id;
+  int64_t cells = 0;
+};
+
+enum class GroupBy { kNone, kHeadRank };
+
+struct ResultQuery {
+  std::string sweep_id;              // required
+  std::string head;                  // HeadLabel filter; empty = all
+  std::vector<int> ranks;            // empty = all
+  std::vector<uint64_t> seeds;       // empty = all
+  std::optional<CellState> state;    // unset = done and failed
+  GroupBy group_by = GroupBy::kNone;
+};
+
+// One cell. For finished cells the worker, version, attempt and lease are
+// those of the lease that finished it; for pending or leased cells they are
+// the current lease holder's (empty when pending).
+struct ResultRow {
+  std::string sweep_id;
+  int64_t cell_id = 0;
+  std::string head;  // HeadLabel
+  int head_index = 0;
+  int rank = 0;
+  uint64_t seed = 0;
+  CellState state = CellState::kPending;
+  std::optional<SeedResult> result;  // set when done
+  std::string failure;               // set when failed
+  std::string worker_id;
+  VersionManifest worker_version;
+  int attempt = 0;
+  int64_t lease_id = 0;
+  int64_t finished_unix_ms = 0;
+};
+
+struct Aggregate {
+  double mean = 0;
+  double std = 0;   // sample standard deviation (n-1); 0 when n < 2
+  double min = 0;
+  double max = 0;
+  double ci95 = 0;  // half-width of the 95% t interval; 0 when n < 2
+};
+
+struct ResultGroup {
+  std::string head;
+  int head_index = 0;
+  int rank = 0;
+  int64_t n = 0;         // done cells in the group
+  int64_t expected = 0;  // cells in the group
+  Aggregate train_error;
+  Aggregate test_error;  // over done cells with a test split; zeros if none
+  Aggregate train_exact_accuracy;
+  Aggregate train_position_accuracy;
+  int64_t exact_seeds = 0;  // done cells with train error == 0
+};
+
+struct QueryOutcome {
+  std::vector<ResultRow> rows;      // when group_by == kNone
+  std::vector<ResultGroup> groups;  // when grouped
+};
+
+// Summary of Coordinator::Recover().
+struct RecoveryReport {
+  int64_t running_sweeps = 0;
+  int64_t pending_cells = 0;
+  int64_t leases_kept = 0;     // still within their deadline
+  int64_t leases_expired = 0;  // past their deadline at start-up
+  int64_t sweeps_finished = 0; // RUNNING sweeps found with nothing left to run
+};
+
+// A change to one sweep, delivered to listeners after it is committed.
+struct SweepChange {
+  std::string sweep_id;
+  std::string message;  // e.g. "cell kernel/elu1 r=8 seed=2 done"
+  bool final = false;   // the sweep has ended (done, failed or cancelled)
+};
+
+}  // namespace ranksweep::server
+
+#endif  // RANKSWEEP_SERVER_CORE_TYPES_H_
