@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "nlohmann/json.hpp"
 
 namespace ranksweep::client {
 namespace {
@@ -24,17 +26,63 @@ std::string TestErrorText(const v1::SeedResult& r) {
   return r.test().sequences() > 0 ? Fixed(r.test().error(), 4) : "-";
 }
 
+// Proto → JSON by reflection rather than MessageToJsonString: the latter
+// prints 64-bit integers as strings, and rows are meant for jq and
+// nlohmann-style readers that expect numbers (lease ids, sequence counts).
+// Proto field names, every field printed (unset ones with their zero value),
+// enums by name.
+nlohmann::ordered_json MessageToJson(const google::protobuf::Message& m) {
+  using google::protobuf::FieldDescriptor;
+  const auto* desc = m.GetDescriptor();
+  const auto* refl = m.GetReflection();
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (int i = 0; i < desc->field_count(); ++i) {
+    const FieldDescriptor* f = desc->field(i);
+    auto one = [&](int index) -> nlohmann::ordered_json {
+      const bool rep = f->is_repeated();
+      switch (f->cpp_type()) {
+        case FieldDescriptor::CPPTYPE_INT32:
+          return rep ? refl->GetRepeatedInt32(m, f, index) : refl->GetInt32(m, f);
+        case FieldDescriptor::CPPTYPE_INT64:
+          return rep ? refl->GetRepeatedInt64(m, f, index) : refl->GetInt64(m, f);
+        case FieldDescriptor::CPPTYPE_UINT32:
+          return rep ? refl->GetRepeatedUInt32(m, f, index) : refl->GetUInt32(m, f);
+        case FieldDescriptor::CPPTYPE_UINT64:
+          return rep ? refl->GetRepeatedUInt64(m, f, index) : refl->GetUInt64(m, f);
+        case FieldDescriptor::CPPTYPE_DOUBLE:
+          return rep ? refl->GetRepeatedDouble(m, f, index) : refl->GetDouble(m, f);
+        case FieldDescriptor::CPPTYPE_FLOAT:
+          return rep ? refl->GetRepeatedFloat(m, f, index) : refl->GetFloat(m, f);
+        case FieldDescriptor::CPPTYPE_BOOL:
+          return rep ? refl->GetRepeatedBool(m, f, index) : refl->GetBool(m, f);
+        case FieldDescriptor::CPPTYPE_STRING:
+          return rep ? refl->GetRepeatedString(m, f, index) : refl->GetString(m, f);
+        case FieldDescriptor::CPPTYPE_ENUM: {
+          const auto* v = rep ? refl->GetRepeatedEnum(m, f, index) : refl->GetEnum(m, f);
+          return v->name();
+        }
+        case FieldDescriptor::CPPTYPE_MESSAGE:
+          return MessageToJson(rep ? refl->GetRepeatedMessage(m, f, index)
+                                   : refl->GetMessage(m, f));
+      }
+      return nullptr;
+    };
+    if (f->is_repeated()) {
+      nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+      for (int k = 0; k < refl->FieldSize(m, f); ++k) arr.push_back(one(k));
+      out[f->name()] = std::move(arr);
+    } else {
+      out[f->name()] = one(0);
+    }
+  }
+  return out;
+}
+
 template <typename Message>
 std::string JsonArray(const std::vector<Message>& items) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {
-    std::string one;
-    // Serialization of a well-formed message cannot fail.
-    (void)google::protobuf::util::MessageToJsonString(items[i], &one, options);
-    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ", one);
+    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ", MessageToJson(items[i]).dump());
   }
   absl::StrAppend(&out, items.empty() ? "]\n" : "\n]\n");
   return out;

@@ -87,7 +87,8 @@ std::string SweepStatusText(const v1::SweepInfo& sweep, absl::TimeZone tz);
 Table ResultRowsTable(const std::vector<v1::ResultRow>& rows);
 // The CSV form carries every field of a row, for analysis tools.
 Table ResultRowsCsvTable(const std::vector<v1::ResultRow>& rows);
-// One JSON array of row objects, proto field names, every field printed.
+// One JSON array of row objects: proto field names, every field printed,
+// enums by name, 64-bit integers as JSON numbers; one object per line.
 std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows);
 
 // Grouped results: head, rank, n/expected, train error mean/std/min/max,

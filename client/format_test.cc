@@ -162,7 +162,9 @@ TEST(FormatTest, ResultRowsJsonHasWorkerAttemptAndLease) {
   EXPECT_THAT(json, ::testing::HasSubstr("\"worker_id\":\"w-1\""));
   EXPECT_THAT(json, ::testing::HasSubstr("\"worker_version\":{\"build_id\":\"0.1.0+abc\""));
   EXPECT_THAT(json, ::testing::HasSubstr("\"attempt\":1"));
-  EXPECT_THAT(json, ::testing::HasSubstr("\"lease_id\":\"42\""));  // int64 as a JSON string
+  EXPECT_THAT(json, ::testing::HasSubstr("\"lease_id\":42,"));  // int64 as a JSON number
+  EXPECT_THAT(json, ::testing::HasSubstr("\"state\":\"CELL_STATE_DONE\""));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"test\":{\"sequences\":100,"));
   EXPECT_EQ(ResultRowsJson({}), "[]\n");
 }
 
