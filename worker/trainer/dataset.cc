@@ -1,0 +1,331 @@
+#include "worker/trainer/dataset.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/trainer/rng.h"
+
+namespace ranksweep::trainer {
+namespace {
+
+uint64_t LowMask(int m) { return m >= 64 ? ~0ULL : ((1ULL << m) - 1); }
+
+// C(n, k) saturating at `cap` so huge universes compare safely.
+uint64_t Binomial(int n, int k, uint64_t cap) {
+  if (k < 0 || k > n) return 0;
+  k = std::min(k, n - k);
+  long double r = 1;
+  for (int i = 1; i <= k; ++i) {
+    r = r * (n - k + i) / i;
+    if (r >= static_cast<long double>(cap)) return cap;
+  }
+  return static_cast<uint64_t>(std::llround(static_cast<double>(r)));
+}
+
+// Next word with the same popcount (Gosper's hack); 0 after the last one.
+uint64_t NextSamePopcount(uint64_t v, uint64_t mask) {
+  const uint64_t c = v & (~v + 1);
+  const uint64_t r = v + c;
+  if (r == 0) return 0;  // overflow past bit 63
+  const uint64_t next = (((r ^ v) >> 2) / c) | r;
+  return (next & ~mask) ? 0 : next;
+}
+
+void AppendSequence(const std::vector<uint64_t>& seq, Split& split) {
+  const int n = static_cast<int>(seq.size());
+  split.tokens.insert(split.tokens.end(), seq.begin(), seq.end());
+  split.targets.resize(split.targets.size() + n);
+  MinIpTargets(seq.data(), n, split.targets.data() + split.targets.size() - n);
+  ++split.size;
+}
+
+int64_t DistinctScoredQueries(const Dataset& d) {
+  std::unordered_set<uint64_t> seen;
+  for (int64_t s = 0; s < d.train.size; ++s) {
+    for (int i = d.final_query_only ? d.seq_len - 1 : 0; i < d.seq_len; ++i) {
+      seen.insert(d.train.tokens[s * d.seq_len + i]);
+    }
+  }
+  return static_cast<int64_t>(seen.size());
+}
+
+absl::Status BuildExhaustive(const DatasetSpec& spec, Dataset& d) {
+  const int bits = spec.m * spec.seq_len;  // <= 18 by ValidateDataset
+  const uint64_t mask = LowMask(spec.m);
+  const uint64_t count = 1ULL << bits;
+  d.train.tokens.reserve(count * spec.seq_len);
+  d.train.targets.reserve(count * spec.seq_len);
+  std::vector<uint64_t> seq(spec.seq_len);
+  for (uint64_t s = 0; s < count; ++s) {
+    for (int i = 0; i < spec.seq_len; ++i) seq[i] = (s >> (i * spec.m)) & mask;
+    AppendSequence(seq, d.train);
+  }
+  return absl::OkStatus();
+}
+
+// docs/WITNESS.md: queries c_i, keys k_j = complement of c_j, every sequence
+// has its query last (so the final-query formulation scores it):
+//   (k_i, k_i, c_i)                      own probe, target 0
+//   (k_j, k_j, c_i)          j != i      other probe, target w - <c_i, c_j>
+//   (k_i, k_j, c_i) or (k_j, k_i, c_i)   candidate pair, target 0, gap w - <c_i, c_j>
+absl::Status BuildWitness(const DatasetSpec& spec, Dataset& d) {
+  if (spec.seq_len != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.seq_len must be in 3..3 for witness, got ", spec.seq_len));
+  }
+  if (spec.code_weight < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.code_weight must be in 2..", spec.m, " for witness, got ", spec.code_weight));
+  }
+  if (spec.max_overlap < 0 || spec.max_overlap > spec.code_weight - 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.max_overlap must be in 0..", spec.code_weight - 2,
+        " (code_weight - 2, so every gap is >= 2), got ", spec.max_overlap));
+  }
+  if (spec.num_queries < 0 || spec.num_queries == 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.num_queries must be 0 (all) or >= 2, got ", spec.num_queries));
+  }
+  auto code_or = GreedyConstantWeightCode(spec.m, spec.code_weight, spec.max_overlap,
+                                          spec.num_queries);
+  if (!code_or.ok()) return code_or.status();
+  const std::vector<uint64_t>& code = *code_or;
+  if (spec.num_queries > 0 && static_cast<int>(code.size()) < spec.num_queries) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.num_queries must be in 0..", code.size(), " (the size of the code for m=",
+        spec.m, ", code_weight=", spec.code_weight, ", max_overlap=", spec.max_overlap,
+        "), got ", spec.num_queries));
+  }
+  const int n = static_cast<int>(code.size());
+  if (n < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.code_weight/max_overlap give a code of ", n,
+        " word(s); a witness family needs >= 2"));
+  }
+  const int64_t size = static_cast<int64_t>(n) * (2 * n - 1);
+  if (size > SpecLimits::kMaxDatasetSequences) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.num_queries must be in 2..", 2236, " (family size n(2n-1) <= ",
+        SpecLimits::kMaxDatasetSequences, "), got n=", n));
+  }
+  const uint64_t mask = LowMask(spec.m);
+  Rng rng = Rng::ForStream(spec.data_seed, kStreamData);
+  d.train.tokens.reserve(size * 3);
+  d.train.targets.reserve(size * 3);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t query = code[i];
+    const uint64_t own_key = ~code[i] & mask;
+    AppendSequence({own_key, own_key, query}, d.train);
+    for (int j = 0; j < n; ++j) {
+      if (j == i) continue;
+      const uint64_t key = ~code[j] & mask;
+      AppendSequence({key, key, query}, d.train);
+      if (rng.Below(2) == 0) {
+        AppendSequence({own_key, key, query}, d.train);
+      } else {
+        AppendSequence({key, own_key, query}, d.train);
+      }
+    }
+  }
+  double bound = 0;
+  d.facts.rank_lower_bound = WitnessRankLowerBound(code, spec.code_weight, &bound);
+  return absl::OkStatus();
+}
+
+absl::Status BuildPool(const DatasetSpec& spec, Dataset& d) {
+  const bool constant_weight = spec.weight > 0;
+  const uint64_t cap = 1ULL << 62;
+  const uint64_t universe =
+      constant_weight ? Binomial(spec.m, spec.weight, cap) : (spec.m >= 62 ? cap : 1ULL << spec.m);
+  if (spec.pool_size < 2 || static_cast<uint64_t>(spec.pool_size) > universe) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.pool_size must be in 2..", universe,
+        constant_weight ? absl::StrCat(" (C(", spec.m, ",", spec.weight, ") distinct vectors)")
+                        : absl::StrCat(" (2^", spec.m, " distinct vectors)"),
+        ", got ", spec.pool_size));
+  }
+  const int64_t test_pool = std::llround(spec.pool_size * spec.test_pool_share);
+  const int64_t train_pool = spec.pool_size - test_pool;
+  if (train_pool < 1 || (spec.test_size > 0 && test_pool < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.test_pool_share must leave >= 1 vector in each used pool: pool_size ",
+        spec.pool_size, " splits into ", train_pool, " train and ", test_pool, " test"));
+  }
+
+  Rng rng = Rng::ForStream(spec.data_seed, kStreamData);
+  const uint64_t mask = LowMask(spec.m);
+  std::vector<uint64_t> pool;
+  pool.reserve(spec.pool_size);
+  if (constant_weight && universe <= (1ULL << 20)) {
+    // Small universe: enumerate it and take a uniform random subset.
+    std::vector<uint64_t> all;
+    for (uint64_t v = LowMask(spec.weight); v != 0; v = NextSamePopcount(v, mask)) {
+      all.push_back(v);
+    }
+    rng.Shuffle(all);
+    pool.assign(all.begin(), all.begin() + spec.pool_size);
+  } else {
+    std::unordered_set<uint64_t> seen;
+    std::vector<int> coords(spec.m);
+    const int64_t max_attempts = 1000LL * spec.pool_size + 100000;
+    for (int64_t attempt = 0; static_cast<int>(pool.size()) < spec.pool_size; ++attempt) {
+      if (attempt >= max_attempts) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset.pool_size: could not draw ", spec.pool_size,
+            " distinct vectors in ", max_attempts, " attempts; use a smaller pool_size"));
+      }
+      uint64_t v = 0;
+      if (constant_weight) {
+        for (int k = 0; k < spec.m; ++k) coords[k] = k;
+        for (int k = 0; k < spec.weight; ++k) {
+          std::swap(coords[k], coords[k + rng.Below(spec.m - k)]);
+          v |= 1ULL << coords[k];
+        }
+      } else {
+        for (int k = 0; k < spec.m; ++k) {
+          if (rng.Uniform() < spec.bernoulli_p) v |= 1ULL << k;
+        }
+      }
+      if (seen.insert(v).second) pool.push_back(v);
+    }
+  }
+  const std::vector<uint64_t> test_vectors(pool.begin(), pool.begin() + test_pool);
+  const std::vector<uint64_t> train_vectors(pool.begin() + test_pool, pool.end());
+
+  // Sequences inside one pool. A hard sequence puts two candidates whose
+  // overlaps with the query (the last token) are one apart.
+  auto build = [&](const std::vector<uint64_t>& vecs, int64_t count, Split& split) {
+    const int n = spec.seq_len;
+    const int64_t hard = n >= 3 ? std::llround(count * spec.hard_share) : 0;
+    std::vector<uint64_t> seq(n);
+    for (int64_t s = 0; s < count; ++s) {
+      for (int i = 0; i < n; ++i) seq[i] = vecs[rng.Below(vecs.size())];
+      if (s < hard) {
+        const uint64_t query = seq[n - 1];
+        const int oy = InnerProduct(query, seq[0]);
+        for (int attempt = 0; attempt < 256; ++attempt) {
+          const uint64_t z = vecs[rng.Below(vecs.size())];
+          if (std::abs(InnerProduct(query, z) - oy) == 1) {
+            seq[1] = z;
+            break;
+          }
+        }
+      }
+      AppendSequence(seq, split);
+    }
+  };
+  build(train_vectors, spec.train_size, d.train);
+  build(test_vectors, spec.test_size, d.test);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void MinIpTargets(const uint64_t* seq, int n, int32_t* targets) {
+  for (int i = 0; i < n; ++i) {
+    int best = InnerProduct(seq[i], seq[i]);
+    for (int j = 0; j < n; ++j) best = std::min(best, InnerProduct(seq[i], seq[j]));
+    targets[i] = best;
+  }
+}
+
+absl::StatusOr<std::vector<uint64_t>> GreedyConstantWeightCode(int m, int weight,
+                                                               int max_overlap, int limit) {
+  if (m < 1 || m > 64 || weight < 1 || weight > m) {
+    return absl::InvalidArgumentError(absl::StrCat("dataset.code_weight must be in 1..", m,
+                                                   ", got ", weight));
+  }
+  // The full scan visits C(m, w) words; bound it unless a limit stops it early.
+  constexpr uint64_t kMaxScan = 50000000;
+  if (limit <= 0 && Binomial(m, weight, kMaxScan + 1) > kMaxScan) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.num_queries must be > 0 when C(m, code_weight) > ", kMaxScan,
+        " (the full greedy code would take too long), got 0"));
+  }
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int>, std::vector<uint64_t>> cache;
+  const auto key = std::make_tuple(m, weight, max_overlap, limit);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  const uint64_t mask = LowMask(m);
+  std::vector<uint64_t> code;
+  uint64_t scanned = 0;
+  for (uint64_t v = LowMask(weight); v != 0; v = NextSamePopcount(v, mask)) {
+    if (++scanned > kMaxScan) break;
+    bool ok = true;
+    for (uint64_t c : code) {
+      if (InnerProduct(c, v) > max_overlap) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) {
+      code.push_back(v);
+      if (limit > 0 && static_cast<int>(code.size()) >= limit) break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = code;
+  return code;
+}
+
+int64_t WitnessRankLowerBound(const std::vector<uint64_t>& queries, int weight, double* bound) {
+  const int n = static_cast<int>(queries.size());
+  if (n <= 1) {
+    if (bound) *bound = n;
+    return n;
+  }
+  double sum_eps2 = 0;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const int gap = weight - InnerProduct(queries[i], queries[j]);
+      const double eps = 1.0 / (gap - 1);
+      sum_eps2 += eps * eps;
+    }
+  }
+  const double q = static_cast<double>(n) * n / (n + sum_eps2);
+  if (bound) *bound = q;
+  // The lemma's inequality is strict (|B_ij| < eps_ij), so rank > q.
+  return std::min<int64_t>(n, static_cast<int64_t>(std::floor(q)) + 1);
+}
+
+absl::StatusOr<Dataset> BuildDataset(const DatasetSpec& spec) {
+  // Static ranges (m, seq_len, exhaustive m*N, shares, sizes) live in the
+  // shared validator; this file adds only what needs the data itself.
+  RETURN_IF_ERROR(ValidateDataset(spec));
+  Dataset d;
+  d.m = spec.m;
+  d.seq_len = spec.seq_len;
+  d.final_query_only = spec.final_query_only;
+  absl::Status status = absl::InvalidArgumentError("dataset.kind is unknown");
+  switch (spec.kind) {
+    case DatasetKind::kExhaustive:
+      status = BuildExhaustive(spec, d);
+      break;
+    case DatasetKind::kWitness:
+      status = BuildWitness(spec, d);
+      break;
+    case DatasetKind::kPool:
+      status = BuildPool(spec, d);
+      break;
+  }
+  if (!status.ok()) return status;
+  d.facts.train_sequences = d.train.size;
+  d.facts.test_sequences = d.test.size;
+  d.facts.distinct_queries = DistinctScoredQueries(d);
+  if (spec.kind == DatasetKind::kWitness) d.facts.rank_upper_bound = d.facts.distinct_queries;
+  return d;
+}
+
+}  // namespace ranksweep::trainer
