@@ -1,0 +1,840 @@
+#include "server/core/coordinator.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/core/store.h"
+
+namespace ranksweep::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr int64_t kLeaseMs = 10'000;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "coordinator_test.XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Exhaustive m=2, N=3; a kernel head and a softmax head unless told otherwise.
+SweepSpec MakeSpec(const std::string& name, std::vector<int> ranks = {1, 2, 4},
+                   int seed_count = 4, int priority = 0, bool with_softmax = true) {
+  SweepSpec s;
+  s.name = name;
+  s.dataset.kind = DatasetKind::kExhaustive;
+  s.dataset.m = 2;
+  s.dataset.seq_len = 3;
+  HeadSpec kernel;
+  kernel.kind = HeadKind::kKernel;
+  s.heads.push_back(kernel);
+  if (with_softmax) {
+    HeadSpec softmax;
+    softmax.kind = HeadKind::kSoftmax;
+    s.heads.push_back(softmax);
+  }
+  s.ranks = std::move(ranks);
+  s.seed_count = seed_count;
+  s.priority = priority;
+  return s;
+}
+
+SeedResult MakeResult(uint64_t seed, double train_error, double test_error = 0,
+                      int64_t test_sequences = 0) {
+  SeedResult r;
+  r.seed = seed;
+  r.train.sequences = 64;
+  r.train.error = train_error;
+  r.train.exact_accuracy = 1 - train_error;
+  r.train.position_accuracy = 1 - train_error / 2;
+  r.test.sequences = test_sequences;
+  r.test.error = test_error;
+  r.steps = 100;
+  r.wall_seconds = 2.0;
+  r.device = "cpu";
+  return r;
+}
+
+std::vector<CellResult> ResultsFor(const Task& task, double train_error = 0) {
+  std::vector<CellResult> out;
+  for (const LeasedCell& c : task.cells) {
+    out.push_back(CellResult{c.cell_id, c.lease_id, MakeResult(c.seed, train_error)});
+  }
+  return out;
+}
+
+std::vector<int64_t> LeaseIds(const Task& task) {
+  std::vector<int64_t> ids;
+  for (const LeasedCell& c : task.cells) ids.push_back(c.lease_id);
+  return ids;
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SetLogEnabled(false);
+    Open();
+  }
+
+  void Open() {
+    coordinator_.reset();
+    store_.reset();
+    auto store = Store::Open(dir_.File("coordinator.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    CoordinatorOptions options;
+    options.lease_ms = kLeaseMs;
+    options.max_attempts = 3;
+    coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, options);
+  }
+
+  std::string Submit(const SweepSpec& spec) {
+    auto out = coordinator_->Submit(spec, "local");
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? out->sweep_id : "";
+  }
+
+  std::string Register(const std::string& host = "host") {
+    WorkerRegistration reg;
+    reg.hostname = host;
+    reg.device = "cpu";
+    reg.slots = 1;
+    reg.version = {"0.1.0+abc", "2.1.0", ""};
+    auto id = coordinator_->RegisterWorker(reg);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or("");
+  }
+
+  std::vector<Task> Acquire(const std::string& worker, int max_tasks = 1, int max_seeds = 64) {
+    auto tasks = coordinator_->Acquire(worker, max_tasks, max_seeds);
+    EXPECT_TRUE(tasks.ok()) << tasks.status();
+    return tasks.ok() ? *tasks : std::vector<Task>{};
+  }
+
+  // Exact count of cells of `sweep` in `state`, straight from the database.
+  int64_t Cells(const std::string& sweep, CellState state) {
+    return Count("SELECT COUNT(*) FROM cells WHERE sweep_id = '" + sweep +
+                 "' AND state = " + std::to_string(static_cast<int>(state)));
+  }
+
+  int64_t Count(const std::string& sql) {
+    int64_t n = -1;
+    absl::Status s = store_->Read([&](Connection& c) -> absl::Status {
+      auto q = c.Prepare(sql);
+      if (!q.ok()) return q.status();
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      n = q->ColumnInt(0);
+      return absl::OkStatus();
+    });
+    EXPECT_TRUE(s.ok()) << s;
+    return n;
+  }
+
+  SweepInfo Get(const std::string& sweep) {
+    auto info = coordinator_->GetSweep(sweep);
+    EXPECT_TRUE(info.ok()) << info.status();
+    return info.value_or(SweepInfo{});
+  }
+
+  TempDir dir_;
+  ManualClock clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Coordinator> coordinator_;
+};
+
+// ------------------------------------------------------------------ submit
+
+TEST_F(CoordinatorTest, SubmitExpandsRankedHeadsByRanksAndRanklessHeadsBySeedsOnly) {
+  auto out = coordinator_->Submit(MakeSpec("grid"), "local");
+  ASSERT_TRUE(out.ok()) << out.status();
+  // kernel: 3 ranks x 4 seeds; softmax: 4 seeds.
+  EXPECT_EQ(out->cells, 16);
+  EXPECT_EQ(out->sweep_id.rfind("sw-", 0), 0u);
+  EXPECT_EQ(out->sweep_id.size(), 11u);
+  EXPECT_EQ(Cells(out->sweep_id, CellState::kPending), 16);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE head_index = 1 AND rank = 0"), 4);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE head_index = 0 AND rank = 4"), 4);
+  SweepInfo info = Get(out->sweep_id);
+  EXPECT_EQ(info.state, SweepState::kRunning);
+  EXPECT_EQ(info.counts.total, 16);
+  EXPECT_EQ(info.counts.pending, 16);
+  EXPECT_EQ(info.name, "grid");
+  EXPECT_EQ(info.owner, "local");
+  EXPECT_EQ(info.created_unix_ms, clock_.NowMs());
+  EXPECT_EQ(info.finished_unix_ms, 0);
+  EXPECT_EQ(info.spec.ranks, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(info.spec.heads.size(), 2u);
+}
+
+TEST_F(CoordinatorTest, SubmitRejectsBadSpecNamingTheFieldAndStoresNothing) {
+  SweepSpec spec = MakeSpec("bad");
+  spec.dataset.m = 0;
+  auto out = coordinator_->Submit(spec, "local");
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("dataset.m"));
+
+  spec = MakeSpec("bad");
+  spec.ranks = {};
+  out = coordinator_->Submit(spec, "local");
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("ranks"));
+
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM sweeps"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells"), 0);
+}
+
+TEST_F(CoordinatorTest, GetAndCancelUnknownSweepAreNotFound) {
+  EXPECT_EQ(coordinator_->GetSweep("sw-00000000").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(coordinator_->Cancel("sw-00000000").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(coordinator_->GetSweep("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CoordinatorTest, ListSweepsNewestFirstWithStateFilter) {
+  std::string a = Submit(MakeSpec("a"));
+  clock_.AdvanceMs(1);
+  std::string b = Submit(MakeSpec("b"));
+  ASSERT_TRUE(coordinator_->Cancel(a).ok());
+  auto all = coordinator_->ListSweeps(std::nullopt, 0);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].sweep_id, b);
+  EXPECT_EQ((*all)[1].sweep_id, a);
+  auto running = coordinator_->ListSweeps(SweepState::kRunning, 0);
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->size(), 1u);
+  EXPECT_EQ((*running)[0].sweep_id, b);
+  auto limited = coordinator_->ListSweeps(std::nullopt, 1);
+  ASSERT_TRUE(limited.ok());
+  EXPECT_EQ(limited->size(), 1u);
+}
+
+// ------------------------------------------------------------------ leasing
+
+TEST_F(CoordinatorTest, AcquireLeasesCellsOfOneSweepHeadRankOnly) {
+  std::string sweep = Submit(MakeSpec("grid"));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, /*max_tasks=*/1, /*max_seeds=*/3);
+  ASSERT_EQ(tasks.size(), 1u);
+  const Task& t = tasks[0];
+  EXPECT_EQ(t.sweep_id, sweep);
+  EXPECT_EQ(t.head_index, 0);
+  EXPECT_EQ(t.rank, 1);
+  ASSERT_EQ(t.cells.size(), 3u);
+  EXPECT_EQ(t.spec.seeds, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(t.spec.rank, 1);
+  EXPECT_EQ(t.deadline_unix_ms, clock_.NowMs() + kLeaseMs);
+  std::set<int64_t> leases;
+  for (size_t i = 0; i < t.cells.size(); ++i) {
+    EXPECT_EQ(t.cells[i].seed, i);
+    EXPECT_EQ(t.cells[i].attempt, 1);
+    leases.insert(t.cells[i].lease_id);
+  }
+  EXPECT_EQ(leases.size(), 3u);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 3);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 2 AND head_index = 0 AND rank = 1"),
+            3);
+
+  // The rest of the group first, then the next groups, each task one group.
+  tasks = Acquire(w, /*max_tasks=*/10, /*max_seeds=*/64);
+  ASSERT_EQ(tasks.size(), 4u);
+  EXPECT_EQ(tasks[0].rank, 1);
+  EXPECT_EQ(tasks[0].cells.size(), 1u);
+  EXPECT_EQ(tasks[0].cells[0].seed, 3u);
+  EXPECT_EQ(tasks[1].rank, 2);
+  EXPECT_EQ(tasks[2].rank, 4);
+  EXPECT_EQ(tasks[3].head_index, 1);
+  EXPECT_EQ(tasks[3].rank, 0);
+  EXPECT_EQ(tasks[3].spec.head.kind, HeadKind::kSoftmax);
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(tasks[i].cells.size(), 4u);
+  // Lease ids only grow.
+  EXPECT_GT(tasks[0].cells[0].lease_id, *leases.rbegin());
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 16);
+  EXPECT_THAT(Acquire(w), IsEmpty());
+}
+
+TEST_F(CoordinatorTest, AcquireServesPriorityFirstThenRoundRobin) {
+  // Two groups (ranks 1 and 2) of one seed each per sweep.
+  std::string a = Submit(MakeSpec("a", {1, 2}, 1, 0, false));
+  std::string b = Submit(MakeSpec("b", {1, 2}, 1, 0, false));
+  std::string c = Submit(MakeSpec("c", {1, 2}, 1, 5, false));
+  std::string w = Register();
+  std::vector<std::string> order;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<Task> tasks = Acquire(w);
+    ASSERT_EQ(tasks.size(), 1u);
+    order.push_back(tasks[0].sweep_id);
+  }
+  EXPECT_THAT(order, ElementsAre(c, c, a, b, a, b));
+  EXPECT_THAT(Acquire(w), IsEmpty());
+}
+
+TEST_F(CoordinatorTest, AcquireRejectsUnknownWorkerAndBadLimits) {
+  Submit(MakeSpec("grid"));
+  EXPECT_EQ(coordinator_->Acquire("wk-nobody", 1, 1).status().code(),
+            absl::StatusCode::kNotFound);
+  std::string w = Register();
+  EXPECT_EQ(coordinator_->Acquire(w, 65, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->Acquire(w, 1, 1025).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 2"), 0);
+}
+
+// ------------------------------------------------------------------ expiry
+
+TEST_F(CoordinatorTest, ExpiredLeaseReturnsCellsToPendingWithTheirAttempt) {
+  std::string sweep = Submit(MakeSpec("grid"));
+  std::string w = Register();
+  std::vector<Task> first = Acquire(w, 1, 4);
+  ASSERT_EQ(first.size(), 1u);
+
+  clock_.AdvanceMs(kLeaseMs - 1);
+  auto expired = coordinator_->ExpireLeases();
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(*expired, 0);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+
+  clock_.AdvanceMs(1);
+  expired = coordinator_->ExpireLeases();
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(*expired, 4);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 0);
+  EXPECT_EQ(Cells(sweep, CellState::kPending), 16);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE attempt = 1 AND state = 1"), 4);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE last_failure LIKE '%expired%'"), 4);
+
+  std::vector<Task> second = Acquire(w, 1, 4);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].rank, 1);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(second[0].cells[i].cell_id, first[0].cells[i].cell_id);
+    EXPECT_EQ(second[0].cells[i].attempt, 2);
+    EXPECT_GT(second[0].cells[i].lease_id, first[0].cells[3].lease_id);
+  }
+}
+
+TEST_F(CoordinatorTest, CellFailsWithLastReasonAfterMaxAttempts) {
+  std::string sweep = Submit(MakeSpec("one", {1}, 1, 0, false));
+  std::string w = Register();
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::vector<Task> tasks = Acquire(w);
+    ASSERT_EQ(tasks.size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(tasks[0].cells[0].attempt, attempt);
+    clock_.AdvanceMs(kLeaseMs);
+    auto expired = coordinator_->ExpireLeases();
+    ASSERT_TRUE(expired.ok());
+    EXPECT_EQ(*expired, 1);
+  }
+  EXPECT_EQ(Cells(sweep, CellState::kFailed), 1);
+  EXPECT_EQ(Cells(sweep, CellState::kPending), 0);
+  EXPECT_THAT(Acquire(w), IsEmpty());
+
+  SweepInfo info = Get(sweep);
+  EXPECT_EQ(info.state, SweepState::kFailed);
+  EXPECT_EQ(info.counts.failed, 1);
+  EXPECT_EQ(info.finished_unix_ms, clock_.NowMs());
+  ASSERT_EQ(info.recent_failures.size(), 1u);
+  EXPECT_THAT(info.recent_failures[0], HasSubstr("seed=0"));
+  EXPECT_THAT(info.recent_failures[0], HasSubstr("expired"));
+  EXPECT_THAT(info.recent_failures[0], HasSubstr("attempt 3 of 3"));
+
+  auto q = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->rows.size(), 1u);
+  EXPECT_EQ(q->rows[0].state, CellState::kFailed);
+  EXPECT_EQ(q->rows[0].attempt, 3);
+  EXPECT_EQ(q->rows[0].worker_id, w);
+  EXPECT_FALSE(q->rows[0].result.has_value());
+  EXPECT_THAT(q->rows[0].failure, HasSubstr("expired"));
+}
+
+TEST_F(CoordinatorTest, HeartbeatExtendsLiveLeases) {
+  std::string sweep = Submit(MakeSpec("grid"));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 4);
+  clock_.AdvanceMs(kLeaseMs - 1000);
+  auto hb = coordinator_->Heartbeat(w, LeaseIds(tasks[0]));
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  EXPECT_THAT(hb->lost_lease_ids, IsEmpty());
+  EXPECT_THAT(hb->cancelled_lease_ids, IsEmpty());
+  EXPECT_EQ(hb->deadline_unix_ms, clock_.NowMs() + kLeaseMs);
+  clock_.AdvanceMs(2000);  // past the original deadline
+  auto expired = coordinator_->ExpireLeases();
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(*expired, 0);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+  EXPECT_EQ(coordinator_->Heartbeat("wk-nobody", {}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(CoordinatorTest, FailWithReleaseGivesTheAttemptBack) {
+  std::string sweep = Submit(MakeSpec("one", {1}, 1, 0, false));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w);
+  ASSERT_TRUE(coordinator_->Fail(w, LeaseIds(tasks[0]), "shutting down", true).ok());
+  EXPECT_EQ(Cells(sweep, CellState::kPending), 1);
+  EXPECT_EQ(Count("SELECT attempt FROM cells"), 0);
+  tasks = Acquire(w);
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].cells[0].attempt, 1);
+}
+
+TEST_F(CoordinatorTest, FailWithoutReleaseUsesAttemptsThenFailsTheCell) {
+  std::string sweep = Submit(MakeSpec("one", {1}, 1, 0, false));
+  std::string w = Register();
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::vector<Task> tasks = Acquire(w);
+    ASSERT_EQ(tasks.size(), 1u);
+    EXPECT_EQ(tasks[0].cells[0].attempt, attempt);
+    ASSERT_TRUE(coordinator_->Fail(w, LeaseIds(tasks[0]), "out of memory", false).ok());
+    // Failing the same lease again is harmless.
+    ASSERT_TRUE(coordinator_->Fail(w, LeaseIds(tasks[0]), "out of memory", false).ok());
+  }
+  EXPECT_EQ(Cells(sweep, CellState::kFailed), 1);
+  SweepInfo info = Get(sweep);
+  EXPECT_EQ(info.state, SweepState::kFailed);
+  ASSERT_EQ(info.recent_failures.size(), 1u);
+  EXPECT_THAT(info.recent_failures[0], HasSubstr("out of memory"));
+}
+
+// ------------------------------------------------------------------ fencing
+
+TEST_F(CoordinatorTest, StaleAndForeignLeasesAreRejectedAndNothingIsRecorded) {
+  std::string sweep = Submit(MakeSpec("one", {1}, 1, 0, false));
+  std::string w1 = Register("a");
+  std::string w2 = Register("b");
+  std::vector<Task> old_tasks = Acquire(w1);
+  ASSERT_EQ(old_tasks.size(), 1u);
+  clock_.AdvanceMs(kLeaseMs);
+  ASSERT_EQ(*coordinator_->ExpireLeases(), 1);
+  std::vector<Task> new_tasks = Acquire(w2);
+  ASSERT_EQ(new_tasks.size(), 1u);
+
+  // w1 completes under its expired lease: stale.
+  auto stale = coordinator_->Complete(w1, ResultsFor(old_tasks[0]));
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(stale.status().message()), HasSubstr("stale lease"));
+  // w1 completes under w2's lease: foreign.
+  auto foreign = coordinator_->Complete(w1, ResultsFor(new_tasks[0]));
+  EXPECT_EQ(foreign.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 1);
+
+  // Heartbeat: the stale lease is reported lost; a foreign one is refused.
+  auto hb = coordinator_->Heartbeat(w1, LeaseIds(old_tasks[0]));
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->lost_lease_ids, LeaseIds(old_tasks[0]));
+  auto hb_foreign = coordinator_->Heartbeat(w1, LeaseIds(new_tasks[0]));
+  EXPECT_EQ(hb_foreign.status().code(), absl::StatusCode::kFailedPrecondition);
+  // FailTask on someone else's lease is refused too.
+  EXPECT_EQ(coordinator_->Fail(w1, LeaseIds(new_tasks[0]), "x", false).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 1);
+
+  // The holder completes normally.
+  auto ok = coordinator_->Complete(w2, ResultsFor(new_tasks[0]));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->recorded, 1);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 1);
+}
+
+TEST_F(CoordinatorTest, CompleteIsAllOrNothing) {
+  std::string sweep = Submit(MakeSpec("grid"));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 2);
+  std::vector<CellResult> results = ResultsFor(tasks[0]);
+  results[1].lease_id += 1000;  // not the cell's lease
+  auto out = coordinator_->Complete(w, results);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+  EXPECT_EQ(Cells(sweep, CellState::kDone), 0);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 2);
+
+  results = ResultsFor(tasks[0]);
+  results[0].result.seed = 77;  // not the cell's seed
+  out = coordinator_->Complete(w, results);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+
+  results = ResultsFor(tasks[0]);
+  results[1].cell_id = 999999;
+  out = coordinator_->Complete(w, results);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+}
+
+TEST_F(CoordinatorTest, RepeatedCompletionUnderTheSameLeaseIsADuplicate) {
+  std::string sweep = Submit(MakeSpec("grid"));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 4);
+  auto first = coordinator_->Complete(w, ResultsFor(tasks[0], 0.25));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->recorded, 4);
+  EXPECT_EQ(first->duplicates, 0);
+  auto again = coordinator_->Complete(w, ResultsFor(tasks[0], 0.25));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->recorded, 0);
+  EXPECT_EQ(again->duplicates, 4);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 4);
+  EXPECT_EQ(Cells(sweep, CellState::kDone), 4);
+  // A done cell is never leased again.
+  std::vector<Task> rest = Acquire(w, 64, 64);
+  int64_t leased = 0;
+  for (const Task& t : rest) leased += static_cast<int64_t>(t.cells.size());
+  EXPECT_EQ(leased, 12);
+  // A heartbeat for a completed lease reports it lost.
+  auto hb = coordinator_->Heartbeat(w, LeaseIds(tasks[0]));
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->lost_lease_ids.size(), 4u);
+  // The worker's completed count went up once per cell.
+  auto workers = coordinator_->ListWorkers();
+  ASSERT_TRUE(workers.ok());
+  ASSERT_EQ(workers->size(), 1u);
+  EXPECT_EQ((*workers)[0].completed_cells, 4);
+  EXPECT_EQ((*workers)[0].leased_cells, 12);
+  EXPECT_TRUE((*workers)[0].alive);
+}
+
+// ------------------------------------------------------------------ cancel
+
+TEST_F(CoordinatorTest, CancelStopsLeasingAndHeartbeatReportsCancelledLeases) {
+  std::string sweep = Submit(MakeSpec("grid"));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 4);
+  auto cancelled = coordinator_->Cancel(sweep);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(*cancelled, 16);  // 12 pending + 4 leased
+  EXPECT_EQ(Cells(sweep, CellState::kCancelled), 16);
+  EXPECT_THAT(Acquire(w, 64, 64), IsEmpty());
+
+  auto hb = coordinator_->Heartbeat(w, LeaseIds(tasks[0]));
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->cancelled_lease_ids, LeaseIds(tasks[0]));
+  EXPECT_THAT(hb->lost_lease_ids, IsEmpty());
+
+  auto late = coordinator_->Complete(w, ResultsFor(tasks[0]));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+
+  SweepInfo info = Get(sweep);
+  EXPECT_EQ(info.state, SweepState::kCancelled);
+  EXPECT_EQ(info.counts.cancelled, 16);
+  EXPECT_EQ(coordinator_->Cancel(sweep).status().code(), absl::StatusCode::kFailedPrecondition);
+  // Expiry leaves cancelled cells alone.
+  clock_.AdvanceMs(kLeaseMs);
+  EXPECT_EQ(*coordinator_->ExpireLeases(), 0);
+  EXPECT_EQ(Cells(sweep, CellState::kCancelled), 16);
+}
+
+// ------------------------------------------------------------------ results
+
+TEST_F(CoordinatorTest, SweepIsDoneWhenEveryCellIsDoneAndRowsCarryProvenance) {
+  std::string sweep = Submit(MakeSpec("small", {1}, 2, 0, false));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 64);
+  ASSERT_EQ(tasks.size(), 1u);
+  clock_.AdvanceMs(500);
+  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 0.5)).ok());
+  SweepInfo info = Get(sweep);
+  EXPECT_EQ(info.state, SweepState::kDone);
+  EXPECT_EQ(info.counts.done, 2);
+  EXPECT_EQ(info.finished_unix_ms, clock_.NowMs());
+  EXPECT_DOUBLE_EQ(info.mean_cell_seconds, 2.0);
+
+  auto q = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->rows.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const ResultRow& row = q->rows[i];
+    EXPECT_EQ(row.sweep_id, sweep);
+    EXPECT_EQ(row.cell_id, tasks[0].cells[i].cell_id);
+    EXPECT_EQ(row.head, "kernel/elu1");
+    EXPECT_EQ(row.rank, 1);
+    EXPECT_EQ(row.seed, i);
+    EXPECT_EQ(row.state, CellState::kDone);
+    EXPECT_EQ(row.worker_id, w);
+    EXPECT_EQ(row.worker_version.build_id, "0.1.0+abc");
+    EXPECT_EQ(row.worker_version.torch_version, "2.1.0");
+    EXPECT_EQ(row.attempt, 1);
+    EXPECT_EQ(row.lease_id, tasks[0].cells[i].lease_id);
+    EXPECT_EQ(row.finished_unix_ms, clock_.NowMs());
+    ASSERT_TRUE(row.result.has_value());
+    EXPECT_EQ(row.result->seed, i);
+    EXPECT_DOUBLE_EQ(row.result->train.error, 0.5);
+    EXPECT_EQ(row.result->train.sequences, 64);
+  }
+}
+
+TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
+  std::string sweep = Submit(MakeSpec("agg", {1, 2}, 3));
+  std::string w = Register();
+  // Group (kernel, r=1): train errors 0, 0.25, 0.5; test errors 0.1, 0.2, 0.3.
+  std::vector<Task> tasks = Acquire(w, 1, 64);
+  ASSERT_EQ(tasks[0].rank, 1);
+  std::vector<CellResult> results;
+  const double train[] = {0, 0.25, 0.5};
+  const double test[] = {0.1, 0.2, 0.3};
+  for (size_t i = 0; i < 3; ++i) {
+    const LeasedCell& c = tasks[0].cells[i];
+    results.push_back(CellResult{c.cell_id, c.lease_id, MakeResult(c.seed, train[i], test[i], 10)});
+  }
+  ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  // Group (kernel, r=2): one seed done out of 3, no test split.
+  tasks = Acquire(w, 1, 1);
+  ASSERT_EQ(tasks[0].rank, 2);
+  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 0.0)).ok());
+
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_THAT(q->rows, IsEmpty());
+  ASSERT_EQ(q->groups.size(), 3u);
+
+  const ResultGroup& g = q->groups[0];
+  EXPECT_EQ(g.head, "kernel/elu1");
+  EXPECT_EQ(g.head_index, 0);
+  EXPECT_EQ(g.rank, 1);
+  EXPECT_EQ(g.n, 3);
+  EXPECT_EQ(g.expected, 3);
+  EXPECT_EQ(g.exact_seeds, 1);
+  EXPECT_DOUBLE_EQ(g.train_error.mean, 0.25);
+  EXPECT_DOUBLE_EQ(g.train_error.std, 0.25);
+  EXPECT_DOUBLE_EQ(g.train_error.min, 0.0);
+  EXPECT_DOUBLE_EQ(g.train_error.max, 0.5);
+  EXPECT_NEAR(g.train_error.ci95, 4.303 * 0.25 / std::sqrt(3.0), 1e-12);
+  EXPECT_NEAR(g.test_error.mean, 0.2, 1e-12);
+  EXPECT_NEAR(g.test_error.std, 0.1, 1e-12);
+  EXPECT_NEAR(g.train_exact_accuracy.mean, 0.75, 1e-12);
+  EXPECT_NEAR(g.train_position_accuracy.mean, 0.875, 1e-12);
+
+  const ResultGroup& g2 = q->groups[1];
+  EXPECT_EQ(g2.rank, 2);
+  EXPECT_EQ(g2.n, 1);
+  EXPECT_EQ(g2.expected, 3);
+  EXPECT_EQ(g2.exact_seeds, 1);
+  EXPECT_DOUBLE_EQ(g2.train_error.mean, 0.0);
+  EXPECT_DOUBLE_EQ(g2.train_error.std, 0.0);
+  EXPECT_DOUBLE_EQ(g2.train_error.ci95, 0.0);
+  EXPECT_DOUBLE_EQ(g2.test_error.mean, 0.0);  // no test split
+
+  const ResultGroup& g3 = q->groups[2];
+  EXPECT_EQ(g3.head, "softmax");
+  EXPECT_EQ(g3.rank, 0);
+  EXPECT_EQ(g3.n, 0);
+  EXPECT_EQ(g3.expected, 3);
+}
+
+TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {
+  std::string sweep = Submit(MakeSpec("filters", {1, 2}, 3));
+  std::string w = Register();
+  for (const Task& t : Acquire(w, 64, 64)) {
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
+  }
+  ResultQuery query{sweep};
+  query.head = "softmax";
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->rows.size(), 3u);
+
+  query = ResultQuery{sweep};
+  query.ranks = {2};
+  query.seeds = {0, 2};
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->rows.size(), 2u);
+  EXPECT_EQ(q->rows[0].seed, 0u);
+  EXPECT_EQ(q->rows[1].seed, 2u);
+
+  query = ResultQuery{sweep};
+  query.state = CellState::kFailed;
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  EXPECT_THAT(q->rows, IsEmpty());
+
+  query = ResultQuery{sweep};
+  query.head = "nope";
+  EXPECT_EQ(coordinator_->Query(query).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->Query(ResultQuery{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->Query(ResultQuery{"sw-00000000"}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(SummarizeTest, SingleValueHasNoSpread) {
+  Aggregate a = Summarize({0.5});
+  EXPECT_DOUBLE_EQ(a.mean, 0.5);
+  EXPECT_DOUBLE_EQ(a.std, 0.0);
+  EXPECT_DOUBLE_EQ(a.ci95, 0.0);
+  EXPECT_DOUBLE_EQ(a.min, 0.5);
+  EXPECT_DOUBLE_EQ(a.max, 0.5);
+  Aggregate none = Summarize({});
+  EXPECT_DOUBLE_EQ(none.mean, 0.0);
+}
+
+TEST(SummarizeTest, TwoValuesUseTwelvePointSevenOhSix) {
+  Aggregate a = Summarize({1.0, 3.0});
+  EXPECT_DOUBLE_EQ(a.mean, 2.0);
+  EXPECT_DOUBLE_EQ(a.std, std::sqrt(2.0));
+  EXPECT_NEAR(a.ci95, 12.706 * std::sqrt(2.0) / std::sqrt(2.0), 1e-12);
+}
+
+// ------------------------------------------------------------------ durability
+
+TEST_F(CoordinatorTest, ResultsAreDurableAcrossCloseAndReopen) {
+  std::string sweep = Submit(MakeSpec("durable", {1}, 4, 0, false));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 2);
+  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 0.125)).ok());
+  Open();  // a new process on the same file
+  auto q = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(q->rows[0].result->train.error, 0.125);
+  EXPECT_EQ(q->rows[0].worker_id, w);
+  EXPECT_EQ(Get(sweep).counts.done, 2);
+}
+
+TEST_F(CoordinatorTest, RecoveryKeepsLiveLeasesAndLosesOrDuplicatesNoCell) {
+  std::string sweep = Submit(MakeSpec("restart", {1, 2}, 2, 0, false));  // 4 cells
+  std::string w = Register();
+  std::vector<Task> done = Acquire(w, 1, 64);     // rank 1: 2 cells
+  std::vector<Task> inflight = Acquire(w, 1, 64); // rank 2: 2 cells
+  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(done[0])).ok());
+  const int64_t last_lease = inflight[0].cells.back().lease_id;
+
+  Open();
+  auto report = coordinator_->Recover();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->running_sweeps, 1);
+  EXPECT_EQ(report->pending_cells, 0);
+  EXPECT_EQ(report->leases_kept, 2);
+  EXPECT_EQ(report->leases_expired, 0);
+  // The surviving worker carries on under its leases.
+  auto hb = coordinator_->Heartbeat(w, LeaseIds(inflight[0]));
+  ASSERT_TRUE(hb.ok());
+  EXPECT_THAT(hb->lost_lease_ids, IsEmpty());
+  auto out = coordinator_->Complete(w, ResultsFor(inflight[0]));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->recorded, 2);
+  EXPECT_EQ(Get(sweep).state, SweepState::kDone);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 4);
+  EXPECT_EQ(Count("SELECT COUNT(DISTINCT cell_id) FROM results"), 4);
+
+  // Lease ids keep growing across the restart.
+  std::string other = Submit(MakeSpec("after", {1}, 1, 0, false));
+  std::vector<Task> next = Acquire(w);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_GT(next[0].cells[0].lease_id, last_lease);
+}
+
+TEST_F(CoordinatorTest, RecoveryExpiresLeasesWhoseDeadlinePassedWhileDown) {
+  std::string sweep = Submit(MakeSpec("restart", {1}, 3, 0, false));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 2);
+  Open();
+  clock_.AdvanceMs(kLeaseMs + 1);
+  auto report = coordinator_->Recover();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->leases_expired, 2);
+  EXPECT_EQ(report->leases_kept, 0);
+  EXPECT_EQ(report->pending_cells, 3);
+  EXPECT_EQ(Cells(sweep, CellState::kPending), 3);
+  // The old worker's completion is stale now; the cells run again as attempt 2.
+  EXPECT_EQ(coordinator_->Complete(w, ResultsFor(tasks[0])).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  std::vector<Task> again = Acquire(w, 1, 64);
+  ASSERT_EQ(again[0].cells.size(), 3u);
+  EXPECT_EQ(again[0].cells[0].attempt, 2);
+  EXPECT_EQ(again[0].cells[2].attempt, 1);
+}
+
+TEST_F(CoordinatorTest, ReRegisteringWorkerReleasesItsLeasesWithoutUsingAnAttempt) {
+  std::string sweep = Submit(MakeSpec("one", {1}, 2, 0, false));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w);
+  WorkerRegistration reg;
+  reg.worker_id = w;
+  reg.hostname = "host";
+  reg.slots = 2;
+  auto id = coordinator_->RegisterWorker(reg);
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(*id, w);
+  EXPECT_EQ(Cells(sweep, CellState::kPending), 2);
+  EXPECT_EQ(Count("SELECT MAX(attempt) FROM cells"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM workers"), 1);
+  EXPECT_EQ(Count("SELECT slots FROM workers"), 2);
+}
+
+TEST_F(CoordinatorTest, WritesProceedWhileAnotherConnectionHoldsAReadTransaction) {
+  std::string sweep = Submit(MakeSpec("grid"));
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(dir_.File("coordinator.db").c_str(), &reader, SQLITE_OPEN_READONLY,
+                            nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT COUNT(*) FROM cells;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 4);
+  ASSERT_EQ(tasks.size(), 1u);
+  auto out = coordinator_->Complete(w, ResultsFor(tasks[0]));
+  EXPECT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Cells(sweep, CellState::kDone), 4);
+  sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+}
+
+// ------------------------------------------------------------------ listeners
+
+TEST_F(CoordinatorTest, ListenersSeeCommittedChangesUntilUnsubscribed) {
+  std::string sweep = Submit(MakeSpec("watch", {1}, 2, 0, false));
+  std::vector<SweepChange> seen;
+  int64_t sub = coordinator_->Subscribe(sweep, [&](const SweepChange& c) {
+    // Listeners see the change already committed.
+    EXPECT_TRUE(coordinator_->GetSweep(sweep).ok());
+    seen.push_back(c);
+  });
+  int work_calls = 0;
+  coordinator_->SetWorkListener([&] { ++work_calls; });
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w);
+  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0])).ok());
+  ASSERT_EQ(seen.size(), 4u);  // leased, done, done, sweep done
+  EXPECT_THAT(seen[0].message, HasSubstr("leased"));
+  EXPECT_THAT(seen[1].message, HasSubstr("seed=0 done"));
+  EXPECT_FALSE(seen[2].final);
+  EXPECT_TRUE(seen[3].final);
+  EXPECT_THAT(seen[3].message, HasSubstr("done"));
+
+  coordinator_->Unsubscribe(sub);
+  Submit(MakeSpec("more"));
+  EXPECT_EQ(seen.size(), 4u);
+  EXPECT_EQ(work_calls, 1);  // the second submit made work available
+}
+
+}  // namespace
+}  // namespace ranksweep::server
