@@ -1,0 +1,194 @@
+// ranksweep-train: runs one task spec locally and prints its per-seed results
+// as JSON: {"facts": {...}, "seeds": [SeedResult, ...]}.
+//
+//   ranksweep-train [--spec task.json] [--dataset witness] [--head kernel]
+//                   [--feature_map elu1] [--rank 8] [--seeds 0,1,2]
+//                   [--max_steps 2000] [--device auto] ...
+//
+// Flags override the fields of --spec (or of the TaskSpec defaults); run with
+// --help for the list. Needs no gRPC: only the trainer library and Abseil.
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/spec/spec.h"
+#include "common/spec/spec_json.h"
+#include "common/status_macros.h"
+#include "worker/trainer/trainer.h"
+
+namespace ranksweep {
+namespace {
+
+template <typename T>
+absl::Status ParseNumber(const std::string& flag, const std::string& v, T* out) {
+  bool ok;
+  if constexpr (std::is_same_v<T, double>) {
+    ok = absl::SimpleAtod(v, out);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    ok = absl::SimpleAtob(v, out);
+  } else {
+    ok = absl::SimpleAtoi(v, out);
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot parse \"", v, "\""));
+}
+
+template <typename T>
+absl::Status ParseList(const std::string& flag, const std::string& v, std::vector<T>* out) {
+  out->clear();
+  if (v.empty()) return absl::OkStatus();
+  const std::vector<std::string> parts = absl::StrSplit(v, ',');
+  for (const std::string& part : parts) {
+    T x;
+    RETURN_IF_ERROR(ParseNumber(flag, part, &x));
+    out->push_back(x);
+  }
+  return absl::OkStatus();
+}
+
+using Setter = std::function<absl::Status(const std::string&)>;
+
+std::map<std::string, Setter> MakeSetters(TaskSpec& t, trainer::RunOptions& run, int& indent) {
+  std::map<std::string, Setter> s;
+#define RS_NUM(name, field) \
+  s[name] = [&t](const std::string& v) { return ParseNumber(name, v, &t.field); }
+#define RS_ENUM(name, field, parser)                      \
+  s[name] = [&t](const std::string& v) -> absl::Status {   \
+    ASSIGN_OR_RETURN(t.field, parser(v, "--" name));       \
+    return absl::OkStatus();                               \
+  }
+  RS_ENUM("dataset", dataset.kind, ParseDatasetKind);
+  RS_NUM("m", dataset.m);
+  RS_NUM("seq_len", dataset.seq_len);
+  RS_NUM("final_query_only", dataset.final_query_only);
+  RS_NUM("data_seed", dataset.data_seed);
+  RS_NUM("code_weight", dataset.code_weight);
+  RS_NUM("max_overlap", dataset.max_overlap);
+  RS_NUM("num_queries", dataset.num_queries);
+  RS_NUM("weight", dataset.weight);
+  RS_NUM("bernoulli_p", dataset.bernoulli_p);
+  RS_NUM("pool_size", dataset.pool_size);
+  RS_NUM("test_pool_share", dataset.test_pool_share);
+  RS_NUM("train_size", dataset.train_size);
+  RS_NUM("test_size", dataset.test_size);
+  RS_NUM("hard_share", dataset.hard_share);
+  RS_ENUM("head", head.kind, ParseHeadKind);
+  RS_ENUM("feature_map", head.feature_map, ParseFeatureMap);
+  RS_ENUM("construction", head.construction, ParseConstruction);
+  s["hidden"] = [&t](const std::string& v) { return ParseList("hidden", v, &t.head.hidden); };
+  RS_NUM("num_heads", head.num_heads);
+  RS_NUM("value_dim", head.value_dim);
+  RS_NUM("score_dim", head.score_dim);
+  RS_NUM("relu_eps", head.relu_eps);
+  RS_NUM("beta", head.beta);
+  RS_NUM("rank", rank);
+  s["seeds"] = [&t](const std::string& v) { return ParseList("seeds", v, &t.seeds); };
+  RS_NUM("lr", train.lr);
+  RS_NUM("beta1", train.beta1);
+  RS_NUM("beta2", train.beta2);
+  RS_NUM("weight_decay", train.weight_decay);
+  RS_NUM("batch_size", train.batch_size);
+  RS_NUM("max_steps", train.max_steps);
+  RS_NUM("eval_every", train.eval_every);
+  RS_NUM("early_stop_evals", train.early_stop_evals);
+  RS_ENUM("loss", train.loss, ParseLossKind);
+  s["device"] = [&run](const std::string& v) {
+    run.device = v;
+    return absl::OkStatus();
+  };
+  s["indent"] = [&indent](const std::string& v) { return ParseNumber("indent", v, &indent); };
+#undef RS_NUM
+#undef RS_ENUM
+  return s;
+}
+
+absl::Status ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("--spec: cannot open ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return absl::OkStatus();
+}
+
+std::string FactsToJson(const DatasetFacts& f) {
+  return absl::StrCat("{\"train_sequences\":", f.train_sequences,
+                      ",\"test_sequences\":", f.test_sequences,
+                      ",\"distinct_queries\":", f.distinct_queries,
+                      ",\"rank_lower_bound\":", f.rank_lower_bound,
+                      ",\"rank_upper_bound\":", f.rank_upper_bound, "}");
+}
+
+absl::Status Main(int argc, char** argv) {
+  // Split "--flag=value" and "--flag value" into (flag, value) pairs.
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << "usage: ranksweep-train [--spec task.json] [--FIELD VALUE ...]\n"
+                   "FIELD: any TaskSpec field by its JSON name, e.g. dataset m seq_len "
+                   "final_query_only data_seed code_weight max_overlap num_queries weight "
+                   "bernoulli_p pool_size test_pool_share train_size test_size hard_share "
+                   "head feature_map construction hidden num_heads value_dim score_dim "
+                   "relu_eps beta rank seeds lr beta1 beta2 weight_decay batch_size "
+                   "max_steps eval_every early_stop_evals loss; plus device "
+                   "(auto|cpu|cuda|cuda:N) and indent (JSON indent, -1 = compact).\n";
+      return absl::OkStatus();
+    }
+    if (arg.rfind("--", 0) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", arg, "\""));
+    }
+    arg = arg.substr(2);
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      flags.emplace_back(arg.substr(0, eq), arg.substr(eq + 1));
+    } else if (i + 1 < argc) {
+      flags.emplace_back(arg, argv[++i]);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--", arg, " needs a value"));
+    }
+  }
+  TaskSpec spec;
+  trainer::RunOptions run;
+  int indent = 2;
+  for (const auto& [name, value] : flags) {
+    if (name != "spec") continue;
+    std::string text;
+    RETURN_IF_ERROR(ReadFile(value, &text));
+    ASSIGN_OR_RETURN(spec, TaskSpecFromJson(text));
+  }
+  const std::map<std::string, Setter> setters = MakeSetters(spec, run, indent);
+  for (const auto& [name, value] : flags) {
+    if (name == "spec") continue;
+    auto it = setters.find(name);
+    if (it == setters.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
+    }
+    RETURN_IF_ERROR(it->second(value));
+  }
+  ASSIGN_OR_RETURN(trainer::TaskResult result, trainer::RunTask(spec, run));
+  std::string seeds = SeedResultsToJson(result.seeds, indent);
+  std::cout << "{\"facts\":" << FactsToJson(result.facts) << ",\"seeds\":" << seeds << "}\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace ranksweep
+
+int main(int argc, char** argv) {
+  const absl::Status status = ranksweep::Main(argc, argv);
+  if (!status.ok()) {
+    std::cerr << "ranksweep-train: " << status << "\n";
+    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}

@@ -1,0 +1,134 @@
+// The trainer's public boundary: validation, device choice, dataset, fused
+// training, and the translation of Torch exceptions into absl::Status.
+#include "worker/trainer/trainer.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <new>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/trainer/dataset.h"
+#include "worker/trainer/fused_trainer.h"
+
+#ifdef RANKSWEEP_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda.h>
+#endif
+
+namespace ranksweep::trainer {
+namespace {
+
+absl::StatusOr<torch::Device> ResolveDevice(const std::string& device) {
+  if (device == "cpu") return torch::Device(torch::kCPU);
+  const bool cuda = torch::cuda::is_available();
+  if (device == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  int index = 0;
+  if (device == "cuda") {
+    index = 0;
+  } else if (absl::StartsWith(device, "cuda:") &&
+             absl::SimpleAtoi(device.substr(5), &index) && index >= 0) {
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device must be one of auto, cpu, cuda, cuda:N; got \"", device, "\""));
+  }
+  if (!cuda) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "device \"", device, "\" needs CUDA, which this LibTorch build or machine lacks"));
+  }
+  const int count = static_cast<int>(torch::cuda::device_count());
+  if (index >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("device cuda:N must have N in 0..", count - 1,
+                                                   ", got ", index));
+  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+std::string DeviceName(const torch::Device& device) {
+  if (device.is_cpu()) return "cpu";
+  std::string name = absl::StrCat("cuda:", static_cast<int>(device.index()));
+#ifdef RANKSWEEP_TORCH_CUDA
+  absl::StrAppend(&name, " (", at::cuda::getDeviceProperties(device.index())->name, ")");
+#endif
+  return name;
+}
+
+// RANKSWEEP_TORCH_THREADS, when set to a positive integer, fixes Torch's
+// intra-op thread count (process-wide). Tiny Min-IP tensors often run
+// fastest on 1-2 threads; the default leaves Torch's own choice.
+void ApplyThreadSetting() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* env = std::getenv("RANKSWEEP_TORCH_THREADS");
+    int threads = 0;
+    if (env != nullptr && absl::SimpleAtoi(env, &threads) && threads > 0) {
+      torch::set_num_threads(threads);
+    }
+  });
+}
+
+absl::Status FromException(const std::exception& e) {
+  const std::string what = e.what();
+  // Keep the first line: Torch appends long backtraces.
+  const std::string first = what.substr(0, what.find('\n'));
+  if (absl::StrContains(what, "out of memory") || absl::StrContains(what, "CUDA out of memory")) {
+    return absl::ResourceExhaustedError(absl::StrCat("trainer: ", first));
+  }
+  return absl::InternalError(absl::StrCat("trainer: ", first));
+}
+
+absl::StatusOr<TaskResult> RunTaskUnsafe(const TaskSpec& spec, const RunOptions& options) {
+  RETURN_IF_ERROR(ValidateTaskSpec(spec));
+  ASSIGN_OR_RETURN(const torch::Device device, ResolveDevice(options.device));
+  ApplyThreadSetting();
+  ASSIGN_OR_RETURN(Dataset data, BuildDataset(spec.dataset));
+  ASSIGN_OR_RETURN(std::vector<SeedResult> seeds, TrainSeeds(spec, data, device, options));
+  TaskResult result;
+  result.facts = data.facts;
+  const std::string name = DeviceName(device);
+  for (SeedResult& s : seeds) {
+    s.device = name;
+    s.facts = data.facts;
+  }
+  result.seeds = std::move(seeds);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<TaskResult> RunTask(const TaskSpec& spec, const RunOptions& options) {
+  try {
+    return RunTaskUnsafe(spec, options);
+  } catch (const std::bad_alloc& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("trainer: out of host memory: ", e.what()));
+  } catch (const std::exception& e) {  // c10::Error derives from std::exception
+    return FromException(e);
+  }
+}
+
+absl::StatusOr<std::string> ResolveDeviceName(const std::string& device) {
+  try {
+    ASSIGN_OR_RETURN(const torch::Device d, ResolveDevice(device));
+    return DeviceName(d);
+  } catch (const std::exception& e) {
+    return FromException(e);
+  }
+}
+
+BuildInfo GetBuildInfo() {
+  BuildInfo info;
+  info.torch_version = absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
+                                    TORCH_VERSION_PATCH);
+#if defined(RANKSWEEP_TORCH_CUDA) && defined(CUDA_VERSION)
+  info.cuda_version = absl::StrCat(CUDA_VERSION / 1000, ".", (CUDA_VERSION % 1000) / 10);
+#endif
+  return info;
+}
+
+}  // namespace ranksweep::trainer
