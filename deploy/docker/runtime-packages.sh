@@ -1,0 +1,25 @@
+#!/bin/sh
+# Prints, one per line, the dpkg packages that own the shared libraries the
+# given executables load (ldd), sorted and without the architecture suffix.
+# Libraries that belong to no package (a LibTorch unpacked under /opt) are
+# skipped; so is libcuda, which the NVIDIA driver provides at run time.
+# Used by Dockerfile.cuda to install a runtime stage's libraries, and by
+# tests/deploy/check_runtime_libs.py to check Dockerfile's lists.
+set -eu
+[ $# -gt 0 ] || { echo "usage: $0 EXECUTABLE..." >&2; exit 64; }
+missing=$(ldd "$@" | awk '$2 == "=>" && $3 == "not" { print $1 }' \
+            | grep -v '^libcuda\.so' | sort -u || true)
+if [ -n "$missing" ]; then
+  echo "runtime-packages: unresolved libraries: $missing" >&2
+  exit 1
+fi
+ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
+while read -r lib; do
+  # dpkg records a path either under /lib or under /usr/lib; ldd may print
+  # either one, so try both spellings, then the symlink's target (BLAS and
+  # LAPACK are reached through /etc/alternatives).
+  rel=${lib#/usr}
+  real=$(realpath "$lib")
+  dpkg -S "$rel" 2>/dev/null || dpkg -S "/usr$rel" 2>/dev/null ||
+    dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || true
+done | cut -d: -f1 | sort -u
