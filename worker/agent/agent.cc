@@ -1,0 +1,537 @@
+#include "worker/agent/agent.h"
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+namespace ranksweep::agent {
+namespace {
+
+absl::Status StatusOf(const absl::Status& s) { return s; }
+template <typename T>
+absl::Status StatusOf(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+
+constexpr char kShutdownReason[] = "worker shutting down";
+
+}  // namespace
+
+Agent::Agent(CoordinatorClient* coordinator, TaskRunner* runner, AgentOptions options)
+    : coordinator_(coordinator), runner_(runner), options_(std::move(options)) {}
+
+Agent::~Agent() = default;
+
+void Agent::Log(const std::string& line) const {
+  if (options_.log) {
+    options_.log(line);
+    return;
+  }
+  std::cerr << absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::Now(), absl::LocalTimeZone())
+            << " ranksweep-worker: " << line << std::endl;
+}
+
+std::string Agent::Label(const Task& task) const {
+  std::string label = absl::StrCat(task.sweep_id, " ", HeadLabel(task.spec.head));
+  if (task.spec.rank > 0) absl::StrAppend(&label, " r=", task.spec.rank);
+  absl::StrAppend(&label, " seeds=", task.cells.size());
+  return label;
+}
+
+std::string Agent::CurrentWorkerId() const {
+  absl::MutexLock lock(&mu_);
+  return worker_id_;
+}
+
+std::string Agent::worker_id() const { return CurrentWorkerId(); }
+
+AgentStats Agent::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+void Agent::RequestDrain() {
+  absl::MutexLock lock(&mu_);
+  if (draining_) {
+    hard_stop_ = true;
+  } else {
+    draining_ = true;
+  }
+}
+
+void Agent::SleepFor(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&hard_stop_), d);
+}
+
+template <typename Fn>
+auto Agent::Retrying(const char* what, Fn fn) -> decltype(fn()) {
+  Backoff backoff(options_.retry);
+  for (int attempt = 1;; ++attempt) {
+    auto result = fn();
+    const absl::Status status = StatusOf(result);
+    if (status.ok() || !IsTransient(status) || attempt >= options_.retry.max_attempts) {
+      return result;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (hard_stop_) return result;
+    }
+    const absl::Duration wait = backoff.Next();
+    Log(absl::StrCat(what, ": ", status.ToString(), "; retrying in ",
+                     absl::FormatDuration(absl::Trunc(wait, absl::Milliseconds(1)))));
+    SleepFor(wait);
+  }
+}
+
+// ------------------------------------------------------------- registration
+
+absl::Status Agent::RegisterWithRetry() {
+  Backoff backoff(options_.retry);
+  while (true) {
+    absl::Status status = Reregister();
+    if (status.ok()) return status;
+    if (!IsTransient(status)) return status;
+    const absl::Duration wait = backoff.Next();
+    Log(absl::StrCat("register: ", status.ToString(), "; retrying in ",
+                     absl::FormatDuration(absl::Trunc(wait, absl::Milliseconds(1)))));
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&draining_), wait);
+    if (draining_) return absl::CancelledError("drain requested before registration");
+  }
+}
+
+absl::Status Agent::Reregister() {
+  absl::MutexLock register_lock(&register_mu_);
+  RegisterRequest request = options_.registration;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!worker_id_.empty()) request.worker_id = worker_id_;
+  }
+  absl::StatusOr<RegisterReply> reply = coordinator_->Register(request);
+  if (!reply.ok()) return reply.status();
+  absl::MutexLock lock(&mu_);
+  worker_id_ = reply->worker_id;
+  lease_seconds_ = reply->lease_seconds;
+  heartbeat_seconds_ = reply->heartbeat_seconds;
+  ++stats_.registrations;
+  Log(absl::StrCat("registered as ", worker_id_, " (", request.device, " ",
+                   request.device_name, ", ", request.slots, " slots, build ",
+                   request.version.build_id, ", lease ", lease_seconds_, "s)"));
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------- Run
+
+absl::Status Agent::Run() {
+  absl::Status registered = RegisterWithRetry();
+  if (absl::IsCancelled(registered)) {
+    Log("drain requested before registration; exiting");
+    return absl::OkStatus();
+  }
+  if (!registered.ok()) return registered;
+
+  std::thread heartbeat([this] { HeartbeatLoop(); });
+  std::vector<std::thread> runners;
+  const int slots = std::max(1, options_.registration.slots);
+  for (int i = 0; i < slots; ++i) runners.emplace_back([this] { RunnerLoop(); });
+
+  AcquireLoop();
+  Drain();
+
+  {
+    absl::MutexLock lock(&mu_);
+    runners_exit_ = true;
+  }
+  for (auto& t : runners) t.join();
+  if (absl::Status s = FlushOutbox(); !s.ok()) {
+    absl::MutexLock lock(&mu_);
+    Log(absl::StrCat("exiting with ", outbox_.size(),
+                     " unacknowledged result batches: ", s.ToString()));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    heartbeat_exit_ = true;
+  }
+  heartbeat.join();
+  const AgentStats s = stats();
+  Log(absl::StrCat("exiting: ", s.tasks_completed, " tasks (", s.cells_completed,
+                   " cells) completed, ", s.tasks_failed, " failed, ", s.tasks_released,
+                   " released, ", s.tasks_dropped, " dropped"));
+  return absl::OkStatus();
+}
+
+void Agent::AcquireLoop() {
+  const int slots = std::max(1, options_.registration.slots);
+  Backoff backoff(options_.retry);
+  absl::Time idle_since = absl::Now();
+  while (true) {
+    int free_slots = 0;
+    bool busy = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return draining_ ||
+               static_cast<int>(queue_.size() + running_.size()) < slots;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (draining_) return;
+      free_slots = slots - static_cast<int>(queue_.size() + running_.size());
+      busy = !queue_.empty() || !running_.empty() || !outbox_.empty();
+    }
+    if (busy) idle_since = absl::Now();
+
+    // Results first: nothing new is taken on while old work is unreported.
+    if (absl::Status flushed = FlushOutbox(); !flushed.ok()) {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&draining_), backoff.Next());
+      continue;
+    }
+
+    AcquireRequest request;
+    request.worker_id = CurrentWorkerId();
+    request.max_tasks = free_slots;
+    request.max_seeds = options_.max_seeds;
+    request.wait_ms = options_.acquire_wait_ms;
+    absl::StatusOr<std::vector<Task>> tasks = coordinator_->Acquire(request);
+    if (!tasks.ok()) {
+      const absl::Duration wait = backoff.Next();
+      if (absl::IsNotFound(tasks.status())) {
+        Log(absl::StrCat("acquire: ", tasks.status().ToString(), "; registering again"));
+        if (absl::Status s = Reregister(); s.ok()) continue;
+      } else {
+        Log(absl::StrCat("acquire: ", tasks.status().ToString(), "; retrying in ",
+                         absl::FormatDuration(absl::Trunc(wait, absl::Milliseconds(1)))));
+      }
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&draining_), wait);
+      continue;
+    }
+    backoff.Reset();
+    if (tasks->empty()) {
+      if (options_.exit_when_idle && !busy && absl::Now() - idle_since >= options_.idle_exit) {
+        bool still_idle;
+        {
+          absl::MutexLock lock(&mu_);
+          still_idle = queue_.empty() && running_.empty() && outbox_.empty();
+        }
+        if (still_idle) {
+          Log("no work; exiting (idle)");
+          return;
+        }
+      }
+      continue;
+    }
+    idle_since = absl::Now();
+    absl::MutexLock lock(&mu_);
+    for (Task& task : *tasks) {
+      auto state = std::make_shared<TaskState>();
+      state->task = std::move(task);
+      ++stats_.tasks_acquired;
+      queue_.push_back(std::move(state));
+    }
+  }
+}
+
+// ------------------------------------------------------------- runners
+
+void Agent::RunnerLoop() {
+  while (true) {
+    std::shared_ptr<TaskState> state;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return runners_exit_ || draining_ || !queue_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      // A draining agent starts nothing new; Drain() releases the queue.
+      if (runners_exit_ || draining_) return;
+      state = queue_.front();
+      queue_.pop_front();
+      running_.insert(state);
+      ++stats_.tasks_started;
+    }
+    RunOne(state);
+    absl::MutexLock lock(&mu_);
+    running_.erase(state);
+  }
+}
+
+void Agent::RunOne(const std::shared_ptr<TaskState>& state) {
+  const Task& task = state->task;
+  const std::string label = Label(task);
+  Log(absl::StrCat("start ", label));
+  RunControl control;
+  TaskState* raw = state.get();
+  control.should_stop = [raw] { return raw->stop.load(); };
+  control.on_progress = [this, raw, label](int64_t steps) {
+    if (options_.log_every <= absl::ZeroDuration()) return;
+    const absl::Time now = absl::Now();
+    {
+      absl::MutexLock lock(&mu_);
+      if (now - raw->last_log < options_.log_every) return;
+      raw->last_log = now;
+    }
+    Log(absl::StrCat(label, ": step ", steps));
+  };
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<SeedResult>> results = runner_->Run(task.spec, control);
+  const absl::Duration took = absl::Now() - start;
+
+  StopReason reason;
+  std::set<int64_t> dropped;
+  {
+    absl::MutexLock lock(&mu_);
+    reason = state->stop_reason;
+    dropped = state->dropped;
+  }
+  if (reason == StopReason::kDropped) {
+    Log(absl::StrCat("stopped ", label, ": leases cancelled or lost"));
+    absl::MutexLock lock(&mu_);
+    ++stats_.tasks_dropped;
+    return;
+  }
+  if (reason == StopReason::kDrain) {
+    Log(absl::StrCat("stopped ", label, ": drain timeout"));
+    ReleaseOrFail(state, kShutdownReason, /*release=*/true);
+    return;
+  }
+  if (!results.ok()) {
+    Log(absl::StrCat("failed ", label, ": ", results.status().ToString()));
+    ReleaseOrFail(state, results.status().ToString(),
+                  /*release=*/absl::IsResourceExhausted(results.status()));
+    return;
+  }
+
+  // Match results to cells by seed; spec.seeds and cells share one order, so
+  // a runner that keeps the order maps result i to cell i.
+  std::multimap<uint64_t, const SeedResult*> by_seed;
+  for (const SeedResult& r : *results) by_seed.emplace(r.seed, &r);
+  Batch batch;
+  batch.label = label;
+  std::vector<uint64_t> missing;
+  for (const LeasedCell& cell : task.cells) {
+    if (dropped.count(cell.lease_id)) continue;
+    auto it = by_seed.find(cell.seed);
+    if (it == by_seed.end()) {
+      missing.push_back(cell.seed);
+      continue;
+    }
+    batch.results.push_back({cell.cell_id, cell.lease_id, *it->second});
+    by_seed.erase(it);
+  }
+  if (!missing.empty()) {
+    // The runner broke its contract; report the whole task as failed rather
+    // than store a partial, possibly mismatched, set of results.
+    ReleaseOrFail(state,
+                  absl::StrCat("trainer returned no result for seeds ",
+                               absl::StrJoin(missing, ",")),
+                  /*release=*/false);
+    return;
+  }
+  Log(absl::StrCat("done ", label, " in ",
+                   absl::FormatDuration(absl::Trunc(took, absl::Milliseconds(10)))));
+  {
+    absl::MutexLock lock(&mu_);
+    // Leases dropped while the results were being matched are not reported:
+    // one stale lease would make the coordinator refuse the whole batch.
+    auto& r = batch.results;
+    r.erase(std::remove_if(r.begin(), r.end(),
+                           [&](const CellResult& c) { return state->dropped.count(c.lease_id) > 0; }),
+            r.end());
+    if (r.empty()) {
+      ++stats_.tasks_dropped;
+      return;
+    }
+    batch.id = next_batch_id_++;
+    outbox_.push_back(std::move(batch));
+  }
+  FlushOutbox().IgnoreError();  // what is not acknowledged stays queued
+}
+
+std::vector<int64_t> Agent::LiveLeases(const TaskState& state) const {
+  std::vector<int64_t> ids;
+  for (const LeasedCell& cell : state.task.cells) {
+    if (!state.dropped.count(cell.lease_id)) ids.push_back(cell.lease_id);
+  }
+  return ids;
+}
+
+void Agent::ReleaseOrFail(const std::shared_ptr<TaskState>& state, const std::string& reason,
+                          bool release) {
+  std::vector<int64_t> leases;
+  {
+    absl::MutexLock lock(&mu_);
+    leases = LiveLeases(*state);
+  }
+  if (leases.empty()) return;
+  const std::string worker = CurrentWorkerId();
+  absl::Status status = Retrying(release ? "release" : "fail", [&] {
+    return coordinator_->Fail(worker, leases, reason, release);
+  });
+  if (!status.ok()) {
+    // The leases expire on their own and the cells go back to pending.
+    Log(absl::StrCat(release ? "release " : "fail ", Label(state->task), ": ",
+                     status.ToString(), "; leaving the leases to expire"));
+  }
+  absl::MutexLock lock(&mu_);
+  ++(release ? stats_.tasks_released : stats_.tasks_failed);
+}
+
+absl::Status Agent::FlushOutbox() {
+  absl::MutexLock flush_lock(&flush_mu_);
+  const std::string worker = CurrentWorkerId();
+  while (true) {
+    Batch batch;
+    {
+      absl::MutexLock lock(&mu_);
+      if (outbox_.empty()) return absl::OkStatus();
+      batch = outbox_.front();
+    }
+    absl::StatusOr<CompleteReply> reply =
+        Retrying("complete", [&] { return coordinator_->Complete(worker, batch.results); });
+    if (!reply.ok() && IsTransient(reply.status())) {
+      Log(absl::StrCat("complete ", batch.label, ": ", reply.status().ToString(),
+                       "; keeping the results to send again"));
+      return reply.status();
+    }
+    absl::MutexLock lock(&mu_);
+    // The heartbeat thread may have trimmed or removed the batch meanwhile.
+    auto it = std::find_if(outbox_.begin(), outbox_.end(),
+                           [&](const Batch& b) { return b.id == batch.id; });
+    if (reply.ok()) {
+      ++stats_.tasks_completed;
+      stats_.cells_completed += static_cast<int64_t>(batch.results.size());
+      Log(absl::StrCat("reported ", batch.label, ": ", reply->recorded, " recorded, ",
+                       reply->duplicates, " duplicates"));
+    } else {
+      stats_.results_discarded += static_cast<int64_t>(batch.results.size());
+      Log(absl::StrCat("complete ", batch.label, ": ", reply.status().ToString(),
+                       "; discarding its results"));
+    }
+    if (it != outbox_.end()) outbox_.erase(it);
+  }
+}
+
+// ------------------------------------------------------------- heartbeat
+
+void Agent::HeartbeatLoop() {
+  while (true) {
+    absl::Duration period = options_.heartbeat_period;
+    std::vector<int64_t> leases;
+    {
+      absl::MutexLock lock(&mu_);
+      if (period <= absl::ZeroDuration()) {
+        period = heartbeat_seconds_ > 0  ? absl::Seconds(heartbeat_seconds_)
+                 : lease_seconds_ > 0    ? absl::Seconds(lease_seconds_) / 3
+                                         : absl::Seconds(10);
+      }
+      mu_.AwaitWithTimeout(absl::Condition(&heartbeat_exit_), period);
+      if (heartbeat_exit_) return;
+      for (const auto& s : queue_) {
+        for (int64_t id : LiveLeases(*s)) leases.push_back(id);
+      }
+      for (const auto& s : running_) {
+        for (int64_t id : LiveLeases(*s)) leases.push_back(id);
+      }
+      for (const Batch& b : outbox_) {
+        for (const CellResult& r : b.results) leases.push_back(r.lease_id);
+      }
+    }
+    absl::StatusOr<HeartbeatReply> reply = coordinator_->Heartbeat(CurrentWorkerId(), leases);
+    if (!reply.ok()) {
+      if (absl::IsNotFound(reply.status())) {
+        Log(absl::StrCat("heartbeat: ", reply.status().ToString(), "; registering again"));
+        Reregister().IgnoreError();
+      } else {
+        Log(absl::StrCat("heartbeat: ", reply.status().ToString()));
+      }
+      continue;
+    }
+    DropLeases(reply->cancelled_lease_ids, "cancelled");
+    DropLeases(reply->lost_lease_ids, "lost");
+  }
+}
+
+void Agent::DropLeases(const std::vector<int64_t>& ids, const char* why) {
+  if (ids.empty()) return;
+  const std::set<int64_t> gone(ids.begin(), ids.end());
+  absl::MutexLock lock(&mu_);
+  auto mark = [&](TaskState& s) {
+    for (const LeasedCell& cell : s.task.cells) {
+      if (gone.count(cell.lease_id)) s.dropped.insert(cell.lease_id);
+    }
+    return s.dropped.size() == s.task.cells.size();
+  };
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (mark(**it)) {
+      Log(absl::StrCat("dropping queued ", Label((*it)->task), ": leases ", why));
+      ++stats_.tasks_dropped;
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& s : running_) {
+    if (mark(*s) && s->stop_reason == StopReason::kNone) {
+      Log(absl::StrCat("stopping ", Label(s->task), ": leases ", why));
+      s->stop_reason = StopReason::kDropped;
+      s->stop = true;
+    }
+  }
+  for (auto it = outbox_.begin(); it != outbox_.end();) {
+    auto& results = it->results;
+    const size_t before = results.size();
+    results.erase(std::remove_if(results.begin(), results.end(),
+                                 [&](const CellResult& r) { return gone.count(r.lease_id) > 0; }),
+                  results.end());
+    stats_.results_discarded += static_cast<int64_t>(before - results.size());
+    if (results.empty()) {
+      Log(absl::StrCat("discarding results of ", it->label, ": leases ", why));
+      it = outbox_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// ------------------------------------------------------------- drain
+
+void Agent::Drain() {
+  bool draining;
+  std::deque<std::shared_ptr<TaskState>> unstarted;
+  {
+    absl::MutexLock lock(&mu_);
+    draining = draining_;
+    unstarted.swap(queue_);
+  }
+  if (!draining) return;  // idle exit: nothing queued or running
+  Log(absl::StrCat("draining: releasing ", unstarted.size(), " unstarted tasks"));
+  for (const auto& s : unstarted) ReleaseOrFail(s, kShutdownReason, /*release=*/true);
+
+  const absl::Time deadline = absl::Now() + options_.drain_timeout;
+  absl::MutexLock lock(&mu_);
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_.empty() || hard_stop_; };
+  if (!running_.empty()) {
+    Log(absl::StrCat("draining: waiting up to ", absl::FormatDuration(options_.drain_timeout),
+                     " for ", running_.size(), " running tasks"));
+  }
+  mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+  for (const auto& s : running_) {
+    if (s->stop_reason == StopReason::kNone) {
+      s->stop_reason = StopReason::kDrain;
+      s->stop = true;
+    }
+  }
+  // Runners notice should_stop at their next evaluation and release.
+  auto stopped = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_.empty(); };
+  mu_.Await(absl::Condition(&stopped));
+}
+
+}  // namespace ranksweep::agent

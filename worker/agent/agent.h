@@ -1,0 +1,169 @@
+// The worker agent: registers with the coordinator, acquires tasks by
+// long-poll, trains them (one runner thread per slot), heartbeats the leases
+// it holds from its own thread, reports results and failures, and drains on
+// request. It knows neither gRPC nor LibTorch: it talks through a
+// CoordinatorClient and trains through a TaskRunner (coordinator_client.h).
+//
+// Behaviour, in the protocol's terms (docs/PROTOCOL.md):
+//  - Each acquired Task trains in one TaskRunner::Run call (all its seeds);
+//    SeedResults are matched to cells by seed and reported with
+//    CompleteTasks, one call per task.
+//  - Transient errors (retry.h) are retried with exponential backoff and
+//    jitter. Results not acknowledged after the per-call attempts stay in an
+//    outbox and are sent again, before any new acquisition, until the
+//    coordinator acknowledges them or rejects their leases. Their leases keep
+//    being heartbeated meanwhile.
+//  - Heartbeat's cancelled/lost lease ids drop those cells: a queued task
+//    whose cells are all dropped is discarded, a running one is stopped
+//    through should_stop, unacknowledged results of those leases are
+//    discarded. Nothing is reported for dropped cells.
+//  - A runner error becomes FailTask(reason, release=false), or
+//    release=true for kResourceExhausted (the worker's fault).
+//  - NOT_FOUND from Acquire or Heartbeat (the coordinator forgot this
+//    worker) re-registers under the same worker id.
+//  - RequestDrain (SIGTERM): stop acquiring, release queued tasks
+//    (FailTask release=true), let running tasks finish within
+//    drain_timeout, then stop and release the rest, send what is pending,
+//    and return OK. A second RequestDrain ends the wait at once.
+//
+// Ownership: the agent does not own the client or the runner; both must
+// outlive Run(). Thread-safety: Run() is called once, from one thread;
+// RequestDrain() and stats() may be called from any thread at any time.
+#ifndef RANKSWEEP_WORKER_AGENT_AGENT_H_
+#define RANKSWEEP_WORKER_AGENT_AGENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "worker/agent/coordinator_client.h"
+#include "worker/agent/retry.h"
+
+namespace ranksweep::agent {
+
+struct AgentOptions {
+  // What RegisterWorker sends; registration.slots is the number of tasks
+  // run at once (runner threads). A non-empty worker_id keeps an identity.
+  RegisterRequest registration;
+  int max_seeds = 64;  // cells per task asked for in AcquireTasks
+  int acquire_wait_ms = 5000;  // long-poll length; bounds how late a drain starts
+  // Heartbeat period; zero = the coordinator's heartbeat_seconds, else a
+  // third of lease_seconds, else 10 s.
+  absl::Duration heartbeat_period = absl::ZeroDuration();
+  absl::Duration drain_timeout = absl::Seconds(30);
+  // When true, Run returns once no task is queued, running or unacknowledged
+  // and the coordinator had no work for `idle_exit`.
+  bool exit_when_idle = false;
+  absl::Duration idle_exit = absl::Seconds(5);
+  RetryPolicy retry;
+  // Progress of running tasks is logged at most this often; zero = never.
+  absl::Duration log_every = absl::Seconds(60);
+  // Where log lines go (one call per line, no newline); empty = stderr.
+  std::function<void(const std::string&)> log;
+};
+
+// Counters, for tests and the exit log line.
+struct AgentStats {
+  int64_t registrations = 0;
+  int64_t tasks_acquired = 0;
+  int64_t tasks_started = 0;
+  int64_t tasks_completed = 0;   // results acknowledged by the coordinator
+  int64_t cells_completed = 0;
+  int64_t tasks_failed = 0;      // FailTask release=false
+  int64_t tasks_released = 0;    // FailTask release=true (drain, out of memory)
+  int64_t tasks_dropped = 0;     // every cell cancelled or lost
+  int64_t results_discarded = 0; // cells whose result the coordinator refused
+};
+
+class Agent {
+ public:
+  Agent(CoordinatorClient* coordinator, TaskRunner* runner, AgentOptions options);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Runs until drained or idle (exit_when_idle). Returns OK then; a
+  // non-transient registration error (e.g. InvalidArgument for bad slots)
+  // is returned as is. Transient registration errors are retried until a
+  // drain is requested (then OK, nothing having been leased).
+  absl::Status Run();
+
+  // Begins the drain; a second call stops running tasks at once.
+  void RequestDrain();
+
+  AgentStats stats() const;
+  // Empty until registered.
+  std::string worker_id() const;
+
+ private:
+  enum class StopReason { kNone, kDropped, kDrain };
+  struct TaskState {
+    Task task;
+    std::set<int64_t> dropped;  // lease ids cancelled or lost
+    StopReason stop_reason = StopReason::kNone;
+    std::atomic<bool> stop{false};
+    absl::Time last_log = absl::InfinitePast();
+  };
+  struct Batch {
+    int64_t id = 0;
+    std::string label;
+    std::vector<CellResult> results;
+  };
+
+  absl::Status RegisterWithRetry();
+  absl::Status Reregister();
+  void AcquireLoop();
+  void RunnerLoop();
+  void HeartbeatLoop();
+  void RunOne(const std::shared_ptr<TaskState>& state);
+  void Drain();
+  // Sends the outbox, oldest first. Returns the first transient error that
+  // outlasted the retries (the rest stays queued); OK when empty.
+  absl::Status FlushOutbox();
+  // Calls fn until OK, a non-transient error, max_attempts, or a hard stop.
+  template <typename Fn>
+  auto Retrying(const char* what, Fn fn) -> decltype(fn());
+  void ReleaseOrFail(const std::shared_ptr<TaskState>& state, const std::string& reason,
+                     bool release);
+  std::vector<int64_t> LiveLeases(const TaskState& state) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropLeases(const std::vector<int64_t>& ids, const char* why);
+  // Waits up to d or until `until` holds (mu_ held by the caller).
+  void SleepFor(absl::Duration d);
+  void Log(const std::string& line) const;
+  std::string Label(const Task& task) const;
+  std::string CurrentWorkerId() const;
+
+  CoordinatorClient* const coordinator_;
+  TaskRunner* const runner_;
+  const AgentOptions options_;
+
+  mutable absl::Mutex mu_;
+  std::string worker_id_ ABSL_GUARDED_BY(mu_);
+  int lease_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  int heartbeat_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::shared_ptr<TaskState>> queue_ ABSL_GUARDED_BY(mu_);
+  std::set<std::shared_ptr<TaskState>> running_ ABSL_GUARDED_BY(mu_);
+  std::deque<Batch> outbox_ ABSL_GUARDED_BY(mu_);
+  int64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool hard_stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool runners_exit_ ABSL_GUARDED_BY(mu_) = false;
+  bool heartbeat_exit_ ABSL_GUARDED_BY(mu_) = false;
+  AgentStats stats_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex flush_mu_;  // one flusher at a time; taken before mu_
+  absl::Mutex register_mu_;  // one registration at a time; taken before mu_
+};
+
+}  // namespace ranksweep::agent
+
+#endif  // RANKSWEEP_WORKER_AGENT_AGENT_H_

@@ -1,0 +1,441 @@
+#include "worker/agent/agent.h"
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep::agent {
+namespace {
+
+using ::testing::ElementsAre;
+
+// A scripted coordinator that records every call.
+class FakeCoordinator : public CoordinatorClient {
+ public:
+  struct FailCall {
+    std::vector<int64_t> leases;
+    std::string reason;
+    bool release;
+  };
+
+  absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override {
+    absl::MutexLock lock(&mu);
+    registers.push_back(request);
+    return RegisterReply{"w-1", 30, 10};
+  }
+
+  absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override {
+    {
+      absl::MutexLock lock(&mu);
+      acquires.push_back(request);
+      if (!acquire_script.empty()) {
+        auto next = std::move(acquire_script.front());
+        acquire_script.pop_front();
+        return next;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(std::min(request.wait_ms, 2)));
+    return std::vector<Task>{};
+  }
+
+  absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+                                           const std::vector<int64_t>& lease_ids) override {
+    absl::MutexLock lock(&mu);
+    heartbeats.push_back(lease_ids);
+    if (on_heartbeat) return on_heartbeat(lease_ids);
+    return HeartbeatReply{};
+  }
+
+  absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
+                                         const std::vector<CellResult>& results) override {
+    absl::MutexLock lock(&mu);
+    completes.push_back(results);
+    if (!complete_errors.empty()) {
+      absl::Status error = complete_errors.front();
+      complete_errors.pop_front();
+      return error;
+    }
+    acknowledged.push_back(results);
+    return CompleteReply{static_cast<int>(results.size()), 0};
+  }
+
+  absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+                    const std::string& reason, bool release) override {
+    absl::MutexLock lock(&mu);
+    fails.push_back({lease_ids, reason, release});
+    return absl::OkStatus();
+  }
+
+  size_t FailCount() {
+    absl::MutexLock lock(&mu);
+    return fails.size();
+  }
+
+  absl::Mutex mu;
+  std::deque<absl::StatusOr<std::vector<Task>>> acquire_script;
+  std::deque<absl::Status> complete_errors;
+  std::function<HeartbeatReply(const std::vector<int64_t>&)> on_heartbeat;
+  std::vector<RegisterRequest> registers;
+  std::vector<AcquireRequest> acquires;
+  std::vector<std::vector<int64_t>> heartbeats;
+  std::vector<std::vector<CellResult>> completes;
+  std::vector<std::vector<CellResult>> acknowledged;
+  std::vector<FailCall> fails;
+};
+
+class FakeRunner : public TaskRunner {
+ public:
+  using Fn = std::function<absl::StatusOr<std::vector<SeedResult>>(const TaskSpec&,
+                                                                   const RunControl&)>;
+  explicit FakeRunner(Fn fn) : fn_(std::move(fn)) {}
+  absl::StatusOr<std::vector<SeedResult>> Run(const TaskSpec& spec,
+                                              const RunControl& control) override {
+    return fn_(spec, control);
+  }
+
+ private:
+  Fn fn_;
+};
+
+// Results that identify their seed: steps = 100 + seed.
+std::vector<SeedResult> ResultsFor(const TaskSpec& spec) {
+  std::vector<SeedResult> out;
+  for (uint64_t seed : spec.seeds) {
+    SeedResult r;
+    r.seed = seed;
+    r.steps = 100 + static_cast<int64_t>(seed);
+    r.device = "cpu";
+    out.push_back(r);
+  }
+  return out;
+}
+
+// Blocks until should_stop, then returns kCancelled as the trainer does.
+absl::StatusOr<std::vector<SeedResult>> RunUntilStopped(const RunControl& control) {
+  while (!control.should_stop()) absl::SleepFor(absl::Milliseconds(1));
+  return absl::CancelledError("stopped");
+}
+
+Task MakeTask(const std::string& sweep, std::vector<uint64_t> seeds, int64_t first_cell,
+              int64_t first_lease) {
+  Task task;
+  task.sweep_id = sweep;
+  task.spec.rank = 4;
+  task.spec.seeds = seeds;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    task.cells.push_back({first_cell + static_cast<int64_t>(i), seeds[i],
+                          first_lease + static_cast<int64_t>(i), 1});
+  }
+  return task;
+}
+
+AgentOptions TestOptions() {
+  AgentOptions o;
+  o.registration.hostname = "host-a";
+  o.registration.device = "cpu";
+  o.registration.device_name = "cpu";
+  o.registration.memory_bytes = 1 << 30;
+  o.registration.slots = 1;
+  o.registration.version = {"0.1.0+abc", "1.13.1", ""};
+  o.max_seeds = 16;
+  o.acquire_wait_ms = 1;
+  o.heartbeat_period = absl::Milliseconds(5);
+  o.exit_when_idle = true;
+  o.idle_exit = absl::Milliseconds(30);
+  o.retry.initial_backoff = absl::Milliseconds(1);
+  o.retry.max_backoff = absl::Milliseconds(4);
+  o.retry.jitter = 0;
+  o.log = [](const std::string&) {};
+  return o;
+}
+
+std::vector<std::tuple<int64_t, int64_t, uint64_t, int64_t>> Flatten(
+    const std::vector<CellResult>& results) {
+  std::vector<std::tuple<int64_t, int64_t, uint64_t, int64_t>> out;
+  for (const CellResult& r : results) {
+    out.emplace_back(r.cell_id, r.lease_id, r.result.seed, r.result.steps);
+  }
+  return out;
+}
+
+TEST(AgentTest, RegistersAndMapsResultsToCellsBySeed) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {5, 3, 9}, 10, 100)});
+  // The runner returns its results in a different order than the cells.
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) {
+    std::vector<SeedResult> r = ResultsFor(spec);
+    std::reverse(r.begin(), r.end());
+    return r;
+  });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+
+  ASSERT_EQ(coordinator.registers.size(), 1u);
+  const RegisterRequest& reg = coordinator.registers[0];
+  EXPECT_EQ(reg.hostname, "host-a");
+  EXPECT_EQ(reg.slots, 1);
+  EXPECT_EQ(reg.version.build_id, "0.1.0+abc");
+  EXPECT_EQ(reg.version.torch_version, "1.13.1");
+  EXPECT_EQ(reg.worker_id, "");
+  EXPECT_EQ(agent.worker_id(), "w-1");
+
+  ASSERT_GE(coordinator.acquires.size(), 1u);
+  EXPECT_EQ(coordinator.acquires[0].worker_id, "w-1");
+  EXPECT_EQ(coordinator.acquires[0].max_tasks, 1);
+  EXPECT_EQ(coordinator.acquires[0].max_seeds, 16);
+
+  ASSERT_EQ(coordinator.completes.size(), 1u);
+  EXPECT_THAT(Flatten(coordinator.completes[0]),
+              ElementsAre(std::make_tuple(10, 100, 5u, 105), std::make_tuple(11, 101, 3u, 103),
+                          std::make_tuple(12, 102, 9u, 109)));
+  EXPECT_TRUE(coordinator.fails.empty());
+  const AgentStats s = agent.stats();
+  EXPECT_EQ(s.tasks_acquired, 1);
+  EXPECT_EQ(s.tasks_completed, 1);
+  EXPECT_EQ(s.cells_completed, 3);
+}
+
+TEST(AgentTest, RetriesTransientErrorsThenSucceeds) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(absl::UnavailableError("connection refused"));
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
+  coordinator.complete_errors = {absl::UnavailableError("connection refused"),
+                                 absl::DeadlineExceededError("deadline")};
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+
+  EXPECT_EQ(coordinator.completes.size(), 3u);
+  ASSERT_EQ(coordinator.acknowledged.size(), 1u);
+  EXPECT_THAT(Flatten(coordinator.acknowledged[0]),
+              ElementsAre(std::make_tuple(10, 100, 0u, 100), std::make_tuple(11, 101, 1u, 101)));
+  EXPECT_TRUE(coordinator.fails.empty());
+  EXPECT_EQ(agent.stats().tasks_completed, 1);
+}
+
+TEST(AgentTest, UnacknowledgedResultsAreSentAgainLater) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {7}, 20, 200)});
+  // More failures than one call's attempts: the results must survive the
+  // first give-up and go out again from the outbox.
+  coordinator.complete_errors.assign(5, absl::UnavailableError("coordinator restarting"));
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
+  AgentOptions options = TestOptions();
+  options.retry.max_attempts = 2;
+  Agent agent(&coordinator, &runner, options);
+  ASSERT_TRUE(agent.Run().ok());
+
+  ASSERT_EQ(coordinator.completes.size(), 6u);
+  for (const auto& call : coordinator.completes) {
+    EXPECT_THAT(Flatten(call), ElementsAre(std::make_tuple(20, 200, 7u, 107)));
+  }
+  EXPECT_EQ(coordinator.acknowledged.size(), 1u);
+  EXPECT_EQ(agent.stats().tasks_completed, 1);
+  EXPECT_EQ(agent.stats().cells_completed, 1);
+}
+
+TEST(AgentTest, HeartbeatCancellationStopsTheRunner) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
+  coordinator.on_heartbeat = [](const std::vector<int64_t>& leases) {
+    HeartbeatReply reply;
+    reply.cancelled_lease_ids = leases;
+    return reply;
+  };
+  bool stopped = false;
+  FakeRunner runner([&](const TaskSpec&, const RunControl& control) {
+    auto r = RunUntilStopped(control);
+    stopped = true;
+    return r;
+  });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+
+  EXPECT_TRUE(stopped);
+  EXPECT_THAT(coordinator.heartbeats, ::testing::Contains(std::vector<int64_t>{100, 101}));
+  EXPECT_TRUE(coordinator.completes.empty());
+  EXPECT_TRUE(coordinator.fails.empty());  // the coordinator already knows
+  EXPECT_EQ(agent.stats().tasks_dropped, 1);
+  EXPECT_EQ(agent.stats().tasks_completed, 0);
+}
+
+TEST(AgentTest, LostLeaseOfOneCellReportsOnlyTheOthers) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
+  coordinator.on_heartbeat = [](const std::vector<int64_t>&) {
+    HeartbeatReply reply;
+    reply.lost_lease_ids = {101};
+    return reply;
+  };
+  FakeRunner runner([&](const TaskSpec& spec, const RunControl& control) {
+    // Train across a few heartbeats.
+    absl::SleepFor(absl::Milliseconds(40));
+    return ResultsFor(spec);
+  });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+  ASSERT_EQ(coordinator.completes.size(), 1u);
+  EXPECT_THAT(Flatten(coordinator.completes[0]), ElementsAre(std::make_tuple(10, 100, 0u, 100)));
+}
+
+TEST(AgentTest, TrainerErrorIsReportedAsAFailure) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {2}, 12, 102)});
+  int calls = 0;
+  FakeRunner runner([&](const TaskSpec&, const RunControl&)
+                        -> absl::StatusOr<std::vector<SeedResult>> {
+    if (calls++ == 0) return absl::InvalidArgumentError("dataset.m must be in 1..64, got 99");
+    return absl::ResourceExhaustedError("CUDA out of memory");
+  });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+
+  ASSERT_EQ(coordinator.fails.size(), 2u);
+  EXPECT_EQ(coordinator.fails[0].leases, (std::vector<int64_t>{100, 101}));
+  EXPECT_EQ(coordinator.fails[0].reason, "INVALID_ARGUMENT: dataset.m must be in 1..64, got 99");
+  EXPECT_FALSE(coordinator.fails[0].release);
+  // Out of memory is the worker's fault: the cells go back without an attempt.
+  EXPECT_EQ(coordinator.fails[1].leases, (std::vector<int64_t>{102}));
+  EXPECT_EQ(coordinator.fails[1].reason, "RESOURCE_EXHAUSTED: CUDA out of memory");
+  EXPECT_TRUE(coordinator.fails[1].release);
+  EXPECT_TRUE(coordinator.completes.empty());
+  EXPECT_EQ(agent.stats().tasks_failed, 1);
+  EXPECT_EQ(agent.stats().tasks_released, 1);
+}
+
+TEST(AgentTest, DrainReleasesUnstartedTasksAndLetsRunningOnesFinish) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100),
+                                                         MakeTask("s-1", {2, 3}, 12, 102)});
+  absl::Notification started, finish;
+  FakeRunner runner([&](const TaskSpec& spec, const RunControl&) {
+    started.Notify();
+    finish.WaitForNotification();
+    return ResultsFor(spec);
+  });
+  AgentOptions options = TestOptions();
+  options.exit_when_idle = false;
+  options.drain_timeout = absl::Seconds(30);
+  Agent agent(&coordinator, &runner, options);
+  absl::Status run_status = absl::UnknownError("not run");
+  std::thread run([&] { run_status = agent.Run(); });
+
+  started.WaitForNotification();
+  agent.RequestDrain();
+  while (coordinator.FailCount() == 0) absl::SleepFor(absl::Milliseconds(1));
+  {
+    absl::MutexLock lock(&coordinator.mu);
+    ASSERT_EQ(coordinator.fails.size(), 1u);
+    EXPECT_EQ(coordinator.fails[0].leases, (std::vector<int64_t>{102, 103}));
+    EXPECT_EQ(coordinator.fails[0].reason, "worker shutting down");
+    EXPECT_TRUE(coordinator.fails[0].release);
+  }
+  finish.Notify();
+  run.join();
+
+  EXPECT_TRUE(run_status.ok()) << run_status;
+  ASSERT_EQ(coordinator.completes.size(), 1u);
+  EXPECT_THAT(Flatten(coordinator.completes[0]),
+              ElementsAre(std::make_tuple(10, 100, 0u, 100), std::make_tuple(11, 101, 1u, 101)));
+  EXPECT_EQ(coordinator.fails.size(), 1u);
+  EXPECT_EQ(agent.stats().tasks_released, 1);
+  EXPECT_EQ(agent.stats().tasks_completed, 1);
+}
+
+TEST(AgentTest, DrainTimeoutStopsAndReleasesRunningTasks) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
+  absl::Notification started;
+  FakeRunner runner([&](const TaskSpec&, const RunControl& control) {
+    started.Notify();
+    return RunUntilStopped(control);
+  });
+  AgentOptions options = TestOptions();
+  options.exit_when_idle = false;
+  options.drain_timeout = absl::Milliseconds(20);
+  Agent agent(&coordinator, &runner, options);
+  absl::Status run_status = absl::UnknownError("not run");
+  std::thread run([&] { run_status = agent.Run(); });
+  started.WaitForNotification();
+  agent.RequestDrain();
+  run.join();
+
+  EXPECT_TRUE(run_status.ok()) << run_status;
+  ASSERT_EQ(coordinator.fails.size(), 1u);
+  EXPECT_EQ(coordinator.fails[0].leases, (std::vector<int64_t>{100, 101}));
+  EXPECT_EQ(coordinator.fails[0].reason, "worker shutting down");
+  EXPECT_TRUE(coordinator.fails[0].release);
+  EXPECT_TRUE(coordinator.completes.empty());
+  EXPECT_EQ(agent.stats().tasks_released, 1);
+}
+
+TEST(AgentTest, UnknownWorkerRegistersAgainUnderTheSameId) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(absl::NotFoundError("unknown worker w-1"));
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0}, 10, 100)});
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+  ASSERT_EQ(coordinator.registers.size(), 2u);
+  EXPECT_EQ(coordinator.registers[0].worker_id, "");
+  EXPECT_EQ(coordinator.registers[1].worker_id, "w-1");
+  EXPECT_EQ(coordinator.acknowledged.size(), 1u);
+}
+
+TEST(AgentTest, RefusedRegistrationIsReturned) {
+  class Refusing : public FakeCoordinator {
+    absl::StatusOr<RegisterReply> Register(const RegisterRequest&) override {
+      return absl::InvalidArgumentError("slots must be in 1..64, got 0");
+    }
+  } coordinator;
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
+  Agent agent(&coordinator, &runner, TestOptions());
+  EXPECT_EQ(agent.Run(), absl::InvalidArgumentError("slots must be in 1..64, got 0"));
+}
+
+TEST(BackoffTest, DoublesUpToTheCapWithoutJitter) {
+  RetryPolicy policy;
+  policy.initial_backoff = absl::Milliseconds(100);
+  policy.max_backoff = absl::Milliseconds(350);
+  policy.jitter = 0;
+  Backoff b(policy, 1);
+  EXPECT_EQ(b.Next(), absl::Milliseconds(100));
+  EXPECT_EQ(b.Next(), absl::Milliseconds(200));
+  EXPECT_EQ(b.Next(), absl::Milliseconds(350));
+  EXPECT_EQ(b.Next(), absl::Milliseconds(350));
+  b.Reset();
+  EXPECT_EQ(b.Next(), absl::Milliseconds(100));
+}
+
+TEST(BackoffTest, JitterStaysInItsBand) {
+  RetryPolicy policy;
+  policy.initial_backoff = absl::Milliseconds(100);
+  policy.jitter = 0.2;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    Backoff b(policy, seed);
+    const absl::Duration d = b.Next();
+    EXPECT_GE(d, absl::Milliseconds(80));
+    EXPECT_LE(d, absl::Milliseconds(120));
+  }
+}
+
+TEST(RetryTest, TransientCodes) {
+  EXPECT_TRUE(IsTransient(absl::UnavailableError("")));
+  EXPECT_TRUE(IsTransient(absl::DeadlineExceededError("")));
+  EXPECT_TRUE(IsTransient(absl::ResourceExhaustedError("")));
+  EXPECT_FALSE(IsTransient(absl::FailedPreconditionError("")));
+  EXPECT_FALSE(IsTransient(absl::NotFoundError("")));
+  EXPECT_FALSE(IsTransient(absl::OkStatus()));
+}
+
+}  // namespace
+}  // namespace ranksweep::agent

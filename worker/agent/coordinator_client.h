@@ -1,0 +1,135 @@
+// The seams of the worker agent: how it talks to the coordinator
+// (CoordinatorClient) and how it trains a task (TaskRunner), in plain C++
+// types so the agent core needs neither gRPC nor LibTorch. The gRPC
+// implementation is grpc_client.h; the trainer-backed runner is
+// trainer_runner.h; tests use fakes.
+//
+// The structs mirror the WorkerService messages of ranksweep.proto field for
+// field; see that file for the meaning of each.
+#ifndef RANKSWEEP_WORKER_AGENT_COORDINATOR_CLIENT_H_
+#define RANKSWEEP_WORKER_AGENT_COORDINATOR_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/spec/spec.h"
+
+namespace ranksweep::agent {
+
+struct VersionManifest {
+  std::string build_id;
+  std::string torch_version;
+  std::string cuda_version;  // empty: CPU-only LibTorch
+};
+
+struct RegisterRequest {
+  std::string hostname;
+  std::string device;       // "cpu" or "cuda"
+  std::string device_name;  // e.g. "cuda:0 (NVIDIA H200)"
+  int64_t memory_bytes = 0;
+  int slots = 1;
+  VersionManifest version;
+  std::string worker_id;    // empty: the coordinator assigns one
+};
+
+struct RegisterReply {
+  std::string worker_id;
+  int lease_seconds = 0;
+  int heartbeat_seconds = 0;
+};
+
+struct LeasedCell {
+  int64_t cell_id = 0;
+  uint64_t seed = 0;
+  int64_t lease_id = 0;  // fencing token, echoed in Heartbeat/Complete/Fail
+  int attempt = 1;
+};
+
+// One acquired task: spec.seeds lists the cells' seeds in the order of
+// `cells`.
+struct Task {
+  std::string sweep_id;
+  int head_index = 0;
+  TaskSpec spec;
+  std::vector<LeasedCell> cells;
+  int64_t deadline_unix_ms = 0;
+};
+
+struct AcquireRequest {
+  std::string worker_id;
+  int max_tasks = 1;
+  int max_seeds = 64;
+  int wait_ms = 0;
+  int64_t memory_bytes = 0;
+};
+
+struct HeartbeatReply {
+  std::vector<int64_t> cancelled_lease_ids;
+  std::vector<int64_t> lost_lease_ids;
+  int64_t deadline_unix_ms = 0;
+};
+
+struct CellResult {
+  int64_t cell_id = 0;
+  int64_t lease_id = 0;
+  SeedResult result;
+};
+
+struct CompleteReply {
+  int recorded = 0;
+  int duplicates = 0;
+};
+
+// The WorkerService calls, one method per RPC. Errors are the coordinator's
+// status codes (docs/PROTOCOL.md): UNAVAILABLE / DEADLINE_EXCEEDED /
+// RESOURCE_EXHAUSTED are transient and worth retrying; NOT_FOUND for an
+// unknown worker; FAILED_PRECONDITION for a stale or foreign lease.
+//
+// Thread-safety: implementations must allow concurrent calls from several
+// threads (the agent heartbeats from its own thread while others complete).
+class CoordinatorClient {
+ public:
+  virtual ~CoordinatorClient() = default;
+  virtual absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) = 0;
+  // Long-polls up to request.wait_ms; an empty vector means no work.
+  virtual absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) = 0;
+  virtual absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+                                                   const std::vector<int64_t>& lease_ids) = 0;
+  // OK means every result is durable; idempotent under the same leases.
+  virtual absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
+                                                 const std::vector<CellResult>& results) = 0;
+  virtual absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+                            const std::string& reason, bool release) = 0;
+};
+
+// Control hooks handed to a running task.
+struct RunControl {
+  // Polled by the runner between evaluations; true means stop and return
+  // kCancelled. Never empty.
+  std::function<bool()> should_stop;
+  // Called with the steps done so far. Never empty.
+  std::function<void(int64_t steps)> on_progress;
+};
+
+// Trains one task: all of spec.seeds together. Returns one SeedResult per
+// seed (the runner's order; the agent matches them to cells by seed);
+// kCancelled when should_stop stopped it; any other error is the task's
+// failure, reported to the coordinator as such (kResourceExhausted counts as
+// the worker's fault, e.g. out of memory, and releases the cells instead).
+//
+// Thread-safety: Run may be called from several threads at once (one per
+// slot).
+class TaskRunner {
+ public:
+  virtual ~TaskRunner() = default;
+  virtual absl::StatusOr<std::vector<SeedResult>> Run(const TaskSpec& spec,
+                                                      const RunControl& control) = 0;
+};
+
+}  // namespace ranksweep::agent
+
+#endif  // RANKSWEEP_WORKER_AGENT_COORDINATOR_CLIENT_H_

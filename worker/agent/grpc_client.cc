@@ -1,0 +1,138 @@
+#include "worker/agent/grpc_client.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "proto/convert.h"
+
+namespace ranksweep::agent {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+void SetDeadline(grpc::ClientContext* ctx, absl::Duration timeout) {
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> MakeCoordinatorChannel(const std::string& address,
+                                                      absl::Duration max_reconnect_backoff) {
+  grpc::ChannelArguments args;
+  const int max_ms = static_cast<int>(absl::ToInt64Milliseconds(max_reconnect_backoff));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(200, max_ms));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, std::min(200, max_ms));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+GrpcCoordinatorClient::GrpcCoordinatorClient(std::shared_ptr<grpc::Channel> channel,
+                                             absl::Duration rpc_timeout)
+    : stub_(v1::WorkerService::NewStub(std::move(channel))), rpc_timeout_(rpc_timeout) {}
+
+Task TaskFromProto(const v1::Task& p) {
+  Task task;
+  task.sweep_id = p.sweep_id();
+  task.head_index = p.head_index();
+  task.spec = FromProto(p.spec());
+  for (const v1::LeasedCell& c : p.cells()) {
+    task.cells.push_back({c.cell_id(), c.seed(), c.lease_id(), c.attempt()});
+  }
+  task.deadline_unix_ms = p.deadline_unix_ms();
+  return task;
+}
+
+absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const RegisterRequest& r) {
+  v1::RegisterWorkerRequest req;
+  req.set_hostname(r.hostname);
+  req.set_device(r.device);
+  req.set_device_name(r.device_name);
+  req.set_memory_bytes(r.memory_bytes);
+  req.set_slots(r.slots);
+  req.mutable_version()->set_build_id(r.version.build_id);
+  req.mutable_version()->set_torch_version(r.version.torch_version);
+  req.mutable_version()->set_cuda_version(r.version.cuda_version);
+  req.set_worker_id(r.worker_id);
+  v1::RegisterWorkerResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, rpc_timeout_);
+  absl::Status s = FromGrpc(stub_->RegisterWorker(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  return RegisterReply{resp.worker_id(), resp.lease_seconds(), resp.heartbeat_seconds()};
+}
+
+absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRequest& r) {
+  v1::AcquireTasksRequest req;
+  req.set_worker_id(r.worker_id);
+  req.set_max_tasks(r.max_tasks);
+  req.set_max_seeds(r.max_seeds);
+  req.set_wait_ms(r.wait_ms);
+  req.set_memory_bytes(r.memory_bytes);
+  v1::AcquireTasksResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, rpc_timeout_ + absl::Milliseconds(r.wait_ms));
+  absl::Status s = FromGrpc(stub_->AcquireTasks(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  std::vector<Task> tasks;
+  for (const v1::Task& t : resp.tasks()) tasks.push_back(TaskFromProto(t));
+  return tasks;
+}
+
+absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::Heartbeat(
+    const std::string& worker_id, const std::vector<int64_t>& lease_ids) {
+  v1::HeartbeatRequest req;
+  req.set_worker_id(worker_id);
+  for (int64_t id : lease_ids) req.add_lease_ids(id);
+  v1::HeartbeatResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, rpc_timeout_);
+  absl::Status s = FromGrpc(stub_->Heartbeat(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  HeartbeatReply reply;
+  reply.cancelled_lease_ids.assign(resp.cancelled_lease_ids().begin(),
+                                   resp.cancelled_lease_ids().end());
+  reply.lost_lease_ids.assign(resp.lost_lease_ids().begin(), resp.lost_lease_ids().end());
+  reply.deadline_unix_ms = resp.deadline_unix_ms();
+  return reply;
+}
+
+absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
+    const std::string& worker_id, const std::vector<CellResult>& results) {
+  v1::CompleteTasksRequest req;
+  req.set_worker_id(worker_id);
+  for (const CellResult& r : results) {
+    v1::CellResult* out = req.add_results();
+    out->set_cell_id(r.cell_id);
+    out->set_lease_id(r.lease_id);
+    *out->mutable_result() = ToProto(r.result);
+  }
+  v1::CompleteTasksResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, rpc_timeout_);
+  absl::Status s = FromGrpc(stub_->CompleteTasks(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  return CompleteReply{resp.recorded(), resp.duplicates()};
+}
+
+absl::Status GrpcCoordinatorClient::Fail(const std::string& worker_id,
+                                         const std::vector<int64_t>& lease_ids,
+                                         const std::string& reason, bool release) {
+  v1::FailTaskRequest req;
+  req.set_worker_id(worker_id);
+  for (int64_t id : lease_ids) req.add_lease_ids(id);
+  req.set_reason(reason);
+  req.set_release(release);
+  v1::FailTaskResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, rpc_timeout_);
+  return FromGrpc(stub_->FailTask(&ctx, req, &resp));
+}
+
+}  // namespace ranksweep::agent

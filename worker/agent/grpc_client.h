@@ -1,0 +1,55 @@
+// CoordinatorClient over gRPC: translates the agent's plain structs to the
+// ranksweep.v1 WorkerService messages (through proto/convert.h) and
+// grpc::Status to absl::Status (same code numbers, same message).
+//
+// Every call carries a deadline: `rpc_timeout`, plus the long-poll wait for
+// AcquireTasks. Connection loss shows up as UNAVAILABLE; the channel made by
+// MakeCoordinatorChannel reconnects with short backoff (at most a few
+// seconds) so a restarted coordinator is found again quickly.
+//
+// Ownership: shares the channel. Thread-safety: all methods may be called
+// concurrently (gRPC stubs are thread-safe).
+#ifndef RANKSWEEP_WORKER_AGENT_GRPC_CLIENT_H_
+#define RANKSWEEP_WORKER_AGENT_GRPC_CLIENT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "grpcpp/channel.h"
+#include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "worker/agent/coordinator_client.h"
+
+namespace ranksweep::agent {
+
+// An insecure channel to `address` (host:port) with reconnect backoff
+// bounded by `max_reconnect_backoff`.
+std::shared_ptr<grpc::Channel> MakeCoordinatorChannel(
+    const std::string& address, absl::Duration max_reconnect_backoff = absl::Seconds(2));
+
+class GrpcCoordinatorClient : public CoordinatorClient {
+ public:
+  explicit GrpcCoordinatorClient(std::shared_ptr<grpc::Channel> channel,
+                                 absl::Duration rpc_timeout = absl::Seconds(30));
+
+  absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override;
+  absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override;
+  absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+                                           const std::vector<int64_t>& lease_ids) override;
+  absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
+                                         const std::vector<CellResult>& results) override;
+  absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+                    const std::string& reason, bool release) override;
+
+ private:
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  absl::Duration rpc_timeout_;
+};
+
+// The proto → agent translation of one leased task, exposed for tests.
+Task TaskFromProto(const v1::Task& task);
+
+}  // namespace ranksweep::agent
+
+#endif  // RANKSWEEP_WORKER_AGENT_GRPC_CLIENT_H_

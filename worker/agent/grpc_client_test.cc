@@ -1,0 +1,165 @@
+// The gRPC client against an in-process WorkerService that records what it
+// receives: field-for-field translation and status-code mapping.
+#include "worker/agent/grpc_client.h"
+
+#include <memory>
+
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep::agent {
+namespace {
+
+class RecordingService : public v1::WorkerService::Service {
+ public:
+  grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
+                              v1::RegisterWorkerResponse* resp) override {
+    last_register = *req;
+    resp->set_worker_id("w-7");
+    resp->set_lease_seconds(30);
+    resp->set_heartbeat_seconds(10);
+    return grpc::Status::OK;
+  }
+  grpc::Status AcquireTasks(grpc::ServerContext*, const v1::AcquireTasksRequest* req,
+                            v1::AcquireTasksResponse* resp) override {
+    last_acquire = *req;
+    v1::Task* t = resp->add_tasks();
+    t->set_sweep_id("s-1");
+    t->set_head_index(1);
+    t->mutable_spec()->set_rank(8);
+    t->mutable_spec()->add_seeds(3);
+    t->mutable_spec()->add_seeds(4);
+    for (int i = 0; i < 2; ++i) {
+      v1::LeasedCell* c = t->add_cells();
+      c->set_cell_id(10 + i);
+      c->set_seed(3 + i);
+      c->set_lease_id(100 + i);
+      c->set_attempt(2);
+    }
+    t->set_deadline_unix_ms(1234);
+    return grpc::Status::OK;
+  }
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
+                         v1::HeartbeatResponse* resp) override {
+    resp->add_cancelled_lease_ids(req->lease_ids(0));
+    resp->add_lost_lease_ids(req->lease_ids(1));
+    resp->set_deadline_unix_ms(99);
+    return grpc::Status::OK;
+  }
+  grpc::Status CompleteTasks(grpc::ServerContext*, const v1::CompleteTasksRequest* req,
+                             v1::CompleteTasksResponse*) override {
+    last_complete = *req;
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "lease 100 is stale");
+  }
+  grpc::Status FailTask(grpc::ServerContext*, const v1::FailTaskRequest* req,
+                        v1::FailTaskResponse*) override {
+    last_fail = *req;
+    return grpc::Status::OK;
+  }
+
+  v1::RegisterWorkerRequest last_register;
+  v1::AcquireTasksRequest last_acquire;
+  v1::CompleteTasksRequest last_complete;
+  v1::FailTaskRequest last_fail;
+};
+
+class GrpcClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(port, 0);
+    client_ = std::make_unique<GrpcCoordinatorClient>(
+        MakeCoordinatorChannel("127.0.0.1:" + std::to_string(port)), absl::Seconds(10));
+  }
+  void TearDown() override { server_->Shutdown(); }
+
+  RecordingService service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<GrpcCoordinatorClient> client_;
+};
+
+TEST_F(GrpcClientTest, RegisterSendsTheManifest) {
+  RegisterRequest req;
+  req.hostname = "h";
+  req.device = "cuda";
+  req.device_name = "cuda:0 (NVIDIA H200)";
+  req.memory_bytes = 1LL << 40;
+  req.slots = 2;
+  req.version = {"0.1.0+abc", "2.5.1", "12.4"};
+  req.worker_id = "w-7";
+  absl::StatusOr<RegisterReply> reply = client_->Register(req);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->worker_id, "w-7");
+  EXPECT_EQ(reply->lease_seconds, 30);
+  EXPECT_EQ(reply->heartbeat_seconds, 10);
+  const auto& got = service_.last_register;
+  EXPECT_EQ(got.device(), "cuda");
+  EXPECT_EQ(got.device_name(), "cuda:0 (NVIDIA H200)");
+  EXPECT_EQ(got.memory_bytes(), 1LL << 40);
+  EXPECT_EQ(got.slots(), 2);
+  EXPECT_EQ(got.version().build_id(), "0.1.0+abc");
+  EXPECT_EQ(got.version().torch_version(), "2.5.1");
+  EXPECT_EQ(got.version().cuda_version(), "12.4");
+  EXPECT_EQ(got.worker_id(), "w-7");
+}
+
+TEST_F(GrpcClientTest, AcquireTranslatesTasks) {
+  absl::StatusOr<std::vector<Task>> tasks = client_->Acquire({"w-7", 2, 32, 5, 0});
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  EXPECT_EQ(service_.last_acquire.max_tasks(), 2);
+  EXPECT_EQ(service_.last_acquire.max_seeds(), 32);
+  EXPECT_EQ(service_.last_acquire.wait_ms(), 5);
+  ASSERT_EQ(tasks->size(), 1u);
+  const Task& t = (*tasks)[0];
+  EXPECT_EQ(t.sweep_id, "s-1");
+  EXPECT_EQ(t.head_index, 1);
+  EXPECT_EQ(t.spec.rank, 8);
+  EXPECT_EQ(t.spec.seeds, (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(t.spec.dataset.m, 3);  // proto zero = the spec default
+  ASSERT_EQ(t.cells.size(), 2u);
+  EXPECT_EQ(t.cells[1].cell_id, 11);
+  EXPECT_EQ(t.cells[1].seed, 4u);
+  EXPECT_EQ(t.cells[1].lease_id, 101);
+  EXPECT_EQ(t.cells[1].attempt, 2);
+  EXPECT_EQ(t.deadline_unix_ms, 1234);
+}
+
+TEST_F(GrpcClientTest, HeartbeatAndFail) {
+  absl::StatusOr<HeartbeatReply> hb = client_->Heartbeat("w-7", {5, 6});
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  EXPECT_EQ(hb->cancelled_lease_ids, (std::vector<int64_t>{5}));
+  EXPECT_EQ(hb->lost_lease_ids, (std::vector<int64_t>{6}));
+  EXPECT_EQ(hb->deadline_unix_ms, 99);
+  ASSERT_TRUE(client_->Fail("w-7", {5, 6}, "worker shutting down", true).ok());
+  EXPECT_EQ(service_.last_fail.lease_ids_size(), 2);
+  EXPECT_EQ(service_.last_fail.reason(), "worker shutting down");
+  EXPECT_TRUE(service_.last_fail.release());
+}
+
+TEST_F(GrpcClientTest, CompleteKeepsTheServersCodeAndMessage) {
+  CellResult r;
+  r.cell_id = 10;
+  r.lease_id = 100;
+  r.result.seed = 3;
+  r.result.steps = 42;
+  r.result.train.sequences = 64;
+  absl::StatusOr<CompleteReply> reply = client_->Complete("w-7", {r});
+  EXPECT_EQ(reply.status(), absl::FailedPreconditionError("lease 100 is stale"));
+  ASSERT_EQ(service_.last_complete.results_size(), 1);
+  EXPECT_EQ(service_.last_complete.results(0).lease_id(), 100);
+  EXPECT_EQ(service_.last_complete.results(0).result().steps(), 42);
+  EXPECT_EQ(service_.last_complete.results(0).result().train().sequences(), 64);
+}
+
+TEST(GrpcClientUnreachableTest, IsUnavailable) {
+  GrpcCoordinatorClient client(MakeCoordinatorChannel("127.0.0.1:1"), absl::Seconds(5));
+  EXPECT_EQ(client.Heartbeat("w", {}).status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace ranksweep::agent

@@ -1,0 +1,168 @@
+// `ranksweep-worker`: trains the coordinator's tasks on one device. Wires
+// flags, signals, the gRPC client and the trainer-backed runner to the agent
+// core (agent.h), which holds all the behaviour.
+//
+// Exit codes: 0 after a drain (SIGTERM/SIGINT) or an idle exit (--once);
+// 1 for bad flags, an unusable device or a registration the coordinator
+// refuses.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "worker/agent/agent.h"
+#include "worker/agent/grpc_client.h"
+#include "worker/agent/trainer_runner.h"
+#include "worker/trainer/trainer.h"
+
+#ifndef RANKSWEEP_BUILD_ID
+#define RANKSWEEP_BUILD_ID "unknown"
+#endif
+
+ABSL_FLAG(std::string, coordinator, "",
+          "Coordinator address host:port; default $RANKSWEEP_ADDR, else 127.0.0.1:50051");
+ABSL_FLAG(int, slots, 1, "Tasks trained at once on the device, 1..64");
+ABSL_FLAG(std::string, device, "auto", "cpu | cuda | cuda:N | auto (CUDA when present)");
+ABSL_FLAG(int, max_seeds, 64, "Cells (seeds) per task, trained together; 1..1024");
+ABSL_FLAG(std::string, worker_id, "",
+          "Identity to keep across restarts; empty = the coordinator assigns one");
+ABSL_FLAG(std::string, hostname, "", "Host name to report; empty = gethostname()");
+ABSL_FLAG(int64_t, memory_bytes, 0,
+          "Memory to report; 0 = physical RAM on cpu, unknown (0) on cuda");
+ABSL_FLAG(bool, once, false,
+          "Exit 0 once no work has been available for --idle_exit_seconds and nothing is "
+          "running (for tests and batch jobs)");
+ABSL_FLAG(int, idle_exit_seconds, 5, "Idle time before --once exits");
+ABSL_FLAG(int, drain_seconds, 30,
+          "On SIGTERM/SIGINT: how long running tasks may take to finish before they are "
+          "stopped and released; a second signal stops them at once");
+ABSL_FLAG(int, poll_ms, 5000, "AcquireTasks long-poll length, 0..60000");
+ABSL_FLAG(int, rpc_timeout_seconds, 30, "Deadline of each coordinator call (plus the poll)");
+ABSL_FLAG(int, heartbeat_ms, 0, "Heartbeat period; 0 = what the coordinator suggests");
+ABSL_FLAG(int, log_every, 60, "Seconds between progress lines of a running task; 0 = never");
+
+namespace ranksweep::agent {
+namespace {
+
+std::string Hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+int64_t PhysicalMemory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Trains ranksweep tasks from a coordinator.\n"
+      "  ranksweep-worker --coordinator=host:50051 --device=cuda --slots=2\n"
+      "SIGTERM/SIGINT drain: stop acquiring, release unstarted tasks, let running ones "
+      "finish within --drain_seconds, exit 0.");
+  absl::ParseCommandLine(argc, argv);
+
+  std::string address = absl::GetFlag(FLAGS_coordinator);
+  if (address.empty()) {
+    const char* env = std::getenv("RANKSWEEP_ADDR");
+    address = env != nullptr && *env != '\0' ? env : "127.0.0.1:50051";
+  }
+  const int slots = absl::GetFlag(FLAGS_slots);
+  const int max_seeds = absl::GetFlag(FLAGS_max_seeds);
+  const int poll_ms = absl::GetFlag(FLAGS_poll_ms);
+  if (slots < 1 || slots > 64) {
+    std::cerr << "ranksweep-worker: --slots must be in 1..64, got " << slots << "\n";
+    return 1;
+  }
+  if (max_seeds < 1 || max_seeds > 1024) {
+    std::cerr << "ranksweep-worker: --max_seeds must be in 1..1024, got " << max_seeds << "\n";
+    return 1;
+  }
+  if (poll_ms < 0 || poll_ms > 60000) {
+    std::cerr << "ranksweep-worker: --poll_ms must be in 0..60000, got " << poll_ms << "\n";
+    return 1;
+  }
+
+  const std::string device_flag = absl::GetFlag(FLAGS_device);
+  absl::StatusOr<std::string> device_name = trainer::ResolveDeviceName(device_flag);
+  if (!device_name.ok()) {
+    std::cerr << "ranksweep-worker: --device=" << device_flag << ": "
+              << device_name.status().message() << "\n";
+    return 1;
+  }
+  const bool cuda = absl::StartsWith(*device_name, "cuda");
+  // The runner gets the concrete device, so "auto" is decided once.
+  std::string run_device = "cpu";
+  if (cuda) run_device = absl::StartsWith(device_flag, "cuda:") ? device_flag : "cuda";
+
+  const trainer::BuildInfo build = trainer::GetBuildInfo();
+  AgentOptions options;
+  RegisterRequest& reg = options.registration;
+  reg.hostname = absl::GetFlag(FLAGS_hostname).empty() ? Hostname() : absl::GetFlag(FLAGS_hostname);
+  reg.device = cuda ? "cuda" : "cpu";
+  reg.device_name = *device_name;
+  reg.memory_bytes = absl::GetFlag(FLAGS_memory_bytes);
+  if (reg.memory_bytes == 0 && !cuda) reg.memory_bytes = PhysicalMemory();
+  reg.slots = slots;
+  reg.version = {RANKSWEEP_BUILD_ID, build.torch_version, build.cuda_version};
+  reg.worker_id = absl::GetFlag(FLAGS_worker_id);
+  options.max_seeds = max_seeds;
+  options.acquire_wait_ms = poll_ms;
+  options.heartbeat_period = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_ms));
+  options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_seconds));
+  options.exit_when_idle = absl::GetFlag(FLAGS_once);
+  options.idle_exit = absl::Seconds(absl::GetFlag(FLAGS_idle_exit_seconds));
+  options.log_every = absl::Seconds(absl::GetFlag(FLAGS_log_every));
+
+  // Signals are taken synchronously by one thread, so the handler can call
+  // into the agent (a mutex) safely; every other thread has them blocked.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  // Never freed: the detached signal thread may use the agent until the
+  // process is gone.
+  auto* client = new GrpcCoordinatorClient(MakeCoordinatorChannel(address),
+                                           absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)));
+  auto* runner = new TrainerTaskRunner(run_device);
+  Agent& agent = *new Agent(client, runner, options);
+  std::cerr << "ranksweep-worker " << RANKSWEEP_BUILD_ID << " (torch " << build.torch_version
+            << (build.cuda_version.empty() ? "" : ", cuda " + build.cuda_version) << ") on "
+            << *device_name << ", coordinator " << address << std::endl;
+
+  std::thread signal_thread([&agent, signals] {
+    while (true) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      std::cerr << "ranksweep-worker: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+                << ": draining" << std::endl;
+      agent.RequestDrain();
+    }
+  });
+  signal_thread.detach();  // blocked in sigwait for the life of the process
+
+  absl::Status status = agent.Run();
+  if (!status.ok()) {
+    std::cerr << "ranksweep-worker: " << status.ToString() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ranksweep::agent
+
+int main(int argc, char** argv) { return ranksweep::agent::Main(argc, argv); }
