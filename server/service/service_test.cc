@@ -1,0 +1,435 @@
+// The gRPC adapters with a real server on 127.0.0.1:0 and real client stubs,
+// over a coordinator on a temporary SQLite file.
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "server/core/clock.h"
+#include "server/core/coordinator.h"
+#include "server/core/log.h"
+#include "server/core/store.h"
+#include "server/service/sweep_service.h"
+#include "server/service/worker_service.h"
+
+namespace ranksweep::server {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "service_test.XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// kernel + softmax on exhaustive m=2, N=3; `ranks` x `seeds` kernel cells plus
+// `seeds` softmax cells.
+v1::SweepSpec Spec(const std::string& name, std::vector<int> ranks = {1, 2, 4}, int seeds = 4) {
+  v1::SweepSpec s;
+  s.set_name(name);
+  s.mutable_dataset()->set_kind(v1::DATASET_KIND_EXHAUSTIVE);
+  s.mutable_dataset()->set_m(2);
+  s.mutable_dataset()->set_seq_len(3);
+  s.add_heads()->set_kind(v1::HEAD_KIND_KERNEL);
+  s.add_heads()->set_kind(v1::HEAD_KIND_SOFTMAX);
+  for (int r : ranks) s.add_ranks(r);
+  s.set_seed_count(seeds);
+  return s;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SetLogEnabled(false);
+    auto store = Store::Open(dir_.File("service.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    CoordinatorOptions options;
+    options.lease_ms = 10'000;
+    coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, options);
+    sweeps_ = std::make_unique<SweepServiceImpl>(coordinator_.get());
+    workers_ = std::make_unique<WorkerServiceImpl>(coordinator_.get());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(sweeps_.get());
+    builder.RegisterService(workers_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port, 0);
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                       grpc::InsecureChannelCredentials());
+    sweep_stub_ = v1::SweepService::NewStub(channel);
+    worker_stub_ = v1::WorkerService::NewStub(channel);
+  }
+
+  void TearDown() override {
+    workers_->Shutdown();
+    sweeps_->Shutdown();
+    server_->Shutdown(std::chrono::system_clock::now() + 5s);
+    server_.reset();
+  }
+
+  std::string Submit(const v1::SweepSpec& spec, int64_t* cells = nullptr) {
+    grpc::ClientContext ctx;
+    v1::SubmitSweepRequest req;
+    *req.mutable_spec() = spec;
+    v1::SubmitSweepResponse resp;
+    grpc::Status s = sweep_stub_->SubmitSweep(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    if (cells != nullptr) *cells = resp.cells();
+    return resp.sweep_id();
+  }
+
+  std::string Register() {
+    grpc::ClientContext ctx;
+    v1::RegisterWorkerRequest req;
+    req.set_hostname("test-host");
+    req.set_device("cpu");
+    req.set_slots(1);
+    req.mutable_version()->set_build_id("0.1.0+test");
+    req.mutable_version()->set_torch_version("2.1.0");
+    v1::RegisterWorkerResponse resp;
+    grpc::Status s = worker_stub_->RegisterWorker(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.lease_seconds(), 10);
+    EXPECT_EQ(resp.heartbeat_seconds(), 3);
+    return resp.worker_id();
+  }
+
+  grpc::Status Acquire(const std::string& worker, int wait_ms, v1::AcquireTasksResponse* resp,
+                       int max_seeds = 64) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    v1::AcquireTasksRequest req;
+    req.set_worker_id(worker);
+    req.set_max_tasks(1);
+    req.set_max_seeds(max_seeds);
+    req.set_wait_ms(wait_ms);
+    return worker_stub_->AcquireTasks(&ctx, req, resp);
+  }
+
+  v1::CompleteTasksRequest ResultsFor(const std::string& worker, const v1::Task& task) {
+    v1::CompleteTasksRequest req;
+    req.set_worker_id(worker);
+    for (const v1::LeasedCell& c : task.cells()) {
+      v1::CellResult* r = req.add_results();
+      r->set_cell_id(c.cell_id());
+      r->set_lease_id(c.lease_id());
+      r->mutable_result()->set_seed(c.seed());
+      r->mutable_result()->mutable_train()->set_sequences(64);
+      r->mutable_result()->mutable_train()->set_error(0.25);
+      r->mutable_result()->set_wall_seconds(1.5);
+    }
+    return req;
+  }
+
+  grpc::Status Complete(const v1::CompleteTasksRequest& req, v1::CompleteTasksResponse* resp) {
+    grpc::ClientContext ctx;
+    return worker_stub_->CompleteTasks(&ctx, req, resp);
+  }
+
+  TempDir dir_;
+  ManualClock clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<SweepServiceImpl> sweeps_;
+  std::unique_ptr<WorkerServiceImpl> workers_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::SweepService::Stub> sweep_stub_;
+  std::unique_ptr<v1::WorkerService::Stub> worker_stub_;
+};
+
+TEST_F(ServiceTest, SubmitAndGetSweep) {
+  int64_t cells = 0;
+  std::string id = Submit(Spec("grid"), &cells);
+  EXPECT_EQ(cells, 16);
+  grpc::ClientContext ctx;
+  v1::GetSweepRequest req;
+  req.set_sweep_id(id);
+  v1::GetSweepResponse resp;
+  ASSERT_TRUE(sweep_stub_->GetSweep(&ctx, req, &resp).ok());
+  EXPECT_EQ(resp.sweep().sweep_id(), id);
+  EXPECT_EQ(resp.sweep().state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_EQ(resp.sweep().counts().total(), 16);
+  EXPECT_EQ(resp.sweep().counts().pending(), 16);
+  EXPECT_EQ(resp.sweep().owner(), "local");
+  EXPECT_EQ(resp.sweep().spec().ranks_size(), 3);
+  EXPECT_EQ(resp.sweep().spec().heads(1).kind(), v1::HEAD_KIND_SOFTMAX);
+
+  grpc::ClientContext ctx2;
+  v1::ListSweepsRequest list;
+  list.set_state(v1::SWEEP_STATE_RUNNING);
+  v1::ListSweepsResponse listed;
+  ASSERT_TRUE(sweep_stub_->ListSweeps(&ctx2, list, &listed).ok());
+  ASSERT_EQ(listed.sweeps_size(), 1);
+  EXPECT_EQ(listed.sweeps(0).sweep_id(), id);
+}
+
+TEST_F(ServiceTest, ErrorsKeepTheirCodes) {
+  v1::SweepSpec bad = Spec("bad");
+  bad.mutable_dataset()->set_m(100);
+  grpc::ClientContext ctx;
+  v1::SubmitSweepRequest req;
+  *req.mutable_spec() = bad;
+  v1::SubmitSweepResponse resp;
+  grpc::Status s = sweep_stub_->SubmitSweep(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("dataset.m"));
+
+  grpc::ClientContext ctx2;
+  v1::GetSweepRequest get;
+  get.set_sweep_id("sw-00000000");
+  v1::GetSweepResponse got;
+  EXPECT_EQ(sweep_stub_->GetSweep(&ctx2, get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  v1::AcquireTasksResponse acquired;
+  EXPECT_EQ(Acquire("wk-nobody", 0, &acquired).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Acquire("wk-nobody", 60001, &acquired).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, WorkerLifecycleRecordsProvenanceAndFencesStaleLeases) {
+  std::string sweep = Submit(Spec("grid"));
+  std::string worker = Register();
+  v1::AcquireTasksResponse acquired;
+  ASSERT_TRUE(Acquire(worker, 0, &acquired, 2).ok());
+  ASSERT_EQ(acquired.tasks_size(), 1);
+  const v1::Task& task = acquired.tasks(0);
+  EXPECT_EQ(task.sweep_id(), sweep);
+  EXPECT_EQ(task.head_index(), 0);
+  EXPECT_EQ(task.spec().rank(), 1);
+  ASSERT_EQ(task.cells_size(), 2);
+  EXPECT_EQ(task.spec().seeds_size(), 2);
+  EXPECT_EQ(task.cells(0).attempt(), 1);
+  EXPECT_EQ(task.deadline_unix_ms(), clock_.NowMs() + 10'000);
+
+  v1::CompleteTasksResponse done;
+  ASSERT_TRUE(Complete(ResultsFor(worker, task), &done).ok());
+  EXPECT_EQ(done.recorded(), 2);
+  EXPECT_EQ(done.duplicates(), 0);
+  ASSERT_TRUE(Complete(ResultsFor(worker, task), &done).ok());
+  EXPECT_EQ(done.recorded(), 0);
+  EXPECT_EQ(done.duplicates(), 2);
+
+  // A made-up lease is stale: FAILED_PRECONDITION, nothing recorded.
+  v1::AcquireTasksResponse more;
+  ASSERT_TRUE(Acquire(worker, 0, &more, 1).ok());
+  v1::CompleteTasksRequest stale = ResultsFor(worker, more.tasks(0));
+  stale.mutable_results(0)->set_lease_id(more.tasks(0).cells(0).lease_id() + 100);
+  EXPECT_EQ(Complete(stale, &done).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  grpc::ClientContext qctx;
+  v1::QueryResultsRequest query;
+  query.set_sweep_id(sweep);
+  v1::QueryResultsResponse rows;
+  ASSERT_TRUE(sweep_stub_->QueryResults(&qctx, query, &rows).ok());
+  ASSERT_EQ(rows.rows_size(), 2);
+  const v1::ResultRow& row = rows.rows(0);
+  EXPECT_EQ(row.state(), v1::CELL_STATE_DONE);
+  EXPECT_EQ(row.head(), "kernel/elu1");
+  EXPECT_EQ(row.worker_id(), worker);
+  EXPECT_EQ(row.worker_version().build_id(), "0.1.0+test");
+  EXPECT_EQ(row.worker_version().torch_version(), "2.1.0");
+  EXPECT_EQ(row.attempt(), 1);
+  EXPECT_EQ(row.lease_id(), task.cells(0).lease_id());
+  EXPECT_DOUBLE_EQ(row.result().train().error(), 0.25);
+
+  grpc::ClientContext gctx;
+  query.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  ASSERT_TRUE(sweep_stub_->QueryResults(&gctx, query, &rows).ok());
+  ASSERT_EQ(rows.groups_size(), 4);
+  EXPECT_EQ(rows.groups(0).n(), 2);
+  EXPECT_EQ(rows.groups(0).expected(), 4);
+  EXPECT_DOUBLE_EQ(rows.groups(0).train_error().mean(), 0.25);
+
+  grpc::ClientContext wctx;
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE(sweep_stub_->ListWorkers(&wctx, v1::ListWorkersRequest(), &workers).ok());
+  ASSERT_EQ(workers.workers_size(), 1);
+  EXPECT_EQ(workers.workers(0).completed_cells(), 2);
+  EXPECT_EQ(workers.workers(0).leased_cells(), 1);
+}
+
+TEST_F(ServiceTest, CancelReachesTheWorkerThroughHeartbeat) {
+  std::string sweep = Submit(Spec("grid"));
+  std::string worker = Register();
+  v1::AcquireTasksResponse acquired;
+  ASSERT_TRUE(Acquire(worker, 0, &acquired, 4).ok());
+  grpc::ClientContext cctx;
+  v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(sweep);
+  v1::CancelSweepResponse cancelled;
+  ASSERT_TRUE(sweep_stub_->CancelSweep(&cctx, cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.cells_cancelled(), 16);
+
+  grpc::ClientContext hctx;
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(worker);
+  for (const auto& c : acquired.tasks(0).cells()) hb.add_lease_ids(c.lease_id());
+  v1::HeartbeatResponse hb_resp;
+  ASSERT_TRUE(worker_stub_->Heartbeat(&hctx, hb, &hb_resp).ok());
+  EXPECT_EQ(hb_resp.cancelled_lease_ids_size(), 4);
+  EXPECT_EQ(hb_resp.lost_lease_ids_size(), 0);
+
+  v1::AcquireTasksResponse none;
+  ASSERT_TRUE(Acquire(worker, 0, &none).ok());
+  EXPECT_EQ(none.tasks_size(), 0);
+
+  grpc::ClientContext cctx2;
+  EXPECT_EQ(sweep_stub_->CancelSweep(&cctx2, cancel, &cancelled).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(ServiceTest, LongPollReturnsEmptyWhenTheWaitElapses) {
+  std::string worker = Register();
+  v1::AcquireTasksResponse resp;
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Acquire(worker, 300, &resp).ok());
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(resp.tasks_size(), 0);
+  EXPECT_GE(elapsed, 300ms);
+  EXPECT_LT(elapsed, 5s);
+  EXPECT_EQ(workers_->waiting(), 0u);
+}
+
+TEST_F(ServiceTest, LongPollWakesWhenASweepIsSubmitted) {
+  std::string worker = Register();
+  auto pending = std::async(std::launch::async, [&] {
+    v1::AcquireTasksResponse resp;
+    grpc::Status s = Acquire(worker, 20'000, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  });
+  // Wait until the call is parked (it holds no thread on the server).
+  for (int i = 0; i < 500 && workers_->waiting() == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(workers_->waiting(), 1u);
+  auto start = std::chrono::steady_clock::now();
+  std::string sweep = Submit(Spec("wake"));
+  ASSERT_EQ(pending.wait_for(5s), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  v1::AcquireTasksResponse resp = pending.get();
+  ASSERT_EQ(resp.tasks_size(), 1);
+  EXPECT_EQ(resp.tasks(0).sweep_id(), sweep);
+  EXPECT_EQ(workers_->waiting(), 0u);
+}
+
+TEST_F(ServiceTest, LongPollWakesWhenALeaseExpires) {
+  std::string worker = Register();
+  Submit(Spec("expire", {1}, 1));  // 2 cells: kernel r=1 and softmax
+  v1::AcquireTasksResponse first, second;
+  ASSERT_TRUE(Acquire(worker, 0, &first).ok());
+  ASSERT_TRUE(Acquire(worker, 0, &second).ok());
+  ASSERT_EQ(first.tasks_size(), 1);
+  ASSERT_EQ(second.tasks_size(), 1);
+  auto pending = std::async(std::launch::async, [&] {
+    v1::AcquireTasksResponse resp;
+    EXPECT_TRUE(Acquire(worker, 20'000, &resp).ok());
+    return resp;
+  });
+  for (int i = 0; i < 500 && workers_->waiting() == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(workers_->waiting(), 1u);
+  clock_.AdvanceMs(10'000);
+  ASSERT_EQ(*coordinator_->ExpireLeases(), 2);
+  ASSERT_EQ(pending.wait_for(5s), std::future_status::ready);
+  v1::AcquireTasksResponse resp = pending.get();
+  ASSERT_EQ(resp.tasks_size(), 1);
+  EXPECT_EQ(resp.tasks(0).cells(0).attempt(), 2);
+}
+
+TEST_F(ServiceTest, ShutdownFinishesParkedLongPolls) {
+  std::string worker = Register();
+  auto pending = std::async(std::launch::async, [&] {
+    v1::AcquireTasksResponse resp;
+    return Acquire(worker, 20'000, &resp);
+  });
+  for (int i = 0; i < 500 && workers_->waiting() == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(workers_->waiting(), 1u);
+  workers_->Shutdown();
+  ASSERT_EQ(pending.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(pending.get().ok());
+  v1::AcquireTasksResponse resp;
+  EXPECT_EQ(Acquire(worker, 1000, &resp).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(ServiceTest, WatchStreamsChangesAndClosesOkWhenTheSweepEnds) {
+  v1::SweepSpec spec = Spec("watch", {1}, 1);
+  spec.mutable_heads()->RemoveLast();  // kernel only: one cell
+  std::string sweep = Submit(spec);
+  std::string worker = Register();
+
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+  v1::WatchSweepRequest req;
+  req.set_sweep_id(sweep);
+  auto reader = sweep_stub_->WatchSweep(&ctx, req);
+  v1::SweepEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.sweep().sweep_id(), sweep);
+  EXPECT_EQ(event.sweep().state(), v1::SWEEP_STATE_RUNNING);
+
+  v1::AcquireTasksResponse acquired;
+  ASSERT_TRUE(Acquire(worker, 0, &acquired).ok());
+  v1::CompleteTasksResponse done;
+  ASSERT_TRUE(Complete(ResultsFor(worker, acquired.tasks(0)), &done).ok());
+
+  std::vector<v1::SweepEvent> events;
+  while (reader->Read(&event)) events.push_back(event);
+  grpc::Status s = reader->Finish();
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  ASSERT_GE(events.size(), 2u);  // leased, cell done (and the sweep's end)
+  EXPECT_EQ(events.back().sweep().state(), v1::SWEEP_STATE_DONE);
+  EXPECT_EQ(events.back().sweep().counts().done(), 1);
+  EXPECT_THAT(events.back().message(), HasSubstr("done"));
+
+  // Watching an ended sweep sends one event and closes OK.
+  grpc::ClientContext ctx2;
+  auto again = sweep_stub_->WatchSweep(&ctx2, req);
+  int n = 0;
+  while (again->Read(&event)) ++n;
+  EXPECT_TRUE(again->Finish().ok());
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(event.sweep().state(), v1::SWEEP_STATE_DONE);
+
+  // An unknown sweep: NOT_FOUND.
+  grpc::ClientContext ctx3;
+  req.set_sweep_id("sw-00000000");
+  auto unknown = sweep_stub_->WatchSweep(&ctx3, req);
+  while (unknown->Read(&event)) {
+  }
+  EXPECT_EQ(unknown->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServiceTest, ShutdownEndsOpenWatches) {
+  std::string sweep = Submit(Spec("open"));
+  grpc::ClientContext ctx;
+  v1::WatchSweepRequest req;
+  req.set_sweep_id(sweep);
+  auto reader = sweep_stub_->WatchSweep(&ctx, req);
+  v1::SweepEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  sweeps_->Shutdown();
+  while (reader->Read(&event)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+}  // namespace
+}  // namespace ranksweep::server

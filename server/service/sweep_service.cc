@@ -1,0 +1,229 @@
+#include "server/service/sweep_service.h"
+
+#include <deque>
+#include <utility>
+
+#include "proto/convert.h"
+#include "server/service/translate.h"
+
+namespace ranksweep::server {
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// Messages queued for a slow watcher beyond this are dropped (oldest
+// first); every event carries the full SweepInfo, so nothing but the
+// message text is lost.
+constexpr size_t kMaxQueuedEvents = 256;
+
+}  // namespace
+
+// Streams SweepEvents for one sweep: one at once, one per change, a final one
+// when the sweep ends, then OK. One write is in flight at a time; changes that
+// arrive meanwhile queue up. Each event reads a fresh SweepInfo when it is
+// written.
+class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::SweepEvent> {
+ public:
+  WatchReactor(SweepServiceImpl* service, std::string sweep_id)
+      : service_(service), coordinator_(service->coordinator_), sweep_id_(std::move(sweep_id)) {}
+
+  // Subscribes before the first snapshot so that no change falls in between.
+  void Start() {
+    subscription_ = coordinator_->Subscribe(
+        sweep_id_, [this](const SweepChange& change) { Enqueue(change.message, change.final); });
+    Enqueue("watching " + sweep_id_, false);
+  }
+
+  void Enqueue(const std::string& message, bool final) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finishing_) return;
+    if (queue_.size() >= kMaxQueuedEvents) queue_.pop_front();
+    queue_.push_back({message, final});
+    if (!writing_) WriteNextLocked();
+  }
+
+  void Shutdown() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finishing_) return;
+    shutting_down_ = true;
+    if (!writing_) FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (finishing_) return;
+    if (!ok) return FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "stream broken"));
+    if (shutting_down_) {
+      return FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+    }
+    if (last_was_final_) return FinishLocked(grpc::Status::OK);
+    if (!queue_.empty()) WriteNextLocked();
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!finishing_ && !writing_) FinishLocked(grpc::Status::CANCELLED);
+    // With a write in flight, OnWriteDone(false) finishes.
+  }
+
+  void OnDone() override {
+    coordinator_->Unsubscribe(subscription_);
+    service_->Forget(this);
+    delete this;
+  }
+
+ private:
+  struct Item {
+    std::string message;
+    bool final;
+  };
+
+  void WriteNextLocked() {
+    Item item = std::move(queue_.front());
+    queue_.pop_front();
+    absl::StatusOr<SweepInfo> info = coordinator_->GetSweep(sweep_id_);
+    if (!info.ok()) return FinishLocked(ToGrpcStatus(info.status()));
+    event_.Clear();
+    *event_.mutable_sweep() = ToProto(*info);
+    event_.set_message(item.message);
+    // The first event of an ended sweep is also its last.
+    last_was_final_ = item.final || info->state != SweepState::kRunning;
+    writing_ = true;
+    StartWrite(&event_);
+  }
+
+  void FinishLocked(const grpc::Status& status) {
+    finishing_ = true;
+    queue_.clear();
+    Finish(status);
+  }
+
+  SweepServiceImpl* const service_;
+  Coordinator* const coordinator_;
+  const std::string sweep_id_;
+  int64_t subscription_ = 0;
+
+  std::mutex mu_;
+  std::deque<Item> queue_;
+  v1::SweepEvent event_;  // the write in flight
+  bool writing_ = false;
+  bool finishing_ = false;
+  bool shutting_down_ = false;
+  bool last_was_final_ = false;
+};
+
+SweepServiceImpl::SweepServiceImpl(Coordinator* coordinator, std::string owner)
+    : coordinator_(coordinator), owner_(std::move(owner)) {}
+
+SweepServiceImpl::~SweepServiceImpl() { Shutdown(); }
+
+void SweepServiceImpl::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  for (WatchReactor* w : watches_) w->Shutdown();
+}
+
+void SweepServiceImpl::Forget(WatchReactor* reactor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watches_.erase(reactor);
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerContext* context,
+                                                        const v1::SubmitSweepRequest* request,
+                                                        v1::SubmitSweepResponse* response) {
+  absl::StatusOr<SubmitOutcome> out = coordinator_->Submit(ranksweep::FromProto(request->spec()), owner_);
+  if (out.ok()) {
+    response->set_sweep_id(out->sweep_id);
+    response->set_cells(out->cells);
+  }
+  return Done(context, out.status());
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::GetSweep(grpc::CallbackServerContext* context,
+                                                     const v1::GetSweepRequest* request,
+                                                     v1::GetSweepResponse* response) {
+  absl::StatusOr<SweepInfo> info = coordinator_->GetSweep(request->sweep_id());
+  if (info.ok()) *response->mutable_sweep() = ToProto(*info);
+  return Done(context, info.status());
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::ListSweeps(grpc::CallbackServerContext* context,
+                                                       const v1::ListSweepsRequest* request,
+                                                       v1::ListSweepsResponse* response) {
+  absl::StatusOr<std::optional<SweepState>> state =
+      SweepStateFromProto(request->state(), "state");
+  if (!state.ok()) return Done(context, state.status());
+  if (request->limit() < 0) {
+    return Done(context, absl::InvalidArgumentError("limit: must be >= 0"));
+  }
+  absl::StatusOr<std::vector<SweepInfo>> sweeps =
+      coordinator_->ListSweeps(*state, request->limit());
+  if (sweeps.ok()) {
+    for (const SweepInfo& s : *sweeps) *response->add_sweeps() = ToProto(s);
+  }
+  return Done(context, sweeps.status());
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::CancelSweep(grpc::CallbackServerContext* context,
+                                                        const v1::CancelSweepRequest* request,
+                                                        v1::CancelSweepResponse* response) {
+  absl::StatusOr<int64_t> n = coordinator_->Cancel(request->sweep_id());
+  if (n.ok()) response->set_cells_cancelled(*n);
+  return Done(context, n.status());
+}
+
+grpc::ServerWriteReactor<v1::SweepEvent>* SweepServiceImpl::WatchSweep(
+    grpc::CallbackServerContext* context, const v1::WatchSweepRequest* request) {
+  (void)context;
+  auto* reactor = new WatchReactor(this, request->sweep_id());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+      return reactor;  // OnDone deletes it; Forget finds nothing
+    }
+    watches_.insert(reactor);
+  }
+  reactor->Start();
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerContext* context,
+                                                         const v1::QueryResultsRequest* request,
+                                                         v1::QueryResultsResponse* response) {
+  ResultQuery query;
+  query.sweep_id = request->sweep_id();
+  query.head = request->head();
+  query.ranks.assign(request->ranks().begin(), request->ranks().end());
+  query.seeds.assign(request->seeds().begin(), request->seeds().end());
+  absl::StatusOr<std::optional<CellState>> state = CellStateFromProto(request->state(), "state");
+  if (!state.ok()) return Done(context, state.status());
+  query.state = *state;
+  absl::StatusOr<GroupBy> group_by = GroupByFromProto(request->group_by());
+  if (!group_by.ok()) return Done(context, group_by.status());
+  query.group_by = *group_by;
+  absl::StatusOr<QueryOutcome> out = coordinator_->Query(query);
+  if (out.ok()) {
+    for (const ResultRow& row : out->rows) *response->add_rows() = ToProto(row);
+    for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
+  }
+  return Done(context, out.status());
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
+                                                        const v1::ListWorkersRequest* request,
+                                                        v1::ListWorkersResponse* response) {
+  (void)request;
+  absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator_->ListWorkers();
+  if (workers.ok()) {
+    for (const WorkerInfo& w : *workers) *response->add_workers() = ToProto(w);
+  }
+  return Done(context, workers.status());
+}
+
+}  // namespace ranksweep::server

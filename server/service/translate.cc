@@ -1,0 +1,157 @@
+#include "server/service/translate.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "proto/convert.h"
+
+namespace ranksweep::server {
+namespace {
+
+void FillAggregate(const Aggregate& a, v1::Aggregate* p) {
+  p->set_mean(a.mean);
+  p->set_std(a.std);
+  p->set_min(a.min);
+  p->set_max(a.max);
+  p->set_ci95(a.ci95);
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+v1::VersionManifest ToProto(const VersionManifest& version) {
+  v1::VersionManifest p;
+  p.set_build_id(version.build_id);
+  p.set_torch_version(version.torch_version);
+  p.set_cuda_version(version.cuda_version);
+  return p;
+}
+
+VersionManifest FromProto(const v1::VersionManifest& version) {
+  return VersionManifest{version.build_id(), version.torch_version(), version.cuda_version()};
+}
+
+v1::SweepInfo ToProto(const SweepInfo& info) {
+  v1::SweepInfo p;
+  p.set_sweep_id(info.sweep_id);
+  p.set_name(info.name);
+  p.set_owner(info.owner);
+  p.set_state(static_cast<v1::SweepState>(static_cast<int>(info.state)));
+  v1::CellCounts* c = p.mutable_counts();
+  c->set_total(info.counts.total);
+  c->set_pending(info.counts.pending);
+  c->set_leased(info.counts.leased);
+  c->set_done(info.counts.done);
+  c->set_failed(info.counts.failed);
+  c->set_cancelled(info.counts.cancelled);
+  p.set_created_unix_ms(info.created_unix_ms);
+  p.set_finished_unix_ms(info.finished_unix_ms);
+  p.set_priority(info.priority);
+  *p.mutable_spec() = ranksweep::ToProto(info.spec);
+  p.set_mean_cell_seconds(info.mean_cell_seconds);
+  for (const std::string& f : info.recent_failures) p.add_recent_failures(f);
+  return p;
+}
+
+v1::WorkerInfo ToProto(const WorkerInfo& info) {
+  v1::WorkerInfo p;
+  p.set_worker_id(info.worker_id);
+  p.set_hostname(info.hostname);
+  p.set_device(info.device);
+  p.set_device_name(info.device_name);
+  p.set_memory_bytes(info.memory_bytes);
+  p.set_slots(info.slots);
+  *p.mutable_version() = ToProto(info.version);
+  p.set_registered_unix_ms(info.registered_unix_ms);
+  p.set_last_seen_unix_ms(info.last_seen_unix_ms);
+  p.set_leased_cells(info.leased_cells);
+  p.set_completed_cells(info.completed_cells);
+  p.set_alive(info.alive);
+  return p;
+}
+
+v1::Task ToProto(const Task& task) {
+  v1::Task p;
+  p.set_sweep_id(task.sweep_id);
+  p.set_head_index(task.head_index);
+  *p.mutable_spec() = ranksweep::ToProto(task.spec);
+  for (const LeasedCell& cell : task.cells) {
+    v1::LeasedCell* c = p.add_cells();
+    c->set_cell_id(cell.cell_id);
+    c->set_seed(cell.seed);
+    c->set_lease_id(cell.lease_id);
+    c->set_attempt(cell.attempt);
+  }
+  p.set_deadline_unix_ms(task.deadline_unix_ms);
+  return p;
+}
+
+v1::ResultRow ToProto(const ResultRow& row) {
+  v1::ResultRow p;
+  p.set_sweep_id(row.sweep_id);
+  p.set_cell_id(row.cell_id);
+  p.set_head(row.head);
+  p.set_head_index(row.head_index);
+  p.set_rank(row.rank);
+  p.set_seed(row.seed);
+  p.set_state(static_cast<v1::CellState>(static_cast<int>(row.state)));
+  if (row.result.has_value()) *p.mutable_result() = ranksweep::ToProto(*row.result);
+  p.set_failure(row.failure);
+  p.set_worker_id(row.worker_id);
+  *p.mutable_worker_version() = ToProto(row.worker_version);
+  p.set_attempt(row.attempt);
+  p.set_lease_id(row.lease_id);
+  p.set_finished_unix_ms(row.finished_unix_ms);
+  return p;
+}
+
+v1::ResultGroup ToProto(const ResultGroup& group) {
+  v1::ResultGroup p;
+  p.set_head(group.head);
+  p.set_head_index(group.head_index);
+  p.set_rank(group.rank);
+  p.set_n(group.n);
+  p.set_expected(group.expected);
+  FillAggregate(group.train_error, p.mutable_train_error());
+  FillAggregate(group.test_error, p.mutable_test_error());
+  FillAggregate(group.train_exact_accuracy, p.mutable_train_exact_accuracy());
+  FillAggregate(group.train_position_accuracy, p.mutable_train_position_accuracy());
+  p.set_exact_seeds(group.exact_seeds);
+  return p;
+}
+
+absl::StatusOr<std::optional<SweepState>> SweepStateFromProto(v1::SweepState state,
+                                                              const char* field) {
+  const int v = static_cast<int>(state);
+  if (v == 0) return std::optional<SweepState>();
+  if (v < 1 || v > 4) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": unknown sweep state ", v));
+  }
+  return std::optional<SweepState>(static_cast<SweepState>(v));
+}
+
+absl::StatusOr<std::optional<CellState>> CellStateFromProto(v1::CellState state,
+                                                            const char* field) {
+  const int v = static_cast<int>(state);
+  if (v == 0) return std::optional<CellState>();
+  if (v < 1 || v > 5) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": unknown cell state ", v));
+  }
+  return std::optional<CellState>(static_cast<CellState>(v));
+}
+
+absl::StatusOr<GroupBy> GroupByFromProto(v1::GroupBy group_by) {
+  switch (group_by) {
+    case v1::GROUP_BY_UNSPECIFIED: return GroupBy::kNone;
+    case v1::GROUP_BY_HEAD_RANK: return GroupBy::kHeadRank;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("group_by: unknown value ", static_cast<int>(group_by)));
+  }
+}
+
+}  // namespace ranksweep::server

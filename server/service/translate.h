@@ -1,0 +1,43 @@
+// Translation between the coordinator core's plain types (server/core) and
+// the ranksweep.v1 messages, and between absl::Status and grpc::Status. The
+// service adapters do nothing but this translation and waiting.
+//
+// Status codes map one to one (Abseil and gRPC share the numbering).
+// Enum values outside the proto's range are rejected by the *FromProto
+// functions with InvalidArgument naming the field.
+//
+// Thread-safety: pure functions.
+#ifndef RANKSWEEP_SERVER_SERVICE_TRANSLATE_H_
+#define RANKSWEEP_SERVER_SERVICE_TRANSLATE_H_
+
+#include <optional>
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ranksweep/v1/ranksweep.pb.h"
+#include "server/core/types.h"
+
+namespace ranksweep::server {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+v1::SweepInfo ToProto(const SweepInfo& info);
+v1::WorkerInfo ToProto(const WorkerInfo& info);
+v1::Task ToProto(const Task& task);
+v1::ResultRow ToProto(const ResultRow& row);
+v1::ResultGroup ToProto(const ResultGroup& group);
+v1::VersionManifest ToProto(const VersionManifest& version);
+VersionManifest FromProto(const v1::VersionManifest& version);
+
+// UNSPECIFIED becomes std::nullopt ("any").
+absl::StatusOr<std::optional<SweepState>> SweepStateFromProto(v1::SweepState state,
+                                                               const char* field);
+absl::StatusOr<std::optional<CellState>> CellStateFromProto(v1::CellState state,
+                                                            const char* field);
+absl::StatusOr<GroupBy> GroupByFromProto(v1::GroupBy group_by);
+
+}  // namespace ranksweep::server
+
+#endif  // RANKSWEEP_SERVER_SERVICE_TRANSLATE_H_

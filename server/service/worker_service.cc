@@ -1,0 +1,255 @@
+#include "server/service/worker_service.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "proto/convert.h"
+#include "server/service/translate.h"
+
+namespace ranksweep::server {
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+const grpc::Status kShuttingDown(grpc::StatusCode::UNAVAILABLE, "server shutting down");
+
+}  // namespace
+
+// A parked AcquireTasks call. Whoever removes it from the waiter list
+// finishes it; a client that goes away unparks it through OnCancel.
+class WorkerServiceImpl::AcquireReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit AcquireReactor(WorkerServiceImpl* service) : service_(service) {}
+
+  void OnCancel() override {
+    if (service_->Unpark(this)) Finish(grpc::Status::CANCELLED);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  WorkerServiceImpl* const service_;
+};
+
+WorkerServiceImpl::WorkerServiceImpl(Coordinator* coordinator) : coordinator_(coordinator) {
+  coordinator_->SetWorkListener([this] { OnWork(); });
+  pump_ = std::thread([this] { Pump(); });
+}
+
+WorkerServiceImpl::~WorkerServiceImpl() { Shutdown(); }
+
+void WorkerServiceImpl::Shutdown() {
+  std::list<Waiter> parked;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_ && !pump_.joinable()) return;
+    shutting_down_ = true;
+    parked.swap(waiters_);
+  }
+  coordinator_->SetWorkListener(nullptr);
+  cv_.notify_all();
+  if (pump_.joinable()) pump_.join();
+  // An empty response: the worker simply asks again, and then learns that
+  // the server is gone.
+  for (Waiter& w : parked) w.reactor->Finish(grpc::Status::OK);
+}
+
+size_t WorkerServiceImpl::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiters_.size();
+}
+
+void WorkerServiceImpl::OnWork() {
+  work_generation_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool WorkerServiceImpl::Unpark(AcquireReactor* reactor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+    if (it->reactor == reactor) {
+      waiters_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void WorkerServiceImpl::Pump() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!shutting_down_) {
+    if (!work_) {
+      if (waiters_.empty()) {
+        cv_.wait(lock);
+      } else {
+        SteadyTime next = waiters_.front().deadline;
+        for (const Waiter& w : waiters_) next = std::min(next, w.deadline);
+        cv_.wait_until(lock, next);
+      }
+      if (shutting_down_) break;
+    }
+
+    // Waits that have run out end with an empty response.
+    const SteadyTime now = std::chrono::steady_clock::now();
+    std::vector<Waiter> expired;
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->deadline <= now) {
+        expired.push_back(*it);
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!expired.empty()) {
+      lock.unlock();
+      for (Waiter& w : expired) w.reactor->Finish(grpc::Status::OK);
+      lock.lock();
+    }
+
+    if (!work_) continue;
+    work_ = false;
+    // Oldest waiter first, until one finds nothing: work is not per worker,
+    // so the rest would find nothing either.
+    while (!shutting_down_ && !waiters_.empty()) {
+      Waiter w = waiters_.front();
+      waiters_.pop_front();
+      lock.unlock();
+      bool served = true;
+      if (w.context->IsCancelled()) {
+        w.reactor->Finish(grpc::Status::CANCELLED);
+      } else {
+        absl::StatusOr<std::vector<Task>> tasks = coordinator_->Acquire(
+            w.request->worker_id(), w.request->max_tasks(), w.request->max_seeds());
+        if (!tasks.ok()) {
+          w.reactor->Finish(ToGrpcStatus(tasks.status()));
+        } else if (!tasks->empty()) {
+          for (const Task& t : *tasks) *w.response->add_tasks() = ToProto(t);
+          w.reactor->Finish(grpc::Status::OK);
+        } else {
+          served = false;
+        }
+      }
+      lock.lock();
+      if (!served) {
+        if (shutting_down_) {
+          lock.unlock();
+          w.reactor->Finish(grpc::Status::OK);
+          lock.lock();
+        } else {
+          waiters_.push_front(w);
+        }
+        break;
+      }
+    }
+  }
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::RegisterWorker(
+    grpc::CallbackServerContext* context, const v1::RegisterWorkerRequest* request,
+    v1::RegisterWorkerResponse* response) {
+  WorkerRegistration reg;
+  reg.worker_id = request->worker_id();
+  reg.hostname = request->hostname();
+  reg.device = request->device();
+  reg.device_name = request->device_name();
+  reg.memory_bytes = request->memory_bytes();
+  reg.slots = request->slots();
+  reg.version = FromProto(request->version());
+  absl::StatusOr<std::string> id = coordinator_->RegisterWorker(reg);
+  if (id.ok()) {
+    const int lease_seconds =
+        static_cast<int>(std::max<int64_t>(1, coordinator_->options().lease_ms / 1000));
+    response->set_worker_id(*id);
+    response->set_lease_seconds(lease_seconds);
+    response->set_heartbeat_seconds(std::max(1, lease_seconds / 3));
+  }
+  return Done(context, id.status());
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerContext* context,
+                                                          const v1::AcquireTasksRequest* request,
+                                                          v1::AcquireTasksResponse* response) {
+  if (request->wait_ms() < 0 || request->wait_ms() > kMaxWaitMs) {
+    return Done(context, absl::InvalidArgumentError(absl::StrCat(
+                             "wait_ms: must be 0..", kMaxWaitMs, ", got ", request->wait_ms())));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) {
+      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(kShuttingDown);
+      return reactor;
+    }
+  }
+  const uint64_t generation = work_generation_.load();
+  absl::StatusOr<std::vector<Task>> tasks =
+      coordinator_->Acquire(request->worker_id(), request->max_tasks(), request->max_seeds());
+  if (!tasks.ok()) return Done(context, tasks.status());
+  if (!tasks->empty() || request->wait_ms() == 0) {
+    for (const Task& t : *tasks) *response->add_tasks() = ToProto(t);
+    return Done(context, absl::OkStatus());
+  }
+
+  auto* reactor = new AcquireReactor(this);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) {
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  waiters_.push_back(Waiter{reactor, context, request, response,
+                            std::chrono::steady_clock::now() +
+                                std::chrono::milliseconds(request->wait_ms())});
+  // Work that arrived between our Acquire and parking must not be missed.
+  if (work_generation_.load() != generation) work_ = true;
+  cv_.notify_all();
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
+                                                       const v1::HeartbeatRequest* request,
+                                                       v1::HeartbeatResponse* response) {
+  std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
+  absl::StatusOr<HeartbeatOutcome> out = coordinator_->Heartbeat(request->worker_id(), leases);
+  if (out.ok()) {
+    for (int64_t id : out->cancelled_lease_ids) response->add_cancelled_lease_ids(id);
+    for (int64_t id : out->lost_lease_ids) response->add_lost_lease_ids(id);
+    response->set_deadline_unix_ms(out->deadline_unix_ms);
+  }
+  return Done(context, out.status());
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
+    grpc::CallbackServerContext* context, const v1::CompleteTasksRequest* request,
+    v1::CompleteTasksResponse* response) {
+  std::vector<CellResult> results;
+  results.reserve(request->results_size());
+  for (const v1::CellResult& r : request->results()) {
+    results.push_back(CellResult{r.cell_id(), r.lease_id(), ranksweep::FromProto(r.result())});
+  }
+  absl::StatusOr<CompleteOutcome> out = coordinator_->Complete(request->worker_id(), results);
+  if (out.ok()) {
+    response->set_recorded(out->recorded);
+    response->set_duplicates(out->duplicates);
+  }
+  return Done(context, out.status());
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::FailTask(grpc::CallbackServerContext* context,
+                                                      const v1::FailTaskRequest* request,
+                                                      v1::FailTaskResponse* response) {
+  (void)response;
+  std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
+  return Done(context, coordinator_->Fail(request->worker_id(), leases, request->reason(),
+                                          request->release()));
+}
+
+}  // namespace ranksweep::server

@@ -1,0 +1,95 @@
+// WorkerService (ranksweep.v1) over the coordinator core: the calls worker
+// agents make. Unary calls translate and finish at once through
+// DefaultReactor(), except AcquireTasks, which is a long-poll: when no work
+// is available the call is parked in a waiter list (no thread is held) and
+// finished later by one pump thread, either when the coordinator reports
+// new work (a submit, an expired or released lease, a retry) or with an
+// empty response when its wait_ms elapses. Waiters are served first come,
+// first served.
+//
+// Ownership: the coordinator is not owned and must outlive this service.
+// The service registers itself as the coordinator's work listener and
+// unregisters in Shutdown(). Parked reactors are owned by gRPC.
+//
+// Shutdown(): parked AcquireTasks calls finish at once with an empty
+// response, later ones fail with UNAVAILABLE, and the pump thread stops.
+// Call it before grpc::Server::Shutdown(); the destructor calls it too.
+//
+// Thread-safety: all methods may be called concurrently, as gRPC does.
+#ifndef RANKSWEEP_SERVER_SERVICE_WORKER_SERVICE_H_
+#define RANKSWEEP_SERVER_SERVICE_WORKER_SERVICE_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "server/core/coordinator.h"
+
+namespace ranksweep::server {
+
+class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
+ public:
+  static constexpr int kMaxWaitMs = 60'000;
+
+  explicit WorkerServiceImpl(Coordinator* coordinator);
+  ~WorkerServiceImpl() override;
+
+  void Shutdown();
+
+  // Long-polls parked right now (for tests and logs).
+  size_t waiting() const;
+
+  grpc::ServerUnaryReactor* RegisterWorker(grpc::CallbackServerContext* context,
+                                           const v1::RegisterWorkerRequest* request,
+                                           v1::RegisterWorkerResponse* response) override;
+  grpc::ServerUnaryReactor* AcquireTasks(grpc::CallbackServerContext* context,
+                                         const v1::AcquireTasksRequest* request,
+                                         v1::AcquireTasksResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* CompleteTasks(grpc::CallbackServerContext* context,
+                                          const v1::CompleteTasksRequest* request,
+                                          v1::CompleteTasksResponse* response) override;
+  grpc::ServerUnaryReactor* FailTask(grpc::CallbackServerContext* context,
+                                     const v1::FailTaskRequest* request,
+                                     v1::FailTaskResponse* response) override;
+
+ private:
+  class AcquireReactor;
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  struct Waiter {
+    AcquireReactor* reactor;
+    grpc::CallbackServerContext* context;
+    const v1::AcquireTasksRequest* request;  // owned by gRPC until finished
+    v1::AcquireTasksResponse* response;
+    SteadyTime deadline;
+  };
+
+  void OnWork();
+  void Pump();
+  // Removes the waiter of `reactor` if it is still parked; true if it was.
+  bool Unpark(AcquireReactor* reactor);
+
+  Coordinator* const coordinator_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool shutting_down_ = false;
+  bool work_ = false;  // the coordinator reported new work since the last pass
+  std::atomic<uint64_t> work_generation_{0};
+  std::list<Waiter> waiters_;  // oldest first
+  std::thread pump_;
+};
+
+}  // namespace ranksweep::server
+
+#endif  // RANKSWEEP_SERVER_SERVICE_WORKER_SERVICE_H_
