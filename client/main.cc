@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <future>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "client/spec_file.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
@@ -32,6 +34,7 @@ constexpr char kFooter[] = R"(Exit codes:
   3  not found (no such sweep)
   4  watch: the sweep ended FAILED or CANCELLED
   5  other server error
+health: 0 when SERVING, 2 when unreachable or not serving.
 Environment: RANKSWEEP_ADDR is the default for --addr.)";
 
 struct Globals {
@@ -401,6 +404,35 @@ int Main(int argc, char** argv) {
       std::vector<v1::WorkerInfo> list(resp.workers().begin(), resp.workers().end());
       std::cout << RenderTable(WorkersTable(list, absl::Now()));
       return static_cast<int>(kExitOk);
+    };
+  });
+
+  // ---- health
+  CLI::App* health = app.add_subcommand(
+      "health", "Check the coordinator's grpc.health.v1 status; exit 0 when SERVING");
+  health->footer(kFooter);
+  health->callback([&] {
+    action = [&](Client* c) {
+      // The standard health service through a generic call, so no extra
+      // generated code is needed: an empty HealthCheckRequest (service "")
+      // and a HealthCheckResponse whose field 1 is SERVING (1).
+      grpc::GenericStub stub(
+          grpc::CreateChannel(c->globals().addr, grpc::InsecureChannelCredentials()));
+      auto ctx = c->Context();
+      grpc::Slice empty{std::string()};
+      grpc::ByteBuffer request(&empty, 1), response;
+      std::promise<grpc::Status> done;
+      stub.UnaryCall(ctx.get(), "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                     &response, [&](grpc::Status s) { done.set_value(std::move(s)); });
+      grpc::Status status = done.get_future().get();
+      if (!status.ok()) return Report(c->globals(), status, "health");
+      std::vector<grpc::Slice> slices;
+      (void)response.Dump(&slices);
+      std::string bytes;
+      for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+      const bool serving = bytes.size() == 2 && bytes[0] == 0x08 && bytes[1] == 0x01;
+      std::cout << (serving ? "SERVING" : "NOT_SERVING") << "\n";
+      return serving ? static_cast<int>(kExitOk) : static_cast<int>(kExitUnreachable);
     };
   });
 
