@@ -149,6 +149,9 @@ int Run() {
   // shutdown does not wait on them.
   worker_service.Shutdown();
   sweep_service.Shutdown();
+  // Calls still running get 5 s to finish; so do idle client connections,
+  // which grpc waits for too. A call cut off here is safe to repeat:
+  // CompleteTasks is all-or-nothing and idempotent under its lease.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Wait();
   server.reset();
