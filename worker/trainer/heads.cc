@@ -209,7 +209,7 @@ SoftmaxHeadImpl::SoftmaxHeadImpl(const HeadConfig& config, const std::vector<uin
   const int m = config.m, ds = config.score_dim;
   w_q_ = register_parameter("w_q", DrawUniform(m, ds, 1.0 / std::sqrt(m)));
   w_k_ = register_parameter("w_k", DrawUniform(m, ds, 1.0 / std::sqrt(m)));
-  log_tau_ = register_parameter("log_tau", torch::zeros({num_seeds_}, torch::kFloat32));
+  inv_tau_ = register_parameter("inv_tau", torch::ones({num_seeds_}, torch::kFloat32));
   const int dv = config.value_dim;
   value() = register_parameter("value", DrawUniform(m + 1, dv, 1.0 / std::sqrt(m)));
   readout_u() = register_parameter(
@@ -223,8 +223,7 @@ torch::Tensor SoftmaxHeadImpl::forward(const torch::Tensor& x) {
   torch::Tensor flat = x.reshape({s, b * n, m});
   torch::Tensor q = torch::bmm(flat, w_q_).view({s, b, n, -1});
   torch::Tensor k = torch::bmm(flat, w_k_).view({s, b, n, -1});
-  torch::Tensor scores = torch::matmul(q, k.transpose(2, 3)) *
-                         torch::exp(-log_tau_).view({s, 1, 1, 1});
+  torch::Tensor scores = torch::matmul(q, k.transpose(2, 3)) * inv_tau_.view({s, 1, 1, 1});
   torch::Tensor weights = torch::softmax(scores, -1);                      // [S,B,N,N]
   torch::Tensor v = Values(flat).view({s, b, n, config_.value_dim});
   torch::Tensor y = torch::matmul(weights, v);                              // [S,B,N,dv]
@@ -312,7 +311,7 @@ absl::StatusOr<std::shared_ptr<AttentionHeadImpl>> MakeConstruction(const HeadSp
       torch::Tensor eye = torch::eye(m, torch::kFloat32);
       h->w_q().copy_((-beta * eye).expand_as(h->w_q()));
       h->w_k().copy_(eye.expand_as(h->w_k()));
-      h->log_tau().zero_();
+      h->inv_tau().fill_(1.0);
       set_readout(*h, 1.0, 0.0);
       return std::shared_ptr<AttentionHeadImpl>(h);
     }

@@ -100,17 +100,20 @@ class KernelHeadImpl : public AttentionHeadImpl {
 };
 TORCH_MODULE(KernelHead);
 
-// Dense softmax: s_ij = <W_q x_i, W_k x_j> / exp(log_tau), weights softmax_j.
+// Dense softmax: s_ij = <W_q x_i, W_k x_j> / tau, weights softmax_j. The
+// temperature is learned as its inverse (init 1), not as log tau: under a
+// log parameterization Adam drove tau up to uniform attention early in
+// training, a plateau several seeds never left.
 class SoftmaxHeadImpl : public AttentionHeadImpl {
  public:
   SoftmaxHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds);
   torch::Tensor forward(const torch::Tensor& x) override;
   torch::Tensor& w_q() { return w_q_; }          // [S, m, score_dim]
   torch::Tensor& w_k() { return w_k_; }          // [S, m, score_dim]
-  torch::Tensor& log_tau() { return log_tau_; }  // [S]
+  torch::Tensor& inv_tau() { return inv_tau_; }  // [S], 1 / tau
 
  private:
-  torch::Tensor w_q_, w_k_, log_tau_;
+  torch::Tensor w_q_, w_k_, inv_tau_;
 };
 TORCH_MODULE(SoftmaxHead);
 

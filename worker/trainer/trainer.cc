@@ -83,7 +83,33 @@ absl::Status FromException(const std::exception& e) {
   return absl::InternalError(absl::StrCat("trainer: ", first));
 }
 
+// Specs built in code (not parsed) can carry enum values outside the named
+// set; ValidateTaskSpec does not look at them, so check here.
+absl::Status CheckEnums(const TaskSpec& spec) {
+  auto unknown = [](const char* name) { return std::string(name) == "?"; };
+  if (unknown(Name(spec.dataset.kind))) {
+    return absl::InvalidArgumentError("dataset.kind must be one of exhaustive, witness, pool");
+  }
+  if (unknown(Name(spec.head.kind))) {
+    return absl::InvalidArgumentError(
+        "head.kind must be one of kernel, softmax, signed_kernel, multihead_kernel");
+  }
+  if (unknown(Name(spec.head.feature_map))) {
+    return absl::InvalidArgumentError(
+        "head.feature_map must be one of elu1, relu_eps, softplus, exp, favor");
+  }
+  if (unknown(Name(spec.head.construction))) {
+    return absl::InvalidArgumentError(
+        "head.construction must be one of none, rank1, indicator, softmax_exact");
+  }
+  if (unknown(Name(spec.train.loss))) {
+    return absl::InvalidArgumentError("train.loss must be one of mse, ce");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TaskResult> RunTaskUnsafe(const TaskSpec& spec, const RunOptions& options) {
+  RETURN_IF_ERROR(CheckEnums(spec));
   RETURN_IF_ERROR(ValidateTaskSpec(spec));
   ASSIGN_OR_RETURN(const torch::Device device, ResolveDevice(options.device));
   ApplyThreadSetting();
