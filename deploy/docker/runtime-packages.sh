@@ -13,13 +13,12 @@ if [ -n "$missing" ]; then
   echo "runtime-packages: unresolved libraries: $missing" >&2
   exit 1
 fi
+# dpkg records a path either under /lib or under /usr/lib, and ldd may print
+# either one; BLAS and LAPACK are reached through /etc/alternatives symlinks.
+# So ask dpkg (once, it is slow) about every spelling of every library.
 ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
 while read -r lib; do
-  # dpkg records a path either under /lib or under /usr/lib; ldd may print
-  # either one, so try both spellings, then the symlink's target (BLAS and
-  # LAPACK are reached through /etc/alternatives).
   rel=${lib#/usr}
   real=$(realpath "$lib")
-  dpkg -S "$rel" 2>/dev/null || dpkg -S "/usr$rel" 2>/dev/null ||
-    dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || true
-done | cut -d: -f1 | sort -u
+  printf '%s\n' "$rel" "/usr$rel" "$real" "${real#/usr}"
+done | sort -u | xargs -r dpkg -S 2>/dev/null | grep -v '^diversion ' | cut -d: -f1 | sort -u
