@@ -499,17 +499,23 @@ absl::StatusOr<SweepInfo> Coordinator::GetSweep(const std::string& sweep_id) {
   return info;
 }
 
-absl::StatusOr<std::vector<SweepInfo>> Coordinator::ListSweeps(std::optional<SweepState> state,
-                                                               int limit) {
+absl::StatusOr<std::vector<SweepInfo>> Coordinator::ListSweeps(
+    std::optional<SweepState> state, int limit, const std::optional<std::string>& owner) {
   if (limit <= 0) limit = kDefaultListLimit;
   std::vector<SweepInfo> sweeps;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
     std::vector<std::string> ids;
     {
       ASSIGN_OR_RETURN(Statement q,
-                       c.Prepare("SELECT id FROM sweeps WHERE ?1 = 0 OR state = ?1 "
+                       c.Prepare("SELECT id FROM sweeps WHERE (?1 = 0 OR state = ?1) "
+                                 "AND (?3 IS NULL OR owner = ?3) "
                                  "ORDER BY created_ms DESC, rowid DESC LIMIT ?2"));
       q.Bind(1, state.has_value() ? static_cast<int>(*state) : 0).Bind(2, limit);
+      if (owner.has_value()) {
+        q.Bind(3, *owner);
+      } else {
+        q.BindNull(3);
+      }
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -523,6 +529,21 @@ absl::StatusOr<std::vector<SweepInfo>> Coordinator::ListSweeps(std::optional<Swe
     return absl::OkStatus();
   }));
   return sweeps;
+}
+
+absl::StatusOr<std::string> Coordinator::SweepOwner(const std::string& sweep_id) {
+  if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
+  std::string owner;
+  // A primary-key lookup: it does not need to queue behind long queries.
+  RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT owner FROM sweeps WHERE id = ?1"));
+    q.Bind(1, sweep_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+    owner = q.ColumnText(0);
+    return absl::OkStatus();
+  }));
+  return owner;
 }
 
 absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {

@@ -97,8 +97,14 @@ class Coordinator {
   absl::StatusOr<SubmitOutcome> Submit(const SweepSpec& spec, const std::string& owner);
 
   absl::StatusOr<SweepInfo> GetSweep(const std::string& sweep_id);
-  // Newest first; `state` unset = all; limit <= 0 means 100.
-  absl::StatusOr<std::vector<SweepInfo>> ListSweeps(std::optional<SweepState> state, int limit);
+  // Newest first; `state` unset = all; limit <= 0 means 100; `owner` set =
+  // only that owner's sweeps (the limit applies after the filter).
+  absl::StatusOr<std::vector<SweepInfo>> ListSweeps(
+      std::optional<SweepState> state, int limit,
+      const std::optional<std::string>& owner = std::nullopt);
+  // The owner recorded at Submit, a cheap lookup for access checks.
+  // InvalidArgument for an empty id, NotFound for an unknown sweep.
+  absl::StatusOr<std::string> SweepOwner(const std::string& sweep_id);
 
   // Stops handing out the sweep's cells: pending and leased cells become
   // CANCELLED (leased ones are reported to their worker by Heartbeat) and the

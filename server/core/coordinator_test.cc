@@ -232,6 +232,34 @@ TEST_F(CoordinatorTest, ListSweepsNewestFirstWithStateFilter) {
   EXPECT_EQ(limited->size(), 1u);
 }
 
+TEST_F(CoordinatorTest, ListSweepsByOwnerAndSweepOwner) {
+  auto alice1 = coordinator_->Submit(MakeSpec("a1"), "alice");
+  clock_.AdvanceMs(1);
+  auto bob = coordinator_->Submit(MakeSpec("b"), "bob");
+  clock_.AdvanceMs(1);
+  auto alice2 = coordinator_->Submit(MakeSpec("a2"), "alice");
+  ASSERT_TRUE(alice1.ok() && bob.ok() && alice2.ok());
+  ASSERT_TRUE(coordinator_->Cancel(alice1->sweep_id).ok());
+
+  auto mine = coordinator_->ListSweeps(std::nullopt, 0, std::string("alice"));
+  ASSERT_TRUE(mine.ok());
+  ASSERT_EQ(mine->size(), 2u);
+  EXPECT_EQ((*mine)[0].sweep_id, alice2->sweep_id);
+  EXPECT_EQ((*mine)[1].sweep_id, alice1->sweep_id);
+  auto running = coordinator_->ListSweeps(SweepState::kRunning, 0, std::string("alice"));
+  ASSERT_EQ(running->size(), 1u);
+  EXPECT_EQ((*running)[0].sweep_id, alice2->sweep_id);
+  auto limited = coordinator_->ListSweeps(std::nullopt, 1, std::string("alice"));
+  ASSERT_EQ(limited->size(), 1u);  // the limit applies after the owner filter
+  EXPECT_EQ((*limited)[0].owner, "alice");
+  EXPECT_EQ(coordinator_->ListSweeps(std::nullopt, 0, std::string("carol"))->size(), 0u);
+  EXPECT_EQ(coordinator_->ListSweeps(std::nullopt, 0)->size(), 3u);
+
+  EXPECT_EQ(*coordinator_->SweepOwner(bob->sweep_id), "bob");
+  EXPECT_EQ(coordinator_->SweepOwner("sw-00000000").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(coordinator_->SweepOwner("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // ------------------------------------------------------------------ leasing
 
 TEST_F(CoordinatorTest, AcquireLeasesCellsOfOneSweepHeadRankOnly) {

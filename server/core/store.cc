@@ -109,6 +109,19 @@ CREATE TABLE workers (
   completed     INTEGER NOT NULL DEFAULT 0
 );
 )sql"},
+    // Bearer tokens (server/core/auth.h). Only the SHA-256 of a token is
+    // stored; revoked tokens keep their row (and name) for the record.
+    {2, R"sql(
+CREATE TABLE tokens (
+  name       TEXT PRIMARY KEY,
+  role       TEXT NOT NULL,
+  hash       TEXT NOT NULL UNIQUE,
+  created_ms INTEGER NOT NULL,
+  revoked_ms INTEGER NOT NULL DEFAULT 0  -- 0: active
+);
+-- A user's sweeps, newest first (ListSweeps for a non-admin caller).
+CREATE INDEX sweeps_by_owner ON sweeps(owner, created_ms);
+)sql"},
 };
 
 absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,
@@ -232,7 +245,8 @@ Store::Store(std::string path, std::unique_ptr<Connection> writer)
     : path_(std::move(path)), writer_(std::move(writer)) {}
 
 Store::~Store() {
-  // The reader goes first so that the writer's close can checkpoint the WAL.
+  // The readers go first so that the writer's close can checkpoint the WAL.
+  quick_reader_.reset();
   reader_.reset();
   writer_.reset();
 }
@@ -262,6 +276,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   ASSIGN_OR_RETURN(sqlite3 * rdb, OpenConnection(path, SQLITE_OPEN_READONLY, options));
   store->reader_.reset(new Connection(rdb));
   RETURN_IF_ERROR(store->reader_->Exec("PRAGMA query_only=ON"));
+  ASSIGN_OR_RETURN(sqlite3 * qdb, OpenConnection(path, SQLITE_OPEN_READONLY, options));
+  store->quick_reader_.reset(new Connection(qdb));
+  RETURN_IF_ERROR(store->quick_reader_->Exec("PRAGMA query_only=ON"));
   return store;
 }
 
@@ -320,14 +337,26 @@ absl::Status Store::Write(absl::FunctionRef<absl::Status(Connection&)> fn) {
   return s;
 }
 
-absl::Status Store::Read(absl::FunctionRef<absl::Status(Connection&)> fn) {
-  std::lock_guard<std::mutex> lock(read_mu_);
-  Connection& r = *reader_;
+namespace {
+
+absl::Status ReadOn(Connection& r, absl::FunctionRef<absl::Status(Connection&)> fn) {
   RETURN_IF_ERROR(r.Exec("BEGIN"));
   absl::Status s = fn(r);
   // A read transaction has nothing to commit; ending it releases the snapshot.
   absl::Status end = r.Exec(s.ok() ? "COMMIT" : "ROLLBACK");
   return s.ok() ? end : s;
+}
+
+}  // namespace
+
+absl::Status Store::Read(absl::FunctionRef<absl::Status(Connection&)> fn) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return ReadOn(*reader_, fn);
+}
+
+absl::Status Store::QuickRead(absl::FunctionRef<absl::Status(Connection&)> fn) {
+  std::lock_guard<std::mutex> lock(quick_mu_);
+  return ReadOn(*quick_reader_, fn);
 }
 
 }  // namespace ranksweep::server

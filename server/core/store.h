@@ -10,6 +10,9 @@
 //    mutex. Read() runs a function inside one read transaction, a consistent
 //    snapshot. In WAL mode readers never block the writer and the writer never
 //    blocks readers, so a long query does not hold up leases or results.
+//  * A second read-only connection with its own mutex for QuickRead(): short
+//    indexed lookups made on every call (bearer-token checks), so that they
+//    never queue behind a long query on the first one.
 //
 // Prepared statements are cached per connection, keyed by their SQL text;
 // Connection::Prepare hands one out reset and unbound, and the Statement
@@ -118,10 +121,10 @@ struct StoreOptions {
 class Store {
  public:
   // The schema version this binary writes.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating if needed) the database at `path`, migrates it to
-  // kSchemaVersion, then opens the read-only connection.
+  // kSchemaVersion, then opens the read-only connections.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options = {});
   ~Store();  // closes both connections
@@ -134,6 +137,11 @@ class Store {
   // Runs `fn` in one read transaction on the read-only connection. Read
   // transactions are serialized among themselves but run alongside writes.
   absl::Status Read(absl::FunctionRef<absl::Status(Connection&)> fn);
+
+  // Like Read(), on a separate read-only connection reserved for short point
+  // lookups by an index (a token by its hash), so that they never wait for a
+  // long query running in Read(). Scans belong in Read().
+  absl::Status QuickRead(absl::FunctionRef<absl::Status(Connection&)> fn);
 
   // The schema version the file is at (kSchemaVersion after Open).
   absl::StatusOr<int> SchemaVersion();
@@ -149,6 +157,8 @@ class Store {
   std::unique_ptr<Connection> writer_;
   std::mutex read_mu_;
   std::unique_ptr<Connection> reader_;
+  std::mutex quick_mu_;
+  std::unique_ptr<Connection> quick_reader_;
 };
 
 }  // namespace ranksweep::server

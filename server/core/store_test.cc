@@ -73,6 +73,7 @@ TEST(StoreTest, OpenCreatesSchemaAtCurrentVersionInWalMode) {
   EXPECT_EQ(CountRows(**store, "cells"), 0);
   EXPECT_EQ(CountRows(**store, "results"), 0);
   EXPECT_EQ(CountRows(**store, "workers"), 0);
+  EXPECT_EQ(CountRows(**store, "tokens"), 0);
   EXPECT_EQ(CountRows(**store, "meta"), 2);  // next_lease_id, serve_counter
   EXPECT_EQ(Pragma(dir.File("a.db"), "journal_mode"), "wal");
 }
@@ -107,6 +108,53 @@ TEST(StoreTest, ReopenKeepsDataAndDoesNotMigrateAgain) {
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(CountRows(**store, "schema_version"), 1);
   EXPECT_EQ(CountRows(**store, "meta"), 3);
+}
+
+TEST(StoreTest, MigratesAVersion1FileToVersion2KeepingItsData) {
+  TempDir dir;
+  {
+    // A file as version 1 left it: no tokens table, no owner index.
+    auto store = Store::Open(dir.File("a.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)
+                    ->Write([](Connection& c) -> absl::Status {
+                      absl::Status s = c.Exec(
+                          "DROP TABLE tokens; DROP INDEX sweeps_by_owner; "
+                          "UPDATE schema_version SET version = 1");
+                      if (!s.ok()) return s;
+                      return InsertMeta(c, "x", 42);
+                    })
+                    .ok());
+  }
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), 2);
+  EXPECT_EQ(CountRows(**store, "schema_version"), 1);
+  EXPECT_EQ(CountRows(**store, "tokens"), 0);
+  EXPECT_EQ(CountRows(**store, "meta"), 3);
+}
+
+TEST(StoreTest, QuickReadSeesCommittedWrites) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Write([](Connection& c) { return InsertMeta(c, "x", 42); }).ok());
+  int64_t value = 0;
+  ASSERT_TRUE((*store)
+                  ->QuickRead([&](Connection& c) -> absl::Status {
+                    auto q = c.Prepare("SELECT value FROM meta WHERE key = 'x'");
+                    if (!q.ok()) return q.status();
+                    auto row = q->Step();
+                    if (!row.ok()) return row.status();
+                    value = q->ColumnInt(0);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_EQ(value, 42);
+  // Read-only, like the other reader.
+  absl::Status write = (*store)->QuickRead(
+      [](Connection& c) { return c.Exec("DELETE FROM meta"); });
+  EXPECT_EQ(write.code(), absl::StatusCode::kInternal);
 }
 
 TEST(StoreTest, RefusesNewerSchema) {
