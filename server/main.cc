@@ -4,16 +4,35 @@
 // and server reflection. Prints "ranksweepd listening on HOST:PORT" (the
 // bound port, also for --listen=...:0) on stdout once it serves; logs events
 // on stderr. SIGTERM or SIGINT shuts it down cleanly.
+//
+// Every ranksweep.v1 call needs a bearer token (docs/SECURITY.md) unless the
+// server runs with --insecure_local, which only a loopback --listen address
+// may use. --tls_cert/--tls_key serve TLS.
+//
+// `ranksweepd token create|list|revoke` manages the tokens in the same
+// database, also while a server runs on it: a new or revoked token takes
+// effect on the server's next call.
+//
+// Exit codes: 0 done; 1 a runtime failure (database, listening); 2 bad
+// flags or arguments.
 #include <signal.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -22,6 +41,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/core/auth.h"
 #include "server/core/clock.h"
 #include "server/core/coordinator.h"
 #include "server/core/log.h"
@@ -38,6 +61,14 @@ ABSL_FLAG(int, max_attempts, 3, "Leases a cell may use before it is marked FAILE
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "Largest gRPC message accepted or sent");
 ABSL_FLAG(int, busy_timeout_ms, 5000,
           "How long a database write waits for a lock held by another process");
+ABSL_FLAG(bool, insecure_local, false,
+          "Serve without authentication: every caller is the admin \"local\". Only with a "
+          "loopback --listen address (127.0.0.0/8, [::1], localhost)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain to serve TLS with (needs --tls_key); empty = plaintext");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, name, "", "token create/revoke: the token's name, 1..64 of [A-Za-z0-9._-]");
+ABSL_FLAG(std::string, role, "", "token create: admin, user or worker");
 
 namespace ranksweep::server {
 namespace {
@@ -49,7 +80,139 @@ std::string WithPort(const std::string& address, int port) {
   return host + ":" + std::to_string(port);
 }
 
-int Run() {
+constexpr int kUsageError = 2;
+
+// Exit code for a failed token command: bad input is a usage error.
+int ExitCodeFor(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : 1;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Checks that `cert_pem` and `key_pem` are a certificate and its private key,
+// so that a wrong file fails at start-up instead of at the first handshake.
+absl::Status CheckKeyPair(const std::string& cert_pem, const std::string& key_pem) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> cert_bio(
+      BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())), &BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr), &X509_free);
+  if (cert == nullptr) return absl::InvalidArgumentError("--tls_cert: no PEM certificate");
+  std::unique_ptr<BIO, decltype(&BIO_free)> key_bio(
+      BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())), &BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
+  if (key == nullptr) {
+    return absl::InvalidArgumentError("--tls_key: no unencrypted PEM private key");
+  }
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    return absl::InvalidArgumentError("--tls_key is not the private key of --tls_cert");
+  }
+  return absl::OkStatus();
+}
+
+// `ranksweepd token create|list|revoke`.
+int TokenCommand(const std::vector<std::string>& args) {
+  const std::string verb = args.size() >= 2 ? args[1] : "";
+  const std::string name = absl::GetFlag(FLAGS_name);
+  const std::string role_name = absl::GetFlag(FLAGS_role);
+  const bool create = verb == "create", list = verb == "list", revoke = verb == "revoke";
+  if (args.size() != 2 || !(create || list || revoke)) {
+    std::cerr << "usage: ranksweepd token create --db=FILE --name=NAME --role=admin|user|worker\n"
+                 "       ranksweepd token list --db=FILE\n"
+                 "       ranksweepd token revoke --db=FILE --name=NAME\n";
+    return kUsageError;
+  }
+  if ((create || revoke) && name.empty()) {
+    std::cerr << "ranksweepd: token " << verb << " needs --name\n";
+    return kUsageError;
+  }
+  if (list && !name.empty()) {
+    std::cerr << "ranksweepd: token list takes no --name\n";
+    return kUsageError;
+  }
+  if (create != !role_name.empty()) {
+    std::cerr << (create ? "ranksweepd: token create needs --role (admin, user or worker)\n"
+                         : "ranksweepd: --role is only for token create\n");
+    return kUsageError;
+  }
+  Role role = Role::kUser;
+  if (create) {
+    absl::StatusOr<Role> parsed = ParseRole(role_name);
+    if (!parsed.ok()) {
+      std::cerr << "ranksweepd: --role: " << parsed.status().message() << "\n";
+      return kUsageError;
+    }
+    role = *parsed;
+  }
+
+  const std::string db = absl::GetFlag(FLAGS_db);
+  StoreOptions store_options;
+  store_options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, store_options);
+  if (!store.ok()) {
+    std::cerr << "ranksweepd: cannot open " << db << ": " << store.status() << "\n";
+    return 1;
+  }
+  RealClock clock;
+  TokenStore tokens(store->get(), &clock);
+
+  if (create) {
+    absl::StatusOr<std::string> token = tokens.Create(name, role);
+    if (!token.ok()) {
+      std::cerr << "ranksweepd: " << token.status().message() << "\n";
+      return ExitCodeFor(token.status());
+    }
+    // stdout carries the token alone, so that it can be redirected into a
+    // secret file; the note goes to stderr.
+    std::cout << *token << std::endl;
+    std::cerr << "ranksweepd: created token \"" << name << "\" with role " << RoleName(role)
+              << " in " << db << ". It is shown only this once; the database keeps only its "
+                 "SHA-256.\n";
+    return 0;
+  }
+  if (revoke) {
+    absl::StatusOr<bool> revoked = tokens.Revoke(name);
+    if (!revoked.ok()) {
+      std::cerr << "ranksweepd: " << revoked.status().message() << "\n";
+      return ExitCodeFor(revoked.status());
+    }
+    std::cerr << "ranksweepd: token \"" << name << "\" "
+              << (*revoked ? "revoked" : "was already revoked") << "\n";
+    return 0;
+  }
+  absl::StatusOr<std::vector<TokenRecord>> records = tokens.List();
+  if (!records.ok()) {
+    std::cerr << "ranksweepd: " << records.status().message() << "\n";
+    return 1;
+  }
+  auto time = [](int64_t ms) {
+    return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+  };
+  size_t width = 4;
+  for (const TokenRecord& r : *records) width = std::max(width, r.name.size());
+  auto row = [&](const std::string& n, const std::string& ro, const std::string& created,
+                 const std::string& revoked) {
+    std::cout << n << std::string(width - n.size() + 2, ' ') << ro
+              << std::string(8 - ro.size(), ' ') << created
+              << std::string(created.size() < 22 ? 22 - created.size() : 1, ' ') << revoked
+              << "\n";
+  };
+  row("NAME", "ROLE", "CREATED", "REVOKED");
+  for (const TokenRecord& r : *records) {
+    row(r.name, RoleName(r.role), time(r.created_unix_ms),
+        r.revoked_unix_ms == 0 ? "-" : time(r.revoked_unix_ms));
+  }
+  std::cout << std::flush;
+  return 0;
+}
+
+int Serve() {
   const std::string listen = absl::GetFlag(FLAGS_listen);
   const std::string db = absl::GetFlag(FLAGS_db);
   const int lease_seconds = absl::GetFlag(FLAGS_lease_seconds);
@@ -66,6 +229,41 @@ int Run() {
   if (max_message_bytes < 1 << 20) {
     std::cerr << "ranksweepd: --max_message_bytes must be at least 1 MiB\n";
     return 2;
+  }
+  if (!absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_role).empty()) {
+    std::cerr << "ranksweepd: --name and --role belong to `ranksweepd token`\n";
+    return kUsageError;
+  }
+  const bool insecure_local = absl::GetFlag(FLAGS_insecure_local);
+  const bool loopback = IsLoopbackListenAddress(listen);
+  if (insecure_local && !loopback) {
+    std::cerr << "ranksweepd: --insecure_local turns authentication off and is allowed only on "
+                 "a loopback address (127.0.0.1, [::1], localhost), not --listen="
+              << listen
+              << ". To serve other machines, create tokens with `ranksweepd token create` "
+                 "and drop --insecure_local (docs/SECURITY.md).\n";
+    return kUsageError;
+  }
+  const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string tls_key = absl::GetFlag(FLAGS_tls_key);
+  if (tls_cert.empty() != tls_key.empty()) {
+    std::cerr << "ranksweepd: --tls_cert and --tls_key go together\n";
+    return kUsageError;
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!tls_cert.empty()) {
+    absl::StatusOr<std::string> cert = ReadFile(tls_cert, "--tls_cert");
+    absl::StatusOr<std::string> key = ReadFile(tls_key, "--tls_key");
+    absl::Status pair = !cert.ok() ? cert.status()
+                        : !key.ok() ? key.status()
+                                    : CheckKeyPair(*cert, *key);
+    if (!pair.ok()) {
+      std::cerr << "ranksweepd: " << pair.message() << "\n";
+      return kUsageError;
+    }
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    credentials = grpc::SslServerCredentials(ssl);
   }
 
   // SIGTERM / SIGINT are taken by sigwait below; block them before any
@@ -95,14 +293,38 @@ int Run() {
     return 1;
   }
 
-  SweepServiceImpl sweep_service(&coordinator);
-  WorkerServiceImpl worker_service(&coordinator);
+  TokenStore tokens(store->get(), &clock);
+  const Authorizer authorizer =
+      insecure_local ? Authorizer::InsecureLocal() : Authorizer(&tokens);
+  if (insecure_local) {
+    LogEvent("WARNING: --insecure_local: no authentication; every caller is the admin \"local\"");
+  } else {
+    absl::StatusOr<std::vector<TokenRecord>> records = tokens.List();
+    if (!records.ok()) {
+      std::cerr << "ranksweepd: cannot read tokens: " << records.status() << "\n";
+      return 1;
+    }
+    int active = 0;
+    for (const TokenRecord& r : *records) active += r.revoked_unix_ms == 0 ? 1 : 0;
+    LogEvent("authentication on: %d active token(s)%s", active,
+             active > 0 ? ""
+                        : "; create one with `ranksweepd token create --db=FILE --name=NAME "
+                          "--role=admin`");
+    if (!loopback && tls_cert.empty()) {
+      LogEvent("WARNING: serving %s without TLS: bearer tokens cross the network in plaintext; "
+               "use --tls_cert/--tls_key",
+               listen);
+    }
+  }
+
+  SweepServiceImpl sweep_service(&coordinator, &authorizer);
+  WorkerServiceImpl worker_service(&coordinator, &authorizer);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, credentials, &port);
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
   builder.RegisterService(&sweep_service);
@@ -130,8 +352,8 @@ int Run() {
   });
 
   const std::string bound = WithPort(listen, port);
-  LogEvent("ranksweepd serving %s on %s (lease %ds, max attempts %d)", db, bound, lease_seconds,
-           max_attempts);
+  LogEvent("ranksweepd serving %s on %s with %s (lease %ds, max attempts %d)", db, bound,
+           tls_cert.empty() ? "plaintext" : "TLS", lease_seconds, max_attempts);
   std::cout << "ranksweepd listening on " << bound << std::endl;  // flushes
 
   int sig = 0;
@@ -167,7 +389,15 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "ranksweep coordinator: serves SweepService and WorkerService over gRPC.\n"
       "Usage: ranksweepd [--listen=HOST:PORT] [--db=FILE] [--lease_seconds=N] "
-      "[--max_attempts=N]");
-  absl::ParseCommandLine(argc, argv);
-  return ranksweep::server::Run();
+      "[--max_attempts=N] [--tls_cert=PEM --tls_key=PEM] [--insecure_local]\n"
+      "       ranksweepd token create --db=FILE --name=NAME --role=admin|user|worker\n"
+      "       ranksweepd token list --db=FILE\n"
+      "       ranksweepd token revoke --db=FILE --name=NAME");
+  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  const std::vector<std::string> args(positional.begin() + 1, positional.end());
+  if (args.empty()) return ranksweep::server::Serve();
+  if (args[0] == "token") return ranksweep::server::TokenCommand(args);
+  std::cerr << "ranksweepd: unknown command \"" << args[0]
+            << "\"; the only subcommand is `token` (see --help)\n";
+  return ranksweep::server::kUsageError;
 }

@@ -38,7 +38,7 @@ class Ranksweepd {
       }
       close(out[0]);
       execl(RANKSWEEPD_BIN, RANKSWEEPD_BIN, "--listen=127.0.0.1:0", ("--db=" + db).c_str(),
-            "--lease_seconds=30", static_cast<char*>(nullptr));
+            "--lease_seconds=30", "--insecure_local", static_cast<char*>(nullptr));
       _exit(127);
     }
     close(out[1]);

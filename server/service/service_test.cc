@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "server/core/auth.h"
 #include "server/core/clock.h"
 #include "server/core/coordinator.h"
 #include "server/core/log.h"
@@ -64,8 +65,8 @@ class ServiceTest : public ::testing::Test {
     CoordinatorOptions options;
     options.lease_ms = 10'000;
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, options);
-    sweeps_ = std::make_unique<SweepServiceImpl>(coordinator_.get());
-    workers_ = std::make_unique<WorkerServiceImpl>(coordinator_.get());
+    sweeps_ = std::make_unique<SweepServiceImpl>(coordinator_.get(), &authorizer_);
+    workers_ = std::make_unique<WorkerServiceImpl>(coordinator_.get(), &authorizer_);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -150,6 +151,8 @@ class ServiceTest : public ::testing::Test {
   ManualClock clock_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;
+  // Authentication has its own suite (service_auth_test.cc).
+  const Authorizer authorizer_ = Authorizer::InsecureLocal();
   std::unique_ptr<SweepServiceImpl> sweeps_;
   std::unique_ptr<WorkerServiceImpl> workers_;
   std::unique_ptr<grpc::Server> server_;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "proto/convert.h"
+#include "server/service/call_auth.h"
 #include "server/service/translate.h"
 
 namespace ranksweep::server {
@@ -14,6 +15,13 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl:
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
+
+// A WatchSweep refused before it started (authorization, shutdown).
+class RefusedWatch final : public grpc::ServerWriteReactor<v1::SweepEvent> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
 
 // Messages queued for a slow watcher beyond this are dropped (oldest
 // first); every event carries the full SweepInfo, so nothing but the
@@ -117,8 +125,8 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
   bool last_was_final_ = false;
 };
 
-SweepServiceImpl::SweepServiceImpl(Coordinator* coordinator, std::string owner)
-    : coordinator_(coordinator), owner_(std::move(owner)) {}
+SweepServiceImpl::SweepServiceImpl(Coordinator* coordinator, const Authorizer* authorizer)
+    : coordinator_(coordinator), authorizer_(authorizer) {}
 
 SweepServiceImpl::~SweepServiceImpl() { Shutdown(); }
 
@@ -133,10 +141,21 @@ void SweepServiceImpl::Forget(WatchReactor* reactor) {
   watches_.erase(reactor);
 }
 
+absl::Status SweepServiceImpl::CheckAccess(const Principal& caller, const std::string& sweep_id,
+                                           std::string_view action) {
+  if (SeesAllSweeps(caller)) return absl::OkStatus();
+  absl::StatusOr<std::string> owner = coordinator_->SweepOwner(sweep_id);
+  if (!owner.ok()) return owner.status();
+  return CheckSweepAccess(caller, sweep_id, *owner, action);
+}
+
 grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerContext* context,
                                                         const v1::SubmitSweepRequest* request,
                                                         v1::SubmitSweepResponse* response) {
-  absl::StatusOr<SubmitOutcome> out = coordinator_->Submit(ranksweep::FromProto(request->spec()), owner_);
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kSubmitSweep);
+  if (!caller.ok()) return Done(context, caller.status());
+  absl::StatusOr<SubmitOutcome> out =
+      coordinator_->Submit(ranksweep::FromProto(request->spec()), caller->name);
   if (out.ok()) {
     response->set_sweep_id(out->sweep_id);
     response->set_cells(out->cells);
@@ -147,22 +166,30 @@ grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* SweepServiceImpl::GetSweep(grpc::CallbackServerContext* context,
                                                      const v1::GetSweepRequest* request,
                                                      v1::GetSweepResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kGetSweep);
+  if (!caller.ok()) return Done(context, caller.status());
   absl::StatusOr<SweepInfo> info = coordinator_->GetSweep(request->sweep_id());
-  if (info.ok()) *response->mutable_sweep() = ToProto(*info);
-  return Done(context, info.status());
+  if (!info.ok()) return Done(context, info.status());
+  absl::Status access = CheckSweepAccess(*caller, info->sweep_id, info->owner, "read");
+  if (access.ok()) *response->mutable_sweep() = ToProto(*info);
+  return Done(context, access);
 }
 
 grpc::ServerUnaryReactor* SweepServiceImpl::ListSweeps(grpc::CallbackServerContext* context,
                                                        const v1::ListSweepsRequest* request,
                                                        v1::ListSweepsResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kListSweeps);
+  if (!caller.ok()) return Done(context, caller.status());
   absl::StatusOr<std::optional<SweepState>> state =
       SweepStateFromProto(request->state(), "state");
   if (!state.ok()) return Done(context, state.status());
   if (request->limit() < 0) {
     return Done(context, absl::InvalidArgumentError("limit: must be >= 0"));
   }
+  const std::optional<std::string> owner =
+      SeesAllSweeps(*caller) ? std::nullopt : std::optional<std::string>(caller->name);
   absl::StatusOr<std::vector<SweepInfo>> sweeps =
-      coordinator_->ListSweeps(*state, request->limit());
+      coordinator_->ListSweeps(*state, request->limit(), owner);
   if (sweeps.ok()) {
     for (const SweepInfo& s : *sweeps) *response->add_sweeps() = ToProto(s);
   }
@@ -172,6 +199,11 @@ grpc::ServerUnaryReactor* SweepServiceImpl::ListSweeps(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* SweepServiceImpl::CancelSweep(grpc::CallbackServerContext* context,
                                                         const v1::CancelSweepRequest* request,
                                                         v1::CancelSweepResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCancelSweep);
+  if (!caller.ok()) return Done(context, caller.status());
+  // Owners never change, so checking before cancelling races with nothing.
+  absl::Status access = CheckAccess(*caller, request->sweep_id(), "cancel");
+  if (!access.ok()) return Done(context, access);
   absl::StatusOr<int64_t> n = coordinator_->Cancel(request->sweep_id());
   if (n.ok()) response->set_cells_cancelled(*n);
   return Done(context, n.status());
@@ -179,7 +211,10 @@ grpc::ServerUnaryReactor* SweepServiceImpl::CancelSweep(grpc::CallbackServerCont
 
 grpc::ServerWriteReactor<v1::SweepEvent>* SweepServiceImpl::WatchSweep(
     grpc::CallbackServerContext* context, const v1::WatchSweepRequest* request) {
-  (void)context;
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kWatchSweep);
+  if (!caller.ok()) return new RefusedWatch(ToGrpcStatus(caller.status()));
+  absl::Status access = CheckAccess(*caller, request->sweep_id(), "read");
+  if (!access.ok()) return new RefusedWatch(ToGrpcStatus(access));
   auto* reactor = new WatchReactor(this, request->sweep_id());
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -196,6 +231,10 @@ grpc::ServerWriteReactor<v1::SweepEvent>* SweepServiceImpl::WatchSweep(
 grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerContext* context,
                                                          const v1::QueryResultsRequest* request,
                                                          v1::QueryResultsResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kQueryResults);
+  if (!caller.ok()) return Done(context, caller.status());
+  absl::Status access = CheckAccess(*caller, request->sweep_id(), "read");
+  if (!access.ok()) return Done(context, access);
   ResultQuery query;
   query.sweep_id = request->sweep_id();
   query.head = request->head();
@@ -219,6 +258,8 @@ grpc::ServerUnaryReactor* SweepServiceImpl::ListWorkers(grpc::CallbackServerCont
                                                         const v1::ListWorkersRequest* request,
                                                         v1::ListWorkersResponse* response) {
   (void)request;
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kListWorkers);
+  if (!caller.ok()) return Done(context, caller.status());
   absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator_->ListWorkers();
   if (workers.ok()) {
     for (const WorkerInfo& w : *workers) *response->add_workers() = ToProto(w);

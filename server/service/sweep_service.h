@@ -3,8 +3,13 @@
 // DefaultReactor(); WatchSweep is a write reactor fed by the coordinator's
 // change listener, so a watch holds no thread while it waits.
 //
-// Ownership: the coordinator is not owned and must outlive this service and
-// the gRPC server it is registered with. Watch reactors are owned by gRPC
+// Every call is first authorized (server/service/call_auth.h): people's
+// calls need role user or admin. A sweep's owner is the caller's name; a
+// user lists, reads, watches and cancels only its own sweeps
+// (PERMISSION_DENIED for another's), an admin all of them.
+//
+// Ownership: the coordinator and the authorizer are not owned and must
+// outlive this service and the gRPC server it is registered with. Watch reactors are owned by gRPC
 // and delete themselves when done.
 //
 // Shutdown(): every open watch ends with UNAVAILABLE and new watches are
@@ -19,18 +24,19 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include <grpcpp/grpcpp.h>
 
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "server/core/auth.h"
 #include "server/core/coordinator.h"
 
 namespace ranksweep::server {
 
 class SweepServiceImpl final : public v1::SweepService::CallbackService {
  public:
-  // `owner` is recorded on every submitted sweep (authentication comes later).
-  explicit SweepServiceImpl(Coordinator* coordinator, std::string owner = "local");
+  SweepServiceImpl(Coordinator* coordinator, const Authorizer* authorizer);
   ~SweepServiceImpl() override;
 
   void Shutdown();
@@ -60,8 +66,13 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
   class WatchReactor;
   void Forget(WatchReactor* reactor);
 
+  // OK when `caller` may `action` the sweep (admins always; users only
+  // their own); NotFound for an unknown sweep.
+  absl::Status CheckAccess(const Principal& caller, const std::string& sweep_id,
+                           std::string_view action);
+
   Coordinator* const coordinator_;
-  const std::string owner_;
+  const Authorizer* const authorizer_;
 
   std::mutex mu_;
   bool shutting_down_ = false;

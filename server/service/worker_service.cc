@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/convert.h"
+#include "server/service/call_auth.h"
 #include "server/service/translate.h"
 
 namespace ranksweep::server {
@@ -36,7 +37,8 @@ class WorkerServiceImpl::AcquireReactor final : public grpc::ServerUnaryReactor 
   WorkerServiceImpl* const service_;
 };
 
-WorkerServiceImpl::WorkerServiceImpl(Coordinator* coordinator) : coordinator_(coordinator) {
+WorkerServiceImpl::WorkerServiceImpl(Coordinator* coordinator, const Authorizer* authorizer)
+    : coordinator_(coordinator), authorizer_(authorizer) {
   coordinator_->SetWorkListener([this] { OnWork(); });
   pump_ = std::thread([this] { Pump(); });
 }
@@ -156,6 +158,8 @@ void WorkerServiceImpl::Pump() {
 grpc::ServerUnaryReactor* WorkerServiceImpl::RegisterWorker(
     grpc::CallbackServerContext* context, const v1::RegisterWorkerRequest* request,
     v1::RegisterWorkerResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kRegisterWorker);
+  if (!caller.ok()) return Done(context, caller.status());
   WorkerRegistration reg;
   reg.worker_id = request->worker_id();
   reg.hostname = request->hostname();
@@ -178,6 +182,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::RegisterWorker(
 grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerContext* context,
                                                           const v1::AcquireTasksRequest* request,
                                                           v1::AcquireTasksResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kAcquireTasks);
+  if (!caller.ok()) return Done(context, caller.status());
   if (request->wait_ms() < 0 || request->wait_ms() > kMaxWaitMs) {
     return Done(context, absl::InvalidArgumentError(absl::StrCat(
                              "wait_ms: must be 0..", kMaxWaitMs, ", got ", request->wait_ms())));
@@ -217,6 +223,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                        const v1::HeartbeatRequest* request,
                                                        v1::HeartbeatResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kHeartbeat);
+  if (!caller.ok()) return Done(context, caller.status());
   std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
   absl::StatusOr<HeartbeatOutcome> out = coordinator_->Heartbeat(request->worker_id(), leases);
   if (out.ok()) {
@@ -230,6 +238,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
     grpc::CallbackServerContext* context, const v1::CompleteTasksRequest* request,
     v1::CompleteTasksResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
+  if (!caller.ok()) return Done(context, caller.status());
   std::vector<CellResult> results;
   results.reserve(request->results_size());
   for (const v1::CellResult& r : request->results()) {
@@ -246,6 +256,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
 grpc::ServerUnaryReactor* WorkerServiceImpl::FailTask(grpc::CallbackServerContext* context,
                                                       const v1::FailTaskRequest* request,
                                                       v1::FailTaskResponse* response) {
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kFailTask);
+  if (!caller.ok()) return Done(context, caller.status());
   (void)response;
   std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
   return Done(context, coordinator_->Fail(request->worker_id(), leases, request->reason(),

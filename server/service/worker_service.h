@@ -7,7 +7,11 @@
 // empty response when its wait_ms elapses. Waiters are served first come,
 // first served.
 //
-// Ownership: the coordinator is not owned and must outlive this service.
+// Every call is first authorized (server/service/call_auth.h): worker calls
+// need role worker or admin.
+//
+// Ownership: the coordinator and the authorizer are not owned and must
+// outlive this service.
 // The service registers itself as the coordinator's work listener and
 // unregisters in Shutdown(). Parked reactors are owned by gRPC.
 //
@@ -30,6 +34,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "server/core/auth.h"
 #include "server/core/coordinator.h"
 
 namespace ranksweep::server {
@@ -38,7 +43,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   static constexpr int kMaxWaitMs = 60'000;
 
-  explicit WorkerServiceImpl(Coordinator* coordinator);
+  WorkerServiceImpl(Coordinator* coordinator, const Authorizer* authorizer);
   ~WorkerServiceImpl() override;
 
   void Shutdown();
@@ -80,6 +85,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   bool Unpark(AcquireReactor* reactor);
 
   Coordinator* const coordinator_;
+  const Authorizer* const authorizer_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
