@@ -13,7 +13,7 @@ command -v yamllint >/dev/null 2>&1 ||
 command -v shellcheck >/dev/null 2>&1 ||
   fail "shellcheck not found: install Debian's shellcheck package (scripts/install-deps)"
 
-mapfile -t yaml_files < <(find . \( -name '.git' -o -name 'build*' -o -name node_modules \
+mapfile -t yaml_files < <(find . -type d \( -name '.git' -o -name 'build*' -o -name node_modules \
                                     -o -name '.whl' -o -name '.gl' \) -prune -o \
                                  -type f \( -name '*.yml' -o -name '*.yaml' -o -name .yamllint \) \
                                  -print | sort)
