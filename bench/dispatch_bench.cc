@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
   ranksweep::testing::TempDir dir;
   ranksweep::testing::Process server(
       {flags.ranksweepd, "--listen=127.0.0.1:0", "--db=" + dir.path() + "/bench.db",
-       "--lease_seconds=600"},
+       "--lease_seconds=600", "--insecure_local"},
       dir.path() + "/ranksweepd");
   auto addr = server.WaitForStdout(std::regex("listening on (\\S+)"), 30s);
   if (!addr) {

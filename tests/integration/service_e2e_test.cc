@@ -49,7 +49,7 @@ class Cluster {
   std::string StartServer(const std::string& port = "0") {
     server_ = std::make_unique<Process>(
         std::vector<std::string>{RANKSWEEPD_BIN, "--listen=127.0.0.1:" + port, "--db=" + db_,
-                                 "--lease_seconds=10"},
+                                 "--lease_seconds=10", "--insecure_local"},
         dir_ + "/server" + std::to_string(server_starts_++));
     auto bound = server_->WaitForStdout(std::regex("listening on (\\S+)"), 30s);
     EXPECT_TRUE(bound.has_value()) << server_->Stderr();
