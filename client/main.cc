@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <future>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -35,11 +37,14 @@ constexpr char kFooter[] = R"(Exit codes:
   4  watch: the sweep ended FAILED or CANCELLED
   5  other server error
 health: 0 when SERVING, 2 when unreachable or not serving.
-Environment: RANKSWEEP_ADDR is the default for --addr.)";
+Environment: RANKSWEEP_ADDR is the default for --addr; RANKSWEEP_TOKEN is sent
+as "authorization: Bearer TOKEN" on every call.)";
 
 struct Globals {
   std::string addr;
   double timeout_seconds = 30;
+  std::string token;   // sent as "authorization: Bearer TOKEN" when set
+  std::string tls_ca;  // PEM file of the CA to trust; empty = plaintext
 };
 
 std::string DefaultAddr() {
@@ -66,35 +71,40 @@ int ReportLocal(const absl::Status& status) {
 
 class Client {
  public:
-  explicit Client(Globals g)
+  Client(Globals g, std::shared_ptr<grpc::ChannelCredentials> credentials)
       : g_(std::move(g)),
-        stub_(v1::SweepService::NewStub(
-            grpc::CreateChannel(g_.addr, grpc::InsecureChannelCredentials()))) {}
+        channel_(grpc::CreateChannel(g_.addr, std::move(credentials))),
+        stub_(v1::SweepService::NewStub(channel_)) {}
 
   const Globals& globals() const { return g_; }
   v1::SweepService::Stub& stub() { return *stub_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
-  // A context with the --timeout deadline (none when --timeout is 0).
-  std::unique_ptr<grpc::ClientContext> Context() const {
+  // A context with the bearer token and, when `with_deadline`, the --timeout
+  // deadline (none when --timeout is 0).
+  std::unique_ptr<grpc::ClientContext> Context(bool with_deadline = true) const {
     auto ctx = std::make_unique<grpc::ClientContext>();
-    if (g_.timeout_seconds > 0) {
+    if (with_deadline && g_.timeout_seconds > 0) {
       ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(g_.timeout_seconds)));
     }
+    if (!g_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + g_.token);
     return ctx;
   }
 
  private:
   Globals g_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::SweepService::Stub> stub_;
 };
 
 // Follows a sweep until it ends. Redraws one line with '\r' on a TTY, prints
 // one line per event otherwise.
 int Watch(Client& client, const std::string& sweep_id) {
-  grpc::ClientContext ctx;  // no deadline: a sweep may run for days
+  // No deadline: a sweep may run for days.
+  auto ctx = client.Context(/*with_deadline=*/false);
   v1::WatchSweepRequest req;
   req.set_sweep_id(sweep_id);
-  auto reader = client.stub().WatchSweep(&ctx, req);
+  auto reader = client.stub().WatchSweep(ctx.get(), req);
   const bool tty = isatty(STDOUT_FILENO) != 0;
   v1::SweepEvent event;
   v1::SweepInfo last;
@@ -273,6 +283,9 @@ int Main(int argc, char** argv) {
   app.add_option("--timeout", g.timeout_seconds, "Seconds per call; 0 = no deadline")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  if (const char* token = std::getenv("RANKSWEEP_TOKEN"); token != nullptr) g.token = token;
+  app.add_option("--tls_ca", g.tls_ca,
+                 "PEM file of the CA that signed the coordinator's certificate; enables TLS");
 
   int exit_code = kExitOk;
   std::function<int(Client*)> action;
@@ -416,8 +429,7 @@ int Main(int argc, char** argv) {
       // The standard health service through a generic call, so no extra
       // generated code is needed: an empty HealthCheckRequest (service "")
       // and a HealthCheckResponse whose field 1 is SERVING (1).
-      grpc::GenericStub stub(
-          grpc::CreateChannel(c->globals().addr, grpc::InsecureChannelCredentials()));
+      grpc::GenericStub stub(c->channel());
       auto ctx = c->Context();
       grpc::Slice empty{std::string()};
       grpc::ByteBuffer request(&empty, 1), response;
@@ -442,7 +454,20 @@ int Main(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   if (!action) return kExitUsage;
-  Client client(g);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!g.tls_ca.empty()) {
+    std::ifstream in(g.tls_ca, std::ios::binary);
+    if (!in) {
+      std::cerr << "ranksweep: --tls_ca: cannot read " << g.tls_ca << "\n";
+      return kExitUsage;
+    }
+    std::ostringstream pem;
+    pem << in.rdbuf();
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem.str();
+    credentials = grpc::SslCredentials(ssl);
+  }
+  Client client(g, credentials);
   exit_code = action(&client);
   return exit_code;
 }

@@ -17,25 +17,35 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
-void SetDeadline(grpc::ClientContext* ctx, absl::Duration timeout) {
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-}
-
 }  // namespace
 
 std::shared_ptr<grpc::Channel> MakeCoordinatorChannel(const std::string& address,
+                                                      const std::string& tls_ca_pem,
                                                       absl::Duration max_reconnect_backoff) {
   grpc::ChannelArguments args;
   const int max_ms = static_cast<int>(absl::ToInt64Milliseconds(max_reconnect_backoff));
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(200, max_ms));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, std::min(200, max_ms));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!tls_ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = tls_ca_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  return grpc::CreateCustomChannel(address, credentials, args);
 }
 
 GrpcCoordinatorClient::GrpcCoordinatorClient(std::shared_ptr<grpc::Channel> channel,
-                                             absl::Duration rpc_timeout)
-    : stub_(v1::WorkerService::NewStub(std::move(channel))), rpc_timeout_(rpc_timeout) {}
+                                             absl::Duration rpc_timeout, std::string token)
+    : stub_(v1::WorkerService::NewStub(std::move(channel))),
+      rpc_timeout_(rpc_timeout),
+      token_(std::move(token)) {}
+
+void GrpcCoordinatorClient::Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const {
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+}
 
 Task TaskFromProto(const v1::Task& p) {
   Task task;
@@ -62,7 +72,7 @@ absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const RegisterRequ
   req.set_worker_id(r.worker_id);
   v1::RegisterWorkerResponse resp;
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, rpc_timeout_);
+  Prepare(&ctx, rpc_timeout_);
   absl::Status s = FromGrpc(stub_->RegisterWorker(&ctx, req, &resp));
   if (!s.ok()) return s;
   return RegisterReply{resp.worker_id(), resp.lease_seconds(), resp.heartbeat_seconds()};
@@ -77,7 +87,7 @@ absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRe
   req.set_memory_bytes(r.memory_bytes);
   v1::AcquireTasksResponse resp;
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, rpc_timeout_ + absl::Milliseconds(r.wait_ms));
+  Prepare(&ctx, rpc_timeout_ + absl::Milliseconds(r.wait_ms));
   absl::Status s = FromGrpc(stub_->AcquireTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
   std::vector<Task> tasks;
@@ -92,7 +102,7 @@ absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::Heartbeat(
   for (int64_t id : lease_ids) req.add_lease_ids(id);
   v1::HeartbeatResponse resp;
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, rpc_timeout_);
+  Prepare(&ctx, rpc_timeout_);
   absl::Status s = FromGrpc(stub_->Heartbeat(&ctx, req, &resp));
   if (!s.ok()) return s;
   HeartbeatReply reply;
@@ -115,7 +125,7 @@ absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
   }
   v1::CompleteTasksResponse resp;
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, rpc_timeout_);
+  Prepare(&ctx, rpc_timeout_);
   absl::Status s = FromGrpc(stub_->CompleteTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
   return CompleteReply{resp.recorded(), resp.duplicates()};
@@ -131,7 +141,7 @@ absl::Status GrpcCoordinatorClient::Fail(const std::string& worker_id,
   req.set_release(release);
   v1::FailTaskResponse resp;
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, rpc_timeout_);
+  Prepare(&ctx, rpc_timeout_);
   return FromGrpc(stub_->FailTask(&ctx, req, &resp));
 }
 

@@ -23,15 +23,20 @@
 
 namespace ranksweep::agent {
 
-// An insecure channel to `address` (host:port) with reconnect backoff
-// bounded by `max_reconnect_backoff`.
+// A channel to `address` (host:port) with reconnect backoff bounded by
+// `max_reconnect_backoff`: TLS trusting the PEM CA certificates
+// `tls_ca_pem` when that is non-empty, plaintext otherwise.
 std::shared_ptr<grpc::Channel> MakeCoordinatorChannel(
-    const std::string& address, absl::Duration max_reconnect_backoff = absl::Seconds(2));
+    const std::string& address, const std::string& tls_ca_pem = "",
+    absl::Duration max_reconnect_backoff = absl::Seconds(2));
 
 class GrpcCoordinatorClient : public CoordinatorClient {
  public:
+  // A non-empty `token` goes on every call as "authorization: Bearer TOKEN"
+  // (docs/SECURITY.md).
   explicit GrpcCoordinatorClient(std::shared_ptr<grpc::Channel> channel,
-                                 absl::Duration rpc_timeout = absl::Seconds(30));
+                                 absl::Duration rpc_timeout = absl::Seconds(30),
+                                 std::string token = "");
 
   absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override;
   absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override;
@@ -43,8 +48,11 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                     const std::string& reason, bool release) override;
 
  private:
+  void Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const;
+
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   absl::Duration rpc_timeout_;
+  std::string token_;
 };
 
 // The proto → agent translation of one leased task, exposed for tests.

@@ -13,9 +13,13 @@ namespace {
 
 class RecordingService : public v1::WorkerService::Service {
  public:
-  grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
+  grpc::Status RegisterWorker(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
                               v1::RegisterWorkerResponse* resp) override {
     last_register = *req;
+    auto auth = ctx->client_metadata().find("authorization");
+    if (auth != ctx->client_metadata().end()) {
+      last_authorization.assign(auth->second.data(), auth->second.size());
+    }
     resp->set_worker_id("w-7");
     resp->set_lease_seconds(30);
     resp->set_heartbeat_seconds(10);
@@ -59,6 +63,7 @@ class RecordingService : public v1::WorkerService::Service {
   }
 
   v1::RegisterWorkerRequest last_register;
+  std::string last_authorization;
   v1::AcquireTasksRequest last_acquire;
   v1::CompleteTasksRequest last_complete;
   v1::FailTaskRequest last_fail;
@@ -74,7 +79,8 @@ class GrpcClientTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(port, 0);
     client_ = std::make_unique<GrpcCoordinatorClient>(
-        MakeCoordinatorChannel("127.0.0.1:" + std::to_string(port)), absl::Seconds(10));
+        MakeCoordinatorChannel("127.0.0.1:" + std::to_string(port)), absl::Seconds(10),
+        "tok-123");
   }
   void TearDown() override { server_->Shutdown(); }
 
@@ -106,6 +112,7 @@ TEST_F(GrpcClientTest, RegisterSendsTheManifest) {
   EXPECT_EQ(got.version().torch_version(), "2.5.1");
   EXPECT_EQ(got.version().cuda_version(), "12.4");
   EXPECT_EQ(got.worker_id(), "w-7");
+  EXPECT_EQ(service_.last_authorization, "Bearer tok-123");
 }
 
 TEST_F(GrpcClientTest, AcquireTranslatesTasks) {

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -18,6 +20,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "absl/time/time.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/grpc_client.h"
@@ -48,6 +52,10 @@ ABSL_FLAG(int, drain_seconds, 30,
 ABSL_FLAG(int, poll_ms, 5000, "AcquireTasks long-poll length, 0..60000");
 ABSL_FLAG(int, rpc_timeout_seconds, 30, "Deadline of each coordinator call (plus the poll)");
 ABSL_FLAG(int, heartbeat_ms, 0, "Heartbeat period; 0 = what the coordinator suggests");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the CA that signed the coordinator's certificate; enables TLS");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding the bearer token; default $RANKSWEEP_TOKEN (docs/SECURITY.md)");
 ABSL_FLAG(int, log_every, 60, "Seconds between progress lines of a running task; 0 = never");
 
 namespace ranksweep::agent {
@@ -63,6 +71,14 @@ int64_t PhysicalMemory() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
 }
 
 int Main(int argc, char** argv) {
@@ -133,10 +149,31 @@ int Main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  std::string tls_ca_pem;
+  if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
+    absl::StatusOr<std::string> pem = ReadFile(absl::GetFlag(FLAGS_tls_ca), "--tls_ca");
+    if (!pem.ok()) {
+      std::cerr << "ranksweep-worker: " << pem.status().message() << "\n";
+      return 1;
+    }
+    tls_ca_pem = *pem;
+  }
+  std::string token;
+  if (const char* env = std::getenv("RANKSWEEP_TOKEN"); env != nullptr) token = env;
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    absl::StatusOr<std::string> file = ReadFile(absl::GetFlag(FLAGS_token_file), "--token_file");
+    if (!file.ok()) {
+      std::cerr << "ranksweep-worker: " << file.status().message() << "\n";
+      return 1;
+    }
+    token = std::string(absl::StripAsciiWhitespace(*file));
+  }
+
   // Never freed: the detached signal thread may use the agent until the
   // process is gone.
-  auto* client = new GrpcCoordinatorClient(MakeCoordinatorChannel(address),
-                                           absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)));
+  auto* client = new GrpcCoordinatorClient(MakeCoordinatorChannel(address, tls_ca_pem),
+                                           absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)),
+                                           token);
   auto* runner = new TrainerTaskRunner(run_device);
   Agent& agent = *new Agent(client, runner, options);
   std::cerr << "ranksweep-worker " << RANKSWEEP_BUILD_ID << " (torch " << build.torch_version
