@@ -16,6 +16,7 @@
 // Exit codes: 0 done; 1 a runtime failure (database, listening); 2 bad
 // flags or arguments.
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -152,6 +153,12 @@ int TokenCommand(const std::vector<std::string>& args) {
   }
 
   const std::string db = absl::GetFlag(FLAGS_db);
+  // create may make the database, so that the first admin token can exist
+  // before the first start; list and revoke on a mistyped path must not.
+  if (!create && access(db.c_str(), F_OK) != 0) {
+    std::cerr << "ranksweepd: no database at " << db << " (--db)\n";
+    return 1;
+  }
   StoreOptions store_options;
   store_options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, store_options);
@@ -200,8 +207,7 @@ int TokenCommand(const std::vector<std::string>& args) {
                  const std::string& revoked) {
     std::cout << n << std::string(width - n.size() + 2, ' ') << ro
               << std::string(8 - ro.size(), ' ') << created
-              << std::string(created.size() < 22 ? 22 - created.size() : 1, ' ') << revoked
-              << "\n";
+              << std::string(created.size() < 22 ? 22 - created.size() : 1, ' ') << revoked << "\n";
   };
   row("NAME", "ROLE", "CREATED", "REVOKED");
   for (const TokenRecord& r : *records) {
@@ -294,8 +300,7 @@ int Serve() {
   }
 
   TokenStore tokens(store->get(), &clock);
-  const Authorizer authorizer =
-      insecure_local ? Authorizer::InsecureLocal() : Authorizer(&tokens);
+  const Authorizer authorizer = insecure_local ? Authorizer::InsecureLocal() : Authorizer(&tokens);
   if (insecure_local) {
     LogEvent("WARNING: --insecure_local: no authentication; every caller is the admin \"local\"");
   } else {

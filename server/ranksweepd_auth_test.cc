@@ -82,8 +82,8 @@ class RanksweepdAuthTest : public ::testing::Test {
 
   static grpc::Status ListSweeps(const std::shared_ptr<grpc::Channel>& channel,
                                  const std::string& token, v1::ListSweepsResponse* resp) {
-    return v1::SweepService::NewStub(channel)->ListSweeps(As(token).get(),
-                                                          v1::ListSweepsRequest(), resp);
+    return v1::SweepService::NewStub(channel)->ListSweeps(As(token).get(), v1::ListSweepsRequest(),
+                                                          resp);
   }
 
   // grpc.health.v1.Health/Check through a generic call (no generated code):
@@ -111,6 +111,13 @@ class RanksweepdAuthTest : public ::testing::Test {
 };
 
 TEST_F(RanksweepdAuthTest, TokenSubcommandsCreateListAndRevoke) {
+  // list and revoke never create a database on a mistyped path.
+  CommandResult missing = Token({"list"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("no database at"));
+  EXPECT_EQ(Token({"revoke", "--name=alice"}).exit_code, 1);
+  EXPECT_FALSE(std::ifstream(Db()).good());
+
   CommandResult created = Token({"create", "--name", "alice", "--role", "user"});
   ASSERT_EQ(created.exit_code, 0) << created.err;
   // stdout is the token and nothing else, so it can go straight to a file.
@@ -354,7 +361,8 @@ TEST_F(RanksweepdAuthTest, ServesTlsWithACertificateMadeInTheTest) {
   WriteFile(cert, Pem(pki.server.get()));
   WriteFile(key, Pem(pki.server_key.get()));
   const std::string admin = Create("ops", "admin");
-  const std::string addr = Start({"--listen=127.0.0.1:0", "--tls_cert=" + cert, "--tls_key=" + key});
+  const std::string addr =
+      Start({"--listen=127.0.0.1:0", "--tls_cert=" + cert, "--tls_key=" + key});
   ASSERT_FALSE(addr.empty());
   EXPECT_THAT(server_->Stderr(), HasSubstr("with TLS"));
 

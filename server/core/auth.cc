@@ -38,20 +38,19 @@ const std::vector<Rule>& Rules() {
     const std::vector<Role> people = {Role::kAdmin, Role::kUser};
     const std::vector<Role> workers = {Role::kAdmin, Role::kWorker};
     return new std::vector<Rule>{
-        {methods::kSubmitSweep, people},     {methods::kGetSweep, people},
-        {methods::kListSweeps, people},      {methods::kCancelSweep, people},
-        {methods::kWatchSweep, people},      {methods::kQueryResults, people},
-        {methods::kListWorkers, people},     {methods::kRegisterWorker, workers},
-        {methods::kAcquireTasks, workers},   {methods::kHeartbeat, workers},
-        {methods::kCompleteTasks, workers},  {methods::kFailTask, workers},
+        {methods::kSubmitSweep, people},    {methods::kGetSweep, people},
+        {methods::kListSweeps, people},     {methods::kCancelSweep, people},
+        {methods::kWatchSweep, people},     {methods::kQueryResults, people},
+        {methods::kListWorkers, people},    {methods::kRegisterWorker, workers},
+        {methods::kAcquireTasks, workers},  {methods::kHeartbeat, workers},
+        {methods::kCompleteTasks, workers}, {methods::kFailTask, workers},
     };
   }();
   return *rules;
 }
 
 std::string RoleList(const std::vector<Role>& roles) {
-  return absl::StrJoin(roles, ", ",
-                       [](std::string* out, Role r) { out->append(RoleName(r)); });
+  return absl::StrJoin(roles, ", ", [](std::string* out, Role r) { out->append(RoleName(r)); });
 }
 
 absl::StatusOr<TokenRecord> ReadRecord(const Statement& q) {
@@ -59,8 +58,8 @@ absl::StatusOr<TokenRecord> ReadRecord(const Statement& q) {
   r.name = q.ColumnText(0);
   absl::StatusOr<Role> role = ParseRole(q.ColumnText(1));
   if (!role.ok()) {
-    return absl::InternalError(
-        absl::StrCat("token '", r.name, "' has a bad role in the database: ", role.status().message()));
+    return absl::InternalError(absl::StrCat(
+        "token '", r.name, "' has a bad role in the database: ", role.status().message()));
   }
   r.role = *role;
   r.created_unix_ms = q.ColumnInt(2);
@@ -123,9 +122,9 @@ absl::StatusOr<std::string> TokenStore::Create(const std::string& name, Role rol
   if (RAND_bytes(random, sizeof(random)) != 1) {
     return absl::InternalError("the random source (OpenSSL RAND_bytes) failed");
   }
-  std::string token = absl::StrCat(
-      kTokenPrefix,
-      absl::WebSafeBase64Escape(absl::string_view(reinterpret_cast<char*>(random), sizeof(random))));
+  std::string token =
+      absl::StrCat(kTokenPrefix, absl::WebSafeBase64Escape(absl::string_view(
+                                     reinterpret_cast<char*>(random), sizeof(random))));
   const std::string hash = HashToken(token);
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     {
@@ -213,14 +212,14 @@ Authorizer::Authorizer(TokenStore* tokens) : tokens_(tokens) {}
 
 Authorizer Authorizer::InsecureLocal() { return Authorizer(); }
 
-absl::StatusOr<Principal> Authorizer::Authorize(
-    const std::vector<std::string_view>& authorization, std::string_view method) const {
+absl::StatusOr<Principal> Authorizer::Authorize(const std::vector<std::string_view>& authorization,
+                                                std::string_view method) const {
   if (insecure()) return LocalPrincipal();
 
   if (authorization.empty()) {
     return absl::UnauthenticatedError(
         "missing credentials: send the metadata 'authorization: Bearer TOKEN' "
-        "(ranksweep --token or RANKSWEEP_TOKEN)");
+        "(ranksweep and ranksweep-worker take it from RANKSWEEP_TOKEN)");
   }
   if (authorization.size() > 1) {
     return absl::UnauthenticatedError("more than one 'authorization' metadata entry");
@@ -244,7 +243,8 @@ absl::StatusOr<Principal> Authorizer::Authorize(
   ASSIGN_OR_RETURN(std::optional<TokenRecord> record, tokens_->Lookup(token));
   if (!record.has_value()) return absl::UnauthenticatedError("unknown token");
   if (record->revoked_unix_ms != 0) {
-    return absl::UnauthenticatedError(absl::StrCat("token \"", record->name, "\" has been revoked"));
+    return absl::UnauthenticatedError(
+        absl::StrCat("token \"", record->name, "\" has been revoked"));
   }
   Principal principal{record->name, record->role};
 
@@ -253,9 +253,9 @@ absl::StatusOr<Principal> Authorizer::Authorize(
     return absl::PermissionDeniedError(absl::StrCat("no access rule for ", Sv(method)));
   }
   if (std::find(allowed.begin(), allowed.end(), principal.role) == allowed.end()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "token \"", principal.name, "\" has role ", RoleName(principal.role), "; ", Sv(method),
-        " needs role ", RoleList(allowed)));
+    return absl::PermissionDeniedError(absl::StrCat("token \"", principal.name, "\" has role ",
+                                                    RoleName(principal.role), "; ", Sv(method),
+                                                    " needs role ", RoleList(allowed)));
   }
   return principal;
 }
@@ -267,10 +267,9 @@ bool SeesAllSweeps(const Principal& principal) { return principal.role == Role::
 absl::Status CheckSweepAccess(const Principal& principal, std::string_view sweep_id,
                               std::string_view owner, std::string_view action) {
   if (SeesAllSweeps(principal) || owner == principal.name) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat("sweep ", Sv(sweep_id), " belongs to \"", Sv(owner), "\"; ",
-                   RoleName(principal.role), " \"", principal.name, "\" may ", Sv(action),
-                   " only its own sweeps"));
+  return absl::PermissionDeniedError(absl::StrCat(
+      "sweep ", Sv(sweep_id), " belongs to \"", Sv(owner), "\"; ", RoleName(principal.role), " \"",
+      principal.name, "\" may ", Sv(action), " only its own sweeps"));
 }
 
 // ------------------------------------------------------------------ addresses

@@ -212,7 +212,8 @@ TEST_F(AuthTest, MissingMalformedAndUnknownTokensAreUnauthenticated) {
   EXPECT_EQ(code(token), absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(code("Bearer " + token + " extra"), absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(code("Bearer " + std::string(300, 'a')), absl::StatusCode::kUnauthenticated);
-  absl::StatusOr<Principal> unknown = Call("Bearer rs_" + std::string(43, 'A'), methods::kListSweeps);
+  absl::StatusOr<Principal> unknown =
+      Call("Bearer rs_" + std::string(43, 'A'), methods::kListSweeps);
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(unknown.status().message(), "unknown token");
   // A malformed header is never echoed: it may be a real token.
@@ -236,13 +237,11 @@ TEST_F(AuthTest, RolesMayCallOnlyTheirService) {
   const std::string admin = "Bearer " + Create("ops", Role::kAdmin);
   const std::string user = "Bearer " + Create("alice", Role::kUser);
   const std::string worker = "Bearer " + Create("pool", Role::kWorker);
-  const char* sweep_methods[] = {methods::kSubmitSweep, methods::kGetSweep,
-                                 methods::kListSweeps,  methods::kCancelSweep,
-                                 methods::kWatchSweep,  methods::kQueryResults,
-                                 methods::kListWorkers};
+  const char* sweep_methods[] = {
+      methods::kSubmitSweep, methods::kGetSweep,     methods::kListSweeps, methods::kCancelSweep,
+      methods::kWatchSweep,  methods::kQueryResults, methods::kListWorkers};
   const char* worker_methods[] = {methods::kRegisterWorker, methods::kAcquireTasks,
-                                  methods::kHeartbeat, methods::kCompleteTasks,
-                                  methods::kFailTask};
+                                  methods::kHeartbeat, methods::kCompleteTasks, methods::kFailTask};
   for (const char* m : sweep_methods) {
     EXPECT_TRUE(Call(admin, m).ok()) << m;
     EXPECT_TRUE(Call(user, m).ok()) << m;

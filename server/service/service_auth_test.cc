@@ -192,8 +192,7 @@ TEST_F(ServiceAuthTest, NoTokenOrAnUnknownOneIsUnauthenticatedOnEveryService) {
     std::string id;
     EXPECT_EQ(Submit(token, "x", &id).error_code(), grpc::StatusCode::UNAUTHENTICATED);
     int events = -1;
-    EXPECT_EQ(Watch(token, "sw-00000000", &events).error_code(),
-              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(Watch(token, "sw-00000000", &events).error_code(), grpc::StatusCode::UNAUTHENTICATED);
     EXPECT_EQ(events, 0);
     EXPECT_EQ(Register(token).error_code(), grpc::StatusCode::UNAUTHENTICATED);
     v1::AcquireTasksResponse acquired;
@@ -202,7 +201,7 @@ TEST_F(ServiceAuthTest, NoTokenOrAnUnknownOneIsUnauthenticatedOnEveryService) {
   v1::ListSweepsResponse listed;
   EXPECT_EQ(List("", &listed).error_message(),
             "missing credentials: send the metadata 'authorization: Bearer TOKEN' "
-            "(ranksweep --token or RANKSWEEP_TOKEN)");
+            "(ranksweep and ranksweep-worker take it from RANKSWEEP_TOKEN)");
   EXPECT_EQ(List(unknown, &listed).error_message(), "unknown token");
 
   // A header that is not "Bearer TOKEN".
@@ -250,9 +249,9 @@ TEST_F(ServiceAuthTest, EachRoleReachesOnlyItsService) {
   v1::ListSweepsResponse listed;
   EXPECT_EQ(List(worker_, &listed).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   v1::ListWorkersResponse workers;
-  EXPECT_EQ(sweep_stub_->ListWorkers(As(worker_).get(), v1::ListWorkersRequest(), &workers)
-                .error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(
+      sweep_stub_->ListWorkers(As(worker_).get(), v1::ListWorkersRequest(), &workers).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(coordinator_->ListSweeps(std::nullopt, 0)->size(), 0u);
 
   // Each does its own job; an admin does both.
@@ -339,8 +338,8 @@ TEST_F(ServiceAuthTest, UsersSeeAndCancelOnlyTheirOwnSweepsAdminsAll) {
 TEST(AccessRulesTest, CoverEveryMethodOfTheProto) {
   const google::protobuf::DescriptorPool* pool = google::protobuf::DescriptorPool::generated_pool();
   std::set<std::string> seen;
-  for (const char* service : {v1::SweepService::service_full_name(),
-                              v1::WorkerService::service_full_name()}) {
+  for (const char* service :
+       {v1::SweepService::service_full_name(), v1::WorkerService::service_full_name()}) {
     const google::protobuf::ServiceDescriptor* d = pool->FindServiceByName(service);
     ASSERT_NE(d, nullptr) << service;
     for (int i = 0; i < d->method_count(); ++i) {
