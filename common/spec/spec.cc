@@ -77,6 +77,18 @@ absl::Status CheckUnit(const std::string& field, double v, bool open_low,
       open_high ? ")" : "]", ", got ", v));
 }
 
+// Specs built in code (not parsed) can carry enum values outside the named
+// set; reject them with the allowed names.
+template <typename E, size_t K>
+absl::Status CheckEnum(const NameTable<E> (&table)[K], E v, const std::string& field) {
+  for (const auto& row : table)
+    if (row.value == v) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const auto& row : table) names.push_back(row.name);
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be one of ", absl::StrJoin(names, ", "),
+                                                 "; got value ", static_cast<int>(v)));
+}
+
 #define RS_CHECK(expr)                   \
   do {                                   \
     absl::Status rs_s_ = (expr);         \
@@ -143,6 +155,7 @@ std::string HeadLabel(const HeadSpec& head) {
 
 absl::Status ValidateDataset(const DatasetSpec& d) {
   using L = SpecLimits;
+  RS_CHECK(CheckEnum(kDatasetKinds, d.kind, "dataset.kind"));
   RS_CHECK(CheckRange("dataset.m", d.m, 1, L::kMaxM));
   RS_CHECK(CheckRange("dataset.seq_len", d.seq_len, 1, L::kMaxSeqLen));
   switch (d.kind) {
@@ -174,6 +187,9 @@ absl::Status ValidateDataset(const DatasetSpec& d) {
 
 absl::Status ValidateHead(const HeadSpec& h, const DatasetSpec& d) {
   using L = SpecLimits;
+  RS_CHECK(CheckEnum(kHeadKinds, h.kind, "head.kind"));
+  RS_CHECK(CheckEnum(kFeatureMaps, h.feature_map, "head.feature_map"));
+  RS_CHECK(CheckEnum(kConstructions, h.construction, "head.construction"));
   if (h.hidden.size() > 4) {
     return absl::InvalidArgumentError(absl::StrCat(
         "head.hidden must have 0..4 widths, got ", h.hidden.size()));
@@ -218,6 +234,7 @@ absl::Status ValidateHead(const HeadSpec& h, const DatasetSpec& d) {
 
 absl::Status ValidateTrain(const TrainSpec& t) {
   using L = SpecLimits;
+  RS_CHECK(CheckEnum(kLossKinds, t.loss, "train.loss"));
   RS_CHECK(CheckUnit("train.lr", t.lr, true, false, 0.0, 10.0));
   RS_CHECK(CheckUnit("train.beta1", t.beta1, false, true));
   RS_CHECK(CheckUnit("train.beta2", t.beta2, false, true));
@@ -298,6 +315,7 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   }
   RS_CHECK(ValidateTrain(s.train));
   RS_CHECK(CheckRange("priority", s.priority, -100, 100));
+  RS_CHECK(CheckEnum(kSweepModes, s.mode, "mode"));
   int64_t cells = 0;
   const int64_t seeds = static_cast<int64_t>(SweepSeeds(s).size());
   for (const HeadSpec& h : s.heads) {

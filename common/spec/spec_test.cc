@@ -74,6 +74,22 @@ TEST(SpecTest, RangeErrorsNameFieldAndRange) {
   ExpectInvalid(ValidateSweepSpec(s), "heads[0]: head.construction");
 }
 
+TEST(SpecTest, OutOfRangeEnumsAreRejected) {
+  TaskSpec t;
+  t.head.kind = static_cast<HeadKind>(42);
+  ExpectInvalid(ValidateTaskSpec(t),
+                "head.kind must be one of kernel, softmax, signed_kernel, multihead_kernel; got value 42");
+  t = TaskSpec{};
+  t.head.feature_map = static_cast<FeatureMap>(-1);
+  ExpectInvalid(ValidateTaskSpec(t), "head.feature_map must be one of elu1");
+  t = TaskSpec{};
+  t.dataset.kind = static_cast<DatasetKind>(7);
+  ExpectInvalid(ValidateTaskSpec(t), "dataset.kind must be one of exhaustive, witness, pool");
+  t = TaskSpec{};
+  t.train.loss = static_cast<LossKind>(2);
+  ExpectInvalid(ValidateTaskSpec(t), "train.loss must be one of mse, ce");
+}
+
 TEST(SpecTest, TaskRankZeroRejectedForKernelOnly) {
   TaskSpec t;
   t.rank = 0;
