@@ -83,22 +83,38 @@ void Check(const grpc::Status& s, const char* what) {
   }
 }
 
-// A sweep of exactly `cells` cells: one kernel head, ranks 1..R, seeds.
+// A sweep of exactly `cells` cells: kernel heads (one per feature map, up
+// to 5) x ranks 1..R (R <= 64) x seeds (<= 1024), the sweep limits.
 std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int cells) {
-  int ranks = 1;
-  for (int r = 50; r >= 1; --r) {
-    if (cells % r == 0) {
-      ranks = r;
-      break;
+  const v1::FeatureMap kMaps[] = {v1::FEATURE_MAP_ELU1, v1::FEATURE_MAP_SOFTPLUS,
+                                  v1::FEATURE_MAP_EXP, v1::FEATURE_MAP_RELU_EPS,
+                                  v1::FEATURE_MAP_FAVOR};
+  int heads = 0, ranks = 0, seeds = 0;
+  for (int h = 1; h <= 5 && heads == 0; ++h) {
+    for (int r = 64; r >= 1; --r) {
+      if (cells % (h * r) == 0 && cells / (h * r) <= 1024) {
+        heads = h;
+        ranks = r;
+        seeds = cells / (h * r);
+        break;
+      }
     }
+  }
+  if (heads == 0) {
+    std::fprintf(stderr, "cannot split %d cells into heads x ranks x seeds within limits\n", cells);
+    std::exit(2);
   }
   v1::SubmitSweepRequest req;
   v1::SweepSpec* spec = req.mutable_spec();
   spec->set_name(name);
   spec->mutable_dataset()->set_kind(v1::DATASET_KIND_EXHAUSTIVE);
-  spec->add_heads()->set_kind(v1::HEAD_KIND_KERNEL);
+  for (int h = 0; h < heads; ++h) {
+    v1::HeadSpec* head = spec->add_heads();
+    head->set_kind(v1::HEAD_KIND_KERNEL);
+    head->set_feature_map(kMaps[h]);
+  }
   for (int r = 1; r <= ranks; ++r) spec->add_ranks(r);
-  spec->set_seed_count(cells / ranks);
+  spec->set_seed_count(seeds);
   v1::SubmitSweepResponse resp;
   grpc::ClientContext ctx;
   Check(stub.SubmitSweep(&ctx, req, &resp), "SubmitSweep");
