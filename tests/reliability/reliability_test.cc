@@ -1,0 +1,285 @@
+// Reliability through real processes on loopback: ranksweepd on a temporary
+// SQLite file and ranksweep-fake-worker processes (tests/soak).
+//  - kill -9 of the coordinator right after CompleteTasks acknowledged
+//    results: every acknowledged result is in the file, under its lease;
+//  - a reader holding a read transaction open in the sqlite3 shell does not
+//    block the coordinator's writes;
+//  - a message over --max_message_bytes is refused with RESOURCE_EXHAUSTED
+//    and stores nothing.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/convert.h"
+#include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "tests/soak/soak_cluster.h"
+#include "tests/support/process.h"
+
+namespace ranksweep {
+namespace {
+
+using ::ranksweep::soak::Cluster;
+using ::ranksweep::soak::ClusterOptions;
+using ::ranksweep::soak::QueryInt;
+using ::ranksweep::soak::ReadAcks;
+using ::ranksweep::soak::SweepJson;
+using ::ranksweep::soak::Verdict;
+using ::ranksweep::soak::Verify;
+using ::ranksweep::testing::TempDir;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+ClusterOptions Options(const TempDir& dir) {
+  ClusterOptions o;
+  o.dir = dir.path();
+  o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
+  return o;
+}
+
+// Polls `sql` (one integer) until it equals `want`; returns the last value.
+int64_t WaitForCount(const std::string& db, const std::string& sql, int64_t want,
+                     std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  int64_t got = QueryInt(db, sql);
+  while (got != want && Clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    got = QueryInt(db, sql);
+  }
+  return got;
+}
+
+int64_t TotalSize(const std::vector<std::string>& paths) {
+  int64_t total = 0;
+  for (const std::string& p : paths) {
+    struct stat st;
+    if (stat(p.c_str(), &st) == 0) total += st.st_size;
+  }
+  return total;
+}
+
+// ------------------------------------------------- kill -9 after an ack
+
+TEST(CoordinatorCrashTest, EveryAcknowledgedResultSurvivesKill9RightAfterTheAck) {
+  constexpr int kKills = 8;
+  constexpr int kCells = 4 * 100;
+  TempDir dir;
+  ClusterOptions options = Options(dir);
+  options.max_seeds = 1;  // one CompleteTasks per cell
+  options.max_sleep_ms = 2;
+  options.lease_seconds = 3;
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  ASSERT_FALSE(cluster.Submit(SweepJson("crash", 4, 100)).empty()) << cluster.error();
+  for (int i = 0; i < 4; ++i) cluster.StartWorker(i);
+
+  int64_t verified = 0;
+  for (int kill = 0; kill < kKills; ++kill) {
+    // Wait for a fresh acknowledgement, then kill at once.
+    const int64_t before = TotalSize(cluster.ack_logs());
+    const auto deadline = Clock::now() + 60s;
+    while (TotalSize(cluster.ack_logs()) == before && Clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_GT(TotalSize(cluster.ack_logs()), before) << "no acknowledgement within 60 s, kill "
+                                                     << kill << "\n" << cluster.CoordinatorStderr();
+    ASSERT_TRUE(cluster.StopCoordinator(SIGKILL));
+
+    // Every result acknowledged so far is in the file, under its lease.
+    const auto acks = ReadAcks(cluster.ack_logs());
+    ASSERT_FALSE(acks.empty());
+    for (const auto& [cell, leases] : acks) {
+      ASSERT_EQ(leases.size(), 1u) << "cell " << cell << " acknowledged under two leases";
+      EXPECT_EQ(QueryInt(cluster.db(), "SELECT lease_id FROM results WHERE state = 3 AND cell_id = " +
+                                           std::to_string(cell)),
+                *leases.begin())
+          << "cell " << cell << " acknowledged but not stored (kill " << kill << ")";
+    }
+    verified = static_cast<int64_t>(acks.size());
+    EXPECT_EQ(soak::IntegrityCheck(cluster.db()), "ok");
+    ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  }
+  EXPECT_GT(verified, 0);
+
+  EXPECT_EQ(WaitForCount(cluster.db(), "SELECT count(*) FROM sweeps WHERE state = 2", 1, 120s), 1)
+      << cluster.CoordinatorStderr();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(cluster.WaitWorkerReady(i)) << "worker " << i;
+  for (int i = 0; i < 4; ++i) cluster.SignalWorker(i, SIGTERM);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(cluster.WaitWorker(i, 30), 0) << "worker " << i;
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+  Verdict v = Verify(cluster.db(), ReadAcks(cluster.ack_logs()));
+  EXPECT_EQ(v.cells, kCells);
+  EXPECT_EQ(v.results, kCells);
+  EXPECT_EQ(v.lost, 0);
+  EXPECT_EQ(v.duplicated, 0);
+  EXPECT_EQ(v.integrity, "ok");
+  for (const std::string& p : v.problems) ADD_FAILURE() << p;
+}
+
+// ------------------------------------------------- readers and the writer
+
+// The sqlite3 shell on a pipe: commands go to its stdin, its output to a
+// file that the test polls.
+class SqliteShell {
+ public:
+  SqliteShell(const std::string& db, const std::string& out_path) : out_path_(out_path) {
+    const std::string cmd = std::string(SQLITE3_SHELL) + " -batch '" + db + "' > '" + out_path +
+                            "' 2>&1";
+    pipe_ = popen(cmd.c_str(), "w");
+  }
+  ~SqliteShell() {
+    if (pipe_ != nullptr) Close();
+  }
+  bool ok() const { return pipe_ != nullptr; }
+  void Send(const std::string& sql) {
+    fputs(sql.c_str(), pipe_);
+    fflush(pipe_);
+  }
+  // Waits until the output holds a line equal to `line`.
+  bool WaitForLine(const std::string& line, std::chrono::seconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (("\n" + testing::ReadFile(out_path_)).find("\n" + line + "\n") != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  std::string Output() const { return testing::ReadFile(out_path_); }
+  int Close() {
+    int status = pclose(pipe_);
+    pipe_ = nullptr;
+    return status;
+  }
+
+ private:
+  std::string out_path_;
+  FILE* pipe_ = nullptr;
+};
+
+TEST(ReaderTest, LongReadTransactionInTheSqliteShellDoesNotBlockTheWriter) {
+  constexpr int kFirst = 4 * 50;   // cells before the reader opens
+  constexpr int kSecond = 4 * 75;  // submitted while it is open
+  TempDir dir;
+  ClusterOptions options = Options(dir);
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  ASSERT_FALSE(cluster.Submit(SweepJson("before-reader", 4, 50)).empty()) << cluster.error();
+
+  SqliteShell reader(cluster.db(), dir.path() + "/reader.out");
+  ASSERT_TRUE(reader.ok());
+  reader.Send(
+      "BEGIN;\n"
+      "SELECT 'cells', count(*) FROM cells;\n"
+      "SELECT 'results', count(*) FROM results;\n");
+  ASSERT_TRUE(reader.WaitForLine("results|0", 30s)) << reader.Output();
+  ASSERT_TRUE(reader.WaitForLine("cells|" + std::to_string(kFirst), 1s)) << reader.Output();
+
+  // With the read transaction open: a submit and every cell's result.
+  const auto start = Clock::now();
+  ASSERT_FALSE(cluster.Submit(SweepJson("beside-reader", 4, 75)).empty()) << cluster.error();
+  for (int i = 0; i < 4; ++i) cluster.StartWorker(i);
+  EXPECT_EQ(WaitForCount(cluster.db(), "SELECT count(*) FROM sweeps WHERE state = 2", 2, 60s), 2)
+      << cluster.CoordinatorStderr();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM cells"), kFirst + kSecond);
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM results WHERE state = 3"),
+            kFirst + kSecond);
+  EXPECT_LT(seconds, 60.0);
+
+  // The reader's snapshot is still the one it began with, so its
+  // transaction really was open throughout; after COMMIT it sees it all.
+  reader.Send("SELECT 'still', count(*) FROM results;\n");
+  EXPECT_TRUE(reader.WaitForLine("still|0", 10s)) << reader.Output();
+  reader.Send("COMMIT;\nSELECT 'after', count(*) FROM results;\n.quit\n");
+  EXPECT_TRUE(reader.WaitForLine("after|" + std::to_string(kFirst + kSecond), 10s))
+      << reader.Output();
+  EXPECT_EQ(reader.Close(), 0) << reader.Output();
+
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(cluster.WaitWorkerReady(i)) << "worker " << i;
+  for (int i = 0; i < 4; ++i) cluster.SignalWorker(i, SIGTERM);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(cluster.WaitWorker(i, 30), 0) << "worker " << i;
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+  Verdict v = Verify(cluster.db(), ReadAcks(cluster.ack_logs()));
+  EXPECT_EQ(v.lost, 0);
+  EXPECT_EQ(v.duplicated, 0);
+  EXPECT_EQ(v.integrity, "ok");
+}
+
+// ------------------------------------------------- message size limit
+
+TEST(MessageLimitTest, SubmitOverMaxMessageBytesIsResourceExhaustedAndStoresNothing) {
+  constexpr int kLimit = 1 << 20;  // the smallest ranksweepd accepts
+  TempDir dir;
+  ClusterOptions options = Options(dir);
+  options.max_message_bytes = kLimit;
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  auto stub = v1::SweepService::NewStub(
+      grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+
+  SweepSpec spec;
+  spec.name = "big";
+  spec.heads = {HeadSpec{}};
+  spec.ranks = {1};
+  // Seeds near 2^63 take 9 bytes each as varints: 150,000 of them are
+  // about 1.35 MB, over the 1 MiB limit.
+  for (uint64_t i = 0; i < 150000; ++i) spec.seeds.push_back((uint64_t{1} << 62) + i);
+  v1::SubmitSweepRequest big;
+  *big.mutable_spec() = ToProto(spec);
+  ASSERT_GT(big.ByteSizeLong(), static_cast<size_t>(kLimit));
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    v1::SubmitSweepResponse reply;
+    grpc::Status s = stub->SubmitSweep(&ctx, big, &reply);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_TRUE(reply.sweep_id().empty());
+  }
+
+  // Under the limit the same kind of request reaches validation ...
+  spec.seeds.resize(50000);  // ~450 KB; more seeds than a sweep may have
+  v1::SubmitSweepRequest invalid;
+  *invalid.mutable_spec() = ToProto(spec);
+  ASSERT_LT(invalid.ByteSizeLong(), static_cast<size_t>(kLimit));
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    v1::SubmitSweepResponse reply;
+    grpc::Status s = stub->SubmitSweep(&ctx, invalid, &reply);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_NE(s.error_message().find("seeds"), std::string::npos) << s.error_message();
+  }
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM sweeps"), 0);
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM cells"), 0);
+
+  // ... and a valid one is stored: the server was healthy all along.
+  spec.seeds.resize(8);
+  v1::SubmitSweepRequest small;
+  *small.mutable_spec() = ToProto(spec);
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    v1::SubmitSweepResponse reply;
+    grpc::Status s = stub->SubmitSweep(&ctx, small, &reply);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(reply.cells(), 8);
+  }
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM sweeps"), 1);
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM cells"), 8);
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+}
+
+}  // namespace
+}  // namespace ranksweep

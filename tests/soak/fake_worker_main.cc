@@ -1,0 +1,239 @@
+// `ranksweep-fake-worker`: the real worker agent core (worker/agent/agent.h)
+// and gRPC client, with a TaskRunner that trains nothing. Each task sleeps a
+// random time in [--min_sleep_ms, --max_sleep_ms] and returns one synthetic
+// SeedResult per seed (the seed filled in, metrics derived from the seed), so
+// soak and reliability tests can run dozens of workers on a small machine
+// while exercising the agent's real retries, outbox, heartbeats and drain.
+//
+// --ack_log=FILE appends "ack CELL LEASE" for every result of a CompleteTasks
+// call that returned OK (the coordinator's promise that the result is
+// durable), one write(2) per call on an O_APPEND descriptor, before the
+// agent sees the reply. A SIGKILL can lose the last acknowledgement (between
+// the reply and the write) but never records one that was not given.
+//
+// Prints "ranksweep-fake-worker ready" on stdout once SIGTERM/SIGINT are
+// handled (a drain); before that line they kill it.
+//
+// Exit codes: 0 after a drain (SIGTERM/SIGINT) or an idle exit (--once);
+// 1 for bad flags or a registration the coordinator refuses.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "worker/agent/agent.h"
+#include "worker/agent/grpc_client.h"
+
+ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator address host:port");
+ABSL_FLAG(int, slots, 1, "Tasks run at once, 1..64");
+ABSL_FLAG(int, max_seeds, 64, "Cells (seeds) per task, 1..1024");
+ABSL_FLAG(std::string, worker_id, "",
+          "Identity to keep across restarts; empty = the coordinator assigns one");
+ABSL_FLAG(bool, once, false, "Exit 0 once idle for --idle_exit_seconds");
+ABSL_FLAG(int, idle_exit_seconds, 5, "Idle time before --once exits");
+ABSL_FLAG(int, drain_seconds, 30, "Drain timeout on SIGTERM/SIGINT");
+ABSL_FLAG(int, poll_ms, 1000, "AcquireTasks long-poll length, 0..60000");
+ABSL_FLAG(int, rpc_timeout_seconds, 10, "Deadline of each coordinator call (plus the poll)");
+ABSL_FLAG(int, heartbeat_ms, 0, "Heartbeat period; 0 = what the coordinator suggests");
+ABSL_FLAG(int, min_sleep_ms, 0, "Shortest time a task takes");
+ABSL_FLAG(int, max_sleep_ms, 20, "Longest time a task takes");
+ABSL_FLAG(std::string, ack_log, "", "Append every acknowledged (cell, lease) to this file");
+ABSL_FLAG(bool, quiet, false, "Log only registration, errors and the exit line");
+
+namespace ranksweep::agent {
+namespace {
+
+// Sleeps, then makes up a result per seed. Deterministic in the seed, so two
+// runs of one cell report the same numbers.
+class FakeRunner : public TaskRunner {
+ public:
+  FakeRunner(int min_ms, int max_ms) : min_ms_(min_ms), max_ms_(max_ms) {}
+
+  absl::StatusOr<std::vector<SeedResult>> Run(const TaskSpec& spec,
+                                              const RunControl& control) override {
+    int sleep_ms = min_ms_;
+    {
+      absl::MutexLock lock(&mu_);
+      sleep_ms = std::uniform_int_distribution<int>(min_ms_, max_ms_)(rng_);
+    }
+    const absl::Time start = absl::Now();
+    const absl::Time end = start + absl::Milliseconds(sleep_ms);
+    while (absl::Now() < end) {
+      if (control.should_stop()) return absl::CancelledError("stopped");
+      absl::SleepFor(std::min(absl::Milliseconds(2), end - absl::Now()));
+    }
+    control.on_progress(1);
+    std::vector<SeedResult> out;
+    out.reserve(spec.seeds.size());
+    for (uint64_t seed : spec.seeds) {
+      SeedResult r;
+      r.seed = seed;
+      r.train.sequences = 64;
+      r.train.exact_accuracy = static_cast<double>(seed % 101) / 100.0;
+      r.train.position_accuracy = r.train.exact_accuracy;
+      r.train.error = 1.0 - r.train.exact_accuracy;
+      r.final_loss = r.train.error / 2;
+      r.steps = 1 + static_cast<int64_t>(seed % 7);
+      r.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+      r.device = "cpu";
+      r.facts.train_sequences = 64;
+      out.push_back(r);
+    }
+    return out;
+  }
+
+ private:
+  const int min_ms_;
+  const int max_ms_;
+  absl::Mutex mu_;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
+};
+
+// Forwards every call; records the results of each successful Complete.
+class AckLoggingClient : public CoordinatorClient {
+ public:
+  AckLoggingClient(CoordinatorClient* inner, int fd) : inner_(inner), fd_(fd) {}
+
+  absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override {
+    return inner_->Register(request);
+  }
+  absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override {
+    return inner_->Acquire(request);
+  }
+  absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+                                           const std::vector<int64_t>& lease_ids) override {
+    return inner_->Heartbeat(worker_id, lease_ids);
+  }
+  absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
+                                         const std::vector<CellResult>& results) override {
+    absl::StatusOr<CompleteReply> reply = inner_->Complete(worker_id, results);
+    if (reply.ok() && fd_ >= 0) {
+      std::string lines;
+      for (const CellResult& r : results) absl::StrAppend(&lines, "ack ", r.cell_id, " ", r.lease_id, "\n");
+      // One write per call: O_APPEND keeps concurrent calls' lines whole.
+      size_t done = 0;
+      while (done < lines.size()) {
+        ssize_t n = write(fd_, lines.data() + done, lines.size() - done);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          perror("ranksweep-fake-worker: --ack_log write");
+          break;
+        }
+        done += static_cast<size_t>(n);
+      }
+    }
+    return reply;
+  }
+  absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+                    const std::string& reason, bool release) override {
+    return inner_->Fail(worker_id, lease_ids, reason, release);
+  }
+
+ private:
+  CoordinatorClient* const inner_;
+  const int fd_;
+};
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "A ranksweep worker with a fake trainer, for soak and reliability tests.\n"
+      "  ranksweep-fake-worker --coordinator=127.0.0.1:50051 --slots=1 --max_sleep_ms=20");
+  absl::ParseCommandLine(argc, argv);
+  const int slots = absl::GetFlag(FLAGS_slots);
+  const int max_seeds = absl::GetFlag(FLAGS_max_seeds);
+  const int min_ms = absl::GetFlag(FLAGS_min_sleep_ms);
+  const int max_ms = absl::GetFlag(FLAGS_max_sleep_ms);
+  if (slots < 1 || slots > 64 || max_seeds < 1 || max_seeds > 1024 || min_ms < 0 ||
+      max_ms < min_ms) {
+    std::cerr << "ranksweep-fake-worker: need 1 <= --slots <= 64, 1 <= --max_seeds <= 1024, "
+                 "0 <= --min_sleep_ms <= --max_sleep_ms\n";
+    return 1;
+  }
+
+  int ack_fd = -1;
+  if (!absl::GetFlag(FLAGS_ack_log).empty()) {
+    ack_fd = open(absl::GetFlag(FLAGS_ack_log).c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (ack_fd < 0) {
+      perror("ranksweep-fake-worker: --ack_log");
+      return 1;
+    }
+  }
+
+  AgentOptions options;
+  RegisterRequest& reg = options.registration;
+  reg.hostname = "fake";
+  reg.device = "cpu";
+  reg.device_name = "cpu (fake trainer)";
+  reg.memory_bytes = 1 << 30;
+  reg.slots = slots;
+  reg.version = {"fake", "none", ""};
+  reg.worker_id = absl::GetFlag(FLAGS_worker_id);
+  options.max_seeds = max_seeds;
+  options.acquire_wait_ms = absl::GetFlag(FLAGS_poll_ms);
+  options.heartbeat_period = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_ms));
+  options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_seconds));
+  options.exit_when_idle = absl::GetFlag(FLAGS_once);
+  options.idle_exit = absl::Seconds(absl::GetFlag(FLAGS_idle_exit_seconds));
+  options.log_every = absl::ZeroDuration();
+  if (absl::GetFlag(FLAGS_quiet)) {
+    options.log = [](const std::string& line) {
+      if (line.rfind("start ", 0) == 0 || line.rfind("done ", 0) == 0 ||
+          line.rfind("reported ", 0) == 0) {
+        return;
+      }
+      std::cerr << "ranksweep-fake-worker: " << line << std::endl;
+    };
+  }
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // From here on SIGTERM drains; tests wait for this line before sending it.
+  std::cout << "ranksweep-fake-worker ready" << std::endl;
+
+  // Never freed: the detached signal thread may use the agent until exit.
+  auto* grpc = new GrpcCoordinatorClient(MakeCoordinatorChannel(absl::GetFlag(FLAGS_coordinator)),
+                                         absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)));
+  auto* client = new AckLoggingClient(grpc, ack_fd);
+  auto* runner = new FakeRunner(min_ms, max_ms);
+  Agent& agent = *new Agent(client, runner, options);
+
+  std::thread signal_thread([&agent, signals] {
+    while (true) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      agent.RequestDrain();
+    }
+  });
+  signal_thread.detach();
+
+  absl::Status status = agent.Run();
+  if (!status.ok()) {
+    std::cerr << "ranksweep-fake-worker: " << status.ToString() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ranksweep::agent
+
+int main(int argc, char** argv) { return ranksweep::agent::Main(argc, argv); }

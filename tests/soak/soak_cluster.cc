@@ -1,0 +1,252 @@
+#include "tests/soak/soak_cluster.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+namespace ranksweep::soak {
+
+using testing::CommandResult;
+using testing::Process;
+using testing::RunCommand;
+using namespace std::chrono_literals;
+
+Cluster::Cluster(ClusterOptions options)
+    : options_(std::move(options)), db_(options_.dir + "/ranksweep.db") {}
+
+Cluster::~Cluster() = default;  // each Process SIGKILLs its child
+
+bool Cluster::StartCoordinator() {
+  std::vector<std::string> argv = {options_.bin.ranksweepd,
+                                   "--listen=127.0.0.1:" + port_,
+                                   "--db=" + db_,
+                                   "--lease_seconds=" + std::to_string(options_.lease_seconds),
+                                   "--max_attempts=" + std::to_string(options_.max_attempts),
+                                   "--insecure_local"};
+  if (options_.max_message_bytes > 0) {
+    argv.push_back("--max_message_bytes=" + std::to_string(options_.max_message_bytes));
+  }
+  coordinator_ = std::make_unique<Process>(
+      argv, options_.dir + "/coordinator" + std::to_string(coordinator_starts_++));
+  std::optional<std::string> bound =
+      coordinator_->WaitForStdout(std::regex("listening on (\\S+)"), 30s);
+  if (!bound.has_value()) {
+    error_ = "ranksweepd did not come up: " + coordinator_->Stderr();
+    return false;
+  }
+  address_ = *bound;
+  port_ = address_.substr(address_.rfind(':') + 1);
+  return true;
+}
+
+bool Cluster::StopCoordinator(int sig) {
+  if (!coordinator_) return true;
+  coordinator_->Signal(sig);
+  return coordinator_->Wait(30s).has_value();
+}
+
+bool Cluster::coordinator_running() { return coordinator_ && coordinator_->running(); }
+
+std::string Cluster::CoordinatorStderr() const {
+  return coordinator_ ? coordinator_->Stderr() : std::string();
+}
+
+void Cluster::StartWorker(int index) {
+  if (index >= worker_count()) {
+    workers_.resize(index + 1);
+    incarnations_.resize(index + 1, 0);
+  }
+  char id[32];
+  snprintf(id, sizeof(id), "%s%02d", options_.worker_id_prefix.c_str(), index);
+  const std::string name = std::string(id) + "." + std::to_string(incarnations_[index]++);
+  const std::string ack_log = options_.dir + "/ack-" + name + ".log";
+  ack_logs_.push_back(ack_log);
+  workers_[index] = std::make_unique<Process>(
+      std::vector<std::string>{
+          options_.bin.fake_worker, "--coordinator=" + address_, "--worker_id=" + std::string(id),
+          "--slots=1", "--max_seeds=" + std::to_string(options_.max_seeds),
+          "--min_sleep_ms=" + std::to_string(options_.min_sleep_ms),
+          "--max_sleep_ms=" + std::to_string(options_.max_sleep_ms),
+          "--heartbeat_ms=" + std::to_string(options_.heartbeat_ms),
+          "--poll_ms=" + std::to_string(options_.poll_ms), "--rpc_timeout_seconds=5",
+          "--drain_seconds=10", "--ack_log=" + ack_log, "--quiet"},
+      options_.dir + "/worker-" + name);
+}
+
+int Cluster::StopWorker(int index, int sig, int wait_s) {
+  SignalWorker(index, sig);
+  return WaitWorker(index, wait_s);
+}
+
+void Cluster::SignalWorker(int index, int sig) { workers_.at(index)->Signal(sig); }
+
+bool Cluster::WaitWorkerReady(int index, int wait_s) {
+  return workers_.at(index)
+      ->WaitForStdout(std::regex("ranksweep-fake-worker ready"), std::chrono::seconds(wait_s))
+      .has_value();
+}
+
+int Cluster::WaitWorker(int index, int wait_s) {
+  return workers_.at(index)->Wait(std::chrono::seconds(wait_s)).value_or(-1);
+}
+
+bool Cluster::worker_running(int index) {
+  return workers_.at(index) && workers_[index]->running();
+}
+
+std::string Cluster::Submit(const std::string& spec_json) {
+  const std::string n = std::to_string(cli_runs_++);
+  const std::string path = options_.dir + "/spec" + n + ".json";
+  std::ofstream(path) << spec_json;
+  CommandResult r = RunCommand({options_.bin.cli, "--addr=" + address_, "submit", "-f", path},
+                               options_.dir + "/cli" + n, 60s);
+  if (r.exit_code != 0) {
+    error_ = "ranksweep submit exited " + std::to_string(r.exit_code) + ": " + r.err;
+    return "";
+  }
+  std::string id = r.out;
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+// ------------------------------------------------------------- the database
+
+namespace {
+
+// A read-only connection; closed on scope exit.
+class ReadOnlyDb {
+ public:
+  explicit ReadOnlyDb(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      std::cerr << "open " << path << ": " << sqlite3_errmsg(db_) << "\n";
+    }
+    sqlite3_busy_timeout(db_, 5000);
+  }
+  ~ReadOnlyDb() { sqlite3_close(db_); }
+  sqlite3* get() const { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace
+
+int64_t QueryInt(const std::string& db, const std::string& sql) {
+  ReadOnlyDb h(db);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(h.get(), sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+    std::cerr << sql << ": " << sqlite3_errmsg(h.get()) << "\n";
+    return -1;
+  }
+  int64_t value = -1;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    value = sqlite3_column_int64(st, 0);
+  } else {
+    std::cerr << sql << ": " << sqlite3_errmsg(h.get()) << "\n";
+  }
+  sqlite3_finalize(st);
+  return value;
+}
+
+std::string IntegrityCheck(const std::string& db) {
+  ReadOnlyDb h(db);
+  sqlite3_stmt* st = nullptr;
+  std::string out = "error";
+  if (sqlite3_prepare_v2(h.get(), "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+  return out;
+}
+
+std::map<int64_t, std::set<int64_t>> ReadAcks(const std::vector<std::string>& paths) {
+  std::map<int64_t, std::set<int64_t>> acks;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    std::string word;
+    int64_t cell = 0;
+    int64_t lease = 0;
+    // A worker killed mid-write can leave a torn last line; it fails to
+    // parse and ends the file.
+    while (in >> word >> cell >> lease) {
+      if (word == "ack") acks[cell].insert(lease);
+    }
+  }
+  return acks;
+}
+
+Verdict Verify(const std::string& db, const std::map<int64_t, std::set<int64_t>>& acks) {
+  Verdict v;
+  v.integrity = IntegrityCheck(db);
+  v.cells = QueryInt(db, "SELECT count(*) FROM cells");
+  v.results = QueryInt(db, "SELECT count(*) FROM results");
+  // Cells state 3 = DONE; results state 3 = DONE.
+  const int64_t without_result = QueryInt(
+      db,
+      "SELECT count(*) FROM cells c WHERE c.state != 3 OR NOT EXISTS "
+      "(SELECT 1 FROM results r WHERE r.cell_id = c.id AND r.state = 3)");
+  v.lost += without_result;
+  if (without_result != 0) {
+    v.problems.push_back(std::to_string(without_result) + " cells without a DONE result");
+  }
+  const int64_t extra_rows = v.results - QueryInt(db, "SELECT count(DISTINCT cell_id) FROM results");
+  const int64_t foreign_rows = QueryInt(
+      db,
+      "SELECT count(*) FROM results r LEFT JOIN cells c ON c.id = r.cell_id "
+      "WHERE c.id IS NULL OR c.lease_id != r.lease_id OR c.seed != r.seed");
+  // workers.completed counts what each CompleteTasks recorded (not
+  // duplicates): more than the result rows means a cell was recorded twice.
+  const int64_t recorded = QueryInt(db, "SELECT COALESCE(sum(completed), 0) FROM workers");
+  const int64_t over_recorded = recorded > v.results ? recorded - v.results : 0;
+  if (extra_rows != 0 || foreign_rows != 0 || over_recorded != 0 || recorded < v.results) {
+    v.problems.push_back("results: " + std::to_string(extra_rows) + " extra rows, " +
+                         std::to_string(foreign_rows) + " not matching their cell's lease, " +
+                         "workers recorded " + std::to_string(recorded) + " for " +
+                         std::to_string(v.results) + " rows");
+  }
+  v.duplicated += extra_rows + foreign_rows + over_recorded;
+
+  // Every acknowledgement must be the stored result, under the same lease.
+  ReadOnlyDb h(db);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(h.get(), "SELECT lease_id FROM results WHERE cell_id = ?1 AND state = 3", -1,
+                     &st, nullptr);
+  for (const auto& [cell, leases] : acks) {
+    ++v.acked_cells;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, cell);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+      ++v.lost;
+      v.problems.push_back("cell " + std::to_string(cell) + " acknowledged but has no result");
+      continue;
+    }
+    const int64_t stored = sqlite3_column_int64(st, 0);
+    for (int64_t lease : leases) {
+      if (lease == stored) continue;
+      ++v.duplicated;
+      v.problems.push_back("cell " + std::to_string(cell) + " acknowledged under lease " +
+                           std::to_string(lease) + " but stored under " + std::to_string(stored));
+    }
+  }
+  sqlite3_finalize(st);
+  return v;
+}
+
+std::string SweepJson(const std::string& name, int ranks, int seeds, int priority) {
+  std::ostringstream out;
+  out << R"({"name": ")" << name
+      << R"(", "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3}, )"
+      << R"("heads": [{"kind": "kernel", "feature_map": "elu1"}], "ranks": [)";
+  for (int r = 1; r <= ranks; ++r) out << (r > 1 ? ", " : "") << r;
+  out << R"(], "seed_count": )" << seeds << R"(, "priority": )" << priority
+      << R"(, "train": {"max_steps": 100, "eval_every": 50}})";
+  return out.str();
+}
+
+}  // namespace ranksweep::soak

@@ -1,0 +1,131 @@
+// Shared by the soak driver and the reliability tests: a ranksweepd process
+// on a temporary SQLite file plus ranksweep-fake-worker processes on
+// loopback, and the checks that read the database file directly.
+//
+// The coordinator first binds port 0; every restart binds the same port on
+// the same file, so workers reconnect on their own. Workers get stable ids
+// ("<prefix>NN") and keep them across restarts, like a supervised worker.
+//
+// Thread-safety: none; one thread drives a cluster.
+#ifndef RANKSWEEP_TESTS_SOAK_SOAK_CLUSTER_H_
+#define RANKSWEEP_TESTS_SOAK_SOAK_CLUSTER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+
+namespace ranksweep::soak {
+
+struct Binaries {
+  std::string ranksweepd;
+  std::string fake_worker;
+  std::string cli;  // the `ranksweep` CLI
+};
+
+struct ClusterOptions {
+  std::string dir;  // holds the database, logs and ack logs; must exist
+  Binaries bin;
+  int lease_seconds = 2;
+  int max_attempts = 50;
+  int max_message_bytes = 0;  // 0 = ranksweepd's default
+  // Passed to every worker.
+  int max_seeds = 4;
+  int min_sleep_ms = 0;
+  int max_sleep_ms = 20;
+  int heartbeat_ms = 500;
+  int poll_ms = 1000;
+  std::string worker_id_prefix = "fake-w";
+};
+
+class Cluster {
+ public:
+  explicit Cluster(ClusterOptions options);
+  ~Cluster();  // SIGKILLs whatever still runs
+
+  // Starts ranksweepd (port 0 the first time, the same port afterwards) and
+  // waits for its "listening on" line. Returns false, with the reason in
+  // error(), when it does not come up within 30 s.
+  bool StartCoordinator();
+  // Sends `sig` and waits for the exit (at most 30 s). True when it exited.
+  bool StopCoordinator(int sig);
+  bool coordinator_running();
+
+  // Starts worker `index` (0-based; a new index appends a worker). Its acks
+  // go to a fresh file per incarnation, listed by ack_logs().
+  void StartWorker(int index);
+  // Sends `sig` to worker `index` and waits for its exit (at most `wait_s`).
+  // Returns the exit code, or -1 on timeout.
+  int StopWorker(int index, int sig, int wait_s = 30);
+  // The two halves of StopWorker, to signal many workers before waiting.
+  void SignalWorker(int index, int sig);
+  // Waits until worker `index` handles SIGTERM as a drain (its "ready"
+  // line); false on timeout or exit.
+  bool WaitWorkerReady(int index, int wait_s = 30);
+  int WaitWorker(int index, int wait_s);
+  bool worker_running(int index);
+  int worker_count() const { return static_cast<int>(workers_.size()); }
+
+  // Submits a sweep (JSON text) through the CLI; returns the sweep id, or
+  // an empty string with the reason in error().
+  std::string Submit(const std::string& spec_json);
+
+  const std::string& address() const { return address_; }
+  const std::string& db() const { return db_; }
+  const std::vector<std::string>& ack_logs() const { return ack_logs_; }
+  const std::string& error() const { return error_; }
+  std::string CoordinatorStderr() const;
+
+ private:
+  ClusterOptions options_;
+  std::string db_;
+  std::string port_ = "0";
+  std::string address_;
+  std::string error_;
+  int coordinator_starts_ = 0;
+  int cli_runs_ = 0;
+  std::unique_ptr<testing::Process> coordinator_;
+  std::vector<std::unique_ptr<testing::Process>> workers_;
+  std::vector<int> incarnations_;
+  std::vector<std::string> ack_logs_;
+};
+
+// ------------------------------------------------------------- the database
+
+// Runs a query returning one integer on a read-only connection; -1 when
+// the query fails (the message goes to stderr).
+int64_t QueryInt(const std::string& db, const std::string& sql);
+// PRAGMA integrity_check's first row ("ok" when sound).
+std::string IntegrityCheck(const std::string& db);
+
+// cell id -> lease ids acknowledged for it, from "ack CELL LEASE" lines.
+std::map<int64_t, std::set<int64_t>> ReadAcks(const std::vector<std::string>& paths);
+
+struct Verdict {
+  int64_t cells = 0;
+  int64_t results = 0;
+  int64_t acked_cells = 0;  // cells with at least one acknowledgement seen
+  // Cells without a DONE result, plus acknowledged cells with no result.
+  int64_t lost = 0;
+  // Result rows beyond one per cell; acknowledged leases other than the
+  // stored one (a cell completed twice); recorded completions counted by
+  // the workers table beyond the result rows.
+  int64_t duplicated = 0;
+  std::string integrity;
+  std::vector<std::string> problems;  // one line per finding, for logs
+};
+
+// Checks the whole database file against the acknowledgements.
+Verdict Verify(const std::string& db, const std::map<int64_t, std::set<int64_t>>& acks);
+
+// A sweep of `ranks` kernel ranks (1..ranks) times `seeds` seeds:
+// ranks * seeds cells. Small exhaustive dataset; the fake trainer ignores it.
+std::string SweepJson(const std::string& name, int ranks, int seeds, int priority = 0);
+
+}  // namespace ranksweep::soak
+
+#endif  // RANKSWEEP_TESTS_SOAK_SOAK_CLUSTER_H_

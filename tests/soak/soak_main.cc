@@ -1,0 +1,292 @@
+// `ranksweep-soak`: the soak test driver. Runs ranksweepd and many
+// ranksweep-fake-worker processes on loopback, submits sweeps totalling
+// --cells cells per round, and meanwhile SIGKILLs random workers (restarting
+// each after a random delay under the same worker id) and SIGKILLs and
+// restarts the coordinator on the same database file and port. The kills
+// fire at random points of progress (share of the round's cells done), drawn
+// from --seed, so every requested kill lands before the round ends. With
+// --duration_seconds it starts new rounds until that much time has passed.
+//
+// When every sweep is DONE it drains the workers, stops the coordinator and
+// checks the SQLite file directly against every acknowledgement the workers
+// logged (soak_cluster.h, Verify). The last line of stdout is
+//   cells=N worker_kills=K coordinator_restarts=R lost=L duplicated=D integrity=I
+// and the exit code is 0 only for lost=0 duplicated=0 integrity=ok with all
+// sweeps DONE and at least the requested kills done; 1 otherwise; 2 for
+// bad flags.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "tests/soak/soak_cluster.h"
+#include "tests/support/process.h"
+
+#ifndef RANKSWEEPD_BIN
+#define RANKSWEEPD_BIN "ranksweepd"
+#endif
+#ifndef RANKSWEEP_FAKE_WORKER_BIN
+#define RANKSWEEP_FAKE_WORKER_BIN "ranksweep-fake-worker"
+#endif
+#ifndef RANKSWEEP_CLI_BIN
+#define RANKSWEEP_CLI_BIN "ranksweep"
+#endif
+
+ABSL_FLAG(int, workers, 32, "Fake worker processes");
+ABSL_FLAG(int, cells, 2000, "Cells per round");
+ABSL_FLAG(int, worker_kills, 5, "Worker SIGKILLs per round (each restarted)");
+ABSL_FLAG(int, coordinator_restarts, 1, "Coordinator SIGKILL + restart per round");
+ABSL_FLAG(int, duration_seconds, 0, "Start new rounds until this much time has passed; 0 = one");
+ABSL_FLAG(int, timeout_seconds, 600, "Give up (and fail) after this long");
+ABSL_FLAG(uint64_t, seed, 0, "Seed of the kill schedule; 0 = from the clock (printed)");
+ABSL_FLAG(int, max_seeds, 4, "Cells per task");
+ABSL_FLAG(int, max_sleep_ms, 20, "Longest fake task, ms (shortest is 0)");
+ABSL_FLAG(int, lease_seconds, 2, "ranksweepd --lease_seconds");
+ABSL_FLAG(int, max_attempts, 50, "ranksweepd --max_attempts");
+ABSL_FLAG(int, worker_restart_ms, 1500, "Longest delay before a killed worker restarts");
+ABSL_FLAG(int, coordinator_down_ms, 1000, "Longest coordinator downtime");
+ABSL_FLAG(std::string, dir, "", "Work directory (kept); empty = a temporary one (removed)");
+ABSL_FLAG(std::string, ranksweepd, RANKSWEEPD_BIN, "ranksweepd binary");
+ABSL_FLAG(std::string, fake_worker, RANKSWEEP_FAKE_WORKER_BIN, "ranksweep-fake-worker binary");
+ABSL_FLAG(std::string, cli, RANKSWEEP_CLI_BIN, "ranksweep CLI binary");
+
+namespace ranksweep::soak {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct Event {
+  double at;  // share of the round's cells done
+  bool coordinator;
+};
+
+// Sweeps of at most 4 ranks x 256 seeds, totalling exactly `cells`.
+std::vector<std::string> RoundSweeps(int round, int cells) {
+  std::vector<std::string> specs;
+  int left = cells;
+  for (int i = 0; left > 0; ++i) {
+    const std::string name = "soak-" + std::to_string(round) + "-" + std::to_string(i);
+    int ranks = left >= 4 ? 4 : 1;
+    int seeds = std::min(256, left / ranks);
+    specs.push_back(SweepJson(name, ranks, seeds, /*priority=*/i % 3));
+    left -= ranks * seeds;
+  }
+  return specs;
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Soak test: many fake workers, thousands of cells, random kill -9 of workers and of "
+      "the coordinator; verifies the database.\n"
+      "  ranksweep-soak --workers=32 --cells=2000 --worker_kills=5 --coordinator_restarts=1");
+  absl::ParseCommandLine(argc, argv);
+  const int n_workers = absl::GetFlag(FLAGS_workers);
+  const int cells_per_round = absl::GetFlag(FLAGS_cells);
+  const int kills_per_round = absl::GetFlag(FLAGS_worker_kills);
+  const int restarts_per_round = absl::GetFlag(FLAGS_coordinator_restarts);
+  if (n_workers < 1 || cells_per_round < 1 || kills_per_round < 0 || restarts_per_round < 0) {
+    std::cerr << "ranksweep-soak: --workers and --cells must be positive, kills >= 0\n";
+    return 2;
+  }
+  uint64_t seed = absl::GetFlag(FLAGS_seed);
+  if (seed == 0) seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) | 1;
+  std::mt19937_64 rng(seed);
+  auto uniform = [&rng](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+
+  std::optional<testing::TempDir> temp;
+  std::string dir = absl::GetFlag(FLAGS_dir);
+  if (dir.empty()) {
+    temp.emplace();
+    dir = temp->path();
+  } else {
+    std::filesystem::create_directories(dir);
+  }
+  std::cout << "soak: seed=" << seed << " workers=" << n_workers
+            << " cells_per_round=" << cells_per_round << " dir=" << dir << std::endl;
+
+  ClusterOptions options;
+  options.dir = dir;
+  options.bin = {absl::GetFlag(FLAGS_ranksweepd), absl::GetFlag(FLAGS_fake_worker),
+                 absl::GetFlag(FLAGS_cli)};
+  options.lease_seconds = absl::GetFlag(FLAGS_lease_seconds);
+  options.max_attempts = absl::GetFlag(FLAGS_max_attempts);
+  options.max_seeds = absl::GetFlag(FLAGS_max_seeds);
+  options.max_sleep_ms = absl::GetFlag(FLAGS_max_sleep_ms);
+  options.heartbeat_ms = std::max(100, options.lease_seconds * 1000 / 4);
+  options.worker_id_prefix = "soak-w";
+  Cluster cluster(options);
+
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point give_up = start + std::chrono::seconds(absl::GetFlag(FLAGS_timeout_seconds));
+  const auto duration = std::chrono::seconds(absl::GetFlag(FLAGS_duration_seconds));
+  bool ok = true;
+  if (!cluster.StartCoordinator()) {
+    std::cerr << "ranksweep-soak: " << cluster.error() << "\n";
+    return 1;
+  }
+  for (int i = 0; i < n_workers; ++i) cluster.StartWorker(i);
+
+  int64_t worker_kills = 0;
+  int64_t coordinator_restarts = 0;
+  int64_t total_cells = 0;
+  int64_t sweeps = 0;
+  // Killed workers and when they come back.
+  std::vector<std::pair<Clock::time_point, int>> restarts;
+  for (int round = 0; ok && (round == 0 || Clock::now() - start < duration); ++round) {
+    const int64_t done_before = QueryInt(cluster.db(), "SELECT count(*) FROM results");
+    for (const std::string& spec : RoundSweeps(round, cells_per_round)) {
+      if (cluster.Submit(spec).empty()) {
+        std::cerr << "ranksweep-soak: " << cluster.error() << "\n";
+        return 1;
+      }
+      ++sweeps;
+    }
+    total_cells += cells_per_round;
+    std::vector<Event> events;
+    for (int i = 0; i < kills_per_round; ++i) events.push_back({uniform(0.05, 0.9), false});
+    for (int i = 0; i < restarts_per_round; ++i) events.push_back({uniform(0.1, 0.8), true});
+    std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.at < b.at; });
+    size_t next_event = 0;
+    const Clock::time_point round_start = Clock::now();
+
+    while (true) {
+      const Clock::time_point now = Clock::now();
+      for (auto it = restarts.begin(); it != restarts.end();) {
+        if (it->first <= now) {
+          cluster.StartWorker(it->second);
+          it = restarts.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      const int64_t done = QueryInt(cluster.db(), "SELECT count(*) FROM results") - done_before;
+      const double progress = static_cast<double>(done) / cells_per_round;
+      while (next_event < events.size() && events[next_event].at <= progress) {
+        const Event e = events[next_event++];
+        if (e.coordinator) {
+          if (!cluster.StopCoordinator(SIGKILL)) {
+            std::cerr << "ranksweep-soak: ranksweepd survived SIGKILL\n";
+            return 1;
+          }
+          const int down_ms = static_cast<int>(uniform(0, absl::GetFlag(FLAGS_coordinator_down_ms)));
+          std::cout << "soak: +" << Seconds(Clock::now() - start) << "s at " << done << "/"
+                    << cells_per_round << " kill -9 coordinator, down " << down_ms << " ms"
+                    << std::endl;
+          std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
+          if (!cluster.StartCoordinator()) {
+            std::cerr << "ranksweep-soak: restart: " << cluster.error() << "\n";
+            return 1;
+          }
+          ++coordinator_restarts;
+        } else {
+          std::vector<int> alive;
+          for (int i = 0; i < cluster.worker_count(); ++i) {
+            if (cluster.worker_running(i)) alive.push_back(i);
+          }
+          if (alive.empty()) continue;
+          const int victim = alive[std::uniform_int_distribution<size_t>(0, alive.size() - 1)(rng)];
+          const int code = cluster.StopWorker(victim, SIGKILL);
+          const int back_ms = static_cast<int>(uniform(0, absl::GetFlag(FLAGS_worker_restart_ms)));
+          std::cout << "soak: +" << Seconds(Clock::now() - start) << "s at " << done << "/"
+                    << cells_per_round << " kill -9 worker " << victim << " (exit " << code
+                    << "), back in " << back_ms << " ms" << std::endl;
+          restarts.push_back({Clock::now() + std::chrono::milliseconds(back_ms), victim});
+          ++worker_kills;
+        }
+      }
+      if (next_event == events.size() &&
+          QueryInt(cluster.db(), "SELECT count(*) FROM sweeps WHERE state != 2") == 0) {
+        break;
+      }
+      if (Clock::now() > give_up) {
+        std::cerr << "ranksweep-soak: timed out after " << absl::GetFlag(FLAGS_timeout_seconds)
+                  << " s with " << done << "/" << cells_per_round << " cells of round " << round
+                  << " done\n";
+        ok = false;
+        break;
+      }
+      // A worker that exits on its own is a failure of the agent.
+      for (int i = 0; i < cluster.worker_count(); ++i) {
+        bool pending = std::any_of(restarts.begin(), restarts.end(),
+                                   [i](const auto& r) { return r.second == i; });
+        if (!pending && !cluster.worker_running(i)) {
+          std::cerr << "ranksweep-soak: worker " << i << " exited on its own\n";
+          ok = false;
+        }
+      }
+      if (!ok) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    std::cout << "soak: round " << round << " done in " << Seconds(Clock::now() - round_start)
+              << " s" << std::endl;
+  }
+
+  // Bring back the workers still down, then drain everyone.
+  for (const auto& r : restarts) cluster.StartWorker(r.second);
+  for (int i = 0; i < cluster.worker_count(); ++i) {
+    if (!cluster.WaitWorkerReady(i)) {
+      std::cerr << "ranksweep-soak: worker " << i << " never became ready\n";
+      ok = false;
+    }
+  }
+  for (int i = 0; i < cluster.worker_count(); ++i) cluster.SignalWorker(i, SIGTERM);
+  for (int i = 0; i < cluster.worker_count(); ++i) {
+    if (const int code = cluster.WaitWorker(i, 30); code != 0) {
+      std::cerr << "ranksweep-soak: worker " << i << " exited " << code << " on SIGTERM\n";
+      ok = false;
+    }
+  }
+  if (!cluster.StopCoordinator(SIGTERM)) {
+    std::cerr << "ranksweep-soak: ranksweepd did not stop on SIGTERM\n";
+    ok = false;
+  }
+
+  const auto acks = ReadAcks(cluster.ack_logs());
+  Verdict v = Verify(cluster.db(), acks);
+  const int64_t not_done = QueryInt(cluster.db(), "SELECT count(*) FROM sweeps WHERE state != 2");
+  for (const std::string& p : v.problems) std::cerr << "ranksweep-soak: " << p << "\n";
+  std::cout << "soak: " << sweeps << " sweeps, " << v.results << " results, " << v.acked_cells
+            << " acknowledged cells seen in worker logs, " << Seconds(Clock::now() - start)
+            << " s" << std::endl;
+  if (v.cells != total_cells) {
+    std::cerr << "ranksweep-soak: the database has " << v.cells << " cells, submitted "
+              << total_cells << "\n";
+    ok = false;
+  }
+  if (not_done != 0) {
+    std::cerr << "ranksweep-soak: " << not_done << " sweeps not DONE\n";
+    ok = false;
+  }
+  if (worker_kills < static_cast<int64_t>(kills_per_round) ||
+      coordinator_restarts < static_cast<int64_t>(restarts_per_round)) {
+    std::cerr << "ranksweep-soak: fewer kills than asked for\n";
+    ok = false;
+  }
+  std::cout << "cells=" << v.cells << " worker_kills=" << worker_kills
+            << " coordinator_restarts=" << coordinator_restarts << " lost=" << v.lost
+            << " duplicated=" << v.duplicated << " integrity=" << v.integrity << std::endl;
+  ok = ok && v.lost == 0 && v.duplicated == 0 && v.integrity == "ok";
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace ranksweep::soak
+
+int main(int argc, char** argv) { return ranksweep::soak::Main(argc, argv); }
