@@ -7,10 +7,11 @@
 namespace ranksweep::trainer {
 namespace {
 
-// x: [S, T, din], w: [S, din+1, dout] with the bias as the last row.
+// x: [S, T, din], w: [S, din+1, dout] with the bias as the last row. One
+// fused baddbmm (bias broadcast over T) rather than bmm + add.
 torch::Tensor Affine(const torch::Tensor& x, const torch::Tensor& w) {
   const int64_t din = x.size(2);
-  return torch::bmm(x, w.narrow(1, 0, din)) + w.narrow(1, din, 1);
+  return torch::baddbmm(w.narrow(1, din, 1), x, w.narrow(1, 0, din));
 }
 
 torch::Tensor ApplyFeatureMap(FeatureMap map, const torch::Tensor& z, double relu_eps) {
@@ -186,12 +187,21 @@ torch::Tensor KernelHeadImpl::forward(const torch::Tensor& x) {
   const int64_t s = x.size(0), b = x.size(1), n = x.size(2), m = x.size(3);
   const int h = config_.num_heads, r = config_.rank, dv = config_.value_dim;
   torch::Tensor flat = x.reshape({s, b * n, m});
-  torch::Tensor fq = QueryFeatures(flat).view({s, b, n, h, r});
-  torch::Tensor fk = KeyFeatures(flat).view({s, b, n, h, r});
-  torch::Tensor alpha = torch::einsum("sbihr,sbjhr->sbhij", {fq, fk});  // [S,B,H,N,N]
-  torch::Tensor v = Values(flat).view({s, b, n, h, dv});
-  torch::Tensor num = torch::einsum("sbhij,sbjhd->sbihd", {alpha, v});  // [S,B,N,H,dv]
-  torch::Tensor den = alpha.sum(-1).permute({0, 1, 3, 2}).unsqueeze(-1);  // [S,B,N,H,1]
+  // Batched matrix products over (seed, sequence, head); einsum on LibTorch
+  // 1.13 adds permutes and reshapes around the same bmm. With one head the
+  // permutes below are free (a size-1 dimension moves).
+  auto per_head = [&](const torch::Tensor& t, int64_t width) {  // -> [S*B*H, N, width]
+    return t.view({s, b, n, h, width}).permute({0, 1, 3, 2, 4}).reshape({s * b * h, n, width});
+  };
+  torch::Tensor fq = per_head(QueryFeatures(flat), r);
+  torch::Tensor fk = per_head(KeyFeatures(flat), r);
+  torch::Tensor alpha = torch::bmm(fq, fk.transpose(1, 2));  // [S*B*H, N, N]
+  torch::Tensor v = per_head(Values(flat), dv);
+  auto back = [&](const torch::Tensor& t, int64_t width) {  // -> [S, B, N, H, width]
+    return t.view({s, b, h, n, width}).permute({0, 1, 3, 2, 4});
+  };
+  torch::Tensor num = back(torch::bmm(alpha, v), dv);          // [S,B,N,H,dv]
+  torch::Tensor den = back(alpha.sum(-1, /*keepdim=*/true), 1);  // [S,B,N,H,1]
   torch::Tensor y;
   if (config_.kind == HeadKind::kSignedKernel) {
     y = num * den / (den * den + kSignedDelta * kSignedDelta);
@@ -209,7 +219,8 @@ SoftmaxHeadImpl::SoftmaxHeadImpl(const HeadConfig& config, const std::vector<uin
   const int m = config.m, ds = config.score_dim;
   w_q_ = register_parameter("w_q", DrawUniform(m, ds, 1.0 / std::sqrt(m)));
   w_k_ = register_parameter("w_k", DrawUniform(m, ds, 1.0 / std::sqrt(m)));
-  inv_tau_ = register_parameter("inv_tau", torch::ones({num_seeds_}, torch::kFloat32));
+  inv_tau_ = register_parameter("inv_tau",
+                                torch::full({num_seeds_}, kInitialInvTau, torch::kFloat32));
   const int dv = config.value_dim;
   value() = register_parameter("value", DrawUniform(m + 1, dv, 1.0 / std::sqrt(m)));
   readout_u() = register_parameter(

@@ -101,11 +101,19 @@ class KernelHeadImpl : public AttentionHeadImpl {
 TORCH_MODULE(KernelHead);
 
 // Dense softmax: s_ij = <W_q x_i, W_k x_j> / tau, weights softmax_j. The
-// temperature is learned as its inverse (init 1), not as log tau: under a
-// log parameterization Adam drove tau up to uniform attention early in
-// training, a plateau several seeds never left.
+// temperature is learned as its inverse, starting hot: inv_tau = 0.1
+// (tau = 10). With inv_tau = 1 at the start the scores grew faster than the
+// readout and every position learned "attend to the lightest token" (exact
+// for the witness family's key positions) until the query position's softmax
+// saturated on itself (weight 1 - e^-20) and its gradient vanished: most
+// seeds plateaued at error 0.42-0.92. Starting hot keeps attention near
+// uniform while the value map and readout form, and Adam moves the single
+// scalar inv_tau at most ~lr per step, so the sharpening is gradual
+// (docs/TRAINER.md, "Softmax training"). A log-tau parameterization was
+// worse still: Adam drove tau up to uniform attention, a plateau too.
 class SoftmaxHeadImpl : public AttentionHeadImpl {
  public:
+  static constexpr double kInitialInvTau = 0.1;
   SoftmaxHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds);
   torch::Tensor forward(const torch::Tensor& x) override;
   torch::Tensor& w_q() { return w_q_; }          // [S, m, score_dim]

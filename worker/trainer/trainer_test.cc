@@ -189,16 +189,18 @@ TEST(PhaseTransitionTest, Rank64KernelIsExact) {
   for (const SeedResult& s : r->seeds) EXPECT_EQ(s.train.error, 0.0) << "seed " << s.seed;
 }
 
-// A trained softmax head reaches zero error. Not every seed does within
-// this budget: seeds 1 and 2 at lr 0.02 sit on a plateau (error 0.417)
-// that we have not yet removed, so this checks seed 0 (exact by step 200).
-TEST(PhaseTransitionTest, SoftmaxIsExact) {
-  TaskSpec t = WitnessTask(HeadKind::kSoftmax, 0);
-  t.train.lr = 0.02;
-  t.seeds = {0};
-  auto r = RunTask(t, kCpu);
+// Dense softmax is exact on every seed (the paper's claim 3). With the hot
+// start (inv_tau = 0.1, heads.h) seeds 0..9 all reach zero error on this
+// family by step 300 at lr 0.01; with inv_tau = 1 seeds 1 and 2 stayed at
+// error 0.417 (docs/TRAINER.md, "Softmax training").
+TEST(PhaseTransitionTest, SoftmaxIsExactOnEverySeed) {
+  auto r = RunTask(WitnessTask(HeadKind::kSoftmax, 0), kCpu);
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const SeedResult& s : r->seeds) EXPECT_EQ(s.train.error, 0.0) << "seed " << s.seed;
+  ASSERT_EQ(r->seeds.size(), 3u);
+  for (const SeedResult& s : r->seeds) {
+    EXPECT_EQ(s.train.error, 0.0) << "seed " << s.seed;
+    EXPECT_LE(s.steps, 600) << "seed " << s.seed;
+  }
 }
 
 TEST(DeviceTest, ResolvesNames) {
