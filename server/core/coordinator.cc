@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
+#include "server/core/analysis.h"
 #include "server/core/log.h"
 
 namespace ranksweep::server {
@@ -1109,8 +1110,24 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
           acc.train_error.push_back(train_error);
           acc.exact.push_back(q.ColumnDouble(18));
           acc.position.push_back(q.ColumnDouble(19));
-          if (!q.ColumnIsNull(20)) acc.test_error.push_back(q.ColumnDouble(20));
+          if (!q.ColumnIsNull(20)) {
+            acc.test_error.push_back(q.ColumnDouble(20));
+            if (q.ColumnDouble(20) == 0) ++acc.group.test_exact_seeds;
+          }
           if (train_error == 0) ++acc.group.exact_seeds;
+          // The facts describe the dataset, the same for every cell: take
+          // the first done cell's.
+          if (!out.facts.has_value() && !q.ColumnIsNull(15)) {
+            absl::StatusOr<SeedResult> result = SeedResultFromJson(q.ColumnText(15));
+            if (!result.ok()) {
+              return absl::DataLossError(absl::StrCat("cell ", q.ColumnInt(0),
+                                                      ": stored result does not parse: ",
+                                                      result.status().message()));
+            }
+            out.facts = result->facts;
+          }
+        } else {
+          acc.group.missing_seeds.push_back(seed);
         }
         continue;
       }
@@ -1155,7 +1172,13 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
       acc.group.test_error = Summarize(acc.test_error);
       acc.group.train_exact_accuracy = Summarize(acc.exact);
       acc.group.train_position_accuracy = Summarize(acc.position);
+      std::sort(acc.group.missing_seeds.begin(), acc.group.missing_seeds.end());
       out.groups.push_back(std::move(acc.group));
+    }
+    if (grouped) {
+      const bool has_test_split =
+          spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
+      out.heads = SummarizeHeads(out.groups, has_test_split);
     }
     return absl::OkStatus();
   }));

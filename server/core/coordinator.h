@@ -157,6 +157,12 @@ class Coordinator {
   // ---------------------------------------------------------------- queries
 
   // Per-cell rows, or groups by (head, rank) with mean/std/min/max/ci95.
+  // Grouped, it also reports each group's missing seeds (cells without a
+  // DONE result), one HeadSummary per head (analysis.h: the transition rank,
+  // computed over the groups returned, so a rank filter changes it; the test
+  // split is analysed for pool datasets with test_size > 0) and the
+  // dataset's facts from the first done cell (unset when none is done).
+  // DataLoss when a stored result does not parse.
   // InvalidArgument when sweep_id is empty or `head` names no head of the
   // sweep; NotFound for an unknown sweep.
   absl::StatusOr<QueryOutcome> Query(const ResultQuery& query);

@@ -675,6 +675,70 @@ TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
   EXPECT_EQ(g3.rank, 0);
   EXPECT_EQ(g3.n, 0);
   EXPECT_EQ(g3.expected, 3);
+
+  // Completeness and the transition: r=1 is decided (seeds 1, 2 not exact);
+  // r=2 has its one done seed exact but seeds 1, 2 missing, so undecided.
+  EXPECT_THAT(g.missing_seeds, IsEmpty());
+  EXPECT_THAT(g2.missing_seeds, ElementsAre(1u, 2u));
+  EXPECT_THAT(g3.missing_seeds, ElementsAre(0u, 1u, 2u));
+  ASSERT_EQ(q->heads.size(), 2u);
+  EXPECT_EQ(q->heads[0].head, "kernel/elu1");
+  EXPECT_TRUE(q->heads[0].has_rank);
+  EXPECT_FALSE(q->heads[0].transition_defined);
+  EXPECT_EQ(q->heads[0].reason,
+            "undecided: rank 2 is incomplete (1/3 seeds; seeds 1, 2 missing) and every done "
+            "seed there is exact");
+  EXPECT_FALSE(q->heads[1].has_rank);
+  EXPECT_EQ(q->heads[1].reason, "no rank; exact on 0/3 seeds (seeds 0, 1, 2 missing)");
+  ASSERT_TRUE(q->facts.has_value());
+}
+
+TEST_F(CoordinatorTest, GroupedQueryReportsTransitionAndDatasetFacts) {
+  std::string sweep = Submit(MakeSpec("transition", {1, 2, 4}, 2));
+  std::string w = Register();
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto empty = coordinator_->Query(query);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->facts.has_value());  // nothing done yet
+
+  // r=1 fails on both seeds, r=2 and r=4 are exact, softmax exact.
+  for (const Task& t : Acquire(w, 64, 64)) {
+    std::vector<CellResult> results;
+    for (const LeasedCell& c : t.cells) {
+      SeedResult r = MakeResult(c.seed, t.rank == 1 ? 0.5 : 0.0);
+      r.facts.train_sequences = 64;
+      r.facts.distinct_queries = 12;
+      r.facts.rank_lower_bound = 2;
+      r.facts.rank_upper_bound = 12;
+      results.push_back(CellResult{c.cell_id, c.lease_id, r});
+    }
+    ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  }
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->heads.size(), 2u);
+  EXPECT_TRUE(q->heads[0].transition_defined);
+  EXPECT_EQ(q->heads[0].transition_rank, 2);
+  EXPECT_FALSE(q->heads[0].has_test_split);
+  EXPECT_EQ(q->heads[1].reason, "no rank; exact on 2/2 seeds");
+  ASSERT_TRUE(q->facts.has_value());
+  EXPECT_EQ(q->facts->rank_lower_bound, 2);
+  EXPECT_EQ(q->facts->rank_upper_bound, 12);
+  EXPECT_EQ(q->facts->distinct_queries, 12);
+
+  // A rank filter changes what the transition is computed over.
+  query.ranks = {4};
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->heads.size(), 1u);
+  EXPECT_EQ(q->heads[0].transition_rank, 4);
+
+  // Per-seed queries carry no summaries.
+  q = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(q.ok());
+  EXPECT_THAT(q->heads, IsEmpty());
+  EXPECT_FALSE(q->facts.has_value());
 }
 
 TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {

@@ -179,11 +179,36 @@ struct ResultGroup {
   Aggregate train_exact_accuracy;
   Aggregate train_position_accuracy;
   int64_t exact_seeds = 0;  // done cells with train error == 0
+  // Seeds of the group's cells that have no DONE result (pending, leased,
+  // failed or cancelled), ascending.
+  std::vector<uint64_t> missing_seeds;
+  // Done cells with a test split and test error == 0.
+  int64_t test_exact_seeds = 0;
+};
+
+// The transition rank of one head (server/core/analysis.h has the rule).
+struct HeadSummary {
+  std::string head;  // HeadLabel
+  int head_index = 0;
+  bool has_rank = false;  // false: softmax or a rank-less construction
+  // Train split: smallest swept rank at which every seed is exact.
+  bool transition_defined = false;
+  int transition_rank = 0;   // 0 unless transition_defined
+  std::string reason;        // why (or why not), one line
+  // The same rule on the test split; only when the dataset has one.
+  bool has_test_split = false;
+  bool test_transition_defined = false;
+  int test_transition_rank = 0;
+  std::string test_reason;
 };
 
 struct QueryOutcome {
   std::vector<ResultRow> rows;      // when group_by == kNone
   std::vector<ResultGroup> groups;  // when grouped
+  // When grouped: one summary per head present in `groups`, by head index,
+  // and the dataset's facts from any done cell (unset when none is done).
+  std::vector<HeadSummary> heads;
+  std::optional<DatasetFacts> facts;
 };
 
 // Summary of Coordinator::Recover().

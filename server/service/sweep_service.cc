@@ -250,6 +250,8 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
   if (out.ok()) {
     for (const ResultRow& row : out->rows) *response->add_rows() = ToProto(row);
     for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
+    for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
+    if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);
   }
   return Done(context, out.status());
 }

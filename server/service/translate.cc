@@ -121,6 +121,23 @@ v1::ResultGroup ToProto(const ResultGroup& group) {
   FillAggregate(group.train_exact_accuracy, p.mutable_train_exact_accuracy());
   FillAggregate(group.train_position_accuracy, p.mutable_train_position_accuracy());
   p.set_exact_seeds(group.exact_seeds);
+  for (uint64_t seed : group.missing_seeds) p.add_missing_seeds(seed);
+  p.set_test_exact_seeds(group.test_exact_seeds);
+  return p;
+}
+
+v1::HeadSummary ToProto(const HeadSummary& head) {
+  v1::HeadSummary p;
+  p.set_head(head.head);
+  p.set_head_index(head.head_index);
+  p.set_has_rank(head.has_rank);
+  p.set_transition_defined(head.transition_defined);
+  p.set_transition_rank(head.transition_rank);
+  p.set_reason(head.reason);
+  p.set_has_test_split(head.has_test_split);
+  p.set_test_transition_defined(head.test_transition_defined);
+  p.set_test_transition_rank(head.test_transition_rank);
+  p.set_test_reason(head.test_reason);
   return p;
 }
 

@@ -28,6 +28,7 @@ v1::WorkerInfo ToProto(const WorkerInfo& info);
 v1::Task ToProto(const Task& task);
 v1::ResultRow ToProto(const ResultRow& row);
 v1::ResultGroup ToProto(const ResultGroup& group);
+v1::HeadSummary ToProto(const HeadSummary& head);
 v1::VersionManifest ToProto(const VersionManifest& version);
 VersionManifest FromProto(const v1::VersionManifest& version);
 
