@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
@@ -398,6 +399,145 @@ Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_tes
                       has_test ? Fixed(te.mean(), 4) : "-", absl::StrCat(g.exact_seeds())});
   }
   return t;
+}
+
+namespace {
+
+std::string MissingNote(const v1::ResultGroup& g) {
+  if (g.missing_seeds_size() == 0) return "complete";
+  constexpr int kMaxListed = 8;
+  std::vector<std::string> listed;
+  for (int i = 0; i < g.missing_seeds_size() && i < kMaxListed; ++i) {
+    listed.push_back(absl::StrCat(g.missing_seeds(i)));
+  }
+  std::string out = absl::StrCat(g.missing_seeds_size() == 1 ? "seed " : "seeds ",
+                                 absl::StrJoin(listed, ", "));
+  if (g.missing_seeds_size() > kMaxListed) {
+    absl::StrAppend(&out, " and ", g.missing_seeds_size() - kMaxListed, " more");
+  }
+  return out + " missing";
+}
+
+std::string MeanCi(const v1::Aggregate& a, int64_t n) {
+  if (n == 0) return "-";
+  if (n < 2) return Fixed(a.mean(), 3);
+  return absl::StrCat(Fixed(a.mean(), 3), " ± ", Fixed(a.ci95(), 3));
+}
+
+std::string TheoryNote(const v1::QueryResultsResponse& r) {
+  if (!r.has_facts()) return "";
+  const auto& f = r.facts();
+  if (f.rank_lower_bound() == 0 && f.rank_upper_bound() == 0) {
+    return " (theory: no bound for this dataset)";
+  }
+  return absl::StrCat(" (theory: lower bound ", f.rank_lower_bound(), ", upper bound ",
+                      f.rank_upper_bound(), ")");
+}
+
+std::string TransitionLine(const char* prefix, bool defined, int32_t rank,
+                           const std::string& reason, const std::string& theory) {
+  if (defined) return absl::StrCat(prefix, "transition rank: ", rank, theory, "\n");
+  return absl::StrCat(prefix, "transition rank: undefined (", reason, ")", theory, "\n");
+}
+
+}  // namespace
+
+std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split) {
+  std::string out;
+  const std::string theory = TheoryNote(response);
+  bool first = true;
+  for (const v1::HeadSummary& h : response.heads()) {
+    if (!first) out += "\n";
+    first = false;
+    absl::StrAppend(&out, h.head(), "\n");
+    Table t;
+    t.header = {"RANK", "N", "ERROR (MEAN ± CI95)", "STD", "EXACT"};
+    if (has_test_split) {
+      t.header.push_back("TEST ERROR (MEAN ± CI95)");
+      t.header.push_back("TEST EXACT");
+    }
+    t.header.push_back("COMPLETENESS");
+    t.right_align = {true, true, true, true, true};
+    if (has_test_split) {
+      t.right_align.push_back(true);
+      t.right_align.push_back(true);
+    }
+    for (const v1::ResultGroup& g : response.groups()) {
+      if (g.head_index() != h.head_index()) continue;
+      std::vector<std::string> row = {
+          RankText(g.rank()), absl::StrCat(g.n(), "/", g.expected()),
+          MeanCi(g.train_error(), g.n()), g.n() >= 2 ? Fixed(g.train_error().std(), 3) : "-",
+          absl::StrCat(g.exact_seeds(), "/", g.n())};
+      if (has_test_split) {
+        row.push_back(MeanCi(g.test_error(), g.n()));
+        row.push_back(absl::StrCat(g.test_exact_seeds(), "/", g.n()));
+      }
+      row.push_back(MissingNote(g));
+      t.rows.push_back(std::move(row));
+    }
+    // Indent the table under its head.
+    for (absl::string_view line : absl::StrSplit(RenderTable(t), '\n', absl::SkipEmpty())) {
+      absl::StrAppend(&out, "  ", line, "\n");
+    }
+    if (!h.has_rank()) {
+      absl::StrAppend(&out, "  ", h.reason(), "\n");
+      if (has_test_split) absl::StrAppend(&out, "  test: ", h.test_reason(), "\n");
+      continue;
+    }
+    out += TransitionLine("  ", h.transition_defined(), h.transition_rank(), h.reason(), theory);
+    if (has_test_split) {
+      out += TransitionLine("  test ", h.test_transition_defined(), h.test_transition_rank(),
+                            h.test_reason(), theory);
+    }
+  }
+  return out;
+}
+
+Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
+  Table t;
+  t.header = {"head",           "head_index",       "rank",          "n",
+              "expected",       "train_error_mean", "train_error_ci95", "train_error_std",
+              "exact_seeds",    "test_error_mean",  "test_exact_seeds", "missing_seeds",
+              "transition_rank", "transition_reason", "rank_lower_bound", "rank_upper_bound"};
+  const auto& f = response.facts();
+  for (const v1::ResultGroup& g : response.groups()) {
+    const v1::HeadSummary* head = nullptr;
+    for (const auto& h : response.heads()) {
+      if (h.head_index() == g.head_index()) head = &h;
+    }
+    std::vector<std::string> missing;
+    for (uint64_t seed : g.missing_seeds()) missing.push_back(absl::StrCat(seed));
+    const bool defined = head != nullptr && head->transition_defined();
+    t.rows.push_back({g.head(), absl::StrCat(g.head_index()), absl::StrCat(g.rank()),
+                      absl::StrCat(g.n()), absl::StrCat(g.expected()),
+                      absl::StrFormat("%.6g", g.train_error().mean()),
+                      absl::StrFormat("%.6g", g.train_error().ci95()),
+                      absl::StrFormat("%.6g", g.train_error().std()),
+                      absl::StrCat(g.exact_seeds()),
+                      absl::StrFormat("%.6g", g.test_error().mean()),
+                      absl::StrCat(g.test_exact_seeds()), absl::StrJoin(missing, ";"),
+                      defined ? absl::StrCat(head->transition_rank()) : "",
+                      head != nullptr ? head->reason() : "",
+                      absl::StrCat(f.rank_lower_bound()), absl::StrCat(f.rank_upper_bound())});
+  }
+  return t;
+}
+
+std::string SummaryJson(const v1::QueryResultsResponse& response) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  out["facts"] = response.has_facts() ? MessageToJson(response.facts()) : nlohmann::ordered_json();
+  nlohmann::ordered_json heads = nlohmann::ordered_json::array();
+  for (const v1::HeadSummary& h : response.heads()) {
+    nlohmann::ordered_json head = MessageToJson(h);
+    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+    for (const v1::ResultGroup& g : response.groups()) {
+      if (g.head_index() == h.head_index()) groups.push_back(MessageToJson(g));
+    }
+    head["groups"] = std::move(groups);
+    heads.push_back(std::move(head));
+  }
+  out["heads"] = std::move(heads);
+  return out.dump(2) + "\n";
 }
 
 Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups) {

@@ -99,6 +99,27 @@ Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_tes
 Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups);
 std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups);
 
+// `ranksweep results --summary`, from a grouped QueryResultsResponse (groups,
+// heads, facts). Per head: a title line, then a table with rank ("-" for
+// rank-less heads), n/expected, train error "mean ± ci95" (just the mean when
+// n < 2; "-" when n == 0), std, exact seeds "e/n", completeness ("complete"
+// or "seed 3 missing"); with `has_test_split` also test error and test exact
+// seeds. Then one line per head: "transition rank: 32 (theory: lower bound
+// 6, upper bound 24)", "transition rank: undefined (REASON)", or for a
+// rank-less head "exact on 3/3 seeds"; with a test split a second line
+// "test transition rank: ...". Heads are separated by a blank line. The
+// theory part reads "(theory: no bound for this dataset)" when both bounds
+// are 0, and is left out when no cell is done (no facts).
+std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split);
+// One row per group: head, head_index, rank, n, expected, train error
+// mean/ci95/std, exact_seeds, test error mean, test_exact_seeds,
+// missing_seeds ("3;5"), then the head's transition_rank ("" when undefined),
+// transition_reason, rank_lower_bound, rank_upper_bound.
+Table SummaryCsvTable(const v1::QueryResultsResponse& response);
+// {"facts": {...} or null, "heads": [{HeadSummary fields..., "groups": [...]}]}
+// with every field of the messages (proto field names, 64-bit as numbers).
+std::string SummaryJson(const v1::QueryResultsResponse& response);
+
 // `ranksweep workers`: id, host, device, slots, leased, completed, alive,
 // last seen (ago, relative to `now`), version.
 Table WorkersTable(const std::vector<v1::WorkerInfo>& workers, absl::Time now);

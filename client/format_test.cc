@@ -194,6 +194,80 @@ TEST(FormatTest, ResultGroupsTable) {
               ::testing::HasSubstr("0.3750         -            0\n"));
 }
 
+v1::QueryResultsResponse SummaryResponse() {
+  v1::QueryResultsResponse r;
+  auto group = [&](const std::string& head, int index, int rank, int64_t n, int64_t expected,
+                   double mean, double ci95, double std, int64_t exact,
+                   std::vector<uint64_t> missing) {
+    v1::ResultGroup* g = r.add_groups();
+    g->set_head(head);
+    g->set_head_index(index);
+    g->set_rank(rank);
+    g->set_n(n);
+    g->set_expected(expected);
+    g->mutable_train_error()->set_mean(mean);
+    g->mutable_train_error()->set_ci95(ci95);
+    g->mutable_train_error()->set_std(std);
+    g->set_exact_seeds(exact);
+    for (uint64_t m : missing) g->add_missing_seeds(m);
+  };
+  group("kernel/elu1", 0, 1, 3, 3, 0.9, 0.05, 0.02, 0, {});
+  group("kernel/elu1", 0, 32, 2, 3, 0, 0, 0, 2, {1});
+  group("kernel/elu1", 0, 64, 3, 3, 0, 0, 0, 3, {});
+  group("softmax", 1, 0, 3, 3, 0, 0, 0, 3, {});
+  v1::HeadSummary* k = r.add_heads();
+  k->set_head("kernel/elu1");
+  k->set_head_index(0);
+  k->set_has_rank(true);
+  k->set_reason("undecided: rank 32 is incomplete");
+  v1::HeadSummary* sm = r.add_heads();
+  sm->set_head("softmax");
+  sm->set_head_index(1);
+  sm->set_reason("no rank; exact on 3/3 seeds");
+  r.mutable_facts()->set_rank_lower_bound(8);
+  r.mutable_facts()->set_rank_upper_bound(24);
+  return r;
+}
+
+TEST(FormatTest, SummaryTextPerHeadWithTransitionAndTheory) {
+  v1::QueryResultsResponse r = SummaryResponse();
+  EXPECT_EQ(SummaryText(r, false),
+            "kernel/elu1\n"
+            "  RANK    N  ERROR (MEAN ± CI95)    STD  EXACT  COMPLETENESS\n"
+            "     1  3/3        0.900 ± 0.050  0.020    0/3  complete\n"
+            "    32  2/3        0.000 ± 0.000  0.000    2/2  seed 1 missing\n"
+            "    64  3/3        0.000 ± 0.000  0.000    3/3  complete\n"
+            "  transition rank: undefined (undecided: rank 32 is incomplete) (theory: lower "
+            "bound 8, upper bound 24)\n"
+            "\n"
+            "softmax\n"
+            "  RANK    N  ERROR (MEAN ± CI95)    STD  EXACT  COMPLETENESS\n"
+            "     -  3/3        0.000 ± 0.000  0.000    3/3  complete\n"
+            "  no rank; exact on 3/3 seeds\n");
+  r.mutable_heads(0)->set_transition_defined(true);
+  r.mutable_heads(0)->set_transition_rank(64);
+  r.mutable_facts()->set_rank_lower_bound(0);
+  r.mutable_facts()->set_rank_upper_bound(0);
+  EXPECT_THAT(SummaryText(r, false),
+              ::testing::HasSubstr(
+                  "  transition rank: 64 (theory: no bound for this dataset)\n"));
+}
+
+TEST(FormatTest, SummaryCsvAndJson) {
+  v1::QueryResultsResponse r = SummaryResponse();
+  Table t = SummaryCsvTable(r);
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.header[11], "missing_seeds");
+  EXPECT_EQ(t.rows[1][11], "1");
+  EXPECT_EQ(t.rows[1][12], "");  // transition undefined
+  EXPECT_EQ(t.rows[1][14], "8");
+  EXPECT_EQ(t.rows[1][15], "24");
+  const std::string json = SummaryJson(r);
+  EXPECT_THAT(json, ::testing::HasSubstr("\"rank_lower_bound\": 8"));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"missing_seeds\": [\n"));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"transition_defined\": false"));
+}
+
 TEST(FormatTest, WorkersTable) {
   v1::WorkerInfo w;
   w.set_worker_id("w-1");

@@ -18,6 +18,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/format.h"
+#include "client/plot.h"
+#include "client/presets.h"
 #include "client/spec_file.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
@@ -141,6 +143,8 @@ int Watch(Client& client, const std::string& sweep_id) {
 
 struct SubmitArgs {
   std::string file;
+  std::string preset;
+  double scale = 1.0;
   bool watch = false;
   bool dry_run = false;
   std::string name, dataset, loss;
@@ -155,7 +159,22 @@ struct SubmitArgs {
 };
 
 int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
-  SweepSpec spec;
+  // A preset may stand for several sweeps (e.g. one per sequence length);
+  // everything below applies to each of them.
+  std::vector<SweepSpec> specs(1);
+  std::vector<std::string> resolution;
+  if (!a.preset.empty()) {
+    if (!a.file.empty()) {
+      return ReportLocal(absl::InvalidArgumentError("--preset and -f cannot be used together"));
+    }
+    absl::StatusOr<ResolvedPreset> preset = ResolvePreset(a.preset, a.scale);
+    if (!preset.ok()) return ReportLocal(preset.status());
+    specs = preset->sweeps;
+    resolution = preset->resolution;
+  } else if (sub->count("--scale") > 0) {
+    return ReportLocal(absl::InvalidArgumentError("--scale needs --preset"));
+  }
+  SweepSpec& spec = specs[0];
   if (!a.file.empty()) {
     absl::StatusOr<SweepSpec> loaded = LoadSweepSpecFile(a.file);
     if (!loaded.ok()) {
@@ -183,22 +202,36 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   if (given("--early-stop-evals")) o.early_stop_evals = a.early_stop_evals;
   if (given("--loss")) o.loss = a.loss;
   if (given("--priority")) o.priority = a.priority;
-  if (absl::Status s = ApplyOverrides(o, &spec); !s.ok()) return ReportLocal(s);
-  // The server validates too; checking here gives the same message offline.
-  if (absl::Status s = ValidateSweepSpec(spec); !s.ok()) return ReportLocal(s);
+  for (SweepSpec& one : specs) {
+    if (absl::Status s = ApplyOverrides(o, &one); !s.ok()) return ReportLocal(s);
+    // The server validates too; checking here gives the same message offline.
+    if (absl::Status s = ValidateSweepSpec(one); !s.ok()) return ReportLocal(s);
+  }
+  if (!resolution.empty()) {
+    std::cerr << "preset " << a.preset << " at scale " << a.scale << ":\n";
+    for (const std::string& line : resolution) std::cerr << "  " << line << "\n";
+  }
   if (a.dry_run) {
-    std::cout << SweepSpecToJson(spec, 2) << "\n";
+    for (const SweepSpec& one : specs) std::cout << SweepSpecToJson(one, 2) << "\n";
     return kExitOk;
   }
-  v1::SubmitSweepRequest req;
-  *req.mutable_spec() = ToProto(spec);
-  v1::SubmitSweepResponse resp;
-  auto ctx = client->Context();
-  grpc::Status status = client->stub().SubmitSweep(ctx.get(), req, &resp);
-  if (!status.ok()) return Report(client->globals(), status, "submit");
-  std::cout << resp.sweep_id() << "\n" << std::flush;
-  std::cerr << "submitted " << resp.cells() << " cells\n";
-  if (a.watch) return Watch(*client, resp.sweep_id());
+  if (a.watch && specs.size() > 1) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+        "--watch follows one sweep; preset ", a.preset, " submits ", specs.size())));
+  }
+  std::string last_id;
+  for (const SweepSpec& one : specs) {
+    v1::SubmitSweepRequest req;
+    *req.mutable_spec() = ToProto(one);
+    v1::SubmitSweepResponse resp;
+    auto ctx = client->Context();
+    grpc::Status status = client->stub().SubmitSweep(ctx.get(), req, &resp);
+    if (!status.ok()) return Report(client->globals(), status, "submit");
+    std::cout << resp.sweep_id() << "\n" << std::flush;
+    std::cerr << "submitted " << one.name << ": " << resp.cells() << " cells\n";
+    last_id = resp.sweep_id();
+  }
+  if (a.watch) return Watch(*client, last_id);
   return kExitOk;
 }
 
@@ -216,6 +249,7 @@ absl::StatusOr<v1::SweepInfo> GetSweep(Client* client, const std::string& id, in
 }
 
 struct ResultsArgs {
+  bool summary = false;
   std::string sweep_id, group_by, format = "table", head, state;
   std::vector<int> ranks;
   std::vector<uint64_t> seeds;
@@ -234,7 +268,9 @@ int Results(Client* client, const ResultsArgs& a) {
     if (!state.ok()) return ReportLocal(state.status());
     req.set_state(*state);
   }
-  if (!a.group_by.empty()) {
+  if (a.summary) {
+    req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  } else if (!a.group_by.empty()) {
     if (a.group_by != "head,rank" && a.group_by != "rank,head") {
       return ReportLocal(absl::InvalidArgumentError(
           absl::StrCat("--group-by: \"", a.group_by, "\" is not supported; use head,rank")));
@@ -245,6 +281,18 @@ int Results(Client* client, const ResultsArgs& a) {
   auto ctx = client->Context();
   grpc::Status status = client->stub().QueryResults(ctx.get(), req, &resp);
   if (!status.ok()) return Report(client->globals(), status, "results");
+  if (a.summary) {
+    switch (*format) {
+      case OutputFormat::kJson: std::cout << SummaryJson(resp); break;
+      case OutputFormat::kCsv: std::cout << RenderCsv(SummaryCsvTable(resp)); break;
+      case OutputFormat::kTable: {
+        const bool has_test = !resp.heads().empty() && resp.heads(0).has_test_split();
+        std::cout << SummaryText(resp, has_test);
+        break;
+      }
+    }
+    return kExitOk;
+  }
   if (req.group_by() == v1::GROUP_BY_HEAD_RANK) {
     std::vector<v1::ResultGroup> groups(resp.groups().begin(), resp.groups().end());
     switch (*format) {
@@ -268,6 +316,69 @@ int Results(Client* client, const ResultsArgs& a) {
     case OutputFormat::kCsv: std::cout << RenderCsv(ResultRowsCsvTable(rows)); break;
     case OutputFormat::kTable: std::cout << RenderTable(ResultRowsTable(rows)); break;
   }
+  return kExitOk;
+}
+
+struct PlotArgs {
+  std::string sweep_id, output, metric = "error", split = "train";
+};
+
+// Fetches the sweep, its done rows and its summary (for the theory bounds)
+// and writes the SVG of RenderPlotSvg.
+int Plot(Client* client, const PlotArgs& a) {
+  if (a.metric != "error" && a.metric != "exact_accuracy") {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("--metric: \"", a.metric, "\" is not one of error, exact_accuracy")));
+  }
+  if (a.split != "train" && a.split != "test") {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("--split: \"", a.split, "\" is not one of train, test")));
+  }
+  int code = kExitOk;
+  absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
+  if (!sweep.ok()) return code;
+  v1::QueryResultsRequest req;
+  req.set_sweep_id(a.sweep_id);
+  req.set_state(v1::CELL_STATE_DONE);
+  v1::QueryResultsResponse rows, summary;
+  auto ctx = client->Context();
+  grpc::Status status = client->stub().QueryResults(ctx.get(), req, &rows);
+  if (!status.ok()) return Report(client->globals(), status, "plot");
+  req.set_state(v1::CELL_STATE_UNSPECIFIED);
+  req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  auto ctx2 = client->Context();
+  status = client->stub().QueryResults(ctx2.get(), req, &summary);
+  if (!status.ok()) return Report(client->globals(), status, "plot");
+
+  const SweepSpec spec = FromProto(sweep->spec());
+  const bool test = a.split == "test";
+  PlotInput in;
+  in.title = spec.name;
+  in.subtitle = absl::StrCat(Name(spec.dataset.kind), " dataset, m = ", spec.dataset.m,
+                             ", N = ", spec.dataset.seq_len, ", ", SweepSeeds(spec).size(),
+                             " seeds", test ? ", test split" : "");
+  in.y_label = a.metric == "error"
+                   ? absl::StrCat(a.split, " error (1 - exact-sequence accuracy)")
+                   : absl::StrCat(a.split, " exact-sequence accuracy");
+  for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
+    in.heads.push_back({i, HeadLabel(spec.heads[i]), HeadHasRank(spec.heads[i])});
+  }
+  for (const v1::ResultRow& row : rows.rows()) {
+    if (!row.has_result()) continue;
+    const v1::SplitMetrics& m = test ? row.result().test() : row.result().train();
+    if (test && m.sequences() == 0) continue;
+    in.points.push_back({row.head_index(), row.rank(), row.seed(),
+                         a.metric == "error" ? m.error() : m.exact_accuracy()});
+  }
+  in.lower_bound = summary.facts().rank_lower_bound();
+  in.upper_bound = summary.facts().rank_upper_bound();
+  std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
+  out << RenderPlotSvg(in);
+  out.close();
+  if (!out) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat("-o: cannot write ", a.output)));
+  }
+  std::cerr << "wrote " << a.output << " (" << in.points.size() << " points)\n";
   return kExitOk;
 }
 
@@ -301,6 +412,13 @@ int Main(int argc, char** argv) {
       "multihead_kernel:elu1:x4\n\n" +
       std::string(kFooter));
   submit->add_option("-f,--file", sa.file, "Spec file, YAML or JSON (spec.h field names; - = stdin)");
+  submit->add_option("--preset", sa.preset,
+                     "A named sweep (see `ranksweep presets`); may submit several sweeps, "
+                     "one id per line");
+  submit->add_option("--scale", sa.scale,
+                     "Shrink the preset: 0 < S <= 1 (fewer ranks, seeds, steps, queries, pool "
+                     "sizes; --dry-run shows what it resolved to)")
+      ->capture_default_str();
   submit->add_option("--name", sa.name, "Sweep name, 1..128 of [A-Za-z0-9._-]");
   submit->add_option("--dataset", sa.dataset, "exhaustive | witness | pool");
   submit->add_option("--m", sa.m, "Token dimension m, 1..64");
@@ -324,6 +442,17 @@ int Main(int argc, char** argv) {
   submit->add_flag("--watch", sa.watch, "Follow the sweep after submitting (as `watch`)");
   submit->add_flag("--dry-run", sa.dry_run, "Print the spec as JSON instead of submitting");
   submit->callback([&] { action = [&](Client* c) { return Submit(c, sa, submit); }; });
+
+  // ---- presets
+  CLI::App* presets = app.add_subcommand(
+      "presets", "List the named sweeps `submit --preset` knows (examples/presets/)");
+  presets->footer(kFooter);
+  presets->callback([&] {
+    action = [&](Client*) {
+      std::cout << PresetsListText();
+      return static_cast<int>(kExitOk);
+    };
+  });
 
   // ---- list
   std::string list_state;
@@ -380,12 +509,26 @@ int Main(int argc, char** argv) {
   results->footer(kFooter);
   results->add_option("sweep", ra.sweep_id, "Sweep id")->required();
   results->add_option("--group-by", ra.group_by, "head,rank: mean/std/min/max/n per group");
+  results->add_flag("--summary", ra.summary,
+                    "Per head: error mean ± 95% interval per rank, completeness, the "
+                    "transition rank and the dataset's theory bounds");
   results->add_option("--format", ra.format, "table | csv | json")->capture_default_str();
   results->add_option("--head", ra.head, "Only this head label, e.g. kernel/elu1");
   results->add_option("--rank", ra.ranks, "Only these ranks (comma-separated)")->delimiter(',');
   results->add_option("--seed", ra.seeds, "Only these seeds (comma-separated)")->delimiter(',');
   results->add_option("--state", ra.state, "done | failed (default both)");
   results->callback([&] { action = [&](Client* c) { return Results(c, ra); }; });
+
+  // ---- plot
+  PlotArgs pa;
+  CLI::App* plot = app.add_subcommand(
+      "plot", "Write an SVG of error (or exact accuracy) against rank, one line per head");
+  plot->footer(kFooter);
+  plot->add_option("sweep", pa.sweep_id, "Sweep id")->required();
+  plot->add_option("-o,--output", pa.output, "SVG file to write")->required();
+  plot->add_option("--metric", pa.metric, "error | exact_accuracy")->capture_default_str();
+  plot->add_option("--split", pa.split, "train | test (pool datasets)")->capture_default_str();
+  plot->callback([&] { action = [&](Client* c) { return Plot(c, pa); }; });
 
   // ---- cancel
   std::string cancel_id;

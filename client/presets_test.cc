@@ -1,0 +1,133 @@
+#include "client/presets.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep::client {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(PresetsTest, TheSixPresetsAreEmbedded) {
+  EXPECT_THAT(PresetNames(), ElementsAre("lengths", "loopholes", "ood-large", "ood-medium",
+                                         "ood-small", "witness"));
+}
+
+TEST(PresetsTest, EveryPresetParsesAndValidatesAtScaleOneAndOneTenth) {
+  for (const std::string& name : PresetNames()) {
+    for (double scale : {1.0, 0.1}) {
+      absl::StatusOr<ResolvedPreset> p = ResolvePreset(name, scale);
+      ASSERT_TRUE(p.ok()) << name << " at " << scale << ": " << p.status();
+      ASSERT_FALSE(p->sweeps.empty()) << name;
+      EXPECT_EQ(p->resolution.size(), p->sweeps.size());
+      for (const SweepSpec& s : p->sweeps) {
+        EXPECT_TRUE(ValidateSweepSpec(s).ok()) << name;
+        if (scale == 1.0) {
+          // Ranks 1..256 in powers of two, at least 5 seeds, softmax included.
+          EXPECT_THAT(s.ranks, ElementsAre(1, 2, 4, 8, 16, 32, 64, 128, 256)) << name;
+          EXPECT_GE(SweepSeeds(s).size(), 5u) << name;
+          bool softmax = false;
+          for (const HeadSpec& h : s.heads) softmax |= h.kind == HeadKind::kSoftmax;
+          EXPECT_TRUE(softmax) << name;
+        }
+      }
+    }
+  }
+}
+
+TEST(PresetsTest, LengthsIsThreeSweepsOnePerSequenceLength) {
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("lengths", 1.0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->sweeps.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(p->sweeps[i].dataset.seq_len, i + 1);
+    EXPECT_EQ(p->sweeps[i].dataset.kind, DatasetKind::kExhaustive);
+    EXPECT_EQ(p->sweeps[i].name, "lengths-n" + std::to_string(i + 1));
+    ASSERT_EQ(p->sweeps[i].heads.size(), 3u);
+    EXPECT_EQ(p->sweeps[i].heads[1].construction, Construction::kRank1);
+  }
+}
+
+TEST(PresetsTest, LoopholesVariantsReplaceHeadsAndSetFinalQuery) {
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("loopholes", 1.0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->sweeps.size(), 2u);
+  EXPECT_EQ(p->sweeps[0].heads.size(), 4u);
+  EXPECT_EQ(p->sweeps[0].heads[1].kind, HeadKind::kSignedKernel);
+  EXPECT_EQ(p->sweeps[0].heads[2].kind, HeadKind::kMultiheadKernel);
+  EXPECT_EQ(p->sweeps[0].heads[2].num_heads, 4);
+  EXPECT_FALSE(p->sweeps[0].dataset.final_query_only);
+  EXPECT_EQ(p->sweeps[1].heads.size(), 2u);
+  EXPECT_TRUE(p->sweeps[1].dataset.final_query_only);
+  EXPECT_EQ(p->sweeps[1].dataset.num_queries, 12);  // kept from the base spec
+}
+
+TEST(PresetsTest, ScaleShrinksExactlyAsDocumented) {
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("witness", 0.1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const SweepSpec& s = p->sweeps[0];
+  EXPECT_EQ(s.name, "witness-s0.1");
+  EXPECT_THAT(s.ranks, ElementsAre(1, 16, 256));
+  EXPECT_EQ(s.seed_count, 2);
+  EXPECT_EQ(s.train.max_steps, 300);
+  EXPECT_EQ(s.dataset.num_queries, 6);
+  EXPECT_EQ(p->resolution[0],
+            "witness-s0.1: ranks 1,16,256 (of 9); seeds 2 (of 5); max_steps 300 (of 3000); "
+            "dataset.num_queries 6 (of 24); 8 cells");
+
+  p = ResolvePreset("witness", 0.5);
+  ASSERT_TRUE(p.ok());
+  EXPECT_THAT(p->sweeps[0].ranks, ElementsAre(1, 4, 16, 64, 256));
+  EXPECT_EQ(p->sweeps[0].seed_count, 3);
+  EXPECT_EQ(p->sweeps[0].dataset.num_queries, 12);
+
+  p = ResolvePreset("ood-large", 0.1);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->sweeps[0].dataset.pool_size, 2000);
+  EXPECT_EQ(p->sweeps[0].dataset.train_size, 3000);
+  EXPECT_EQ(p->sweeps[0].dataset.test_size, 500);
+
+  p = ResolvePreset("witness", 1.0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->sweeps[0].name, "witness");
+  EXPECT_EQ(p->sweeps[0].dataset.num_queries, 24);
+}
+
+TEST(PresetsTest, BadScaleAndUnknownNameAreErrors) {
+  for (double bad : {0.0, -0.5, 1.5}) {
+    absl::StatusOr<ResolvedPreset> p = ResolvePreset("witness", bad);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(p.status().message(), HasSubstr("--scale must be in (0, 1]"));
+  }
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("nope", 1.0);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(p.status().message(), HasSubstr("lengths, loopholes, ood-large"));
+}
+
+TEST(PresetsTest, ABadVariantNamesTheSweep) {
+  absl::StatusOr<ResolvedPreset> p = ResolvePresetText(
+      "x", "spec:\n  name: x\n  heads: [{kind: softmax}]\n  seed_count: 1\nvariants:\n"
+           "  - dataset: {m: 0}\n", 1.0);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(), HasSubstr("presets/x.yaml: sweep 0"));
+  EXPECT_THAT(p.status().message(), HasSubstr("dataset.m"));
+}
+
+TEST(PresetsTest, ListShowsEveryPresetWithItsCells) {
+  const std::string text = PresetsListText();
+  EXPECT_THAT(text, HasSubstr("NAME"));
+  for (const std::string& name : PresetNames()) EXPECT_THAT(text, HasSubstr(name));
+  // witness: (9 ranks + softmax) x 5 seeds = 50 cells in one sweep.
+  EXPECT_THAT(text, ::testing::ContainsRegex("\nwitness +1 +50  witness family"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("invalid")));
+}
+
+}  // namespace
+}  // namespace ranksweep::client
