@@ -125,8 +125,35 @@ absl::StatusOr<Json> NodeToJson(const YAML::Node& node, const std::string& path,
   return YamlError(source, node.Mark(), "unsupported YAML node");
 }
 
+// The 1-based line:column of the first byte that is not valid UTF-8, or
+// nullopt when the text is valid. yaml-cpp passes such bytes through, and
+// the JSON form cannot carry them.
+std::optional<std::pair<int, int>> FirstInvalidUtf8(const std::string& text) {
+  int line = 1, col = 1;
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > text.size()) return std::make_pair(line, col);
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return std::make_pair(line, col);
+    }
+    if (c == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<std::pair<std::string, MarkIndex>> YamlToJsonWithMarks(const std::string& text,
                                                                       const std::string& source) {
+  if (auto bad = FirstInvalidUtf8(text)) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", bad->first, ":", bad->second,
+                                                   ": the file is not valid UTF-8"));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -144,7 +171,8 @@ absl::StatusOr<std::pair<std::string, MarkIndex>> YamlToJsonWithMarks(const std:
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":1:1: a sweep spec must be a mapping of fields"));
   }
-  return std::make_pair(json.dump(2), std::move(marks));
+  return std::make_pair(json.dump(2, ' ', false, Json::error_handler_t::replace),
+                        std::move(marks));
 }
 
 // Adds the YAML location of the key an error message talks about: the

@@ -73,6 +73,14 @@ TEST(SpecFileTest, YamlSyntaxErrorReportsLineAndColumn) {
   EXPECT_EQ(spec.status(), absl::InvalidArgumentError("s.yaml:3:1: end of sequence flow not found"));
 }
 
+TEST(SpecFileTest, InvalidUtf8InYamlIsRejectedWithItsPlace) {
+  absl::StatusOr<SweepSpec> r =
+      ParseSweepSpecText("name: a\ndat\xd0set: 1\n", SpecFormat::kYaml, "s.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "s.yaml:2:4: the file is not valid UTF-8");
+}
+
 TEST(SpecFileTest, UnknownYamlKeyIsRejectedWithItsNameAndPlace) {
   absl::StatusOr<SweepSpec> spec = ParseSweepSpecText(
       "name: a\ndataset:\n  m: 3\n  mm: 4\n", SpecFormat::kYaml, "s.yaml");

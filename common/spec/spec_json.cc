@@ -162,6 +162,10 @@ absl::StatusOr<Json> ParseText(const std::string& text) {
     if (cut != std::string::npos) what = what.substr(cut);
     return absl::InvalidArgumentError(
         absl::StrCat("JSON syntax error at line ", line, ", column ", col, ": ", what));
+  } catch (const Json::exception& e) {
+    // Anything else nlohmann rejects while parsing (a number too large for
+    // a double, for example) is bad input too, not a crash.
+    return absl::InvalidArgumentError(absl::StrCat("JSON error: ", e.what()));
   }
 }
 

@@ -173,6 +173,15 @@ TEST(SpecJsonTest, UnknownAndMistypedFieldsAreNamed) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("dataset.m must be an integer in range"));
 }
 
+TEST(SpecJsonTest, NumberTooLargeForADoubleIsInvalidArgument) {
+  auto r = SweepSpecFromJson(R"({"train":{"lr":9e308}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("number overflow"));
+  auto t = TaskSpecFromJson("1e3083");
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SpecJsonTest, SeedResultRoundTrip) {
   SeedResult r;
   r.seed = 3;
