@@ -4,9 +4,26 @@
 #include <chrono>
 #include <cmath>
 
+#include <torch/version.h>
+
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/trainer/rng.h"
+
+// CUDA graphs of the training step need a CUDA build of LibTorch 2.x
+// (at::cuda::CUDAGraph with autograd inside a capture). Not compiled, and
+// never tried, on CPU-only builds such as Debian's LibTorch 1.13.
+#if defined(RANKSWEEP_TORCH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#define RANKSWEEP_CUDA_GRAPHS 1
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace ranksweep::trainer {
 namespace {
@@ -66,50 +83,195 @@ torch::Tensor ElementLoss(const torch::Tensor& out, const torch::Tensor& targets
 // torch::optim::Adam (L2 weight decay added to the gradient, eps outside the
 // square root); all active seeds share the step count, as in their
 // single-seed runs.
+//
+// The parameters (and their gradients) are re-pointed into one flat buffer
+// each, every parameter a contiguous block of it, so a step is ~7 tensor ops
+// however many parameter tensors the head has: on tiny Min-IP models the
+// step loop is bound by per-op overhead. Autograd accumulates into the
+// pre-set gradient views in place. The per-element seed mask is rebuilt only
+// when the set of active seeds changes.
 class FusedAdam {
  public:
-  FusedAdam(std::vector<torch::Tensor> params, const TrainSpec& spec)
-      : params_(std::move(params)), spec_(spec) {
-    for (const auto& p : params_) {
-      exp_avg_.push_back(torch::zeros_like(p));
-      exp_avg_sq_.push_back(torch::zeros_like(p));
-    }
-  }
-
-  void ZeroGrad() {
-    for (auto& p : params_) {
-      if (p.grad().defined()) p.mutable_grad().zero_();
-    }
-  }
-
-  // active: [S] floats, 1 = update this seed.
-  void Step(const torch::Tensor& active) {
+  // capturable: keep the step count and bias corrections on the device and
+  // always take the masked path, so one captured Step() (CUDA graph) is
+  // right for every later replay.
+  FusedAdam(std::vector<torch::Tensor> params, const TrainSpec& spec, bool capturable = false)
+      : params_(std::move(params)), spec_(spec), capturable_(capturable) {
     torch::NoGradGuard no_grad;
+    const int64_t s_count = params_.front().size(0);
+    int64_t total = 0;
+    for (const auto& p : params_) total += p.numel();
+    const auto options = params_.front().options();
+    flat_ = torch::empty({total}, options);
+    flat_grad_ = torch::zeros_like(flat_);
+    std::vector<torch::Tensor> seed_of;  // seed index of every element
+    int64_t offset = 0;
+    for (auto& p : params_) {
+      const int64_t n = p.numel();
+      torch::Tensor view = flat_.narrow(0, offset, n).view(p.sizes());
+      view.copy_(p);
+      p.set_data(view);
+      p.mutable_grad() = flat_grad_.narrow(0, offset, n).view(p.sizes());
+      seed_of.push_back(torch::arange(s_count, options.dtype(torch::kLong))
+                            .repeat_interleave(n / s_count));
+      offset += n;
+    }
+    seed_of_ = torch::cat(seed_of);
+    exp_avg_ = torch::zeros_like(flat_);
+    exp_avg_sq_ = torch::zeros_like(flat_);
+    if (capturable_) {
+      step_t_ = torch::zeros({1}, options);
+      mask_ = torch::ones_like(flat_);
+      w1_ = mask_ * (1.0 - spec_.beta1);
+      w2_ = mask_ * (1.0 - spec_.beta2);
+    }
+  }
+
+  void ZeroGrad() { flat_grad_.zero_(); }
+
+  // active: [S] floats, 1 = update this seed. Call when it changes.
+  void SetActive(const torch::Tensor& active, bool all_active) {
+    torch::NoGradGuard no_grad;
+    if (capturable_) {  // in place: a captured graph holds these tensors
+      mask_.copy_(active.index_select(0, seed_of_));
+      w1_.copy_(mask_ * (1.0 - spec_.beta1));
+      w2_.copy_(mask_ * (1.0 - spec_.beta2));
+      return;
+    }
+    all_active_ = all_active;
+    if (all_active) return;
+    mask_ = active.index_select(0, seed_of_);
+    w1_ = mask_ * (1.0 - spec_.beta1);
+    w2_ = mask_ * (1.0 - spec_.beta2);
+  }
+
+  void Step() {
+    torch::NoGradGuard no_grad;
+    if (capturable_) {
+      CapturableStep();
+      return;
+    }
     ++step_;
     const double bc1 = 1.0 - std::pow(spec_.beta1, step_);
     const double bc2 = 1.0 - std::pow(spec_.beta2, step_);
-    for (size_t i = 0; i < params_.size(); ++i) {
-      torch::Tensor& p = params_[i];
-      if (!p.grad().defined()) continue;
-      std::vector<int64_t> shape(p.dim(), 1);
-      shape[0] = p.size(0);
-      torch::Tensor mask = active.view(shape);
-      torch::Tensor g = p.grad();
-      if (spec_.weight_decay != 0) g = g + spec_.weight_decay * p;
-      exp_avg_[i].add_((g - exp_avg_[i]) * mask, 1.0 - spec_.beta1);
-      exp_avg_sq_[i].add_((g * g - exp_avg_sq_[i]) * mask, 1.0 - spec_.beta2);
-      torch::Tensor denom = (exp_avg_sq_[i] / bc2).sqrt() + kEps;
-      p.sub_(exp_avg_[i] / denom * mask, spec_.lr / bc1);
+    torch::Tensor g = flat_grad_;
+    if (spec_.weight_decay != 0) g = g + spec_.weight_decay * flat_;
+    if (all_active_) {
+      exp_avg_.lerp_(g, 1.0 - spec_.beta1);
+      exp_avg_sq_.lerp_(g * g, 1.0 - spec_.beta2);
+      const torch::Tensor denom = exp_avg_sq_.sqrt().div_(std::sqrt(bc2)).add_(kEps);
+      flat_.addcdiv_(exp_avg_, denom, -spec_.lr / bc1);
+      return;
     }
+    // Frozen seeds: weight 0 leaves moments and parameters bit-identical.
+    exp_avg_.lerp_(g, w1_);
+    exp_avg_sq_.lerp_(g * g, w2_);
+    const torch::Tensor denom = exp_avg_sq_.sqrt().div_(std::sqrt(bc2)).add_(kEps);
+    flat_.addcmul_(exp_avg_ / denom, mask_, -spec_.lr / bc1);
   }
 
  private:
+  // Step() with the bias corrections computed from step_t_ on the device.
+  void CapturableStep() {
+    step_t_.add_(1.0);
+    const torch::Tensor bc1 = 1.0 - torch::pow(spec_.beta1, step_t_);
+    const torch::Tensor bc2 = 1.0 - torch::pow(spec_.beta2, step_t_);
+    torch::Tensor g = flat_grad_;
+    if (spec_.weight_decay != 0) g = g + spec_.weight_decay * flat_;
+    exp_avg_.lerp_(g, w1_);
+    exp_avg_sq_.lerp_(g * g, w2_);
+    const torch::Tensor denom = (exp_avg_sq_.sqrt() / bc2.sqrt()).add_(kEps);
+    flat_.sub_(exp_avg_ / denom * mask_ * (spec_.lr / bc1));
+  }
+
   static constexpr double kEps = 1e-8;
   std::vector<torch::Tensor> params_;
-  std::vector<torch::Tensor> exp_avg_, exp_avg_sq_;
+  torch::Tensor flat_, flat_grad_, seed_of_;  // [sum of numel]
+  torch::Tensor exp_avg_, exp_avg_sq_;
+  torch::Tensor mask_, w1_, w2_;
+  bool all_active_ = true;
   TrainSpec spec_;
+  bool capturable_;
   int64_t step_ = 0;
+  torch::Tensor step_t_;  // capturable only
 };
+
+// Runs the training step eagerly or, where RANKSWEEP_CUDA_GRAPHS is
+// compiled in and the step's inputs are static, as a CUDA graph: a few
+// eager warm-up steps, one capture (forward, backward, optimizer step), then
+// one replay per step. Any error during capture falls back to eager steps
+// for the rest of the run. Not thread-safe; one per training run.
+class StepRunner {
+ public:
+  StepRunner(std::function<void()> step, bool use_graph)
+      : step_(std::move(step)), use_graph_(use_graph) {}
+
+  void Run() {
+#ifdef RANKSWEEP_CUDA_GRAPHS
+    if (use_graph_) {
+      if (graph_ != nullptr) {
+        graph_->replay();
+        return;
+      }
+      if (++eager_steps_ > kWarmupSteps) {
+        if (Capture()) {
+          graph_->replay();  // a capture records the step; replay runs it
+          return;
+        }
+        use_graph_ = false;
+      }
+    }
+#endif
+    step_();
+  }
+
+  bool graphed() const { return graph_ != nullptr; }
+
+ private:
+#ifdef RANKSWEEP_CUDA_GRAPHS
+  static constexpr int kWarmupSteps = 3;
+  bool Capture() {
+    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    bool begun = false;
+    try {
+      torch::cuda::synchronize();
+      graph->capture_begin();
+      begun = true;
+      step_();
+      graph->capture_end();
+      graph_ = std::move(graph);
+      return true;
+    } catch (const std::exception&) {
+      if (begun) {
+        try {
+          graph->capture_end();  // leave capture mode; the graph is dropped
+        } catch (const std::exception&) {
+        }
+      }
+      return false;
+    }
+  }
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;
+  int eager_steps_ = 0;
+#else
+  std::nullptr_t graph_ = nullptr;
+#endif
+  std::function<void()> step_;
+  bool use_graph_;
+};
+
+// CUDA graphs for this run: compiled in, a CUDA device, static inputs (full
+// batch), and RANKSWEEP_CUDA_GRAPHS not set to 0.
+bool UseCudaGraph(const torch::Device& device, bool full_batch) {
+#ifdef RANKSWEEP_CUDA_GRAPHS
+  const char* env = std::getenv("RANKSWEEP_CUDA_GRAPHS");
+  return device.is_cuda() && full_batch && !(env != nullptr && std::string(env) == "0");
+#else
+  (void)device;
+  (void)full_batch;
+  return false;
+#endif
+}
 
 // Each seed's minibatch order: its own stream, reshuffled every epoch; the
 // last partial batch of an epoch is dropped so all seeds share one shape.
@@ -148,17 +310,20 @@ class BatchOrder {
 
 }  // namespace
 
-std::vector<SplitMetrics> EvaluateSplit(AttentionHeadImpl& head, const Dataset& data,
-                                        const Split& split, LossKind loss,
-                                        const torch::Device& device,
-                                        std::vector<double>* loss_out) {
+namespace {
+
+// EvaluateSplit on a split already on the device (`size` sequences).
+std::vector<SplitMetrics> EvaluateTensors(AttentionHeadImpl& head, const Dataset& data,
+                                          const SplitTensors& st, int64_t size, LossKind loss,
+                                          const torch::Device& device,
+                                          std::vector<double>* loss_out) {
   const int64_t s_count = head.num_seeds();
   std::vector<SplitMetrics> metrics(s_count);
   if (loss_out) loss_out->assign(s_count, 0.0);
-  if (split.size == 0) return metrics;
-  torch::NoGradGuard no_grad;
+  if (size == 0) return metrics;
+  // No autograd bookkeeping at all while evaluating.
+  c10::InferenceMode inference;
   const int n = data.seq_len, m = data.m;
-  const SplitTensors st = ToTensors(split, m, n, device);
   const torch::Tensor scored = ScoredMask(data, device);
   const int64_t n_scored = data.final_query_only ? 1 : n;
   // Chunk so the widest intermediate (features or scores) stays ~16M floats.
@@ -171,8 +336,8 @@ std::vector<SplitMetrics> EvaluateSplit(AttentionHeadImpl& head, const Dataset& 
   torch::Tensor seq_right = torch::zeros({s_count}, opts);
   torch::Tensor max_abs = torch::zeros({s_count}, opts);
   torch::Tensor loss_sum = torch::zeros({s_count}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-  for (int64_t start = 0; start < split.size; start += chunk) {
-    const int64_t len = std::min(chunk, split.size - start);
+  for (int64_t start = 0; start < size; start += chunk) {
+    const int64_t len = std::min(chunk, size - start);
     torch::Tensor x = st.tokens.narrow(0, start, len).unsqueeze(0).expand({s_count, len, n, m});
     torch::Tensor t = st.targets.narrow(0, start, len).unsqueeze(0);  // [1, len, N]
     torch::Tensor out = head.forward(x);                               // [S, len, N, K]
@@ -196,17 +361,31 @@ std::vector<SplitMetrics> EvaluateSplit(AttentionHeadImpl& head, const Dataset& 
                       abs_cpu = max_abs.cpu(), loss_cpu = loss_sum.cpu();
   for (int64_t s = 0; s < s_count; ++s) {
     SplitMetrics& mt = metrics[s];
-    mt.sequences = split.size;
+    mt.sequences = size;
     mt.position_accuracy =
-        pos_cpu[s].item<float>() / static_cast<double>(split.size * n_scored);
-    mt.exact_accuracy = seq_cpu[s].item<float>() / static_cast<double>(split.size);
+        pos_cpu[s].item<float>() / static_cast<double>(size * n_scored);
+    mt.exact_accuracy = seq_cpu[s].item<float>() / static_cast<double>(size);
     mt.error = 1.0 - mt.exact_accuracy;
     mt.max_abs_error = abs_cpu[s].item<float>();
     if (loss_out) {
-      (*loss_out)[s] = loss_cpu[s].item<double>() / static_cast<double>(split.size * n_scored);
+      (*loss_out)[s] = loss_cpu[s].item<double>() / static_cast<double>(size * n_scored);
     }
   }
   return metrics;
+}
+
+}  // namespace
+
+std::vector<SplitMetrics> EvaluateSplit(AttentionHeadImpl& head, const Dataset& data,
+                                        const Split& split, LossKind loss,
+                                        const torch::Device& device,
+                                        std::vector<double>* loss_out) {
+  if (split.size == 0) {
+    if (loss_out) loss_out->assign(head.num_seeds(), 0.0);
+    return std::vector<SplitMetrics>(head.num_seeds());
+  }
+  return EvaluateTensors(head, data, ToTensors(split, data.m, data.seq_len, device), split.size,
+                         loss, device, loss_out);
 }
 
 absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const Dataset& data,
@@ -233,18 +412,27 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     head->train();
     const int n = data.seq_len;
     const SplitTensors train = ToTensors(data.train, data.m, n, device);
-    const torch::Tensor scored = ScoredMask(data, device);
     const int64_t n_scored = data.final_query_only ? 1 : n;
     const int64_t b_total = data.train.size;
     const bool full_batch = ts.batch_size == 0 || ts.batch_size >= b_total;
     const int64_t batch = full_batch ? b_total : ts.batch_size;
+    // Scored-position mask and the mean's divisor in one constant [N].
+    const torch::Tensor loss_weight =
+        ScoredMask(data, device) / static_cast<double>(batch * n_scored);
     torch::Tensor full_x, full_t;
     if (full_batch) {
       full_x = train.tokens.unsqueeze(0).expand({s_count, b_total, n, data.m}).contiguous();
       full_t = train.targets.unsqueeze(0);
     }
     BatchOrder order(spec.seeds, b_total, batch);
-    FusedAdam adam(head->parameters(), ts);
+    const bool graph = UseCudaGraph(device, full_batch);
+#ifdef RANKSWEEP_CUDA_GRAPHS
+    // Capture needs a non-default stream; the whole loop (steps and
+    // evaluations) runs on it so their order is kept.
+    std::optional<c10::cuda::CUDAStreamGuard> stream_guard;
+    if (graph) stream_guard.emplace(c10::cuda::getStreamFromPool(false, device.index()));
+#endif
+    FusedAdam adam(head->parameters(), ts, /*capturable=*/graph);
     std::vector<char> active(s_count, 1);
     std::vector<int> streak(s_count, 0);
     auto upload_active = [&]() {
@@ -254,7 +442,10 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     };
     torch::Tensor active_t = upload_active();
     int64_t n_active = s_count;
-    for (int step = 0; step < ts.max_steps && n_active > 0; ++step) {
+    adam.SetActive(active_t, true);
+    // One training step. No host synchronization inside: the minibatch
+    // indices go host -> device, nothing comes back.
+    auto train_step = [&]() {
       torch::Tensor x, t;
       if (full_batch) {
         x = full_x;
@@ -265,11 +456,16 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
         t = train.targets.index_select(0, idx).view({s_count, batch, n});
       }
       torch::Tensor out = head->forward(x);
-      torch::Tensor per_seed =
-          (ElementLoss(out, t, loss) * scored).sum({1, 2}) / static_cast<double>(batch * n_scored);
+      // Sum over seeds of each seed's mean loss: seed s's gradient is its
+      // single-seed gradient. Frozen seeds get gradients too; Adam masks them.
+      torch::Tensor total = (ElementLoss(out, t, loss) * loss_weight).sum();
       adam.ZeroGrad();
-      (per_seed * active_t).sum().backward();
-      adam.Step(active_t);
+      total.backward();
+      adam.Step();
+    };
+    StepRunner runner(train_step, graph);
+    for (int step = 0; step < ts.max_steps && n_active > 0; ++step) {
+      runner.Run();
       for (int64_t s = 0; s < s_count; ++s) steps[s] += active[s];
 
       const bool last = step + 1 == ts.max_steps;
@@ -277,7 +473,7 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
       // The only host synchronization of the loop: every eval_every steps.
       head->eval();
       const std::vector<SplitMetrics> m =
-          EvaluateSplit(*head, data, data.train, loss, device);
+          EvaluateTensors(*head, data, train, b_total, loss, device, nullptr);
       head->train();
       bool changed = false;
       for (int64_t s = 0; s < s_count; ++s) {
@@ -290,7 +486,10 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
           changed = true;
         }
       }
-      if (changed) active_t = upload_active();
+      if (changed) {
+        active_t = upload_active();
+        adam.SetActive(active_t, n_active == s_count);
+      }
       if (options.on_progress) options.on_progress(step + 1);
       if (options.should_stop && options.should_stop()) {
         return absl::CancelledError(absl::StrCat("stopped after ", step + 1, " steps"));

@@ -4,6 +4,7 @@
 //   ranksweep-train [--spec task.json] [--dataset witness] [--head kernel]
 //                   [--feature_map elu1] [--rank 8] [--seeds 0,1,2]
 //                   [--max_steps 2000] [--device auto] ...
+//   ranksweep-train ... --dump_dataset data.json   (writes the dataset, trains nothing)
 //
 // Flags override the fields of --spec (or of the TaskSpec defaults); run with
 // --help for the list. Needs no gRPC: only the trainer library and Abseil.
@@ -23,6 +24,7 @@
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
+#include "worker/trainer/dataset.h"
 #include "worker/trainer/trainer.h"
 
 namespace ranksweep {
@@ -120,6 +122,43 @@ absl::Status ReadFile(const std::string& path, std::string* out) {
   return absl::OkStatus();
 }
 
+// One split as {"size": B, "tokens": [[t_1..t_N], ...], "targets": [...]},
+// tokens packed as integers (bit k = coordinate k).
+std::string SplitToJson(const trainer::Split& split, int seq_len) {
+  std::string out = absl::StrCat("{\"size\":", split.size, ",\"tokens\":[");
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) out += "],\"targets\":[";
+    for (int64_t b = 0; b < split.size; ++b) {
+      out += b == 0 ? "[" : ",[";
+      for (int i = 0; i < seq_len; ++i) {
+        const int64_t k = b * seq_len + i;
+        if (i > 0) out += ",";
+        if (pass == 0) {
+          absl::StrAppend(&out, split.tokens[k]);
+        } else {
+          absl::StrAppend(&out, split.targets[k]);
+        }
+      }
+      out += "]";
+    }
+  }
+  return out + "]}";
+}
+
+// Writes the dataset of `spec` to `path` as JSON, for reference
+// implementations outside this project (bench/train_reference.py).
+absl::Status DumpDataset(const TaskSpec& spec, const std::string& path) {
+  ASSIGN_OR_RETURN(const trainer::Dataset data, trainer::BuildDataset(spec.dataset));
+  std::ofstream out(path);
+  if (!out) return absl::NotFoundError(absl::StrCat("--dump_dataset: cannot write ", path));
+  out << "{\"m\":" << data.m << ",\"seq_len\":" << data.seq_len
+      << ",\"final_query_only\":" << (data.final_query_only ? "true" : "false")
+      << ",\"train\":" << SplitToJson(data.train, data.seq_len)
+      << ",\"test\":" << SplitToJson(data.test, data.seq_len) << "}\n";
+  if (!out) return absl::InternalError(absl::StrCat("--dump_dataset: write failed: ", path));
+  return absl::OkStatus();
+}
+
 std::string FactsToJson(const DatasetFacts& f) {
   return absl::StrCat("{\"train_sequences\":", f.train_sequences,
                       ",\"test_sequences\":", f.test_sequences,
@@ -141,7 +180,9 @@ absl::Status Main(int argc, char** argv) {
                    "head feature_map construction hidden num_heads value_dim score_dim "
                    "relu_eps beta rank seeds lr beta1 beta2 weight_decay batch_size "
                    "max_steps eval_every early_stop_evals loss; plus device "
-                   "(auto|cpu|cuda|cuda:N) and indent (JSON indent, -1 = compact).\n";
+                   "(auto|cpu|cuda|cuda:N), indent (JSON indent, -1 = compact) and "
+                   "dump_dataset FILE (write the dataset as JSON to FILE instead of "
+                   "training).\n";
       return absl::OkStatus();
     }
     if (arg.rfind("--", 0) != 0) {
@@ -160,6 +201,7 @@ absl::Status Main(int argc, char** argv) {
   TaskSpec spec;
   trainer::RunOptions run;
   int indent = 2;
+  std::string dump_path;
   for (const auto& [name, value] : flags) {
     if (name != "spec") continue;
     std::string text;
@@ -169,11 +211,19 @@ absl::Status Main(int argc, char** argv) {
   const std::map<std::string, Setter> setters = MakeSetters(spec, run, indent);
   for (const auto& [name, value] : flags) {
     if (name == "spec") continue;
+    if (name == "dump_dataset") {
+      dump_path = value;
+      continue;
+    }
     auto it = setters.find(name);
     if (it == setters.end()) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
     }
     RETURN_IF_ERROR(it->second(value));
+  }
+  if (!dump_path.empty()) {
+    RETURN_IF_ERROR(ValidateTaskSpec(spec));
+    return DumpDataset(spec, dump_path);
   }
   ASSIGN_OR_RETURN(trainer::TaskResult result, trainer::RunTask(spec, run));
   std::string seeds = SeedResultsToJson(result.seeds, indent);
