@@ -29,7 +29,10 @@ import sys
 # build stage, and packages it may add there, each with the reason.
 POLICY = {
     "Dockerfile.cuda": {
-        "exclude": {"libtorch-dev": "a CUDA LibTorch replaces Debian's CPU one"},
+        "exclude": {
+            "libtorch-dev": "a CUDA LibTorch replaces Debian's CPU one",
+            "libopenblas0-openmp": "Debian's CPU LibTorch needs it; a CUDA LibTorch brings its own BLAS",
+        },
         "extra": {
             "ca-certificates": "fetch LibTorch over HTTPS",
             "curl": "fetch LibTorch",
