@@ -1,7 +1,10 @@
 #include "common/spec/spec.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdio>
+#include <iterator>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -323,6 +326,170 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   }
   RS_CHECK(CheckRange<int64_t>("total cells (heads x ranks x seeds)", cells, 1, L::kMaxCells));
   return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- memory
+
+namespace {
+
+constexpr double kInt64Max = 9.2e18;  // just below INT64_MAX as a double
+
+int64_t SaturatedBytes(double bytes) {
+  if (!(bytes < kInt64Max)) return INT64_MAX;
+  return static_cast<int64_t>(std::ceil(bytes));
+}
+
+// C(n, k) as a double (exact far beyond the sizes used here).
+double BinomialDouble(int n, int k) {
+  if (k < 0 || k > n) return 0;
+  double c = 1;
+  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return std::round(c);
+}
+
+// The largest witness family the service accepts: n(2n-1) <= 10M sequences.
+constexpr int64_t kMaxWitnessQueries = 2236;
+
+}  // namespace
+
+DatasetSize EstimateDatasetSize(const DatasetSpec& d) {
+  DatasetSize size;
+  switch (d.kind) {
+    case DatasetKind::kExhaustive: {
+      const int bits = std::clamp(d.m * d.seq_len, 0, 62);
+      size.train = int64_t{1} << bits;
+      break;
+    }
+    case DatasetKind::kWitness: {
+      int64_t n = d.num_queries;
+      if (n <= 0) {
+        // Any two codewords share at most t coordinates, so each (t+1)-subset
+        // of the m coordinates lies in at most one codeword.
+        const double packing = std::floor(BinomialDouble(d.m, d.max_overlap + 1) /
+                                          std::max(1.0, BinomialDouble(d.code_weight,
+                                                                       d.max_overlap + 1)));
+        n = static_cast<int64_t>(std::min<double>(packing, kMaxWitnessQueries));
+      }
+      n = std::clamp<int64_t>(n, 0, kMaxWitnessQueries);
+      size.train = n * (2 * n - 1);
+      break;
+    }
+    case DatasetKind::kPool:
+      size.train = std::max(d.train_size, 0);
+      size.test = std::max(d.test_size, 0);
+      break;
+  }
+  return size;
+}
+
+int64_t EstimateDatasetSequences(const DatasetSpec& d) {
+  const DatasetSize size = EstimateDatasetSize(d);
+  return size.train + size.test;
+}
+
+int64_t MemoryEstimate::Total(int64_t seeds) const {
+  return SaturatedBytes(static_cast<double>(fixed_bytes) +
+                        static_cast<double>(seeds) * static_cast<double>(per_seed_bytes));
+}
+
+int64_t MemoryEstimate::SeedsThatFit(int64_t bytes) const {
+  if (bytes < fixed_bytes) return 0;
+  if (per_seed_bytes <= 0) return INT64_MAX;
+  return (bytes - fixed_bytes) / per_seed_bytes;
+}
+
+MemoryEstimate EstimateTaskMemory(const TaskSpec& t) {
+  const double m = t.dataset.m, n = t.dataset.seq_len;
+  const HeadSpec& h = t.head;
+  const bool constructed = h.construction != Construction::kNone;
+  // Constructions use the scalar readout and m-wide value and score maps.
+  const double k = !constructed && t.train.loss == LossKind::kCrossEntropy ? m + 1 : 1;
+  const double dv = !constructed && h.value_dim > 0 ? h.value_dim : m;
+
+  double params = 0;          // P: floats per seed
+  double act_token = 0;       // A per token
+  double act_sequence = 0;    // A per sequence on top of N * act_token
+  double eval_width = 0;      // the trainer's chunking width per token
+  if (h.kind == HeadKind::kSoftmax) {
+    const double ds = !constructed && h.score_dim > 0 ? h.score_dim : m;
+    params = 2 * m * ds + 1 + (m + 1) * dv + (m + 1) * k * dv + (m + 1) * k;
+    act_token = 2 * ds + 3 * dv + 2 * k * dv + 4 * k + m;
+    act_sequence = 3 * n * n;  // scores, scaled scores, softmax weights
+    eval_width = 2 * m;
+  } else {
+    double r = t.rank;
+    if (h.construction == Construction::kRank1) r = 1;
+    if (h.construction == Construction::kIndicator) r = std::ldexp(1.0, t.dataset.m);
+    const double heads = h.kind == HeadKind::kMultiheadKernel ? h.num_heads : 1;
+    const bool favor = h.feature_map == FeatureMap::kFavorPlus &&
+                       h.kind != HeadKind::kSignedKernel && !constructed;
+    const double map_out = favor ? heads * m : heads * r;
+    double hidden_sum = 0;
+    double din = m;
+    double one_map_params = 0;
+    for (int w : constructed ? std::vector<int>{} : h.hidden) {
+      one_map_params += (din + 1) * w;
+      hidden_sum += w;
+      din = w;
+    }
+    one_map_params += (din + 1) * map_out;
+    params = 2 * one_map_params + (m + 1) * heads * dv + (m + 1) * k * heads * dv + (m + 1) * k;
+    if (favor) params += heads * r * m;  // the fixed projection (a buffer)
+    // One token map: each hidden layer's affine output and ReLU, the last
+    // affine output, then the feature map (its input, output and the +eps or
+    // /sqrt(r) step; FAVOR+ also the per-head z and the projection).
+    const double feature_map = favor ? heads * m + 3 * heads * r : 2 * heads * r;
+    const double one_map = 2 * hidden_sum + map_out + feature_map;
+    act_token = 2 * one_map + 3 * heads * dv + heads + 2 * k * heads * dv + 4 * k + m;
+    if (heads > 1) act_token += 2 * heads * r + 2 * heads * dv;  // per-head copies
+    act_sequence = n * n * heads;
+    eval_width = heads * std::max(r, m) * 2;
+  }
+  const double act_per_seq = n * act_token + act_sequence;
+
+  const DatasetSize size = EstimateDatasetSize(t.dataset);
+  const double train = static_cast<double>(size.train);
+  const double test = static_cast<double>(size.test);
+  const double batch =
+      t.train.batch_size > 0 ? std::min<double>(t.train.batch_size, train) : train;
+  // EvaluateSplit's chunk for one seed: ~16M floats of features and scores.
+  // Training steps and evaluations alternate, so the larger of the two counts.
+  const double chunk =
+      std::max(1.0, std::floor(16777216.0 / std::max(1.0, n * (eval_width + n * n + m))));
+  const double eval_seqs = std::min(std::max(train, test), chunk);
+
+  MemoryEstimate e;
+  e.per_seed_bytes = SaturatedBytes(
+      4.0 * (8 * params + act_per_seq * std::max(2 * batch, eval_seqs)));
+  double fixed = 12.0 * n * (train + test)                     // host tokens and targets
+                 + 4.0 * n * (m + 1) * (train + std::max(train, test));  // float tensors
+  if (t.dataset.kind == DatasetKind::kPool) fixed += 64.0 * std::max(t.dataset.pool_size, 0);
+  e.fixed_bytes = SaturatedBytes(fixed);
+  return e;
+}
+
+int64_t EstimateTaskMemoryBytes(const TaskSpec& t) {
+  return EstimateTaskMemory(t).Total(static_cast<int64_t>(t.seeds.size()));
+}
+
+std::string FormatBytes(int64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return absl::StrCat(bytes, " B");
+  const int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string num = buf;
+  if (num.find('.') != std::string::npos) {
+    while (num.back() == '0') num.pop_back();
+    if (num.back() == '.') num.pop_back();
+  }
+  return absl::StrCat(num, " ", kUnits[unit]);
 }
 
 TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank,

@@ -240,6 +240,67 @@ absl::Status ValidateTrain(const TrainSpec& t);
 absl::Status ValidateTaskSpec(const TaskSpec& t);
 absl::Status ValidateSweepSpec(const SweepSpec& s);
 
+// ---------------------------------------------------------------- memory
+
+// Sequences a dataset holds, train and test, as far as the spec alone tells:
+// exact for exhaustive (2^(m*N)) and pool (train_size, test_size) datasets;
+// for a witness family n(2n-1) train sequences with n = num_queries, or, when
+// num_queries is 0, n bounded by the packing bound C(m, t+1) / C(w, t+1)
+// (w = code_weight, t = max_overlap) and by the family limit (n <= 2236).
+struct DatasetSize {
+  int64_t train = 0;
+  int64_t test = 0;
+};
+DatasetSize EstimateDatasetSize(const DatasetSpec& d);
+// train + test of EstimateDatasetSize.
+int64_t EstimateDatasetSequences(const DatasetSpec& d);
+
+// An upper-bound-style estimate of the host (or device) memory one task
+// needs, affine in the number of seeds trained together:
+// total(S) = fixed_bytes + S * per_seed_bytes. It follows the shapes the
+// trainer allocates (worker/trainer/heads.cc, fused_trainer.cc), in float32:
+//
+//   P  parameters of one seed's head (token maps with their hidden widths,
+//      the FAVOR+ projection, value map, readout; softmax: W_q, W_k with
+//      score_dim, value map, readout).
+//   A  activations of one sequence that autograd keeps for backward
+//      (per token: hidden layers 2w each and the feature maps ~3Hr for the
+//      query and the key map, values, numerators and attention outputs
+//      3Hdv, readout 2KHdv; per sequence: the attention matrix N*N*H; the
+//      input tokens N*m).
+//   per_seed = 4 bytes * (8 P + A max(2 B, C)): 4 P for parameters,
+//      gradients and the two Adam moments and 4 P more for the fused
+//      optimizer's per-element seed index (int64), mask and step
+//      temporaries; 2 A B for one training batch of B sequences (batch_size,
+//      or the whole train split) forward plus backward, or A C for one
+//      evaluation chunk (C <= the largest split, the trainer's 16M-float
+//      chunking taken for one seed, which bounds it for any S), whichever
+//      is larger: steps and evaluations do not overlap.
+//   fixed = the dataset: 12 bytes per token on the host (packed token,
+//      int32 target) for both splits, the train split as float tensors
+//      (N*(m+1) floats per sequence) and once more for the split being
+//      evaluated, plus 64 bytes per pool vector while a pool is drawn.
+//
+// The binary's own footprint (code, allocator, LibTorch) is not included.
+// docs/LIMITS.md compares the estimate with measured peak RSS; it lies 1-3x
+// above the measured increase. Saturates at INT64_MAX. Meaningful for a spec
+// that passes ValidateTaskSpec; t.seeds only matters to
+// EstimateTaskMemoryBytes.
+struct MemoryEstimate {
+  int64_t fixed_bytes = 0;
+  int64_t per_seed_bytes = 0;
+  // fixed_bytes + seeds * per_seed_bytes, saturating at INT64_MAX.
+  int64_t Total(int64_t seeds) const;
+  // The most seeds whose Total fits in `bytes` (0 when not even one does).
+  int64_t SeedsThatFit(int64_t bytes) const;
+};
+MemoryEstimate EstimateTaskMemory(const TaskSpec& t);
+// EstimateTaskMemory(t).Total(t.seeds.size()).
+int64_t EstimateTaskMemoryBytes(const TaskSpec& t);
+
+// "512 B", "3.2 KiB", "64 GiB", "210 GiB": three significant digits at most.
+std::string FormatBytes(int64_t bytes);
+
 // The task a sweep cell runs: the sweep's dataset and training settings, one
 // head, one rank, the given seeds.
 TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank,

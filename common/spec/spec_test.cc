@@ -200,5 +200,140 @@ TEST(SpecJsonTest, SeedResultRoundTrip) {
   EXPECT_EQ(back->device, "cpu");
 }
 
+// ---------------------------------------------------------------- memory
+
+TaskSpec TinyKernelTask() {
+  TaskSpec t;
+  t.dataset.kind = DatasetKind::kExhaustive;
+  t.dataset.m = 1;
+  t.dataset.seq_len = 2;
+  t.rank = 1;
+  t.seeds = {0};
+  return t;
+}
+
+TEST(MemoryEstimateTest, TinyKernelTaskByHand) {
+  // exhaustive m=1, N=2: 2^(1*2) = 4 train sequences, no test split.
+  // kernel/elu1, rank 1, H=1, dv=m=1, K=1 (mse), full batch B=4.
+  // P: query and key maps (m+1)*r = 2 each -> 4; value (m+1)*dv = 2;
+  //    readout_u (m+1)*K*dv = 2; readout_b (m+1)*K = 2 -> P = 10.
+  // A per token: each map 0 (no hidden) + map_out 1 + feature map 2Hr = 2
+  //    -> 3, twice = 6; values/numerators/outputs 3Hdv = 3; den H = 1;
+  //    readout 2KHdv = 2; loss and bias 4K = 4; input m = 1 -> 17.
+  // A per sequence: N*17 + N*N*H = 34 + 4 = 38.
+  // Eval chunk for one seed: 2^24 / (N*(2H max(r,m) + N*N + m)) = 2^24/14
+  //    >= 4, so C = 4; max(2B, C) = 8.
+  // per_seed = 4 * (8*10 + 38*8) = 4 * 384 = 1536 bytes.
+  // fixed = 12 B * N * 4 sequences (host) + 4 B * N*(m+1) * (4 + 4)
+  //       = 96 + 128 = 224 bytes.
+  const MemoryEstimate e = EstimateTaskMemory(TinyKernelTask());
+  EXPECT_EQ(e.fixed_bytes, 224);
+  EXPECT_EQ(e.per_seed_bytes, 1536);
+  EXPECT_EQ(EstimateTaskMemoryBytes(TinyKernelTask()), 1760);
+  EXPECT_EQ(e.Total(3), 224 + 3 * 1536);
+  EXPECT_EQ(e.SeedsThatFit(224 + 2 * 1536), 2);
+  EXPECT_EQ(e.SeedsThatFit(224 + 2 * 1536 - 1), 1);
+  EXPECT_EQ(e.SeedsThatFit(1759), 0);
+  EXPECT_EQ(e.SeedsThatFit(100), 0);
+}
+
+TEST(MemoryEstimateTest, GrowsLinearlyInSeeds) {
+  TaskSpec t = TinyKernelTask();
+  t.dataset.m = 3;
+  t.dataset.seq_len = 3;
+  t.rank = 64;
+  t.seeds = {0};
+  const int64_t one = EstimateTaskMemoryBytes(t);
+  t.seeds = {0, 1};
+  const int64_t two = EstimateTaskMemoryBytes(t);
+  const int64_t per_seed = two - one;
+  ASSERT_GT(per_seed, 0);
+  EXPECT_EQ(per_seed, EstimateTaskMemory(t).per_seed_bytes);
+  for (uint64_t s : {2, 3, 7, 63}) {
+    t.seeds.clear();
+    for (uint64_t i = 0; i <= s; ++i) t.seeds.push_back(i);
+    EXPECT_EQ(EstimateTaskMemoryBytes(t), one + static_cast<int64_t>(s) * per_seed) << s;
+  }
+}
+
+TEST(MemoryEstimateTest, MonotoneInRankForEveryKernelHead) {
+  for (HeadKind kind : {HeadKind::kKernel, HeadKind::kSignedKernel, HeadKind::kMultiheadKernel}) {
+    for (FeatureMap map : {FeatureMap::kEluPlusOne, FeatureMap::kFavorPlus}) {
+      TaskSpec t = TinyKernelTask();
+      t.dataset.m = 4;
+      t.dataset.seq_len = 4;
+      t.head.kind = kind;
+      t.head.feature_map = map;
+      t.head.num_heads = 2;
+      t.head.hidden = {32};
+      int64_t previous = 0;
+      for (int rank = 1; rank <= SpecLimits::kMaxRank; rank *= 2) {
+        t.rank = rank;
+        const int64_t bytes = EstimateTaskMemoryBytes(t);
+        EXPECT_GT(bytes, previous) << Name(kind) << " " << Name(map) << " rank " << rank;
+        previous = bytes;
+      }
+    }
+  }
+}
+
+TEST(MemoryEstimateTest, SoftmaxIgnoresRankAndLargeSpecsSaturateWithoutOverflow) {
+  TaskSpec t = TinyKernelTask();
+  t.head.kind = HeadKind::kSoftmax;
+  t.rank = 1;
+  const int64_t a = EstimateTaskMemoryBytes(t);
+  t.rank = 4096;
+  EXPECT_EQ(EstimateTaskMemoryBytes(t), a);
+
+  TaskSpec big = TinyKernelTask();
+  big.dataset.kind = DatasetKind::kPool;
+  big.dataset.m = 64;
+  big.dataset.seq_len = 64;
+  big.dataset.pool_size = SpecLimits::kMaxDatasetSequences;
+  big.dataset.train_size = SpecLimits::kMaxDatasetSequences;
+  big.head.kind = HeadKind::kMultiheadKernel;
+  big.head.num_heads = 64;
+  big.head.hidden = {65536, 65536, 65536, 65536};
+  big.rank = SpecLimits::kMaxRank;
+  big.seeds.assign(1024, 0);
+  EXPECT_EQ(EstimateTaskMemoryBytes(big), INT64_MAX);
+  EXPECT_EQ(EstimateTaskMemory(big).SeedsThatFit(int64_t{1} << 40), 0);
+}
+
+TEST(MemoryEstimateTest, DatasetSequences) {
+  DatasetSpec d;
+  d.kind = DatasetKind::kExhaustive;
+  d.m = 3;
+  d.seq_len = 6;
+  EXPECT_EQ(EstimateDatasetSequences(d), 262144);  // 2^18
+  d.kind = DatasetKind::kWitness;
+  d.m = 24;
+  d.seq_len = 3;
+  d.code_weight = 8;
+  d.max_overlap = 4;
+  d.num_queries = 12;
+  EXPECT_EQ(EstimateDatasetSequences(d), 12 * 23);
+  // All codewords: the packing bound C(24,5)/C(8,5) = 42504/56 = 759, the
+  // size of the (24, 8, 4) code (the octads of S(5,8,24)).
+  d.num_queries = 0;
+  EXPECT_EQ(EstimateDatasetSequences(d), 759 * 1517);
+  d.kind = DatasetKind::kPool;
+  d.pool_size = 1000;
+  d.train_size = 300;
+  d.test_size = 70;
+  const DatasetSize size = EstimateDatasetSize(d);
+  EXPECT_EQ(size.train, 300);
+  EXPECT_EQ(size.test, 70);
+  EXPECT_EQ(EstimateDatasetSequences(d), 370);
+}
+
+TEST(MemoryEstimateTest, FormatBytes) {
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(int64_t{64} << 30), "64 GiB");
+  EXPECT_EQ(FormatBytes(int64_t{210} << 30), "210 GiB");
+  EXPECT_EQ(FormatBytes((int64_t{1} << 30) * 5 / 4), "1.25 GiB");
+}
+
 }  // namespace
 }  // namespace ranksweep
