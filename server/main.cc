@@ -60,6 +60,9 @@ ABSL_FLAG(int, lease_seconds, 60,
           "How long a lease lasts without a heartbeat before its cells go back to pending");
 ABSL_FLAG(int, max_attempts, 3, "Leases a cell may use before it is marked FAILED");
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "Largest gRPC message accepted or sent");
+ABSL_FLAG(int64_t, max_task_memory_bytes, int64_t{64} << 30,
+          "Reject a sweep any of whose cells, for one seed, is estimated to need more memory "
+          "than this (docs/LIMITS.md); 0 = no limit");
 ABSL_FLAG(int, busy_timeout_ms, 5000,
           "How long a database write waits for a lock held by another process");
 ABSL_FLAG(bool, insecure_local, false,
@@ -232,6 +235,11 @@ int Serve() {
     std::cerr << "ranksweepd: --max_attempts must be 1..100\n";
     return 2;
   }
+  const int64_t max_task_memory_bytes = absl::GetFlag(FLAGS_max_task_memory_bytes);
+  if (max_task_memory_bytes < 0) {
+    std::cerr << "ranksweepd: --max_task_memory_bytes must be >= 0 (0 = no limit)\n";
+    return 2;
+  }
   if (max_message_bytes < 1 << 20) {
     std::cerr << "ranksweepd: --max_message_bytes must be at least 1 MiB\n";
     return 2;
@@ -292,6 +300,7 @@ int Serve() {
   CoordinatorOptions options;
   options.lease_ms = int64_t{lease_seconds} * 1000;
   options.max_attempts = max_attempts;
+  options.max_task_memory_bytes = max_task_memory_bytes;
   Coordinator coordinator(store->get(), &clock, options);
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
   if (!recovered.ok()) {

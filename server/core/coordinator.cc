@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +71,26 @@ double TQuantile975(int64_t df) {
     }
   }
   return 1.960;
+}
+
+// InvalidArgument when one seed of some (head, rank) cell of `spec` is
+// estimated above `limit` bytes (0 = no limit).
+absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
+  if (limit <= 0) return absl::OkStatus();
+  const uint64_t seed = SweepSeeds(spec).front();
+  for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
+    const bool ranked = HeadHasRank(spec.heads[h]);
+    for (int rank : ranked ? spec.ranks : std::vector<int>{0}) {
+      const int64_t bytes = EstimateTaskMemoryBytes(MakeTaskSpec(spec, h, rank, {seed}));
+      if (bytes <= limit) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "heads[", h, "] (", HeadLabel(spec.heads[h]), ")",
+          ranked ? absl::StrCat(" at rank ", rank) : std::string(), ": estimated memory ",
+          FormatBytes(bytes), " for one seed exceeds the limit of ", FormatBytes(limit),
+          " (--max_task_memory_bytes)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -439,6 +460,7 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
 
 absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const std::string& owner) {
   RETURN_IF_ERROR(ValidateSweepSpec(spec));
+  RETURN_IF_ERROR(CheckTaskMemory(spec, options_.max_task_memory_bytes));
   const std::vector<uint64_t> seeds = SweepSeeds(spec);
   const std::string spec_json = SweepSpecToJson(spec);
   const int64_t now = clock_->NowMs();
@@ -706,7 +728,8 @@ absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::stri
 }  // namespace
 
 absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker_id,
-                                                       int max_tasks, int max_seeds) {
+                                                       int max_tasks, int max_seeds,
+                                                       int64_t memory_bytes) {
   if (max_tasks == 0) max_tasks = 1;
   if (max_tasks < 0 || max_tasks > options_.max_tasks_per_acquire) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -716,6 +739,10 @@ absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker
   if (max_seeds < 0 || max_seeds > options_.max_seeds_per_task) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_seeds: must be 1..", options_.max_seeds_per_task, ", got ", max_seeds));
+  }
+  if (memory_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory_bytes: must be >= 0 (0 = unknown), got ", memory_bytes));
   }
   const int64_t now = clock_->NowMs();
   const int64_t deadline = now + options_.lease_ms;
@@ -734,43 +761,95 @@ absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker
       next_lease = q.ColumnInt(0);
       serve_counter = q.ColumnInt(1);
     }
+    // The memory the tasks of this call share: the request's, else the
+    // worker's registered memory, else unlimited (budget < 0).
+    int64_t budget = memory_bytes;
+    if (budget == 0) {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT memory_bytes FROM workers WHERE id = ?1"));
+      q.Bind(1, worker_id);
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (row) budget = q.ColumnInt(0);
+    }
+    const bool limited = budget > 0;
+    // Groups that did not fit this call's (only shrinking) budget.
+    std::set<std::tuple<std::string, int, int>> too_big;
     while (static_cast<int>(tasks.size()) < max_tasks) {
-      // Highest priority first; among equals the sweep served longest ago.
-      std::string sweep_id;
+      // Highest priority first; among equals the sweep served longest ago;
+      // inside a sweep, groups in the order their cells were created. A
+      // group none of whose seeds fits is left for a larger worker.
+      std::vector<std::string> sweep_ids;
       {
         ASSIGN_OR_RETURN(Statement q,
                          c.Prepare("SELECT s.id FROM sweeps s WHERE s.state = 1 AND EXISTS "
                                    "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND "
                                    "c.state = 1) ORDER BY s.priority DESC, s.served ASC, "
-                                   "s.rowid ASC LIMIT 1"));
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) break;
-        sweep_id = q.ColumnText(0);
+                                   "s.rowid ASC"));
+        while (true) {
+          ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) break;
+          sweep_ids.push_back(q.ColumnText(0));
+          if (!limited) break;  // the first group of the first sweep always fits
+        }
       }
       Task task;
-      task.sweep_id = sweep_id;
-      {
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
-                                   "state = 1 ORDER BY id LIMIT 1"));
-        q.Bind(1, sweep_id);
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) return absl::InternalError("pending cell vanished inside a transaction");
-        task.head_index = static_cast<int>(q.ColumnInt(0));
-        task.rank = static_cast<int>(q.ColumnInt(1));
+      int64_t seeds_to_lease = 0;
+      for (const std::string& sweep_id : sweep_ids) {
+        std::vector<std::pair<int, int>> groups;
+        {
+          // Unlimited, only the first group is needed: the cheap query.
+          ASSIGN_OR_RETURN(
+              Statement q,
+              c.Prepare(limited ? "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
+                                  "state = 1 GROUP BY head_index, rank ORDER BY MIN(id)"
+                                : "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
+                                  "state = 1 ORDER BY id LIMIT 1"));
+          q.Bind(1, sweep_id);
+          while (true) {
+            ASSIGN_OR_RETURN(bool row, q.Step());
+            if (!row) break;
+            groups.emplace_back(static_cast<int>(q.ColumnInt(0)),
+                                static_cast<int>(q.ColumnInt(1)));
+            if (!limited) break;
+          }
+        }
+        ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+        for (const auto& [head_index, rank] : groups) {
+          if (too_big.count({sweep_id, head_index, rank}) > 0) continue;
+          int64_t fit = max_seeds;
+          MemoryEstimate estimate;
+          if (limited) {
+            estimate = EstimateTaskMemory(MakeTaskSpec(spec, head_index, rank, {}));
+            fit = std::min<int64_t>(fit, estimate.SeedsThatFit(budget));
+          }
+          if (fit < 1) {
+            too_big.insert({sweep_id, head_index, rank});
+            continue;
+          }
+          task.sweep_id = sweep_id;
+          task.head_index = head_index;
+          task.rank = rank;
+          seeds_to_lease = fit;
+          break;
+        }
+        if (seeds_to_lease > 0) break;
       }
+      if (seeds_to_lease == 0) break;
+      const std::string& sweep_id = task.sweep_id;
       {
         ASSIGN_OR_RETURN(Statement q,
                          c.Prepare("SELECT id, seed, attempt FROM cells WHERE sweep_id = ?1 AND "
                                    "state = 1 AND head_index = ?2 AND rank = ?3 "
                                    "ORDER BY id LIMIT ?4"));
-        q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, max_seeds);
+        q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, seeds_to_lease);
         while (true) {
           ASSIGN_OR_RETURN(bool row, q.Step());
           if (!row) break;
           task.cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(1)), 0,
                                           static_cast<int>(q.ColumnInt(2)) + 1});
         }
+      }
+      if (task.cells.empty()) {
+        return absl::InternalError("pending cell vanished inside a transaction");
       }
       {
         ASSIGN_OR_RETURN(Statement u,
@@ -793,6 +872,7 @@ absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker
       std::vector<uint64_t> seeds;
       for (const LeasedCell& cell : task.cells) seeds.push_back(cell.seed);
       task.spec = MakeTaskSpec(spec, task.head_index, task.rank, std::move(seeds));
+      if (limited) budget -= EstimateTaskMemoryBytes(task.spec);
       task.deadline_unix_ms = deadline;
       events.Add(sweep_id, absl::StrFormat("%s: %d cells leased to %s",
                                            CellLabel(spec, task.head_index, task.rank,

@@ -64,6 +64,9 @@ struct CoordinatorOptions {
   int max_tasks_per_acquire = 64;
   int max_seeds_per_task = 1024;
   int default_seeds_per_task = 64;  // when the worker asks for 0
+  // Submit rejects a sweep any of whose cells, trained as one seed, is
+  // estimated (EstimateTaskMemoryBytes) above this. 0 = no limit.
+  int64_t max_task_memory_bytes = int64_t{64} << 30;
 };
 
 // Sample statistics of `xs`: mean, standard deviation (n-1), min, max and
@@ -91,8 +94,11 @@ class Coordinator {
 
   // ---------------------------------------------------------------- sweeps
 
-  // Validates `spec` (ValidateSweepSpec: InvalidArgument naming the field)
-  // and stores the sweep and its cells in one transaction. Heads without a
+  // Validates `spec` (ValidateSweepSpec: InvalidArgument naming the field),
+  // checks every (head, rank) for one seed against
+  // options.max_task_memory_bytes (InvalidArgument naming the head, rank,
+  // estimate and limit; nothing stored) and stores the sweep and its cells
+  // in one transaction. Heads without a
   // rank (HeadHasRank false) get one cell per seed with rank 0.
   absl::StatusOr<SubmitOutcome> Submit(const SweepSpec& spec, const std::string& owner);
 
@@ -121,9 +127,19 @@ class Coordinator {
 
   // Leases up to `max_tasks` tasks, each up to `max_seeds` pending cells of
   // one (sweep, head, rank). Returns an empty list when there is no work.
+  //
+  // Memory: `memory_bytes` is the memory the returned tasks may use
+  // together; 0 = unknown, and then the worker's registered memory_bytes
+  // counts; 0 there too = unlimited. A task gets at most as many seeds as
+  // fit (EstimateTaskMemory(...).Total(k) <= what is left), and each task
+  // returned uses up its estimate. A group of which not even one seed fits
+  // is skipped (left for a larger worker) and the next group, then the next
+  // sweep, in the usual order is considered.
+  //
+  // InvalidArgument for max_tasks, max_seeds or memory_bytes out of range;
   // NotFound for an unregistered worker.
   absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, int max_tasks,
-                                            int max_seeds);
+                                            int max_seeds, int64_t memory_bytes = 0);
 
   // Extends the worker's live leases to now + lease_ms. Leases of cancelled
   // cells are reported in cancelled_lease_ids, leases that expired, were

@@ -23,6 +23,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 
 constexpr int64_t kLeaseMs = 10'000;
 
@@ -330,6 +331,150 @@ TEST_F(CoordinatorTest, AcquireRejectsUnknownWorkerAndBadLimits) {
   EXPECT_EQ(coordinator_->Acquire(w, 1, 1025).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 2"), 0);
+}
+
+// ------------------------------------------------------------------ memory
+
+// The estimate of `seeds` seeds of (head_index, rank) of `spec`.
+int64_t TaskBytes(const SweepSpec& spec, int head_index, int rank, int64_t seeds) {
+  return EstimateTaskMemory(MakeTaskSpec(spec, head_index, rank, {})).Total(seeds);
+}
+
+TEST_F(CoordinatorTest, SubmitRejectsACellOverTheMemoryLimitAndStoresNothing) {
+  CoordinatorOptions options;
+  options.max_task_memory_bytes = int64_t{1} << 30;  // 1 GiB
+  Coordinator limited(store_.get(), &clock_, options);
+  // Exhaustive m=3, N=6: 2^18 sequences. Rank 1 fits in 1 GiB; rank 65536
+  // (features alone 2^18 * 6 * 65536 floats per map) does not.
+  SweepSpec spec = MakeSpec("huge", {1, 65536}, 2);
+  spec.dataset.m = 3;
+  spec.dataset.seq_len = 6;
+  ASSERT_LE(TaskBytes(spec, 0, 1, 1), int64_t{1} << 30);
+  ASSERT_LE(TaskBytes(spec, 1, 0, 1), int64_t{1} << 30);
+  const int64_t estimate = TaskBytes(spec, 0, 65536, 1);
+  ASSERT_GT(estimate, int64_t{1} << 30);
+  auto out = limited.Submit(spec, "local");
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(out.status().message()),
+            "heads[0] (kernel/elu1) at rank 65536: estimated memory " + FormatBytes(estimate) +
+                " for one seed exceeds the limit of 1 GiB (--max_task_memory_bytes)");
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM sweeps"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells"), 0);
+
+  // Without the big rank it is accepted; limit 0 means no limit.
+  spec.ranks = {1};
+  EXPECT_TRUE(limited.Submit(spec, "local").ok());
+  options.max_task_memory_bytes = 0;
+  Coordinator unlimited(store_.get(), &clock_, options);
+  spec.ranks = {1, 65536};
+  EXPECT_TRUE(unlimited.Submit(spec, "local").ok());
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM sweeps"), 2);
+}
+
+TEST_F(CoordinatorTest, AcquireLeasesOnlyTheSeedsThatFitTheMemory) {
+  const SweepSpec spec = MakeSpec("grid");
+  std::string sweep = Submit(spec);
+  std::string w = Register();
+  const int64_t two = TaskBytes(spec, 0, 1, 2);
+  ASSERT_LT(two, TaskBytes(spec, 0, 1, 3));
+  // Exactly two seeds, and up to one byte short of three.
+  for (int64_t memory : {two, TaskBytes(spec, 0, 1, 3) - 1}) {
+    auto tasks = coordinator_->Acquire(w, 1, 64, memory);
+    ASSERT_TRUE(tasks.ok()) << tasks.status();
+    ASSERT_EQ(tasks->size(), 1u);
+    EXPECT_EQ((*tasks)[0].head_index, 0);
+    EXPECT_EQ((*tasks)[0].rank, 1);
+    ASSERT_EQ((*tasks)[0].cells.size(), 2u);
+    EXPECT_EQ((*tasks)[0].spec.seeds.size(), 2u);
+  }
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+  // The budget is shared by the tasks of one call: rank 2 gets two seeds,
+  // and nothing is left for a second task.
+  auto tasks = coordinator_->Acquire(w, 10, 64, TaskBytes(spec, 0, 2, 2));
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].rank, 2);
+  EXPECT_EQ((*tasks)[0].cells.size(), 2u);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 6);
+  // Enough for two seeds of rank 2 and one of rank 4 (the next group).
+  const int64_t rest = TaskBytes(spec, 0, 2, 2) + TaskBytes(spec, 0, 4, 1);
+  tasks = coordinator_->Acquire(w, 10, 64, rest);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 2u);
+  EXPECT_EQ((*tasks)[0].rank, 2);
+  EXPECT_EQ((*tasks)[0].cells.size(), 2u);
+  EXPECT_EQ((*tasks)[1].rank, 4);
+  EXPECT_EQ((*tasks)[1].cells.size(), 1u);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 9);
+  EXPECT_EQ(coordinator_->Acquire(w, 1, 64, -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CoordinatorTest, AcquireSkipsAGroupTooBigForTheWorker) {
+  // The high-priority sweep's only group (rank 4096) is too big for the
+  // worker; the low-priority sweep's rank-1 group fits one seed.
+  const SweepSpec big = MakeSpec("big", {4096}, 2, /*priority=*/5, false);
+  const SweepSpec small = MakeSpec("small", {1}, 2, 0, false);
+  std::string big_id = Submit(big);
+  std::string small_id = Submit(small);
+  const int64_t memory = TaskBytes(small, 0, 1, 1);
+  ASSERT_LT(memory, TaskBytes(big, 0, 4096, 1));
+  std::string w = Register();
+  auto tasks = coordinator_->Acquire(w, 10, 64, memory);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].sweep_id, small_id);
+  EXPECT_EQ((*tasks)[0].rank, 1);
+  EXPECT_EQ((*tasks)[0].cells.size(), 1u);
+  EXPECT_EQ(Cells(big_id, CellState::kPending), 2);
+  EXPECT_EQ(Cells(small_id, CellState::kPending), 1);
+  // Inside one sweep too: the big group is skipped for a later small one.
+  const SweepSpec mixed = MakeSpec("mixed", {4096, 1}, 1, /*priority=*/9, false);
+  std::string mixed_id = Submit(mixed);
+  tasks = coordinator_->Acquire(w, 1, 64, memory);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].sweep_id, mixed_id);
+  EXPECT_EQ((*tasks)[0].rank, 1);
+  // Then the small sweep's other seed; the big groups stay pending.
+  tasks = coordinator_->Acquire(w, 1, 64, memory);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].sweep_id, small_id);
+  EXPECT_THAT(Acquire(w, 1, 64), SizeIs(1));  // unlimited: mixed's rank 4096
+  // Nothing left that fits: an empty reply, not an error.
+  tasks = coordinator_->Acquire(w, 1, 64, memory);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  EXPECT_THAT(*tasks, IsEmpty());
+  EXPECT_EQ(Cells(big_id, CellState::kPending), 2);
+  EXPECT_EQ(Cells(mixed_id, CellState::kPending), 0);
+}
+
+TEST_F(CoordinatorTest, AcquireFallsBackToTheRegisteredMemoryAndZeroIsUnlimited) {
+  const SweepSpec spec = MakeSpec("grid");
+  Submit(spec);
+  WorkerRegistration reg;
+  reg.hostname = "small";
+  reg.device = "cpu";
+  reg.memory_bytes = TaskBytes(spec, 0, 1, 3);
+  auto small = coordinator_->RegisterWorker(reg);
+  ASSERT_TRUE(small.ok()) << small.status();
+  auto tasks = coordinator_->Acquire(*small, 1, 64, /*memory_bytes=*/0);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].cells.size(), 3u);
+  // The request's memory wins over the registered one.
+  tasks = coordinator_->Acquire(*small, 1, 64, TaskBytes(spec, 0, 2, 4));
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].cells.size(), 1u);  // the rest of rank 1
+  // Registered 0 and requested 0: unlimited, every group whole.
+  std::string unlimited = Register("big");
+  tasks = coordinator_->Acquire(unlimited, 10, 64, 0);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 3u);
+  for (const Task& t : *tasks) EXPECT_EQ(t.cells.size(), 4u);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 1"), 0);
 }
 
 // ------------------------------------------------------------------ expiry

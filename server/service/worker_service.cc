@@ -130,7 +130,8 @@ void WorkerServiceImpl::Pump() {
         w.reactor->Finish(grpc::Status::CANCELLED);
       } else {
         absl::StatusOr<std::vector<Task>> tasks = coordinator_->Acquire(
-            w.request->worker_id(), w.request->max_tasks(), w.request->max_seeds());
+            w.request->worker_id(), w.request->max_tasks(), w.request->max_seeds(),
+            w.request->memory_bytes());
         if (!tasks.ok()) {
           w.reactor->Finish(ToGrpcStatus(tasks.status()));
         } else if (!tasks->empty()) {
@@ -198,7 +199,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerCo
   }
   const uint64_t generation = work_generation_.load();
   absl::StatusOr<std::vector<Task>> tasks =
-      coordinator_->Acquire(request->worker_id(), request->max_tasks(), request->max_seeds());
+      coordinator_->Acquire(request->worker_id(), request->max_tasks(), request->max_seeds(),
+                            request->memory_bytes());
   if (!tasks.ok()) return Done(context, tasks.status());
   if (!tasks->empty() || request->wait_ms() == 0) {
     for (const Task& t : *tasks) *response->add_tasks() = ToProto(t);
