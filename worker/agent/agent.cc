@@ -199,6 +199,10 @@ void Agent::AcquireLoop() {
     request.max_tasks = free_slots;
     request.max_seeds = options_.max_seeds;
     request.wait_ms = options_.acquire_wait_ms;
+    // The device's memory is split evenly between slots; ask for the share
+    // of the free ones, so the coordinator sizes new tasks to what is left.
+    // Unknown memory (0) stays unknown.
+    request.memory_bytes = options_.registration.memory_bytes / std::max(slots, 1) * free_slots;
     absl::StatusOr<std::vector<Task>> tasks = coordinator_->Acquire(request);
     if (!tasks.ok()) {
       const absl::Duration wait = backoff.Next();

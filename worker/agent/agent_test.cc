@@ -203,6 +203,43 @@ TEST(AgentTest, RegistersAndMapsResultsToCellsBySeed) {
   EXPECT_EQ(s.cells_completed, 3);
 }
 
+TEST(AgentTest, AsksForTheMemoryShareOfItsFreeSlots) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {1}, 10, 100)});
+  // The task runs until the agent has asked for more work with one slot busy.
+  FakeRunner runner([&coordinator](const TaskSpec& spec, const RunControl&) {
+    while (true) {
+      {
+        absl::MutexLock lock(&coordinator.mu);
+        if (coordinator.acquires.size() >= 2) break;
+      }
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return absl::StatusOr<std::vector<SeedResult>>(ResultsFor(spec));
+  });
+  AgentOptions options = TestOptions();
+  options.registration.slots = 2;
+  options.registration.memory_bytes = int64_t{8} << 30;
+  Agent agent(&coordinator, &runner, options);
+  ASSERT_TRUE(agent.Run().ok());
+  ASSERT_GE(coordinator.acquires.size(), 2u);
+  EXPECT_EQ(coordinator.acquires[0].max_tasks, 2);
+  EXPECT_EQ(coordinator.acquires[0].memory_bytes, int64_t{8} << 30);
+  EXPECT_EQ(coordinator.acquires[1].max_tasks, 1);
+  EXPECT_EQ(coordinator.acquires[1].memory_bytes, int64_t{4} << 30);
+}
+
+TEST(AgentTest, UnknownMemoryStaysUnknownInAcquire) {
+  FakeCoordinator coordinator;
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
+  AgentOptions options = TestOptions();
+  options.registration.memory_bytes = 0;
+  Agent agent(&coordinator, &runner, options);
+  ASSERT_TRUE(agent.Run().ok());
+  ASSERT_GE(coordinator.acquires.size(), 1u);
+  EXPECT_EQ(coordinator.acquires[0].memory_bytes, 0);
+}
+
 TEST(AgentTest, RetriesTransientErrorsThenSucceeds) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(absl::UnavailableError("connection refused"));
