@@ -658,25 +658,24 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
         RETURN_IF_ERROR(ReturnCell(c, cell, "worker re-registered", /*use_attempt=*/false, events));
       }
       released = static_cast<int64_t>(cells.size());
-      ASSIGN_OR_RETURN(Statement u,
-                       c.Prepare("UPDATE workers SET hostname = ?2, device = ?3, device_name = ?4, "
-                                 "memory_bytes = ?5, slots = ?6, build_id = ?7, "
-                                 "torch_version = ?8, cuda_version = ?9, last_seen_ms = ?10 "
-                                 "WHERE id = ?1"));
-      u.Bind(1, worker_id).Bind(2, reg.hostname).Bind(3, reg.device).Bind(4, reg.device_name);
-      u.Bind(5, reg.memory_bytes).Bind(6, slots).Bind(7, reg.version.build_id);
-      u.Bind(8, reg.version.torch_version).Bind(9, reg.version.cuda_version).Bind(10, now);
-      return u.Run();
     }
-    ASSIGN_OR_RETURN(Statement ins,
+    // One statement for both cases; a known worker keeps its registered_ms.
+    ASSIGN_OR_RETURN(Statement up,
                      c.Prepare("INSERT INTO workers (id, hostname, device, device_name, "
                                "memory_bytes, slots, build_id, torch_version, cuda_version, "
                                "registered_ms, last_seen_ms) "
-                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)"));
-    ins.Bind(1, worker_id).Bind(2, reg.hostname).Bind(3, reg.device).Bind(4, reg.device_name);
-    ins.Bind(5, reg.memory_bytes).Bind(6, slots).Bind(7, reg.version.build_id);
-    ins.Bind(8, reg.version.torch_version).Bind(9, reg.version.cuda_version).Bind(10, now);
-    return ins.Run();
+                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) "
+                               "ON CONFLICT(id) DO UPDATE SET hostname = excluded.hostname, "
+                               "device = excluded.device, device_name = excluded.device_name, "
+                               "memory_bytes = excluded.memory_bytes, slots = excluded.slots, "
+                               "build_id = excluded.build_id, "
+                               "torch_version = excluded.torch_version, "
+                               "cuda_version = excluded.cuda_version, "
+                               "last_seen_ms = excluded.last_seen_ms"));
+    up.Bind(1, worker_id).Bind(2, reg.hostname).Bind(3, reg.device).Bind(4, reg.device_name);
+    up.Bind(5, reg.memory_bytes).Bind(6, slots).Bind(7, reg.version.build_id);
+    up.Bind(8, reg.version.torch_version).Bind(9, reg.version.cuda_version).Bind(10, now);
+    return up.Run();
   }));
   LogEvent("worker %s %s: host=%s device=%s (%s) slots=%d build=%s torch=%s cuda=%s%s", worker_id,
            known ? "re-registered" : "registered", reg.hostname, reg.device, reg.device_name, slots,
