@@ -93,6 +93,17 @@ absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
   return absl::OkStatus();
 }
 
+// The version manifest `worker_id` registered with; empty for an unknown
+// worker. Every result row records it.
+absl::StatusOr<VersionManifest> WorkerVersion(Connection& c, const std::string& worker_id) {
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
+                                          "FROM workers WHERE id = ?1"));
+  q.Bind(1, worker_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return VersionManifest{};
+  return VersionManifest{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
+}
+
 }  // namespace
 
 const char* Name(SweepState s) {
@@ -327,14 +338,7 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
     u.Bind(1, cell_id).Bind(2, failure);
     RETURN_IF_ERROR(u.Run());
   }
-  VersionManifest version;
-  {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
-                                            "FROM workers WHERE id = ?1"));
-    q.Bind(1, worker_id);
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) version = {q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
-  }
+  ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
   {
     ASSIGN_OR_RETURN(
         Statement ins,
@@ -934,14 +938,7 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
     out = CompleteOutcome();
     events = Events();
     RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
-    VersionManifest version;
-    {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
-                                              "FROM workers WHERE id = ?1"));
-      q.Bind(1, worker_id);
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (row) version = {q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
-    }
+    ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
     std::set<std::string> touched;
     for (const CellResult& r : results) {
       std::string sweep_id, holder;
