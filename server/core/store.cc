@@ -261,6 +261,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   // syncs the WAL, so a committed transaction survives power loss.
   RETURN_IF_ERROR(w.Exec("PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(w.Exec("PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(w.Exec("PRAGMA wal_autocheckpoint=10000"));
   RETURN_IF_ERROR(w.Exec("PRAGMA foreign_keys=ON"));
   {
     ASSIGN_OR_RETURN(Statement mode, w.Prepare("PRAGMA journal_mode"));
@@ -328,13 +329,116 @@ absl::StatusOr<int> Store::SchemaVersion() {
 }
 
 absl::Status Store::Write(absl::FunctionRef<absl::Status(Connection&)> fn) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  WriteRequest request(fn);
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  queue_.push_back(&request);
+  // Each waiter has its own condition variable and is woken exactly once:
+  // when its batch has committed, or when it is first in line and the
+  // writer is free (then it leads the next batch).
+  while (!request.done && (committing_ || queue_.front() != &request)) request.cv.wait(lock);
+  if (request.done) return request.status;
+
+  // Lead: take everything queued, ours first, up to one batch, and commit it
+  // under one sync.
+  committing_ = true;
+  std::vector<WriteRequest*> batch;
+  while (!queue_.empty() && batch.size() < kMaxWriteBatch) {
+    batch.push_back(queue_.front());
+    queue_.pop_front();
+  }
+  lock.unlock();
+  {
+    std::lock_guard<std::mutex> writer_lock(write_mu_);
+    RunBatch(batch);
+  }
+  lock.lock();
+  stats_.writes += static_cast<int64_t>(batch.size());
+  committing_ = false;
+  for (WriteRequest* r : batch) {
+    r->done = true;
+    if (r != &request) r->cv.notify_one();
+  }
+  // Whoever is first in line now leads the next batch.
+  if (!queue_.empty()) queue_.front()->cv.notify_one();
+  return request.status;
+}
+
+Store::WriteStats Store::write_stats() {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return stats_;
+}
+
+size_t Store::queued_writes() {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return queue_.size();
+}
+
+void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
   Connection& w = *writer_;
-  RETURN_IF_ERROR(w.Exec("BEGIN IMMEDIATE"));
-  absl::Status s = fn(w);
-  if (s.ok()) s = w.Exec("COMMIT");
-  if (!s.ok()) w.Exec("ROLLBACK").IgnoreError();
-  return s;
+  const bool single = batch.size() == 1;
+  size_t next = 0;  // the first request not yet run
+  while (next < batch.size()) {
+    absl::Status begin = w.Exec("BEGIN IMMEDIATE");
+    if (!begin.ok()) {
+      for (size_t i = next; i < batch.size(); ++i) batch[i]->status = begin;
+      return;
+    }
+    // Requests run in this transaction, in order; those that succeeded wait
+    // for the commit to learn their outcome.
+    std::vector<WriteRequest*> applied;
+    bool aborted = false;
+    for (; next < batch.size() && !aborted; ++next) {
+      WriteRequest* r = batch[next];
+      if (single) {
+        r->status = r->fn(w);
+        if (r->status.ok()) applied.push_back(r);
+        break;
+      }
+      // A savepoint per request, so that a request that fails (a stale
+      // lease, an unknown cell) undoes only its own changes.
+      absl::Status s = w.Exec("SAVEPOINT write_request");
+      if (s.ok()) s = r->fn(w);
+      if (sqlite3_get_autocommit(w.db_) != 0) {
+        // SQLite rolled the whole transaction back (I/O error, disk full):
+        // what the earlier requests did is gone with it.
+        const absl::Status lost = s.ok() ? absl::InternalError("write transaction rolled back")
+                                         : s;
+        r->status = lost;
+        for (WriteRequest* done : applied) {
+          done->status = absl::Status(lost.code(),
+                                      absl::StrCat("transaction rolled back by a later write in "
+                                                   "the same commit: ",
+                                                   lost.message()));
+        }
+        applied.clear();
+        aborted = true;
+        continue;  // ++next: the remaining requests get a fresh transaction
+      }
+      if (s.ok()) {
+        s = w.Exec("RELEASE write_request");
+        if (s.ok()) {
+          r->status = absl::OkStatus();
+          applied.push_back(r);
+          continue;
+        }
+      }
+      r->status = s;
+      w.Exec("ROLLBACK TO write_request").IgnoreError();
+      w.Exec("RELEASE write_request").IgnoreError();
+    }
+    if (single) next = batch.size();
+    if (aborted) continue;
+    // One COMMIT, one sync, for every request that succeeded. A batch whose
+    // requests all failed has nothing to keep.
+    absl::Status commit = applied.empty() ? w.Exec("ROLLBACK") : w.Exec("COMMIT");
+    if (!commit.ok()) {
+      w.Exec("ROLLBACK").IgnoreError();
+      for (WriteRequest* r : applied) r->status = commit;
+    } else if (!applied.empty()) {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      ++stats_.commits;
+    }
+  }
 }
 
 namespace {

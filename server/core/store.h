@@ -31,12 +31,15 @@
 #ifndef RANKSWEEP_SERVER_CORE_STORE_H_
 #define RANKSWEEP_SERVER_CORE_STORE_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -129,9 +132,10 @@ class Store {
                                                      const StoreOptions& options = {});
   ~Store();  // closes both connections
 
-  // Runs `fn` in a write transaction (BEGIN IMMEDIATE) on the writer
-  // connection. Commits when `fn` returns OK; rolls back and returns its
-  // error otherwise. Write transactions are serialized. OK means durable.
+  // Runs `fn` in a write transaction on the writer connection, possibly
+  // together with other callers' functions (group commit, above). Keeps its
+  // changes when `fn` returns OK and the commit succeeds; rolls them back and
+  // returns the error otherwise. Writes are serialized. OK means durable.
   absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> fn);
 
   // Runs `fn` in one read transaction on the read-only connection. Read
@@ -143,16 +147,45 @@ class Store {
   // long query running in Read(). Scans belong in Read().
   absl::Status QuickRead(absl::FunctionRef<absl::Status(Connection&)> fn);
 
+  // Counters of the writer since Open: functions run by Write() and the
+  // transactions committed for them (fewer when calls shared a commit).
+  struct WriteStats {
+    int64_t writes = 0;
+    int64_t commits = 0;
+  };
+  WriteStats write_stats();
+  // Write() calls waiting for the writer right now (not counting a batch
+  // being run). For tests and diagnostics.
+  size_t queued_writes();
+
   // The schema version the file is at (kSchemaVersion after Open).
   absl::StatusOr<int> SchemaVersion();
 
   const std::string& path() const { return path_; }
 
  private:
+  // One caller's function waiting in the group-commit queue.
+  struct WriteRequest {
+    explicit WriteRequest(absl::FunctionRef<absl::Status(Connection&)> f) : fn(f) {}
+    absl::FunctionRef<absl::Status(Connection&)> fn;
+    absl::Status status;
+    bool done = false;         // guarded by queue_mu_
+    std::condition_variable cv;  // signalled when done, or when it is to lead
+  };
+  // The most functions one commit takes; the rest wait for the next one.
+  static constexpr size_t kMaxWriteBatch = 256;
+
   Store(std::string path, std::unique_ptr<Connection> writer);
   absl::Status Migrate();
+  // Runs `batch` as described above and sets every request's status. Holds
+  // write_mu_.
+  void RunBatch(const std::vector<WriteRequest*>& batch);
 
   const std::string path_;
+  std::mutex queue_mu_;
+  std::deque<WriteRequest*> queue_;  // waiting, in arrival order
+  bool committing_ = false;          // a caller is running a batch
+  WriteStats stats_;                 // guarded by queue_mu_
   std::mutex write_mu_;
   std::unique_ptr<Connection> writer_;
   std::mutex read_mu_;

@@ -2,12 +2,16 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
+#include "common/status_macros.h"
 #include "gtest/gtest.h"
 
 namespace ranksweep::server {
@@ -249,6 +253,103 @@ TEST(StoreTest, OpenReadTransactionDoesNotBlockWrites) {
   sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
   sqlite3_close(reader);
   EXPECT_EQ(CountRows(**store, "meta"), 3);
+}
+
+// Holds the writer inside one write until `waiting` more calls have queued
+// behind it, so that they are certain to share the next commit.
+void HoldWriterUntilQueued(Store& store, size_t waiting) {
+  while (store.queued_writes() < waiting) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(StoreTest, ConcurrentWritesShareOneCommitAndFailuresStayIsolated) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("rs.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  constexpr int kQueued = 9;  // request 4 fails after inserting its row
+  std::vector<absl::Status> results(kQueued);
+  std::atomic<bool> holding{false};
+  std::thread first([&] {
+    ASSERT_TRUE((*store)
+                    ->Write([&](Connection& c) -> absl::Status {
+                      holding = true;
+                      HoldWriterUntilQueued(**store, kQueued);
+                      return InsertMeta(c, "first", 1);
+                    })
+                    .ok());
+  });
+  while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kQueued; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = (*store)->Write([&](Connection& c) -> absl::Status {
+        RETURN_IF_ERROR(InsertMeta(c, "k" + std::to_string(i), i));
+        if (i == 4) return absl::FailedPreconditionError("request 4 refuses");
+        return absl::OkStatus();
+      });
+    });
+  }
+  first.join();
+  for (auto& t : threads) t.join();
+
+  for (int i = 0; i < kQueued; ++i) {
+    if (i == 4) {
+      EXPECT_EQ(results[i].code(), absl::StatusCode::kFailedPrecondition);
+    } else {
+      EXPECT_TRUE(results[i].ok()) << i << ": " << results[i];
+    }
+  }
+  // 'first' and 8 of the 9 queued rows; the failed request left nothing.
+  EXPECT_EQ(CountRows(**store, "meta WHERE key = 'first' OR key LIKE 'k%'"), 9);
+  EXPECT_EQ(CountRows(**store, "meta WHERE key = 'k4'"), 0);
+  const Store::WriteStats stats = (*store)->write_stats();
+  EXPECT_EQ(stats.writes, 10);
+  EXPECT_EQ(stats.commits, 2);  // the held write alone, then the 9 queued together
+}
+
+TEST(StoreTest, LaterWritesInABatchSeeEarlierOnes) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("rs.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Write([](Connection& c) { return InsertMeta(c, "counter", 0); }).ok());
+  constexpr int kQueued = 20;
+  std::atomic<bool> holding{false};
+  std::thread first([&] {
+    ASSERT_TRUE((*store)
+                    ->Write([&](Connection&) -> absl::Status {
+                      holding = true;
+                      HoldWriterUntilQueued(**store, kQueued);
+                      return absl::OkStatus();
+                    })
+                    .ok());
+  });
+  while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kQueued; ++i) {
+    threads.emplace_back([&] {
+      EXPECT_TRUE((*store)
+                      ->Write([](Connection& c) -> absl::Status {
+                        auto u = c.Prepare("UPDATE meta SET value = value + 1 WHERE key = 'counter'");
+                        if (!u.ok()) return u.status();
+                        return u->Run();
+                      })
+                      .ok());
+    });
+  }
+  first.join();
+  for (auto& t : threads) t.join();
+  int64_t counter = -1;
+  ASSERT_TRUE((*store)
+                  ->Read([&](Connection& c) -> absl::Status {
+                    auto q = c.Prepare("SELECT value FROM meta WHERE key = 'counter'");
+                    if (!q.ok()) return q.status();
+                    auto row = q->Step();
+                    if (!row.ok()) return row.status();
+                    counter = q->ColumnInt(0);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_EQ(counter, kQueued);
+  EXPECT_EQ((*store)->write_stats().commits, 3);  // insert, held write, the 20 together
 }
 
 TEST(StoreTest, CommittedWriteSurvivesReopenWithoutCheckpoint) {
