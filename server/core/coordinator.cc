@@ -262,6 +262,15 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row || q.ColumnInt(0) != kSweepRunning) return absl::OkStatus();
   }
+  {
+    // Called after every completion: a point lookup on cells_by_state
+    // decides the common case (cells still open) without counting.
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM cells WHERE sweep_id = ?1 AND "
+                                            "state IN (1, 2) LIMIT 1"));
+    q.Bind(1, sweep_id);
+    ASSIGN_OR_RETURN(bool open, q.Step());
+    if (open) return absl::OkStatus();
+  }
   int64_t open = 0, done = 0, failed = 0;
   {
     ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells "
