@@ -63,6 +63,8 @@ ABSL_FLAG(int, max_message_bytes, 64 << 20, "Largest gRPC message accepted or se
 ABSL_FLAG(int64_t, max_task_memory_bytes, int64_t{64} << 30,
           "Reject a sweep any of whose cells, for one seed, is estimated to need more memory "
           "than this (docs/LIMITS.md); 0 = no limit");
+ABSL_FLAG(int, call_threads, 64,
+          "Threads that run worker calls (1..1024); as many writes can share one commit");
 ABSL_FLAG(int, busy_timeout_ms, 5000,
           "How long a database write waits for a lock held by another process");
 ABSL_FLAG(bool, insecure_local, false,
@@ -244,6 +246,11 @@ int Serve() {
     std::cerr << "ranksweepd: --max_message_bytes must be at least 1 MiB\n";
     return 2;
   }
+  const int call_threads = absl::GetFlag(FLAGS_call_threads);
+  if (call_threads < 1 || call_threads > 1024) {
+    std::cerr << "ranksweepd: --call_threads must be 1..1024, got " << call_threads << "\n";
+    return 2;
+  }
   if (!absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_role).empty()) {
     std::cerr << "ranksweepd: --name and --role belong to `ranksweepd token`\n";
     return kUsageError;
@@ -332,7 +339,7 @@ int Serve() {
   }
 
   SweepServiceImpl sweep_service(&coordinator, &authorizer);
-  WorkerServiceImpl worker_service(&coordinator, &authorizer);
+  WorkerServiceImpl worker_service(&coordinator, &authorizer, call_threads);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -391,6 +398,8 @@ int Serve() {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Wait();
   server.reset();
+  const Store::WriteStats stats = (*store)->write_stats();
+  LogEvent("ranksweepd: %d writes in %d commits this run", stats.writes, stats.commits);
   store->reset();  // closes the database (and checkpoints the WAL)
   LogEvent("ranksweepd stopped");
   return 0;

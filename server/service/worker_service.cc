@@ -37,8 +37,9 @@ class WorkerServiceImpl::AcquireReactor final : public grpc::ServerUnaryReactor 
   WorkerServiceImpl* const service_;
 };
 
-WorkerServiceImpl::WorkerServiceImpl(Coordinator* coordinator, const Authorizer* authorizer)
-    : coordinator_(coordinator), authorizer_(authorizer) {
+WorkerServiceImpl::WorkerServiceImpl(Coordinator* coordinator, const Authorizer* authorizer,
+                                     int call_threads)
+    : coordinator_(coordinator), authorizer_(authorizer), pool_(call_threads) {
   coordinator_->SetWorkListener([this] { OnWork(); });
   pump_ = std::thread([this] { Pump(); });
 }
@@ -59,6 +60,17 @@ void WorkerServiceImpl::Shutdown() {
   // An empty response: the worker simply asks again, and then learns that
   // the server is gone.
   for (Waiter& w : parked) w.reactor->Finish(grpc::Status::OK);
+  // Calls already handed to the pool run to the end and finish.
+  pool_.Shutdown();
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Offload(grpc::CallbackServerContext* context,
+                                                     std::function<absl::Status()> body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!pool_.Run([reactor, body = std::move(body)] { reactor->Finish(ToGrpcStatus(body())); })) {
+    reactor->Finish(kShuttingDown);
+  }
+  return reactor;
 }
 
 size_t WorkerServiceImpl::waiting() const {
@@ -159,111 +171,128 @@ void WorkerServiceImpl::Pump() {
 grpc::ServerUnaryReactor* WorkerServiceImpl::RegisterWorker(
     grpc::CallbackServerContext* context, const v1::RegisterWorkerRequest* request,
     v1::RegisterWorkerResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kRegisterWorker);
-  if (!caller.ok()) return Done(context, caller.status());
-  WorkerRegistration reg;
-  reg.worker_id = request->worker_id();
-  reg.hostname = request->hostname();
-  reg.device = request->device();
-  reg.device_name = request->device_name();
-  reg.memory_bytes = request->memory_bytes();
-  reg.slots = request->slots();
-  reg.version = FromProto(request->version());
-  absl::StatusOr<std::string> id = coordinator_->RegisterWorker(reg);
-  if (id.ok()) {
-    const int lease_seconds =
-        static_cast<int>(std::max<int64_t>(1, coordinator_->options().lease_ms / 1000));
-    response->set_worker_id(*id);
-    response->set_lease_seconds(lease_seconds);
-    response->set_heartbeat_seconds(std::max(1, lease_seconds / 3));
-  }
-  return Done(context, id.status());
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller =
+        AuthorizeCall(*authorizer_, context, methods::kRegisterWorker);
+    if (!caller.ok()) return caller.status();
+    WorkerRegistration reg;
+    reg.worker_id = request->worker_id();
+    reg.hostname = request->hostname();
+    reg.device = request->device();
+    reg.device_name = request->device_name();
+    reg.memory_bytes = request->memory_bytes();
+    reg.slots = request->slots();
+    reg.version = FromProto(request->version());
+    absl::StatusOr<std::string> id = coordinator_->RegisterWorker(reg);
+    if (id.ok()) {
+      const int lease_seconds =
+          static_cast<int>(std::max<int64_t>(1, coordinator_->options().lease_ms / 1000));
+      response->set_worker_id(*id);
+      response->set_lease_seconds(lease_seconds);
+      response->set_heartbeat_seconds(std::max(1, lease_seconds / 3));
+    }
+    return id.status();
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerContext* context,
                                                           const v1::AcquireTasksRequest* request,
                                                           v1::AcquireTasksResponse* response) {
+  // Its own reactor, so that the call can be parked (finished later by the
+  // pump) as well as finished by the pool.
+  auto* reactor = new AcquireReactor(this);
+  if (!pool_.Run([this, reactor, context, request, response] {
+        ServeAcquire(reactor, context, request, response);
+      })) {
+    reactor->Finish(kShuttingDown);
+  }
+  return reactor;
+}
+
+void WorkerServiceImpl::ServeAcquire(AcquireReactor* reactor,
+                                     grpc::CallbackServerContext* context,
+                                     const v1::AcquireTasksRequest* request,
+                                     v1::AcquireTasksResponse* response) {
   absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kAcquireTasks);
-  if (!caller.ok()) return Done(context, caller.status());
+  if (!caller.ok()) return reactor->Finish(ToGrpcStatus(caller.status()));
   if (request->wait_ms() < 0 || request->wait_ms() > kMaxWaitMs) {
-    return Done(context, absl::InvalidArgumentError(absl::StrCat(
-                             "wait_ms: must be 0..", kMaxWaitMs, ", got ", request->wait_ms())));
+    return reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat("wait_ms: must be 0..", kMaxWaitMs, ", got ", request->wait_ms()))));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) {
-      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-      reactor->Finish(kShuttingDown);
-      return reactor;
-    }
+    if (shutting_down_) return reactor->Finish(kShuttingDown);
   }
   const uint64_t generation = work_generation_.load();
   absl::StatusOr<std::vector<Task>> tasks =
       coordinator_->Acquire(request->worker_id(), request->max_tasks(), request->max_seeds(),
                             request->memory_bytes());
-  if (!tasks.ok()) return Done(context, tasks.status());
+  if (!tasks.ok()) return reactor->Finish(ToGrpcStatus(tasks.status()));
   if (!tasks->empty() || request->wait_ms() == 0) {
     for (const Task& t : *tasks) *response->add_tasks() = ToProto(t);
-    return Done(context, absl::OkStatus());
+    return reactor->Finish(grpc::Status::OK);
   }
 
-  auto* reactor = new AcquireReactor(this);
   std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down_) {
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
+  if (shutting_down_) return reactor->Finish(grpc::Status::OK);
+  if (context->IsCancelled()) return reactor->Finish(grpc::Status::CANCELLED);
   waiters_.push_back(Waiter{reactor, context, request, response,
                             std::chrono::steady_clock::now() +
                                 std::chrono::milliseconds(request->wait_ms())});
   // Work that arrived between our Acquire and parking must not be missed.
   if (work_generation_.load() != generation) work_ = true;
   cv_.notify_all();
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                        const v1::HeartbeatRequest* request,
                                                        v1::HeartbeatResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kHeartbeat);
-  if (!caller.ok()) return Done(context, caller.status());
-  std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
-  absl::StatusOr<HeartbeatOutcome> out = coordinator_->Heartbeat(request->worker_id(), leases);
-  if (out.ok()) {
-    for (int64_t id : out->cancelled_lease_ids) response->add_cancelled_lease_ids(id);
-    for (int64_t id : out->lost_lease_ids) response->add_lost_lease_ids(id);
-    response->set_deadline_unix_ms(out->deadline_unix_ms);
-  }
-  return Done(context, out.status());
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kHeartbeat);
+    if (!caller.ok()) return caller.status();
+    std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
+    absl::StatusOr<HeartbeatOutcome> out = coordinator_->Heartbeat(request->worker_id(), leases);
+    if (out.ok()) {
+      for (int64_t id : out->cancelled_lease_ids) response->add_cancelled_lease_ids(id);
+      for (int64_t id : out->lost_lease_ids) response->add_lost_lease_ids(id);
+      response->set_deadline_unix_ms(out->deadline_unix_ms);
+    }
+    return out.status();
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
     grpc::CallbackServerContext* context, const v1::CompleteTasksRequest* request,
     v1::CompleteTasksResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
-  if (!caller.ok()) return Done(context, caller.status());
-  std::vector<CellResult> results;
-  results.reserve(request->results_size());
-  for (const v1::CellResult& r : request->results()) {
-    results.push_back(CellResult{r.cell_id(), r.lease_id(), ranksweep::FromProto(r.result())});
-  }
-  absl::StatusOr<CompleteOutcome> out = coordinator_->Complete(request->worker_id(), results);
-  if (out.ok()) {
-    response->set_recorded(out->recorded);
-    response->set_duplicates(out->duplicates);
-  }
-  return Done(context, out.status());
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller =
+        AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
+    if (!caller.ok()) return caller.status();
+    std::vector<CellResult> results;
+    results.reserve(request->results_size());
+    for (const v1::CellResult& r : request->results()) {
+      results.push_back(CellResult{r.cell_id(), r.lease_id(), ranksweep::FromProto(r.result())});
+    }
+    absl::StatusOr<CompleteOutcome> out = coordinator_->Complete(request->worker_id(), results);
+    if (out.ok()) {
+      response->set_recorded(out->recorded);
+      response->set_duplicates(out->duplicates);
+    }
+    return out.status();
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::FailTask(grpc::CallbackServerContext* context,
                                                       const v1::FailTaskRequest* request,
                                                       v1::FailTaskResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kFailTask);
-  if (!caller.ok()) return Done(context, caller.status());
   (void)response;
-  std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
-  return Done(context, coordinator_->Fail(request->worker_id(), leases, request->reason(),
-                                          request->release()));
+  return Offload(context, [this, context, request]() -> absl::Status {
+    absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kFailTask);
+    if (!caller.ok()) return caller.status();
+    std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
+    return coordinator_->Fail(request->worker_id(), leases, request->reason(),
+                              request->release());
+  });
 }
 
 }  // namespace ranksweep::server

@@ -1,6 +1,9 @@
 // WorkerService (ranksweep.v1) over the coordinator core: the calls worker
-// agents make. Unary calls translate and finish at once through
-// DefaultReactor(), except AcquireTasks, which is a long-poll: when no work
+// agents make. Every call's body (authorize, translate, call the
+// coordinator) runs on a thread of the service's CallPool (call_pool.h), so
+// gRPC's own threads never block on the store and concurrent writes share
+// commits. Unary calls finish through DefaultReactor() when the body ends,
+// except AcquireTasks, which is a long-poll: when no work
 // is available the call is parked in a waiter list (no thread is held) and
 // finished later by one pump thread, either when the coordinator reports
 // new work (a submit, an expired or released lease, a retry) or with an
@@ -16,7 +19,8 @@
 // unregisters in Shutdown(). Parked reactors are owned by gRPC.
 //
 // Shutdown(): parked AcquireTasks calls finish at once with an empty
-// response, later ones fail with UNAVAILABLE, and the pump thread stops.
+// response, calls already handed to the pool run to the end, later ones
+// fail with UNAVAILABLE, and the pump and pool threads stop.
 // Call it before grpc::Server::Shutdown(); the destructor calls it too.
 //
 // Thread-safety: all methods may be called concurrently, as gRPC does.
@@ -27,6 +31,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -36,6 +41,7 @@
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "server/core/auth.h"
 #include "server/core/coordinator.h"
+#include "server/service/call_pool.h"
 
 namespace ranksweep::server {
 
@@ -43,7 +49,11 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   static constexpr int kMaxWaitMs = 60'000;
 
-  WorkerServiceImpl(Coordinator* coordinator, const Authorizer* authorizer);
+  // Threads of the call pool (call_pool.h) that run the calls' bodies.
+  static constexpr int kDefaultCallThreads = 64;
+
+  WorkerServiceImpl(Coordinator* coordinator, const Authorizer* authorizer,
+                    int call_threads = kDefaultCallThreads);
   ~WorkerServiceImpl() override;
 
   void Shutdown();
@@ -79,6 +89,13 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
     SteadyTime deadline;
   };
 
+  // Hands `body` to the pool; its status finishes the call. Returns the
+  // call's reactor.
+  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context,
+                                    std::function<absl::Status()> body);
+  // AcquireTasks on a pool thread: answers at once, or parks the call.
+  void ServeAcquire(AcquireReactor* reactor, grpc::CallbackServerContext* context,
+                    const v1::AcquireTasksRequest* request, v1::AcquireTasksResponse* response);
   void OnWork();
   void Pump();
   // Removes the waiter of `reactor` if it is still parked; true if it was.
@@ -94,6 +111,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   std::atomic<uint64_t> work_generation_{0};
   std::list<Waiter> waiters_;  // oldest first
   std::thread pump_;
+  CallPool pool_;  // declared last: its jobs use everything above
 };
 
 }  // namespace ranksweep::server
