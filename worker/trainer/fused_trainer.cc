@@ -34,24 +34,19 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Tokens [B, N, m] as 0/1 floats and targets [B, N] as floats, on `device`.
+// The split's distinct tokens with the index of every position into them
+// (heads.h, TokenIndex), and targets [B, N] as floats, on `device`.
 struct SplitTensors {
-  torch::Tensor tokens;
+  TokenIndex tokens;
   torch::Tensor targets;
 };
 
 SplitTensors ToTensors(const Split& split, int m, int n, const torch::Device& device) {
   const int64_t b = split.size;
-  torch::Tensor x = torch::empty({b, n, m}, torch::kFloat32);
-  float* px = x.data_ptr<float>();
-  for (int64_t i = 0; i < b * n; ++i) {
-    const uint64_t tok = split.tokens[i];
-    for (int k = 0; k < m; ++k) *px++ = static_cast<float>((tok >> k) & 1);
-  }
   torch::Tensor t = torch::empty({b, n}, torch::kFloat32);
   float* pt = t.data_ptr<float>();
   for (int64_t i = 0; i < b * n; ++i) pt[i] = static_cast<float>(split.targets[i]);
-  return {x.to(device), t.to(device)};
+  return {IndexTokens(split.tokens, b, n, m, device), t.to(device)};
 }
 
 // 1 at scored positions, as [N] floats.
@@ -323,13 +318,14 @@ std::vector<SplitMetrics> EvaluateTensors(AttentionHeadImpl& head, const Dataset
   if (size == 0) return metrics;
   // No autograd bookkeeping at all while evaluating.
   c10::InferenceMode inference;
-  const int n = data.seq_len, m = data.m;
+  const int n = data.seq_len;
   const torch::Tensor scored = ScoredMask(data, device);
   const int64_t n_scored = data.final_query_only ? 1 : n;
   // Chunk so the widest intermediate (features or scores) stays ~16M floats.
   const HeadConfig& c = head.config();
   const int64_t per_seq =
-      s_count * n * (static_cast<int64_t>(c.num_heads) * std::max(c.rank, c.m) * 2 + n * n + m);
+      s_count * n *
+      (static_cast<int64_t>(c.num_heads) * std::max(c.rank, c.m) * 2 + n * n * c.out_dim + c.m);
   const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(per_seq, 1));
   auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   torch::Tensor pos_right = torch::zeros({s_count}, opts);
@@ -338,9 +334,9 @@ std::vector<SplitMetrics> EvaluateTensors(AttentionHeadImpl& head, const Dataset
   torch::Tensor loss_sum = torch::zeros({s_count}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   for (int64_t start = 0; start < size; start += chunk) {
     const int64_t len = std::min(chunk, size - start);
-    torch::Tensor x = st.tokens.narrow(0, start, len).unsqueeze(0).expand({s_count, len, n, m});
-    torch::Tensor t = st.targets.narrow(0, start, len).unsqueeze(0);  // [1, len, N]
-    torch::Tensor out = head.forward(x);                               // [S, len, N, K]
+    torch::Tensor idx = st.tokens.index.narrow(0, start, len).unsqueeze(0);  // [1, len, N]
+    torch::Tensor t = st.targets.narrow(0, start, len).unsqueeze(0);         // [1, len, N]
+    torch::Tensor out = head.ForwardIndexed(st.tokens.table, idx);           // [S, len, N, K]
     torch::Tensor value, pred;
     if (out.size(-1) == 1) {
       value = out.squeeze(-1);
@@ -419,9 +415,11 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     // Scored-position mask and the mean's divisor in one constant [N].
     const torch::Tensor loss_weight =
         ScoredMask(data, device) / static_cast<double>(batch * n_scored);
-    torch::Tensor full_x, full_t;
+    // Full batch: one index tensor for every step (the head keeps its
+    // gather indices for it).
+    torch::Tensor full_idx, full_t;
     if (full_batch) {
-      full_x = train.tokens.unsqueeze(0).expand({s_count, b_total, n, data.m}).contiguous();
+      full_idx = train.tokens.index.unsqueeze(0);  // [1, B, N]: every seed
       full_t = train.targets.unsqueeze(0);
     }
     BatchOrder order(spec.seeds, b_total, batch);
@@ -448,14 +446,14 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     auto train_step = [&]() {
       torch::Tensor x, t;
       if (full_batch) {
-        x = full_x;
+        x = full_idx;
         t = full_t;
       } else {
         torch::Tensor idx = order.Next().to(device).flatten();
-        x = train.tokens.index_select(0, idx).view({s_count, batch, n, data.m});
+        x = train.tokens.index.index_select(0, idx).view({s_count, batch, n});
         t = train.targets.index_select(0, idx).view({s_count, batch, n});
       }
-      torch::Tensor out = head->forward(x);
+      torch::Tensor out = head->ForwardIndexed(train.tokens.table, x);
       // Sum over seeds of each seed's mean loss: seed s's gradient is its
       // single-seed gradient. Frozen seeds get gradients too; Adam masks them.
       torch::Tensor total = (ElementLoss(out, t, loss) * loss_weight).sum();

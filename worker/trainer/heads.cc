@@ -1,6 +1,7 @@
 #include "worker/trainer/heads.h"
 
 #include <cmath>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 
@@ -66,6 +67,27 @@ void OrthogonalGaussian(Rng& rng, int64_t rows, int64_t cols, float* out) {
 
 }  // namespace
 
+TokenIndex IndexTokens(const std::vector<uint64_t>& tokens, int64_t size, int seq_len, int m,
+                       const torch::Device& device) {
+  const int64_t count = size * seq_len;
+  std::unordered_map<uint64_t, int64_t> row;
+  std::vector<uint64_t> distinct;
+  torch::Tensor index = torch::empty({size, seq_len}, torch::kLong);
+  int64_t* p = index.data_ptr<int64_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    const auto [it, inserted] = row.emplace(tokens[i], static_cast<int64_t>(distinct.size()));
+    if (inserted) distinct.push_back(tokens[i]);
+    p[i] = it->second;
+  }
+  const int64_t d = static_cast<int64_t>(distinct.size());
+  torch::Tensor table = torch::empty({d, m}, torch::kFloat32);
+  float* pt = table.data_ptr<float>();
+  for (uint64_t tok : distinct) {
+    for (int k = 0; k < m; ++k) *pt++ = static_cast<float>((tok >> k) & 1);
+  }
+  return {table.to(device), index.to(device)};
+}
+
 HeadConfig MakeHeadConfig(const TaskSpec& spec) {
   HeadConfig c;
   const HeadSpec& h = spec.head;
@@ -107,16 +129,150 @@ torch::Tensor AttentionHeadImpl::DrawNormal(int64_t rows, int64_t cols) {
   return t;
 }
 
-torch::Tensor AttentionHeadImpl::Values(const torch::Tensor& flat_x) const {
-  return Affine(flat_x, value_);
+std::vector<torch::Tensor> AttentionHeadImpl::AffineMaps(
+    const torch::Tensor& rows, const std::vector<torch::Tensor>& weights) const {
+  std::vector<torch::Tensor> out;
+  const int64_t din = rows.size(-1);
+  if (rows.dim() == 3) {
+    for (const torch::Tensor& w : weights) {
+      out.push_back(w.size(1) == din ? torch::bmm(rows, w) : Affine(rows, w));
+    }
+    return out;
+  }
+  // Shared rows: [R, din+1] (ones column) times every weight laid out as
+  // [din+1, S*F] side by side, one GEMM. A weight without a bias row gets a
+  // zero one.
+  const int64_t r = rows.size(0), s = num_seeds_;
+  std::vector<torch::Tensor> cols;
+  for (const torch::Tensor& w : weights) {
+    torch::Tensor wb = w;
+    if (w.size(1) == din) wb = torch::cat({w, torch::zeros({s, 1, w.size(2)}, w.options())}, 1);
+    cols.push_back(wb.permute({1, 0, 2}).reshape({din + 1, s * w.size(2)}));
+  }
+  torch::Tensor xa = torch::cat({rows, torch::ones({r, 1}, rows.options())}, 1);
+  torch::Tensor all = torch::mm(xa, cols.size() == 1 ? cols[0] : torch::cat(cols, 1));
+  int64_t offset = 0;
+  for (const torch::Tensor& w : weights) {
+    const int64_t f = w.size(2);
+    out.push_back(all.narrow(1, offset, s * f).view({r, s, f}).permute({1, 0, 2}));
+    offset += s * f;
+  }
+  return out;
 }
 
-torch::Tensor AttentionHeadImpl::Readout(const torch::Tensor& flat_x,
+torch::Tensor AttentionHeadImpl::Readout(const torch::Tensor& u, const torch::Tensor& b,
                                          const torch::Tensor& y) const {
-  const int64_t s = flat_x.size(0), t = flat_x.size(1);
-  const int64_t hd = y.size(2);
-  torch::Tensor u = Affine(flat_x, readout_u_).view({s, t, config_.out_dim, hd});
-  return (u * y.unsqueeze(2)).sum(-1) + Affine(flat_x, readout_b_);
+  const int64_t s = y.size(0), t = y.size(1), hd = y.size(2);
+  return (u.reshape({s, t, config_.out_dim, hd}) * y.unsqueeze(2)).sum(-1) + b;
+}
+
+torch::Tensor AttentionHeadImpl::PairValues(const TokenMaps& maps) const {
+  const int64_t s = num_seeds_, d = maps.v.size(1);
+  const int64_t h = config_.num_heads, k = config_.out_dim, dv = config_.value_dim;
+  if (h == 1) {  // one bmm: [S, D*K, dv] x [S, dv, D]
+    torch::Tensor w = torch::bmm(maps.u.reshape({s, d * k, dv}), maps.v.transpose(1, 2));
+    return w.view({s, d, k, d}).permute({0, 1, 3, 2}).unsqueeze(-1);
+  }
+  torch::Tensor u = maps.u.reshape({s, d * k, h, dv}).permute({0, 2, 1, 3});  // [S,H,D*K,dv]
+  torch::Tensor v = maps.v.reshape({s, d, h, dv}).permute({0, 2, 3, 1});      // [S,H,dv,D]
+  return torch::matmul(u, v).view({s, h, d, k, d}).permute({0, 2, 4, 3, 1});
+}
+
+torch::Tensor AttentionHeadImpl::forward(const torch::Tensor& x) {
+  const int64_t s = x.size(0), b = x.size(1), n = x.size(2), m = x.size(3);
+  return Attend(Maps(x.reshape({s, b * n, m})), b, n);
+}
+
+namespace {
+
+// Adds `channels` consecutive entries per flat index: [..] -> [.., C].
+torch::Tensor WithChannels(const torch::Tensor& flat, int64_t channels) {
+  return flat.unsqueeze(-1) * channels + torch::arange(channels, flat.options());
+}
+
+// table's entries at `index` (any shape), as index's shape. A 1-D gather:
+// its backward is one scatter-add into the small table.
+torch::Tensor Take(const torch::Tensor& table, const torch::Tensor& index) {
+  return table.reshape({-1}).gather(0, index.reshape({-1})).view(index.sizes());
+}
+
+// Rows of t [S, R, ...] at flat (seed, row) indices [S, Q], as [S, Q, ...].
+torch::Tensor GatherRows(const torch::Tensor& t, const torch::Tensor& flat) {
+  std::vector<int64_t> shape = t.sizes().vec();
+  const int64_t s = shape[0], q = flat.size(1);
+  shape.erase(shape.begin());
+  shape[0] *= s;
+  std::vector<int64_t> view = t.sizes().vec();
+  view[1] = q;
+  return t.reshape(shape).index_select(0, flat.reshape({-1})).view(view);
+}
+
+}  // namespace
+
+torch::Tensor AttentionHeadImpl::PairGather::Pairs(const torch::Tensor& table) const {
+  const int64_t c = table.size(-1);
+  return Take(table, c == 1 ? pairs.unsqueeze(-1) : WithChannels(pairs, c));
+}
+
+torch::Tensor AttentionHeadImpl::PairGather::Rows(const torch::Tensor& table) const {
+  const int64_t c = table.size(-1);
+  return Take(table, c == 1 ? rows.unsqueeze(-1) : WithChannels(rows, c));
+}
+
+bool AttentionHeadImpl::UsesPairs(int64_t d, int64_t b, int64_t n) const {
+  // Values touched (roughly) per forward; both paths share the maps on D rows.
+  const int64_t h = config_.num_heads, k = config_.out_dim, dv = config_.value_dim;
+  const int64_t f = score_width();
+  const double pair = static_cast<double>(d) * d * (f + k * h * dv + h + k * h) +
+                      static_cast<double>(b) * n * n * (h + k * h) +
+                      static_cast<double>(b) * n * k;
+  const double token = static_cast<double>(b) * n * (2 * f + h * dv + k * h * dv + k) +
+                       static_cast<double>(b) * n * n * h * (1 + dv);
+  return pair <= token;
+}
+
+AttentionHeadImpl::PairGather AttentionHeadImpl::MakePairGather(const torch::Tensor& idx,
+                                                                int64_t d) const {
+  PairGather g;
+  g.s = num_seeds_;
+  g.b = idx.size(1);
+  g.n = idx.size(2);
+  g.d = d;
+  const torch::Tensor seed = torch::arange(g.s, idx.options());
+  // [S or 1, B, N] -> [S, B, N] rows of the seed's [D] block.
+  g.rows = (idx + (seed * d).view({g.s, 1, 1})).contiguous();
+  // (j, s, b, i) -> (s * D + x_i) * D + x_j.
+  g.pairs = (g.rows.unsqueeze(0) * d + idx.permute({2, 0, 1}).unsqueeze(-1)).contiguous();
+  return g;
+}
+
+torch::Tensor AttentionHeadImpl::ForwardIndexed(const torch::Tensor& table,
+                                                const torch::Tensor& idx, Path path) {
+  const int64_t s = num_seeds_, d = table.size(0);
+  const int64_t b = idx.size(1), n = idx.size(2);
+  const TokenMaps maps = Maps(table);  // [S, D, ...], one GEMM for the first layers
+  if (path == Path::kPairs || (path == Path::kAuto && UsesPairs(d, b, n))) {
+    // Reuse the gather indices when the same index tensor comes again. Not
+    // from inference mode: its tensors cannot be saved for a backward.
+    if (cached_idx_.defined() && cached_idx_.is_same(idx) && cached_gather_.d == d) {
+      return PairForward(maps, cached_gather_);
+    }
+    PairGather g = MakePairGather(idx, d);
+    if (!c10::InferenceMode::is_enabled()) {
+      cached_idx_ = idx;
+      cached_gather_ = g;
+    }
+    return PairForward(maps, g);
+  }
+  const torch::Tensor flat =
+      (idx + (torch::arange(s, idx.options()) * d).view({s, 1, 1})).reshape({s, b * n});
+  TokenMaps at;
+  at.q = GatherRows(maps.q, flat);
+  at.k = GatherRows(maps.k, flat);
+  at.v = GatherRows(maps.v, flat);
+  at.u = GatherRows(maps.u, flat);
+  at.b = GatherRows(maps.b, flat);
+  return Attend(at, b, n);
 }
 
 KernelHeadImpl::KernelHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds)
@@ -157,46 +313,54 @@ KernelHeadImpl::KernelHeadImpl(const HeadConfig& config, const std::vector<uint6
   }
 }
 
-torch::Tensor KernelHeadImpl::Features(const torch::Tensor& flat_x,
+torch::Tensor KernelHeadImpl::Features(const torch::Tensor& z0,
                                        const std::vector<torch::Tensor>& layers) const {
-  torch::Tensor z = flat_x;
-  for (size_t l = 0; l < layers.size(); ++l) {
-    z = Affine(z, layers[l]);
-    if (l + 1 < layers.size()) z = torch::relu(z);
-  }
-  const int64_t s = flat_x.size(0), t = flat_x.size(1);
+  torch::Tensor z = z0;
+  for (size_t l = 1; l < layers.size(); ++l) z = Affine(torch::relu(z), layers[l]);
+  const int64_t s = z.size(0), t = z.size(1);
   const int h = config_.num_heads, r = config_.rank;
-  if (config_.kind == HeadKind::kSignedKernel) return z.view({s, t, h, r});
+  if (config_.kind == HeadKind::kSignedKernel) return z.reshape({s, t, h, r});
   if (config_.feature_map == FeatureMap::kFavorPlus) {
-    torch::Tensor zh = z.view({s, t, h, config_.m});
+    torch::Tensor zh = z.reshape({s, t, h, config_.m});
     torch::Tensor proj = torch::einsum("sthd,shrd->sthr", {zh, favor_omega_});
     torch::Tensor half_norm = 0.5 * (zh * zh).sum(-1, /*keepdim=*/true);
     return torch::exp(proj - half_norm) / std::sqrt(static_cast<double>(r));
   }
-  return ApplyFeatureMap(config_.feature_map, z, config_.relu_eps).view({s, t, h, r});
+  return ApplyFeatureMap(config_.feature_map, z, config_.relu_eps).reshape({s, t, h, r});
 }
 
 torch::Tensor KernelHeadImpl::QueryFeatures(const torch::Tensor& flat_x) const {
-  return Features(flat_x, query_layers_);
+  return Features(Affine(flat_x, query_layers_[0]), query_layers_);
 }
 torch::Tensor KernelHeadImpl::KeyFeatures(const torch::Tensor& flat_x) const {
-  return Features(flat_x, key_layers_);
+  return Features(Affine(flat_x, key_layers_[0]), key_layers_);
 }
 
-torch::Tensor KernelHeadImpl::forward(const torch::Tensor& x) {
-  const int64_t s = x.size(0), b = x.size(1), n = x.size(2), m = x.size(3);
+TokenMaps KernelHeadImpl::Maps(const torch::Tensor& rows) const {
+  const std::vector<torch::Tensor> first = AffineMaps(
+      rows, {query_layers_[0], key_layers_[0], value(), readout_u(), readout_b()});
+  TokenMaps maps;
+  maps.q = Features(first[0], query_layers_);  // [S, R, H, r]
+  maps.k = Features(first[1], key_layers_);
+  maps.v = first[2];
+  maps.u = first[3];
+  maps.b = first[4];
+  return maps;
+}
+
+torch::Tensor KernelHeadImpl::Attend(const TokenMaps& maps, int64_t b, int64_t n) const {
+  const int64_t s = maps.q.size(0);
   const int h = config_.num_heads, r = config_.rank, dv = config_.value_dim;
-  torch::Tensor flat = x.reshape({s, b * n, m});
   // Batched matrix products over (seed, sequence, head); einsum on LibTorch
   // 1.13 adds permutes and reshapes around the same bmm. With one head the
   // permutes below are free (a size-1 dimension moves).
   auto per_head = [&](const torch::Tensor& t, int64_t width) {  // -> [S*B*H, N, width]
-    return t.view({s, b, n, h, width}).permute({0, 1, 3, 2, 4}).reshape({s * b * h, n, width});
+    return t.reshape({s, b, n, h, width}).permute({0, 1, 3, 2, 4}).reshape({s * b * h, n, width});
   };
-  torch::Tensor fq = per_head(QueryFeatures(flat), r);
-  torch::Tensor fk = per_head(KeyFeatures(flat), r);
+  torch::Tensor fq = per_head(maps.q, r);
+  torch::Tensor fk = per_head(maps.k, r);
   torch::Tensor alpha = torch::bmm(fq, fk.transpose(1, 2));  // [S*B*H, N, N]
-  torch::Tensor v = per_head(Values(flat), dv);
+  torch::Tensor v = per_head(maps.v, dv);
   auto back = [&](const torch::Tensor& t, int64_t width) {  // -> [S, B, N, H, width]
     return t.view({s, b, h, n, width}).permute({0, 1, 3, 2, 4});
   };
@@ -210,8 +374,29 @@ torch::Tensor KernelHeadImpl::forward(const torch::Tensor& x) {
     // only keeps an underflowed row finite.
     y = num / den.clamp_min(1e-30);
   }
-  torch::Tensor out = Readout(flat, y.reshape({s, b * n, h * dv}));
+  torch::Tensor out = Readout(maps.u, maps.b, y.reshape({s, b * n, h * dv}));
   return out.view({s, b, n, config_.out_dim});
+}
+
+torch::Tensor KernelHeadImpl::PairForward(const TokenMaps& maps, const PairGather& g) const {
+  const int64_t s = g.s, b = g.b, n = g.n, d = g.d;
+  const int64_t h = config_.num_heads, k = config_.out_dim;
+  // Per pair of distinct tokens: alpha [S, D, D, H] and alpha * w
+  // [S, D, D, K*H], so num_i = sum_j (alpha w)(x_i, x_j) and
+  // den_i = sum_j alpha(x_i, x_j) need one gather and one sum each.
+  torch::Tensor q = maps.q.permute({0, 2, 1, 3});  // [S, H, D, r]
+  torch::Tensor kf = maps.k.permute({0, 2, 3, 1});  // [S, H, r, D]
+  torch::Tensor alpha = torch::matmul(q, kf).permute({0, 2, 3, 1});  // [S, D, D, H]
+  torch::Tensor aw = (alpha.unsqueeze(3) * PairValues(maps)).reshape({s, d, d, k * h});
+  torch::Tensor num = g.Pairs(aw).sum(0).view({s, b, n, k, h});  // [S, B, N, K, H]
+  torch::Tensor den = g.Pairs(alpha).sum(0).unsqueeze(3);        // [S, B, N, 1, H]
+  torch::Tensor y;
+  if (config_.kind == HeadKind::kSignedKernel) {
+    y = num * den / (den * den + kSignedDelta * kSignedDelta);
+  } else {
+    y = num / den.clamp_min(1e-30);  // see Attend
+  }
+  return (h == 1 ? y.squeeze(-1) : y.sum(-1)) + g.Rows(maps.b);
 }
 
 SoftmaxHeadImpl::SoftmaxHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds)
@@ -229,17 +414,37 @@ SoftmaxHeadImpl::SoftmaxHeadImpl(const HeadConfig& config, const std::vector<uin
       register_parameter("readout_b", DrawUniform(m + 1, config.out_dim, 1.0 / std::sqrt(m)));
 }
 
-torch::Tensor SoftmaxHeadImpl::forward(const torch::Tensor& x) {
-  const int64_t s = x.size(0), b = x.size(1), n = x.size(2), m = x.size(3);
-  torch::Tensor flat = x.reshape({s, b * n, m});
-  torch::Tensor q = torch::bmm(flat, w_q_).view({s, b, n, -1});
-  torch::Tensor k = torch::bmm(flat, w_k_).view({s, b, n, -1});
+TokenMaps SoftmaxHeadImpl::Maps(const torch::Tensor& rows) const {
+  const std::vector<torch::Tensor> first =
+      AffineMaps(rows, {w_q_, w_k_, value(), readout_u(), readout_b()});
+  TokenMaps maps;
+  maps.q = first[0];  // [S, R, score_dim]
+  maps.k = first[1];
+  maps.v = first[2];
+  maps.u = first[3];
+  maps.b = first[4];
+  return maps;
+}
+
+torch::Tensor SoftmaxHeadImpl::Attend(const TokenMaps& maps, int64_t b, int64_t n) const {
+  const int64_t s = maps.q.size(0);
+  torch::Tensor q = maps.q.reshape({s, b, n, -1});
+  torch::Tensor k = maps.k.reshape({s, b, n, -1});
   torch::Tensor scores = torch::matmul(q, k.transpose(2, 3)) * inv_tau_.view({s, 1, 1, 1});
   torch::Tensor weights = torch::softmax(scores, -1);                      // [S,B,N,N]
-  torch::Tensor v = Values(flat).view({s, b, n, config_.value_dim});
+  torch::Tensor v = maps.v.reshape({s, b, n, config_.value_dim});
   torch::Tensor y = torch::matmul(weights, v);                              // [S,B,N,dv]
-  torch::Tensor out = Readout(flat, y.reshape({s, b * n, config_.value_dim}));
+  torch::Tensor out = Readout(maps.u, maps.b, y.reshape({s, b * n, config_.value_dim}));
   return out.view({s, b, n, config_.out_dim});
+}
+
+torch::Tensor SoftmaxHeadImpl::PairForward(const TokenMaps& maps, const PairGather& g) const {
+  const int64_t s = g.s;
+  torch::Tensor scores =
+      (torch::bmm(maps.q, maps.k.transpose(1, 2)) * inv_tau_.view({s, 1, 1})).unsqueeze(-1);
+  torch::Tensor weights = torch::softmax(g.Pairs(scores), 0);  // over j: [N, S, B, N, 1]
+  torch::Tensor w = PairValues(maps).squeeze(-1);               // [S, D, D, K]
+  return (weights * g.Pairs(w)).sum(0) + g.Rows(maps.b);
 }
 
 std::shared_ptr<AttentionHeadImpl> MakeHead(const HeadConfig& config,

@@ -44,12 +44,55 @@ struct HeadConfig {
 // Resolves `spec`'s head (defaults, rank, loss) against its dataset.
 HeadConfig MakeHeadConfig(const TaskSpec& spec);
 
+// The distinct tokens of a split and, for every position, which of them it
+// holds. Every token-wise map of a head (features, value map, readout
+// coefficients) is a function of the token alone, so it can be computed on
+// the D distinct tokens and gathered: the witness family has 24 distinct
+// tokens for 828 positions.
+struct TokenIndex {
+  torch::Tensor table;  // [D, m] 0/1 floats, in order of first occurrence
+  torch::Tensor index;  // [B, N] int64 rows of `table`
+};
+
+// Deduplicates `size` sequences of `seq_len` packed m-bit tokens (row-major,
+// as in Split::tokens). Deterministic; tensors on `device`.
+TokenIndex IndexTokens(const std::vector<uint64_t>& tokens, int64_t size, int seq_len, int m,
+                       const torch::Device& device);
+
+// Token-wise maps evaluated on R token rows, every tensor [S, R, width]:
+// query and key features (kernel heads: H * r wide; softmax: W_q x, W_k x),
+// the value map V [x; 1] (H * dv), the readout coefficients U [x; 1]
+// (K * H * dv) and B [x; 1] (K).
+struct TokenMaps {
+  torch::Tensor q, k, v, u, b;
+};
+
 // The readout shared by all heads: a value map v(x) = V [x; 1] and the
 // query-dependent affine readout out_k = <U_k [x_i; 1], y_i> + B_k [x_i; 1].
+//
+// Two forward paths with the same math:
+//  * forward(x): every map on every position.
+//  * ForwardIndexed(table, idx): every map on the distinct tokens only, then
+//    either (pair path) the attention scores s(a, c) and the readout-value
+//    products w_k(a, c) = <U_k [a; 1], V [c; 1]> for every pair of distinct
+//    tokens, gathered per (position, position) pair, so that
+//    out_k,i = sum_j weight_ij w_k(x_i, x_j) + B_k [x_i; 1]; or (token path,
+//    when pairs would cost more, e.g. many distinct tokens or long sequences)
+//    the maps gathered per position and the forward(x) attention after it.
+//    Results agree with forward(x) up to float rounding (heads_test.cc).
 class AttentionHeadImpl : public torch::nn::Module {
  public:
   // x: [S, B, N, m]. Returns [S, B, N, out_dim].
-  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  torch::Tensor forward(const torch::Tensor& x);
+  // table: [D, m] distinct tokens; idx: [S or 1, B, N] int64 rows of table
+  // (1: the same sequences for every seed). Returns what forward returns for
+  // x[s, b, i] = table[idx[s, b, i]]. `path` forces one path (tests).
+  enum class Path { kAuto, kPairs, kTokens };
+  torch::Tensor ForwardIndexed(const torch::Tensor& table, const torch::Tensor& idx,
+                               Path path = Path::kAuto);
+  // Whether ForwardIndexed takes the pair path for D distinct tokens and
+  // B sequences of length N (a cost estimate; both paths are exact).
+  bool UsesPairs(int64_t d, int64_t b, int64_t n) const;
   int64_t num_seeds() const { return num_seeds_; }
   const HeadConfig& config() const { return config_; }
 
@@ -57,22 +100,62 @@ class AttentionHeadImpl : public torch::nn::Module {
   torch::Tensor& value() { return value_; }      // [S, m+1, H*dv]
   torch::Tensor& readout_u() { return readout_u_; }  // [S, m+1, K*H*dv]
   torch::Tensor& readout_b() { return readout_b_; }  // [S, m+1, K]
+  const torch::Tensor& value() const { return value_; }
+  const torch::Tensor& readout_u() const { return readout_u_; }
+  const torch::Tensor& readout_b() const { return readout_b_; }
 
  protected:
   AttentionHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds);
   // Draws a [S, rows, cols] parameter, uniform in +-bound, seed by seed.
   torch::Tensor DrawUniform(int64_t rows, int64_t cols, double bound);
   torch::Tensor DrawNormal(int64_t rows, int64_t cols);
-  // flat_x: [S, T, m]; returns v(x) as [S, T, H*dv].
-  torch::Tensor Values(const torch::Tensor& flat_x) const;
-  // flat_x: [S, T, m], y: [S, T, H*dv]; returns [S, T, out_dim].
-  torch::Tensor Readout(const torch::Tensor& flat_x, const torch::Tensor& y) const;
+  // Gather indices of one ForwardIndexed call on the pair path.
+  struct PairGather {
+    int64_t s = 0, b = 0, n = 0, d = 0;
+    torch::Tensor pairs;  // [N(j), S, B, N(i)]: flat (s, x_i, x_j) of [S, D, D]
+    torch::Tensor rows;   // [S, B, N]: flat (s, x_i) of [S, D]
+    // table [S, D, D, C] -> [N(j), S, B, N(i), C]: entry (x_i, x_j) of
+    // every (sequence, query position i, key position j). Summing over the
+    // leading j is a reduction over an outer dimension (fast on CPU, where
+    // one over a size-N inner dimension is ~10x slower).
+    torch::Tensor Pairs(const torch::Tensor& table) const;
+    // table [S, D, C] -> [S, B, N, C]: entry x_i of every position.
+    torch::Tensor Rows(const torch::Tensor& table) const;
+  };
+  // rows: [S, R, m] tokens per seed, or [R, m] shared by every seed. Every
+  // token-wise map on them.
+  virtual TokenMaps Maps(const torch::Tensor& rows) const = 0;
+  // Attention and readout from maps given per position ([S, B*N, width]).
+  // Returns [S, B, N, out_dim].
+  virtual torch::Tensor Attend(const TokenMaps& maps, int64_t b, int64_t n) const = 0;
+  // The pair path from maps on the D distinct tokens. Returns [S, B, N, K].
+  virtual torch::Tensor PairForward(const TokenMaps& maps, const PairGather& g) const = 0;
+  // Features per query/key row, for the cost estimate.
+  virtual int64_t score_width() const = 0;
+  // Affine maps of `rows` by each weight [S, din or din+1, F] (with din+1,
+  // the last row is a bias): for rows [S, R, din] one baddbmm/bmm each; for
+  // rows [R, din] shared by every seed, one GEMM for all weights and seeds
+  // (CPU bmm loops over the seed dimension, one BLAS call per seed).
+  std::vector<torch::Tensor> AffineMaps(const torch::Tensor& rows,
+                                        const std::vector<torch::Tensor>& weights) const;
+  // w[a, c, k, h] = <U_kh [a; 1], V_h [c; 1]> for maps on D rows:
+  // [S, D, D, K, H].
+  torch::Tensor PairValues(const TokenMaps& maps) const;
+  // u: [S, T, K*H*dv], b: [S, T, K] per position, y: [S, T, H*dv];
+  // returns [S, T, out_dim].
+  torch::Tensor Readout(const torch::Tensor& u, const torch::Tensor& b,
+                        const torch::Tensor& y) const;
 
   HeadConfig config_;
   int64_t num_seeds_;
   std::vector<Rng> init_rngs_;  // initial-weight streams, one per seed
 
  private:
+  // Gather indices kept for the last training index seen (full-batch
+  // steps pass the same index tensor every step).
+  PairGather MakePairGather(const torch::Tensor& idx, int64_t d) const;
+  torch::Tensor cached_idx_;
+  PairGather cached_gather_;
   torch::Tensor value_, readout_u_, readout_b_;
 };
 
@@ -84,7 +167,6 @@ class KernelHeadImpl : public AttentionHeadImpl {
  public:
   static constexpr double kSignedDelta = 1e-3;
   KernelHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds);
-  torch::Tensor forward(const torch::Tensor& x) override;
   // Features of every token: [S, T, H, r] for flat_x [S, T, m].
   torch::Tensor QueryFeatures(const torch::Tensor& flat_x) const;
   torch::Tensor KeyFeatures(const torch::Tensor& flat_x) const;
@@ -92,8 +174,18 @@ class KernelHeadImpl : public AttentionHeadImpl {
   std::vector<torch::Tensor>& query_layers() { return query_layers_; }
   std::vector<torch::Tensor>& key_layers() { return key_layers_; }
 
+ protected:
+  TokenMaps Maps(const torch::Tensor& rows) const override;
+  torch::Tensor Attend(const TokenMaps& maps, int64_t b, int64_t n) const override;
+  torch::Tensor PairForward(const TokenMaps& maps, const PairGather& g) const override;
+  int64_t score_width() const override {
+    return static_cast<int64_t>(config_.num_heads) * config_.rank;
+  }
+
  private:
-  torch::Tensor Features(const torch::Tensor& flat_x,
+  // z: the first token-map layer's output [S, R, width]; the other layers
+  // and the feature map follow. Returns [S, R, H, r].
+  torch::Tensor Features(const torch::Tensor& z,
                          const std::vector<torch::Tensor>& layers) const;
   std::vector<torch::Tensor> query_layers_, key_layers_;
   torch::Tensor favor_omega_;  // [S, H, r, m] fixed orthogonal Gaussian rows
@@ -115,10 +207,15 @@ class SoftmaxHeadImpl : public AttentionHeadImpl {
  public:
   static constexpr double kInitialInvTau = 0.1;
   SoftmaxHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds);
-  torch::Tensor forward(const torch::Tensor& x) override;
   torch::Tensor& w_q() { return w_q_; }          // [S, m, score_dim]
   torch::Tensor& w_k() { return w_k_; }          // [S, m, score_dim]
   torch::Tensor& inv_tau() { return inv_tau_; }  // [S], 1 / tau
+
+ protected:
+  TokenMaps Maps(const torch::Tensor& rows) const override;
+  torch::Tensor Attend(const TokenMaps& maps, int64_t b, int64_t n) const override;
+  torch::Tensor PairForward(const TokenMaps& maps, const PairGather& g) const override;
+  int64_t score_width() const override { return config_.score_dim; }
 
  private:
   torch::Tensor w_q_, w_k_, inv_tau_;

@@ -3,6 +3,10 @@
 #include "worker/trainer/heads.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -170,6 +174,126 @@ TEST(HeadTest, EachSeedSliceEqualsItsSingleSeedHead) {
     // Different seeds start differently.
     EXPECT_FALSE(torch::equal(fp[sp.begin()->key()].narrow(0, 0, 1), sp.begin()->value()));
   }
+}
+
+TEST(TokenIndexTest, TableRowsAreDistinctAndRebuildEveryPosition) {
+  const int m = 5, n = 3;
+  const std::vector<uint64_t> tokens = {3, 9, 3, 31, 0, 9, 9, 9, 9, 0, 3, 31};
+  const TokenIndex ti = IndexTokens(tokens, 4, n, m, torch::kCPU);
+  ASSERT_EQ(ti.table.sizes(), (std::vector<int64_t>{4, m}));  // 3, 9, 31, 0
+  ASSERT_EQ(ti.index.sizes(), (std::vector<int64_t>{4, n}));
+  EXPECT_EQ(ti.index[0][0].item<int64_t>(), 0);  // first occurrence order
+  EXPECT_EQ(ti.index[0][1].item<int64_t>(), 1);
+  for (int64_t i = 0; i < 12; ++i) {
+    const torch::Tensor row = ti.table[ti.index.view({-1})[i].item<int64_t>()];
+    for (int k = 0; k < m; ++k) {
+      EXPECT_EQ(row[k].item<float>(), static_cast<float>((tokens[i] >> k) & 1)) << i;
+    }
+  }
+}
+
+// The indexed forward (maps on distinct tokens, then the pair or the token
+// path) computes forward(x): outputs and every parameter's gradient agree
+// to rounding, for every head kind, feature map and readout, with per-seed
+// sequences (minibatches) and with sequences shared by all seeds. In double
+// precision, so the tolerance can be tight even for the signed kernel, whose
+// y = num * den / (den^2 + 1e-6) amplifies rounding by up to 1e6 where
+// den ~ 0; in float the paths agree to ~1e-6 relative elsewhere.
+TEST(HeadTest, IndexedForwardEqualsPlainForward) {
+  struct Case {
+    HeadKind kind;
+    FeatureMap map;
+    int heads;
+    int out_dim;
+    std::vector<int> hidden;
+  };
+  std::vector<Case> cases;
+  for (FeatureMap f : {FeatureMap::kEluPlusOne, FeatureMap::kReluEps, FeatureMap::kSoftplus,
+                       FeatureMap::kExp, FeatureMap::kFavorPlus}) {
+    cases.push_back({HeadKind::kKernel, f, 1, 1, {}});
+    cases.push_back({HeadKind::kKernel, f, 1, 6, {7}});
+  }
+  cases.push_back({HeadKind::kSignedKernel, FeatureMap::kEluPlusOne, 1, 1, {}});
+  cases.push_back({HeadKind::kSignedKernel, FeatureMap::kEluPlusOne, 1, 6, {7}});
+  cases.push_back({HeadKind::kMultiheadKernel, FeatureMap::kEluPlusOne, 3, 1, {}});
+  cases.push_back({HeadKind::kMultiheadKernel, FeatureMap::kFavorPlus, 2, 6, {7, 4}});
+  cases.push_back({HeadKind::kSoftmax, FeatureMap::kEluPlusOne, 1, 1, {}});
+  cases.push_back({HeadKind::kSoftmax, FeatureMap::kEluPlusOne, 1, 6, {}});
+
+  const int64_t s = 3, b = 7, n = 3, m = 5;
+  torch::manual_seed(0);
+  // 6 distinct tokens; sequences drawn from them.
+  const std::vector<uint64_t> vocab = {1, 6, 11, 16, 23, 30};
+  std::vector<uint64_t> tokens;
+  for (int64_t i = 0; i < b * n; ++i) tokens.push_back(vocab[(i * 7 + i / 5) % vocab.size()]);
+  TokenIndex ti = IndexTokens(tokens, b, n, m, torch::kCPU);
+  ti.table = ti.table.to(torch::kFloat64);
+  const int64_t d = ti.table.size(0);
+  ASSERT_GE(d, 4);
+  const torch::Tensor per_seed = torch::randint(0, b, {s, b}).to(torch::kLong);  // minibatches
+  for (const Case& c : cases) {
+    HeadConfig config = Config(c.kind, c.map, 4, c.heads);
+    config.hidden = c.hidden;
+    config.out_dim = c.out_dim;
+    for (bool shared : {true, false}) {
+      torch::Tensor idx = shared ? ti.index.unsqueeze(0)
+                                 : ti.index.index_select(0, per_seed.view({-1})).view({s, b, n});
+      torch::Tensor x = ti.table.index_select(0, idx.reshape({-1})).view({idx.size(0), b, n, m})
+                            .expand({s, b, n, m});
+      torch::Tensor weight = torch::randn({s, b, n, c.out_dim}, torch::kFloat64);
+      auto head = MakeHead(config, {4, 5, 6});
+      head->to(torch::kFloat64);
+      auto run = [&](int path) {
+        for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
+        torch::Tensor out =
+            path == 0 ? head->forward(x)
+                      : head->ForwardIndexed(ti.table, idx,
+                                             path == 1 ? AttentionHeadImpl::Path::kPairs
+                                                       : AttentionHeadImpl::Path::kTokens);
+        (out * weight).sum().backward();
+        std::vector<torch::Tensor> grads = {out.detach()};
+        for (auto& p : head->parameters()) grads.push_back(p.grad().clone());
+        return grads;
+      };
+      const std::vector<torch::Tensor> plain = run(0);
+      for (int path : {1, 2}) {
+        const std::vector<torch::Tensor> got = run(path);
+        const std::string what = absl::StrCat("kind ", Name(c.kind), " map ", Name(c.map),
+                                              " heads ", c.heads, " out ", c.out_dim,
+                                              " shared ", shared, " path ", path);
+        ASSERT_EQ(got.size(), plain.size());
+        EXPECT_EQ(got[0].sizes(), plain[0].sizes()) << what;
+        for (size_t i = 0; i < got.size(); ++i) {
+          const double scale = std::max(1.0, plain[i].abs().max().item<double>());
+          const double diff = (got[i] - plain[i]).abs().max().item<double>();
+          EXPECT_LE(diff, 1e-9 * scale) << what << " tensor " << i << " (0 = output)";
+        }
+      }
+      // The same head in float (what training uses): outputs within 1e-6
+      // relative, except where the signed quotient amplifies rounding.
+      if (c.kind == HeadKind::kSignedKernel) continue;
+      head->to(torch::kFloat32);
+      torch::NoGradGuard no_grad;
+      const torch::Tensor plain32 = head->forward(x.to(torch::kFloat32));
+      for (auto path : {AttentionHeadImpl::Path::kPairs, AttentionHeadImpl::Path::kTokens}) {
+        const torch::Tensor got32 =
+            head->ForwardIndexed(ti.table.to(torch::kFloat32), idx, path);
+        const double scale = std::max(1.0, plain32.abs().max().item<double>());
+        EXPECT_LE((got32 - plain32).abs().max().item<double>(), 1e-6 * scale)
+            << "float, kind " << Name(c.kind) << " map " << Name(c.map) << " out " << c.out_dim;
+      }
+    }
+  }
+}
+
+TEST(HeadTest, PairPathChosenForFewDistinctTokens) {
+  HeadConfig c = Config(HeadKind::kKernel, FeatureMap::kEluPlusOne, 16);
+  c.m = 24;
+  c.value_dim = 24;
+  c.hidden = {};
+  auto head = MakeHead(c, {0});
+  EXPECT_TRUE(head->UsesPairs(/*d=*/24, /*b=*/276, /*n=*/3));     // the witness family
+  EXPECT_FALSE(head->UsesPairs(/*d=*/3000, /*b=*/1000, /*n=*/3));  // nearly all distinct
 }
 
 }  // namespace
