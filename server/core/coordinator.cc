@@ -43,6 +43,75 @@ std::string RandomId(const char* prefix) {
   return absl::StrFormat("%s%08x", prefix, static_cast<uint32_t>(gen()));
 }
 
+// A result's fields as columns of `results` (schema version 3), in the
+// order BindResultColumns and ReadResultColumns use. The seed has its own
+// column, shared with the cell.
+constexpr char kResultColumns[] =
+    "train_sequences, train_position_accuracy, train_exact_accuracy, train_error, "
+    "train_max_abs_error, test_sequences, test_position_accuracy, test_exact_accuracy, "
+    "test_error, test_max_abs_error, final_loss, steps, wall_seconds, device, "
+    "facts_train_sequences, facts_test_sequences, facts_distinct_queries, "
+    "facts_rank_lower_bound, facts_rank_upper_bound";
+constexpr int kResultColumnCount = 19;
+
+const std::string kNoLabel;
+
+const std::string& InsertResultSql() {
+  static const std::string* sql = [] {
+    std::string values = "?1, ?2, ?3, ?4, ?5, 3, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
+    for (int i = 13; i < 13 + kResultColumnCount; ++i) absl::StrAppend(&values, ", ?", i);
+    return new std::string(absl::StrCat(
+        "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
+        "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
+        "finished_ms, ",
+        kResultColumns, ") VALUES (", values, ")"));
+  }();
+  return *sql;
+}
+
+// test_error is NULL when there is no test split (sequences == 0), so that
+// aggregates over it skip such rows; it reads back as the default, 1.
+void BindResultColumns(Statement& st, int first, const SeedResult& r) {
+  int i = first;
+  st.Bind(i++, r.train.sequences).Bind(i++, r.train.position_accuracy);
+  st.Bind(i++, r.train.exact_accuracy).Bind(i++, r.train.error);
+  st.Bind(i++, r.train.max_abs_error).Bind(i++, r.test.sequences);
+  st.Bind(i++, r.test.position_accuracy).Bind(i++, r.test.exact_accuracy);
+  if (r.test.sequences > 0) {
+    st.Bind(i++, r.test.error);
+  } else {
+    st.BindNull(i++);
+  }
+  st.Bind(i++, r.test.max_abs_error).Bind(i++, r.final_loss).Bind(i++, r.steps);
+  st.Bind(i++, r.wall_seconds).Bind(i++, r.device).Bind(i++, r.facts.train_sequences);
+  st.Bind(i++, r.facts.test_sequences).Bind(i++, r.facts.distinct_queries);
+  st.Bind(i++, r.facts.rank_lower_bound).Bind(i++, r.facts.rank_upper_bound);
+}
+
+void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
+  int i = first;
+  r->train.sequences = st.ColumnInt(i++);
+  r->train.position_accuracy = st.ColumnDouble(i++);
+  r->train.exact_accuracy = st.ColumnDouble(i++);
+  r->train.error = st.ColumnDouble(i++);
+  r->train.max_abs_error = st.ColumnDouble(i++);
+  r->test.sequences = st.ColumnInt(i++);
+  r->test.position_accuracy = st.ColumnDouble(i++);
+  r->test.exact_accuracy = st.ColumnDouble(i++);
+  r->test.error = st.ColumnIsNull(i) ? 1.0 : st.ColumnDouble(i);
+  ++i;
+  r->test.max_abs_error = st.ColumnDouble(i++);
+  r->final_loss = st.ColumnDouble(i++);
+  r->steps = st.ColumnInt(i++);
+  r->wall_seconds = st.ColumnDouble(i++);
+  r->device = st.ColumnText(i++);
+  r->facts.train_sequences = st.ColumnInt(i++);
+  r->facts.test_sequences = st.ColumnInt(i++);
+  r->facts.distinct_queries = st.ColumnInt(i++);
+  r->facts.rank_lower_bound = st.ColumnInt(i++);
+  r->facts.rank_upper_bound = st.ColumnInt(i++);
+}
+
 bool ValidWorkerId(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
   return std::all_of(id.begin(), id.end(), [](char ch) {
@@ -995,25 +1064,12 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
       {
         ASSIGN_OR_RETURN(
             Statement ins,
-            c.Prepare("INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
-                      "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
-                      "worker_cuda_version, train_error, train_exact_accuracy, "
-                      "train_position_accuracy, test_error, test_sequences, wall_seconds, "
-                      "result_json, finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, 3, ?6, ?7, ?8, ?9, "
-                      "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
-        const SeedResult& m = r.result;
+            c.Prepare(InsertResultSql()));
         ins.Bind(1, r.cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank);
         ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
         ins.Bind(9, version.build_id).Bind(10, version.torch_version);
-        ins.Bind(11, version.cuda_version).Bind(12, m.train.error);
-        ins.Bind(13, m.train.exact_accuracy).Bind(14, m.train.position_accuracy);
-        if (m.test.sequences > 0) {
-          ins.Bind(15, m.test.error);
-        } else {
-          ins.BindNull(15);
-        }
-        ins.Bind(16, m.test.sequences).Bind(17, m.wall_seconds).Bind(18, SeedResultToJson(m));
-        ins.Bind(19, now);
+        ins.Bind(11, version.cuda_version).Bind(12, now);
+        BindResultColumns(ins, 13, r.result);
         RETURN_IF_ERROR(ins.Run());
       }
       {
@@ -1153,15 +1209,20 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
     const std::set<uint64_t> seeds(query.seeds.begin(), query.seeds.end());
     const bool grouped = query.group_by == GroupBy::kHeadRank;
 
-    ASSIGN_OR_RETURN(
-        Statement q,
-        c.Prepare("SELECT c.id, c.head_index, c.rank, c.seed, c.state, c.attempt, c.lease_id, "
-                  "c.worker_id, r.lease_id, r.attempt, r.worker_id, r.worker_build_id, "
-                  "r.worker_torch_version, r.worker_cuda_version, r.failure, r.result_json, "
-                  "r.finished_ms, r.train_error, r.train_exact_accuracy, "
-                  "r.train_position_accuracy, r.test_error, r.cell_id IS NOT NULL "
-                  "FROM cells c LEFT JOIN results r ON r.cell_id = c.id "
-                  "WHERE c.sweep_id = ?1 ORDER BY c.id"));
+    // Columns 0..15 describe the cell and its result row; the result's
+    // fields follow from kQueryResultFirst on.
+    static const std::string* sql = new std::string(absl::StrCat(
+        "SELECT c.id, c.head_index, c.rank, c.seed, c.state, c.attempt, c.lease_id, "
+        "c.worker_id, r.lease_id, r.attempt, r.worker_id, r.worker_build_id, "
+        "r.worker_torch_version, r.worker_cuda_version, r.failure, r.finished_ms, "
+        "r.cell_id IS NOT NULL, ",
+        kResultColumns,
+        " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
+    // No ORDER BY: SQLite then walks the sweep's cells through an index on
+    // sweep_id (in state order); sorting in SQL made it scan every cell of
+    // every sweep in id order instead. Rows are sorted by cell id below.
+    constexpr int kQueryResultFirst = 17;
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, query.sweep_id);
 
     struct GroupAcc {
@@ -1179,37 +1240,39 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
       if (!heads.empty() && heads.count(head_index) == 0) continue;
       if (!ranks.empty() && ranks.count(rank) == 0) continue;
       if (!seeds.empty() && seeds.count(seed) == 0) continue;
-      const bool has_result = q.ColumnInt(21) != 0;
-      const std::string head =
-          head_index < static_cast<int>(labels.size()) ? labels[head_index] : "";
+      const bool has_result = q.ColumnInt(16) != 0;
+      const std::string& head = head_index < static_cast<int>(labels.size())
+                                    ? labels[head_index]
+                                    : kNoLabel;
 
       if (grouped) {
         GroupAcc& acc = groups[{head_index, rank}];
-        acc.group.head = head;
-        acc.group.head_index = head_index;
-        acc.group.rank = rank;
+        if (acc.group.expected == 0) {
+          acc.group.head = head;
+          acc.group.head_index = head_index;
+          acc.group.rank = rank;
+        }
         ++acc.group.expected;
         if (state == CellState::kDone && has_result) {
           ++acc.group.n;
-          const double train_error = q.ColumnDouble(17);
+          // Only the columns the aggregates need (offsets in kResultColumns).
+          const int f = kQueryResultFirst;
+          const double train_error = q.ColumnDouble(f + 3);
           acc.train_error.push_back(train_error);
-          acc.exact.push_back(q.ColumnDouble(18));
-          acc.position.push_back(q.ColumnDouble(19));
-          if (!q.ColumnIsNull(20)) {
-            acc.test_error.push_back(q.ColumnDouble(20));
-            if (q.ColumnDouble(20) == 0) ++acc.group.test_exact_seeds;
+          acc.exact.push_back(q.ColumnDouble(f + 2));
+          acc.position.push_back(q.ColumnDouble(f + 1));
+          if (q.ColumnInt(f + 5) > 0) {
+            const double test_error = q.ColumnDouble(f + 8);
+            acc.test_error.push_back(test_error);
+            if (test_error == 0) ++acc.group.test_exact_seeds;
           }
           if (train_error == 0) ++acc.group.exact_seeds;
           // The facts describe the dataset, the same for every cell: take
           // the first done cell's.
-          if (!out.facts.has_value() && !q.ColumnIsNull(15)) {
-            absl::StatusOr<SeedResult> result = SeedResultFromJson(q.ColumnText(15));
-            if (!result.ok()) {
-              return absl::DataLossError(absl::StrCat("cell ", q.ColumnInt(0),
-                                                      ": stored result does not parse: ",
-                                                      result.status().message()));
-            }
-            out.facts = result->facts;
+          if (!out.facts.has_value()) {
+            SeedResult result;
+            ReadResultColumns(q, f, &result);
+            out.facts = result.facts;
           }
         } else {
           acc.group.missing_seeds.push_back(seed);
@@ -1235,15 +1298,12 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
         row.worker_id = q.ColumnText(10);
         row.worker_version = {q.ColumnText(11), q.ColumnText(12), q.ColumnText(13)};
         row.failure = q.ColumnText(14);
-        row.finished_unix_ms = q.ColumnInt(16);
-        if (!q.ColumnIsNull(15)) {
-          absl::StatusOr<SeedResult> result = SeedResultFromJson(q.ColumnText(15));
-          if (!result.ok()) {
-            return absl::DataLossError(absl::StrCat("cell ", row.cell_id,
-                                                    ": stored result does not parse: ",
-                                                    result.status().message()));
-          }
-          row.result = *std::move(result);
+        row.finished_unix_ms = q.ColumnInt(15);
+        if (state == CellState::kDone) {
+          SeedResult result;
+          ReadResultColumns(q, kQueryResultFirst, &result);
+          result.seed = seed;
+          row.result = std::move(result);
         }
       } else {
         row.attempt = static_cast<int>(q.ColumnInt(5));
@@ -1252,6 +1312,8 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
       }
       out.rows.push_back(std::move(row));
     }
+    std::sort(out.rows.begin(), out.rows.end(),
+              [](const ResultRow& a, const ResultRow& b) { return a.cell_id < b.cell_id; });
     for (auto& [key, acc] : groups) {
       acc.group.train_error = Summarize(acc.train_error);
       acc.group.test_error = Summarize(acc.test_error);

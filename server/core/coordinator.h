@@ -178,7 +178,8 @@ class Coordinator {
   // computed over the groups returned, so a rank filter changes it; the test
   // split is analysed for pool datasets with test_size > 0) and the
   // dataset's facts from the first done cell (unset when none is done).
-  // DataLoss when a stored result does not parse.
+  // Results are read from their columns (schema version 3); nothing is
+  // parsed per row.
   // InvalidArgument when sweep_id is empty or `head` names no head of the
   // sweep; NotFound for an unknown sweep.
   absl::StatusOr<QueryOutcome> Query(const ResultQuery& query);

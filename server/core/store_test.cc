@@ -114,14 +114,32 @@ TEST(StoreTest, ReopenKeepsDataAndDoesNotMigrateAgain) {
   EXPECT_EQ(CountRows(**store, "meta"), 3);
 }
 
-TEST(StoreTest, MigratesAVersion1FileToVersion2KeepingItsData) {
+// The columns schema version 3 added to `results`.
+constexpr const char* kVersion3Columns[] = {
+    "train_sequences",       "train_max_abs_error",    "test_position_accuracy",
+    "test_exact_accuracy",   "test_max_abs_error",     "final_loss",
+    "steps",                 "device",                 "facts_train_sequences",
+    "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
+    "facts_rank_upper_bound"};
+
+// Turns a freshly created file back into what schema version 2 wrote.
+absl::Status DowngradeToVersion2(Connection& c) {
+  for (const char* column : kVersion3Columns) {
+    RETURN_IF_ERROR(c.Exec(std::string("ALTER TABLE results DROP COLUMN ") + column));
+  }
+  return c.Exec("UPDATE schema_version SET version = 2");
+}
+
+TEST(StoreTest, MigratesAVersion1FileToTheCurrentVersionKeepingItsData) {
   TempDir dir;
   {
-    // A file as version 1 left it: no tokens table, no owner index.
+    // A file as version 1 left it: no tokens table, no owner index, results
+    // without their version 3 columns.
     auto store = Store::Open(dir.File("a.db"));
     ASSERT_TRUE(store.ok());
     ASSERT_TRUE((*store)
                     ->Write([](Connection& c) -> absl::Status {
+                      RETURN_IF_ERROR(DowngradeToVersion2(c));
                       absl::Status s = c.Exec(
                           "DROP TABLE tokens; DROP INDEX sweeps_by_owner; "
                           "UPDATE schema_version SET version = 1");
@@ -132,10 +150,73 @@ TEST(StoreTest, MigratesAVersion1FileToVersion2KeepingItsData) {
   }
   auto store = Store::Open(dir.File("a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ(*(*store)->SchemaVersion(), 2);
+  EXPECT_EQ(*(*store)->SchemaVersion(), 3);
   EXPECT_EQ(CountRows(**store, "schema_version"), 1);
   EXPECT_EQ(CountRows(**store, "tokens"), 0);
   EXPECT_EQ(CountRows(**store, "meta"), 3);
+}
+
+TEST(StoreTest, MigrationToVersion3MovesResultJsonIntoColumns) {
+  TempDir dir;
+  const std::string json =
+      R"({"seed":7,"train":{"sequences":276,"position_accuracy":0.75,"exact_accuracy":0.5,)"
+      R"("error":0.5,"max_abs_error":1.25},"test":{"sequences":0,"position_accuracy":0,)"
+      R"("exact_accuracy":0,"error":1,"max_abs_error":0},"final_loss":0.125,"steps":1500,)"
+      R"("wall_seconds":2.5,"device":"cpu","facts":{"train_sequences":276,"test_sequences":0,)"
+      R"("distinct_queries":12,"rank_lower_bound":6,"rank_upper_bound":12}})";
+  {
+    auto store = Store::Open(dir.File("a.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)
+                    ->Write([&](Connection& c) -> absl::Status {
+                      RETURN_IF_ERROR(DowngradeToVersion2(c));
+                      RETURN_IF_ERROR(c.Exec(
+                          "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
+                          "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)"));
+                      RETURN_IF_ERROR(c.Exec(
+                          "INSERT INTO cells (id, sweep_id, head_index, rank, seed, state) "
+                          "VALUES (1, 'sw-1', 0, 4, 7, 3), (2, 'sw-1', 0, 4, 8, 4)"));
+                      auto ins = c.Prepare(
+                          "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+                          "lease_id, attempt, worker_id, train_error, result_json, finished_ms) "
+                          "VALUES (?1, 'sw-1', 0, 4, ?2, ?3, 1, 1, 'wk', ?4, ?5, 0)");
+                      if (!ins.ok()) return ins.status();
+                      ins->Bind(1, 1).Bind(2, 7).Bind(3, 3).Bind(4, 0.5).Bind(5, json);
+                      RETURN_IF_ERROR(ins->Run());
+                      ins->Reset();
+                      // A failed cell's row has no result.
+                      ins->Bind(1, 2).Bind(2, 8).Bind(3, 4).BindNull(4).BindNull(5);
+                      return ins->Run();
+                    })
+                    .ok());
+  }
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), 3);
+  std::vector<std::string> got;
+  ASSERT_TRUE((*store)
+                  ->Read([&](Connection& c) -> absl::Status {
+                    auto q = c.Prepare(
+                        "SELECT train_sequences, train_max_abs_error, test_exact_accuracy, "
+                        "final_loss, steps, device, facts_distinct_queries, "
+                        "facts_rank_lower_bound, facts_rank_upper_bound, result_json IS NULL "
+                        "FROM results ORDER BY cell_id");
+                    if (!q.ok()) return q.status();
+                    while (true) {
+                      auto row = q->Step();
+                      if (!row.ok()) return row.status();
+                      if (!*row) break;
+                      std::string line;
+                      for (int i = 0; i < 10; ++i) {
+                        line += (q->ColumnIsNull(i) ? "NULL" : q->ColumnText(i)) + " ";
+                      }
+                      got.push_back(line);
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_THAT(got, ::testing::ElementsAre("276 1.25 0.0 0.125 1500 cpu 12 6 12 1 ",
+                                          "NULL NULL NULL NULL NULL NULL NULL NULL NULL 1 "));
 }
 
 TEST(StoreTest, QuickReadSeesCommittedWrites) {

@@ -248,6 +248,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
   query.group_by = *group_by;
   absl::StatusOr<QueryOutcome> out = coordinator_->Query(query);
   if (out.ok()) {
+    response->mutable_rows()->Reserve(static_cast<int>(out->rows.size()));
     for (const ResultRow& row : out->rows) *response->add_rows() = ToProto(row);
     for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
     for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
