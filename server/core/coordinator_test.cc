@@ -762,6 +762,54 @@ TEST_F(CoordinatorTest, SweepIsDoneWhenEveryCellIsDoneAndRowsCarryProvenance) {
   }
 }
 
+TEST_F(CoordinatorTest, EveryResultFieldComesBackFromTheStoreUnchanged) {
+  std::string sweep = Submit(MakeSpec("fields", {1}, 2, 0, false));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 64);
+  ASSERT_EQ(tasks.size(), 1u);
+  std::vector<CellResult> results;
+  for (const LeasedCell& c : tasks[0].cells) {
+    SeedResult r;
+    r.seed = c.seed;
+    r.train = {276, 0.75, 0.5, 0.5, 1.25};
+    // Seed 0 has a test split; seed 1 has none (its test_error is stored as
+    // NULL and reads back as the default, 1).
+    r.test = c.seed == 0 ? SplitMetrics{50, 0.875, 0.625, 0.375, 2.5} : SplitMetrics{};
+    r.final_loss = 0.0625;
+    r.steps = 1234;
+    r.wall_seconds = 3.25;
+    r.device = "cuda:0 (NVIDIA H200)";
+    r.facts = {276, c.seed == 0 ? 50 : 0, 12, 6, 12};
+    results.push_back(CellResult{c.cell_id, c.lease_id, r});
+  }
+  ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  auto q = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->rows.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(q->rows[i].result.has_value());
+    const SeedResult& got = *q->rows[i].result;
+    const SeedResult& want = results[i].result;
+    EXPECT_EQ(got.seed, want.seed);
+    for (const auto& [g, e] : {std::pair{got.train, want.train}, std::pair{got.test, want.test}}) {
+      EXPECT_EQ(g.sequences, e.sequences);
+      EXPECT_EQ(g.position_accuracy, e.position_accuracy);
+      EXPECT_EQ(g.exact_accuracy, e.exact_accuracy);
+      EXPECT_EQ(g.error, e.error);
+      EXPECT_EQ(g.max_abs_error, e.max_abs_error);
+    }
+    EXPECT_EQ(got.final_loss, want.final_loss);
+    EXPECT_EQ(got.steps, want.steps);
+    EXPECT_EQ(got.wall_seconds, want.wall_seconds);
+    EXPECT_EQ(got.device, want.device);
+    EXPECT_EQ(got.facts.train_sequences, want.facts.train_sequences);
+    EXPECT_EQ(got.facts.test_sequences, want.facts.test_sequences);
+    EXPECT_EQ(got.facts.distinct_queries, want.facts.distinct_queries);
+    EXPECT_EQ(got.facts.rank_lower_bound, want.facts.rank_lower_bound);
+    EXPECT_EQ(got.facts.rank_upper_bound, want.facts.rank_upper_bound);
+  }
+}
+
 TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
   std::string sweep = Submit(MakeSpec("agg", {1, 2}, 3));
   std::string w = Register();
