@@ -139,25 +139,28 @@ std::vector<torch::Tensor> AttentionHeadImpl::AffineMaps(
     }
     return out;
   }
-  // Shared rows: [R, din+1] (ones column) times every weight laid out as
-  // [din+1, S*F] side by side, one GEMM. A weight without a bias row gets a
-  // zero one.
+  // Shared rows: [R, din+1] (ones column) times all weights side by side,
+  // laid out as [din+1, S*F_total], one GEMM. A weight without a bias row
+  // gets a zero one.
   const int64_t r = rows.size(0), s = num_seeds_;
-  std::vector<torch::Tensor> cols;
+  std::vector<torch::Tensor> parts;
+  std::vector<int64_t> widths;
+  int64_t total = 0;
   for (const torch::Tensor& w : weights) {
-    torch::Tensor wb = w;
-    if (w.size(1) == din) wb = torch::cat({w, torch::zeros({s, 1, w.size(2)}, w.options())}, 1);
-    cols.push_back(wb.permute({1, 0, 2}).reshape({din + 1, s * w.size(2)}));
+    parts.push_back(w.size(1) == din
+                        ? torch::cat({w, torch::zeros({s, 1, w.size(2)}, w.options())}, 1)
+                        : w);
+    widths.push_back(w.size(2));
+    total += w.size(2);
   }
+  torch::Tensor cat = parts.size() == 1 ? parts[0] : torch::cat(parts, 2);  // [S, din+1, F]
   torch::Tensor xa = torch::cat({rows, torch::ones({r, 1}, rows.options())}, 1);
-  torch::Tensor all = torch::mm(xa, cols.size() == 1 ? cols[0] : torch::cat(cols, 1));
-  int64_t offset = 0;
-  for (const torch::Tensor& w : weights) {
-    const int64_t f = w.size(2);
-    out.push_back(all.narrow(1, offset, s * f).view({r, s, f}).permute({1, 0, 2}));
-    offset += s * f;
-  }
-  return out;
+  torch::Tensor all = torch::mm(xa, cat.permute({1, 0, 2}).reshape({din + 1, s * total}))
+                          .view({r, s, total})
+                          .permute({1, 0, 2});  // [S, R, F_total]
+  // One split (its backward is one cat), not a narrow per weight (each
+  // backward a zero-filled full-width gradient).
+  return all.split_with_sizes(widths, 2);
 }
 
 torch::Tensor AttentionHeadImpl::Readout(const torch::Tensor& u, const torch::Tensor& b,
@@ -384,9 +387,15 @@ torch::Tensor KernelHeadImpl::PairForward(const TokenMaps& maps, const PairGathe
   // Per pair of distinct tokens: alpha [S, D, D, H] and alpha * w
   // [S, D, D, K*H], so num_i = sum_j (alpha w)(x_i, x_j) and
   // den_i = sum_j alpha(x_i, x_j) need one gather and one sum each.
-  torch::Tensor q = maps.q.permute({0, 2, 1, 3});  // [S, H, D, r]
-  torch::Tensor kf = maps.k.permute({0, 2, 3, 1});  // [S, H, r, D]
-  torch::Tensor alpha = torch::matmul(q, kf).permute({0, 2, 3, 1});  // [S, D, D, H]
+  torch::Tensor alpha;  // [S, D, D, H]
+  if (h == 1) {
+    torch::Tensor q = maps.q.reshape({s, d, -1});
+    alpha = torch::bmm(q, maps.k.reshape({s, d, -1}).transpose(1, 2)).unsqueeze(-1);
+  } else {
+    torch::Tensor q = maps.q.permute({0, 2, 1, 3});   // [S, H, D, r]
+    torch::Tensor kf = maps.k.permute({0, 2, 3, 1});  // [S, H, r, D]
+    alpha = torch::matmul(q, kf).permute({0, 2, 3, 1});
+  }
   torch::Tensor aw = (alpha.unsqueeze(3) * PairValues(maps)).reshape({s, d, d, k * h});
   torch::Tensor num = g.Pairs(aw).sum(0).view({s, b, n, k, h});  // [S, B, N, K, H]
   torch::Tensor den = g.Pairs(alpha).sum(0).unsqueeze(3);        // [S, B, N, 1, H]
