@@ -278,6 +278,14 @@ std::string SweepStatusText(const v1::SweepInfo& s, absl::TimeZone tz) {
   absl::StrAppend(&out, "cells:      ", c.total(), " total, ", c.done(), " done, ", c.leased(),
                   " running, ", c.pending(), " pending, ", c.failed(), " failed, ",
                   c.cancelled(), " cancelled\n");
+  if (s.spec().mode() == v1::SWEEP_MODE_SEARCH) {
+    absl::StrAppend(&out, "search:     ", c.total(), " of ", s.grid_cells(),
+                    " grid cells created (", s.grid_cells() - c.total(), " saved)\n");
+  }
+  if (s.cached_cells() > 0) {
+    absl::StrAppend(&out, "cached:     ", s.cached_cells(),
+                    " done cells served from the result cache\n");
+  }
   absl::StrAppend(&out, "mean cell:  ",
                   s.mean_cell_seconds() > 0 ? absl::StrFormat("%.2fs", s.mean_cell_seconds())
                                             : std::string("-"),
@@ -312,7 +320,11 @@ Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
     } else {
       cells.insert(cells.end(), {"-", "-", "-", "-", "-"});
     }
-    cells.push_back(r.worker_id().empty() ? "-" : r.worker_id());
+    std::string worker = r.worker_id().empty() ? "-" : r.worker_id();
+    if (r.cached_from_cell_id() != 0) {
+      absl::StrAppend(&worker, " (cached from cell ", r.cached_from_cell_id(), ")");
+    }
+    cells.push_back(std::move(worker));
     t.rows.push_back(std::move(cells));
   }
   return t;
@@ -345,7 +357,8 @@ Table ResultRowsCsvTable(const std::vector<v1::ResultRow>& rows) {
               "cuda_version",
               "attempt",
               "lease_id",
-              "finished_unix_ms"};
+              "finished_unix_ms",
+              "cached_from_cell_id"};
   for (const auto& r : rows) {
     const auto& res = r.result();
     const bool done = IsDone(r);
@@ -376,7 +389,8 @@ Table ResultRowsCsvTable(const std::vector<v1::ResultRow>& rows) {
                       r.worker_version().cuda_version(),
                       absl::StrCat(r.attempt()),
                       absl::StrCat(r.lease_id()),
-                      absl::StrCat(r.finished_unix_ms())});
+                      absl::StrCat(r.finished_unix_ms()),
+                      absl::StrCat(r.cached_from_cell_id())});
   }
   return t;
 }

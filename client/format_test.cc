@@ -152,8 +152,29 @@ TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
             "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
             "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
             "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
-            "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms\n"
-            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0\n");
+            "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
+            "cached_from_cell_id\n"
+            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,0\n");
+}
+
+TEST(FormatTest, SearchAndCacheLinesInStatusAndCachedRowsNameTheirSource) {
+  v1::SweepInfo s;
+  s.set_sweep_id("sw-1");
+  s.set_state(v1::SWEEP_STATE_DONE);
+  s.mutable_spec()->set_mode(v1::SWEEP_MODE_SEARCH);
+  s.mutable_counts()->set_total(10);
+  s.mutable_counts()->set_done(10);
+  s.set_grid_cells(20);
+  s.set_cached_cells(4);
+  const std::string text = SweepStatusText(s, absl::UTCTimeZone());
+  EXPECT_THAT(text, ::testing::HasSubstr("search:     10 of 20 grid cells created (10 saved)\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("cached:     4 done cells served from the result cache\n"));
+
+  v1::ResultRow row = DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5);
+  row.set_cached_from_cell_id(7);
+  const Table t = ResultRowsTable({row});
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0].back(), "w-1 (cached from cell 7)");
 }
 
 TEST(FormatTest, ResultRowsJsonHasWorkerAttemptAndLease) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -147,7 +148,8 @@ struct SubmitArgs {
   double scale = 1.0;
   bool watch = false;
   bool dry_run = false;
-  std::string name, dataset, loss;
+  std::string name, dataset, loss, mode;
+  bool no_cache = false;
   int m = 0, seq_len = 0, seed_count = 0, max_steps = 0, batch_size = 0, eval_every = 0,
       early_stop_evals = 0, priority = 0;
   bool final_query_only = false;
@@ -202,8 +204,16 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   if (given("--early-stop-evals")) o.early_stop_evals = a.early_stop_evals;
   if (given("--loss")) o.loss = a.loss;
   if (given("--priority")) o.priority = a.priority;
+  std::optional<SweepMode> mode;
+  if (given("--mode")) {
+    absl::StatusOr<SweepMode> parsed = ParseSweepMode(a.mode, "--mode");
+    if (!parsed.ok()) return ReportLocal(parsed.status());
+    mode = *parsed;
+  }
   for (SweepSpec& one : specs) {
     if (absl::Status s = ApplyOverrides(o, &one); !s.ok()) return ReportLocal(s);
+    if (mode.has_value()) one.mode = *mode;
+    if (a.no_cache) one.reuse_results = false;
     // The server validates too; checking here gives the same message offline.
     if (absl::Status s = ValidateSweepSpec(one); !s.ok()) return ReportLocal(s);
   }
@@ -228,7 +238,12 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     grpc::Status status = client->stub().SubmitSweep(ctx.get(), req, &resp);
     if (!status.ok()) return Report(client->globals(), status, "submit");
     std::cout << resp.sweep_id() << "\n" << std::flush;
-    std::cerr << "submitted " << one.name << ": " << resp.cells() << " cells\n";
+    std::cerr << "submitted " << one.name << ": " << resp.cells() << " cells";
+    if (resp.cached_cells() > 0) {
+      std::cerr << " (" << resp.cached_cells() << " done from the result cache)";
+    }
+    if (one.mode == SweepMode::kSearch) std::cerr << " (search: more as ranks are probed)";
+    std::cerr << "\n";
     last_id = resp.sweep_id();
   }
   if (a.watch) return Watch(*client, last_id);
@@ -439,6 +454,10 @@ int Main(int argc, char** argv) {
                      "Stop after k exact evaluations in a row; 0 = never");
   submit->add_option("--loss", sa.loss, "mse | ce");
   submit->add_option("--priority", sa.priority, "-100..100, higher runs first");
+  submit->add_option("--mode", sa.mode,
+                     "grid (every rank) | search (bisection for each head's transition rank)");
+  submit->add_flag("--no-cache", sa.no_cache,
+                   "Train every cell, even those already trained by this build");
   submit->add_flag("--watch", sa.watch, "Follow the sweep after submitting (as `watch`)");
   submit->add_flag("--dry-run", sa.dry_run, "Print the spec as JSON instead of submitting");
   submit->callback([&] { action = [&](Client* c) { return Submit(c, sa, submit); }; });

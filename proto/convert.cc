@@ -136,6 +136,7 @@ SweepSpec FromProto(const v1::SweepSpec& p) {
   s.train = FromProto(p.train());
   s.priority = p.priority();
   s.mode = EnumFromProto(p.mode(), SweepMode::kGrid);
+  s.reuse_results = !p.no_result_cache();
   return s;
 }
 
@@ -150,6 +151,7 @@ v1::SweepSpec ToProto(const SweepSpec& s) {
   *p.mutable_train() = ToProto(s.train);
   p.set_priority(s.priority);
   p.set_mode(EnumToProto<v1::SweepMode>(s.mode));
+  p.set_no_result_cache(!s.reuse_results);
   return p;
 }
 

@@ -307,6 +307,8 @@ int Serve() {
   CoordinatorOptions options;
   options.lease_ms = int64_t{lease_seconds} * 1000;
   options.max_attempts = max_attempts;
+  // The result cache serves only results trained by workers of this build.
+  options.code_version = RANKSWEEP_BUILD_ID;
   options.max_task_memory_bytes = max_task_memory_bytes;
   Coordinator coordinator(store->get(), &clock, options);
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();

@@ -41,7 +41,8 @@ constexpr NameTable<Construction> kConstructions[] = {
     {Construction::kSoftmaxExact, "softmax_exact"}};
 constexpr NameTable<LossKind> kLossKinds[] = {
     {LossKind::kMse, "mse"}, {LossKind::kCrossEntropy, "ce"}};
-constexpr NameTable<SweepMode> kSweepModes[] = {{SweepMode::kGrid, "grid"}};
+constexpr NameTable<SweepMode> kSweepModes[] = {{SweepMode::kGrid, "grid"},
+                                                {SweepMode::kSearch, "search"}};
 
 template <typename E, size_t K>
 const char* Lookup(const NameTable<E> (&table)[K], E v) {

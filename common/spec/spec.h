@@ -134,7 +134,8 @@ struct TaskSpec {
 // ---------------------------------------------------------------- sweeps
 
 enum class SweepMode {
-  kGrid,  // every head x rank x seed
+  kGrid,    // every head x rank x seed
+  kSearch,  // per ranked head, bisection over the sorted ranks (docs/ANALYSIS.md)
 };
 
 struct SweepSpec {
@@ -147,6 +148,9 @@ struct SweepSpec {
   TrainSpec train;
   int priority = 0;              // higher runs first, -100..100
   SweepMode mode = SweepMode::kGrid;
+  // Serve cells already trained (same task and seed, same build) from the
+  // store instead of training them again.
+  bool reuse_results = true;
 };
 
 // True when cells of this head carry a rank (kernel-type heads that are

@@ -344,7 +344,7 @@ std::string SweepSpecToJson(const SweepSpec& spec, int indent) {
             {"heads", heads},            {"ranks", spec.ranks},
             {"seeds", spec.seeds},       {"seed_count", spec.seed_count},
             {"train", ToJ(spec.train)},  {"priority", spec.priority},
-            {"mode", Name(spec.mode)}};
+            {"mode", Name(spec.mode)},   {"reuse_results", spec.reuse_results}};
   return Dump(j, indent);
 }
 
@@ -371,6 +371,7 @@ absl::StatusOr<SweepSpec> SweepSpecFromJson(const std::string& text) {
   RETURN_IF_ERROR(Sub(r, "train", &s.train));
   RETURN_IF_ERROR(r.Number("priority", &s.priority));
   RETURN_IF_ERROR(r.Enum("mode", &s.mode, &ParseSweepMode));
+  RETURN_IF_ERROR(r.Bool("reuse_results", &s.reuse_results));
   RETURN_IF_ERROR(r.Finish());
   return s;
 }

@@ -7,6 +7,9 @@
 #include <tuple>
 #include <utility>
 
+#include <openssl/sha.h>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -58,13 +61,14 @@ const std::string kNoLabel;
 
 const std::string& InsertResultSql() {
   static const std::string* sql = [] {
+    // ?13.. are the result columns, then the task key.
     std::string values = "?1, ?2, ?3, ?4, ?5, 3, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
-    for (int i = 13; i < 13 + kResultColumnCount; ++i) absl::StrAppend(&values, ", ?", i);
+    for (int i = 13; i <= 13 + kResultColumnCount; ++i) absl::StrAppend(&values, ", ?", i);
     return new std::string(absl::StrCat(
         "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
         "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
         "finished_ms, ",
-        kResultColumns, ") VALUES (", values, ")"));
+        kResultColumns, ", task_key) VALUES (", values, ")"));
   }();
   return *sql;
 }
@@ -299,11 +303,26 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
     }
   }
   {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT COALESCE(AVG(wall_seconds), 0) FROM results "
-                                            "WHERE sweep_id = ?1 AND state = 3"));
+    // Cached rows repeat another cell's training time: left out of the mean.
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT COALESCE(AVG(wall_seconds) FILTER (WHERE cached_from = 0), "
+                               "0), COALESCE(SUM(cached_from != 0), 0) FROM results "
+                               "WHERE sweep_id = ?1 AND state = 3"));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) info.mean_cell_seconds = q.ColumnDouble(0);
+    if (row) {
+      info.mean_cell_seconds = q.ColumnDouble(0);
+      info.cached_cells = q.ColumnInt(1);
+    }
+  }
+  {
+    int64_t ranked = 0, unranked = 0;
+    for (const HeadSpec& h : info.spec.heads) ++(HeadHasRank(h) ? ranked : unranked);
+    std::set<int> ranks(info.spec.ranks.begin(), info.spec.ranks.end());
+    const std::vector<uint64_t> seed_list = SweepSeeds(info.spec);
+    const std::set<uint64_t> seeds(seed_list.begin(), seed_list.end());
+    info.grid_cells = (ranked * static_cast<int64_t>(ranks.size()) + unranked) *
+                      static_cast<int64_t>(seeds.size());
   }
   {
     ASSIGN_OR_RETURN(Statement q,
@@ -323,6 +342,138 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
   return info;
 }
 
+std::string TaskKey(const SweepSpec& spec, int head_index, int rank) {
+  const std::string json = TaskSpecToJson(MakeTaskSpec(spec, head_index, rank, {}));
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(json.data()), json.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
+    Connection& c, const std::string& sweep_id, const SweepSpec& spec, int head_index, int rank) {
+  const bool use_cache = spec.reuse_results && !options_.code_version.empty();
+  const std::string key = use_cache ? TaskKey(spec, head_index, rank) : std::string();
+  const int64_t now = clock_->NowMs();
+  int64_t created = 0, cached = 0;
+  for (uint64_t seed : SweepSeeds(spec)) {
+    int64_t cell_id = 0;
+    {
+      ASSIGN_OR_RETURN(Statement ins,
+                       c.Prepare("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, seed, "
+                                 "state) VALUES (?1, ?2, ?3, ?4, 1)"));
+      ins.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, SeedToDb(seed));
+      RETURN_IF_ERROR(ins.Run());
+      if (c.Changes() == 0) continue;  // a repeated seed
+      cell_id = c.LastInsertRowId();
+      ++created;
+    }
+    if (!use_cache) continue;
+    int64_t source = 0;
+    {
+      // "task_key != ''" and the other constant terms let SQLite use the
+      // partial index results_by_task.
+      ASSIGN_OR_RETURN(Statement q,
+                       c.Prepare("SELECT cell_id FROM results WHERE task_key = ?1 AND seed = ?2 "
+                                 "AND worker_build_id = ?3 AND task_key != '' AND "
+                                 "cached_from = 0 AND state = 3 ORDER BY cell_id LIMIT 1"));
+      q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, options_.code_version);
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) continue;
+      source = q.ColumnInt(0);
+    }
+    {
+      static const std::string* copy = new std::string(absl::StrCat(
+          "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
+          "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
+          "finished_ms, task_key, cached_from, ",
+          kResultColumns,
+          ") SELECT ?1, ?2, ?3, ?4, seed, 3, lease_id, attempt, worker_id, worker_build_id, "
+          "worker_torch_version, worker_cuda_version, ?5, task_key, cell_id, ",
+          kResultColumns, " FROM results WHERE cell_id = ?6"));
+      ASSIGN_OR_RETURN(Statement ins, c.Prepare(*copy));
+      ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, now);
+      ins.Bind(6, source);
+      RETURN_IF_ERROR(ins.Run());
+    }
+    {
+      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3 WHERE id = ?1"));
+      u.Bind(1, cell_id);
+      RETURN_IF_ERROR(u.Run());
+    }
+    ++cached;
+  }
+  return std::make_pair(created, cached);
+}
+
+absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::string& sweep_id,
+                                                   const SweepSpec& spec) {
+  std::vector<int> ranks = spec.ranks;
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  const int k = static_cast<int>(ranks.size());
+  // The split the search judges: test when the dataset has one (the OOD
+  // presets' question), else train.
+  const bool test_split = spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
+  int64_t created_total = 0;
+  while (true) {
+    // Per (head, rank) probed so far: cells still open, cells exact, cells.
+    struct Probe {
+      int64_t open = 0, exact = 0, cells = 0;
+    };
+    std::map<std::pair<int, int>, Probe> probes;
+    {
+      ASSIGN_OR_RETURN(
+          Statement q,
+          c.Prepare(test_split
+                        ? "SELECT c.head_index, c.rank, SUM(c.state IN (1, 2)), "
+                          "SUM(c.state = 3 AND r.test_error = 0), COUNT(*) FROM cells c "
+                          "LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
+                          "GROUP BY c.head_index, c.rank"
+                        : "SELECT c.head_index, c.rank, SUM(c.state IN (1, 2)), "
+                          "SUM(c.state = 3 AND r.train_error = 0), COUNT(*) FROM cells c "
+                          "LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
+                          "GROUP BY c.head_index, c.rank"));
+      q.Bind(1, sweep_id);
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        probes[{static_cast<int>(q.ColumnInt(0)), static_cast<int>(q.ColumnInt(1))}] =
+            Probe{q.ColumnInt(2), q.ColumnInt(3), q.ColumnInt(4)};
+      }
+    }
+    int64_t created = 0;
+    for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
+      if (!HeadHasRank(spec.heads[h]) || k == 0) continue;
+      // Bisection over ranks[0..k): hi is the smallest probed rank on which
+      // every seed is exact, lo the largest probed rank below it on which
+      // some seed is not (or failed). Ranks between them are unknown; a
+      // probe still running decides nothing yet.
+      int lo = -1, hi = k;
+      bool running = false;
+      for (int i = 0; i < k; ++i) {
+        auto it = probes.find({h, ranks[i]});
+        if (it == probes.end()) continue;
+        if (it->second.open > 0) running = true;
+        else if (it->second.exact == it->second.cells && i < hi) hi = i;
+      }
+      if (running) continue;
+      for (int i = 0; i < hi; ++i) {
+        auto it = probes.find({h, ranks[i]});
+        if (it != probes.end()) lo = i;  // probed, complete, below hi: not exact
+      }
+      if (hi - lo <= 1) continue;  // found (or every rank fails)
+      const int mid = (lo + hi) / 2;
+      ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, h, ranks[mid]));
+      LogEvent("sweep %s search: %s probes rank %d (%d cells, %d from the cache)", sweep_id,
+               HeadLabel(spec.heads[h]), ranks[mid], made.first, made.second);
+      created += made.first;
+    }
+    created_total += created;
+    if (created == 0) return created_total;
+  }
+}
+
 absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& sweep_id,
                                            Events& events) {
   {
@@ -330,6 +481,13 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row || q.ColumnInt(0) != kSweepRunning) return absl::OkStatus();
+  }
+  {
+    ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+    if (spec.mode == SweepMode::kSearch) {
+      ASSIGN_OR_RETURN(int64_t created, AdvanceSearch(c, sweep_id, spec));
+      if (created > 0) events.work_available = true;
+    }
   }
   {
     // Called after every completion: a point lookup on cells_by_state
@@ -566,30 +724,39 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
       ins.Bind(5, spec.priority).Bind(6, now);
       RETURN_IF_ERROR(ins.Run());
     }
-    ASSIGN_OR_RETURN(Statement cell,
-                     c.Prepare("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, seed, "
-                               "state) VALUES (?1, ?2, ?3, ?4, 1)"));
+    // Search mode creates the cells of ranked heads as the search probes
+    // ranks (MaybeFinishSweep -> AdvanceSearch, below); rank-less heads and
+    // grid mode get every cell now.
     for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
+      if (spec.mode == SweepMode::kSearch && HeadHasRank(spec.heads[h])) continue;
       const std::vector<int> ranks =
           HeadHasRank(spec.heads[h]) ? spec.ranks : std::vector<int>{0};
       for (int rank : ranks) {
-        for (uint64_t seed : seeds) {
-          cell.Reset();
-          cell.Bind(1, out.sweep_id).Bind(2, h).Bind(3, rank).Bind(4, SeedToDb(seed));
-          RETURN_IF_ERROR(cell.Run());
-          out.cells += c.Changes();  // 0 for a repeated (rank, seed)
-        }
+        RETURN_IF_ERROR(CreateCells(c, out.sweep_id, spec, h, rank).status());
       }
     }
-    events.work_available = out.cells > 0;
-    return MaybeFinishSweep(c, out.sweep_id, events);  // ends a sweep with no cells
+    // Advances a search (its first probes) and ends a sweep whose cells all
+    // came from the cache.
+    RETURN_IF_ERROR(MaybeFinishSweep(c, out.sweep_id, events));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT COUNT(*), COALESCE(SUM(state = 3), 0), "
+                                            "COALESCE(SUM(state = 1), 0) FROM cells "
+                                            "WHERE sweep_id = ?1"));
+    q.Bind(1, out.sweep_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      out.cells = q.ColumnInt(0);
+      out.cached_cells = q.ColumnInt(1);
+      events.work_available = q.ColumnInt(2) > 0;
+    }
+    return absl::OkStatus();
   }));
   {
     std::lock_guard<std::mutex> lock(spec_mu_);
     spec_cache_.emplace(out.sweep_id, spec);
   }
-  LogEvent("sweep %s submitted: name=%s owner=%s priority=%d cells=%d", out.sweep_id, spec.name,
-           owner, spec.priority, out.cells);
+  LogEvent("sweep %s submitted: name=%s owner=%s priority=%d mode=%s cells=%d cached=%d",
+           out.sweep_id, spec.name, owner, spec.priority, Name(spec.mode), out.cells,
+           out.cached_cells);
   Dispatch(events);
   return out;
 }
@@ -1018,6 +1185,7 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
     RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
     ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
     std::set<std::string> touched;
+    std::map<std::tuple<std::string, int, int>, std::string> task_keys;  // per (sweep, head, rank)
     for (const CellResult& r : results) {
       std::string sweep_id, holder;
       int head_index = 0, rank = 0, state = 0, attempt = 0;
@@ -1070,6 +1238,13 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
         ins.Bind(9, version.build_id).Bind(10, version.torch_version);
         ins.Bind(11, version.cuda_version).Bind(12, now);
         BindResultColumns(ins, 13, r.result);
+        auto key = task_keys.find({sweep_id, head_index, rank});
+        if (key == task_keys.end()) {
+          ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+          key = task_keys.emplace(std::make_tuple(sweep_id, head_index, rank),
+                                  TaskKey(spec, head_index, rank)).first;
+        }
+        ins.Bind(13 + kResultColumnCount, key->second);
         RETURN_IF_ERROR(ins.Run());
       }
       {
@@ -1216,7 +1391,7 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
         "c.worker_id, r.lease_id, r.attempt, r.worker_id, r.worker_build_id, "
         "r.worker_torch_version, r.worker_cuda_version, r.failure, r.finished_ms, "
         "r.cell_id IS NOT NULL, ",
-        kResultColumns,
+        kResultColumns, ", r.cached_from",
         " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
     // No ORDER BY: SQLite then walks the sweep's cells through an index on
     // sweep_id (in state order); sorting in SQL made it scan every cell of
@@ -1304,6 +1479,7 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
           ReadResultColumns(q, kQueryResultFirst, &result);
           result.seed = seed;
           row.result = std::move(result);
+          row.cached_from_cell_id = q.ColumnInt(kQueryResultFirst + kResultColumnCount);
         }
       } else {
         row.attempt = static_cast<int>(q.ColumnInt(5));

@@ -67,7 +67,18 @@ struct CoordinatorOptions {
   // Submit rejects a sweep any of whose cells, trained as one seed, is
   // estimated (EstimateTaskMemoryBytes) above this. 0 = no limit.
   int64_t max_task_memory_bytes = int64_t{64} << 30;
+  // The result cache: a new cell whose task (TaskKey) and seed match a
+  // result trained by a worker whose build_id equals code_version is done
+  // at once with a copy of that result, unless the sweep sets
+  // reuse_results = false. Empty turns the cache off. ranksweepd sets its own
+  // build id: workers built from the same source reuse each other's results,
+  // and nothing trained by another build is ever served.
+  std::string code_version;
 };
+
+// The cache key of one (head, rank) of a sweep: SHA-256 (hex) of the task
+// spec with its seeds removed, so every field that shapes training counts.
+std::string TaskKey(const SweepSpec& spec, int head_index, int rank);
 
 // Sample statistics of `xs`: mean, standard deviation (n-1), min, max and
 // the half-width of the 95% Student-t interval. All zero for an empty list;
@@ -206,7 +217,21 @@ class Coordinator {
   absl::StatusOr<SweepSpec> SpecOf(Connection& c, const std::string& sweep_id);
   absl::StatusOr<SweepInfo> LoadSweep(Connection& c, const std::string& sweep_id);
   // Ends `sweep_id` if it is RUNNING with no pending or leased cell left.
+  // Advances a search-mode sweep (creating the cells of the next probed
+  // ranks), then ends the sweep when nothing is left to run.
   absl::Status MaybeFinishSweep(Connection& c, const std::string& sweep_id, Events& events);
+  // Search mode: for every ranked head whose probes so far are complete,
+  // creates the cells of the next rank bisection asks for (serving them from
+  // the cache where it can, which may complete them at once, so it loops).
+  // Returns the cells created.
+  absl::StatusOr<int64_t> AdvanceSearch(Connection& c, const std::string& sweep_id,
+                                        const SweepSpec& spec);
+  // Creates the cells of (head, rank) for every seed of the sweep, each
+  // served from the cache when it can be. Returns {created, cached}.
+  absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
+                                                          const std::string& sweep_id,
+                                                          const SweepSpec& spec, int head_index,
+                                                          int rank);
   // Moves one leased cell back to pending or to FAILED. `use_attempt` false
   // gives the attempt back (release).
   absl::Status ReturnCell(Connection& c, int64_t cell_id, const std::string& reason,

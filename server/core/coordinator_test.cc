@@ -970,6 +970,174 @@ TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {
             absl::StatusCode::kNotFound);
 }
 
+// ------------------------------------------------------------------ result cache
+
+class ResultCacheTest : public CoordinatorTest {
+ protected:
+  // A coordinator of build "0.1.0+abc", the build Register() reports.
+  std::unique_ptr<Coordinator> WithCodeVersion(const std::string& version) {
+    CoordinatorOptions options;
+    options.lease_ms = kLeaseMs;
+    options.code_version = version;
+    return std::make_unique<Coordinator>(store_.get(), &clock_, options);
+  }
+
+  // Trains every cell of whatever is pending: train error 0.25 everywhere.
+  void TrainEverything(Coordinator& c, const std::string& worker) {
+    while (true) {
+      auto tasks = c.Acquire(worker, 8, 64);
+      ASSERT_TRUE(tasks.ok()) << tasks.status();
+      if (tasks->empty()) return;
+      for (const Task& t : *tasks) ASSERT_TRUE(c.Complete(worker, ResultsFor(t, 0.25)).ok());
+    }
+  }
+};
+
+TEST_F(ResultCacheTest, AnIdenticalSweepIsServedFromTheStoreAndMarkedCached) {
+  auto coord = WithCodeVersion("0.1.0+abc");
+  std::string w = Register();
+  auto first = coord->Submit(MakeSpec("a", {1, 2}, 2), "local");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->cells, 6);  // kernel r=1, 2 and softmax, 2 seeds each
+  EXPECT_EQ(first->cached_cells, 0);
+  TrainEverything(*coord, w);
+
+  clock_.AdvanceMs(1000);
+  auto again = coord->Submit(MakeSpec("b", {1, 2}, 2), "local");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->cells, 6);
+  EXPECT_EQ(again->cached_cells, 6);
+  auto info = coord->GetSweep(again->sweep_id);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->state, SweepState::kDone);  // nothing left to train
+  EXPECT_EQ(info->counts.done, 6);
+  EXPECT_EQ(info->cached_cells, 6);
+  EXPECT_EQ(info->grid_cells, 6);
+  EXPECT_EQ(info->mean_cell_seconds, 0);  // no cell of b was trained
+
+  auto a_rows = coord->Query(ResultQuery{first->sweep_id});
+  auto b_rows = coord->Query(ResultQuery{again->sweep_id});
+  ASSERT_TRUE(a_rows.ok() && b_rows.ok());
+  ASSERT_EQ(b_rows->rows.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    const ResultRow& a = a_rows->rows[i];
+    const ResultRow& b = b_rows->rows[i];
+    EXPECT_EQ(a.cached_from_cell_id, 0);
+    EXPECT_EQ(b.cached_from_cell_id, a.cell_id);
+    EXPECT_EQ(b.head, a.head);
+    EXPECT_EQ(b.rank, a.rank);
+    EXPECT_EQ(b.seed, a.seed);
+    EXPECT_EQ(b.worker_id, w);
+    EXPECT_EQ(b.lease_id, a.lease_id);
+    EXPECT_EQ(b.finished_unix_ms, a.finished_unix_ms + 1000);
+    ASSERT_TRUE(b.result.has_value());
+    EXPECT_EQ(b.result->train.error, 0.25);
+  }
+  // Only results trained by the worker count as sources: a third identical
+  // sweep copies a's cells, not b's copies.
+  auto third = coord->Submit(MakeSpec("c", {1, 2}, 2), "local");
+  ASSERT_TRUE(third.ok());
+  auto c_rows = coord->Query(ResultQuery{third->sweep_id});
+  ASSERT_TRUE(c_rows.ok());
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(c_rows->rows[i].cached_from_cell_id, a_rows->rows[i].cell_id);
+  }
+}
+
+TEST_F(ResultCacheTest, OnlyTheSameTaskSeedAndBuildAreReused) {
+  auto coord = WithCodeVersion("0.1.0+abc");
+  std::string w = Register();
+  ASSERT_TRUE(coord->Submit(MakeSpec("a", {1, 2}, 2), "local").ok());
+  TrainEverything(*coord, w);
+
+  // More seeds: seeds 0 and 1 come from the cache, seed 2 trains.
+  auto more = coord->Submit(MakeSpec("more-seeds", {1, 2}, 3), "local");
+  ASSERT_TRUE(more.ok());
+  EXPECT_EQ(more->cells, 9);
+  EXPECT_EQ(more->cached_cells, 6);
+  EXPECT_EQ(Cells(more->sweep_id, CellState::kPending), 3);
+
+  // A different training hyperparameter is a different task.
+  SweepSpec other_lr = MakeSpec("other-lr", {1, 2}, 2);
+  other_lr.train.lr = 0.02;
+  auto lr = coord->Submit(other_lr, "local");
+  ASSERT_TRUE(lr.ok());
+  EXPECT_EQ(lr->cached_cells, 0);
+
+  // The user can ask for every cell to be trained again.
+  SweepSpec fresh = MakeSpec("fresh", {1, 2}, 2);
+  fresh.reuse_results = false;
+  auto no_reuse = coord->Submit(fresh, "local");
+  ASSERT_TRUE(no_reuse.ok());
+  EXPECT_EQ(no_reuse->cached_cells, 0);
+  EXPECT_EQ(Cells(no_reuse->sweep_id, CellState::kPending), 6);
+
+  // A coordinator of another build serves nothing trained by this one, and
+  // one with the cache off (empty code version) neither.
+  for (const char* version : {"0.2.0+def", ""}) {
+    auto other = WithCodeVersion(version);
+    auto sub = other->Submit(MakeSpec("other-build", {1, 2}, 2), "local");
+    ASSERT_TRUE(sub.ok()) << sub.status();
+    EXPECT_EQ(sub->cached_cells, 0) << version;
+  }
+}
+
+// ------------------------------------------------------------------ search mode
+
+TEST_F(CoordinatorTest, SearchModeBisectsToTheTransitionAndCountsTheCellsSaved) {
+  SweepSpec spec = MakeSpec("search", {1, 2, 4, 8, 16, 32, 64, 128, 256}, 2);
+  spec.mode = SweepMode::kSearch;
+  auto sub = coordinator_->Submit(spec, "local");
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  // The first probe is the middle rank (16) for the kernel head, plus the
+  // softmax head's cells.
+  EXPECT_EQ(sub->cells, 4);
+  std::string w = Register();
+  std::vector<int> probed;
+  while (true) {
+    std::vector<Task> tasks = Acquire(w, 1, 64);
+    if (tasks.empty()) break;
+    const Task& t = tasks[0];
+    if (t.rank > 0) probed.push_back(t.rank);
+    // The kernel head is exact from rank 8 on; softmax always.
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t, t.rank == 0 || t.rank >= 8 ? 0 : 0.5))
+                    .ok());
+  }
+  // 16 exact -> 2 not -> 4 not -> 8 exact: the transition is 8.
+  EXPECT_THAT(probed, ::testing::ElementsAre(16, 2, 4, 8));
+  SweepInfo info = Get(sub->sweep_id);
+  EXPECT_EQ(info.state, SweepState::kDone);
+  EXPECT_EQ(info.counts.total, 10);  // 4 ranks x 2 seeds + softmax x 2
+  EXPECT_EQ(info.grid_cells, 20);    // (9 ranks + softmax) x 2 seeds
+  ResultQuery q{sub->sweep_id};
+  q.group_by = GroupBy::kHeadRank;
+  auto out = coordinator_->Query(q);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->heads.size(), 2u);
+  EXPECT_TRUE(out->heads[0].transition_defined);
+  EXPECT_EQ(out->heads[0].transition_rank, 8);
+}
+
+TEST_F(CoordinatorTest, SearchModeStopsAtTheTopRankWhenNothingIsExact) {
+  SweepSpec spec = MakeSpec("never", {1, 2, 4, 8}, 1, 0, /*with_softmax=*/false);
+  spec.mode = SweepMode::kSearch;
+  auto sub = coordinator_->Submit(spec, "local");
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  std::string w = Register();
+  std::vector<int> probed;
+  while (true) {
+    std::vector<Task> tasks = Acquire(w, 1, 64);
+    if (tasks.empty()) break;
+    probed.push_back(tasks[0].rank);
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 1.0)).ok());
+  }
+  EXPECT_THAT(probed, ::testing::ElementsAre(2, 4, 8));
+  SweepInfo info = Get(sub->sweep_id);
+  EXPECT_EQ(info.state, SweepState::kDone);
+  EXPECT_EQ(info.counts.total, 3);
+  EXPECT_EQ(info.grid_cells, 4);
+}
+
 TEST(SummarizeTest, SingleValueHasNoSpread) {
   Aggregate a = Summarize({0.5});
   EXPECT_DOUBLE_EQ(a.mean, 0.5);

@@ -156,6 +156,15 @@ UPDATE results SET
   result_json = NULL
 WHERE result_json IS NOT NULL AND json_valid(result_json);
 )sql"},
+    // The result cache: a result row names the task it trained (task_key,
+    // the SHA-256 of the task spec without seeds) and, for a row served
+    // from the cache, the cell whose training it copies (cached_from).
+    {4, R"sql(
+ALTER TABLE results ADD COLUMN task_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE results ADD COLUMN cached_from INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX results_by_task ON results(task_key, seed, worker_build_id)
+  WHERE task_key != '' AND cached_from = 0 AND state = 3;
+)sql"},
 };
 
 absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,

@@ -124,6 +124,9 @@ constexpr const char* kVersion3Columns[] = {
 
 // Turns a freshly created file back into what schema version 2 wrote.
 absl::Status DowngradeToVersion2(Connection& c) {
+  // Version 4: the result cache's index and columns.
+  RETURN_IF_ERROR(c.Exec("DROP INDEX results_by_task; ALTER TABLE results DROP COLUMN task_key; "
+                         "ALTER TABLE results DROP COLUMN cached_from"));
   for (const char* column : kVersion3Columns) {
     RETURN_IF_ERROR(c.Exec(std::string("ALTER TABLE results DROP COLUMN ") + column));
   }
@@ -150,7 +153,7 @@ TEST(StoreTest, MigratesAVersion1FileToTheCurrentVersionKeepingItsData) {
   }
   auto store = Store::Open(dir.File("a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ(*(*store)->SchemaVersion(), 3);
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
   EXPECT_EQ(CountRows(**store, "schema_version"), 1);
   EXPECT_EQ(CountRows(**store, "tokens"), 0);
   EXPECT_EQ(CountRows(**store, "meta"), 3);
@@ -192,7 +195,7 @@ TEST(StoreTest, MigrationToVersion3MovesResultJsonIntoColumns) {
   }
   auto store = Store::Open(dir.File("a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ(*(*store)->SchemaVersion(), 3);
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
   std::vector<std::string> got;
   ASSERT_TRUE((*store)
                   ->Read([&](Connection& c) -> absl::Status {

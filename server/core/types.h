@@ -54,8 +54,10 @@ struct SweepInfo {
   int64_t finished_unix_ms = 0;  // 0 while running
   int priority = 0;
   SweepSpec spec;
-  double mean_cell_seconds = 0;              // over done cells; 0 before any
+  double mean_cell_seconds = 0;              // over trained done cells; 0 before any
   std::vector<std::string> recent_failures;  // most recent first, at most 10
+  int64_t grid_cells = 0;    // cells of the full grid (search mode creates fewer)
+  int64_t cached_cells = 0;  // done cells served from the result cache
 };
 
 struct VersionManifest {
@@ -126,7 +128,8 @@ struct CompleteOutcome {
 
 struct SubmitOutcome {
   std::string sweep_id;
-  int64_t cells = 0;
+  int64_t cells = 0;         // cells created
+  int64_t cached_cells = 0;  // of those, done at once from the result cache
 };
 
 enum class GroupBy { kNone, kHeadRank };
@@ -158,6 +161,9 @@ struct ResultRow {
   int attempt = 0;
   int64_t lease_id = 0;
   int64_t finished_unix_ms = 0;
+  // Set when the result was served from the cache: the cell whose training
+  // produced it (worker, version, attempt and lease are that training's).
+  int64_t cached_from_cell_id = 0;
 };
 
 struct Aggregate {

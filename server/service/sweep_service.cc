@@ -159,6 +159,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerCont
   if (out.ok()) {
     response->set_sweep_id(out->sweep_id);
     response->set_cells(out->cells);
+    response->set_cached_cells(out->cached_cells);
   }
   return Done(context, out.status());
 }

@@ -54,6 +54,8 @@ v1::SweepInfo ToProto(const SweepInfo& info) {
   *p.mutable_spec() = ranksweep::ToProto(info.spec);
   p.set_mean_cell_seconds(info.mean_cell_seconds);
   for (const std::string& f : info.recent_failures) p.add_recent_failures(f);
+  p.set_grid_cells(info.grid_cells);
+  p.set_cached_cells(info.cached_cells);
   return p;
 }
 
@@ -106,6 +108,7 @@ v1::ResultRow ToProto(const ResultRow& row) {
   p.set_attempt(row.attempt);
   p.set_lease_id(row.lease_id);
   p.set_finished_unix_ms(row.finished_unix_ms);
+  p.set_cached_from_cell_id(row.cached_from_cell_id);
   return p;
 }
 
