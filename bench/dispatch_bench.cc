@@ -2,9 +2,17 @@
 // SQLite file.
 //
 //   dispatch: W concurrent fake workers (threads, one channel each) acquire
-//             one cell at a time and complete it with a synthetic result;
-//             tasks/s is completed-and-durable cells per wall second, with
-//             p50/p99 AcquireTasks latency.
+//             K one-seed tasks per AcquireTasks call (--tasks_per_call,
+//             default 1, the worst case: every task pays two calls) and
+//             complete them in one CompleteTasks call with synthetic
+//             results; tasks/s is completed-and-durable tasks per wall
+//             second, with p50/p99 AcquireTasks latency. The server's own
+//             count of writes and commits (group commit) is printed too.
+//   paced:    the same workers, each pausing between cycles so that all of
+//             them together offer --paced_tasks_per_second (default 500)
+//             one-task cycles: acquire latency when the coordinator is not
+//             saturated (in the dispatch phase every call waits behind the
+//             others, so its latency is mostly queueing: workers / rate).
 //   query:    QueryResults latency on a sweep of Q result rows, per-seed rows
 //             and grouped by (head, rank); median of several runs.
 //
@@ -39,6 +47,9 @@ struct Flags {
   int cells = 20000;
   int query_rows = 100000;
   int query_runs = 5;
+  int tasks_per_call = 1;
+  int paced_tasks_per_second = 500;
+  int paced_tasks = 5000;
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -54,10 +65,15 @@ Flags ParseFlags(int argc, char** argv) {
     else if (const char* v = value("cells")) f.cells = std::atoi(v);
     else if (const char* v = value("query_rows")) f.query_rows = std::atoi(v);
     else if (const char* v = value("query_runs")) f.query_runs = std::atoi(v);
+    else if (const char* v = value("tasks_per_call")) f.tasks_per_call = std::atoi(v);
+    else if (const char* v = value("paced_tasks_per_second")) {
+      f.paced_tasks_per_second = std::atoi(v);
+    } else if (const char* v = value("paced_tasks")) f.paced_tasks = std::atoi(v);
     else {
       std::fprintf(stderr,
                    "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
-                   "[--query_rows=100000] [--query_runs=5]\n");
+                   "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] "
+                   "[--paced_tasks_per_second=500] [--paced_tasks=5000]\n");
       std::exit(2);
     }
   }
@@ -153,14 +169,21 @@ std::string RegisterWorker(v1::WorkerService::Stub& stub) {
 
 // Acquires and completes cells until none are left. Acquire latencies (us)
 // are appended to `latencies`.
-void FakeWorker(const std::string& addr, int max_seeds, std::vector<double>* latencies,
-                std::atomic<int64_t>* completed) {
+void FakeWorker(const std::string& addr, int max_tasks, int max_seeds,
+                std::vector<double>* latencies, std::atomic<int64_t>* completed,
+                std::chrono::microseconds period) {
   auto stub = v1::WorkerService::NewStub(Channel(addr));
   std::string id = RegisterWorker(*stub);
+  auto next = Clock::now();
   while (true) {
+    if (period.count() > 0) {
+      // Paced: one cycle per period, whatever the last one took.
+      std::this_thread::sleep_until(next);
+      next += period;
+    }
     v1::AcquireTasksRequest req;
     req.set_worker_id(id);
-    req.set_max_tasks(1);
+    req.set_max_tasks(max_tasks);
     req.set_max_seeds(max_seeds);
     req.set_wait_ms(0);
     v1::AcquireTasksResponse resp;
@@ -233,7 +256,9 @@ int main(int argc, char** argv) {
   {
     std::vector<std::thread> threads;
     for (int i = 0; i < flags.workers; ++i) {
-      threads.emplace_back(FakeWorker, *addr, 1, &latencies[static_cast<size_t>(i)], &completed);
+      threads.emplace_back(FakeWorker, *addr, flags.tasks_per_call, 1,
+                           &latencies[static_cast<size_t>(i)], &completed,
+                           std::chrono::microseconds(0));
     }
     for (auto& t : threads) t.join();
   }
@@ -245,11 +270,35 @@ int main(int argc, char** argv) {
                  flags.cells);
     return 1;
   }
-  std::printf("dispatch workers=%d cells=%d seconds=%.3f tasks_per_second=%.0f "
-              "acquire_p50_ms=%.3f acquire_p99_ms=%.3f\n",
-              flags.workers, flags.cells, seconds, flags.cells / seconds,
+  std::printf("dispatch workers=%d tasks_per_call=%d tasks=%d seconds=%.3f "
+              "tasks_per_second=%.0f acquire_p50_ms=%.3f acquire_p99_ms=%.3f\n",
+              flags.workers, flags.tasks_per_call, flags.cells, seconds, flags.cells / seconds,
               Percentile(all, 0.5) / 1000.0, Percentile(all, 0.99) / 1000.0);
   std::fflush(stdout);
+
+  // ---- paced
+  if (flags.paced_tasks > 0 && flags.paced_tasks_per_second > 0) {
+    Submit(*sweeps, "paced", flags.paced_tasks);
+    std::vector<std::vector<double>> paced(static_cast<size_t>(flags.workers));
+    std::atomic<int64_t> done{0};
+    const auto period = std::chrono::microseconds(
+        static_cast<int64_t>(1e6 * flags.workers / flags.paced_tasks_per_second));
+    auto p0 = Clock::now();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < flags.workers; ++i) {
+      threads.emplace_back(FakeWorker, *addr, 1, 1, &paced[static_cast<size_t>(i)], &done,
+                           period);
+    }
+    for (auto& t : threads) t.join();
+    double paced_seconds = std::chrono::duration<double>(Clock::now() - p0).count();
+    std::vector<double> lat;
+    for (auto& l : paced) lat.insert(lat.end(), l.begin(), l.end());
+    std::printf("paced offered_tasks_per_second=%d achieved=%.0f acquire_p50_ms=%.3f "
+                "acquire_p99_ms=%.3f\n",
+                flags.paced_tasks_per_second, static_cast<double>(done.load()) / paced_seconds,
+                Percentile(lat, 0.5) / 1000.0, Percentile(lat, 0.99) / 1000.0);
+    std::fflush(stdout);
+  }
 
   // ---- query: fill a sweep of query_rows results quickly (1024 seeds per
   // acquisition), then time the two query shapes.
@@ -257,7 +306,10 @@ int main(int argc, char** argv) {
     std::string id = Submit(*sweeps, "query", flags.query_rows);
     std::atomic<int64_t> filled{0};
     std::vector<std::thread> threads;
-    for (int i = 0; i < 4; ++i) threads.emplace_back(FakeWorker, *addr, 1024, nullptr, &filled);
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back(FakeWorker, *addr, 1, 1024, nullptr, &filled,
+                           std::chrono::microseconds(0));
+    }
     for (auto& t : threads) t.join();
     v1::QueryResultsRequest req;
     req.set_sweep_id(id);
@@ -271,5 +323,11 @@ int main(int argc, char** argv) {
   }
   server.Signal(SIGTERM);
   server.Wait(30s);
+  std::smatch m;
+  const std::string log = server.Stderr();
+  if (std::regex_search(log, m, std::regex("(\\d+) writes in (\\d+) commits"))) {
+    std::printf("store writes=%s commits=%s (whole run, both phases)\n", m[1].str().c_str(),
+                m[2].str().c_str());
+  }
   return 0;
 }
