@@ -72,11 +72,20 @@ int ReportLocal(const absl::Status& status) {
   return ExitCodeForStatusCode(static_cast<int>(status.code()));
 }
 
+// Per-seed results of a large sweep (100,000 rows are about 14 MB) exceed
+// gRPC's default 4 MiB receive limit; accept what ranksweepd may send by
+// default (--max_message_bytes, 64 MiB).
+grpc::ChannelArguments ChannelArgs() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return args;
+}
+
 class Client {
  public:
   Client(Globals g, std::shared_ptr<grpc::ChannelCredentials> credentials)
       : g_(std::move(g)),
-        channel_(grpc::CreateChannel(g_.addr, std::move(credentials))),
+        channel_(grpc::CreateCustomChannel(g_.addr, std::move(credentials), ChannelArgs())),
         stub_(v1::SweepService::NewStub(channel_)) {}
 
   const Globals& globals() const { return g_; }
