@@ -253,6 +253,13 @@ torch::Tensor AttentionHeadImpl::ForwardIndexed(const torch::Tensor& table,
                                                 const torch::Tensor& idx, Path path) {
   const int64_t s = num_seeds_, d = table.size(0);
   const int64_t b = idx.size(1), n = idx.size(2);
+  if (path == Path::kAuto && 2 * d > b * n) {
+    // Hardly any repeats (or a minibatch of a split with many distinct
+    // tokens): maps on the table would cost more than on the positions.
+    return forward(table.index_select(0, idx.reshape({-1}))
+                       .view({idx.size(0), b, n, table.size(1)})
+                       .expand({s, b, n, table.size(1)}));
+  }
   const TokenMaps maps = Maps(table);  // [S, D, ...], one GEMM for the first layers
   if (path == Path::kPairs || (path == Path::kAuto && UsesPairs(d, b, n))) {
     // Reuse the gather indices when the same index tensor comes again. Not

@@ -72,7 +72,8 @@ struct TokenMaps {
 //
 // Two forward paths with the same math:
 //  * forward(x): every map on every position.
-//  * ForwardIndexed(table, idx): every map on the distinct tokens only, then
+//  * ForwardIndexed(table, idx): every map on the distinct tokens only
+//    (when tokens repeat: at most B*N/2 distinct ones), then
 //    either (pair path) the attention scores s(a, c) and the readout-value
 //    products w_k(a, c) = <U_k [a; 1], V [c; 1]> for every pair of distinct
 //    tokens, gathered per (position, position) pair, so that
@@ -86,7 +87,10 @@ class AttentionHeadImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   // table: [D, m] distinct tokens; idx: [S or 1, B, N] int64 rows of table
   // (1: the same sequences for every seed). Returns what forward returns for
-  // x[s, b, i] = table[idx[s, b, i]]. `path` forces one path (tests).
+  // x[s, b, i] = table[idx[s, b, i]]. With more than B*N/2 distinct tokens
+  // it is forward on the gathered tokens. `path` forces one path (tests).
+  // The gather indices of the last index tensor are kept, keyed by the
+  // tensor itself: do not modify an index tensor in place after a call.
   enum class Path { kAuto, kPairs, kTokens };
   torch::Tensor ForwardIndexed(const torch::Tensor& table, const torch::Tensor& idx,
                                Path path = Path::kAuto);

@@ -286,6 +286,19 @@ TEST(HeadTest, IndexedForwardEqualsPlainForward) {
   }
 }
 
+TEST(HeadTest, IndexedForwardWithoutRepeatsIsThePlainForward) {
+  // Every token distinct: maps on the table would not save anything, so
+  // ForwardIndexed runs forward on the gathered tokens, bit for bit.
+  std::vector<uint64_t> tokens;
+  for (uint64_t t = 0; t < 12; ++t) tokens.push_back(t);
+  const TokenIndex ti = IndexTokens(tokens, 4, 3, 5, torch::kCPU);
+  ASSERT_EQ(ti.table.size(0), 12);
+  auto head = MakeHead(Config(HeadKind::kKernel, FeatureMap::kEluPlusOne, 4), {1, 2});
+  const torch::Tensor x = ti.table.view({1, 4, 3, 5}).expand({2, 4, 3, 5});
+  EXPECT_TRUE(torch::equal(head->ForwardIndexed(ti.table, ti.index.unsqueeze(0)),
+                           head->forward(x)));
+}
+
 TEST(HeadTest, PairPathChosenForFewDistinctTokens) {
   HeadConfig c = Config(HeadKind::kKernel, FeatureMap::kEluPlusOne, 16);
   c.m = 24;
