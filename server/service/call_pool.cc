@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "server/service/translate.h"
+
 namespace ranksweep::server {
 
 CallPool::CallPool(int threads) {
@@ -44,6 +46,15 @@ void CallPool::Loop() {
     job();
     lock.lock();
   }
+}
+
+grpc::ServerUnaryReactor* OffloadUnary(CallPool& pool, grpc::CallbackServerContext* context,
+                                       std::function<absl::Status()> body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!pool.Run([reactor, body = std::move(body)] { reactor->Finish(ToGrpcStatus(body())); })) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+  }
+  return reactor;
 }
 
 }  // namespace ranksweep::server

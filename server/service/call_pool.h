@@ -15,9 +15,14 @@
 // after that returns false and does not run the job, so the caller finishes
 // its call itself (UNAVAILABLE). The destructor calls Shutdown().
 //
+// SweepService and WorkerService each have a pool, so that a long query never
+// delays a worker's call.
+//
 // Thread-safety: Run() may be called from any thread, concurrently.
 #ifndef RANKSWEEP_SERVER_SERVICE_CALL_POOL_H_
 #define RANKSWEEP_SERVER_SERVICE_CALL_POOL_H_
+
+#include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
 #include <deque>
@@ -25,6 +30,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace ranksweep::server {
 
@@ -51,6 +58,12 @@ class CallPool {
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
+
+// A unary call whose body runs on `pool`: the status `body` returns (after
+// filling the response) finishes the call through its DefaultReactor. Once
+// the pool has shut down the call finishes at once with UNAVAILABLE.
+grpc::ServerUnaryReactor* OffloadUnary(CallPool& pool, grpc::CallbackServerContext* context,
+                                       std::function<absl::Status()> body);
 
 }  // namespace ranksweep::server
 

@@ -10,11 +10,6 @@
 namespace ranksweep::server {
 namespace {
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
 
 // A WatchSweep refused before it started (authorization, shutdown).
 class RefusedWatch final : public grpc::ServerWriteReactor<v1::SweepEvent> {
@@ -131,9 +126,14 @@ SweepServiceImpl::SweepServiceImpl(Coordinator* coordinator, const Authorizer* a
 SweepServiceImpl::~SweepServiceImpl() { Shutdown(); }
 
 void SweepServiceImpl::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
-  shutting_down_ = true;
-  for (WatchReactor* w : watches_) w->Shutdown();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;
+    for (WatchReactor* w : watches_) w->Shutdown();
+  }
+  // Calls already handed to the pool run to the end; later ones get
+  // UNAVAILABLE.
+  pool_.Shutdown();
 }
 
 void SweepServiceImpl::Forget(WatchReactor* reactor) {
@@ -152,62 +152,70 @@ absl::Status SweepServiceImpl::CheckAccess(const Principal& caller, const std::s
 grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerContext* context,
                                                         const v1::SubmitSweepRequest* request,
                                                         v1::SubmitSweepResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kSubmitSweep);
-  if (!caller.ok()) return Done(context, caller.status());
-  absl::StatusOr<SubmitOutcome> out =
-      coordinator_->Submit(ranksweep::FromProto(request->spec()), caller->name);
-  if (out.ok()) {
-    response->set_sweep_id(out->sweep_id);
-    response->set_cells(out->cells);
-    response->set_cached_cells(out->cached_cells);
-  }
-  return Done(context, out.status());
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kSubmitSweep);
+    if (!caller.ok()) return caller.status();
+    absl::StatusOr<SubmitOutcome> out =
+        coordinator_->Submit(ranksweep::FromProto(request->spec()), caller->name);
+    if (out.ok()) {
+      response->set_sweep_id(out->sweep_id);
+      response->set_cells(out->cells);
+      response->set_cached_cells(out->cached_cells);
+    }
+    return out.status();
+  });
 }
 
 grpc::ServerUnaryReactor* SweepServiceImpl::GetSweep(grpc::CallbackServerContext* context,
                                                      const v1::GetSweepRequest* request,
                                                      v1::GetSweepResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kGetSweep);
-  if (!caller.ok()) return Done(context, caller.status());
-  absl::StatusOr<SweepInfo> info = coordinator_->GetSweep(request->sweep_id());
-  if (!info.ok()) return Done(context, info.status());
-  absl::Status access = CheckSweepAccess(*caller, info->sweep_id, info->owner, "read");
-  if (access.ok()) *response->mutable_sweep() = ToProto(*info);
-  return Done(context, access);
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kGetSweep);
+    if (!caller.ok()) return caller.status();
+    absl::StatusOr<SweepInfo> info = coordinator_->GetSweep(request->sweep_id());
+    if (!info.ok()) return info.status();
+    absl::Status access = CheckSweepAccess(*caller, info->sweep_id, info->owner, "read");
+    if (access.ok()) *response->mutable_sweep() = ToProto(*info);
+    return access;
+  });
 }
 
 grpc::ServerUnaryReactor* SweepServiceImpl::ListSweeps(grpc::CallbackServerContext* context,
                                                        const v1::ListSweepsRequest* request,
                                                        v1::ListSweepsResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kListSweeps);
-  if (!caller.ok()) return Done(context, caller.status());
-  absl::StatusOr<std::optional<SweepState>> state =
-      SweepStateFromProto(request->state(), "state");
-  if (!state.ok()) return Done(context, state.status());
-  if (request->limit() < 0) {
-    return Done(context, absl::InvalidArgumentError("limit: must be >= 0"));
-  }
-  const std::optional<std::string> owner =
-      SeesAllSweeps(*caller) ? std::nullopt : std::optional<std::string>(caller->name);
-  absl::StatusOr<std::vector<SweepInfo>> sweeps =
-      coordinator_->ListSweeps(*state, request->limit(), owner);
-  if (sweeps.ok()) {
-    for (const SweepInfo& s : *sweeps) *response->add_sweeps() = ToProto(s);
-  }
-  return Done(context, sweeps.status());
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kListSweeps);
+    if (!caller.ok()) return caller.status();
+    absl::StatusOr<std::optional<SweepState>> state =
+        SweepStateFromProto(request->state(), "state");
+    if (!state.ok()) return state.status();
+    if (request->limit() < 0) {
+      return absl::InvalidArgumentError("limit: must be >= 0");
+    }
+    const std::optional<std::string> owner =
+        SeesAllSweeps(*caller) ? std::nullopt : std::optional<std::string>(caller->name);
+    absl::StatusOr<std::vector<SweepInfo>> sweeps =
+        coordinator_->ListSweeps(*state, request->limit(), owner);
+    if (sweeps.ok()) {
+      for (const SweepInfo& s : *sweeps) *response->add_sweeps() = ToProto(s);
+    }
+    return sweeps.status();
+  });
 }
 
 grpc::ServerUnaryReactor* SweepServiceImpl::CancelSweep(grpc::CallbackServerContext* context,
                                                         const v1::CancelSweepRequest* request,
                                                         v1::CancelSweepResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCancelSweep);
-  if (!caller.ok()) return Done(context, caller.status());
-  // Owners never change, so checking before cancelling races with nothing.
-  absl::Status access = CheckAccess(*caller, request->sweep_id(), "cancel");
-  if (!access.ok()) return Done(context, access);
-  absl::StatusOr<int64_t> n = coordinator_->Cancel(request->sweep_id());
-  if (n.ok()) response->set_cells_cancelled(*n);
-  return Done(context, n.status());
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCancelSweep);
+    if (!caller.ok()) return caller.status();
+    // Owners never change, so checking before cancelling races with nothing.
+    absl::Status access = CheckAccess(*caller, request->sweep_id(), "cancel");
+    if (!access.ok()) return access;
+    absl::StatusOr<int64_t> n = coordinator_->Cancel(request->sweep_id());
+    if (n.ok()) response->set_cells_cancelled(*n);
+    return n.status();
+  });
 }
 
 grpc::ServerWriteReactor<v1::SweepEvent>* SweepServiceImpl::WatchSweep(
@@ -232,43 +240,47 @@ grpc::ServerWriteReactor<v1::SweepEvent>* SweepServiceImpl::WatchSweep(
 grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerContext* context,
                                                          const v1::QueryResultsRequest* request,
                                                          v1::QueryResultsResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kQueryResults);
-  if (!caller.ok()) return Done(context, caller.status());
-  absl::Status access = CheckAccess(*caller, request->sweep_id(), "read");
-  if (!access.ok()) return Done(context, access);
-  ResultQuery query;
-  query.sweep_id = request->sweep_id();
-  query.head = request->head();
-  query.ranks.assign(request->ranks().begin(), request->ranks().end());
-  query.seeds.assign(request->seeds().begin(), request->seeds().end());
-  absl::StatusOr<std::optional<CellState>> state = CellStateFromProto(request->state(), "state");
-  if (!state.ok()) return Done(context, state.status());
-  query.state = *state;
-  absl::StatusOr<GroupBy> group_by = GroupByFromProto(request->group_by());
-  if (!group_by.ok()) return Done(context, group_by.status());
-  query.group_by = *group_by;
-  absl::StatusOr<QueryOutcome> out = coordinator_->Query(query);
-  if (out.ok()) {
-    response->mutable_rows()->Reserve(static_cast<int>(out->rows.size()));
-    for (const ResultRow& row : out->rows) *response->add_rows() = ToProto(row);
-    for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
-    for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
-    if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);
-  }
-  return Done(context, out.status());
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kQueryResults);
+    if (!caller.ok()) return caller.status();
+    absl::Status access = CheckAccess(*caller, request->sweep_id(), "read");
+    if (!access.ok()) return access;
+    ResultQuery query;
+    query.sweep_id = request->sweep_id();
+    query.head = request->head();
+    query.ranks.assign(request->ranks().begin(), request->ranks().end());
+    query.seeds.assign(request->seeds().begin(), request->seeds().end());
+    absl::StatusOr<std::optional<CellState>> state = CellStateFromProto(request->state(), "state");
+    if (!state.ok()) return state.status();
+    query.state = *state;
+    absl::StatusOr<GroupBy> group_by = GroupByFromProto(request->group_by());
+    if (!group_by.ok()) return group_by.status();
+    query.group_by = *group_by;
+    absl::StatusOr<QueryOutcome> out = coordinator_->Query(query);
+    if (out.ok()) {
+      response->mutable_rows()->Reserve(static_cast<int>(out->rows.size()));
+      for (const ResultRow& row : out->rows) *response->add_rows() = ToProto(row);
+      for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
+      for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
+      if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);
+    }
+    return out.status();
+  });
 }
 
 grpc::ServerUnaryReactor* SweepServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
                                                         const v1::ListWorkersRequest* request,
                                                         v1::ListWorkersResponse* response) {
-  (void)request;
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kListWorkers);
-  if (!caller.ok()) return Done(context, caller.status());
-  absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator_->ListWorkers();
-  if (workers.ok()) {
-    for (const WorkerInfo& w : *workers) *response->add_workers() = ToProto(w);
-  }
-  return Done(context, workers.status());
+  return Offload(context, [this, context, request, response]() -> absl::Status {
+    (void)request;
+    absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kListWorkers);
+    if (!caller.ok()) return caller.status();
+    absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator_->ListWorkers();
+    if (workers.ok()) {
+      for (const WorkerInfo& w : *workers) *response->add_workers() = ToProto(w);
+    }
+    return workers.status();
+  });
 }
 
 }  // namespace ranksweep::server

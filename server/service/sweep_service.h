@@ -1,7 +1,9 @@
 // SweepService (ranksweep.v1) over the coordinator core: the calls people
-// make through the CLI. Unary calls translate and finish at once through
-// DefaultReactor(); WatchSweep is a write reactor fed by the coordinator's
-// change listener, so a watch holds no thread while it waits.
+// make through the CLI. Unary calls run on the service's own CallPool
+// (kCallThreads threads; a 100,000-row query takes a while, and must not hold
+// one of gRPC's few callback threads that worker calls pass through) and
+// finish through DefaultReactor(); WatchSweep is a write reactor fed by the
+// coordinator's change listener, so a watch holds no thread while it waits.
 //
 // Every call is first authorized (server/service/call_auth.h): people's
 // calls need role user or admin. A sweep's owner is the caller's name; a
@@ -14,13 +16,15 @@
 //
 // Shutdown(): every open watch ends with UNAVAILABLE and new watches are
 // refused, so that grpc::Server::Shutdown() does not wait for streams that
-// would otherwise stay open until their sweep ends. Call it before
-// grpc::Server::Shutdown().
+// would otherwise stay open until their sweep ends; unary calls already
+// handed to the pool run to the end, later ones fail with UNAVAILABLE. Call
+// it before grpc::Server::Shutdown().
 //
 // Thread-safety: all methods may be called concurrently, as gRPC does.
 #ifndef RANKSWEEP_SERVER_SERVICE_SWEEP_SERVICE_H_
 #define RANKSWEEP_SERVER_SERVICE_SWEEP_SERVICE_H_
 
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -31,6 +35,7 @@
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "server/core/auth.h"
 #include "server/core/coordinator.h"
+#include "server/service/call_pool.h"
 
 namespace ranksweep::server {
 
@@ -38,6 +43,9 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
  public:
   SweepServiceImpl(Coordinator* coordinator, const Authorizer* authorizer);
   ~SweepServiceImpl() override;
+
+  // Threads running SweepService calls (queries, submits) at once.
+  static constexpr int kCallThreads = 8;
 
   void Shutdown();
 
@@ -65,6 +73,10 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
  private:
   class WatchReactor;
   void Forget(WatchReactor* reactor);
+  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context,
+                                    std::function<absl::Status()> body) {
+    return OffloadUnary(pool_, context, std::move(body));
+  }
 
   // OK when `caller` may `action` the sweep (admins always; users only
   // their own); NotFound for an unknown sweep.
@@ -77,6 +89,9 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
   std::mutex mu_;
   bool shutting_down_ = false;
   std::set<WatchReactor*> watches_;
+  // Runs the unary calls' bodies (queries can take a while), off gRPC's
+  // own threads. Declared last: its jobs use everything above.
+  CallPool pool_{kCallThreads};
 };
 
 }  // namespace ranksweep::server

@@ -66,11 +66,7 @@ void WorkerServiceImpl::Shutdown() {
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Offload(grpc::CallbackServerContext* context,
                                                      std::function<absl::Status()> body) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (!pool_.Run([reactor, body = std::move(body)] { reactor->Finish(ToGrpcStatus(body())); })) {
-    reactor->Finish(kShuttingDown);
-  }
-  return reactor;
+  return OffloadUnary(pool_, context, std::move(body));
 }
 
 size_t WorkerServiceImpl::waiting() const {
