@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -78,14 +79,31 @@ class Cluster {
     return RunCommand(argv, dir_ + "/cli" + std::to_string(cli_runs_++), timeout);
   }
 
-  std::string Submit() {
-    std::string path = dir_ + "/spec.json";
-    std::ofstream(path) << kSpec;
+  std::string Submit(const std::string& spec = kSpec, CommandResult* out = nullptr) {
+    std::string path = dir_ + "/spec" + std::to_string(cli_runs_) + ".json";
+    std::ofstream(path) << spec;
     CommandResult r = Cli({"submit", "-f", path});
+    if (out != nullptr) *out = r;
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::string id = r.out;
     while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
     return id;
+  }
+
+  // `ranksweep watch ID` until the sweep ends; true when it ended DONE.
+  bool WatchToTheEnd(const std::string& id) {
+    CommandResult watch = Cli({"watch", id}, 300s);
+    EXPECT_EQ(watch.exit_code, 0) << watch.out << watch.err;
+    return watch.exit_code == 0;
+  }
+
+  // `ranksweep results ID --format json`, parsed; an empty array on failure.
+  Json ResultRows(const std::string& id) {
+    CommandResult results = Cli({"results", id, "--format", "json"});
+    EXPECT_EQ(results.exit_code, 0) << results.err;
+    Json rows = results.exit_code == 0 ? Json::parse(results.out) : Json::array();
+    EXPECT_TRUE(rows.is_array()) << results.out;
+    return rows;
   }
 
   void StopWorkers() {
@@ -179,13 +197,8 @@ TEST(ServiceE2ETest, SweepThroughCliAndTwoWorkersStoresEveryCellOnce) {
   std::string id = cluster.Submit();
   ASSERT_FALSE(id.empty());
 
-  CommandResult watch = cluster.Cli({"watch", id}, 300s);
-  ASSERT_EQ(watch.exit_code, 0) << watch.out << watch.err;
-
-  CommandResult results = cluster.Cli({"results", id, "--format", "json"});
-  ASSERT_EQ(results.exit_code, 0) << results.err;
-  Json rows = Json::parse(results.out);
-  ASSERT_TRUE(rows.is_array()) << results.out;
+  ASSERT_TRUE(cluster.WatchToTheEnd(id));
+  Json rows = cluster.ResultRows(id);
   ASSERT_EQ(rows.size(), static_cast<size_t>(kCells));
   std::set<std::string> workers;
   for (const Json& row : rows) {
@@ -249,8 +262,7 @@ TEST(ServiceE2ETest, CoordinatorRestartMidSweepLosesAndDuplicatesNothing) {
 
   // Same file, same port: the worker reconnects on its own.
   cluster.StartServer(port);
-  CommandResult watch = cluster.Cli({"watch", id}, 300s);
-  ASSERT_EQ(watch.exit_code, 0) << watch.out << watch.err;
+  ASSERT_TRUE(cluster.WatchToTheEnd(id));
 
   std::vector<DbRow> rows = ReadDbRows(cluster.db(), id);
   ExpectOneRowPerCell(rows);
@@ -258,6 +270,80 @@ TEST(ServiceE2ETest, CoordinatorRestartMidSweepLosesAndDuplicatesNothing) {
 
   CommandResult status = cluster.Cli({"status", id});
   EXPECT_EQ(status.exit_code, 0) << status.err;
+  cluster.StopWorkers();
+  cluster.StopServer(SIGTERM);
+  EXPECT_EQ(IntegrityCheck(cluster.db()), "ok");
+}
+
+// Search mode over five ranks, then the same spec again: the second sweep's
+// whole search is answered from the result cache at submit.
+TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) {
+  constexpr char kSearch[] = R"({
+    "name": "search",
+    "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
+    "heads": [{"kind": "kernel", "feature_map": "elu1"}, {"kind": "softmax"}],
+    "ranks": [1, 2, 4, 8, 16],
+    "seed_count": 2,
+    "mode": "search",
+    "train": {"max_steps": 300, "eval_every": 50, "lr": 0.02}
+  })";
+  TempDir dir;
+  Cluster cluster(dir);
+  cluster.StartServer();
+  cluster.StartWorker();
+  std::string id = cluster.Submit(kSearch);
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(cluster.WatchToTheEnd(id));
+  Json rows = cluster.ResultRows(id);
+  // Kernel ranks probed by bisection over 1..16 (middle first: 4), and the
+  // softmax head's 2 seeds.
+  std::map<std::tuple<std::string, int, int64_t>, double> errors;
+  std::set<int> probed;
+  for (const Json& row : rows) {
+    EXPECT_EQ(row.at("state"), "CELL_STATE_DONE");
+    EXPECT_EQ(row.value("cached_from_cell_id", 0), 0);
+    const int rank = row.value("rank", 0);
+    if (rank > 0) probed.insert(rank);
+    errors[{row.at("head").get<std::string>(), rank, row.value("seed", int64_t{0})}] =
+        row.at("result").at("train").at("error").get<double>();
+  }
+  ASSERT_TRUE(probed.count(4)) << rows.dump();
+  EXPECT_GE(probed.size(), 2u);
+  EXPECT_LE(probed.size(), 3u);  // ceil(log2(5 + 1)) probes at most
+  EXPECT_EQ(rows.size(), 2 * (probed.size() + 1));
+  // The probes are a bisection: every probed rank on which some seed is not
+  // exact lies below every probed rank on which both seeds are.
+  int highest_not_exact = 0, lowest_exact = 1 << 20;
+  for (int rank : probed) {
+    const bool exact = errors[{"kernel/elu1", rank, 0}] == 0 && errors[{"kernel/elu1", rank, 1}] == 0;
+    if (exact) lowest_exact = std::min(lowest_exact, rank);
+    else highest_not_exact = std::max(highest_not_exact, rank);
+  }
+  EXPECT_LT(highest_not_exact, lowest_exact) << rows.dump();
+  CommandResult status = cluster.Cli({"status", id});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("search:     " + std::to_string(rows.size()) + " of 12 grid cells"),
+            std::string::npos)
+      << status.out;
+
+  CommandResult again_submit;
+  std::string again = cluster.Submit(kSearch, &again_submit);
+  ASSERT_FALSE(again.empty());
+  EXPECT_NE(again_submit.err.find("(" + std::to_string(rows.size()) +
+                                  " done from the result cache)"),
+            std::string::npos)
+      << again_submit.err;
+  CommandResult again_status = cluster.Cli({"status", again});
+  EXPECT_NE(again_status.out.find("state:      DONE"), std::string::npos) << again_status.out;
+  Json again_rows = cluster.ResultRows(again);
+  ASSERT_EQ(again_rows.size(), rows.size());
+  for (const Json& row : again_rows) {
+    EXPECT_GT(row.value("cached_from_cell_id", 0), 0) << row.dump();
+    auto key = std::make_tuple(row.at("head").get<std::string>(), row.value("rank", 0),
+                               row.value("seed", int64_t{0}));
+    ASSERT_TRUE(errors.count(key)) << row.dump();
+    EXPECT_EQ(row.at("result").at("train").at("error").get<double>(), errors[key]);
+  }
   cluster.StopWorkers();
   cluster.StopServer(SIGTERM);
   EXPECT_EQ(IntegrityCheck(cluster.db()), "ok");
