@@ -350,6 +350,21 @@ std::string TaskKey(const SweepSpec& spec, int head_index, int rank) {
       absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
 }
 
+absl::StatusOr<std::string> Coordinator::TaskKeyOf(Connection& c, const std::string& sweep_id,
+                                                    int head_index, int rank) {
+  const auto group = std::make_tuple(sweep_id, head_index, rank);
+  {
+    std::lock_guard<std::mutex> lock(spec_mu_);
+    auto it = task_key_cache_.find(group);
+    if (it != task_key_cache_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+  std::string key = TaskKey(spec, head_index, rank);
+  std::lock_guard<std::mutex> lock(spec_mu_);
+  task_key_cache_.emplace(group, key);
+  return key;
+}
+
 absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
     Connection& c, const std::string& sweep_id, const SweepSpec& spec, int head_index, int rank) {
   const bool use_cache = spec.reuse_results && !options_.code_version.empty();
@@ -1185,7 +1200,6 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
     RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
     ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
     std::set<std::string> touched;
-    std::map<std::tuple<std::string, int, int>, std::string> task_keys;  // per (sweep, head, rank)
     for (const CellResult& r : results) {
       std::string sweep_id, holder;
       int head_index = 0, rank = 0, state = 0, attempt = 0;
@@ -1238,13 +1252,8 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
         ins.Bind(9, version.build_id).Bind(10, version.torch_version);
         ins.Bind(11, version.cuda_version).Bind(12, now);
         BindResultColumns(ins, 13, r.result);
-        auto key = task_keys.find({sweep_id, head_index, rank});
-        if (key == task_keys.end()) {
-          ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
-          key = task_keys.emplace(std::make_tuple(sweep_id, head_index, rank),
-                                  TaskKey(spec, head_index, rank)).first;
-        }
-        ins.Bind(13 + kResultColumnCount, key->second);
+        ASSIGN_OR_RETURN(std::string key, TaskKeyOf(c, sweep_id, head_index, rank));
+        ins.Bind(13 + kResultColumnCount, key);
         RETURN_IF_ERROR(ins.Run());
       }
       {

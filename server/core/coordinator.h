@@ -46,6 +46,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -226,6 +227,9 @@ class Coordinator {
   // Returns the cells created.
   absl::StatusOr<int64_t> AdvanceSearch(Connection& c, const std::string& sweep_id,
                                         const SweepSpec& spec);
+  // TaskKey of one (head, rank) of a sweep, from the cache when known.
+  absl::StatusOr<std::string> TaskKeyOf(Connection& c, const std::string& sweep_id,
+                                        int head_index, int rank);
   // Creates the cells of (head, rank) for every seed of the sweep, each
   // served from the cache when it can be. Returns {created, cached}.
   absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
@@ -246,6 +250,9 @@ class Coordinator {
 
   std::mutex spec_mu_;
   std::map<std::string, SweepSpec> spec_cache_;  // sweep specs never change
+  // TaskKey of (sweep, head, rank), computed once (a JSON dump and a SHA-256
+  // per completion otherwise). Guarded by spec_mu_.
+  std::map<std::tuple<std::string, int, int>, std::string> task_key_cache_;
 
   // A listener is called under its own mutex, so that Unsubscribe can wait
   // for a call in progress without serializing unrelated listeners.
