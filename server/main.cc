@@ -40,6 +40,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/flags/flag.h"
+#include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"

@@ -72,8 +72,9 @@ struct CoordinatorOptions {
   // result trained by a worker whose build_id equals code_version is done
   // at once with a copy of that result, unless the sweep sets
   // reuse_results = false. Empty turns the cache off. ranksweepd sets its own
-  // build id: workers built from the same source reuse each other's results,
-  // and nothing trained by another build is ever served.
+  // build id, which includes a hash of the trainer and spec sources
+  // (cmake/BuildId.cmake): workers built from the same source reuse each
+  // other's results, and nothing trained by other code is ever served.
   std::string code_version;
 };
 

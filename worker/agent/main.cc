@@ -28,9 +28,7 @@
 #include "worker/agent/trainer_runner.h"
 #include "worker/trainer/trainer.h"
 
-#ifndef RANKSWEEP_BUILD_ID
-#define RANKSWEEP_BUILD_ID "unknown"
-#endif
+#include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
 
 ABSL_FLAG(std::string, coordinator, "",
           "Coordinator address host:port; default $RANKSWEEP_ADDR, else 127.0.0.1:50051");
