@@ -1405,8 +1405,18 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
     // No ORDER BY: SQLite then walks the sweep's cells through an index on
     // sweep_id (in state order); sorting in SQL made it scan every cell of
     // every sweep in id order instead. Rows are sorted by cell id below.
+    // Grouped, the same layout with only the columns the aggregates and the
+    // facts read; the others are NULL constants, so SQLite decodes a third
+    // of each row (100k rows: ~70 ms instead of ~200 ms in the sqlite3 shell).
+    static const std::string* grouped_sql = new std::string(absl::StrCat(
+        "SELECT c.id, c.head_index, c.rank, c.seed, c.state, NULL, NULL, NULL, NULL, NULL, NULL, "
+        "NULL, NULL, NULL, NULL, NULL, r.cell_id IS NOT NULL, NULL, r.train_position_accuracy, "
+        "r.train_exact_accuracy, r.train_error, NULL, r.test_sequences, NULL, NULL, r.test_error, "
+        "NULL, NULL, NULL, NULL, NULL, r.facts_train_sequences, r.facts_test_sequences, "
+        "r.facts_distinct_queries, r.facts_rank_lower_bound, r.facts_rank_upper_bound, NULL "
+        "FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
     constexpr int kQueryResultFirst = 17;
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(grouped ? *grouped_sql : *sql));
     q.Bind(1, query.sweep_id);
 
     struct GroupAcc {
