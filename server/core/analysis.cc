@@ -44,8 +44,10 @@ Transition FindTransition(const std::vector<const ResultGroup*>& sorted, ExactOf
       return t;
     }
     if (exact < g.n) continue;  // decided: some done seed is not exact
+    // With no seed done yet there is nothing to call exact.
     t.reason = absl::StrCat("undecided: rank ", g.rank, " is incomplete (", CompletenessNote(g),
-                            ") and every done seed there is exact");
+                            g.n == 0 ? ") and none of its seeds is done yet"
+                                     : ") and every done seed there is exact");
     return t;
   }
   t.reason = "no swept rank has every seed exact";

@@ -89,8 +89,8 @@ TEST(SummarizeHeadTest, RankWithNoDoneSeedIsUndecided) {
   HeadSummary s = SummarizeHead({Group(0, 1, 0, 2, 0, {0, 1}), Group(0, 2, 2, 2, 2)}, false);
   EXPECT_FALSE(s.transition_defined);
   EXPECT_EQ(s.reason,
-            "undecided: rank 1 is incomplete (0/2 seeds; seeds 0, 1 missing) and every done seed "
-            "there is exact");
+            "undecided: rank 1 is incomplete (0/2 seeds; seeds 0, 1 missing) and none of its "
+            "seeds is done yet");
 }
 
 TEST(SummarizeHeadTest, RanklessHead) {
