@@ -94,6 +94,19 @@ int ExitCodeFor(const absl::Status& status) {
   return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : 1;
 }
 
+// Opens (and migrates) the database of --db with --busy_timeout_ms; on
+// failure says why on stderr and returns null.
+std::unique_ptr<Store> OpenStore(const std::string& db) {
+  StoreOptions options;
+  options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, options);
+  if (!store.ok()) {
+    std::cerr << "ranksweepd: cannot open " << db << ": " << store.status() << "\n";
+    return nullptr;
+  }
+  return *std::move(store);
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
@@ -165,15 +178,10 @@ int TokenCommand(const std::vector<std::string>& args) {
     std::cerr << "ranksweepd: no database at " << db << " (--db)\n";
     return 1;
   }
-  StoreOptions store_options;
-  store_options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, store_options);
-  if (!store.ok()) {
-    std::cerr << "ranksweepd: cannot open " << db << ": " << store.status() << "\n";
-    return 1;
-  }
+  std::unique_ptr<Store> store = OpenStore(db);
+  if (store == nullptr) return 1;
   RealClock clock;
-  TokenStore tokens(store->get(), &clock);
+  TokenStore tokens(store.get(), &clock);
 
   if (create) {
     absl::StatusOr<std::string> token = tokens.Create(name, role);
@@ -296,13 +304,8 @@ int Serve() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  StoreOptions store_options;
-  store_options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, store_options);
-  if (!store.ok()) {
-    std::cerr << "ranksweepd: cannot open " << db << ": " << store.status() << "\n";
-    return 1;
-  }
+  std::unique_ptr<Store> store = OpenStore(db);
+  if (store == nullptr) return 1;
 
   RealClock clock;
   CoordinatorOptions options;
@@ -311,14 +314,14 @@ int Serve() {
   // The result cache serves only results trained by workers of this build.
   options.code_version = RANKSWEEP_BUILD_ID;
   options.max_task_memory_bytes = max_task_memory_bytes;
-  Coordinator coordinator(store->get(), &clock, options);
+  Coordinator coordinator(store.get(), &clock, options);
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
   if (!recovered.ok()) {
     std::cerr << "ranksweepd: recovery failed: " << recovered.status() << "\n";
     return 1;
   }
 
-  TokenStore tokens(store->get(), &clock);
+  TokenStore tokens(store.get(), &clock);
   const Authorizer authorizer = insecure_local ? Authorizer::InsecureLocal() : Authorizer(&tokens);
   if (insecure_local) {
     LogEvent("WARNING: --insecure_local: no authentication; every caller is the admin \"local\"");
@@ -401,9 +404,9 @@ int Serve() {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Wait();
   server.reset();
-  const Store::WriteStats stats = (*store)->write_stats();
+  const Store::WriteStats stats = store->write_stats();
   LogEvent("ranksweepd: %d writes in %d commits this run", stats.writes, stats.commits);
-  store->reset();  // closes the database (and checkpoints the WAL)
+  store.reset();  // closes the database (and checkpoints the WAL)
   LogEvent("ranksweepd stopped");
   return 0;
 }

@@ -246,7 +246,8 @@ std::string Coordinator::CellLabel(const SweepSpec& spec, int head_index, int ra
 
 // ------------------------------------------------------------------ helpers
 
-absl::StatusOr<SweepSpec> Coordinator::SpecOf(Connection& c, const std::string& sweep_id) {
+absl::StatusOr<std::shared_ptr<const SweepSpec>> Coordinator::SpecOf(
+    Connection& c, const std::string& sweep_id) {
   {
     std::lock_guard<std::mutex> lock(spec_mu_);
     auto it = spec_cache_.find(sweep_id);
@@ -261,9 +262,9 @@ absl::StatusOr<SweepSpec> Coordinator::SpecOf(Connection& c, const std::string& 
     return absl::DataLossError(
         absl::StrCat("sweep ", sweep_id, ": stored spec does not parse: ", spec.status().message()));
   }
+  auto shared = std::make_shared<const SweepSpec>(*std::move(spec));
   std::lock_guard<std::mutex> lock(spec_mu_);
-  spec_cache_.emplace(sweep_id, *spec);
-  return *spec;
+  return spec_cache_.emplace(sweep_id, std::move(shared)).first->second;
 }
 
 absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::string& sweep_id) {
@@ -283,7 +284,10 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
     info.created_unix_ms = q.ColumnInt(4);
     info.finished_unix_ms = q.ColumnInt(5);
   }
-  ASSIGN_OR_RETURN(info.spec, SpecOf(c, sweep_id));
+  {
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, SpecOf(c, sweep_id));
+    info.spec = *spec;
+  }
   {
     ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells "
                                             "WHERE sweep_id = ?1 GROUP BY state"));
@@ -358,7 +362,8 @@ absl::StatusOr<std::string> Coordinator::TaskKeyOf(Connection& c, const std::str
     auto it = task_key_cache_.find(group);
     if (it != task_key_cache_.end()) return it->second;
   }
-  ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+  ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+  const SweepSpec& spec = *spec_ptr;
   std::string key = TaskKey(spec, head_index, rank);
   std::lock_guard<std::mutex> lock(spec_mu_);
   task_key_cache_.emplace(group, key);
@@ -498,7 +503,8 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
     if (!row || q.ColumnInt(0) != kSweepRunning) return absl::OkStatus();
   }
   {
-    ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+    const SweepSpec& spec = *spec_ptr;
     if (spec.mode == SweepMode::kSearch) {
       ASSIGN_OR_RETURN(int64_t created, AdvanceSearch(c, sweep_id, spec));
       if (created > 0) events.work_available = true;
@@ -563,7 +569,8 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
     worker_id = q.ColumnText(5);
     lease_id = q.ColumnInt(6);
   }
-  ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+  ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+  const SweepSpec& spec = *spec_ptr;
   const std::string label = CellLabel(spec, head_index, rank, seed);
 
   if (!use_attempt || attempt < options_.max_attempts) {
@@ -767,7 +774,7 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
   }));
   {
     std::lock_guard<std::mutex> lock(spec_mu_);
-    spec_cache_.emplace(out.sweep_id, spec);
+    spec_cache_.emplace(out.sweep_id, std::make_shared<const SweepSpec>(spec));
   }
   LogEvent("sweep %s submitted: name=%s owner=%s priority=%d mode=%s cells=%d cached=%d",
            out.sweep_id, spec.name, owner, spec.priority, Name(spec.mode), out.cells,
@@ -1075,7 +1082,8 @@ absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker
             if (!limited) break;
           }
         }
-        ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+        ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+        const SweepSpec& spec = *spec_ptr;
         for (const auto& [head_index, rank] : groups) {
           if (too_big.count({sweep_id, head_index, rank}) > 0) continue;
           int64_t fit = max_seeds;
@@ -1131,7 +1139,8 @@ absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker
         u.Bind(1, sweep_id).Bind(2, ++serve_counter);
         RETURN_IF_ERROR(u.Run());
       }
-      ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+      ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+      const SweepSpec& spec = *spec_ptr;
       std::vector<uint64_t> seeds;
       for (const LeasedCell& cell : task.cells) seeds.push_back(cell.seed);
       task.spec = MakeTaskSpec(spec, task.head_index, task.rank, std::move(seeds));
@@ -1264,7 +1273,8 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
       }
       ++out.recorded;
       touched.insert(sweep_id);
-      ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, sweep_id));
+      ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+      const SweepSpec& spec = *spec_ptr;
       events.Add(sweep_id, absl::StrCat("cell ", CellLabel(spec, head_index, rank, seed), " done"));
     }
     if (out.recorded > 0) {
@@ -1374,7 +1384,8 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
   if (query.sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
   QueryOutcome out;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(SweepSpec spec, SpecOf(c, query.sweep_id));
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, query.sweep_id));
+    const SweepSpec& spec = *spec_ptr;
     std::vector<std::string> labels;
     for (const HeadSpec& h : spec.heads) labels.push_back(HeadLabel(h));
     std::set<int> heads;
@@ -1405,18 +1416,8 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
     // No ORDER BY: SQLite then walks the sweep's cells through an index on
     // sweep_id (in state order); sorting in SQL made it scan every cell of
     // every sweep in id order instead. Rows are sorted by cell id below.
-    // Grouped, the same layout with only the columns the aggregates and the
-    // facts read; the others are NULL constants, so SQLite decodes a third
-    // of each row (100k rows: ~70 ms instead of ~200 ms in the sqlite3 shell).
-    static const std::string* grouped_sql = new std::string(absl::StrCat(
-        "SELECT c.id, c.head_index, c.rank, c.seed, c.state, NULL, NULL, NULL, NULL, NULL, NULL, "
-        "NULL, NULL, NULL, NULL, NULL, r.cell_id IS NOT NULL, NULL, r.train_position_accuracy, "
-        "r.train_exact_accuracy, r.train_error, NULL, r.test_sequences, NULL, NULL, r.test_error, "
-        "NULL, NULL, NULL, NULL, NULL, r.facts_train_sequences, r.facts_test_sequences, "
-        "r.facts_distinct_queries, r.facts_rank_lower_bound, r.facts_rank_upper_bound, NULL "
-        "FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
     constexpr int kQueryResultFirst = 17;
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(grouped ? *grouped_sql : *sql));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, query.sweep_id);
 
     struct GroupAcc {

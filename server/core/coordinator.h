@@ -216,7 +216,10 @@ class Coordinator {
  private:
   struct Events;  // changes collected inside a transaction, sent after it
 
-  absl::StatusOr<SweepSpec> SpecOf(Connection& c, const std::string& sweep_id);
+  // The sweep's spec, shared from the cache (specs never change), so that
+  // the per-call paths (Acquire, Complete) do not copy it.
+  absl::StatusOr<std::shared_ptr<const SweepSpec>> SpecOf(Connection& c,
+                                                         const std::string& sweep_id);
   absl::StatusOr<SweepInfo> LoadSweep(Connection& c, const std::string& sweep_id);
   // Ends `sweep_id` if it is RUNNING with no pending or leased cell left.
   // Advances a search-mode sweep (creating the cells of the next probed
@@ -250,7 +253,7 @@ class Coordinator {
   const CoordinatorOptions options_;
 
   std::mutex spec_mu_;
-  std::map<std::string, SweepSpec> spec_cache_;  // sweep specs never change
+  std::map<std::string, std::shared_ptr<const SweepSpec>> spec_cache_;  // specs never change
   // TaskKey of (sweep, head, rank), computed once (a JSON dump and a SHA-256
   // per completion otherwise). Guarded by spec_mu_.
   std::map<std::tuple<std::string, int, int>, std::string> task_key_cache_;

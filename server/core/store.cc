@@ -331,7 +331,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
 }
 
 absl::Status Store::Migrate() {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  // Called by Open() before the store is shared: no other writer exists.
   Connection& w = *writer_;
   RETURN_IF_ERROR(w.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
   int current = 0;
@@ -394,10 +394,7 @@ absl::Status Store::Write(absl::FunctionRef<absl::Status(Connection&)> fn) {
     queue_.pop_front();
   }
   lock.unlock();
-  {
-    std::lock_guard<std::mutex> writer_lock(write_mu_);
-    RunBatch(batch);
-  }
+  RunBatch(batch);  // committing_ makes this caller the writer's only user
   lock.lock();
   stats_.writes += static_cast<int64_t>(batch.size());
   committing_ = false;
@@ -422,7 +419,10 @@ size_t Store::queued_writes() {
 
 void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
   Connection& w = *writer_;
-  const bool single = batch.size() == 1;
+  // A savepoint per request, so that a request that fails (a stale lease,
+  // an unknown cell) undoes only its own changes; a lone request needs none:
+  // the transaction's rollback undoes it.
+  const bool savepoints = batch.size() > 1;
   size_t next = 0;  // the first request not yet run
   while (next < batch.size()) {
     absl::Status begin = w.Exec("BEGIN IMMEDIATE");
@@ -436,14 +436,7 @@ void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
     bool aborted = false;
     for (; next < batch.size() && !aborted; ++next) {
       WriteRequest* r = batch[next];
-      if (single) {
-        r->status = r->fn(w);
-        if (r->status.ok()) applied.push_back(r);
-        break;
-      }
-      // A savepoint per request, so that a request that fails (a stale
-      // lease, an unknown cell) undoes only its own changes.
-      absl::Status s = w.Exec("SAVEPOINT write_request");
+      absl::Status s = savepoints ? w.Exec("SAVEPOINT write_request") : absl::OkStatus();
       if (s.ok()) s = r->fn(w);
       if (sqlite3_get_autocommit(w.db_) != 0) {
         // SQLite rolled the whole transaction back (I/O error, disk full):
@@ -461,19 +454,15 @@ void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
         aborted = true;
         continue;  // ++next: the remaining requests get a fresh transaction
       }
-      if (s.ok()) {
-        s = w.Exec("RELEASE write_request");
-        if (s.ok()) {
-          r->status = absl::OkStatus();
-          applied.push_back(r);
-          continue;
-        }
-      }
+      if (s.ok() && savepoints) s = w.Exec("RELEASE write_request");
       r->status = s;
-      w.Exec("ROLLBACK TO write_request").IgnoreError();
-      w.Exec("RELEASE write_request").IgnoreError();
+      if (s.ok()) {
+        applied.push_back(r);
+      } else if (savepoints) {
+        w.Exec("ROLLBACK TO write_request").IgnoreError();
+        w.Exec("RELEASE write_request").IgnoreError();
+      }
     }
-    if (single) next = batch.size();
     if (aborted) continue;
     // One COMMIT, one sync, for every request that succeeded. A batch whose
     // requests all failed has nothing to keep.

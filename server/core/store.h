@@ -177,8 +177,8 @@ class Store {
 
   Store(std::string path, std::unique_ptr<Connection> writer);
   absl::Status Migrate();
-  // Runs `batch` as described above and sets every request's status. Holds
-  // write_mu_.
+  // Runs `batch` as described above and sets every request's status. Only
+  // the caller that set committing_ runs it.
   void RunBatch(const std::vector<WriteRequest*>& batch);
 
   const std::string path_;
@@ -186,7 +186,6 @@ class Store {
   std::deque<WriteRequest*> queue_;  // waiting, in arrival order
   bool committing_ = false;          // a caller is running a batch
   WriteStats stats_;                 // guarded by queue_mu_
-  std::mutex write_mu_;
   std::unique_ptr<Connection> writer_;
   std::mutex read_mu_;
   std::unique_ptr<Connection> reader_;

@@ -152,7 +152,7 @@ absl::Status SweepServiceImpl::CheckAccess(const Principal& caller, const std::s
 grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerContext* context,
                                                         const v1::SubmitSweepRequest* request,
                                                         v1::SubmitSweepResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kSubmitSweep);
     if (!caller.ok()) return caller.status();
     absl::StatusOr<SubmitOutcome> out =
@@ -169,7 +169,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* SweepServiceImpl::GetSweep(grpc::CallbackServerContext* context,
                                                      const v1::GetSweepRequest* request,
                                                      v1::GetSweepResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kGetSweep);
     if (!caller.ok()) return caller.status();
     absl::StatusOr<SweepInfo> info = coordinator_->GetSweep(request->sweep_id());
@@ -183,7 +183,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::GetSweep(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* SweepServiceImpl::ListSweeps(grpc::CallbackServerContext* context,
                                                        const v1::ListSweepsRequest* request,
                                                        v1::ListSweepsResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kListSweeps);
     if (!caller.ok()) return caller.status();
     absl::StatusOr<std::optional<SweepState>> state =
@@ -206,7 +206,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::ListSweeps(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* SweepServiceImpl::CancelSweep(grpc::CallbackServerContext* context,
                                                         const v1::CancelSweepRequest* request,
                                                         v1::CancelSweepResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCancelSweep);
     if (!caller.ok()) return caller.status();
     // Owners never change, so checking before cancelling races with nothing.
@@ -240,7 +240,7 @@ grpc::ServerWriteReactor<v1::SweepEvent>* SweepServiceImpl::WatchSweep(
 grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerContext* context,
                                                          const v1::QueryResultsRequest* request,
                                                          v1::QueryResultsResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kQueryResults);
     if (!caller.ok()) return caller.status();
     absl::Status access = CheckAccess(*caller, request->sweep_id(), "read");
@@ -271,7 +271,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* SweepServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
                                                         const v1::ListWorkersRequest* request,
                                                         v1::ListWorkersResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     (void)request;
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kListWorkers);
     if (!caller.ok()) return caller.status();

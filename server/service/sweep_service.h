@@ -73,10 +73,6 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
  private:
   class WatchReactor;
   void Forget(WatchReactor* reactor);
-  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context,
-                                    std::function<absl::Status()> body) {
-    return OffloadUnary(pool_, context, std::move(body));
-  }
 
   // OK when `caller` may `action` the sweep (admins always; users only
   // their own); NotFound for an unknown sweep.

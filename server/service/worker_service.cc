@@ -64,11 +64,6 @@ void WorkerServiceImpl::Shutdown() {
   pool_.Shutdown();
 }
 
-grpc::ServerUnaryReactor* WorkerServiceImpl::Offload(grpc::CallbackServerContext* context,
-                                                     std::function<absl::Status()> body) {
-  return OffloadUnary(pool_, context, std::move(body));
-}
-
 size_t WorkerServiceImpl::waiting() const {
   std::lock_guard<std::mutex> lock(mu_);
   return waiters_.size();
@@ -167,7 +162,7 @@ void WorkerServiceImpl::Pump() {
 grpc::ServerUnaryReactor* WorkerServiceImpl::RegisterWorker(
     grpc::CallbackServerContext* context, const v1::RegisterWorkerRequest* request,
     v1::RegisterWorkerResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller =
         AuthorizeCall(*authorizer_, context, methods::kRegisterWorker);
     if (!caller.ok()) return caller.status();
@@ -243,7 +238,7 @@ void WorkerServiceImpl::ServeAcquire(AcquireReactor* reactor,
 grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                        const v1::HeartbeatRequest* request,
                                                        v1::HeartbeatResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kHeartbeat);
     if (!caller.ok()) return caller.status();
     std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
@@ -260,7 +255,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
     grpc::CallbackServerContext* context, const v1::CompleteTasksRequest* request,
     v1::CompleteTasksResponse* response) {
-  return Offload(context, [this, context, request, response]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller =
         AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
     if (!caller.ok()) return caller.status();
@@ -282,7 +277,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::FailTask(grpc::CallbackServerContex
                                                       const v1::FailTaskRequest* request,
                                                       v1::FailTaskResponse* response) {
   (void)response;
-  return Offload(context, [this, context, request]() -> absl::Status {
+  return OffloadUnary(pool_, context, [this, context, request]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kFailTask);
     if (!caller.ok()) return caller.status();
     std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());

@@ -89,10 +89,6 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
     SteadyTime deadline;
   };
 
-  // Hands `body` to the pool; its status finishes the call. Returns the
-  // call's reactor.
-  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context,
-                                    std::function<absl::Status()> body);
   // AcquireTasks on a pool thread: answers at once, or parks the call.
   void ServeAcquire(AcquireReactor* reactor, grpc::CallbackServerContext* context,
                     const v1::AcquireTasksRequest* request, v1::AcquireTasksResponse* response);
