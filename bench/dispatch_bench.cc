@@ -10,11 +10,14 @@
 //             count of writes and commits (group commit) is printed too.
 //   paced:    the same workers, each pausing between cycles so that all of
 //             them together offer --paced_tasks_per_second (default 500)
-//             one-task cycles: acquire latency when the coordinator is not
+//             evenly spaced one-task cycles (worker i starts i/W of a period
+//             after worker 0): acquire latency when the coordinator is not
 //             saturated (in the dispatch phase every call waits behind the
 //             others, so its latency is mostly queueing: workers / rate).
-//   query:    QueryResults latency on a sweep of Q result rows, per-seed rows
-//             and grouped by (head, rank); median of several runs.
+//   query:    QueryResults latency on a sweep of Q result rows, median of
+//             several runs: per-seed rows in one reply (page_size 0); in
+//             pages of --page_size rows (the CLI's 10,000), the first page
+//             and all of them; and grouped by (head, rank).
 //
 // It starts its own ranksweepd (temporary database, port 0). The peer
 // (Optuna with SQLite storage running no-op trials) is run by
@@ -50,6 +53,7 @@ struct Flags {
   int tasks_per_call = 1;
   int paced_tasks_per_second = 500;
   int paced_tasks = 5000;
+  int page_size = 10000;  // the CLI's
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -69,11 +73,12 @@ Flags ParseFlags(int argc, char** argv) {
     else if (const char* v = value("paced_tasks_per_second")) {
       f.paced_tasks_per_second = std::atoi(v);
     } else if (const char* v = value("paced_tasks")) f.paced_tasks = std::atoi(v);
+    else if (const char* v = value("page_size")) f.page_size = std::atoi(v);
     else {
       std::fprintf(stderr,
                    "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
                    "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] "
-                   "[--paced_tasks_per_second=500] [--paced_tasks=5000]\n");
+                   "[--paced_tasks_per_second=500] [--paced_tasks=5000] [--page_size=10000]\n");
       std::exit(2);
     }
   }
@@ -91,6 +96,11 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& addr) {
   args.SetInt("grpc.use_local_subchannel_pool", 1);
   return grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
 }
+
+// Every call waits for the connection instead of failing fast: 64 workers
+// connecting at once can see a transient connect failure, which a real
+// worker retries.
+void WaitForReady(grpc::ClientContext* ctx) { ctx->set_wait_for_ready(true); }
 
 void Check(const grpc::Status& s, const char* what) {
   if (!s.ok()) {
@@ -133,6 +143,7 @@ std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int ce
   spec->set_seed_count(seeds);
   v1::SubmitSweepResponse resp;
   grpc::ClientContext ctx;
+  WaitForReady(&ctx);
   Check(stub.SubmitSweep(&ctx, req, &resp), "SubmitSweep");
   if (resp.cells() != cells) {
     std::fprintf(stderr, "expected %d cells, got %lld\n", cells,
@@ -163,6 +174,7 @@ std::string RegisterWorker(v1::WorkerService::Stub& stub) {
   req.mutable_version()->set_build_id("bench");
   v1::RegisterWorkerResponse resp;
   grpc::ClientContext ctx;
+  WaitForReady(&ctx);
   Check(stub.RegisterWorker(&ctx, req, &resp), "RegisterWorker");
   return resp.worker_id();
 }
@@ -171,10 +183,10 @@ std::string RegisterWorker(v1::WorkerService::Stub& stub) {
 // are appended to `latencies`.
 void FakeWorker(const std::string& addr, int max_tasks, int max_seeds,
                 std::vector<double>* latencies, std::atomic<int64_t>* completed,
-                std::chrono::microseconds period) {
+                std::chrono::microseconds period, Clock::time_point first_cycle) {
   auto stub = v1::WorkerService::NewStub(Channel(addr));
   std::string id = RegisterWorker(*stub);
-  auto next = Clock::now();
+  auto next = first_cycle;
   while (true) {
     if (period.count() > 0) {
       // Paced: one cycle per period, whatever the last one took.
@@ -188,6 +200,7 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds,
     req.set_wait_ms(0);
     v1::AcquireTasksResponse resp;
     grpc::ClientContext ctx;
+    WaitForReady(&ctx);
     auto t0 = Clock::now();
     Check(stub->AcquireTasks(&ctx, req, &resp), "AcquireTasks");
     if (latencies) {
@@ -206,6 +219,7 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds,
     }
     v1::CompleteTasksResponse done_resp;
     grpc::ClientContext done_ctx;
+    WaitForReady(&done_ctx);
     Check(stub->CompleteTasks(&done_ctx, done, &done_resp), "CompleteTasks");
     completed->fetch_add(done.results_size());
   }
@@ -218,18 +232,36 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-double MedianMs(v1::SweepService::Stub& stub, const v1::QueryResultsRequest& req, int runs,
-                size_t* rows_out) {
-  std::vector<double> ms;
+// Median over `runs` of the time to read every page of `req` (one call
+// when page_size is 0 or everything fits), and of the first page alone.
+struct QueryTimes {
+  double all_ms = 0, first_page_ms = 0;
+  size_t items = 0, pages = 0;
+};
+QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, int runs) {
+  std::vector<double> all, first;
+  QueryTimes out;
   for (int i = 0; i < runs; ++i) {
-    v1::QueryResultsResponse resp;
-    grpc::ClientContext ctx;
+    req.clear_page_token();
+    out.items = out.pages = 0;
     auto t0 = Clock::now();
-    Check(stub.QueryResults(&ctx, req, &resp), "QueryResults");
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    *rows_out = static_cast<size_t>(resp.rows_size() + resp.groups_size());
+    while (true) {
+      v1::QueryResultsResponse resp;
+      grpc::ClientContext ctx;
+      WaitForReady(&ctx);
+      Check(stub.QueryResults(&ctx, req, &resp), "QueryResults");
+      if (++out.pages == 1) {
+        first.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+      out.items += static_cast<size_t>(resp.rows_size() + resp.groups_size());
+      if (resp.next_page_token().empty()) break;
+      req.set_page_token(resp.next_page_token());
+    }
+    all.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
-  return Percentile(ms, 0.5);
+  out.all_ms = Percentile(all, 0.5);
+  out.first_page_ms = Percentile(first, 0.5);
+  return out;
 }
 
 }  // namespace
@@ -258,7 +290,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < flags.workers; ++i) {
       threads.emplace_back(FakeWorker, *addr, flags.tasks_per_call, 1,
                            &latencies[static_cast<size_t>(i)], &completed,
-                           std::chrono::microseconds(0));
+                           std::chrono::microseconds(0), Clock::time_point());
     }
     for (auto& t : threads) t.join();
   }
@@ -283,11 +315,15 @@ int main(int argc, char** argv) {
     std::atomic<int64_t> done{0};
     const auto period = std::chrono::microseconds(
         static_cast<int64_t>(1e6 * flags.workers / flags.paced_tasks_per_second));
+    // Worker i starts i/W of a period after the first, so that together
+    // they offer evenly spaced cycles (all starting at once would offer
+    // bursts of W simultaneous calls every period instead).
     auto p0 = Clock::now();
+    const auto start = p0 + 100ms;  // after every worker has registered
     std::vector<std::thread> threads;
     for (int i = 0; i < flags.workers; ++i) {
       threads.emplace_back(FakeWorker, *addr, 1, 1, &paced[static_cast<size_t>(i)], &done,
-                           period);
+                           period, start + period * i / flags.workers);
     }
     for (auto& t : threads) t.join();
     double paced_seconds = std::chrono::duration<double>(Clock::now() - p0).count();
@@ -308,18 +344,23 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int i = 0; i < 4; ++i) {
       threads.emplace_back(FakeWorker, *addr, 1, 1024, nullptr, &filled,
-                           std::chrono::microseconds(0));
+                           std::chrono::microseconds(0), Clock::time_point());
     }
     for (auto& t : threads) t.join();
     v1::QueryResultsRequest req;
     req.set_sweep_id(id);
-    size_t rows = 0, groups = 0;
-    double rows_ms = MedianMs(*sweeps, req, flags.query_runs, &rows);
+    const QueryTimes one_reply = MedianMs(*sweeps, req, flags.query_runs);
+    req.set_page_size(flags.page_size);
+    const QueryTimes paged = MedianMs(*sweeps, req, flags.query_runs);
+    req.set_page_size(0);
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
-    double grouped_ms = MedianMs(*sweeps, req, flags.query_runs, &groups);
+    const QueryTimes grouped = MedianMs(*sweeps, req, flags.query_runs);
     std::printf("query result_rows=%lld ungrouped_rows=%zu ungrouped_median_ms=%.1f "
+                "page_size=%d pages=%zu first_page_median_ms=%.1f all_pages_median_ms=%.1f "
                 "groups=%zu grouped_median_ms=%.1f\n",
-                static_cast<long long>(filled.load()), rows, rows_ms, groups, grouped_ms);
+                static_cast<long long>(filled.load()), one_reply.items, one_reply.all_ms,
+                flags.page_size, paged.pages, paged.first_page_ms, paged.all_ms, grouped.items,
+                grouped.all_ms);
   }
   server.Signal(SIGTERM);
   server.Wait(30s);

@@ -272,6 +272,25 @@ absl::StatusOr<v1::SweepInfo> GetSweep(Client* client, const std::string& id, in
   return resp.sweep();
 }
 
+// Rows per QueryResults call: every reply stays a few MB however large
+// the sweep (about 140 bytes per row).
+constexpr int kResultsPageSize = 10000;
+
+// Every row `req` matches, a page at a time.
+grpc::Status QueryAllRows(Client* client, v1::QueryResultsRequest req,
+                          std::vector<v1::ResultRow>* rows) {
+  req.set_page_size(kResultsPageSize);
+  while (true) {
+    v1::QueryResultsResponse resp;
+    auto ctx = client->Context();
+    grpc::Status status = client->stub().QueryResults(ctx.get(), req, &resp);
+    if (!status.ok()) return status;
+    for (v1::ResultRow& row : *resp.mutable_rows()) rows->push_back(std::move(row));
+    if (resp.next_page_token().empty()) return grpc::Status::OK;
+    req.set_page_token(resp.next_page_token());
+  }
+}
+
 struct ResultsArgs {
   bool summary = false;
   std::string sweep_id, group_by, format = "table", head, state;
@@ -301,6 +320,17 @@ int Results(Client* client, const ResultsArgs& a) {
     }
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
   }
+  if (req.group_by() == v1::GROUP_BY_UNSPECIFIED) {
+    std::vector<v1::ResultRow> rows;
+    grpc::Status status = QueryAllRows(client, req, &rows);
+    if (!status.ok()) return Report(client->globals(), status, "results");
+    switch (*format) {
+      case OutputFormat::kJson: std::cout << ResultRowsJson(rows); break;
+      case OutputFormat::kCsv: std::cout << RenderCsv(ResultRowsCsvTable(rows)); break;
+      case OutputFormat::kTable: std::cout << RenderTable(ResultRowsTable(rows)); break;
+    }
+    return kExitOk;
+  }
   v1::QueryResultsResponse resp;
   auto ctx = client->Context();
   grpc::Status status = client->stub().QueryResults(ctx.get(), req, &resp);
@@ -317,28 +347,19 @@ int Results(Client* client, const ResultsArgs& a) {
     }
     return kExitOk;
   }
-  if (req.group_by() == v1::GROUP_BY_HEAD_RANK) {
-    std::vector<v1::ResultGroup> groups(resp.groups().begin(), resp.groups().end());
-    switch (*format) {
-      case OutputFormat::kJson: std::cout << ResultGroupsJson(groups); break;
-      case OutputFormat::kCsv: std::cout << RenderCsv(ResultGroupsCsvTable(groups)); break;
-      case OutputFormat::kTable: {
-        int code = kExitOk;
-        absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
-        if (!sweep.ok()) return code;
-        const auto& d = sweep->spec().dataset();
-        const bool has_test = d.kind() == v1::DATASET_KIND_POOL && d.test_size() > 0;
-        std::cout << RenderTable(ResultGroupsTable(groups, has_test));
-        break;
-      }
-    }
-    return kExitOk;
-  }
-  std::vector<v1::ResultRow> rows(resp.rows().begin(), resp.rows().end());
+  std::vector<v1::ResultGroup> groups(resp.groups().begin(), resp.groups().end());
   switch (*format) {
-    case OutputFormat::kJson: std::cout << ResultRowsJson(rows); break;
-    case OutputFormat::kCsv: std::cout << RenderCsv(ResultRowsCsvTable(rows)); break;
-    case OutputFormat::kTable: std::cout << RenderTable(ResultRowsTable(rows)); break;
+    case OutputFormat::kJson: std::cout << ResultGroupsJson(groups); break;
+    case OutputFormat::kCsv: std::cout << RenderCsv(ResultGroupsCsvTable(groups)); break;
+    case OutputFormat::kTable: {
+      int code = kExitOk;
+      absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
+      if (!sweep.ok()) return code;
+      const auto& d = sweep->spec().dataset();
+      const bool has_test = d.kind() == v1::DATASET_KIND_POOL && d.test_size() > 0;
+      std::cout << RenderTable(ResultGroupsTable(groups, has_test));
+      break;
+    }
   }
   return kExitOk;
 }
@@ -364,12 +385,12 @@ int Plot(Client* client, const PlotArgs& a) {
   v1::QueryResultsRequest req;
   req.set_sweep_id(a.sweep_id);
   req.set_state(v1::CELL_STATE_DONE);
-  v1::QueryResultsResponse rows, summary;
-  auto ctx = client->Context();
-  grpc::Status status = client->stub().QueryResults(ctx.get(), req, &rows);
+  std::vector<v1::ResultRow> rows;
+  grpc::Status status = QueryAllRows(client, req, &rows);
   if (!status.ok()) return Report(client->globals(), status, "plot");
   req.set_state(v1::CELL_STATE_UNSPECIFIED);
   req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  v1::QueryResultsResponse summary;
   auto ctx2 = client->Context();
   status = client->stub().QueryResults(ctx2.get(), req, &summary);
   if (!status.ok()) return Report(client->globals(), status, "plot");
@@ -387,7 +408,7 @@ int Plot(Client* client, const PlotArgs& a) {
   for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
     in.heads.push_back({i, HeadLabel(spec.heads[i]), HeadHasRank(spec.heads[i])});
   }
-  for (const v1::ResultRow& row : rows.rows()) {
+  for (const v1::ResultRow& row : rows) {
     if (!row.has_result()) continue;
     const v1::SplitMetrics& m = test ? row.result().test() : row.result().train();
     if (test && m.sequences() == 0) continue;

@@ -223,6 +223,110 @@ Aggregate Summarize(const std::vector<double>& xs) {
   return a;
 }
 
+// A metric's running aggregate over a group's done cells (Welford: the
+// mean and the sum of squared deviations from it, updated one value at a
+// time), as result_groups stores it (schema version 5).
+struct RunningStats {
+  int64_t n = 0;
+  double mean = 0, m2 = 0, min = 0, max = 0;
+
+  void Add(double x) {
+    ++n;
+    const double delta = x - mean;
+    mean += delta / static_cast<double>(n);
+    m2 += delta * (x - mean);
+    min = n == 1 ? x : std::min(min, x);
+    max = n == 1 ? x : std::max(max, x);
+  }
+  // The same Aggregate that Summarize gives for the same values (up to
+  // rounding in the last bits).
+  Aggregate Summary() const {
+    Aggregate a;
+    if (n == 0) return a;
+    a.mean = mean;
+    a.min = min;
+    a.max = max;
+    if (n >= 2) {
+      a.std = std::sqrt(std::max(m2, 0.0) / static_cast<double>(n - 1));
+      a.ci95 = TQuantile975(n - 1) * a.std / std::sqrt(static_cast<double>(n));
+    }
+    return a;
+  }
+};
+
+// One row of result_groups.
+struct GroupStats {
+  int64_t exact_seeds = 0, test_exact_seeds = 0;
+  RunningStats train_error, exact, position, test_error;  // n: done; test_error.n: with test
+};
+
+// The columns of result_groups after the key, in the order of
+// ReadGroupStats and the ?4.. bindings of the upsert.
+constexpr char kGroupColumns[] =
+    "n, exact_seeds, test_n, test_exact_seeds, train_error_mean, train_error_m2, "
+    "train_error_min, train_error_max, exact_mean, exact_m2, exact_min, exact_max, "
+    "position_mean, position_m2, position_min, position_max, test_error_mean, test_error_m2, "
+    "test_error_min, test_error_max";
+
+GroupStats ReadGroupStats(const Statement& st, int first) {
+  GroupStats g;
+  int i = first;
+  const int64_t n = st.ColumnInt(i++);
+  g.exact_seeds = st.ColumnInt(i++);
+  g.test_error.n = st.ColumnInt(i++);
+  g.test_exact_seeds = st.ColumnInt(i++);
+  g.train_error.n = g.exact.n = g.position.n = n;
+  for (RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
+    m->mean = st.ColumnDouble(i++);
+    m->m2 = st.ColumnDouble(i++);
+    m->min = st.ColumnDouble(i++);
+    m->max = st.ColumnDouble(i++);
+  }
+  return g;
+}
+
+// Adds one done cell's result to its group's running aggregates. Called in
+// the transaction that stores the result, for every DONE result row
+// (trained or copied from the cache); DONE rows are never removed or
+// changed, so the aggregates stay equal to those of the rows.
+absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int head_index,
+                              int rank, const SeedResult& r) {
+  GroupStats g;
+  {
+    static const std::string* sql = new std::string(
+        absl::StrCat("SELECT ", kGroupColumns,
+                     " FROM result_groups WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) g = ReadGroupStats(q, 0);
+  }
+  g.train_error.Add(r.train.error);
+  g.exact.Add(r.train.exact_accuracy);
+  g.position.Add(r.train.position_accuracy);
+  if (r.train.error == 0) ++g.exact_seeds;
+  if (r.test.sequences > 0) {
+    g.test_error.Add(r.test.error);
+    if (r.test.error == 0) ++g.test_exact_seeds;
+  }
+  static const std::string* sql = [] {
+    std::string values = "?1, ?2, ?3";
+    for (int i = 4; i <= 23; ++i) absl::StrAppend(&values, ", ?", i);
+    return new std::string(absl::StrCat("INSERT OR REPLACE INTO result_groups (sweep_id, "
+                                        "head_index, rank, ",
+                                        kGroupColumns, ") VALUES (", values, ")"));
+  }();
+  ASSIGN_OR_RETURN(Statement up, c.Prepare(*sql));
+  up.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+  up.Bind(4, g.train_error.n).Bind(5, g.exact_seeds).Bind(6, g.test_error.n);
+  up.Bind(7, g.test_exact_seeds);
+  int i = 8;
+  for (const RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
+    up.Bind(i++, m->mean).Bind(i++, m->m2).Bind(i++, m->min).Bind(i++, m->max);
+  }
+  return up.Run();
+}
+
 struct Coordinator::Events {
   std::vector<SweepChange> changes;
   bool work_available = false;
@@ -415,6 +519,17 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
       ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, now);
       ins.Bind(6, source);
       RETURN_IF_ERROR(ins.Run());
+    }
+    {
+      static const std::string* sql = new std::string(
+          absl::StrCat("SELECT ", kResultColumns, " FROM results WHERE cell_id = ?1"));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+      q.Bind(1, source);
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return absl::InternalError(absl::StrCat("cached result ", source, " vanished"));
+      SeedResult copied;
+      ReadResultColumns(q, 0, &copied);
+      RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, copied));
     }
     {
       ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3 WHERE id = ?1"));
@@ -1265,6 +1380,7 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
         ins.Bind(13 + kResultColumnCount, key);
         RETURN_IF_ERROR(ins.Run());
       }
+      RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result));
       {
         ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3, lease_deadline_ms "
                                                 "= 0, last_failure = '' WHERE id = ?1"));
@@ -1380,148 +1496,290 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeases() {
 
 // ------------------------------------------------------------------ queries
 
+namespace {
+
+// Columns of a query row: 0..7 describe the cell (as `cells` or, for a
+// finished cell, equally `results` has them), 8..16 its result row, then the
+// result's fields from kQueryResultFirst on and the cache source.
+constexpr int kQueryResultFirst = 17;
+const std::string& QueryResultColumns() {
+  static const std::string* columns = new std::string(absl::StrCat(
+      "r.lease_id, r.attempt, r.worker_id, r.worker_build_id, r.worker_torch_version, "
+      "r.worker_cuda_version, r.failure, r.finished_ms, r.cell_id IS NOT NULL, ",
+      kResultColumns, ", r.cached_from"));
+  return *columns;
+}
+constexpr char kQueryCellColumns[] =
+    "c.id, c.head_index, c.rank, c.seed, c.state, c.attempt, c.lease_id, c.worker_id, ";
+
+ResultRow QueryRow(const Statement& q, const std::string& sweep_id,
+                   const std::vector<std::string>& labels) {
+  ResultRow row;
+  row.sweep_id = sweep_id;
+  row.cell_id = q.ColumnInt(0);
+  row.head_index = static_cast<int>(q.ColumnInt(1));
+  row.head = row.head_index < static_cast<int>(labels.size()) ? labels[row.head_index] : kNoLabel;
+  row.rank = static_cast<int>(q.ColumnInt(2));
+  row.seed = SeedFromDb(q.ColumnInt(3));
+  row.state = static_cast<CellState>(q.ColumnInt(4));
+  if (q.ColumnInt(16) != 0) {
+    row.lease_id = q.ColumnInt(8);
+    row.attempt = static_cast<int>(q.ColumnInt(9));
+    row.worker_id = q.ColumnText(10);
+    row.worker_version = {q.ColumnText(11), q.ColumnText(12), q.ColumnText(13)};
+    row.failure = q.ColumnText(14);
+    row.finished_unix_ms = q.ColumnInt(15);
+    if (row.state == CellState::kDone) {
+      SeedResult result;
+      ReadResultColumns(q, kQueryResultFirst, &result);
+      result.seed = row.seed;
+      row.result = std::move(result);
+      row.cached_from_cell_id = q.ColumnInt(kQueryResultFirst + kResultColumnCount);
+    }
+  } else {
+    row.attempt = static_cast<int>(q.ColumnInt(5));
+    row.lease_id = q.ColumnInt(6);
+    row.worker_id = q.ColumnText(7);
+  }
+  return row;
+}
+
+// Which cells a query asks for, besides its sweep and state.
+struct CellFilter {
+  std::set<int> heads, ranks;
+  std::set<uint64_t> seeds;
+  bool Keeps(int head_index, int rank) const {
+    return (heads.empty() || heads.count(head_index) > 0) &&
+           (ranks.empty() || ranks.count(rank) > 0);
+  }
+  bool Keeps(int head_index, int rank, uint64_t seed) const {
+    return Keeps(head_index, rank) && (seeds.empty() || seeds.count(seed) > 0);
+  }
+};
+
+ResultGroup& GroupFor(std::map<std::pair<int, int>, ResultGroup>& groups, int head_index,
+                      int rank, const std::vector<std::string>& labels) {
+  ResultGroup& g = groups[{head_index, rank}];
+  if (g.head.empty()) {
+    g.head = head_index < static_cast<int>(labels.size()) ? labels[head_index] : kNoLabel;
+    g.head_index = head_index;
+    g.rank = rank;
+  }
+  return g;
+}
+
+// Groups from the running aggregates (result_groups) and the seeds of the
+// cells that are not done: one row per group plus one per open cell,
+// however many results the sweep has.
+absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
+                                 const std::vector<std::string>& labels, const CellFilter& filter,
+                                 std::map<std::pair<int, int>, ResultGroup>* groups) {
+  {
+    static const std::string* sql = new std::string(absl::StrCat(
+        "SELECT head_index, rank, ", kGroupColumns, " FROM result_groups WHERE sweep_id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(1, sweep_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, q.Step());
+      if (!more) break;
+      const int head_index = static_cast<int>(q.ColumnInt(0));
+      const int rank = static_cast<int>(q.ColumnInt(1));
+      if (!filter.Keeps(head_index, rank)) continue;
+      const GroupStats stats = ReadGroupStats(q, 2);
+      ResultGroup& g = GroupFor(*groups, head_index, rank, labels);
+      g.n = stats.train_error.n;
+      g.expected += stats.train_error.n;
+      g.exact_seeds = stats.exact_seeds;
+      g.test_exact_seeds = stats.test_exact_seeds;
+      g.train_error = stats.train_error.Summary();
+      g.test_error = stats.test_error.Summary();
+      g.train_exact_accuracy = stats.exact.Summary();
+      g.train_position_accuracy = stats.position.Summary();
+    }
+  }
+  // Every state but done, so that SQLite reads only those ranges of
+  // cells_by_group.
+  static const std::string* sql = new std::string(absl::StrCat(
+      "SELECT head_index, rank, seed FROM cells WHERE sweep_id = ?1 AND state IN (",
+      kCellPending, ", ", kCellLeased, ", ", kCellFailed, ", ", kCellCancelled, ")"));
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(1, sweep_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, q.Step());
+    if (!more) break;
+    const int head_index = static_cast<int>(q.ColumnInt(0));
+    const int rank = static_cast<int>(q.ColumnInt(1));
+    if (!filter.Keeps(head_index, rank)) continue;
+    ResultGroup& g = GroupFor(*groups, head_index, rank, labels);
+    ++g.expected;
+    g.missing_seeds.push_back(SeedFromDb(q.ColumnInt(2)));
+  }
+  return absl::OkStatus();
+}
+
+// Groups aggregated from the result rows themselves: for a seed filter,
+// which the running aggregates cannot answer. Sets `facts` from the first
+// done cell kept.
+absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
+                            const std::vector<std::string>& labels, const CellFilter& filter,
+                            std::map<std::pair<int, int>, ResultGroup>* groups,
+                            std::optional<DatasetFacts>* facts) {
+  static const std::string* sql = new std::string(
+      absl::StrCat("SELECT ", kQueryCellColumns, QueryResultColumns(),
+                   " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(1, sweep_id);
+  struct Values {
+    std::vector<double> train_error, test_error, exact, position;
+  };
+  std::map<std::pair<int, int>, Values> values;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, q.Step());
+    if (!more) break;
+    const int head_index = static_cast<int>(q.ColumnInt(1));
+    const int rank = static_cast<int>(q.ColumnInt(2));
+    const uint64_t seed = SeedFromDb(q.ColumnInt(3));
+    if (!filter.Keeps(head_index, rank, seed)) continue;
+    ResultGroup& g = GroupFor(*groups, head_index, rank, labels);
+    ++g.expected;
+    if (q.ColumnInt(4) != kCellDone || q.ColumnInt(16) == 0) {
+      g.missing_seeds.push_back(seed);
+      continue;
+    }
+    ++g.n;
+    Values& v = values[{head_index, rank}];
+    // Only the columns the aggregates need (offsets in kResultColumns).
+    const int f = kQueryResultFirst;
+    const double train_error = q.ColumnDouble(f + 3);
+    v.train_error.push_back(train_error);
+    v.exact.push_back(q.ColumnDouble(f + 2));
+    v.position.push_back(q.ColumnDouble(f + 1));
+    if (q.ColumnInt(f + 5) > 0) {
+      const double test_error = q.ColumnDouble(f + 8);
+      v.test_error.push_back(test_error);
+      if (test_error == 0) ++g.test_exact_seeds;
+    }
+    if (train_error == 0) ++g.exact_seeds;
+    if (!facts->has_value()) {
+      SeedResult result;
+      ReadResultColumns(q, f, &result);
+      *facts = result.facts;
+    }
+  }
+  for (auto& [key, v] : values) {
+    ResultGroup& g = (*groups)[key];
+    g.train_error = Summarize(v.train_error);
+    g.test_error = Summarize(v.test_error);
+    g.train_exact_accuracy = Summarize(v.exact);
+    g.train_position_accuracy = Summarize(v.position);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
   if (query.sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
+  const bool grouped = query.group_by == GroupBy::kHeadRank;
+  if (query.page_size < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_size: ", query.page_size, " is negative; use 0 (every row) or more"));
+  }
+  if (query.after_cell_id < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token: cell id ", query.after_cell_id, " is negative"));
+  }
+  if (grouped && query.after_cell_id != 0) {
+    return absl::InvalidArgumentError(
+        "page_token: grouped queries return every group in one reply; only rows are paged");
+  }
   QueryOutcome out;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, query.sweep_id));
     const SweepSpec& spec = *spec_ptr;
     std::vector<std::string> labels;
     for (const HeadSpec& h : spec.heads) labels.push_back(HeadLabel(h));
-    std::set<int> heads;
+    CellFilter filter;
     if (!query.head.empty()) {
       for (int i = 0; i < static_cast<int>(labels.size()); ++i) {
-        if (labels[i] == query.head) heads.insert(i);
+        if (labels[i] == query.head) filter.heads.insert(i);
       }
-      if (heads.empty()) {
+      if (filter.heads.empty()) {
         return absl::InvalidArgumentError(absl::StrCat("head: sweep ", query.sweep_id,
                                                        " has no head \"", query.head,
                                                        "\"; its heads are ",
                                                        absl::StrJoin(labels, ", ")));
       }
     }
-    const std::set<int> ranks(query.ranks.begin(), query.ranks.end());
-    const std::set<uint64_t> seeds(query.seeds.begin(), query.seeds.end());
-    const bool grouped = query.group_by == GroupBy::kHeadRank;
+    filter.ranks.insert(query.ranks.begin(), query.ranks.end());
+    filter.seeds.insert(query.seeds.begin(), query.seeds.end());
 
-    // Columns 0..15 describe the cell and its result row; the result's
-    // fields follow from kQueryResultFirst on.
-    static const std::string* sql = new std::string(absl::StrCat(
-        "SELECT c.id, c.head_index, c.rank, c.seed, c.state, c.attempt, c.lease_id, "
-        "c.worker_id, r.lease_id, r.attempt, r.worker_id, r.worker_build_id, "
-        "r.worker_torch_version, r.worker_cuda_version, r.failure, r.finished_ms, "
-        "r.cell_id IS NOT NULL, ",
-        kResultColumns, ", r.cached_from",
-        " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
-    // No ORDER BY: SQLite then walks the sweep's cells through an index on
-    // sweep_id (in state order); sorting in SQL made it scan every cell of
-    // every sweep in id order instead. Rows are sorted by cell id below.
-    constexpr int kQueryResultFirst = 17;
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, query.sweep_id);
-
-    struct GroupAcc {
-      ResultGroup group;
-      std::vector<double> train_error, test_error, exact, position;
-    };
-    std::map<std::pair<int, int>, GroupAcc> groups;
-    while (true) {
-      ASSIGN_OR_RETURN(bool more, q.Step());
-      if (!more) break;
-      const int head_index = static_cast<int>(q.ColumnInt(1));
-      const int rank = static_cast<int>(q.ColumnInt(2));
-      const uint64_t seed = SeedFromDb(q.ColumnInt(3));
-      const auto state = static_cast<CellState>(q.ColumnInt(4));
-      if (!heads.empty() && heads.count(head_index) == 0) continue;
-      if (!ranks.empty() && ranks.count(rank) == 0) continue;
-      if (!seeds.empty() && seeds.count(seed) == 0) continue;
-      const bool has_result = q.ColumnInt(16) != 0;
-      const std::string& head = head_index < static_cast<int>(labels.size())
-                                    ? labels[head_index]
-                                    : kNoLabel;
-
-      if (grouped) {
-        GroupAcc& acc = groups[{head_index, rank}];
-        if (acc.group.expected == 0) {
-          acc.group.head = head;
-          acc.group.head_index = head_index;
-          acc.group.rank = rank;
-        }
-        ++acc.group.expected;
-        if (state == CellState::kDone && has_result) {
-          ++acc.group.n;
-          // Only the columns the aggregates need (offsets in kResultColumns).
-          const int f = kQueryResultFirst;
-          const double train_error = q.ColumnDouble(f + 3);
-          acc.train_error.push_back(train_error);
-          acc.exact.push_back(q.ColumnDouble(f + 2));
-          acc.position.push_back(q.ColumnDouble(f + 1));
-          if (q.ColumnInt(f + 5) > 0) {
-            const double test_error = q.ColumnDouble(f + 8);
-            acc.test_error.push_back(test_error);
-            if (test_error == 0) ++acc.group.test_exact_seeds;
-          }
-          if (train_error == 0) ++acc.group.exact_seeds;
-          // The facts describe the dataset, the same for every cell: take
-          // the first done cell's.
-          if (!out.facts.has_value()) {
+    if (grouped) {
+      std::map<std::pair<int, int>, ResultGroup> groups;
+      if (filter.seeds.empty()) {
+        RETURN_IF_ERROR(GroupsFromSummaries(c, query.sweep_id, labels, filter, &groups));
+        bool any_done = false;
+        for (const auto& [key, g] : groups) any_done = any_done || g.n > 0;
+        if (any_done) {
+          // The facts describe the dataset, the same for every cell.
+          static const std::string* sql = new std::string(
+              absl::StrCat("SELECT ", kResultColumns,
+                           " FROM results WHERE sweep_id = ?1 AND state = 3 LIMIT 1"));
+          ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+          q.Bind(1, query.sweep_id);
+          ASSIGN_OR_RETURN(bool row, q.Step());
+          if (row) {
             SeedResult result;
-            ReadResultColumns(q, f, &result);
+            ReadResultColumns(q, 0, &result);
             out.facts = result.facts;
           }
-        } else {
-          acc.group.missing_seeds.push_back(seed);
-        }
-        continue;
-      }
-
-      if (query.state.has_value() ? state != *query.state
-                                  : (state != CellState::kDone && state != CellState::kFailed)) {
-        continue;
-      }
-      ResultRow row;
-      row.sweep_id = query.sweep_id;
-      row.cell_id = q.ColumnInt(0);
-      row.head = head;
-      row.head_index = head_index;
-      row.rank = rank;
-      row.seed = seed;
-      row.state = state;
-      if (has_result) {
-        row.lease_id = q.ColumnInt(8);
-        row.attempt = static_cast<int>(q.ColumnInt(9));
-        row.worker_id = q.ColumnText(10);
-        row.worker_version = {q.ColumnText(11), q.ColumnText(12), q.ColumnText(13)};
-        row.failure = q.ColumnText(14);
-        row.finished_unix_ms = q.ColumnInt(15);
-        if (state == CellState::kDone) {
-          SeedResult result;
-          ReadResultColumns(q, kQueryResultFirst, &result);
-          result.seed = seed;
-          row.result = std::move(result);
-          row.cached_from_cell_id = q.ColumnInt(kQueryResultFirst + kResultColumnCount);
         }
       } else {
-        row.attempt = static_cast<int>(q.ColumnInt(5));
-        row.lease_id = q.ColumnInt(6);
-        row.worker_id = q.ColumnText(7);
+        RETURN_IF_ERROR(
+            GroupsFromRows(c, query.sweep_id, labels, filter, &groups, &out.facts));
       }
-      out.rows.push_back(std::move(row));
-    }
-    std::sort(out.rows.begin(), out.rows.end(),
-              [](const ResultRow& a, const ResultRow& b) { return a.cell_id < b.cell_id; });
-    for (auto& [key, acc] : groups) {
-      acc.group.train_error = Summarize(acc.train_error);
-      acc.group.test_error = Summarize(acc.test_error);
-      acc.group.train_exact_accuracy = Summarize(acc.exact);
-      acc.group.train_position_accuracy = Summarize(acc.position);
-      std::sort(acc.group.missing_seeds.begin(), acc.group.missing_seeds.end());
-      out.groups.push_back(std::move(acc.group));
-    }
-    if (grouped) {
+      for (auto& [key, g] : groups) {
+        std::sort(g.missing_seeds.begin(), g.missing_seeds.end());
+        out.groups.push_back(std::move(g));
+      }
       const bool has_test_split =
           spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
       out.heads = SummarizeHeads(out.groups, has_test_split);
+      return absl::OkStatus();
+    }
+
+    // Rows in cell id order from after_cell_id on. Done and failed cells
+    // (the default) are exactly the sweep's result rows, read through
+    // results_by_sweep without touching `cells`; a state filter walks
+    // cells_by_state.
+    static const std::string* finished_sql = new std::string(absl::StrCat(
+        "SELECT r.cell_id, r.head_index, r.rank, r.seed, r.state, r.attempt, r.lease_id, "
+        "r.worker_id, ",
+        QueryResultColumns(),
+        " FROM results r WHERE r.sweep_id = ?1 AND r.cell_id > ?2 ORDER BY r.cell_id"));
+    static const std::string* state_sql = new std::string(absl::StrCat(
+        "SELECT ", kQueryCellColumns, QueryResultColumns(),
+        " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 AND "
+        "c.id > ?2 AND c.state = ?3 ORDER BY c.id"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(query.state.has_value() ? *state_sql : *finished_sql));
+    q.Bind(1, query.sweep_id).Bind(2, query.after_cell_id);
+    if (query.state.has_value()) q.Bind(3, static_cast<int>(*query.state));
+    if (query.page_size > 0) {
+      out.rows.reserve(static_cast<size_t>(std::min<int64_t>(query.page_size, 100'000)));
+    }
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, q.Step());
+      if (!more) break;
+      if (!filter.Keeps(static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2)),
+                        SeedFromDb(q.ColumnInt(3)))) {
+        continue;
+      }
+      if (query.page_size > 0 && static_cast<int64_t>(out.rows.size()) == query.page_size) {
+        // One more row matches: there is a next page.
+        out.next_after_cell_id = out.rows.back().cell_id;
+        break;
+      }
+      out.rows.push_back(QueryRow(q, query.sweep_id, labels));
     }
     return absl::OkStatus();
   }));

@@ -185,16 +185,19 @@ class Coordinator {
 
   // ---------------------------------------------------------------- queries
 
-  // Per-cell rows, or groups by (head, rank) with mean/std/min/max/ci95.
+  // Per-cell rows in cell id order, a page at a time (page_size,
+  // after_cell_id), or groups by (head, rank) with mean/std/min/max/ci95.
   // Grouped, it also reports each group's missing seeds (cells without a
   // DONE result), one HeadSummary per head (analysis.h: the transition rank,
   // computed over the groups returned, so a rank filter changes it; the test
   // split is analysed for pool datasets with test_size > 0) and the
-  // dataset's facts from the first done cell (unset when none is done).
-  // Results are read from their columns (schema version 3); nothing is
-  // parsed per row.
-  // InvalidArgument when sweep_id is empty or `head` names no head of the
-  // sweep; NotFound for an unknown sweep.
+  // dataset's facts from a done cell (unset when none of those returned is
+  // done). Groups are read from the running aggregates in result_groups
+  // (schema version 5), one row per group, plus the seeds of cells not done;
+  // only a seed filter makes it aggregate the result rows themselves.
+  // InvalidArgument when sweep_id is empty, `head` names no head of the
+  // sweep, page_size is negative, or after_cell_id is negative or set on a
+  // grouped query; NotFound for an unknown sweep.
   absl::StatusOr<QueryOutcome> Query(const ResultQuery& query);
 
   // Every registered worker, by id.

@@ -970,6 +970,149 @@ TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(CoordinatorTest, GroupsFromTheRunningAggregatesEqualGroupsFromTheRows) {
+  // 2 ranks x 6 seeds + softmax: three tasks of up to 4 seeds done with
+  // varied errors, with and without a test split; two cells failed for
+  // good, one leased, the rest pending.
+  std::string sweep = Submit(MakeSpec("agree", {1, 2}, 6));
+  std::string w = Register();
+  int k = 0;
+  for (const Task& t : Acquire(w, 3, 4)) {
+    std::vector<CellResult> results;
+    for (const LeasedCell& c : t.cells) {
+      ++k;
+      const double train = (k % 5) * 0.125;
+      results.push_back(CellResult{c.cell_id, c.lease_id,
+                                   MakeResult(c.seed, train, (k % 3) * 0.3, k % 2 ? 16 : 0)});
+    }
+    ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  }
+  for (const Task& t : Acquire(w, 1, 2)) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      std::vector<int64_t> leases;
+      for (const Task& again : attempt == 0 ? std::vector<Task>{t} : Acquire(w, 1, 2)) {
+        for (int64_t id : LeaseIds(again)) leases.push_back(id);
+      }
+      ASSERT_TRUE(coordinator_->Fail(w, leases, "diverged", false).ok());
+    }
+  }
+  Acquire(w, 1, 1);  // one cell stays leased
+  ASSERT_GE(k, 8);
+  ASSERT_EQ(Cells(sweep, CellState::kDone), k);
+  ASSERT_EQ(Cells(sweep, CellState::kFailed), 2);
+  ASSERT_EQ(Cells(sweep, CellState::kLeased), 1);
+  ASSERT_EQ(Cells(sweep, CellState::kPending), 18 - k - 3);
+
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto fast = coordinator_->Query(query);
+  query.seeds = {0, 1, 2, 3, 4, 5};  // every seed: aggregated from the rows
+  auto slow = coordinator_->Query(query);
+  ASSERT_TRUE(fast.ok() && slow.ok()) << fast.status() << slow.status();
+  ASSERT_EQ(fast->groups.size(), 3u);
+  ASSERT_EQ(slow->groups.size(), 3u);
+  int64_t done = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const ResultGroup& a = fast->groups[i];
+    const ResultGroup& b = slow->groups[i];
+    SCOPED_TRACE(a.head + " rank " + std::to_string(a.rank));
+    EXPECT_EQ(a.head, b.head);
+    EXPECT_EQ(a.rank, b.rank);
+    EXPECT_EQ(a.n, b.n);
+    EXPECT_EQ(a.expected, 6);
+    EXPECT_EQ(b.expected, 6);
+    EXPECT_EQ(a.exact_seeds, b.exact_seeds);
+    EXPECT_EQ(a.test_exact_seeds, b.test_exact_seeds);
+    EXPECT_EQ(a.missing_seeds, b.missing_seeds);
+    EXPECT_EQ(static_cast<int64_t>(a.missing_seeds.size()), 6 - a.n);
+    done += a.n;
+    const std::pair<const Aggregate*, const Aggregate*> pairs[] = {
+        {&a.train_error, &b.train_error},
+        {&a.test_error, &b.test_error},
+        {&a.train_exact_accuracy, &b.train_exact_accuracy},
+        {&a.train_position_accuracy, &b.train_position_accuracy}};
+    for (const auto& [x, y] : pairs) {
+      EXPECT_NEAR(x->mean, y->mean, 1e-12);
+      EXPECT_NEAR(x->std, y->std, 1e-12);
+      EXPECT_EQ(x->min, y->min);
+      EXPECT_EQ(x->max, y->max);
+      EXPECT_NEAR(x->ci95, y->ci95, 1e-12);
+    }
+  }
+  EXPECT_EQ(done, k);
+  ASSERT_EQ(fast->heads.size(), slow->heads.size());
+  for (size_t i = 0; i < fast->heads.size(); ++i) {
+    EXPECT_EQ(fast->heads[i].reason, slow->heads[i].reason);
+  }
+  EXPECT_EQ(fast->facts.has_value(), slow->facts.has_value());
+}
+
+TEST_F(CoordinatorTest, RowsComeInPagesInCellOrder) {
+  std::string sweep = Submit(MakeSpec("pages", {1, 2}, 3));  // 9 cells
+  std::string w = Register();
+  for (const Task& t : Acquire(w, 64, 64)) {
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
+  }
+  auto all = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->rows.size(), 9u);
+  EXPECT_EQ(all->next_after_cell_id, 0);
+
+  ResultQuery query{sweep};
+  query.page_size = 4;
+  std::vector<int64_t> ids;
+  std::vector<size_t> page_sizes;
+  for (int page = 0; page < 10; ++page) {
+    auto q = coordinator_->Query(query);
+    ASSERT_TRUE(q.ok()) << q.status();
+    page_sizes.push_back(q->rows.size());
+    for (const ResultRow& r : q->rows) ids.push_back(r.cell_id);
+    if (q->next_after_cell_id == 0) break;
+    EXPECT_EQ(q->next_after_cell_id, q->rows.back().cell_id);
+    query.after_cell_id = q->next_after_cell_id;
+  }
+  EXPECT_THAT(page_sizes, ElementsAre(4u, 4u, 1u));
+  ASSERT_EQ(ids.size(), 9u);
+  for (size_t i = 0; i < 9; ++i) EXPECT_EQ(ids[i], all->rows[i].cell_id);
+
+  // Filters apply before the page is cut: rank 2 has 3 rows, a page of 3
+  // holds them all and says there is no more.
+  query = ResultQuery{sweep};
+  query.ranks = {2};
+  query.page_size = 3;
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->rows.size(), 3u);
+  EXPECT_EQ(q->next_after_cell_id, 0);
+
+  // A state filter pages through `cells`.
+  std::string open = Submit(MakeSpec("open", {1}, 3, 0, false));  // 3 pending
+  query = ResultQuery{open};
+  query.state = CellState::kPending;
+  query.page_size = 2;
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->rows.size(), 2u);
+  query.after_cell_id = q->next_after_cell_id;
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->rows.size(), 1u);
+  EXPECT_EQ(q->rows[0].seed, 2u);
+  EXPECT_EQ(q->next_after_cell_id, 0);
+
+  query = ResultQuery{sweep};
+  query.page_size = -1;
+  auto bad = coordinator_->Query(query);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "page_size: -1 is negative; use 0 (every row) or more");
+  query = ResultQuery{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  query.after_cell_id = 3;
+  bad = coordinator_->Query(query);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("page_token: grouped queries"));
+}
+
 // ------------------------------------------------------------------ result cache
 
 class ResultCacheTest : public CoordinatorTest {
@@ -1032,6 +1175,18 @@ TEST_F(ResultCacheTest, AnIdenticalSweepIsServedFromTheStoreAndMarkedCached) {
     EXPECT_EQ(b.finished_unix_ms, a.finished_unix_ms + 1000);
     ASSERT_TRUE(b.result.has_value());
     EXPECT_EQ(b.result->train.error, 0.25);
+  }
+  // The copies count in the grouped query like trained results.
+  ResultQuery grouped{again->sweep_id};
+  grouped.group_by = GroupBy::kHeadRank;
+  auto groups = coord->Query(grouped);
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->groups.size(), 3u);
+  for (const ResultGroup& g : groups->groups) {
+    EXPECT_EQ(g.n, 2);
+    EXPECT_EQ(g.expected, 2);
+    EXPECT_DOUBLE_EQ(g.train_error.mean, 0.25);
+    EXPECT_THAT(g.missing_seeds, IsEmpty());
   }
   // Only results trained by the worker count as sources: a third identical
   // sweep copies a's cells, not b's copies.

@@ -165,6 +165,58 @@ ALTER TABLE results ADD COLUMN cached_from INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX results_by_task ON results(task_key, seed, worker_build_id)
   WHERE task_key != '' AND cached_from = 0 AND state = 3;
 )sql"},
+    // Grouped queries: the running aggregates of every (sweep, head, rank)
+    // over its done cells, updated with each result, so that a grouped
+    // query reads one row per group instead of every result; and an index
+    // that pages a sweep's results in cell order. Existing results are
+    // summed up here (two passes: the mean, then squared deviations from it).
+    {5, R"sql(
+CREATE TABLE result_groups (
+  sweep_id         TEXT NOT NULL,
+  head_index       INTEGER NOT NULL,
+  rank             INTEGER NOT NULL,
+  n                INTEGER NOT NULL,  -- done cells
+  exact_seeds      INTEGER NOT NULL,  -- of those, train error 0
+  test_n           INTEGER NOT NULL,  -- of those, with a test split
+  test_exact_seeds INTEGER NOT NULL,  -- of those, test error 0
+  -- Per metric: mean, sum of squared deviations from it, min, max (NULL
+  -- reads as 0).
+  train_error_mean REAL, train_error_m2 REAL,
+  train_error_min  REAL, train_error_max REAL,
+  exact_mean REAL, exact_m2 REAL,
+  exact_min  REAL, exact_max REAL,
+  position_mean REAL, position_m2 REAL,
+  position_min  REAL, position_max REAL,
+  test_error_mean REAL, test_error_m2 REAL,
+  test_error_min  REAL, test_error_max REAL,
+  PRIMARY KEY (sweep_id, head_index, rank)
+) WITHOUT ROWID;
+CREATE INDEX results_by_sweep ON results(sweep_id);
+INSERT INTO result_groups
+SELECT r.sweep_id, r.head_index, r.rank, COUNT(*),
+  TOTAL(r.train_error = 0),
+  TOTAL(r.test_sequences > 0),
+  TOTAL(r.test_sequences > 0 AND r.test_error = 0),
+  a.te, SUM((r.train_error - a.te) * (r.train_error - a.te)),
+  MIN(r.train_error), MAX(r.train_error),
+  a.ea, SUM((r.train_exact_accuracy - a.ea) * (r.train_exact_accuracy - a.ea)),
+  MIN(r.train_exact_accuracy), MAX(r.train_exact_accuracy),
+  a.pa, SUM((r.train_position_accuracy - a.pa) * (r.train_position_accuracy - a.pa)),
+  MIN(r.train_position_accuracy), MAX(r.train_position_accuracy),
+  COALESCE(a.ts, 0),
+  COALESCE(SUM(CASE WHEN r.test_sequences > 0
+                    THEN (r.test_error - a.ts) * (r.test_error - a.ts) END), 0),
+  COALESCE(MIN(CASE WHEN r.test_sequences > 0 THEN r.test_error END), 0),
+  COALESCE(MAX(CASE WHEN r.test_sequences > 0 THEN r.test_error END), 0)
+FROM results r
+JOIN (SELECT sweep_id, head_index, rank, AVG(train_error) AS te,
+             AVG(train_exact_accuracy) AS ea, AVG(train_position_accuracy) AS pa,
+             AVG(CASE WHEN test_sequences > 0 THEN test_error END) AS ts
+      FROM results WHERE state = 3 GROUP BY sweep_id, head_index, rank) a
+  ON a.sweep_id = r.sweep_id AND a.head_index = r.head_index AND a.rank = r.rank
+WHERE r.state = 3
+GROUP BY r.sweep_id, r.head_index, r.rank;
+)sql"},
 };
 
 absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,

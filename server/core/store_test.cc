@@ -123,7 +123,14 @@ constexpr const char* kVersion3Columns[] = {
     "facts_rank_upper_bound"};
 
 // Turns a freshly created file back into what schema version 2 wrote.
+absl::Status DowngradeToVersion4(Connection& c) {
+  // Version 5: the running group aggregates and the results-by-sweep index.
+  RETURN_IF_ERROR(c.Exec("DROP TABLE result_groups; DROP INDEX results_by_sweep"));
+  return c.Exec("UPDATE schema_version SET version = 4");
+}
+
 absl::Status DowngradeToVersion2(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion4(c));
   // Version 4: the result cache's index and columns.
   RETURN_IF_ERROR(c.Exec("DROP INDEX results_by_task; ALTER TABLE results DROP COLUMN task_key; "
                          "ALTER TABLE results DROP COLUMN cached_from"));
@@ -220,6 +227,66 @@ TEST(StoreTest, MigrationToVersion3MovesResultJsonIntoColumns) {
                   .ok());
   EXPECT_THAT(got, ::testing::ElementsAre("276 1.25 0.0 0.125 1500 cpu 12 6 12 1 ",
                                           "NULL NULL NULL NULL NULL NULL NULL NULL NULL 1 "));
+}
+
+TEST(StoreTest, MigrationToVersion5SumsUpExistingResultsPerGroup) {
+  TempDir dir;
+  {
+    auto store = Store::Open(dir.File("a.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)
+                    ->Write([&](Connection& c) -> absl::Status {
+                      RETURN_IF_ERROR(DowngradeToVersion4(c));
+                      RETURN_IF_ERROR(c.Exec(
+                          "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
+                          "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)"));
+                      // Group (0, 4): three done cells, two with a test split,
+                      // one failed cell. Group (1, 8): one done cell.
+                      return c.Exec(
+                          "INSERT INTO cells (id, sweep_id, head_index, rank, seed, state) "
+                          "VALUES (1, 'sw-1', 0, 4, 1, 3), (2, 'sw-1', 0, 4, 2, 3), "
+                          "(3, 'sw-1', 0, 4, 3, 3), (4, 'sw-1', 0, 4, 4, 4), "
+                          "(5, 'sw-1', 1, 8, 1, 3);"
+                          "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+                          "lease_id, attempt, worker_id, finished_ms, train_error, "
+                          "train_exact_accuracy, train_position_accuracy, test_sequences, "
+                          "test_error) VALUES "
+                          "(1, 'sw-1', 0, 4, 1, 3, 1, 1, 'wk', 0, 0.0, 1.0, 1.0, 10, 0.0), "
+                          "(2, 'sw-1', 0, 4, 2, 3, 2, 1, 'wk', 0, 0.5, 0.5, 0.75, 10, 0.25), "
+                          "(3, 'sw-1', 0, 4, 3, 3, 3, 1, 'wk', 0, 1.0, 0.0, 0.5, 0, NULL), "
+                          "(4, 'sw-1', 0, 4, 4, 4, 4, 3, 'wk', 0, NULL, NULL, NULL, NULL, NULL), "
+                          "(5, 'sw-1', 1, 8, 1, 3, 5, 1, 'wk', 0, 0.25, 0.75, 0.5, 0, NULL)");
+                    })
+                    .ok());
+  }
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  std::vector<std::string> got;
+  ASSERT_TRUE((*store)
+                  ->Read([&](Connection& c) -> absl::Status {
+                    auto q = c.Prepare(
+                        "SELECT head_index, rank, n, exact_seeds, test_n, test_exact_seeds, "
+                        "train_error_mean, train_error_m2, train_error_min, train_error_max, "
+                        "exact_mean, position_max, test_error_mean, test_error_m2, "
+                        "test_error_max FROM result_groups ORDER BY head_index, rank");
+                    if (!q.ok()) return q.status();
+                    while (true) {
+                      auto row = q->Step();
+                      if (!row.ok()) return row.status();
+                      if (!*row) break;
+                      std::string line;
+                      for (int i = 0; i < 15; ++i) line += q->ColumnText(i) + " ";
+                      got.push_back(line);
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  // Train error 0, 0.5, 1: mean 0.5, squared deviations 0.25 + 0 + 0.25.
+  // Test error over the two cells with a test split: 0, 0.25.
+  EXPECT_THAT(got, ::testing::ElementsAre(
+                       "0 4 3 1 2 1 0.5 0.5 0.0 1.0 0.5 1.0 0.125 0.03125 0.25 ",
+                       "1 8 1 0 0 0 0.25 0.0 0.25 0.25 0.75 0.5 0.0 0.0 0.0 "));
 }
 
 TEST(StoreTest, QuickReadSeesCommittedWrites) {

@@ -141,6 +141,11 @@ struct ResultQuery {
   std::vector<uint64_t> seeds;       // empty = all
   std::optional<CellState> state;    // unset = done and failed
   GroupBy group_by = GroupBy::kNone;
+  // Rows only (grouped queries return every group): at most page_size rows
+  // per reply, 0 = all; only cells with an id above after_cell_id (the
+  // previous reply's next_after_cell_id).
+  int64_t page_size = 0;
+  int64_t after_cell_id = 0;
 };
 
 // One cell. For finished cells the worker, version, attempt and lease are
@@ -215,6 +220,9 @@ struct QueryOutcome {
   // and the dataset's facts from any done cell (unset when none is done).
   std::vector<HeadSummary> heads;
   std::optional<DatasetFacts> facts;
+  // Rows: > 0 when more rows match than page_size allowed; query again with
+  // it as after_cell_id for the next page. 0 on the last page.
+  int64_t next_after_cell_id = 0;
 };
 
 // Summary of Coordinator::Recover().

@@ -255,6 +255,32 @@ TEST_F(ServiceTest, WorkerLifecycleRecordsProvenanceAndFencesStaleLeases) {
   EXPECT_EQ(row.lease_id(), task.cells(0).lease_id());
   EXPECT_DOUBLE_EQ(row.result().train().error(), 0.25);
 
+  EXPECT_EQ(rows.next_page_token(), "");
+
+  // Pages of one row: the token names the last cell; a made-up token is
+  // INVALID_ARGUMENT naming page_token.
+  query.set_page_size(1);
+  grpc::ClientContext p1ctx;
+  ASSERT_TRUE(sweep_stub_->QueryResults(&p1ctx, query, &rows).ok());
+  ASSERT_EQ(rows.rows_size(), 1);
+  EXPECT_EQ(rows.rows(0).cell_id(), task.cells(0).cell_id());
+  EXPECT_EQ(rows.next_page_token(), "c" + std::to_string(task.cells(0).cell_id()));
+  query.set_page_token(rows.next_page_token());
+  grpc::ClientContext p2ctx;
+  ASSERT_TRUE(sweep_stub_->QueryResults(&p2ctx, query, &rows).ok());
+  ASSERT_EQ(rows.rows_size(), 1);
+  EXPECT_EQ(rows.rows(0).cell_id(), task.cells(1).cell_id());
+  EXPECT_EQ(rows.next_page_token(), "");
+  query.set_page_token("page-2");
+  grpc::ClientContext p3ctx;
+  grpc::Status bad = sweep_stub_->QueryResults(&p3ctx, query, &rows);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(bad.error_message(),
+            "page_token: \"page-2\" is not a next_page_token of QueryResults; leave it empty "
+            "for the first page");
+  query.clear_page_token();
+  query.clear_page_size();
+
   grpc::ClientContext gctx;
   query.set_group_by(v1::GROUP_BY_HEAD_RANK);
   ASSERT_TRUE(sweep_stub_->QueryResults(&gctx, query, &rows).ok());

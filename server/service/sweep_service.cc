@@ -256,8 +256,13 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
     absl::StatusOr<GroupBy> group_by = GroupByFromProto(request->group_by());
     if (!group_by.ok()) return group_by.status();
     query.group_by = *group_by;
+    query.page_size = request->page_size();
+    absl::StatusOr<int64_t> after = CellIdFromPageToken(request->page_token());
+    if (!after.ok()) return after.status();
+    query.after_cell_id = *after;
     absl::StatusOr<QueryOutcome> out = coordinator_->Query(query);
     if (out.ok()) {
+      response->set_next_page_token(PageToken(out->next_after_cell_id));
       response->mutable_rows()->Reserve(static_cast<int>(out->rows.size()));
       for (const ResultRow& row : out->rows) *response->add_rows() = ToProto(row);
       for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "proto/convert.h"
 
@@ -172,6 +173,21 @@ absl::StatusOr<GroupBy> GroupByFromProto(v1::GroupBy group_by) {
       return absl::InvalidArgumentError(
           absl::StrCat("group_by: unknown value ", static_cast<int>(group_by)));
   }
+}
+
+std::string PageToken(int64_t after_cell_id) {
+  return after_cell_id > 0 ? absl::StrCat("c", after_cell_id) : std::string();
+}
+
+absl::StatusOr<int64_t> CellIdFromPageToken(const std::string& token) {
+  if (token.empty()) return 0;
+  int64_t id = 0;
+  if (token[0] != 'c' || !absl::SimpleAtoi(absl::string_view(token).substr(1), &id) || id <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_token: \"", token.substr(0, 64),
+        "\" is not a next_page_token of QueryResults; leave it empty for the first page"));
+  }
+  return id;
 }
 
 }  // namespace ranksweep::server

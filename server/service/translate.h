@@ -39,6 +39,12 @@ absl::StatusOr<std::optional<CellState>> CellStateFromProto(v1::CellState state,
                                                             const char* field);
 absl::StatusOr<GroupBy> GroupByFromProto(v1::GroupBy group_by);
 
+// QueryResults' page tokens: the last cell id of the previous page, as "c"
+// followed by the decimal id. "" is the first page (0). InvalidArgument
+// naming page_token for anything else.
+std::string PageToken(int64_t after_cell_id);
+absl::StatusOr<int64_t> CellIdFromPageToken(const std::string& token);
+
 }  // namespace ranksweep::server
 
 #endif  // RANKSWEEP_SERVER_SERVICE_TRANSLATE_H_

@@ -5,10 +5,13 @@
 //  - a reader holding a read transaction open in the sqlite3 shell does not
 //    block the coordinator's writes;
 //  - a message over --max_message_bytes is refused with RESOURCE_EXHAUSTED
-//    and stores nothing.
+//    and stores nothing;
+//  - the CLI lists every row of a sweep larger than one QueryResults page,
+//    each once, in cell order.
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -278,6 +281,49 @@ TEST(MessageLimitTest, SubmitOverMaxMessageBytesIsResourceExhaustedAndStoresNoth
   }
   EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM sweeps"), 1);
   EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM cells"), 8);
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+}
+
+// ------------------------------------------------- rows beyond one page
+
+TEST(ResultPagesTest, CliListsEveryRowOfASweepLargerThanOnePage) {
+  TempDir dir;
+  ClusterOptions options = Options(dir);
+  options.max_seeds = 1024;
+  options.max_sleep_ms = 0;
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  // 11 ranks x 1,000 seeds: 11,000 rows, two pages of the CLI's 10,000.
+  constexpr int kRows = 11000;
+  const std::string id = cluster.Submit(SweepJson("pages", 11, 1000));
+  ASSERT_FALSE(id.empty()) << cluster.error();
+  cluster.StartWorker(0);
+  ASSERT_EQ(WaitForCount(cluster.db(), "SELECT count(*) FROM results WHERE state = 3", kRows,
+                         120s),
+            kRows);
+  EXPECT_EQ(cluster.StopWorker(0, SIGTERM), 0);
+
+  ::ranksweep::testing::CommandResult csv = ::ranksweep::testing::RunCommand(
+      {RANKSWEEP_CLI_BIN, "--addr=" + cluster.address(), "results", id, "--format", "csv"},
+      dir.path() + "/cli");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  // Columns sweep_id, cell_id, ...: the second field of every line after
+  // the header.
+  ASSERT_EQ(csv.out.rfind("sweep_id,cell_id,", 0), 0u) << csv.out.substr(0, 200);
+  std::vector<int64_t> cell_ids;
+  size_t start = csv.out.find('\n') + 1;
+  while (start < csv.out.size()) {
+    const size_t end = csv.out.find('\n', start);
+    const size_t field = csv.out.find(',', start) + 1;
+    cell_ids.push_back(std::stoll(csv.out.substr(field, csv.out.find(',', field) - field)));
+    start = end == std::string::npos ? csv.out.size() : end + 1;
+  }
+  ASSERT_EQ(cell_ids.size(), static_cast<size_t>(kRows));
+  EXPECT_TRUE(std::is_sorted(cell_ids.begin(), cell_ids.end()));
+  EXPECT_EQ(std::set<int64_t>(cell_ids.begin(), cell_ids.end()).size(),
+            static_cast<size_t>(kRows));
+  EXPECT_EQ(cell_ids.front(), QueryInt(cluster.db(), "SELECT min(cell_id) FROM results"));
+  EXPECT_EQ(cell_ids.back(), QueryInt(cluster.db(), "SELECT max(cell_id) FROM results"));
   ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
 }
 
