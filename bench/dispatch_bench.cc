@@ -102,10 +102,19 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& addr) {
 // worker retries.
 void WaitForReady(grpc::ClientContext* ctx) { ctx->set_wait_for_ready(true); }
 
+// The server this run started; a failed call stops it before exiting, so
+// that no ranksweepd outlives the bench.
+ranksweep::testing::Process* g_server = nullptr;
+
+[[noreturn]] void Fail() {
+  if (g_server != nullptr) g_server->Signal(SIGKILL);
+  std::exit(1);
+}
+
 void Check(const grpc::Status& s, const char* what) {
   if (!s.ok()) {
     std::fprintf(stderr, "%s failed: %d %s\n", what, s.error_code(), s.error_message().c_str());
-    std::exit(1);
+    Fail();
   }
 }
 
@@ -148,7 +157,7 @@ std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int ce
   if (resp.cells() != cells) {
     std::fprintf(stderr, "expected %d cells, got %lld\n", cells,
                  static_cast<long long>(resp.cells()));
-    std::exit(1);
+    Fail();
   }
   return resp.sweep_id();
 }
@@ -273,6 +282,7 @@ int main(int argc, char** argv) {
       {flags.ranksweepd, "--listen=127.0.0.1:0", "--db=" + dir.path() + "/bench.db",
        "--lease_seconds=600", "--insecure_local"},
       dir.path() + "/ranksweepd");
+  g_server = &server;
   auto addr = server.WaitForStdout(std::regex("listening on (\\S+)"), 30s);
   if (!addr) {
     std::fprintf(stderr, "ranksweepd did not start:\n%s\n", server.Stderr().c_str());

@@ -814,8 +814,11 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
       if (change.final) ++report.sweeps_finished;
     }
     ASSIGN_OR_RETURN(Statement q,
+                     // Pending cells belong to running sweeps only: counted per
+                     // running sweep through cells_by_state, not over all cells.
                      c.Prepare("SELECT (SELECT COUNT(*) FROM sweeps WHERE state = 1), "
-                               "(SELECT COUNT(*) FROM cells WHERE state = 1), "
+                               "(SELECT COUNT(*) FROM sweeps s JOIN cells c ON "
+                               "c.sweep_id = s.id AND c.state = 1 WHERE s.state = 1), "
                                "(SELECT COUNT(*) FROM cells WHERE state = 2)"));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
@@ -1446,15 +1449,19 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeasesLocked(Connection& c, int64_t n
   };
   std::vector<Expired> expired;
   {
+    // No ORDER BY: SQLite would rather scan every cell in id order than
+    // sort what the (partial, leased-only) cells_by_deadline index finds.
     ASSIGN_OR_RETURN(Statement q,
                      c.Prepare("SELECT id, lease_id, worker_id FROM cells "
-                               "WHERE state = 2 AND lease_deadline_ms <= ?1 ORDER BY id"));
+                               "WHERE state = 2 AND lease_deadline_ms <= ?1"));
     q.Bind(1, now_ms);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
       expired.push_back(Expired{q.ColumnInt(0), q.ColumnInt(1), q.ColumnText(2)});
     }
+    std::sort(expired.begin(), expired.end(),
+              [](const Expired& a, const Expired& b) { return a.cell_id < b.cell_id; });
   }
   std::map<std::string, int64_t> per_worker;
   for (const Expired& e : expired) {

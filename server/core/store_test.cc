@@ -125,7 +125,12 @@ constexpr const char* kVersion3Columns[] = {
 // Turns a freshly created file back into what schema version 2 wrote.
 absl::Status DowngradeToVersion4(Connection& c) {
   // Version 5: the running group aggregates and the results-by-sweep index.
-  RETURN_IF_ERROR(c.Exec("DROP TABLE result_groups; DROP INDEX results_by_sweep"));
+  RETURN_IF_ERROR(c.Exec(
+      "DROP TABLE result_groups; DROP INDEX results_by_sweep; "
+      "CREATE INDEX results_by_group ON results(sweep_id, head_index, rank); "
+      "DROP INDEX cells_by_deadline; "
+      "CREATE INDEX cells_by_deadline ON cells(state, lease_deadline_ms); "
+      "DROP INDEX cells_by_worker; CREATE INDEX cells_by_worker ON cells(worker_id, state)"));
   return c.Exec("UPDATE schema_version SET version = 4");
 }
 
