@@ -340,9 +340,10 @@ int main(int argc, char** argv) {
     std::vector<double> lat;
     for (auto& l : paced) lat.insert(lat.end(), l.begin(), l.end());
     std::printf("paced offered_tasks_per_second=%d achieved=%.0f acquire_p50_ms=%.3f "
-                "acquire_p99_ms=%.3f\n",
+                "acquire_p90_ms=%.3f acquire_p99_ms=%.3f acquire_max_ms=%.3f\n",
                 flags.paced_tasks_per_second, static_cast<double>(done.load()) / paced_seconds,
-                Percentile(lat, 0.5) / 1000.0, Percentile(lat, 0.99) / 1000.0);
+                Percentile(lat, 0.5) / 1000.0, Percentile(lat, 0.9) / 1000.0,
+                Percentile(lat, 0.99) / 1000.0, Percentile(lat, 1.0) / 1000.0);
     std::fflush(stdout);
   }
 
