@@ -2,12 +2,15 @@
 // SQLite file.
 //
 //   dispatch: W concurrent fake workers (threads, one channel each) acquire
-//             K one-seed tasks per AcquireTasks call (--tasks_per_call,
-//             default 1, the worst case: every task pays two calls) and
-//             complete them in one CompleteTasks call with synthetic
-//             results; tasks/s is completed-and-durable tasks per wall
-//             second, with p50/p99 AcquireTasks latency. The server's own
-//             count of writes and commits (group commit) is printed too.
+//             K tasks of up to S seeds each per AcquireTasks call
+//             (--tasks_per_call, --seeds_per_task; both default 1, the worst
+//             case: every cell pays two calls; the real worker asks for one
+//             task per free slot and up to 64 seeds) and complete them in
+//             one CompleteTasks call with synthetic results. cells/s is
+//             completed-and-durable cells (one seed of one (head, rank): one
+//             trained model, what an Optuna trial is) per wall second, with
+//             p50/p99 AcquireTasks latency. The server's own count of writes
+//             and commits (group commit) is printed too.
 //   paced:    the same workers, each pausing between cycles so that all of
 //             them together offer --paced_tasks_per_second (default 500)
 //             evenly spaced one-task cycles (worker i starts i/W of a period
@@ -51,6 +54,7 @@ struct Flags {
   int query_rows = 100000;
   int query_runs = 5;
   int tasks_per_call = 1;
+  int seeds_per_task = 1;
   int paced_tasks_per_second = 500;
   int paced_tasks = 5000;
   int page_size = 10000;  // the CLI's
@@ -70,6 +74,7 @@ Flags ParseFlags(int argc, char** argv) {
     else if (const char* v = value("query_rows")) f.query_rows = std::atoi(v);
     else if (const char* v = value("query_runs")) f.query_runs = std::atoi(v);
     else if (const char* v = value("tasks_per_call")) f.tasks_per_call = std::atoi(v);
+    else if (const char* v = value("seeds_per_task")) f.seeds_per_task = std::atoi(v);
     else if (const char* v = value("paced_tasks_per_second")) {
       f.paced_tasks_per_second = std::atoi(v);
     } else if (const char* v = value("paced_tasks")) f.paced_tasks = std::atoi(v);
@@ -77,7 +82,7 @@ Flags ParseFlags(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
-                   "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] "
+                   "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] [--seeds_per_task=1] "
                    "[--paced_tasks_per_second=500] [--paced_tasks=5000] [--page_size=10000]\n");
       std::exit(2);
     }
@@ -298,7 +303,7 @@ int main(int argc, char** argv) {
   {
     std::vector<std::thread> threads;
     for (int i = 0; i < flags.workers; ++i) {
-      threads.emplace_back(FakeWorker, *addr, flags.tasks_per_call, 1,
+      threads.emplace_back(FakeWorker, *addr, flags.tasks_per_call, flags.seeds_per_task,
                            &latencies[static_cast<size_t>(i)], &completed,
                            std::chrono::microseconds(0), Clock::time_point());
     }
@@ -312,10 +317,11 @@ int main(int argc, char** argv) {
                  flags.cells);
     return 1;
   }
-  std::printf("dispatch workers=%d tasks_per_call=%d tasks=%d seconds=%.3f "
-              "tasks_per_second=%.0f acquire_p50_ms=%.3f acquire_p99_ms=%.3f\n",
-              flags.workers, flags.tasks_per_call, flags.cells, seconds, flags.cells / seconds,
-              Percentile(all, 0.5) / 1000.0, Percentile(all, 0.99) / 1000.0);
+  std::printf("dispatch workers=%d tasks_per_call=%d seeds_per_task=%d cells=%d seconds=%.3f "
+              "cells_per_second=%.0f acquire_p50_ms=%.3f acquire_p99_ms=%.3f\n",
+              flags.workers, flags.tasks_per_call, flags.seeds_per_task, flags.cells, seconds,
+              flags.cells / seconds, Percentile(all, 0.5) / 1000.0,
+              Percentile(all, 0.99) / 1000.0);
   std::fflush(stdout);
 
   // ---- paced
