@@ -1519,13 +1519,17 @@ const std::string& QueryResultColumns() {
 constexpr char kQueryCellColumns[] =
     "c.id, c.head_index, c.rank, c.seed, c.state, c.attempt, c.lease_id, c.worker_id, ";
 
+const std::string& LabelOf(const std::vector<std::string>& labels, int head_index) {
+  return head_index < static_cast<int>(labels.size()) ? labels[head_index] : kNoLabel;
+}
+
 ResultRow QueryRow(const Statement& q, const std::string& sweep_id,
                    const std::vector<std::string>& labels) {
   ResultRow row;
   row.sweep_id = sweep_id;
   row.cell_id = q.ColumnInt(0);
   row.head_index = static_cast<int>(q.ColumnInt(1));
-  row.head = row.head_index < static_cast<int>(labels.size()) ? labels[row.head_index] : kNoLabel;
+  row.head = LabelOf(labels, row.head_index);
   row.rank = static_cast<int>(q.ColumnInt(2));
   row.seed = SeedFromDb(q.ColumnInt(3));
   row.state = static_cast<CellState>(q.ColumnInt(4));
@@ -1568,7 +1572,7 @@ ResultGroup& GroupFor(std::map<std::pair<int, int>, ResultGroup>& groups, int he
                       int rank, const std::vector<std::string>& labels) {
   ResultGroup& g = groups[{head_index, rank}];
   if (g.head.empty()) {
-    g.head = head_index < static_cast<int>(labels.size()) ? labels[head_index] : kNoLabel;
+    g.head = LabelOf(labels, head_index);
     g.head_index = head_index;
     g.rank = rank;
   }
