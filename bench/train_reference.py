@@ -104,7 +104,7 @@ def load(path):
 
 
 def train_one(seed, m, x, t, scored, args):
-    model = KernelHead(m, args.rank, seed, args.init)
+    model = KernelHead(m, args.rank, seed, args.init).to(args.device)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8)
     n_scored = scored.sum() * x.shape[0]
     error = None
@@ -131,13 +131,18 @@ def main():
     p.add_argument("--eval_every", type=int, default=50)
     p.add_argument("--init", choices=["splitmix", "torch"], default="splitmix")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads; 0 = default")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = p.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     m, x, t, scored = load(args.dataset)
+    x, t, scored = x.to(args.device), t.to(args.device), scored.to(args.device)
+    cuda = args.device.startswith("cuda")
     for s_count in [int(c) for c in args.counts.split(",")]:
         start = time.perf_counter()
         errors = [train_one(seed, m, x, t, scored, args) for seed in range(s_count)]
+        if cuda:
+            torch.cuda.synchronize()
         wall = time.perf_counter() - start
         exact = sum(e == 0.0 for e in errors)
         print("S=%d models_per_s=%.3f seed_steps_per_s=%.1f wall_s=%.3f exact=%d/%d errors=%s"

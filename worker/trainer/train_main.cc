@@ -5,6 +5,10 @@
 //                   [--feature_map elu1] [--rank 8] [--seeds 0,1,2]
 //                   [--max_steps 2000] [--device auto] ...
 //   ranksweep-train ... --dump_dataset data.json   (writes the dataset, trains nothing)
+//   ranksweep-train --sweep sweep.json [--device cuda] [--max_seeds 64]
+//       (every task of a grid sweep, one after another: a JSON line per task
+//        with its time, then the total; the sweep as `ranksweep submit
+//        --dry-run` prints it)
 //
 // Flags override the fields of --spec (or of the TaskSpec defaults); run with
 // --help for the list. Needs no gRPC: only the trainer library and Abseil.
@@ -20,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
@@ -113,9 +118,9 @@ std::map<std::string, Setter> MakeSetters(TaskSpec& t, trainer::RunOptions& run,
   return s;
 }
 
-absl::Status ReadFile(const std::string& path, std::string* out) {
+absl::Status ReadFile(const std::string& flag, const std::string& path, std::string* out) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("--spec: cannot open ", path));
+  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot open ", path));
   std::stringstream ss;
   ss << in.rdbuf();
   *out = ss.str();
@@ -159,6 +164,60 @@ absl::Status DumpDataset(const TaskSpec& spec, const std::string& path) {
   return absl::OkStatus();
 }
 
+int CountExact(const std::vector<SeedResult>& seeds, bool test) {
+  int n = 0;
+  for (const SeedResult& r : seeds) {
+    const SplitMetrics& m = test ? r.test : r.train;
+    if (m.sequences > 0 && m.error == 0) ++n;
+  }
+  return n;
+}
+
+// --sweep: trainer::RunSweep with a line per task and one for the whole run.
+absl::Status RunSweepFile(const std::vector<std::pair<std::string, std::string>>& flags) {
+  std::string path, device = "auto";
+  int max_seeds = 64;
+  for (const auto& [name, value] : flags) {
+    if (name == "sweep") {
+      path = value;
+    } else if (name == "device") {
+      device = value;
+    } else if (name == "max_seeds") {
+      RETURN_IF_ERROR(ParseNumber("max_seeds", value, &max_seeds));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", name, " does not apply with --sweep (only --device and --max_seeds do); "
+          "edit the sweep file instead"));
+    }
+  }
+  std::string text;
+  RETURN_IF_ERROR(ReadFile("sweep", path, &text));
+  ASSIGN_OR_RETURN(const SweepSpec sweep, SweepSpecFromJson(text));
+  trainer::RunOptions run;
+  run.device = device;
+  int64_t tasks = 0, cells = 0;
+  double seconds = 0;
+  std::string device_name;
+  RETURN_IF_ERROR(trainer::RunSweep(sweep, max_seeds, run, [&](const trainer::SweepTaskReport& r) {
+    ++tasks;
+    cells += static_cast<int64_t>(r.result.seeds.size());
+    seconds += r.seconds;
+    if (!r.result.seeds.empty()) device_name = r.result.seeds[0].device;
+    std::cout << absl::StrFormat(
+                     "{\"head\":\"%s\",\"rank\":%d,\"seeds\":%d,\"train_exact\":%d,"
+                     "\"test_exact\":%d,\"seconds\":%.3f,\"device\":\"%s\"}",
+                     r.head, r.rank, r.result.seeds.size(), CountExact(r.result.seeds, false),
+                     CountExact(r.result.seeds, true), r.seconds, device_name)
+              << std::endl;
+  }));
+  std::cout << absl::StrFormat(
+                   "{\"sweep\":\"%s\",\"tasks\":%d,\"cells\":%d,\"seconds\":%.3f,"
+                   "\"device\":\"%s\"}",
+                   sweep.name, tasks, cells, seconds, device_name)
+            << std::endl;
+  return absl::OkStatus();
+}
+
 std::string FactsToJson(const DatasetFacts& f) {
   return absl::StrCat("{\"train_sequences\":", f.train_sequences,
                       ",\"test_sequences\":", f.test_sequences,
@@ -182,7 +241,11 @@ absl::Status Main(int argc, char** argv) {
                    "max_steps eval_every early_stop_evals loss; plus device "
                    "(auto|cpu|cuda|cuda:N), indent (JSON indent, -1 = compact) and "
                    "dump_dataset FILE (write the dataset as JSON to FILE instead of "
-                   "training).\n";
+                   "training).\n"
+                   "       ranksweep-train --sweep sweep.json [--device D] [--max_seeds N]\n"
+                   "  trains every task of a grid sweep (JSON, as `ranksweep submit --dry-run` "
+                   "prints it) one after another, N seeds fused per task (default 64), and "
+                   "prints a JSON line per task and one for the whole sweep.\n";
       return absl::OkStatus();
     }
     if (arg.rfind("--", 0) != 0) {
@@ -198,6 +261,9 @@ absl::Status Main(int argc, char** argv) {
       return absl::InvalidArgumentError(absl::StrCat("--", arg, " needs a value"));
     }
   }
+  for (const auto& flag : flags) {
+    if (flag.first == "sweep") return RunSweepFile(flags);
+  }
   TaskSpec spec;
   trainer::RunOptions run;
   int indent = 2;
@@ -205,7 +271,7 @@ absl::Status Main(int argc, char** argv) {
   for (const auto& [name, value] : flags) {
     if (name != "spec") continue;
     std::string text;
-    RETURN_IF_ERROR(ReadFile(value, &text));
+    RETURN_IF_ERROR(ReadFile("spec", value, &text));
     ASSIGN_OR_RETURN(spec, TaskSpecFromJson(text));
   }
   const std::map<std::string, Setter> setters = MakeSetters(spec, run, indent);

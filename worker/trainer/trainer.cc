@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -136,6 +138,43 @@ absl::StatusOr<TaskResult> RunTask(const TaskSpec& spec, const RunOptions& optio
   } catch (const std::exception& e) {  // c10::Error derives from std::exception
     return FromException(e);
   }
+}
+
+absl::Status RunSweep(const SweepSpec& sweep, int max_seeds, const RunOptions& options,
+                      const std::function<void(const SweepTaskReport&)>& on_task) {
+  RETURN_IF_ERROR(ValidateSweepSpec(sweep));
+  if (sweep.mode != SweepMode::kGrid) {
+    return absl::InvalidArgumentError(
+        "mode: only grid sweeps run without the coordinator (search needs it)");
+  }
+  if (max_seeds < 1 || max_seeds > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_seeds: ", max_seeds, " is out of range 1..1024"));
+  }
+  const std::vector<uint64_t> seeds = SweepSeeds(sweep);
+  for (int h = 0; h < static_cast<int>(sweep.heads.size()); ++h) {
+    const std::vector<int> head_ranks =
+        HeadHasRank(sweep.heads[h]) ? sweep.ranks : std::vector<int>{0};
+    for (int rank : head_ranks) {
+      for (size_t first = 0; first < seeds.size(); first += static_cast<size_t>(max_seeds)) {
+        const size_t last = std::min(seeds.size(), first + static_cast<size_t>(max_seeds));
+        SweepTaskReport report;
+        report.head_index = h;
+        report.head = HeadLabel(sweep.heads[h]);
+        report.rank = rank;
+        const auto start = std::chrono::steady_clock::now();
+        ASSIGN_OR_RETURN(report.result,
+                         RunTask(MakeTaskSpec(sweep, h, rank,
+                                              std::vector<uint64_t>(seeds.begin() + first,
+                                                                    seeds.begin() + last)),
+                                 options));
+        report.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (on_task) on_task(report);
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ResolveDeviceName(const std::string& device) {

@@ -40,6 +40,27 @@ struct TaskResult {
 // evaluates. Deterministic on CPU for a given spec.
 absl::StatusOr<TaskResult> RunTask(const TaskSpec& spec, const RunOptions& options = {});
 
+// One task of RunSweep: the (head, rank) and seeds it trained, its results
+// and its wall time (dataset, training and evaluation).
+struct SweepTaskReport {
+  int head_index = 0;
+  std::string head;  // HeadLabel
+  int rank = 0;      // 0 for a head without a rank
+  TaskResult result;
+  double seconds = 0;
+};
+
+// Trains every task of a grid sweep on this machine, one after another: each
+// head at each of its ranks (once for heads without a rank), in the order of
+// the spec, the sweep's seeds fused max_seeds at a time (the worker's
+// --max_seeds, 1..1024), calling `on_task` after each task. No coordinator
+// and no store: for timing a whole sweep on one device, or trying a spec.
+// InvalidArgument for an invalid spec, for mode search (its bisection lives
+// in the coordinator) and for max_seeds out of range; the first task error
+// ends the run and is returned.
+absl::Status RunSweep(const SweepSpec& sweep, int max_seeds, const RunOptions& options,
+                      const std::function<void(const SweepTaskReport&)>& on_task);
+
 // What the device string resolves to here, e.g. "cpu" or "cuda:0 (NVIDIA H200)";
 // InvalidArgument for an unknown string, FailedPrecondition for "cuda" without CUDA.
 absl::StatusOr<std::string> ResolveDeviceName(const std::string& device);

@@ -3,6 +3,7 @@
 #include "worker/trainer/trainer.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "common/spec/spec_json.h"
 #include "gmock/gmock.h"
@@ -201,6 +202,51 @@ TEST(PhaseTransitionTest, SoftmaxIsExactOnEverySeed) {
     EXPECT_EQ(s.train.error, 0.0) << "seed " << s.seed;
     EXPECT_LE(s.steps, 600) << "seed " << s.seed;
   }
+}
+
+TEST(RunSweepTest, TrainsEveryTaskOfTheGridInSpecOrderAsRunTaskWould) {
+  SweepSpec sweep;
+  sweep.name = "local";
+  sweep.dataset = SmallTask().dataset;
+  sweep.train = SmallTask().train;
+  HeadSpec kernel;
+  kernel.kind = HeadKind::kKernel;
+  HeadSpec softmax;
+  softmax.kind = HeadKind::kSoftmax;
+  sweep.heads = {kernel, softmax};
+  sweep.ranks = {4, 1};  // spec order, not sorted
+  sweep.seed_count = 3;
+  std::vector<SweepTaskReport> reports;
+  const absl::Status run =
+      RunSweep(sweep, 2, kCpu, [&](const SweepTaskReport& r) { reports.push_back(r); });
+  ASSERT_TRUE(run.ok()) << run;
+  // kernel r=4 seeds {0,1} and {2}, kernel r=1 likewise, softmax likewise.
+  ASSERT_EQ(reports.size(), 6u);
+  const std::vector<std::tuple<std::string, int, size_t>> want = {
+      {"kernel/elu1", 4, 2}, {"kernel/elu1", 4, 1}, {"kernel/elu1", 1, 2},
+      {"kernel/elu1", 1, 1}, {"softmax", 0, 2},     {"softmax", 0, 1}};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(reports[i].head, std::get<0>(want[i]));
+    EXPECT_EQ(reports[i].rank, std::get<1>(want[i]));
+    EXPECT_EQ(reports[i].result.seeds.size(), std::get<2>(want[i]));
+    EXPECT_GT(reports[i].seconds, 0);
+  }
+  // The first task is exactly RunTask of the cell's task spec.
+  auto direct = RunTask(MakeTaskSpec(sweep, 0, 4, {0, 1}), kCpu);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(reports[0].result.seeds[s].seed, direct->seeds[s].seed);
+    EXPECT_EQ(reports[0].result.seeds[s].final_loss, direct->seeds[s].final_loss);
+  }
+
+  sweep.mode = SweepMode::kSearch;
+  absl::Status search = RunSweep(sweep, 2, kCpu, nullptr);
+  EXPECT_EQ(search.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(search.message(), HasSubstr("mode"));
+  sweep.mode = SweepMode::kGrid;
+  absl::Status seeds = RunSweep(sweep, 0, kCpu, nullptr);
+  EXPECT_EQ(seeds.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(seeds.message(), "max_seeds: 0 is out of range 1..1024");
 }
 
 TEST(DeviceTest, ResolvesNames) {
