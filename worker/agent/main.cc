@@ -39,7 +39,7 @@ ABSL_FLAG(std::string, worker_id, "",
           "Identity to keep across restarts; empty = the coordinator assigns one");
 ABSL_FLAG(std::string, hostname, "", "Host name to report; empty = gethostname()");
 ABSL_FLAG(int64_t, memory_bytes, 0,
-          "Memory to report; 0 = physical RAM on cpu, unknown (0) on cuda");
+          "Memory to report; 0 = the GPU's total memory on cuda, physical RAM on cpu");
 ABSL_FLAG(bool, once, false,
           "Exit 0 once no work has been available for --idle_exit_seconds and nothing is "
           "running (for tests and batch jobs)");
@@ -127,7 +127,12 @@ int Main(int argc, char** argv) {
   reg.device = cuda ? "cuda" : "cpu";
   reg.device_name = *device_name;
   reg.memory_bytes = absl::GetFlag(FLAGS_memory_bytes);
-  if (reg.memory_bytes == 0 && !cuda) reg.memory_bytes = PhysicalMemory();
+  if (reg.memory_bytes == 0 && cuda) {
+    // The GPU's total memory; 0 (unknown) if it cannot be read.
+    reg.memory_bytes = trainer::DeviceMemoryBytes(run_device).value_or(0);
+  } else if (reg.memory_bytes == 0) {
+    reg.memory_bytes = PhysicalMemory();
+  }
   reg.slots = slots;
   reg.version = {RANKSWEEP_BUILD_ID, build.torch_version, build.cuda_version};
   reg.worker_id = absl::GetFlag(FLAGS_worker_id);

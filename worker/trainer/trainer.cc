@@ -186,6 +186,20 @@ absl::StatusOr<std::string> ResolveDeviceName(const std::string& device) {
   }
 }
 
+absl::StatusOr<int64_t> DeviceMemoryBytes(const std::string& device) {
+  try {
+    ASSIGN_OR_RETURN(const torch::Device d, ResolveDevice(device));
+    if (d.is_cpu()) return 0;
+#ifdef RANKSWEEP_TORCH_CUDA
+    return static_cast<int64_t>(at::cuda::getDeviceProperties(d.index())->totalGlobalMem);
+#else
+    return 0;
+#endif
+  } catch (const std::exception& e) {
+    return FromException(e);
+  }
+}
+
 BuildInfo GetBuildInfo() {
   BuildInfo info;
   info.torch_version = absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",

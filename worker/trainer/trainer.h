@@ -65,6 +65,11 @@ absl::Status RunSweep(const SweepSpec& sweep, int max_seeds, const RunOptions& o
 // InvalidArgument for an unknown string, FailedPrecondition for "cuda" without CUDA.
 absl::StatusOr<std::string> ResolveDeviceName(const std::string& device);
 
+// The memory of the device a string resolves to: a GPU's total memory, or 0
+// for the CPU (this library does not know what share of the host's memory
+// training may use). Errors as ResolveDeviceName.
+absl::StatusOr<int64_t> DeviceMemoryBytes(const std::string& device);
+
 // LibTorch and CUDA versions this library was built with, for the worker's
 // version manifest: e.g. {"1.13.1", ""} or {"2.5.1", "12.4"}.
 struct BuildInfo {

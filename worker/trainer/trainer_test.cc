@@ -259,7 +259,12 @@ TEST(DeviceTest, ResolvesNames) {
   EXPECT_FALSE(info.torch_version.empty());
   if (info.cuda_version.empty()) {
     EXPECT_EQ(ResolveDeviceName("cuda").status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(DeviceMemoryBytes("cuda").status().code(), absl::StatusCode::kFailedPrecondition);
   }
+  auto cpu_memory = DeviceMemoryBytes("cpu");
+  ASSERT_TRUE(cpu_memory.ok());
+  EXPECT_EQ(*cpu_memory, 0);
+  EXPECT_EQ(DeviceMemoryBytes("tpu").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
