@@ -46,6 +46,30 @@ int64_t CountRows(Store& store, const std::string& table) {
   return n;
 }
 
+// Every row of `sql` as its first `columns` values, space-separated (NULL as
+// "NULL"), each followed by a space.
+std::vector<std::string> RowsAsText(Store& store, const std::string& sql, int columns) {
+  std::vector<std::string> rows;
+  EXPECT_TRUE(store
+                  .Read([&](Connection& c) -> absl::Status {
+                    auto q = c.Prepare(sql);
+                    if (!q.ok()) return q.status();
+                    while (true) {
+                      auto row = q->Step();
+                      if (!row.ok()) return row.status();
+                      if (!*row) break;
+                      std::string line;
+                      for (int i = 0; i < columns; ++i) {
+                        line += (q->ColumnIsNull(i) ? "NULL" : q->ColumnText(i)) + " ";
+                      }
+                      rows.push_back(line);
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  return rows;
+}
+
 absl::Status InsertMeta(Connection& c, const std::string& key, int64_t value) {
   auto q = c.Prepare("INSERT INTO meta(key, value) VALUES (?1, ?2)");
   if (!q.ok()) return q.status();
@@ -208,28 +232,12 @@ TEST(StoreTest, MigrationToVersion3MovesResultJsonIntoColumns) {
   auto store = Store::Open(dir.File("a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
-  std::vector<std::string> got;
-  ASSERT_TRUE((*store)
-                  ->Read([&](Connection& c) -> absl::Status {
-                    auto q = c.Prepare(
-                        "SELECT train_sequences, train_max_abs_error, test_exact_accuracy, "
-                        "final_loss, steps, device, facts_distinct_queries, "
-                        "facts_rank_lower_bound, facts_rank_upper_bound, result_json IS NULL "
-                        "FROM results ORDER BY cell_id");
-                    if (!q.ok()) return q.status();
-                    while (true) {
-                      auto row = q->Step();
-                      if (!row.ok()) return row.status();
-                      if (!*row) break;
-                      std::string line;
-                      for (int i = 0; i < 10; ++i) {
-                        line += (q->ColumnIsNull(i) ? "NULL" : q->ColumnText(i)) + " ";
-                      }
-                      got.push_back(line);
-                    }
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  const std::vector<std::string> got = RowsAsText(
+      **store,
+      "SELECT train_sequences, train_max_abs_error, test_exact_accuracy, final_loss, steps, "
+      "device, facts_distinct_queries, facts_rank_lower_bound, facts_rank_upper_bound, "
+      "result_json IS NULL FROM results ORDER BY cell_id",
+      10);
   EXPECT_THAT(got, ::testing::ElementsAre("276 1.25 0.0 0.125 1500 cpu 12 6 12 1 ",
                                           "NULL NULL NULL NULL NULL NULL NULL NULL NULL 1 "));
 }
@@ -267,26 +275,13 @@ TEST(StoreTest, MigrationToVersion5SumsUpExistingResultsPerGroup) {
   auto store = Store::Open(dir.File("a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
-  std::vector<std::string> got;
-  ASSERT_TRUE((*store)
-                  ->Read([&](Connection& c) -> absl::Status {
-                    auto q = c.Prepare(
-                        "SELECT head_index, rank, n, exact_seeds, test_n, test_exact_seeds, "
-                        "train_error_mean, train_error_m2, train_error_min, train_error_max, "
-                        "exact_mean, position_max, test_error_mean, test_error_m2, "
-                        "test_error_max FROM result_groups ORDER BY head_index, rank");
-                    if (!q.ok()) return q.status();
-                    while (true) {
-                      auto row = q->Step();
-                      if (!row.ok()) return row.status();
-                      if (!*row) break;
-                      std::string line;
-                      for (int i = 0; i < 15; ++i) line += q->ColumnText(i) + " ";
-                      got.push_back(line);
-                    }
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  const std::vector<std::string> got = RowsAsText(
+      **store,
+      "SELECT head_index, rank, n, exact_seeds, test_n, test_exact_seeds, train_error_mean, "
+      "train_error_m2, train_error_min, train_error_max, exact_mean, position_max, "
+      "test_error_mean, test_error_m2, test_error_max FROM result_groups "
+      "ORDER BY head_index, rank",
+      15);
   // Train error 0, 0.5, 1: mean 0.5, squared deviations 0.25 + 0 + 0.25.
   // Test error over the two cells with a test split: 0, 0.25.
   EXPECT_THAT(got, ::testing::ElementsAre(
