@@ -185,13 +185,17 @@ DatasetFacts FromProto(const v1::DatasetFacts& p) {
   return f;
 }
 
+void FillProto(const DatasetFacts& f, v1::DatasetFacts* p) {
+  p->set_train_sequences(f.train_sequences);
+  p->set_test_sequences(f.test_sequences);
+  p->set_distinct_queries(f.distinct_queries);
+  p->set_rank_lower_bound(f.rank_lower_bound);
+  p->set_rank_upper_bound(f.rank_upper_bound);
+}
+
 v1::DatasetFacts ToProto(const DatasetFacts& f) {
   v1::DatasetFacts p;
-  p.set_train_sequences(f.train_sequences);
-  p.set_test_sequences(f.test_sequences);
-  p.set_distinct_queries(f.distinct_queries);
-  p.set_rank_lower_bound(f.rank_lower_bound);
-  p.set_rank_upper_bound(f.rank_upper_bound);
+  FillProto(f, &p);
   return p;
 }
 
@@ -205,14 +209,12 @@ SplitMetrics FromProtoSplit(const v1::SplitMetrics& p) {
   m.max_abs_error = p.max_abs_error();
   return m;
 }
-v1::SplitMetrics ToProtoSplit(const SplitMetrics& m) {
-  v1::SplitMetrics p;
-  p.set_sequences(m.sequences);
-  p.set_position_accuracy(m.position_accuracy);
-  p.set_exact_accuracy(m.exact_accuracy);
-  p.set_error(m.error);
-  p.set_max_abs_error(m.max_abs_error);
-  return p;
+void FillProtoSplit(const SplitMetrics& m, v1::SplitMetrics* p) {
+  p->set_sequences(m.sequences);
+  p->set_position_accuracy(m.position_accuracy);
+  p->set_exact_accuracy(m.exact_accuracy);
+  p->set_error(m.error);
+  p->set_max_abs_error(m.max_abs_error);
 }
 }  // namespace
 
@@ -229,16 +231,20 @@ SeedResult FromProto(const v1::SeedResult& p) {
   return r;
 }
 
+void FillProto(const SeedResult& r, v1::SeedResult* p) {
+  p->set_seed(r.seed);
+  FillProtoSplit(r.train, p->mutable_train());
+  FillProtoSplit(r.test, p->mutable_test());
+  p->set_final_loss(r.final_loss);
+  p->set_steps(r.steps);
+  p->set_wall_seconds(r.wall_seconds);
+  p->set_device(r.device);
+  FillProto(r.facts, p->mutable_facts());
+}
+
 v1::SeedResult ToProto(const SeedResult& r) {
   v1::SeedResult p;
-  p.set_seed(r.seed);
-  *p.mutable_train() = ToProtoSplit(r.train);
-  *p.mutable_test() = ToProtoSplit(r.test);
-  p.set_final_loss(r.final_loss);
-  p.set_steps(r.steps);
-  p.set_wall_seconds(r.wall_seconds);
-  p.set_device(r.device);
-  *p.mutable_facts() = ToProto(r.facts);
+  FillProto(r, &p);
   return p;
 }
 

@@ -26,6 +26,11 @@ v1::TaskSpec ToProto(const TaskSpec& s);
 v1::SeedResult ToProto(const SeedResult& s);
 v1::DatasetFacts ToProto(const DatasetFacts& s);
 
+// In place, into a message that may live on an arena (no temporaries): the
+// same fields as ToProto. For the bulk of a query reply.
+void FillProto(const SeedResult& s, v1::SeedResult* p);
+void FillProto(const DatasetFacts& s, v1::DatasetFacts* p);
+
 }  // namespace ranksweep
 
 #endif  // RANKSWEEP_PROTO_CONVERT_H_

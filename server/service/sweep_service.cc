@@ -121,7 +121,9 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
 };
 
 SweepServiceImpl::SweepServiceImpl(Coordinator* coordinator, const Authorizer* authorizer)
-    : coordinator_(coordinator), authorizer_(authorizer) {}
+    : coordinator_(coordinator), authorizer_(authorizer) {
+  SetMessageAllocatorFor_QueryResults(&query_allocator_);
+}
 
 SweepServiceImpl::~SweepServiceImpl() { Shutdown(); }
 
@@ -264,7 +266,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
     if (out.ok()) {
       response->set_next_page_token(PageToken(out->next_after_cell_id));
       response->mutable_rows()->Reserve(static_cast<int>(out->rows.size()));
-      for (const ResultRow& row : out->rows) *response->add_rows() = ToProto(row);
+      for (const ResultRow& row : out->rows) FillProto(row, response->add_rows());
       for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
       for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
       if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);

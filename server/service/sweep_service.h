@@ -35,6 +35,7 @@
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "server/core/auth.h"
 #include "server/core/coordinator.h"
+#include "server/service/arena_allocator.h"
 #include "server/service/call_pool.h"
 
 namespace ranksweep::server {
@@ -81,6 +82,8 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
 
   Coordinator* const coordinator_;
   const Authorizer* const authorizer_;
+  // QueryResults' request and reply live on one arena per call.
+  ArenaMessageAllocator<v1::QueryResultsRequest, v1::QueryResultsResponse> query_allocator_;
 
   std::mutex mu_;
   bool shutting_down_ = false;

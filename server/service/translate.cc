@@ -93,23 +93,30 @@ v1::Task ToProto(const Task& task) {
   return p;
 }
 
+void FillProto(const ResultRow& row, v1::ResultRow* p) {
+  p->set_sweep_id(row.sweep_id);
+  p->set_cell_id(row.cell_id);
+  p->set_head(row.head);
+  p->set_head_index(row.head_index);
+  p->set_rank(row.rank);
+  p->set_seed(row.seed);
+  p->set_state(static_cast<v1::CellState>(static_cast<int>(row.state)));
+  if (row.result.has_value()) ranksweep::FillProto(*row.result, p->mutable_result());
+  p->set_failure(row.failure);
+  p->set_worker_id(row.worker_id);
+  v1::VersionManifest* version = p->mutable_worker_version();
+  version->set_build_id(row.worker_version.build_id);
+  version->set_torch_version(row.worker_version.torch_version);
+  version->set_cuda_version(row.worker_version.cuda_version);
+  p->set_attempt(row.attempt);
+  p->set_lease_id(row.lease_id);
+  p->set_finished_unix_ms(row.finished_unix_ms);
+  p->set_cached_from_cell_id(row.cached_from_cell_id);
+}
+
 v1::ResultRow ToProto(const ResultRow& row) {
   v1::ResultRow p;
-  p.set_sweep_id(row.sweep_id);
-  p.set_cell_id(row.cell_id);
-  p.set_head(row.head);
-  p.set_head_index(row.head_index);
-  p.set_rank(row.rank);
-  p.set_seed(row.seed);
-  p.set_state(static_cast<v1::CellState>(static_cast<int>(row.state)));
-  if (row.result.has_value()) *p.mutable_result() = ranksweep::ToProto(*row.result);
-  p.set_failure(row.failure);
-  p.set_worker_id(row.worker_id);
-  *p.mutable_worker_version() = ToProto(row.worker_version);
-  p.set_attempt(row.attempt);
-  p.set_lease_id(row.lease_id);
-  p.set_finished_unix_ms(row.finished_unix_ms);
-  p.set_cached_from_cell_id(row.cached_from_cell_id);
+  FillProto(row, &p);
   return p;
 }
 
