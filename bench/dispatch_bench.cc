@@ -10,7 +10,10 @@
 //             completed-and-durable cells (one seed of one (head, rank): one
 //             trained model, what an Optuna trial is) per wall second, with
 //             p50/p99 AcquireTasks latency. The server's own count of writes
-//             and commits (group commit) is printed too.
+//             and commits (group commit) is printed too, and the CPU time
+//             (user + system) that ranksweepd and the fake workers each
+//             spent per cell: on a shared machine the two compete for the
+//             same cores, so these say where the cores went.
 //   paced:    the same workers, each pausing between cycles so that all of
 //             them together offer --paced_tasks_per_second (default 500)
 //             evenly spaced one-task cycles (worker i starts i/W of a period
@@ -27,13 +30,17 @@
 // bench/run_dispatch_bench, which prints the ratio.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -239,6 +246,31 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds,
   }
 }
 
+// CPU seconds (user + system) process `pid` has used so far, from
+// /proc/PID/stat (fields 14 and 15, in clock ticks); -1 if unreadable.
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command name (field 2) is in parentheses and may hold spaces.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::strtod(field.c_str(), nullptr);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds this process (the fake workers) has used so far.
+double SelfCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -299,6 +331,8 @@ int main(int argc, char** argv) {
   Submit(*sweeps, "dispatch", flags.cells);
   std::vector<std::vector<double>> latencies(static_cast<size_t>(flags.workers));
   std::atomic<int64_t> completed{0};
+  const double server_cpu0 = ProcessCpuSeconds(server.pid());
+  const double bench_cpu0 = SelfCpuSeconds();
   auto t0 = Clock::now();
   {
     std::vector<std::thread> threads;
@@ -310,6 +344,8 @@ int main(int argc, char** argv) {
     for (auto& t : threads) t.join();
   }
   double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double server_cpu = ProcessCpuSeconds(server.pid()) - server_cpu0;
+  const double bench_cpu = SelfCpuSeconds() - bench_cpu0;
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
   if (completed.load() != flags.cells) {
@@ -322,6 +358,9 @@ int main(int argc, char** argv) {
               flags.workers, flags.tasks_per_call, flags.seeds_per_task, flags.cells, seconds,
               flags.cells / seconds, Percentile(all, 0.5) / 1000.0,
               Percentile(all, 0.99) / 1000.0);
+  std::printf("cpu server_us_per_cell=%.0f workers_us_per_cell=%.0f cores_busy=%.2f\n",
+              1e6 * server_cpu / flags.cells, 1e6 * bench_cpu / flags.cells,
+              (server_cpu + bench_cpu) / seconds);
   std::fflush(stdout);
 
   // ---- paced
