@@ -27,12 +27,14 @@ std::string TestErrorText(const v1::SeedResult& r) {
   return r.test().sequences() > 0 ? Fixed(r.test().error(), 4) : "-";
 }
 
+}  // namespace
+
 // Proto → JSON by reflection rather than MessageToJsonString: the latter
 // prints 64-bit integers as strings, and rows are meant for jq and
 // nlohmann-style readers that expect numbers (lease ids, sequence counts).
 // Proto field names, every field printed (unset ones with their zero value),
 // enums by name.
-nlohmann::ordered_json MessageToJson(const google::protobuf::Message& m) {
+nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
   using google::protobuf::FieldDescriptor;
   const auto* desc = m.GetDescriptor();
   const auto* refl = m.GetReflection();
@@ -63,7 +65,7 @@ nlohmann::ordered_json MessageToJson(const google::protobuf::Message& m) {
           return v->name();
         }
         case FieldDescriptor::CPPTYPE_MESSAGE:
-          return MessageToJson(rep ? refl->GetRepeatedMessage(m, f, index)
+          return MessageJsonTree(rep ? refl->GetRepeatedMessage(m, f, index)
                                    : refl->GetMessage(m, f));
       }
       return nullptr;
@@ -79,11 +81,121 @@ nlohmann::ordered_json MessageToJson(const google::protobuf::Message& m) {
   return out;
 }
 
+namespace {
+
+// A JSON string as nlohmann's dump() writes it (UTF-8 passed through; quote,
+// backslash and control characters escaped, the latter as \u00xx).
+void AppendJsonString(const std::string& s, std::string* out) {
+  out->push_back('"');
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\b': *out += "\\b"; break;
+      case '\f': *out += "\\f"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          absl::StrAppendFormat(out, "\\u%04x", c);
+        } else {
+          out->push_back(ch);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// A double as nlohmann's dump() writes it (shortest round trip, "1.0" for
+// integral values, null for NaN and infinities).
+void AppendJsonDouble(double v, std::string* out) { *out += nlohmann::json(v).dump(); }
+
+}  // namespace
+
+void AppendMessageJson(const google::protobuf::Message& m, std::string* out) {
+  using google::protobuf::FieldDescriptor;
+  const auto* desc = m.GetDescriptor();
+  const auto* refl = m.GetReflection();
+  out->push_back('{');
+  for (int i = 0; i < desc->field_count(); ++i) {
+    const FieldDescriptor* f = desc->field(i);
+    if (i > 0) out->push_back(',');
+    AppendJsonString(f->name(), out);
+    out->push_back(':');
+    const bool rep = f->is_repeated();
+    auto one = [&](int index) {
+      switch (f->cpp_type()) {
+        case FieldDescriptor::CPPTYPE_INT32:
+          absl::StrAppend(out, rep ? refl->GetRepeatedInt32(m, f, index) : refl->GetInt32(m, f));
+          return;
+        case FieldDescriptor::CPPTYPE_INT64:
+          absl::StrAppend(out, rep ? refl->GetRepeatedInt64(m, f, index) : refl->GetInt64(m, f));
+          return;
+        case FieldDescriptor::CPPTYPE_UINT32:
+          absl::StrAppend(out,
+                          rep ? refl->GetRepeatedUInt32(m, f, index) : refl->GetUInt32(m, f));
+          return;
+        case FieldDescriptor::CPPTYPE_UINT64:
+          absl::StrAppend(out,
+                          rep ? refl->GetRepeatedUInt64(m, f, index) : refl->GetUInt64(m, f));
+          return;
+        case FieldDescriptor::CPPTYPE_DOUBLE:
+          AppendJsonDouble(rep ? refl->GetRepeatedDouble(m, f, index) : refl->GetDouble(m, f),
+                           out);
+          return;
+        case FieldDescriptor::CPPTYPE_FLOAT:
+          AppendJsonDouble(rep ? refl->GetRepeatedFloat(m, f, index) : refl->GetFloat(m, f),
+                           out);
+          return;
+        case FieldDescriptor::CPPTYPE_BOOL:
+          *out += (rep ? refl->GetRepeatedBool(m, f, index) : refl->GetBool(m, f)) ? "true"
+                                                                                   : "false";
+          return;
+        case FieldDescriptor::CPPTYPE_STRING: {
+          std::string scratch;
+          AppendJsonString(rep ? refl->GetRepeatedStringReference(m, f, index, &scratch)
+                               : refl->GetStringReference(m, f, &scratch),
+                           out);
+          return;
+        }
+        case FieldDescriptor::CPPTYPE_ENUM:
+          AppendJsonString(
+              (rep ? refl->GetRepeatedEnum(m, f, index) : refl->GetEnum(m, f))->name(), out);
+          return;
+        case FieldDescriptor::CPPTYPE_MESSAGE:
+          AppendMessageJson(rep ? refl->GetRepeatedMessage(m, f, index) : refl->GetMessage(m, f),
+                            out);
+          return;
+      }
+      *out += "null";
+    };
+    if (rep) {
+      out->push_back('[');
+      for (int k = 0; k < refl->FieldSize(m, f); ++k) {
+        if (k > 0) out->push_back(',');
+        one(k);
+      }
+      out->push_back(']');
+    } else {
+      one(0);
+    }
+  }
+  out->push_back('}');
+}
+
+namespace {
+
 template <typename Message>
 std::string JsonArray(const std::vector<Message>& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ", MessageToJson(items[i]).dump());
+    out += i == 0 ? "\n  " : ",\n  ";
+    AppendMessageJson(items[i], &out);
+    // Items of one type print about the same length: size the whole array
+    // from the first, instead of growing (and copying) it again and again.
+    if (i == 0) out.reserve(out.size() * items.size() * 9 / 8 + 16);
   }
   absl::StrAppend(&out, items.empty() ? "]\n" : "\n]\n");
   return out;
@@ -539,13 +651,13 @@ Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
 
 std::string SummaryJson(const v1::QueryResultsResponse& response) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  out["facts"] = response.has_facts() ? MessageToJson(response.facts()) : nlohmann::ordered_json();
+  out["facts"] = response.has_facts() ? MessageJsonTree(response.facts()) : nlohmann::ordered_json();
   nlohmann::ordered_json heads = nlohmann::ordered_json::array();
   for (const v1::HeadSummary& h : response.heads()) {
-    nlohmann::ordered_json head = MessageToJson(h);
+    nlohmann::ordered_json head = MessageJsonTree(h);
     nlohmann::ordered_json groups = nlohmann::ordered_json::array();
     for (const v1::ResultGroup& g : response.groups()) {
-      if (g.head_index() == h.head_index()) groups.push_back(MessageToJson(g));
+      if (g.head_index() == h.head_index()) groups.push_back(MessageJsonTree(g));
     }
     head["groups"] = std::move(groups);
     heads.push_back(std::move(head));

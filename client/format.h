@@ -15,6 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "nlohmann/json.hpp"
 #include "ranksweep/v1/ranksweep.pb.h"
 
 namespace ranksweep::client {
@@ -90,6 +92,14 @@ Table ResultRowsCsvTable(const std::vector<v1::ResultRow>& rows);
 // One JSON array of row objects: proto field names, every field printed,
 // enums by name, 64-bit integers as JSON numbers; one object per line.
 std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows);
+
+// Proto -> JSON by reflection, in that form (every field, proto field names,
+// enums by name, 64-bit integers as numbers). MessageJsonTree builds an
+// nlohmann tree, for output that adds fields of its own; AppendMessageJson
+// writes the same text as MessageJsonTree(m).dump() straight into `out`,
+// without the tree (the per-row form: ten times less work for 100,000 rows).
+nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m);
+void AppendMessageJson(const google::protobuf::Message& m, std::string* out);
 
 // Grouped results: head, rank, n/expected, train error mean/std/min/max,
 // test error mean ("-" unless `has_test_split`: a group cannot tell a

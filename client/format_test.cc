@@ -1,5 +1,7 @@
 #include "client/format.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -187,6 +189,52 @@ TEST(FormatTest, ResultRowsJsonHasWorkerAttemptAndLease) {
   EXPECT_THAT(json, ::testing::HasSubstr("\"state\":\"CELL_STATE_DONE\""));
   EXPECT_THAT(json, ::testing::HasSubstr("\"test\":{\"sequences\":100,"));
   EXPECT_EQ(ResultRowsJson({}), "[]\n");
+}
+
+// The direct writer prints exactly what the tree prints, for every kind of
+// field: escapes and control characters, non-ASCII text, doubles of every
+// shape (integral, tiny, huge, NaN, infinity), 64-bit extremes, enums,
+// nested and repeated messages, repeated scalars, empty messages.
+TEST(FormatTest, AppendMessageJsonWritesWhatTheTreeDumps) {
+  v1::ResultRow row = DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5);
+  row.set_failure(std::string("quote \" backslash \\ tab \t nl \n cr \r bs \b ff \f ") +
+                  std::string(1, '\x01') + std::string(1, '\x1f') + "\x7f é ∑ /");
+  row.set_seed(UINT64_MAX);
+  row.set_lease_id(INT64_MIN);
+  row.set_cell_id(INT64_MAX);
+  v1::SeedResult* r = row.mutable_result();
+  r->set_final_loss(1e-300);
+  r->set_wall_seconds(1.5e300);
+  r->mutable_train()->set_position_accuracy(1.0);
+  r->mutable_train()->set_max_abs_error(std::nan(""));
+  r->mutable_test()->set_max_abs_error(-std::numeric_limits<double>::infinity());
+  r->mutable_test()->set_error(0.1 + 0.2);
+  r->mutable_test()->set_exact_accuracy(-0.0);
+  r->mutable_test()->set_position_accuracy(123456789012345680.0);
+
+  v1::ResultGroup group;
+  group.set_head("softmax");
+  group.add_missing_seeds(3);
+  group.add_missing_seeds(UINT64_MAX);
+  group.mutable_train_error()->set_ci95(2.5e-5);
+
+  v1::SweepInfo sweep;  // nested spec with repeated messages and enums
+  sweep.mutable_spec()->add_heads()->set_kind(v1::HEAD_KIND_SOFTMAX);
+  sweep.mutable_spec()->add_heads()->set_kind(v1::HEAD_KIND_KERNEL);
+  sweep.mutable_spec()->add_ranks(1);
+  sweep.mutable_spec()->add_ranks(256);
+
+  const google::protobuf::Message* messages[] = {&row, &group, &sweep, &v1::ResultRow::default_instance(),
+                                                 &v1::Aggregate::default_instance()};
+  for (const google::protobuf::Message* m : messages) {
+    std::string direct;
+    AppendMessageJson(*m, &direct);
+    EXPECT_EQ(direct, MessageJsonTree(*m).dump()) << m->GetTypeName();
+  }
+  std::string failure;
+  AppendMessageJson(row, &failure);
+  EXPECT_THAT(failure, ::testing::HasSubstr("\\u0001\\u001f\x7f é ∑ /\""));
+  EXPECT_THAT(failure, ::testing::HasSubstr("\"seed\":18446744073709551615,"));
 }
 
 TEST(FormatTest, ResultGroupsTable) {
