@@ -187,15 +187,22 @@ void AppendMessageJson(const google::protobuf::Message& m, std::string* out) {
 
 namespace {
 
+// Sizes `out` for `count` items printed about as long as the first one was
+// (`first` bytes), so that 100,000 rows are not grown, and copied, again and
+// again. Capped, since a long first item (a failure message) would
+// otherwise reserve far too much.
+void ReserveLike(size_t first, size_t count, std::string* out) {
+  constexpr size_t kMaxReserve = size_t{256} << 20;
+  out->reserve(out->size() + std::min(kMaxReserve, first * count / 8 * 9));
+}
+
 template <typename Message>
 std::string JsonArray(const std::vector<Message>& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {
     out += i == 0 ? "\n  " : ",\n  ";
     AppendMessageJson(items[i], &out);
-    // Items of one type print about the same length: size the whole array
-    // from the first, instead of growing (and copying) it again and again.
-    if (i == 0) out.reserve(out.size() * items.size() * 9 / 8 + 16);
+    if (i == 0) ReserveLike(out.size(), items.size(), &out);
   }
   absl::StrAppend(&out, items.empty() ? "]\n" : "\n]\n");
   return out;
@@ -276,9 +283,7 @@ std::string RenderCsv(const Table& table) {
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const size_t before = out.size();
     emit(table.rows[r]);
-    // Size the whole text from the first row rather than growing it again
-    // and again (100,000 rows are about 12 MB).
-    if (r == 0) out.reserve(before + (out.size() - before) * table.rows.size() * 9 / 8 + 16);
+    if (r == 0) ReserveLike(out.size() - before, table.rows.size(), &out);
   }
   return out;
 }
