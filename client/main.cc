@@ -230,6 +230,11 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     std::cerr << "preset " << a.preset << " at scale " << a.scale << ":\n";
     for (const std::string& line : resolution) std::cerr << "  " << line << "\n";
   }
+  for (const SweepSpec& one : specs) {
+    for (const std::string& w : SpecWarnings(one)) {
+      std::cerr << "warning: " << one.name << ": " << w << "\n";
+    }
+  }
   if (a.dry_run) {
     for (const SweepSpec& one : specs) std::cout << SweepSpecToJson(one, 2) << "\n";
     return kExitOk;

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
@@ -317,6 +318,27 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   }
   if (o.priority) spec->priority = *o.priority;
   return absl::OkStatus();
+}
+
+std::vector<std::string> SpecWarnings(const SweepSpec& spec) {
+  std::vector<std::string> warnings;
+  if (spec.train.loss != LossKind::kCrossEntropy) return warnings;
+  std::vector<std::string> kernels;
+  for (const HeadSpec& h : spec.heads) {
+    // Constructions always use the scalar readout; softmax is not bounded.
+    if (h.kind != HeadKind::kSoftmax && h.construction == Construction::kNone) {
+      kernels.push_back(HeadLabel(h));
+    }
+  }
+  if (!kernels.empty()) {
+    warnings.push_back(absl::StrCat(
+        "train.loss ce: ", absl::StrJoin(kernels, ", "),
+        " will be judged by the argmax of m+1 logits, not by the paper's readout (one affine "
+        "output within 1/2 of the target); under ce a trained rank-1 kernel head is exact on the "
+        "witness family, so transition ranks here do not test the rank bound. Use loss mse for "
+        "that (docs/TRAINER.md)."));
+  }
+  return warnings;
 }
 
 }  // namespace ranksweep::client

@@ -82,6 +82,14 @@ struct SpecOverrides {
 // enum name or head shorthand; range checks are left to ValidateSweepSpec.
 absl::Status ApplyOverrides(const SpecOverrides& overrides, SweepSpec* spec);
 
+// Valid settings whose results do not test the paper's claims, one line
+// each, for `submit` to print as warnings (empty: none). Today one: the
+// cross-entropy loss with a trained kernel head. Its prediction is the argmax
+// of m+1 logits, each affine in the attention output, which is not the
+// paper's model (one affine readout within 1/2 of the target); on the witness
+// family a trained rank-1 kernel head is exact under it (docs/TRAINER.md).
+std::vector<std::string> SpecWarnings(const SweepSpec& spec);
+
 }  // namespace ranksweep::client
 
 #endif  // RANKSWEEP_CLIENT_SPEC_FILE_H_

@@ -200,5 +200,34 @@ TEST(OverridesTest, BadEnumNamesTheFlag) {
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("--dataset"));
 }
 
+TEST(SpecFileTest, CrossEntropyWithTrainedKernelHeadsIsWarnedAbout) {
+  SweepSpec spec;
+  spec.name = "ce";
+  HeadSpec kernel;  // kernel/elu1
+  HeadSpec softmax;
+  softmax.kind = HeadKind::kSoftmax;
+  HeadSpec rank1;
+  rank1.construction = Construction::kRank1;
+  HeadSpec multihead;
+  multihead.kind = HeadKind::kMultiheadKernel;
+  multihead.num_heads = 4;
+  spec.heads = {kernel, softmax, rank1, multihead};
+
+  spec.train.loss = LossKind::kMse;
+  EXPECT_TRUE(SpecWarnings(spec).empty());
+
+  spec.train.loss = LossKind::kCrossEntropy;
+  std::vector<std::string> warnings = SpecWarnings(spec);
+  ASSERT_EQ(warnings.size(), 1u);
+  // Names the field and the trained kernel heads only (softmax has no bound;
+  // constructions always use the scalar readout).
+  EXPECT_THAT(warnings[0], ::testing::StartsWith("train.loss ce: kernel/elu1, " +
+                                                  HeadLabel(multihead) + " will be judged"));
+  EXPECT_THAT(warnings[0], ::testing::HasSubstr("Use loss mse"));
+
+  spec.heads = {softmax, rank1};
+  EXPECT_TRUE(SpecWarnings(spec).empty());
+}
+
 }  // namespace
 }  // namespace ranksweep::client
