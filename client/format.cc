@@ -630,6 +630,7 @@ std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_
       out += TransitionLine("  test ", h.test_transition_defined(), h.test_transition_rank(),
                             h.test_reason(), theory);
     }
+    if (!h.caveat().empty()) absl::StrAppend(&out, "  caveat: ", h.caveat(), "\n");
   }
   return out;
 }

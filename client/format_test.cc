@@ -320,6 +320,11 @@ TEST(FormatTest, SummaryTextPerHeadWithTransitionAndTheory) {
   EXPECT_THAT(SummaryText(r, false),
               ::testing::HasSubstr(
                   "  transition rank: 64 (theory: no bound for this dataset)\n"));
+  // A caveat follows the head's transition line.
+  r.mutable_heads(0)->set_caveat("loss ce: not the paper's model");
+  EXPECT_THAT(SummaryText(r, false),
+              ::testing::HasSubstr("  transition rank: 64 (theory: no bound for this dataset)\n"
+                                   "  caveat: loss ce: not the paper's model\n\nsoftmax\n"));
 }
 
 TEST(FormatTest, SummaryCsvAndJson) {

@@ -325,8 +325,9 @@ std::vector<std::string> SpecWarnings(const SweepSpec& spec) {
   if (spec.train.loss != LossKind::kCrossEntropy) return warnings;
   std::vector<std::string> kernels;
   for (const HeadSpec& h : spec.heads) {
-    // Constructions always use the scalar readout; softmax is not bounded.
-    if (h.kind != HeadKind::kSoftmax && h.construction == Construction::kNone) {
+    // Trained kernel-type heads: constructions always use the scalar
+    // readout, and softmax is not bounded.
+    if (HeadHasRank(h)) {
       kernels.push_back(HeadLabel(h));
     }
   }

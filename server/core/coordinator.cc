@@ -1756,6 +1756,18 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
       const bool has_test_split =
           spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
       out.heads = SummarizeHeads(out.groups, has_test_split);
+      if (spec.train.loss == LossKind::kCrossEntropy) {
+        // The argmax of m+1 logits is not the paper's readout and escapes
+        // the bound (docs/TRAINER.md): say so with each trained kernel
+        // head's transition.
+        for (HeadSummary& h : out.heads) {
+          if (h.head_index < static_cast<int>(spec.heads.size()) &&
+              HeadHasRank(spec.heads[h.head_index])) {
+            h.caveat = "loss ce: the argmax readout is not the paper's model, so this head's "
+                       "transition does not test the rank bound";
+          }
+        }
+      }
       return absl::OkStatus();
     }
 

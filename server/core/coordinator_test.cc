@@ -934,6 +934,38 @@ TEST_F(CoordinatorTest, GroupedQueryReportsTransitionAndDatasetFacts) {
   EXPECT_FALSE(q->facts.has_value());
 }
 
+TEST_F(CoordinatorTest, CrossEntropySummariesSayTheyDoNotTestTheBound) {
+  SweepSpec spec = MakeSpec("ce", {1, 2}, 2);
+  spec.train.loss = LossKind::kCrossEntropy;
+  std::string sweep = Submit(spec);
+  std::string w = Register();
+  for (const Task& t : Acquire(w, 64, 64)) {
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
+  }
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->heads.size(), 2u);
+  EXPECT_EQ(q->heads[0].caveat,
+            "loss ce: the argmax readout is not the paper's model, so this head's transition "
+            "does not test the rank bound");
+  EXPECT_EQ(q->heads[1].caveat, "");  // softmax: not bounded
+
+  // The same sweep under MSE carries no such note.
+  spec.name = "mse";
+  spec.train.loss = LossKind::kMse;
+  std::string plain = Submit(spec);
+  for (const Task& t : Acquire(w, 64, 64)) {
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
+  }
+  query.sweep_id = plain;
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->heads.size(), 2u);
+  EXPECT_EQ(q->heads[0].caveat, "");
+}
+
 TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {
   std::string sweep = Submit(MakeSpec("filters", {1, 2}, 3));
   std::string w = Register();

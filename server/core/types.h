@@ -211,6 +211,8 @@ struct HeadSummary {
   bool test_transition_defined = false;
   int test_transition_rank = 0;
   std::string test_reason;
+  // Non-empty when the head's numbers cannot test the paper's rank bound.
+  std::string caveat;
 };
 
 struct QueryOutcome {

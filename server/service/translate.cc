@@ -149,6 +149,7 @@ v1::HeadSummary ToProto(const HeadSummary& head) {
   p.set_test_transition_defined(head.test_transition_defined);
   p.set_test_transition_rank(head.test_transition_rank);
   p.set_test_reason(head.test_reason);
+  p.set_caveat(head.caveat);
   return p;
 }
 
