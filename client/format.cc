@@ -667,7 +667,8 @@ Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
 
 std::string SummaryJson(const v1::QueryResultsResponse& response) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  out["facts"] = response.has_facts() ? MessageJsonTree(response.facts()) : nlohmann::ordered_json();
+  out["facts"] =
+      response.has_facts() ? MessageJsonTree(response.facts()) : nlohmann::ordered_json();
   nlohmann::ordered_json heads = nlohmann::ordered_json::array();
   for (const v1::HeadSummary& h : response.heads()) {
     nlohmann::ordered_json head = MessageJsonTree(h);

@@ -404,9 +404,7 @@ int Plot(Client* client, const PlotArgs& a) {
   const bool test = a.split == "test";
   PlotInput in;
   in.title = spec.name;
-  in.subtitle = absl::StrCat(Name(spec.dataset.kind), " dataset, m = ", spec.dataset.m,
-                             ", N = ", spec.dataset.seq_len, ", ", SweepSeeds(spec).size(),
-                             " seeds", test ? ", test split" : "");
+  in.subtitle = PlotSubtitle(spec, test);
   in.y_label = a.metric == "error"
                    ? absl::StrCat(a.split, " error (1 - exact-sequence accuracy)")
                    : absl::StrCat(a.split, " exact-sequence accuracy");

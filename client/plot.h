@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "common/spec/spec.h"
+
 namespace ranksweep::client {
 
 struct PlotHead {
@@ -68,6 +70,13 @@ struct PlotLayout {
 PlotLayout ComputePlotLayout(const PlotInput& input);
 
 std::string RenderPlotSvg(const PlotInput& input);
+
+// The subtitle of a sweep's plot: "witness dataset, m = 24, N = 3, 5 seeds"
+// (", test split" when plotting it). A sweep trained with loss ce that has a
+// trained kernel-type head adds "; loss ce: kernel transitions do not test
+// the rank bound", since its argmax readout is not the paper's model
+// (docs/TRAINER.md) and a plot travels without the summary's caveat.
+std::string PlotSubtitle(const SweepSpec& spec, bool test_split);
 
 }  // namespace ranksweep::client
 

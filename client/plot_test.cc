@@ -91,5 +91,25 @@ TEST(PlotTest, EscapesLabelsAndHandlesNoRankedHeads) {
   EXPECT_EQ(Count(svg, "<line class=\"bound\""), 0);
 }
 
+TEST(PlotTest, SubtitleNamesTheDataAndFlagsCrossEntropyKernels) {
+  SweepSpec spec;
+  spec.dataset.kind = DatasetKind::kWitness;
+  spec.dataset.m = 24;
+  spec.dataset.seq_len = 3;
+  spec.seed_count = 5;
+  HeadSpec kernel;
+  HeadSpec softmax;
+  softmax.kind = HeadKind::kSoftmax;
+  spec.heads = {kernel, softmax};
+  EXPECT_EQ(PlotSubtitle(spec, false), "witness dataset, m = 24, N = 3, 5 seeds");
+  EXPECT_EQ(PlotSubtitle(spec, true), "witness dataset, m = 24, N = 3, 5 seeds, test split");
+  spec.train.loss = LossKind::kCrossEntropy;
+  EXPECT_EQ(PlotSubtitle(spec, false),
+            "witness dataset, m = 24, N = 3, 5 seeds; loss ce: kernel transitions do not test "
+            "the rank bound");
+  spec.heads = {softmax};  // nothing bounded to misread
+  EXPECT_EQ(PlotSubtitle(spec, false), "witness dataset, m = 24, N = 3, 5 seeds");
+}
+
 }  // namespace
 }  // namespace ranksweep::client
