@@ -218,9 +218,9 @@ std::string PlotSubtitle(const SweepSpec& spec, bool test_split) {
   std::string out = absl::StrCat(Name(spec.dataset.kind), " dataset, m = ", spec.dataset.m,
                                  ", N = ", spec.dataset.seq_len, ", ", SweepSeeds(spec).size(),
                                  " seeds", test_split ? ", test split" : "");
-  const bool trained_kernel = std::any_of(spec.heads.begin(), spec.heads.end(),
-                                          [](const HeadSpec& h) { return HeadHasRank(h); });
-  if (spec.train.loss == LossKind::kCrossEntropy && trained_kernel) {
+  if (std::any_of(spec.heads.begin(), spec.heads.end(), [&](const HeadSpec& h) {
+        return ReadoutEscapesRankBound(h, spec.train);
+      })) {
     out += "; loss ce: kernel transitions do not test the rank bound";
   }
   return out;

@@ -322,14 +322,9 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
 
 std::vector<std::string> SpecWarnings(const SweepSpec& spec) {
   std::vector<std::string> warnings;
-  if (spec.train.loss != LossKind::kCrossEntropy) return warnings;
   std::vector<std::string> kernels;
   for (const HeadSpec& h : spec.heads) {
-    // Trained kernel-type heads: constructions always use the scalar
-    // readout, and softmax is not bounded.
-    if (HeadHasRank(h)) {
-      kernels.push_back(HeadLabel(h));
-    }
+    if (ReadoutEscapesRankBound(h, spec.train)) kernels.push_back(HeadLabel(h));
   }
   if (!kernels.empty()) {
     warnings.push_back(absl::StrCat(

@@ -131,6 +131,10 @@ bool HeadHasRank(const HeadSpec& head) {
   return head.kind != HeadKind::kSoftmax && head.construction == Construction::kNone;
 }
 
+bool ReadoutEscapesRankBound(const HeadSpec& head, const TrainSpec& train) {
+  return train.loss == LossKind::kCrossEntropy && HeadHasRank(head);
+}
+
 std::vector<uint64_t> SweepSeeds(const SweepSpec& spec) {
   if (!spec.seeds.empty()) return spec.seeds;
   std::vector<uint64_t> seeds;

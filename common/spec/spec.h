@@ -158,6 +158,12 @@ struct SweepSpec {
 // construction have a rank fixed by the head itself.
 bool HeadHasRank(const HeadSpec& head);
 
+// True when a head's results cannot test the paper's rank bound because of
+// how it is trained: a trained kernel-type head (HeadHasRank) under loss ce,
+// whose argmax over m+1 logits is not the paper's readout and lets even a
+// rank-1 kernel solve the witness family (docs/TRAINER.md).
+bool ReadoutEscapesRankBound(const HeadSpec& head, const TrainSpec& train);
+
 // The seeds a sweep runs: `seeds` if given, else 0..seed_count-1.
 std::vector<uint64_t> SweepSeeds(const SweepSpec& spec);
 

@@ -9,6 +9,7 @@
 
 #include <openssl/sha.h>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -1579,6 +1580,21 @@ ResultGroup& GroupFor(std::map<std::pair<int, int>, ResultGroup>& groups, int he
   return g;
 }
 
+// Steps through `q`, whose columns 0 and 1 are head_index and rank, and
+// calls `fn` with the group of each row that `filter` keeps, `q` on that row.
+absl::Status ForEachKeptGroupRow(Statement& q, const CellFilter& filter,
+                                 const std::vector<std::string>& labels,
+                                 std::map<std::pair<int, int>, ResultGroup>* groups,
+                                 absl::FunctionRef<void(ResultGroup&)> fn) {
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, q.Step());
+    if (!more) return absl::OkStatus();
+    const int head_index = static_cast<int>(q.ColumnInt(0));
+    const int rank = static_cast<int>(q.ColumnInt(1));
+    if (filter.Keeps(head_index, rank)) fn(GroupFor(*groups, head_index, rank, labels));
+  }
+}
+
 // Groups from the running aggregates (result_groups) and the seeds of the
 // cells that are not done: one row per group plus one per open cell,
 // however many results the sweep has.
@@ -1590,14 +1606,8 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
         "SELECT head_index, rank, ", kGroupColumns, " FROM result_groups WHERE sweep_id = ?1"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id);
-    while (true) {
-      ASSIGN_OR_RETURN(bool more, q.Step());
-      if (!more) break;
-      const int head_index = static_cast<int>(q.ColumnInt(0));
-      const int rank = static_cast<int>(q.ColumnInt(1));
-      if (!filter.Keeps(head_index, rank)) continue;
+    RETURN_IF_ERROR(ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
       const GroupStats stats = ReadGroupStats(q, 2);
-      ResultGroup& g = GroupFor(*groups, head_index, rank, labels);
       g.n = stats.train_error.n;
       g.expected += stats.train_error.n;
       g.exact_seeds = stats.exact_seeds;
@@ -1606,7 +1616,7 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
       g.test_error = stats.test_error.Summary();
       g.train_exact_accuracy = stats.exact.Summary();
       g.train_position_accuracy = stats.position.Summary();
-    }
+    }));
   }
   // Every state but done, so that SQLite reads only those ranges of
   // cells_by_group.
@@ -1615,17 +1625,10 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
       kCellPending, ", ", kCellLeased, ", ", kCellFailed, ", ", kCellCancelled, ")"));
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, sweep_id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, q.Step());
-    if (!more) break;
-    const int head_index = static_cast<int>(q.ColumnInt(0));
-    const int rank = static_cast<int>(q.ColumnInt(1));
-    if (!filter.Keeps(head_index, rank)) continue;
-    ResultGroup& g = GroupFor(*groups, head_index, rank, labels);
+  return ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
     ++g.expected;
     g.missing_seeds.push_back(SeedFromDb(q.ColumnInt(2)));
-  }
-  return absl::OkStatus();
+  });
 }
 
 // Groups aggregated from the result rows themselves: for a seed filter,
@@ -1756,16 +1759,11 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
       const bool has_test_split =
           spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
       out.heads = SummarizeHeads(out.groups, has_test_split);
-      if (spec.train.loss == LossKind::kCrossEntropy) {
-        // The argmax of m+1 logits is not the paper's readout and escapes
-        // the bound (docs/TRAINER.md): say so with each trained kernel
-        // head's transition.
-        for (HeadSummary& h : out.heads) {
-          if (h.head_index < static_cast<int>(spec.heads.size()) &&
-              HeadHasRank(spec.heads[h.head_index])) {
-            h.caveat = "loss ce: the argmax readout is not the paper's model, so this head's "
-                       "transition does not test the rank bound";
-          }
+      for (HeadSummary& h : out.heads) {
+        if (h.head_index < static_cast<int>(spec.heads.size()) &&
+            ReadoutEscapesRankBound(spec.heads[h.head_index], spec.train)) {
+          h.caveat = "loss ce: the argmax readout is not the paper's model, so this head's "
+                     "transition does not test the rank bound";
         }
       }
       return absl::OkStatus();

@@ -24,11 +24,15 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
+void FillProto(const VersionManifest& version, v1::VersionManifest* p) {
+  p->set_build_id(version.build_id);
+  p->set_torch_version(version.torch_version);
+  p->set_cuda_version(version.cuda_version);
+}
+
 v1::VersionManifest ToProto(const VersionManifest& version) {
   v1::VersionManifest p;
-  p.set_build_id(version.build_id);
-  p.set_torch_version(version.torch_version);
-  p.set_cuda_version(version.cuda_version);
+  FillProto(version, &p);
   return p;
 }
 
@@ -104,20 +108,11 @@ void FillProto(const ResultRow& row, v1::ResultRow* p) {
   if (row.result.has_value()) ranksweep::FillProto(*row.result, p->mutable_result());
   p->set_failure(row.failure);
   p->set_worker_id(row.worker_id);
-  v1::VersionManifest* version = p->mutable_worker_version();
-  version->set_build_id(row.worker_version.build_id);
-  version->set_torch_version(row.worker_version.torch_version);
-  version->set_cuda_version(row.worker_version.cuda_version);
+  FillProto(row.worker_version, p->mutable_worker_version());
   p->set_attempt(row.attempt);
   p->set_lease_id(row.lease_id);
   p->set_finished_unix_ms(row.finished_unix_ms);
   p->set_cached_from_cell_id(row.cached_from_cell_id);
-}
-
-v1::ResultRow ToProto(const ResultRow& row) {
-  v1::ResultRow p;
-  FillProto(row, &p);
-  return p;
 }
 
 v1::ResultGroup ToProto(const ResultGroup& group) {

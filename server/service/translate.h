@@ -26,13 +26,13 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 v1::SweepInfo ToProto(const SweepInfo& info);
 v1::WorkerInfo ToProto(const WorkerInfo& info);
 v1::Task ToProto(const Task& task);
-v1::ResultRow ToProto(const ResultRow& row);
-// ToProto in place, into a message that may live on an arena (a query
-// reply's rows: no temporary messages to copy).
+// In place, into a message that may live on an arena (a query reply's rows:
+// no temporary messages to copy).
 void FillProto(const ResultRow& row, v1::ResultRow* p);
 v1::ResultGroup ToProto(const ResultGroup& group);
 v1::HeadSummary ToProto(const HeadSummary& head);
 v1::VersionManifest ToProto(const VersionManifest& version);
+void FillProto(const VersionManifest& version, v1::VersionManifest* p);
 VersionManifest FromProto(const v1::VersionManifest& version);
 
 // UNSPECIFIED becomes std::nullopt ("any").
