@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -210,7 +211,7 @@ std::string JsonArray(const std::vector<Message>& items) {
 
 // RFC 4180: a cell holding a comma, quote or line break is quoted, with its
 // quotes doubled.
-void AppendCsvCell(const std::string& cell, std::string* out) {
+void AppendCsvCell(std::string_view cell, std::string* out) {
   if (cell.find_first_of(",\"\n\r") == std::string::npos) {
     *out += cell;
     return;
@@ -457,72 +458,103 @@ Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
   return t;
 }
 
-Table ResultRowsCsvTable(const std::vector<v1::ResultRow>& rows) {
-  Table t;
-  t.header = {"sweep_id",
-              "cell_id",
-              "head",
-              "head_index",
-              "rank",
-              "seed",
-              "state",
-              "train_error",
-              "train_exact_accuracy",
-              "train_position_accuracy",
-              "train_max_abs_error",
-              "test_sequences",
-              "test_error",
-              "test_position_accuracy",
-              "final_loss",
-              "steps",
-              "wall_seconds",
-              "device",
-              "failure",
-              "worker_id",
-              "build_id",
-              "torch_version",
-              "cuda_version",
-              "attempt",
-              "lease_id",
-              "finished_unix_ms",
-              "cached_from_cell_id"};
-  for (const auto& r : rows) {
-    const auto& res = r.result();
-    const bool done = IsDone(r);
-    auto metric = [&](double v) { return done ? absl::StrFormat("%.6g", v) : std::string(); };
-    t.rows.push_back({r.sweep_id(),
-                      absl::StrCat(r.cell_id()),
-                      r.head(),
-                      absl::StrCat(r.head_index()),
-                      absl::StrCat(r.rank()),
-                      absl::StrCat(r.seed()),
-                      CellStateName(r.state()),
-                      metric(res.train().error()),
-                      metric(res.train().exact_accuracy()),
-                      metric(res.train().position_accuracy()),
-                      metric(res.train().max_abs_error()),
-                      done ? absl::StrCat(res.test().sequences()) : "",
-                      done && res.test().sequences() > 0 ? metric(res.test().error()) : "",
-                      done && res.test().sequences() > 0 ? metric(res.test().position_accuracy())
-                                                         : "",
-                      metric(res.final_loss()),
-                      done ? absl::StrCat(res.steps()) : "",
-                      metric(res.wall_seconds()),
-                      res.device(),
-                      r.failure(),
-                      r.worker_id(),
-                      r.worker_version().build_id(),
-                      r.worker_version().torch_version(),
-                      r.worker_version().cuda_version(),
-                      absl::StrCat(r.attempt()),
-                      absl::StrCat(r.lease_id()),
-                      absl::StrCat(r.finished_unix_ms()),
-                      absl::StrCat(r.cached_from_cell_id())});
-  }
-  return t;
+namespace {
+
+constexpr char kResultRowsCsvHeader[] =
+    "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
+    "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
+    "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,build_id,"
+    "torch_version,cuda_version,attempt,lease_id,finished_unix_ms,cached_from_cell_id\n";
+
+// One CSV line of every field of `r`, in kResultRowsCsvHeader's order;
+// metrics are empty unless the cell is done, the test ones unless it has a
+// test split.
+void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
+  const auto& res = r.result();
+  const bool done = IsDone(r);
+  const bool test = done && res.test().sequences() > 0;
+  auto text = [out](const std::string& s) {
+    AppendCsvCell(s, out);
+    out->push_back(',');
+  };
+  auto number = [out](auto v) { absl::StrAppend(out, v, ","); };
+  auto metric = [out](bool shown, double v) {
+    if (shown) absl::StrAppendFormat(out, "%.6g", v);
+    out->push_back(',');
+  };
+  text(r.sweep_id());
+  number(r.cell_id());
+  text(r.head());
+  number(r.head_index());
+  number(r.rank());
+  number(r.seed());
+  text(CellStateName(r.state()));
+  metric(done, res.train().error());
+  metric(done, res.train().exact_accuracy());
+  metric(done, res.train().position_accuracy());
+  metric(done, res.train().max_abs_error());
+  if (done) absl::StrAppend(out, res.test().sequences());
+  out->push_back(',');
+  metric(test, res.test().error());
+  metric(test, res.test().position_accuracy());
+  metric(done, res.final_loss());
+  if (done) absl::StrAppend(out, res.steps());
+  out->push_back(',');
+  metric(done, res.wall_seconds());
+  text(res.device());
+  text(r.failure());
+  text(r.worker_id());
+  text(r.worker_version().build_id());
+  text(r.worker_version().torch_version());
+  text(r.worker_version().cuda_version());
+  number(r.attempt());
+  number(r.lease_id());
+  number(r.finished_unix_ms());
+  absl::StrAppend(out, r.cached_from_cell_id(), "\n");
 }
 
-std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows) { return JsonArray(rows); }
+std::string AllResultRows(OutputFormat format, const std::vector<v1::ResultRow>& rows) {
+  ResultRowsWriter writer(format);
+  std::string out;
+  writer.Begin(&out);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t before = out.size();
+    writer.Add(rows[i], &out);
+    if (i == 0) ReserveLike(out.size() - before, rows.size(), &out);
+  }
+  writer.End(&out);
+  return out;
+}
+
+}  // namespace
+
+ResultRowsWriter::ResultRowsWriter(OutputFormat format) : json_(format == OutputFormat::kJson) {}
+
+void ResultRowsWriter::Begin(std::string* out) const {
+  *out += json_ ? "[" : kResultRowsCsvHeader;
+}
+
+void ResultRowsWriter::Add(const v1::ResultRow& row, std::string* out) {
+  if (json_) {
+    *out += rows_ == 0 ? "\n  " : ",\n  ";
+    AppendMessageJson(row, out);
+  } else {
+    AppendResultRowCsv(row, out);
+  }
+  ++rows_;
+}
+
+void ResultRowsWriter::End(std::string* out) const {
+  if (json_) *out += rows_ == 0 ? "]\n" : "\n]\n";
+}
+
+std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows) {
+  return AllResultRows(OutputFormat::kCsv, rows);
+}
+
+std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows) {
+  return AllResultRows(OutputFormat::kJson, rows);
+}
 
 Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
   Table t;

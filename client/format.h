@@ -87,11 +87,29 @@ std::string SweepStatusText(const v1::SweepInfo& sweep, absl::TimeZone tz);
 // test error, position accuracy (train), steps, seconds, worker. Metrics are
 // "-" for failed cells and the test error is "-" without a test split.
 Table ResultRowsTable(const std::vector<v1::ResultRow>& rows);
-// The CSV form carries every field of a row, for analysis tools.
-Table ResultRowsCsvTable(const std::vector<v1::ResultRow>& rows);
+// The CSV form carries every field of a row, for analysis tools: a header
+// line, then one line per row.
+std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows);
 // One JSON array of row objects: proto field names, every field printed,
 // enums by name, 64-bit integers as JSON numbers; one object per line.
 std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows);
+
+// The same CSV or JSON written a piece at a time, so that the rows of a
+// sweep of any size can be printed page by page as they arrive, in the
+// memory of a page or two: Begin(), Add() for each row, then End() append
+// exactly the text ResultRowsCsv / ResultRowsJson return for all the rows.
+class ResultRowsWriter {
+ public:
+  // kCsv or kJson; the table form needs every row first, for its widths.
+  explicit ResultRowsWriter(OutputFormat format);
+  void Begin(std::string* out) const;
+  void Add(const v1::ResultRow& row, std::string* out);
+  void End(std::string* out) const;
+
+ private:
+  bool json_;
+  int64_t rows_ = 0;
+};
 
 // Proto -> JSON by reflection, in that form (every field, proto field names,
 // enums by name, 64-bit integers as numbers). MessageJsonTree builds an

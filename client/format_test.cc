@@ -149,7 +149,7 @@ TEST(FormatTest, ResultRowsTable) {
 }
 
 TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
-  const std::string csv = RenderCsv(ResultRowsCsvTable({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5)}));
+  const std::string csv = ResultRowsCsv({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5)});
   EXPECT_EQ(csv,
             "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
             "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
@@ -157,6 +157,45 @@ TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
             "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
             "cached_from_cell_id\n"
             "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,0\n");
+}
+
+// Written page by page (the CLI prints each page as it arrives), both forms
+// are exactly the all-at-once text, whatever the page boundaries.
+TEST(FormatTest, ResultRowsWriterPageByPageIsTheWholeText) {
+  v1::ResultRow failed = DoneRow("softmax", 0, 2, 0, 0, 0);
+  failed.set_state(v1::CELL_STATE_FAILED);
+  failed.clear_result();
+  failed.set_failure("worker \"w-2\" lost, then: out of memory\nretry");
+  const std::vector<v1::ResultRow> rows = {DoneRow("kernel/elu1", 8, 0, 0.125, 0, 0), failed,
+                                           DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5)};
+  for (OutputFormat format : {OutputFormat::kCsv, OutputFormat::kJson}) {
+    const std::string whole =
+        format == OutputFormat::kCsv ? ResultRowsCsv(rows) : ResultRowsJson(rows);
+    for (size_t page = 1; page <= rows.size(); ++page) {
+      ResultRowsWriter writer(format);
+      std::string text, printed;
+      writer.Begin(&text);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        writer.Add(rows[i], &text);
+        if ((i + 1) % page == 0) {
+          printed += text;
+          text.clear();
+        }
+      }
+      writer.End(&text);
+      printed += text;
+      EXPECT_EQ(printed, whole) << "page of " << page;
+    }
+  }
+  EXPECT_THAT(ResultRowsCsv(rows),
+              ::testing::HasSubstr(",FAILED,,,,,,,,,,,,\"worker \"\"w-2\"\" lost, then: out of "
+                                   "memory\nretry\",w-1,"));
+  EXPECT_EQ(ResultRowsCsv({}),
+            "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
+            "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
+            "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
+            "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
+            "cached_from_cell_id\n");
 }
 
 TEST(FormatTest, SearchAndCacheLinesInStatusAndCachedRowsNameTheirSource) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -25,6 +26,7 @@
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
@@ -277,28 +279,61 @@ absl::StatusOr<v1::SweepInfo> GetSweep(Client* client, const std::string& id, in
   return resp.sweep();
 }
 
-// Rows per QueryResults call: every reply stays a few MB however large
-// the sweep (about 140 bytes per row).
+// Rows per QueryResults call unless --page-size says otherwise: every reply
+// stays a few MB however large the sweep (about 140 bytes per row).
 constexpr int kResultsPageSize = 10000;
+constexpr int kMaxResultsPageSize = 100000;
 
-// Every row `req` matches, a page at a time.
-grpc::Status QueryAllRows(Client* client, v1::QueryResultsRequest req,
-                          std::vector<v1::ResultRow>* rows) {
-  req.set_page_size(kResultsPageSize);
-  while (true) {
-    v1::QueryResultsResponse resp;
+// Every row `req` matches, a page at a time: `fn` gets each reply in turn.
+// The next page is asked for before `fn` runs on this one, so the server
+// reads it while this process prints. Each reply is parsed onto its own
+// arena, freed in one go once `fn` returns.
+grpc::Status ForEachResultPage(Client* client, v1::QueryResultsRequest req,
+                               absl::FunctionRef<void(const v1::QueryResultsResponse&)> fn,
+                               int page_size = kResultsPageSize) {
+  struct Page {
+    grpc::Status status;
+    std::unique_ptr<google::protobuf::Arena> arena;
+    v1::QueryResultsResponse* reply = nullptr;
+  };
+  auto fetch = [client](v1::QueryResultsRequest r) {
+    Page page;
+    page.arena = std::make_unique<google::protobuf::Arena>();
+    page.reply = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(page.arena.get());
     auto ctx = client->Context();
-    grpc::Status status = client->stub().QueryResults(ctx.get(), req, &resp);
-    if (!status.ok()) return status;
-    for (v1::ResultRow& row : *resp.mutable_rows()) rows->push_back(std::move(row));
-    if (resp.next_page_token().empty()) return grpc::Status::OK;
-    req.set_page_token(resp.next_page_token());
+    page.status = client->stub().QueryResults(ctx.get(), r, page.reply);
+    return page;
+  };
+  req.set_page_size(page_size);
+  std::future<Page> next = std::async(std::launch::async, fetch, req);
+  while (true) {
+    Page page = next.get();
+    if (!page.status.ok()) return page.status;
+    const std::string& token = page.reply->next_page_token();
+    if (!token.empty()) {
+      req.set_page_token(token);
+      next = std::async(std::launch::async, fetch, req);
+    }
+    fn(*page.reply);
+    if (token.empty()) return grpc::Status::OK;
   }
+}
+
+// Every row `req` matches, all in memory (for the table and the plot).
+grpc::Status QueryAllRows(Client* client, const v1::QueryResultsRequest& req,
+                          std::vector<v1::ResultRow>* rows, int page_size = kResultsPageSize) {
+  return ForEachResultPage(
+      client, req,
+      [rows](const v1::QueryResultsResponse& page) {
+        rows->insert(rows->end(), page.rows().begin(), page.rows().end());
+      },
+      page_size);
 }
 
 struct ResultsArgs {
   bool summary = false;
   std::string sweep_id, group_by, format = "table", head, state;
+  int page_size = kResultsPageSize;
   std::vector<int> ranks;
   std::vector<uint64_t> seeds;
 };
@@ -306,6 +341,10 @@ struct ResultsArgs {
 int Results(Client* client, const ResultsArgs& a) {
   absl::StatusOr<OutputFormat> format = ParseOutputFormat(a.format);
   if (!format.ok()) return ReportLocal(format.status());
+  if (a.page_size < 1 || a.page_size > kMaxResultsPageSize) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+        "--page-size: ", a.page_size, " is out of range; use 1 to ", kMaxResultsPageSize)));
+  }
   v1::QueryResultsRequest req;
   req.set_sweep_id(a.sweep_id);
   req.set_head(a.head);
@@ -326,14 +365,32 @@ int Results(Client* client, const ResultsArgs& a) {
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
   }
   if (req.group_by() == v1::GROUP_BY_UNSPECIFIED) {
-    std::vector<v1::ResultRow> rows;
-    grpc::Status status = QueryAllRows(client, req, &rows);
-    if (!status.ok()) return Report(client->globals(), status, "results");
-    switch (*format) {
-      case OutputFormat::kJson: std::cout << ResultRowsJson(rows); break;
-      case OutputFormat::kCsv: std::cout << RenderCsv(ResultRowsCsvTable(rows)); break;
-      case OutputFormat::kTable: std::cout << RenderTable(ResultRowsTable(rows)); break;
+    if (*format == OutputFormat::kTable) {
+      std::vector<v1::ResultRow> rows;
+      grpc::Status status = QueryAllRows(client, req, &rows, a.page_size);
+      if (!status.ok()) return Report(client->globals(), status, "results");
+      std::cout << RenderTable(ResultRowsTable(rows));
+      return kExitOk;
     }
+    // CSV and JSON are printed page by page as the pages arrive. A call
+    // that fails part way leaves the rows printed so far, and the exit code
+    // says it failed.
+    ResultRowsWriter writer(*format);
+    std::string text;
+    writer.Begin(&text);
+    grpc::Status status =
+        ForEachResultPage(client, req, [&](const v1::QueryResultsResponse& page) {
+          for (const v1::ResultRow& row : page.rows()) writer.Add(row, &text);
+          std::cout << text;
+          text.clear();
+        },
+        a.page_size);
+    if (!status.ok()) {
+      std::cout.flush();
+      return Report(client->globals(), status, "results");
+    }
+    writer.End(&text);
+    std::cout << text;
     return kExitOk;
   }
   v1::QueryResultsResponse resp;
@@ -569,6 +626,10 @@ int Main(int argc, char** argv) {
   results->add_option("--rank", ra.ranks, "Only these ranks (comma-separated)")->delimiter(',');
   results->add_option("--seed", ra.seeds, "Only these seeds (comma-separated)")->delimiter(',');
   results->add_option("--state", ra.state, "done | failed (default both)");
+  results->add_option("--page-size", ra.page_size,
+                      "Per-seed rows per call, 1-100000; csv and json print each page as it "
+                      "arrives")
+      ->capture_default_str();
   results->callback([&] { action = [&](Client* c) { return Results(c, ra); }; });
 
   // ---- plot

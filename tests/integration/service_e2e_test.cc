@@ -230,6 +230,23 @@ TEST(ServiceE2ETest, SweepThroughCliAndTwoWorkersStoresEveryCellOnce) {
     EXPECT_TRUE(workers.count(r.worker_id)) << r.worker_id;
   }
 
+  // In pages of 2 rows (five calls, each next page asked for while the last
+  // one prints), CSV and JSON are exactly what one call prints.
+  for (const char* format : {"csv", "json"}) {
+    CommandResult one = cluster.Cli({"results", id, "--format", format});
+    CommandResult paged = cluster.Cli({"results", id, "--format", format, "--page-size", "2"});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    ASSERT_EQ(paged.exit_code, 0) << paged.err;
+    EXPECT_EQ(paged.out, one.out) << format;
+  }
+  CommandResult csv = cluster.Cli({"results", id, "--format", "csv", "--page-size", "4"});
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), kCells + 1);  // and the header
+  CommandResult bad = cluster.Cli({"results", id, "--format", "csv", "--page-size", "0"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_NE(bad.err.find("--page-size: 0 is out of range; use 1 to 100000"), std::string::npos)
+      << bad.err;
+
   // Softmax solves N = 3 exactly on m = 2 on every seed (SCIENCE.md claim 3).
   CommandResult grouped = cluster.Cli({"results", id, "--group-by", "head,rank", "--format", "json"});
   ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
