@@ -85,11 +85,16 @@ nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
 namespace {
 
 // A JSON string as nlohmann's dump() writes it (UTF-8 passed through; quote,
-// backslash and control characters escaped, the latter as \u00xx).
+// backslash and control characters escaped, the latter as \u00xx). Runs of
+// characters that need no escape are copied whole.
 void AppendJsonString(const std::string& s, std::string* out) {
   out->push_back('"');
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  size_t run = 0;  // start of the characters not yet copied
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s, run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': *out += "\\\""; break;
       case '\\': *out += "\\\\"; break;
@@ -98,20 +103,26 @@ void AppendJsonString(const std::string& s, std::string* out) {
       case '\n': *out += "\\n"; break;
       case '\r': *out += "\\r"; break;
       case '\t': *out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(out, "\\u%04x", c);
-        } else {
-          out->push_back(ch);
-        }
+      default: absl::StrAppendFormat(out, "\\u%04x", c);
     }
   }
+  out->append(s, run, s.size() - run);
   out->push_back('"');
 }
 
-// A double as nlohmann's dump() writes it (shortest round trip, "1.0" for
-// integral values, null for NaN and infinities).
-void AppendJsonDouble(double v, std::string* out) { *out += nlohmann::json(v).dump(); }
+// A double as nlohmann's dump() writes it: null for NaN and infinities,
+// else the shortest text that reads back the same, "1.0" for integral
+// values. This is the formatter dump() itself calls (its detail::to_chars),
+// without building a json value and a string per number.
+void AppendJsonDouble(double v, std::string* out) {
+  if (!std::isfinite(v)) {
+    *out += "null";
+    return;
+  }
+  char buffer[64];
+  const char* end = nlohmann::detail::to_chars(buffer, buffer + sizeof buffer, v);
+  out->append(buffer, static_cast<size_t>(end - buffer));
+}
 
 }  // namespace
 

@@ -238,11 +238,14 @@ TEST(FormatTest, AppendMessageJsonWritesWhatTheTreeDumps) {
   v1::ResultRow row = DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5);
   row.set_failure(std::string("quote \" backslash \\ tab \t nl \n cr \r bs \b ff \f ") +
                   std::string(1, '\x01') + std::string(1, '\x1f') + "\x7f é ∑ /");
+  row.set_worker_id("\"escapes first and last\n");
+  row.set_head("\\");
   row.set_seed(UINT64_MAX);
   row.set_lease_id(INT64_MIN);
   row.set_cell_id(INT64_MAX);
   v1::SeedResult* r = row.mutable_result();
   r->set_final_loss(1e-300);
+  r->mutable_train()->set_error(5e-324);  // the smallest subnormal
   r->set_wall_seconds(1.5e300);
   r->mutable_train()->set_position_accuracy(1.0);
   r->mutable_train()->set_max_abs_error(std::nan(""));
