@@ -1163,16 +1163,20 @@ absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker
     // Groups that did not fit this call's (only shrinking) budget.
     std::set<std::tuple<std::string, int, int>> too_big;
     while (static_cast<int>(tasks.size()) < max_tasks) {
-      // Highest priority first; among equals the sweep served longest ago;
-      // inside a sweep, groups in the order their cells were created. A
+      // Highest priority first. Among equals, the owner whose running
+      // sweeps of that priority were served longest ago, so that people,
+      // not sweeps, take turns; then that owner's sweep served longest ago.
+      // Inside a sweep, groups in the order their cells were created. A
       // group none of whose seeds fits is left for a larger worker.
       std::vector<std::string> sweep_ids;
       {
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT s.id FROM sweeps s WHERE s.state = 1 AND EXISTS "
-                                   "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND "
-                                   "c.state = 1) ORDER BY s.priority DESC, s.served ASC, "
-                                   "s.rowid ASC"));
+        ASSIGN_OR_RETURN(
+            Statement q,
+            c.Prepare("SELECT s.id FROM sweeps s WHERE s.state = 1 AND EXISTS "
+                      "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND c.state = 1) "
+                      "ORDER BY s.priority DESC, (SELECT MAX(o.served) FROM sweeps o WHERE "
+                      "o.owner = s.owner AND o.state = 1 AND o.priority = s.priority) ASC, "
+                      "s.served ASC, s.rowid ASC"));
         while (true) {
           ASSIGN_OR_RETURN(bool row, q.Step());
           if (!row) break;

@@ -112,8 +112,8 @@ class CoordinatorTest : public ::testing::Test {
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, options);
   }
 
-  std::string Submit(const SweepSpec& spec) {
-    auto out = coordinator_->Submit(spec, "local");
+  std::string Submit(const SweepSpec& spec, const std::string& owner = "local") {
+    auto out = coordinator_->Submit(spec, owner);
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? out->sweep_id : "";
   }
@@ -319,6 +319,35 @@ TEST_F(CoordinatorTest, AcquireServesPriorityFirstThenRoundRobin) {
   }
   EXPECT_THAT(order, ElementsAre(c, c, a, b, a, b));
   EXPECT_THAT(Acquire(w), IsEmpty());
+}
+
+// People share the pool, not sweeps: at equal priority the owner served
+// longest ago goes first, then that owner's sweep served longest ago. Three
+// sweeps of ann's do not get three turns to every one of bob's.
+TEST_F(CoordinatorTest, AcquireTakesTurnsBetweenOwnersThenBetweenTheirSweeps) {
+  std::string a1 = Submit(MakeSpec("a1", {1, 2}, 1, 0, false), "ann");
+  std::string a2 = Submit(MakeSpec("a2", {1, 2}, 1, 0, false), "ann");
+  std::string a3 = Submit(MakeSpec("a3", {1, 2}, 1, 0, false), "ann");
+  std::string b = Submit(MakeSpec("b", {1, 2, 4, 8}, 1, 0, false), "bob");
+  std::string w = Register();
+  std::vector<std::string> order;
+  for (int i = 0; i < 10; ++i) {
+    std::vector<Task> tasks = Acquire(w);
+    ASSERT_EQ(tasks.size(), 1u);
+    order.push_back(tasks[0].sweep_id);
+  }
+  EXPECT_THAT(order, ElementsAre(a1, b, a2, b, a3, b, a1, b, a2, a3));
+  EXPECT_THAT(Acquire(w), IsEmpty());
+
+  // A higher priority still goes first, whoever owns it.
+  std::string low = Submit(MakeSpec("low", {1}, 1, 0, false), "bob");
+  std::string high = Submit(MakeSpec("high", {1}, 1, 5, false), "ann");
+  std::vector<Task> first = Acquire(w);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].sweep_id, high);
+  std::vector<Task> second = Acquire(w);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].sweep_id, low);
 }
 
 TEST_F(CoordinatorTest, AcquireRejectsUnknownWorkerAndBadLimits) {
