@@ -13,7 +13,9 @@
 //             and commits (group commit) is printed too, and the CPU time
 //             (user + system) that ranksweepd and the fake workers each
 //             spent per cell: on a shared machine the two compete for the
-//             same cores, so these say where the cores went.
+//             same cores, so these say where the cores went. --watchers=N
+//             adds N WatchSweep streams on the sweep for the whole phase
+//             (people running `ranksweep watch`), each reading every event.
 //   paced:    the same workers, each pausing between cycles so that all of
 //             them together offer --paced_tasks_per_second (default 500)
 //             evenly spaced one-task cycles (worker i starts i/W of a period
@@ -65,6 +67,7 @@ struct Flags {
   int paced_tasks_per_second = 500;
   int paced_tasks = 5000;
   int page_size = 10000;  // the CLI's
+  int watchers = 0;
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -86,11 +89,13 @@ Flags ParseFlags(int argc, char** argv) {
       f.paced_tasks_per_second = std::atoi(v);
     } else if (const char* v = value("paced_tasks")) f.paced_tasks = std::atoi(v);
     else if (const char* v = value("page_size")) f.page_size = std::atoi(v);
+    else if (const char* v = value("watchers")) f.watchers = std::atoi(v);
     else {
       std::fprintf(stderr,
                    "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
                    "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] [--seeds_per_task=1] "
-                   "[--paced_tasks_per_second=500] [--paced_tasks=5000] [--page_size=10000]\n");
+                   "[--paced_tasks_per_second=500] [--paced_tasks=5000] [--page_size=10000] "
+                   "[--watchers=0]\n");
       std::exit(2);
     }
   }
@@ -328,7 +333,23 @@ int main(int argc, char** argv) {
   auto sweeps = v1::SweepService::NewStub(Channel(*addr));
 
   // ---- dispatch
-  Submit(*sweeps, "dispatch", flags.cells);
+  const std::string dispatch_id = Submit(*sweeps, "dispatch", flags.cells);
+  // --watchers: people following the sweep (`ranksweep watch`) while it runs;
+  // each reads every event until the stream ends with the sweep.
+  std::atomic<int64_t> watch_events{0};
+  std::vector<std::thread> watchers;
+  for (int i = 0; i < flags.watchers; ++i) {
+    watchers.emplace_back([&addr, &dispatch_id, &watch_events] {
+      auto stub = v1::SweepService::NewStub(Channel(*addr));
+      grpc::ClientContext ctx;
+      v1::WatchSweepRequest req;
+      req.set_sweep_id(dispatch_id);
+      auto reader = stub->WatchSweep(&ctx, req);
+      v1::SweepEvent event;
+      while (reader->Read(&event)) ++watch_events;
+      reader->Finish();
+    });
+  }
   std::vector<std::vector<double>> latencies(static_cast<size_t>(flags.workers));
   std::atomic<int64_t> completed{0};
   const double server_cpu0 = ProcessCpuSeconds(server.pid());
@@ -351,6 +372,7 @@ int main(int argc, char** argv) {
   if (completed.load() != flags.cells) {
     std::fprintf(stderr, "completed %lld of %d cells\n", static_cast<long long>(completed.load()),
                  flags.cells);
+    for (auto& t : watchers) t.detach();  // their sweep never ends
     return 1;
   }
   std::printf("dispatch workers=%d tasks_per_call=%d seeds_per_task=%d cells=%d seconds=%.3f "
@@ -358,6 +380,11 @@ int main(int argc, char** argv) {
               flags.workers, flags.tasks_per_call, flags.seeds_per_task, flags.cells, seconds,
               flags.cells / seconds, Percentile(all, 0.5) / 1000.0,
               Percentile(all, 0.99) / 1000.0);
+  if (flags.watchers > 0) {
+    for (auto& t : watchers) t.join();
+    std::printf("watch watchers=%d events=%lld\n", flags.watchers,
+                static_cast<long long>(watch_events.load()));
+  }
   std::printf("cpu server_us_per_cell=%.0f workers_us_per_cell=%.0f cores_busy=%.2f\n",
               1e6 * server_cpu / flags.cells, 1e6 * bench_cpu / flags.cells,
               (server_cpu + bench_cpu) / seconds);

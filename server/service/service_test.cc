@@ -446,6 +446,61 @@ TEST_F(ServiceTest, WatchStreamsChangesAndClosesOkWhenTheSweepEnds) {
   EXPECT_EQ(unknown->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// A watcher's events read the sweep's counts on the read connection. Those
+// reads must never run on a worker's call: while a long read holds the
+// connection (here: held on purpose), CompleteTasks still returns, and the
+// watcher gets every change once the connection is free, the last one with
+// the final counts.
+TEST_F(ServiceTest, AWatcherNeverHoldsUpAWorkersCall) {
+  v1::SweepSpec spec = Spec("watched", {1}, 4);
+  spec.mutable_heads()->RemoveLast();  // kernel only: four cells
+  std::string sweep = Submit(spec);
+  std::string worker = Register();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+  v1::WatchSweepRequest req;
+  req.set_sweep_id(sweep);
+  auto reader = sweep_stub_->WatchSweep(&ctx, req);
+  v1::SweepEvent event;
+  ASSERT_TRUE(reader->Read(&event));  // "watching": the first snapshot
+  v1::AcquireTasksResponse acquired;
+  ASSERT_TRUE(Acquire(worker, 0, &acquired).ok());
+  ASSERT_EQ(acquired.tasks_size(), 1);
+  ASSERT_EQ(acquired.tasks(0).cells_size(), 4);
+
+  std::promise<void> holding, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::thread long_read([&] {
+    absl::Status s = store_->Read([&](Connection&) {
+      holding.set_value();
+      released.wait();
+      return absl::OkStatus();
+    });
+    EXPECT_TRUE(s.ok()) << s;
+  });
+  holding.get_future().wait();
+  std::future<grpc::Status> completed = std::async(std::launch::async, [&] {
+    v1::CompleteTasksResponse done;
+    return Complete(ResultsFor(worker, acquired.tasks(0)), &done);
+  });
+  // Generous: the call needs no read, so it returns long before this.
+  const bool returned = completed.wait_for(20s) == std::future_status::ready;
+  release.set_value();
+  long_read.join();
+  ASSERT_TRUE(returned) << "CompleteTasks waited for the read connection";
+  EXPECT_TRUE(completed.get().ok());
+
+  std::vector<v1::SweepEvent> events;
+  while (reader->Read(&event)) events.push_back(event);
+  EXPECT_TRUE(reader->Finish().ok());
+  // Leased, four cells done, the sweep's end: every change, in order.
+  ASSERT_EQ(events.size(), 6u);
+  EXPECT_THAT(events[0].message(), HasSubstr("4 cells leased"));
+  for (int i = 1; i <= 4; ++i) EXPECT_THAT(events[i].message(), HasSubstr(" done"));
+  EXPECT_EQ(events.back().sweep().state(), v1::SWEEP_STATE_DONE);
+  EXPECT_EQ(events.back().sweep().counts().done(), 4);
+}
+
 TEST_F(ServiceTest, ShutdownEndsOpenWatches) {
   std::string sweep = Submit(Spec("open"));
   grpc::ClientContext ctx;
