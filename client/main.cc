@@ -3,6 +3,7 @@
 // spec_file.h and format.h.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <cstdlib>
@@ -80,6 +81,9 @@ int ReportLocal(const absl::Status& status) {
 grpc::ChannelArguments ChannelArgs() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
+  // A lost coordinator is tried again at least every 10 s (gRPC's own
+  // default backs off to 2 min), so `watch` notices a restart soon.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10'000);
   return args;
 }
 
@@ -111,31 +115,68 @@ class Client {
   std::unique_ptr<v1::SweepService::Stub> stub_;
 };
 
+// How long `watch` keeps trying to reach a coordinator it lost mid-sweep
+// (a restart, a dropped connection) unless --reconnect says otherwise.
+constexpr double kDefaultReconnectSeconds = 300;
+
 // Follows a sweep until it ends. Redraws one line with '\r' on a TTY, prints
-// one line per event otherwise.
-int Watch(Client& client, const std::string& sweep_id) {
-  // No deadline: a sweep may run for days.
-  auto ctx = client.Context(/*with_deadline=*/false);
+// one line per event otherwise. If the stream breaks with UNAVAILABLE while
+// the sweep is running (the coordinator restarted or the connection
+// dropped), it opens a new one, retrying with backoff for up to
+// `reconnect_seconds` (0: not at all); the sweep's state is in the store,
+// so nothing is missed but the messages of the gap.
+int Watch(Client& client, const std::string& sweep_id,
+          double reconnect_seconds = kDefaultReconnectSeconds) {
   v1::WatchSweepRequest req;
   req.set_sweep_id(sweep_id);
-  auto reader = client.stub().WatchSweep(ctx.get(), req);
   const bool tty = isatty(STDOUT_FILENO) != 0;
   v1::SweepEvent event;
   v1::SweepInfo last;
-  bool any = false;
-  while (reader->Read(&event)) {
-    any = true;
-    last = event.sweep();
-    if (tty) {
-      std::cout << "\r" << ProgressLine(last) << "\033[K" << std::flush;
-    } else {
-      std::cout << ProgressLine(last);
-      if (!event.message().empty()) std::cout << "  " << event.message();
-      std::cout << "\n" << std::flush;
+  bool any = false;       // an event came on any stream
+  bool on_line = false;   // a progress line without its newline is on the TTY
+  absl::Time lost_at = absl::InfinitePast();  // when the current outage began
+  absl::Duration backoff = absl::Seconds(1);
+  grpc::Status status;
+  while (true) {
+    // No deadline: a sweep may run for days.
+    auto ctx = client.Context(/*with_deadline=*/false);
+    auto reader = client.stub().WatchSweep(ctx.get(), req);
+    bool got = false;
+    while (reader->Read(&event)) {
+      if (!got && lost_at != absl::InfinitePast()) {
+        std::cerr << "ranksweep: watch: reconnected\n";
+        lost_at = absl::InfinitePast();
+        backoff = absl::Seconds(1);
+      }
+      got = any = true;
+      last = event.sweep();
+      if (tty) {
+        std::cout << "\r" << ProgressLine(last) << "\033[K" << std::flush;
+        on_line = true;
+      } else {
+        std::cout << ProgressLine(last);
+        if (!event.message().empty()) std::cout << "  " << event.message();
+        std::cout << "\n" << std::flush;
+      }
     }
+    status = reader->Finish();
+    const bool lost = status.error_code() == grpc::StatusCode::UNAVAILABLE && any &&
+                      last.state() == v1::SWEEP_STATE_RUNNING;
+    if (!lost || reconnect_seconds <= 0) break;
+    const absl::Time now = absl::Now();
+    if (lost_at == absl::InfinitePast()) {
+      lost_at = now;
+      if (on_line) std::cout << "\n" << std::flush;
+      on_line = false;
+      std::cerr << "ranksweep: watch: lost the coordinator (" << status.error_message()
+                << "); reconnecting for up to " << reconnect_seconds << " s\n";
+    } else if (now - lost_at >= absl::Seconds(reconnect_seconds)) {
+      break;
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(10));
   }
-  if (tty && any) std::cout << "\n";
-  grpc::Status status = reader->Finish();
+  if (on_line) std::cout << "\n";
   if (!status.ok()) return Report(client.globals(), status, "watch");
   switch (last.state()) {
     case v1::SWEEP_STATE_DONE:
@@ -158,6 +199,7 @@ struct SubmitArgs {
   std::string preset;
   double scale = 1.0;
   bool watch = false;
+  double reconnect = kDefaultReconnectSeconds;
   bool dry_run = false;
   std::string name, dataset, loss, mode;
   bool no_cache = false;
@@ -262,7 +304,7 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     std::cerr << "\n";
     last_id = resp.sweep_id();
   }
-  if (a.watch) return Watch(*client, last_id);
+  if (a.watch) return Watch(*client, last_id, a.reconnect);
   return kExitOk;
 }
 
@@ -549,6 +591,11 @@ int Main(int argc, char** argv) {
   submit->add_flag("--no-cache", sa.no_cache,
                    "Train every cell, even those already trained by this build");
   submit->add_flag("--watch", sa.watch, "Follow the sweep after submitting (as `watch`)");
+  submit->add_option("--reconnect", sa.reconnect,
+                     "With --watch: seconds to keep reconnecting to a coordinator lost "
+                     "mid-sweep; 0 = exit at once (code 2)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   submit->add_flag("--dry-run", sa.dry_run, "Print the spec as JSON instead of submitting");
   submit->callback([&] { action = [&](Client* c) { return Submit(c, sa, submit); }; });
 
@@ -610,7 +657,14 @@ int Main(int argc, char** argv) {
       "watch", "Follow a sweep until it ends; exit 0 if DONE, 4 if FAILED/CANCELLED");
   watch->footer(kFooter);
   watch->add_option("sweep", watch_id, "Sweep id")->required();
-  watch->callback([&] { action = [&](Client* c) { return Watch(*c, watch_id); }; });
+  double watch_reconnect = kDefaultReconnectSeconds;
+  watch->add_option("--reconnect", watch_reconnect,
+                    "Seconds to keep reconnecting to a coordinator lost mid-sweep; 0 = exit at "
+                    "once (code 2)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  watch->callback(
+      [&] { action = [&](Client* c) { return Watch(*c, watch_id, watch_reconnect); }; });
 
   // ---- results
   ResultsArgs ra;

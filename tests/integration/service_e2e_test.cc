@@ -265,6 +265,10 @@ TEST(ServiceE2ETest, CoordinatorRestartMidSweepLosesAndDuplicatesNothing) {
   ASSERT_FALSE(id.empty());
   // One seed per task, so results arrive one cell at a time.
   cluster.StartWorker({"--max_seeds=1"});
+  // Someone follows the sweep across the restart (`submit --watch` does the
+  // same): the stream breaks, and watch reconnects on its own.
+  Process watch({RANKSWEEP_CLI_BIN, "--addr=" + addr, "watch", id}, dir.path() + "/watch");
+  ASSERT_TRUE(watch.WaitForStdout(std::regex("watching"), 30s).has_value()) << watch.Stderr();
 
   // Wait for the first result to be stored, then kill the coordinator hard.
   auto deadline = std::chrono::steady_clock::now() + 120s;
@@ -280,6 +284,13 @@ TEST(ServiceE2ETest, CoordinatorRestartMidSweepLosesAndDuplicatesNothing) {
   // Same file, same port: the worker reconnects on its own.
   cluster.StartServer(port);
   ASSERT_TRUE(cluster.WatchToTheEnd(id));
+  // The watch started before the restart ends as a fresh one does.
+  EXPECT_EQ(watch.Wait(120s), std::optional<int>(0)) << watch.Stderr();
+  EXPECT_NE(watch.Stderr().find("ranksweep: watch: lost the coordinator"), std::string::npos)
+      << watch.Stderr();
+  EXPECT_NE(watch.Stderr().find("ranksweep: watch: reconnected\n"), std::string::npos)
+      << watch.Stderr();
+  EXPECT_NE(watch.Stderr().find("sweep " + id + " DONE\n"), std::string::npos) << watch.Stderr();
 
   std::vector<DbRow> rows = ReadDbRows(cluster.db(), id);
   ExpectOneRowPerCell(rows);
