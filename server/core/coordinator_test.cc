@@ -135,6 +135,18 @@ class CoordinatorTest : public ::testing::Test {
     return tasks.ok() ? *tasks : std::vector<Task>{};
   }
 
+  // The sweeps of `n` one-task acquisitions by `worker`, in order; "" for
+  // a call that did not return exactly one task.
+  std::vector<std::string> SweepsOfNextTasks(const std::string& worker, int n) {
+    std::vector<std::string> order;
+    for (int i = 0; i < n; ++i) {
+      std::vector<Task> tasks = Acquire(worker);
+      EXPECT_EQ(tasks.size(), 1u);
+      order.push_back(tasks.size() == 1 ? tasks[0].sweep_id : "");
+    }
+    return order;
+  }
+
   // Exact count of cells of `sweep` in `state`, straight from the database.
   int64_t Cells(const std::string& sweep, CellState state) {
     return Count("SELECT COUNT(*) FROM cells WHERE sweep_id = '" + sweep +
@@ -311,13 +323,7 @@ TEST_F(CoordinatorTest, AcquireServesPriorityFirstThenRoundRobin) {
   std::string b = Submit(MakeSpec("b", {1, 2}, 1, 0, false));
   std::string c = Submit(MakeSpec("c", {1, 2}, 1, 5, false));
   std::string w = Register();
-  std::vector<std::string> order;
-  for (int i = 0; i < 6; ++i) {
-    std::vector<Task> tasks = Acquire(w);
-    ASSERT_EQ(tasks.size(), 1u);
-    order.push_back(tasks[0].sweep_id);
-  }
-  EXPECT_THAT(order, ElementsAre(c, c, a, b, a, b));
+  EXPECT_THAT(SweepsOfNextTasks(w, 6), ElementsAre(c, c, a, b, a, b));
   EXPECT_THAT(Acquire(w), IsEmpty());
 }
 
@@ -330,24 +336,13 @@ TEST_F(CoordinatorTest, AcquireTakesTurnsBetweenOwnersThenBetweenTheirSweeps) {
   std::string a3 = Submit(MakeSpec("a3", {1, 2}, 1, 0, false), "ann");
   std::string b = Submit(MakeSpec("b", {1, 2, 4, 8}, 1, 0, false), "bob");
   std::string w = Register();
-  std::vector<std::string> order;
-  for (int i = 0; i < 10; ++i) {
-    std::vector<Task> tasks = Acquire(w);
-    ASSERT_EQ(tasks.size(), 1u);
-    order.push_back(tasks[0].sweep_id);
-  }
-  EXPECT_THAT(order, ElementsAre(a1, b, a2, b, a3, b, a1, b, a2, a3));
+  EXPECT_THAT(SweepsOfNextTasks(w, 10), ElementsAre(a1, b, a2, b, a3, b, a1, b, a2, a3));
   EXPECT_THAT(Acquire(w), IsEmpty());
 
   // A higher priority still goes first, whoever owns it.
   std::string low = Submit(MakeSpec("low", {1}, 1, 0, false), "bob");
   std::string high = Submit(MakeSpec("high", {1}, 1, 5, false), "ann");
-  std::vector<Task> first = Acquire(w);
-  ASSERT_EQ(first.size(), 1u);
-  EXPECT_EQ(first[0].sweep_id, high);
-  std::vector<Task> second = Acquire(w);
-  ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].sweep_id, low);
+  EXPECT_THAT(SweepsOfNextTasks(w, 2), ElementsAre(high, low));
 }
 
 TEST_F(CoordinatorTest, AcquireRejectsUnknownWorkerAndBadLimits) {

@@ -147,6 +147,26 @@ class ServiceTest : public ::testing::Test {
     return worker_stub_->CompleteTasks(&ctx, req, resp);
   }
 
+  // A kernel-only sweep of `seeds` cells (rank 1), submitted.
+  std::string SubmitKernelCells(const std::string& name, int seeds) {
+    v1::SweepSpec spec = Spec(name, {1}, seeds);
+    spec.mutable_heads()->RemoveLast();
+    return Submit(spec);
+  }
+
+  // A WatchSweep stream on `sweep` (30 s deadline on `ctx`) whose first
+  // event has been read into `first`; null when there was none.
+  std::unique_ptr<grpc::ClientReader<v1::SweepEvent>> Watch(grpc::ClientContext* ctx,
+                                                            const std::string& sweep,
+                                                            v1::SweepEvent* first) {
+    ctx->set_deadline(std::chrono::system_clock::now() + 30s);
+    v1::WatchSweepRequest req;
+    req.set_sweep_id(sweep);
+    auto reader = sweep_stub_->WatchSweep(ctx, req);
+    if (!reader->Read(first)) return nullptr;
+    return reader;
+  }
+
   TempDir dir_;
   ManualClock clock_;
   std::unique_ptr<Store> store_;
@@ -399,18 +419,13 @@ TEST_F(ServiceTest, ShutdownFinishesParkedLongPolls) {
 }
 
 TEST_F(ServiceTest, WatchStreamsChangesAndClosesOkWhenTheSweepEnds) {
-  v1::SweepSpec spec = Spec("watch", {1}, 1);
-  spec.mutable_heads()->RemoveLast();  // kernel only: one cell
-  std::string sweep = Submit(spec);
+  std::string sweep = SubmitKernelCells("watch", 1);
   std::string worker = Register();
 
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
-  v1::WatchSweepRequest req;
-  req.set_sweep_id(sweep);
-  auto reader = sweep_stub_->WatchSweep(&ctx, req);
   v1::SweepEvent event;
-  ASSERT_TRUE(reader->Read(&event));
+  auto reader = Watch(&ctx, sweep, &event);
+  ASSERT_NE(reader, nullptr);
   EXPECT_EQ(event.sweep().sweep_id(), sweep);
   EXPECT_EQ(event.sweep().state(), v1::SWEEP_STATE_RUNNING);
 
@@ -429,6 +444,8 @@ TEST_F(ServiceTest, WatchStreamsChangesAndClosesOkWhenTheSweepEnds) {
   EXPECT_THAT(events.back().message(), HasSubstr("done"));
 
   // Watching an ended sweep sends one event and closes OK.
+  v1::WatchSweepRequest req;
+  req.set_sweep_id(sweep);
   grpc::ClientContext ctx2;
   auto again = sweep_stub_->WatchSweep(&ctx2, req);
   int n = 0;
@@ -452,17 +469,12 @@ TEST_F(ServiceTest, WatchStreamsChangesAndClosesOkWhenTheSweepEnds) {
 // watcher gets every change once the connection is free, the last one with
 // the final counts.
 TEST_F(ServiceTest, AWatcherNeverHoldsUpAWorkersCall) {
-  v1::SweepSpec spec = Spec("watched", {1}, 4);
-  spec.mutable_heads()->RemoveLast();  // kernel only: four cells
-  std::string sweep = Submit(spec);
+  std::string sweep = SubmitKernelCells("watched", 4);
   std::string worker = Register();
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 60s);
-  v1::WatchSweepRequest req;
-  req.set_sweep_id(sweep);
-  auto reader = sweep_stub_->WatchSweep(&ctx, req);
   v1::SweepEvent event;
-  ASSERT_TRUE(reader->Read(&event));  // "watching": the first snapshot
+  auto reader = Watch(&ctx, sweep, &event);  // "watching": the first snapshot
+  ASSERT_NE(reader, nullptr);
   v1::AcquireTasksResponse acquired;
   ASSERT_TRUE(Acquire(worker, 0, &acquired).ok());
   ASSERT_EQ(acquired.tasks_size(), 1);
