@@ -129,15 +129,16 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
 
   // On the pool: reads the SweepInfo, then writes the next item with it.
   void ReadAndWrite() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (FinishIfEndedLocked()) return;  // no read for a call that is over
+    }
     const SteadyClock::time_point start = SteadyClock::now();
     absl::StatusOr<SweepInfo> info = coordinator_->GetSweep(sweep_id_);
     const SteadyClock::time_point end = SteadyClock::now();
     std::lock_guard<std::mutex> lock(mu_);
+    if (FinishIfEndedLocked()) return;
     busy_ = false;
-    if (cancelled_) return FinishLocked(grpc::Status::CANCELLED);
-    if (shutting_down_) {
-      return FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
-    }
     if (!info.ok()) return FinishLocked(ToGrpcStatus(info.status()));
     *event_.mutable_sweep() = ToProto(*info);
     have_snapshot_ = true;
@@ -156,6 +157,16 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
     // The first event of an ended sweep is also its last.
     last_was_final_ = item.final || event_.sweep().state() != v1::SWEEP_STATE_RUNNING;
     StartWrite(&event_);
+  }
+
+  // While a read is queued or running (busy_): finishes the call if it was
+  // cancelled or the server is shutting down meanwhile.
+  bool FinishIfEndedLocked() {
+    if (!cancelled_ && !shutting_down_) return false;
+    busy_ = false;
+    FinishLocked(cancelled_ ? grpc::Status::CANCELLED
+                            : grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+    return true;
   }
 
   void FinishLocked(const grpc::Status& status) {
