@@ -7,13 +7,18 @@
 // from --seed, so every requested kill lands before the round ends. With
 // --duration_seconds it starts new rounds until that much time has passed.
 //
+// Meanwhile --watchers `ranksweep watch` processes per round follow the
+// round's sweeps (one each, in turn) through those restarts, as people do;
+// each must end by itself with exit 0 (its sweep DONE).
+//
 // When every sweep is DONE it drains the workers, stops the coordinator and
 // checks the SQLite file directly against every acknowledgement the workers
 // logged (soak_cluster.h, Verify). The last line of stdout is
 //   cells=N worker_kills=K coordinator_restarts=R lost=L duplicated=D integrity=I
-// and the exit code is 0 only for lost=0 duplicated=0 integrity=ok with all
-// sweeps DONE and at least the requested kills done; 1 otherwise; 2 for
-// bad flags.
+//   watchers=W watch_failures=F
+// (one line) and the exit code is 0 only for lost=0 duplicated=0
+// integrity=ok watch_failures=0 with all sweeps DONE and at least the
+// requested kills done; 1 otherwise; 2 for bad flags.
 #include <signal.h>
 
 #include <algorithm>
@@ -24,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +63,7 @@ ABSL_FLAG(int, lease_seconds, 2, "ranksweepd --lease_seconds");
 ABSL_FLAG(int, max_attempts, 50, "ranksweepd --max_attempts");
 ABSL_FLAG(int, worker_restart_ms, 1500, "Longest delay before a killed worker restarts");
 ABSL_FLAG(int, coordinator_down_ms, 1000, "Longest coordinator downtime");
+ABSL_FLAG(int, watchers, 1, "`ranksweep watch` processes per round, on the round's sweeps in turn");
 ABSL_FLAG(std::string, dir, "", "Work directory (kept); empty = a temporary one (removed)");
 ABSL_FLAG(std::string, ranksweepd, RANKSWEEPD_BIN, "ranksweepd binary");
 ABSL_FLAG(std::string, fake_worker, RANKSWEEP_FAKE_WORKER_BIN, "ranksweep-fake-worker binary");
@@ -99,8 +106,11 @@ int Main(int argc, char** argv) {
   const int cells_per_round = absl::GetFlag(FLAGS_cells);
   const int kills_per_round = absl::GetFlag(FLAGS_worker_kills);
   const int restarts_per_round = absl::GetFlag(FLAGS_coordinator_restarts);
-  if (n_workers < 1 || cells_per_round < 1 || kills_per_round < 0 || restarts_per_round < 0) {
-    std::cerr << "ranksweep-soak: --workers and --cells must be positive, kills >= 0\n";
+  const int watchers_per_round = absl::GetFlag(FLAGS_watchers);
+  if (n_workers < 1 || cells_per_round < 1 || kills_per_round < 0 || restarts_per_round < 0 ||
+      watchers_per_round < 0) {
+    std::cerr << "ranksweep-soak: --workers and --cells must be positive, kills and "
+                 "--watchers >= 0\n";
     return 2;
   }
   uint64_t seed = absl::GetFlag(FLAGS_seed);
@@ -149,14 +159,31 @@ int Main(int argc, char** argv) {
   int64_t sweeps = 0;
   // Killed workers and when they come back.
   std::vector<std::pair<Clock::time_point, int>> restarts;
+  std::vector<std::unique_ptr<testing::Process>> watches;
   for (int round = 0; ok && (round == 0 || Clock::now() - start < duration); ++round) {
     const int64_t done_before = QueryInt(cluster.db(), "SELECT count(*) FROM results");
+    std::vector<std::string> ids;
     for (const std::string& spec : RoundSweeps(round, cells_per_round)) {
-      if (cluster.Submit(spec).empty()) {
+      ids.push_back(cluster.Submit(spec));
+      if (ids.back().empty()) {
         std::cerr << "ranksweep-soak: " << cluster.error() << "\n";
         return 1;
       }
       ++sweeps;
+    }
+    for (int i = 0; i < watchers_per_round; ++i) {
+      const std::string& id = ids[static_cast<size_t>(i) % ids.size()];
+      watches.push_back(std::make_unique<testing::Process>(
+          std::vector<std::string>{absl::GetFlag(FLAGS_cli), "--addr=" + cluster.address(),
+                                   "watch", id},
+          dir + "/watch-" + std::to_string(round) + "-" + std::to_string(i)));
+      // Connected before any kill: a watch that never reached the
+      // coordinator reports that at once instead of reconnecting.
+      if (!watches.back()->WaitForStdout(std::regex("watching"), 30s)) {
+        std::cerr << "ranksweep-soak: watch " << watches.size() - 1 << " did not start:\n"
+                  << watches.back()->Stderr();
+        return 1;
+      }
     }
     total_cells += cells_per_round;
     std::vector<Event> events;
@@ -238,6 +265,18 @@ int Main(int argc, char** argv) {
               << " s" << std::endl;
   }
 
+  // Every sweep is DONE (or the run gave up): each watch ends by itself.
+  int64_t watch_failures = 0;
+  for (size_t i = 0; i < watches.size(); ++i) {
+    const std::optional<int> code = watches[i]->Wait(60s);
+    if (code != std::optional<int>(0)) {
+      std::cerr << "ranksweep-soak: watch " << i << " "
+                << (code ? "exited " + std::to_string(*code) : std::string("did not end"))
+                << ":\n" << watches[i]->Stderr();
+      ++watch_failures;
+    }
+  }
+
   // Bring back the workers still down, then drain everyone.
   for (const auto& r : restarts) cluster.StartWorker(r.second);
   for (int i = 0; i < cluster.worker_count(); ++i) {
@@ -281,8 +320,9 @@ int Main(int argc, char** argv) {
   }
   std::cout << "cells=" << v.cells << " worker_kills=" << worker_kills
             << " coordinator_restarts=" << coordinator_restarts << " lost=" << v.lost
-            << " duplicated=" << v.duplicated << " integrity=" << v.integrity << std::endl;
-  ok = ok && v.lost == 0 && v.duplicated == 0 && v.integrity == "ok";
+            << " duplicated=" << v.duplicated << " integrity=" << v.integrity
+            << " watchers=" << watches.size() << " watch_failures=" << watch_failures << std::endl;
+  ok = ok && v.lost == 0 && v.duplicated == 0 && v.integrity == "ok" && watch_failures == 0;
   return ok ? 0 : 1;
 }
 
