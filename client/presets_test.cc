@@ -73,10 +73,10 @@ TEST(PresetsTest, ScaleShrinksExactlyAsDocumented) {
   EXPECT_EQ(s.name, "witness-s0.1");
   EXPECT_THAT(s.ranks, ElementsAre(1, 16, 256));
   EXPECT_EQ(s.seed_count, 2);
-  EXPECT_EQ(s.train.max_steps, 300);
+  EXPECT_EQ(s.train.max_steps, 3000);
   EXPECT_EQ(s.dataset.num_queries, 6);
   EXPECT_EQ(p->resolution[0],
-            "witness-s0.1: ranks 1,16,256 (of 9); seeds 2 (of 5); max_steps 300 (of 3000); "
+            "witness-s0.1: ranks 1,16,256 (of 9); seeds 2 (of 5); max_steps 3000 (of 30000); "
             "dataset.num_queries 6 (of 24); 8 cells");
 
   p = ResolvePreset("witness", 0.5);
