@@ -208,15 +208,22 @@ void ReserveLike(size_t first, size_t count, std::string* out) {
   out->reserve(out->size() + std::min(kMaxReserve, first * count / 8 * 9));
 }
 
+// A JSON array of messages, one object per line, in pieces: "[", each item,
+// then the close. JsonArray and ResultRowsWriter both write it so.
+void AppendJsonArrayItem(const google::protobuf::Message& m, bool first, std::string* out) {
+  *out += first ? "\n  " : ",\n  ";
+  AppendMessageJson(m, out);
+}
+const char* JsonArrayClose(bool empty) { return empty ? "]\n" : "\n]\n"; }
+
 template <typename Message>
 std::string JsonArray(const std::vector<Message>& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {
-    out += i == 0 ? "\n  " : ",\n  ";
-    AppendMessageJson(items[i], &out);
+    AppendJsonArrayItem(items[i], i == 0, &out);
     if (i == 0) ReserveLike(out.size(), items.size(), &out);
   }
-  absl::StrAppend(&out, items.empty() ? "]\n" : "\n]\n");
+  out += JsonArrayClose(items.empty());
   return out;
 }
 
@@ -524,19 +531,6 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
   absl::StrAppend(out, r.cached_from_cell_id(), "\n");
 }
 
-std::string AllResultRows(OutputFormat format, const std::vector<v1::ResultRow>& rows) {
-  ResultRowsWriter writer(format);
-  std::string out;
-  writer.Begin(&out);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const size_t before = out.size();
-    writer.Add(rows[i], &out);
-    if (i == 0) ReserveLike(out.size() - before, rows.size(), &out);
-  }
-  writer.End(&out);
-  return out;
-}
-
 }  // namespace
 
 ResultRowsWriter::ResultRowsWriter(OutputFormat format) : json_(format == OutputFormat::kJson) {}
@@ -547,8 +541,7 @@ void ResultRowsWriter::Begin(std::string* out) const {
 
 void ResultRowsWriter::Add(const v1::ResultRow& row, std::string* out) {
   if (json_) {
-    *out += rows_ == 0 ? "\n  " : ",\n  ";
-    AppendMessageJson(row, out);
+    AppendJsonArrayItem(row, rows_ == 0, out);
   } else {
     AppendResultRowCsv(row, out);
   }
@@ -556,16 +549,20 @@ void ResultRowsWriter::Add(const v1::ResultRow& row, std::string* out) {
 }
 
 void ResultRowsWriter::End(std::string* out) const {
-  if (json_) *out += rows_ == 0 ? "]\n" : "\n]\n";
+  if (json_) *out += JsonArrayClose(rows_ == 0);
 }
 
 std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows) {
-  return AllResultRows(OutputFormat::kCsv, rows);
+  std::string out = kResultRowsCsvHeader;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t before = out.size();
+    AppendResultRowCsv(rows[i], &out);
+    if (i == 0) ReserveLike(out.size() - before, rows.size(), &out);
+  }
+  return out;
 }
 
-std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows) {
-  return AllResultRows(OutputFormat::kJson, rows);
-}
+std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows) { return JsonArray(rows); }
 
 Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
   Table t;

@@ -119,6 +119,15 @@ class Client {
 // (a restart, a dropped connection) unless --reconnect says otherwise.
 constexpr double kDefaultReconnectSeconds = 300;
 
+// --reconnect, for `watch` and `submit --watch`.
+void AddReconnectOption(CLI::App* app, double* seconds) {
+  app->add_option("--reconnect", *seconds,
+                  "Seconds `watch` keeps reconnecting to a coordinator lost mid-sweep; 0 = exit "
+                  "at once (code 2)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
 // Follows a sweep until it ends. Redraws one line with '\r' on a TTY, prints
 // one line per event otherwise. If the stream breaks with UNAVAILABLE while
 // the sweep is running (the coordinator restarted or the connection
@@ -591,11 +600,7 @@ int Main(int argc, char** argv) {
   submit->add_flag("--no-cache", sa.no_cache,
                    "Train every cell, even those already trained by this build");
   submit->add_flag("--watch", sa.watch, "Follow the sweep after submitting (as `watch`)");
-  submit->add_option("--reconnect", sa.reconnect,
-                     "With --watch: seconds to keep reconnecting to a coordinator lost "
-                     "mid-sweep; 0 = exit at once (code 2)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  AddReconnectOption(submit, &sa.reconnect);
   submit->add_flag("--dry-run", sa.dry_run, "Print the spec as JSON instead of submitting");
   submit->callback([&] { action = [&](Client* c) { return Submit(c, sa, submit); }; });
 
@@ -658,11 +663,7 @@ int Main(int argc, char** argv) {
   watch->footer(kFooter);
   watch->add_option("sweep", watch_id, "Sweep id")->required();
   double watch_reconnect = kDefaultReconnectSeconds;
-  watch->add_option("--reconnect", watch_reconnect,
-                    "Seconds to keep reconnecting to a coordinator lost mid-sweep; 0 = exit at "
-                    "once (code 2)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  AddReconnectOption(watch, &watch_reconnect);
   watch->callback(
       [&] { action = [&](Client* c) { return Watch(*c, watch_id, watch_reconnect); }; });
 

@@ -51,7 +51,8 @@ constexpr int kSnapshotCostFactor = 10;
 //
 // States, under mu_: busy_ while a read is queued or running on the pool or
 // a write is in flight (never both); the call is finished only when neither
-// is (or by the one running), so no pool job outlives the reactor.
+// is (or by the one running), so no pool job outlives the reactor. Once
+// finishing_ is set nothing reads busy_ again.
 
 class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::SweepEvent> {
  public:
@@ -117,12 +118,11 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
   // The next queued item, !busy_ and queue_ not empty: written at once when
   // the snapshot at hand may serve it, else after a fresh read on the pool.
   void NextLocked() {
-    const bool fresh = !have_snapshot_ || queue_.front().final ||
+    const bool fresh = !event_.has_sweep() || queue_.front().final ||
                        SteadyClock::now() - snapshot_time_ > snapshot_reuse_;
     busy_ = true;
     if (!fresh) return WriteLocked();
     if (!service_->pool_.Run([this] { ReadAndWrite(); })) {
-      busy_ = false;
       FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
     }
   }
@@ -138,14 +138,11 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
     const SteadyClock::time_point end = SteadyClock::now();
     std::lock_guard<std::mutex> lock(mu_);
     if (FinishIfEndedLocked()) return;
-    busy_ = false;
     if (!info.ok()) return FinishLocked(ToGrpcStatus(info.status()));
     *event_.mutable_sweep() = ToProto(*info);
-    have_snapshot_ = true;
     snapshot_time_ = end;
     snapshot_reuse_ = std::max<SteadyClock::duration>(kMinSnapshotReuse,
                                                       kSnapshotCostFactor * (end - start));
-    busy_ = true;
     WriteLocked();
   }
 
@@ -163,7 +160,6 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
   // cancelled or the server is shutting down meanwhile.
   bool FinishIfEndedLocked() {
     if (!cancelled_ && !shutting_down_) return false;
-    busy_ = false;
     FinishLocked(cancelled_ ? grpc::Status::CANCELLED
                             : grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
     return true;
@@ -182,8 +178,7 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
 
   std::mutex mu_;
   std::deque<Item> queue_;
-  v1::SweepEvent event_;  // the write in flight; its sweep is the snapshot at hand
-  bool have_snapshot_ = false;
+  v1::SweepEvent event_;  // the write in flight; its sweep, once set, is the snapshot at hand
   SteadyClock::time_point snapshot_time_;
   SteadyClock::duration snapshot_reuse_{kMinSnapshotReuse};
   bool busy_ = false;
