@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "server/core/analysis.h"
 #include "server/core/log.h"
+#include "server/core/packed_row.h"
 
 namespace ranksweep::server {
 
@@ -59,6 +60,17 @@ constexpr char kResultColumns[] =
 constexpr int kResultColumnCount = 19;
 
 const std::string kNoLabel;
+
+// The packed copy of a result row just written to `results` (schema 6,
+// server/core/packed_row.h); replaces the cell's earlier one, as the
+// failure path's INSERT OR REPLACE does in `results`.
+absl::Status InsertPack(Connection& c, int64_t cell_id, const std::string& sweep_id,
+                        const ResultRow& row) {
+  ASSIGN_OR_RETURN(Statement ins, c.Prepare("INSERT OR REPLACE INTO result_packs (cell_id, "
+                                            "sweep_id, packed) VALUES (?1, ?2, ?3)"));
+  ins.Bind(1, cell_id).Bind(2, sweep_id).BindBlob(3, PackResultRow(row));
+  return ins.Run();
+}
 
 const std::string& InsertResultSql() {
   static const std::string* sql = [] {
@@ -507,6 +519,23 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
       if (!row) continue;
       source = q.ColumnInt(0);
     }
+    // The copy's packed row is the source's with this cell's fields.
+    ResultRow copied;
+    {
+      ASSIGN_OR_RETURN(Statement q,
+                       c.Prepare("SELECT packed FROM result_packs WHERE cell_id = ?1"));
+      q.Bind(1, source);
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return absl::InternalError(absl::StrCat("cached result ", source, " vanished"));
+      RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(0), &copied));
+      if (!copied.result.has_value()) {
+        return absl::InternalError(absl::StrCat("cached result ", source, " has no metrics"));
+      }
+      copied.head_index = head_index;
+      copied.rank = rank;
+      copied.finished_unix_ms = now;
+      copied.cached_from_cell_id = source;
+    }
     {
       static const std::string* copy = new std::string(absl::StrCat(
           "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
@@ -521,17 +550,8 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
       ins.Bind(6, source);
       RETURN_IF_ERROR(ins.Run());
     }
-    {
-      static const std::string* sql = new std::string(
-          absl::StrCat("SELECT ", kResultColumns, " FROM results WHERE cell_id = ?1"));
-      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-      q.Bind(1, source);
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) return absl::InternalError(absl::StrCat("cached result ", source, " vanished"));
-      SeedResult copied;
-      ReadResultColumns(q, 0, &copied);
-      RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, copied));
-    }
+    RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, copied));
+    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, *copied.result));
     {
       ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3 WHERE id = ?1"));
       u.Bind(1, cell_id);
@@ -723,8 +743,20 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
     ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, SeedToDb(seed));
     ins.Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id).Bind(9, version.build_id);
     ins.Bind(10, version.torch_version).Bind(11, version.cuda_version).Bind(12, failure);
-    ins.Bind(13, clock_->NowMs());
+    ResultRow row;
+    row.head_index = head_index;
+    row.rank = rank;
+    row.seed = seed;
+    row.state = CellState::kFailed;
+    row.attempt = attempt;
+    row.lease_id = lease_id;
+    row.worker_id = worker_id;
+    row.worker_version = version;
+    row.failure = failure;
+    row.finished_unix_ms = clock_->NowMs();
+    ins.Bind(13, row.finished_unix_ms);
     RETURN_IF_ERROR(ins.Run());
+    RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, row));
   }
   LogEvent("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, failure);
   events.Add(sweep_id, absl::StrCat("cell ", label, " failed: ", failure));
@@ -1386,7 +1418,19 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
         BindResultColumns(ins, 13, r.result);
         ASSIGN_OR_RETURN(std::string key, TaskKeyOf(c, sweep_id, head_index, rank));
         ins.Bind(13 + kResultColumnCount, key);
+        ResultRow row;
+        row.head_index = head_index;
+        row.rank = rank;
+        row.seed = seed;
+        row.state = CellState::kDone;
+        row.attempt = attempt;
+        row.lease_id = lease_id;
+        row.worker_id = worker_id;
+        row.worker_version = version;
+        row.finished_unix_ms = now;
+        row.result = r.result;
         RETURN_IF_ERROR(ins.Run());
+        RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
       }
       RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result));
       {
@@ -1697,6 +1741,19 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
 }  // namespace
 
 absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
+  struct Collect final : RowSink {
+    std::vector<ResultRow> rows;
+    void Expect(int64_t at_most) override {
+      rows.reserve(static_cast<size_t>(std::min<int64_t>(at_most, 100'000)));
+    }
+    void Add(const ResultRow& row) override { rows.push_back(row); }
+  } collect;
+  absl::StatusOr<QueryOutcome> out = Query(query, collect);
+  if (out.ok()) out->rows = std::move(collect.rows);
+  return out;
+}
+
+absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSink& sink) {
   if (query.sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
   const bool grouped = query.group_by == GroupBy::kHeadRank;
   if (query.page_size < 0) {
@@ -1774,24 +1831,67 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
     }
 
     // Rows in cell id order from after_cell_id on. Done and failed cells
-    // (the default) are exactly the sweep's result rows, read through
-    // results_by_sweep without touching `cells`; a state filter walks
-    // cells_by_state.
-    static const std::string* finished_sql = new std::string(absl::StrCat(
-        "SELECT r.cell_id, r.head_index, r.rank, r.seed, r.state, r.attempt, r.lease_id, "
-        "r.worker_id, ",
-        QueryResultColumns(),
-        " FROM results r WHERE r.sweep_id = ?1 AND r.cell_id > ?2 ORDER BY r.cell_id"));
+    // (the default) are exactly the sweep's result rows, each read from its
+    // packed copy: a walk of result_packs over the cell ids between the
+    // sweep's first and last result (from results_by_sweep), from
+    // after_cell_id on, without touching `cells`.
+    int64_t emitted = 0, last_cell_id = 0;
+    if (!query.state.has_value()) {
+      int64_t first_result = 0, last_result = 0;
+      {
+        // Two subqueries: each is one index lookup, where MIN and MAX in
+        // one SELECT would read every entry of the sweep.
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT (SELECT MIN(cell_id) FROM results WHERE sweep_id = ?1), "
+                                   "(SELECT MAX(cell_id) FROM results WHERE sweep_id = ?1)"));
+        q.Bind(1, query.sweep_id);
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (row) {
+          first_result = q.ColumnInt(0);
+          last_result = q.ColumnInt(1);
+        }
+      }
+      const int64_t after = std::max(query.after_cell_id, first_result - 1);
+      // "+sweep_id" keeps SQLite on the cell id range: cells of other
+      // sweeps fall inside it only when a search sweep added cells later.
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT cell_id, packed FROM result_packs WHERE "
+                                              "cell_id > ?2 AND cell_id <= ?3 AND "
+                                              "+sweep_id = ?1 ORDER BY cell_id"));
+      q.Bind(1, query.sweep_id).Bind(2, after).Bind(3, last_result);
+      const int64_t in_range = std::max<int64_t>(0, last_result - after);
+      sink.Expect(query.page_size > 0 ? std::min(query.page_size, in_range) : in_range);
+      ResultRow row;
+      row.sweep_id = query.sweep_id;
+      while (true) {
+        ASSIGN_OR_RETURN(bool more, q.Step());
+        if (!more) break;
+        row.cell_id = q.ColumnInt(0);
+        absl::Status unpacked = UnpackResultRow(q.ColumnBlob(1), &row);
+        if (!unpacked.ok()) {
+          return absl::InternalError(
+              absl::StrCat("result of cell ", row.cell_id, ": ", unpacked.message()));
+        }
+        if (!filter.Keeps(row.head_index, row.rank, row.seed)) continue;
+        if (query.page_size > 0 && emitted == query.page_size) {
+          // One more row matches: there is a next page.
+          out.next_after_cell_id = last_cell_id;
+          break;
+        }
+        row.head = LabelOf(labels, row.head_index);
+        sink.Add(row);
+        ++emitted;
+        last_cell_id = row.cell_id;
+      }
+      return absl::OkStatus();
+    }
+    // A state filter walks cells_by_state.
     static const std::string* state_sql = new std::string(absl::StrCat(
         "SELECT ", kQueryCellColumns, QueryResultColumns(),
         " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 AND "
         "c.id > ?2 AND c.state = ?3 ORDER BY c.id"));
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(query.state.has_value() ? *state_sql : *finished_sql));
-    q.Bind(1, query.sweep_id).Bind(2, query.after_cell_id);
-    if (query.state.has_value()) q.Bind(3, static_cast<int>(*query.state));
-    if (query.page_size > 0) {
-      out.rows.reserve(static_cast<size_t>(std::min<int64_t>(query.page_size, 100'000)));
-    }
+    if (query.page_size > 0) sink.Expect(query.page_size);
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*state_sql));
+    q.Bind(1, query.sweep_id).Bind(2, query.after_cell_id).Bind(3, static_cast<int>(*query.state));
     while (true) {
       ASSIGN_OR_RETURN(bool more, q.Step());
       if (!more) break;
@@ -1799,12 +1899,14 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
                         SeedFromDb(q.ColumnInt(3)))) {
         continue;
       }
-      if (query.page_size > 0 && static_cast<int64_t>(out.rows.size()) == query.page_size) {
-        // One more row matches: there is a next page.
-        out.next_after_cell_id = out.rows.back().cell_id;
+      if (query.page_size > 0 && emitted == query.page_size) {
+        out.next_after_cell_id = last_cell_id;
         break;
       }
-      out.rows.push_back(QueryRow(q, query.sweep_id, labels));
+      const ResultRow row = QueryRow(q, query.sweep_id, labels);
+      sink.Add(row);
+      ++emitted;
+      last_cell_id = row.cell_id;
     }
     return absl::OkStatus();
   }));

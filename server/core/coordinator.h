@@ -194,11 +194,17 @@ class Coordinator {
   // dataset's facts from a done cell (unset when none of those returned is
   // done). Groups are read from the running aggregates in result_groups
   // (schema version 5), one row per group, plus the seeds of cells not done;
-  // only a seed filter makes it aggregate the result rows themselves.
+  // only a seed filter makes it aggregate the result rows themselves. Rows
+  // of done and failed cells are read from their packed copies
+  // (result_packs, schema version 6, server/core/packed_row.h).
   // InvalidArgument when sweep_id is empty, `head` names no head of the
   // sweep, page_size is negative, or after_cell_id is negative or set on a
   // grouped query; NotFound for an unknown sweep.
   absl::StatusOr<QueryOutcome> Query(const ResultQuery& query);
+  // The same query, but rows go to `rows` one by one as they are read
+  // (while the read connection is held) instead of into the outcome's
+  // `rows`, which stays empty: for a caller that builds its reply as it goes.
+  absl::StatusOr<QueryOutcome> Query(const ResultQuery& query, RowSink& rows);
 
   // Every registered worker, by id.
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();

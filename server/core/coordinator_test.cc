@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/clock.h"
@@ -1327,6 +1328,66 @@ TEST_F(CoordinatorTest, SearchModeBisectsToTheTransitionAndCountsTheCellsSaved) 
   ASSERT_EQ(out->heads.size(), 2u);
   EXPECT_TRUE(out->heads[0].transition_defined);
   EXPECT_EQ(out->heads[0].transition_rank, 8);
+}
+
+// A search sweep adds cells as it goes, so its cell ids interleave with a
+// sweep submitted after it; each sweep's rows are still exactly its own, in
+// cell id order, whole or in pages.
+TEST_F(CoordinatorTest, RowsOfSweepsWhoseCellsInterleaveAreEachTheirOwn) {
+  SweepSpec spec = MakeSpec("search", {1, 2, 4, 8, 16, 32, 64, 128, 256}, 2);
+  spec.mode = SweepMode::kSearch;
+  const std::string a = Submit(spec);
+  const std::string b = Submit(MakeSpec("plain", {1, 2}, 2, 0, /*with_softmax=*/false));
+  std::string w = Register();
+  while (true) {
+    std::vector<Task> tasks = Acquire(w, 1, 64);
+    if (tasks.empty()) break;
+    const Task& t = tasks[0];
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t, t.rank == 0 || t.rank >= 8 ? 0 : 0.5))
+                    .ok());
+  }
+  // Cells of b lie between the first and the last cell of a.
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE sweep_id = '" + b +
+                  "' AND id > (SELECT MIN(id) FROM cells WHERE sweep_id = '" + a +
+                  "') AND id < (SELECT MAX(id) FROM cells WHERE sweep_id = '" + a + "')"),
+            4);
+  for (const auto& [sweep, cells] : {std::make_pair(a, 10), std::make_pair(b, 4)}) {
+    std::vector<int64_t> want;
+    {
+      absl::Status s = store_->Read([&, sweep = sweep](Connection& c) -> absl::Status {
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT id FROM cells WHERE sweep_id = ?1 ORDER BY id"));
+        q.Bind(1, sweep);
+        while (true) {
+          ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) return absl::OkStatus();
+          want.push_back(q.ColumnInt(0));
+        }
+      });
+      ASSERT_TRUE(s.ok()) << s;
+    }
+    ASSERT_EQ(want.size(), static_cast<size_t>(cells));
+    for (int64_t page_size : {0, 3}) {
+      ResultQuery q{sweep};
+      q.page_size = page_size;
+      std::vector<int64_t> got;
+      int pages = 0;
+      while (true) {
+        auto out = coordinator_->Query(q);
+        ASSERT_TRUE(out.ok()) << out.status();
+        ++pages;
+        for (const ResultRow& row : out->rows) {
+          EXPECT_EQ(row.sweep_id, sweep);
+          EXPECT_EQ(row.state, CellState::kDone);
+          got.push_back(row.cell_id);
+        }
+        if (out->next_after_cell_id == 0) break;
+        q.after_cell_id = out->next_after_cell_id;
+      }
+      EXPECT_EQ(got, want) << sweep << " page_size " << page_size;
+      EXPECT_EQ(pages, page_size == 0 ? 1 : (cells + 2) / 3) << sweep;
+    }
+  }
 }
 
 TEST_F(CoordinatorTest, SearchModeStopsAtTheTopRankWhenNothingIsExact) {

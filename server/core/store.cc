@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/core/packed_row.h"
 
 namespace ranksweep::server {
 namespace {
@@ -227,6 +228,27 @@ JOIN (SELECT sweep_id, head_index, rank, AVG(train_error) AS te,
 WHERE r.state = 3
 GROUP BY r.sweep_id, r.head_index, r.rank;
 )sql"},
+    // Each result row also packed into one BLOB (server/core/packed_row.h),
+    // in a narrow table of its own keyed like results, so that row queries
+    // step through small records and read one column per row instead of
+    // ~36; rows already stored are packed here from their columns.
+    {6, R"sql(
+CREATE TABLE result_packs (
+  cell_id  INTEGER PRIMARY KEY,  -- results.cell_id
+  sweep_id TEXT NOT NULL,
+  packed   BLOB NOT NULL
+);
+INSERT INTO result_packs (cell_id, sweep_id, packed)
+SELECT cell_id, sweep_id, ranksweep_pack_row(
+  head_index, rank, seed, state, lease_id, attempt, worker_id, worker_build_id,
+  worker_torch_version, worker_cuda_version, failure, finished_ms, cached_from,
+  train_sequences, train_position_accuracy, train_exact_accuracy, train_error,
+  train_max_abs_error, test_sequences, test_position_accuracy, test_exact_accuracy,
+  test_error, test_max_abs_error, final_loss, steps, wall_seconds, device,
+  facts_train_sequences, facts_test_sequences, facts_distinct_queries,
+  facts_rank_lower_bound, facts_rank_upper_bound)
+FROM results;
+)sql"},
 };
 
 absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,
@@ -270,6 +292,11 @@ Statement& Statement::Bind(int index, std::string_view value) {
   return *this;
 }
 
+Statement& Statement::BindBlob(int index, std::string_view value) {
+  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
 Statement& Statement::BindNull(int index) {
   sqlite3_bind_null(stmt_, index);
   return *this;
@@ -304,6 +331,13 @@ std::string Statement::ColumnText(int column) const {
   const unsigned char* text = sqlite3_column_text(stmt_, column);
   if (text == nullptr) return std::string();
   return std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, column));
+}
+
+std::string_view Statement::ColumnBlob(int column) const {
+  const void* blob = sqlite3_column_blob(stmt_, column);
+  if (blob == nullptr) return std::string_view();
+  return std::string_view(static_cast<const char*>(blob),
+                          static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
 bool Statement::ColumnIsNull(int column) const {
@@ -361,6 +395,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   ASSIGN_OR_RETURN(sqlite3 * wdb,
                    OpenConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options));
   std::unique_ptr<Store> store(new Store(path, std::unique_ptr<Connection>(new Connection(wdb))));
+  RETURN_IF_ERROR(RegisterPackRowFunction(wdb));
   Connection& w = *store->writer_;
   // WAL: readers and the writer do not block each other. FULL: every commit
   // syncs the WAL, so a committed transaction survives power loss.

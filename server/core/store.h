@@ -69,6 +69,7 @@ class Statement {
   Statement& Bind(int index, double value);
   Statement& Bind(int index, std::string_view value);
   Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
+  Statement& BindBlob(int index, std::string_view value);
   Statement& BindNull(int index);
 
   // Rewinds the statement so it can run again; bindings are kept.
@@ -82,6 +83,8 @@ class Statement {
   int64_t ColumnInt(int column) const;
   double ColumnDouble(int column) const;
   std::string ColumnText(int column) const;
+  // Valid until the next Step, Reset or column call on this column.
+  std::string_view ColumnBlob(int column) const;
   bool ColumnIsNull(int column) const;
 
  private:
@@ -124,7 +127,7 @@ struct StoreOptions {
 class Store {
  public:
   // The schema version this binary writes.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Opens (creating if needed) the database at `path`, migrates it to
   // kSchemaVersion, then opens the read-only connections.

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
+#include "server/core/packed_row.h"
 
 namespace ranksweep::server {
 namespace {
@@ -146,8 +147,16 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
-// Turns a freshly created file back into what schema version 2 wrote.
+// Turns a freshly created file back into what schema version 5 wrote.
+absl::Status DowngradeToVersion5(Connection& c) {
+  // Version 6: the packed copy of each result row.
+  RETURN_IF_ERROR(c.Exec("DROP TABLE result_packs"));
+  return c.Exec("UPDATE schema_version SET version = 5");
+}
+
+// Turns a freshly created file back into what schema version 4 wrote.
 absl::Status DowngradeToVersion4(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion5(c));
   // Version 5: the running group aggregates and the results-by-sweep index.
   RETURN_IF_ERROR(c.Exec(
       "DROP TABLE result_groups; DROP INDEX results_by_sweep; "
@@ -287,6 +296,111 @@ TEST(StoreTest, MigrationToVersion5SumsUpExistingResultsPerGroup) {
   EXPECT_THAT(got, ::testing::ElementsAre(
                        "0 4 3 1 2 1 0.5 0.5 0.0 1.0 0.5 1.0 0.125 0.03125 0.25 ",
                        "1 8 1 0 0 0 0.25 0.0 0.25 0.25 0.75 0.5 0.0 0.0 0.0 "));
+}
+
+TEST(StoreTest, MigrationToVersion6PacksExistingResultRows) {
+  TempDir dir;
+  {
+    auto store = Store::Open(dir.File("a.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)
+                    ->Write([&](Connection& c) -> absl::Status {
+                      RETURN_IF_ERROR(DowngradeToVersion5(c));
+                      RETURN_IF_ERROR(c.Exec(
+                          "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
+                          "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)"));
+                      // Cell 1: done with a test split; 2: done without one,
+                      // served from the cache of cell 1; 3: failed.
+                      return c.Exec(
+                          "INSERT INTO cells (id, sweep_id, head_index, rank, seed, state) "
+                          "VALUES (1, 'sw-1', 0, 4, 7, 3), (2, 'sw-1', 1, 8, 7, 3), "
+                          "(3, 'sw-1', 0, 4, 9, 4);"
+                          "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+                          "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
+                          "worker_cuda_version, failure, finished_ms, cached_from, "
+                          "train_sequences, train_position_accuracy, train_exact_accuracy, "
+                          "train_error, train_max_abs_error, test_sequences, "
+                          "test_position_accuracy, test_exact_accuracy, test_error, "
+                          "test_max_abs_error, final_loss, steps, wall_seconds, device, "
+                          "facts_train_sequences, facts_test_sequences, "
+                          "facts_distinct_queries, facts_rank_lower_bound, "
+                          "facts_rank_upper_bound) VALUES "
+                          "(1, 'sw-1', 0, 4, 7, 3, 11, 1, 'wk-a', 'b1', '1.13.1', '', '', 1000, "
+                          "0, 276, 0.75, 0.5, 0.5, 1.25, 40, 0.625, 0.25, 0.75, 2.5, 0.125, "
+                          "1500, 2.5, 'cpu', 276, 40, 12, 6, 12), "
+                          "(2, 'sw-1', 1, 8, 7, 3, 11, 1, 'wk-a', 'b1', '1.13.1', '', '', 2000, "
+                          "1, 10, 1.0, 1.0, 0.0, 0.25, 0, 0.0, 0.0, NULL, 0.0, 0.0625, 30, "
+                          "0.5, 'cpu', 10, 0, 4, 0, 0), "
+                          "(3, 'sw-1', 0, 4, 9, 4, 12, 3, 'wk-b', 'b2', '2.1.0', '12.1', "
+                          "'out of memory (attempt 3 of 3)', 3000, 0, NULL, NULL, NULL, NULL, "
+                          "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+                          "NULL, NULL, NULL, NULL)");
+                    })
+                    .ok());
+  }
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  std::vector<ResultRow> rows;
+  ASSERT_TRUE((*store)
+                  ->Read([&](Connection& c) -> absl::Status {
+                    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT packed FROM result_packs "
+                                                            "ORDER BY cell_id"));
+                    while (true) {
+                      ASSIGN_OR_RETURN(bool row, q.Step());
+                      if (!row) return absl::OkStatus();
+                      RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(0), &rows.emplace_back()));
+                    }
+                  })
+                  .ok());
+  ASSERT_EQ(rows.size(), 3u);
+  const ResultRow& a = rows[0];
+  EXPECT_EQ(a.head_index, 0);
+  EXPECT_EQ(a.rank, 4);
+  EXPECT_EQ(a.seed, 7u);
+  EXPECT_EQ(a.state, CellState::kDone);
+  EXPECT_EQ(a.lease_id, 11);
+  EXPECT_EQ(a.attempt, 1);
+  EXPECT_EQ(a.worker_id, "wk-a");
+  EXPECT_EQ(a.worker_version.build_id, "b1");
+  EXPECT_EQ(a.worker_version.torch_version, "1.13.1");
+  EXPECT_EQ(a.finished_unix_ms, 1000);
+  EXPECT_EQ(a.cached_from_cell_id, 0);
+  ASSERT_TRUE(a.result.has_value());
+  EXPECT_EQ(a.result->seed, 7u);
+  EXPECT_EQ(a.result->train.sequences, 276);
+  EXPECT_EQ(a.result->train.position_accuracy, 0.75);
+  EXPECT_EQ(a.result->train.max_abs_error, 1.25);
+  EXPECT_EQ(a.result->test.sequences, 40);
+  EXPECT_EQ(a.result->test.position_accuracy, 0.625);
+  EXPECT_EQ(a.result->test.exact_accuracy, 0.25);
+  EXPECT_EQ(a.result->test.error, 0.75);
+  EXPECT_EQ(a.result->test.max_abs_error, 2.5);
+  EXPECT_EQ(a.result->final_loss, 0.125);
+  EXPECT_EQ(a.result->steps, 1500);
+  EXPECT_EQ(a.result->wall_seconds, 2.5);
+  EXPECT_EQ(a.result->device, "cpu");
+  EXPECT_EQ(a.result->facts.test_sequences, 40);
+  EXPECT_EQ(a.result->facts.distinct_queries, 12);
+  EXPECT_EQ(a.result->facts.rank_lower_bound, 6);
+  EXPECT_EQ(a.result->facts.rank_upper_bound, 12);
+  const ResultRow& b = rows[1];
+  EXPECT_EQ(b.head_index, 1);
+  EXPECT_EQ(b.rank, 8);
+  EXPECT_EQ(b.cached_from_cell_id, 1);
+  ASSERT_TRUE(b.result.has_value());
+  EXPECT_EQ(b.result->train.error, 0.0);
+  EXPECT_EQ(b.result->test.sequences, 0);
+  EXPECT_EQ(b.result->test.error, 1.0);  // NULL without a test split reads as 1
+  EXPECT_EQ(b.result->steps, 30);
+  const ResultRow& f = rows[2];
+  EXPECT_EQ(f.state, CellState::kFailed);
+  EXPECT_FALSE(f.result.has_value());
+  EXPECT_EQ(f.failure, "out of memory (attempt 3 of 3)");
+  EXPECT_EQ(f.attempt, 3);
+  EXPECT_EQ(f.worker_id, "wk-b");
+  EXPECT_EQ(f.worker_version.cuda_version, "12.1");
+  EXPECT_EQ(f.finished_unix_ms, 3000);
 }
 
 TEST(StoreTest, QuickReadSeesCommittedWrites) {

@@ -215,6 +215,17 @@ struct HeadSummary {
   std::string caveat;
 };
 
+// Takes a row query's rows as they are read (Coordinator::Query).
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+  // Called once before the rows when an upper bound on their number is
+  // known (page_size when set, else one from the cell id range; it may be
+  // far above the rows that come when few cells of the range are finished).
+  virtual void Expect(int64_t at_most) { (void)at_most; }
+  virtual void Add(const ResultRow& row) = 0;
+};
+
 struct QueryOutcome {
   std::vector<ResultRow> rows;      // when group_by == kNone
   std::vector<ResultGroup> groups;  // when grouped

@@ -1,0 +1,143 @@
+#include "server/core/packed_row.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep::server {
+namespace {
+
+ResultRow DoneRow() {
+  ResultRow row;
+  row.head_index = 2;
+  row.rank = 256;
+  row.seed = std::numeric_limits<uint64_t>::max();  // stored as a negative INTEGER
+  row.state = CellState::kDone;
+  row.attempt = 2;
+  row.lease_id = 1234567890123;
+  row.finished_unix_ms = 1'796'000'000'000;
+  row.cached_from_cell_id = 77;
+  row.worker_id = "w-3f9a";
+  row.worker_version = {"0123456789abcdef0123456789abcdef01234567", "2.11.0", "13.0"};
+  SeedResult r;
+  r.seed = row.seed;
+  r.train = {4096, 0.999755859375, 0.75, 0.25, 0.4999};
+  r.test = {512, 0.5, 0.125, 0.875, 3.25};
+  r.final_loss = 1e-9;
+  r.steps = 30000;
+  r.wall_seconds = 12.5;
+  r.device = "cuda:0 (NVIDIA H200)";
+  r.facts = {4096, 512, 64, 32, 64};
+  row.result = r;
+  return row;
+}
+
+void ExpectSameStoredFields(const ResultRow& got, const ResultRow& want) {
+  EXPECT_EQ(got.head_index, want.head_index);
+  EXPECT_EQ(got.rank, want.rank);
+  EXPECT_EQ(got.seed, want.seed);
+  EXPECT_EQ(got.state, want.state);
+  EXPECT_EQ(got.attempt, want.attempt);
+  EXPECT_EQ(got.lease_id, want.lease_id);
+  EXPECT_EQ(got.finished_unix_ms, want.finished_unix_ms);
+  EXPECT_EQ(got.cached_from_cell_id, want.cached_from_cell_id);
+  EXPECT_EQ(got.worker_id, want.worker_id);
+  EXPECT_EQ(got.worker_version.build_id, want.worker_version.build_id);
+  EXPECT_EQ(got.worker_version.torch_version, want.worker_version.torch_version);
+  EXPECT_EQ(got.worker_version.cuda_version, want.worker_version.cuda_version);
+  EXPECT_EQ(got.failure, want.failure);
+  ASSERT_EQ(got.result.has_value(), want.result.has_value());
+  if (!want.result.has_value()) return;
+  const SeedResult& g = *got.result;
+  const SeedResult& w = *want.result;
+  EXPECT_EQ(g.seed, want.seed);
+  for (auto [gs, ws] : {std::make_pair(&g.train, &w.train), std::make_pair(&g.test, &w.test)}) {
+    EXPECT_EQ(gs->sequences, ws->sequences);
+    EXPECT_EQ(gs->position_accuracy, ws->position_accuracy);
+    EXPECT_EQ(gs->exact_accuracy, ws->exact_accuracy);
+    EXPECT_EQ(gs->error, ws->error);
+    EXPECT_EQ(gs->max_abs_error, ws->max_abs_error);
+  }
+  EXPECT_EQ(g.final_loss, w.final_loss);
+  EXPECT_EQ(g.steps, w.steps);
+  EXPECT_EQ(g.wall_seconds, w.wall_seconds);
+  EXPECT_EQ(g.device, w.device);
+  EXPECT_EQ(g.facts.train_sequences, w.facts.train_sequences);
+  EXPECT_EQ(g.facts.test_sequences, w.facts.test_sequences);
+  EXPECT_EQ(g.facts.distinct_queries, w.facts.distinct_queries);
+  EXPECT_EQ(g.facts.rank_lower_bound, w.facts.rank_lower_bound);
+  EXPECT_EQ(g.facts.rank_upper_bound, w.facts.rank_upper_bound);
+}
+
+TEST(PackedRowTest, ADoneRowComesBackFieldForField) {
+  const ResultRow want = DoneRow();
+  ResultRow got;
+  got.sweep_id = "sw-kept";
+  got.cell_id = 5;
+  got.head = "kernel/elu1";
+  ASSERT_TRUE(UnpackResultRow(PackResultRow(want), &got).ok());
+  ExpectSameStoredFields(got, want);
+  // What the reader knows is left alone.
+  EXPECT_EQ(got.sweep_id, "sw-kept");
+  EXPECT_EQ(got.cell_id, 5);
+  EXPECT_EQ(got.head, "kernel/elu1");
+}
+
+TEST(PackedRowTest, AFailedRowHasNoResultEvenInAReusedRow) {
+  ResultRow want;
+  want.head_index = 0;
+  want.rank = 1;
+  want.seed = 3;
+  want.state = CellState::kFailed;
+  want.attempt = 3;
+  want.lease_id = 9;
+  want.worker_id = "w-1";
+  want.failure = "worker lost (attempt 3 of 3)";
+  ResultRow got = DoneRow();  // a row object reused from a done row
+  ASSERT_TRUE(UnpackResultRow(PackResultRow(want), &got).ok());
+  ExpectSameStoredFields(got, want);
+}
+
+TEST(PackedRowTest, NoTestSplitStoresTestErrorAsOneLikeTheColumns) {
+  ResultRow row = DoneRow();
+  row.result->test = {};
+  row.result->test.error = 0;  // not meaningful without a test split
+  ResultRow got;
+  ASSERT_TRUE(UnpackResultRow(PackResultRow(row), &got).ok());
+  EXPECT_EQ(got.result->test.sequences, 0);
+  EXPECT_EQ(got.result->test.error, 1.0);
+}
+
+TEST(PackedRowTest, NanAndNegativeValuesSurvive) {
+  ResultRow row = DoneRow();
+  row.result->final_loss = std::numeric_limits<double>::quiet_NaN();
+  row.result->train.max_abs_error = -0.0;
+  row.lease_id = -5;
+  ResultRow got;
+  ASSERT_TRUE(UnpackResultRow(PackResultRow(row), &got).ok());
+  EXPECT_TRUE(std::isnan(got.result->final_loss));
+  EXPECT_TRUE(std::signbit(got.result->train.max_abs_error));
+  EXPECT_EQ(got.lease_id, -5);
+}
+
+TEST(PackedRowTest, TruncatedExtendedOrForeignBytesAreInternalErrors) {
+  const std::string packed = PackResultRow(DoneRow());
+  ResultRow row;
+  for (size_t n : {size_t{0}, size_t{1}, size_t{10}, packed.size() - 1}) {
+    absl::Status s = UnpackResultRow(std::string_view(packed).substr(0, n), &row);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << n;
+  }
+  EXPECT_EQ(UnpackResultRow(packed + "x", &row).code(), absl::StatusCode::kInternal);
+  std::string other = packed;
+  other[0] = 2;
+  absl::Status s = UnpackResultRow(other, &row);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(s.message(), absl::StrCat("packed result row: unknown version 2 (", packed.size(),
+                                      " bytes)"));
+}
+
+}  // namespace
+}  // namespace ranksweep::server
