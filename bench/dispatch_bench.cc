@@ -30,6 +30,7 @@
 // It starts its own ranksweepd (temporary database, port 0). The peer
 // (Optuna with SQLite storage running no-op trials) is run by
 // bench/run_dispatch_bench, which prints the ratio.
+#include <google/protobuf/arena.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -47,6 +48,7 @@
 #include <thread>
 #include <vector>
 
+#include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "tests/support/process.h"
 
@@ -179,16 +181,24 @@ std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int ce
   return resp.sweep_id();
 }
 
+// Every field a witness-dataset result has (no test split), with values
+// that vary from seed to seed.
 v1::SeedResult FakeResult(uint64_t seed) {
   v1::SeedResult r;
   r.set_seed(seed);
   r.mutable_train()->set_sequences(64);
   r.mutable_train()->set_exact_accuracy(seed % 2 ? 1.0 : 0.5);
   r.mutable_train()->set_error(seed % 2 ? 0.0 : 0.5);
-  r.mutable_train()->set_position_accuracy(0.9);
-  r.set_steps(100);
-  r.set_wall_seconds(0.01);
+  r.mutable_train()->set_position_accuracy(0.9 + static_cast<double>(seed % 10) / 100);
+  r.mutable_train()->set_max_abs_error(0.25 + static_cast<double>(seed % 7) / 64);
+  r.set_final_loss(1e-3 * static_cast<double>(seed % 13 + 1));
+  r.set_steps(100 + static_cast<int64_t>(seed % 3));
+  r.set_wall_seconds(0.01 * static_cast<double>(seed % 5 + 1));
   r.set_device("cpu");
+  r.mutable_facts()->set_train_sequences(64);
+  r.mutable_facts()->set_distinct_queries(32);
+  r.mutable_facts()->set_rank_lower_bound(16);
+  r.mutable_facts()->set_rank_upper_bound(32);
   return r;
 }
 
@@ -289,7 +299,10 @@ struct QueryTimes {
   double all_ms = 0, first_page_ms = 0;
   size_t items = 0, pages = 0;
 };
-QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, int runs) {
+// `as_rows`: a reply of columns is turned back into ResultRow messages (on
+// the reply's arena) before the clock stops, as a client that wants rows does.
+QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, int runs,
+                    bool as_rows = false) {
   std::vector<double> all, first;
   QueryTimes out;
   for (int i = 0; i < runs; ++i) {
@@ -297,16 +310,25 @@ QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, i
     out.items = out.pages = 0;
     auto t0 = Clock::now();
     while (true) {
-      v1::QueryResultsResponse resp;
+      google::protobuf::Arena arena;
+      auto* resp = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(&arena);
       grpc::ClientContext ctx;
       WaitForReady(&ctx);
-      Check(stub.QueryResults(&ctx, req, &resp), "QueryResults");
+      Check(stub.QueryResults(&ctx, req, resp), "QueryResults");
+      if (as_rows) {
+        absl::Status s = ranksweep::RowsFromColumns(resp);
+        if (!s.ok()) {
+          std::fprintf(stderr, "columns: %s\n", std::string(s.message()).c_str());
+          Fail();
+        }
+      }
       if (++out.pages == 1) {
         first.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       }
-      out.items += static_cast<size_t>(resp.rows_size() + resp.groups_size());
-      if (resp.next_page_token().empty()) break;
-      req.set_page_token(resp.next_page_token());
+      out.items += static_cast<size_t>(resp->rows_size() + resp->groups_size() +
+                                       resp->columns().cell_id_size());
+      if (resp->next_page_token().empty()) break;
+      req.set_page_token(resp->next_page_token());
     }
     all.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
@@ -436,6 +458,13 @@ int main(int argc, char** argv) {
     req.set_page_size(flags.page_size);
     const QueryTimes paged = MedianMs(*sweeps, req, flags.query_runs);
     req.set_page_size(0);
+    req.set_columns(true);
+    const QueryTimes columns = MedianMs(*sweeps, req, flags.query_runs);
+    const QueryTimes columns_as_rows = MedianMs(*sweeps, req, flags.query_runs, true);
+    req.set_page_size(flags.page_size);
+    const QueryTimes columns_paged = MedianMs(*sweeps, req, flags.query_runs);
+    req.set_page_size(0);
+    req.set_columns(false);
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
     const QueryTimes grouped = MedianMs(*sweeps, req, flags.query_runs);
     std::printf("query result_rows=%lld ungrouped_rows=%zu ungrouped_median_ms=%.1f "
@@ -444,6 +473,10 @@ int main(int argc, char** argv) {
                 static_cast<long long>(filled.load()), one_reply.items, one_reply.all_ms,
                 flags.page_size, paged.pages, paged.first_page_ms, paged.all_ms, grouped.items,
                 grouped.all_ms);
+    std::printf("query_columns rows=%zu one_reply_median_ms=%.1f first_page_median_ms=%.1f "
+                "all_pages_median_ms=%.1f one_reply_as_rows_median_ms=%.1f\n",
+                columns.items, columns.all_ms, columns_paged.first_page_ms, columns_paged.all_ms,
+                columns_as_rows.all_ms);
   }
   server.Signal(SIGTERM);
   server.Wait(30s);

@@ -8,10 +8,12 @@
 #include <string>
 #include <thread>
 
+#include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "server/core/auth.h"
 #include "server/core/clock.h"
@@ -315,6 +317,138 @@ TEST_F(ServiceTest, WorkerLifecycleRecordsProvenanceAndFencesStaleLeases) {
   ASSERT_EQ(workers.workers_size(), 1);
   EXPECT_EQ(workers.workers(0).completed_cells(), 2);
   EXPECT_EQ(workers.workers(0).leased_cells(), 1);
+}
+
+// Every query shape gives the same rows, and the same page tokens, as
+// columns (read back with RowsFromColumns) as it does as rows.
+TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
+  const std::string sweep = Submit(Spec("columns", {1, 2, 4}, 4));  // 16 cells
+  const std::string a = Register();
+  std::string b;
+  {
+    grpc::ClientContext ctx;
+    v1::RegisterWorkerRequest req;
+    req.set_hostname("gpu-host");
+    req.set_device("cuda");
+    req.set_slots(1);
+    req.mutable_version()->set_build_id("0.2.0+test");
+    req.mutable_version()->set_torch_version("2.11.0");
+    req.mutable_version()->set_cuda_version("13.0");
+    v1::RegisterWorkerResponse resp;
+    ASSERT_TRUE(worker_stub_->RegisterWorker(&ctx, req, &resp).ok());
+    b = resp.worker_id();
+  }
+  // One cell fails for good: three leases, each failed.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(Acquire(a, 0, &got, 1).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    grpc::ClientContext ctx;
+    v1::FailTaskRequest req;
+    req.set_worker_id(a);
+    req.add_lease_ids(got.tasks(0).cells(0).lease_id());
+    req.set_reason("diverged");
+    v1::FailTaskResponse resp;
+    ASSERT_TRUE(worker_stub_->FailTask(&ctx, req, &resp).ok());
+  }
+  // Ten cells done, alternating workers, with every result field set; five
+  // stay pending.
+  for (int i = 0; i < 10; ++i) {
+    const std::string& worker = i % 2 == 0 ? a : b;
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(Acquire(worker, 0, &got, 1).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    v1::CompleteTasksRequest req = ResultsFor(worker, got.tasks(0));
+    v1::SeedResult* r = req.mutable_results(0)->mutable_result();
+    r->mutable_train()->set_position_accuracy(0.5 + i / 32.0);
+    r->mutable_train()->set_exact_accuracy(i / 16.0);
+    r->mutable_train()->set_max_abs_error(1.0 / (i + 1));
+    r->mutable_test()->set_sequences(i % 3 == 0 ? 0 : 20);
+    r->mutable_test()->set_error(i % 3 == 0 ? 1.0 : i / 20.0);
+    r->mutable_test()->set_exact_accuracy(i % 3 == 0 ? 0.0 : 1 - i / 20.0);
+    r->set_final_loss(1e-3 * i);
+    r->set_steps(100 * i);
+    r->set_device(i % 2 == 0 ? "cpu" : "cuda:0 (NVIDIA H200)");
+    r->mutable_facts()->set_train_sequences(64);
+    r->mutable_facts()->set_distinct_queries(i < 5 ? 8 : 9);
+    v1::CompleteTasksResponse done;
+    ASSERT_TRUE(Complete(req, &done).ok());
+    ASSERT_EQ(done.recorded(), 1);
+  }
+
+  auto query = [&](v1::QueryResultsRequest req, bool columns) {
+    req.set_sweep_id(sweep);
+    req.set_columns(columns);
+    grpc::ClientContext ctx;
+    v1::QueryResultsResponse resp;
+    grpc::Status s = sweep_stub_->QueryResults(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.has_columns(), columns);
+    EXPECT_TRUE(RowsFromColumns(&resp).ok());
+    return resp;
+  };
+  auto same = [&](const v1::QueryResultsRequest& req, int want_rows) {
+    const v1::QueryResultsResponse rows = query(req, false);
+    const v1::QueryResultsResponse columns = query(req, true);
+    EXPECT_EQ(rows.rows_size(), want_rows) << req.ShortDebugString();
+    std::string diff;
+    google::protobuf::util::MessageDifferencer d;
+    d.ReportDifferencesToString(&diff);
+    EXPECT_TRUE(d.Compare(columns, rows)) << req.ShortDebugString() << "\n" << diff;
+    return rows;
+  };
+
+  v1::QueryResultsRequest all;
+  const v1::QueryResultsResponse every = same(all, 11);
+  int failed = 0;
+  for (const v1::ResultRow& row : every.rows()) failed += row.state() == v1::CELL_STATE_FAILED;
+  EXPECT_EQ(failed, 1);
+  v1::QueryResultsRequest softmax;
+  softmax.set_head("softmax");
+  same(softmax, 0);
+  v1::QueryResultsRequest filtered;
+  filtered.add_ranks(2);
+  filtered.add_seeds(1);
+  filtered.add_seeds(3);
+  same(filtered, 2);
+  v1::QueryResultsRequest pending;
+  pending.set_state(v1::CELL_STATE_PENDING);
+  same(pending, 5);
+  {
+    // Pending cells have no result: every metric list is left empty.
+    pending.set_sweep_id(sweep);
+    pending.set_columns(true);
+    grpc::ClientContext ctx;
+    v1::QueryResultsResponse raw;
+    ASSERT_TRUE(sweep_stub_->QueryResults(&ctx, pending, &raw).ok());
+    EXPECT_EQ(raw.columns().cell_id_size(), 5);
+    EXPECT_EQ(raw.columns().train_error_size(), 0);
+    EXPECT_EQ(raw.columns().test_error_size(), 0);
+    EXPECT_EQ(raw.columns().steps_size(), 0);
+    EXPECT_EQ(raw.columns().worker_size(), 5);
+  }
+  v1::QueryResultsRequest page;
+  page.set_page_size(4);
+  int pages = 0, rows = 0;
+  while (true) {
+    const v1::QueryResultsResponse got = same(page, page.page_token().empty() || pages < 2 ? 4 : 3);
+    ++pages;
+    rows += got.rows_size();
+    if (got.next_page_token().empty()) break;
+    page.set_page_token(got.next_page_token());
+  }
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(rows, 11);
+  // Grouped queries have no rows to send as columns.
+  v1::QueryResultsRequest grouped;
+  grouped.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  grouped.set_columns(true);
+  grouped.set_sweep_id(sweep);
+  grpc::ClientContext gctx;
+  v1::QueryResultsResponse groups;
+  ASSERT_TRUE(sweep_stub_->QueryResults(&gctx, grouped, &groups).ok());
+  EXPECT_FALSE(groups.has_columns());
+  EXPECT_EQ(groups.groups_size(), 4);
 }
 
 TEST_F(ServiceTest, CancelReachesTheWorkerThroughHeartbeat) {

@@ -330,11 +330,26 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
     absl::StatusOr<int64_t> after = CellIdFromPageToken(request->page_token());
     if (!after.ok()) return after.status();
     query.after_cell_id = *after;
-    absl::StatusOr<QueryOutcome> out = coordinator_->Query(query);
+    // Rows go straight into the reply as they are read.
+    struct Rows final : RowSink {
+      v1::QueryResultsResponse* response;
+      explicit Rows(v1::QueryResultsResponse* r) : response(r) {}
+      void Expect(int64_t at_most) override {
+        response->mutable_rows()->Reserve(static_cast<int>(std::min<int64_t>(at_most, 100'000)));
+      }
+      void Add(const ResultRow& row) override { FillProto(row, response->add_rows()); }
+    };
+    absl::StatusOr<QueryOutcome> out;
+    if (request->columns() && query.group_by == GroupBy::kNone) {
+      ResultColumnsBuilder columns(response->mutable_columns(), query.sweep_id);
+      out = coordinator_->Query(query, columns);
+      columns.Finish();
+    } else {
+      Rows rows(response);
+      out = coordinator_->Query(query, rows);
+    }
     if (out.ok()) {
       response->set_next_page_token(PageToken(out->next_after_cell_id));
-      response->mutable_rows()->Reserve(static_cast<int>(out->rows.size()));
-      for (const ResultRow& row : out->rows) FillProto(row, response->add_rows());
       for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
       for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
       if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);

@@ -11,9 +11,13 @@
 #define RANKSWEEP_SERVER_SERVICE_TRANSLATE_H_
 
 #include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
 
 #include <grpcpp/support/status.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ranksweep/v1/ranksweep.pb.h"
@@ -30,6 +34,37 @@ v1::Task ToProto(const Task& task);
 // no temporary messages to copy).
 void FillProto(const ResultRow& row, v1::ResultRow* p);
 v1::ResultGroup ToProto(const ResultGroup& group);
+
+// Appends rows to a ResultColumns message (which may live on an arena), one
+// Add per row in reply order; the tables of repeated strings grow as new
+// values come. Expect reserves room for up to 100,000 rows. Finish, after
+// the last row, empties the metric lists that hold only the empty value.
+class ResultColumnsBuilder final : public RowSink {
+ public:
+  ResultColumnsBuilder(v1::ResultColumns* p, const std::string& sweep_id);
+  void Expect(int64_t at_most) override;
+  void Add(const ResultRow& row) override;
+  void Finish();
+
+ private:
+  int WorkerIndex(const std::string& worker_id);
+  int VersionIndex(const VersionManifest& v);
+  int DeviceIndex(const std::string& device);
+  int FactsIndex(const DatasetFacts& f);
+
+  v1::ResultColumns* p_;
+  int rows_ = 0;
+  // Values already in the tables -> their index. The keys point into the
+  // tables' own strings, which stay put as the tables grow.
+  absl::flat_hash_map<std::string_view, int> workers_, devices_;
+  absl::flat_hash_map<std::tuple<std::string_view, std::string_view, std::string_view>, int>
+      versions_;
+  using FactsKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
+  absl::flat_hash_map<FactsKey, int> facts_;
+  // The index each table gave last (-1: none yet).
+  int last_worker_ = -1, last_version_ = -1, last_device_ = -1, last_facts_ = -1;
+  FactsKey last_facts_key_;
+};
 v1::HeadSummary ToProto(const HeadSummary& head);
 v1::VersionManifest ToProto(const VersionManifest& version);
 void FillProto(const VersionManifest& version, v1::VersionManifest* p);
