@@ -8,20 +8,6 @@
 namespace ranksweep {
 namespace {
 
-template <typename List>
-absl::Status CheckLength(const List& list, const char* field, int rows) {
-  if (list.size() == rows) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("columns.", field, ": ", list.size(),
-                                                 " values for ", rows, " rows"));
-}
-
-// A metric list: one value per row, or none (every row holds `empty`).
-template <typename List>
-absl::Status CheckMetricLength(const List& list, const char* field, int rows) {
-  if (list.empty()) return absl::OkStatus();
-  return CheckLength(list, field, rows);
-}
-
 template <typename T>
 T ValueOr(const google::protobuf::RepeatedField<T>& list, int i, T empty) {
   return list.empty() ? empty : list.Get(i);
@@ -42,43 +28,44 @@ absl::Status CheckIndexes(const Indexes& indexes, const char* field, int table_s
 
 absl::Status Check(const v1::ResultColumns& c) {
   const int n = c.cell_id_size();
-#define RS_CHECK_LENGTH(field)                                 \
-  do {                                                         \
-    absl::Status s = CheckLength(c.field(), #field, n);        \
-    if (!s.ok()) return s;                                     \
-  } while (false)
-  RS_CHECK_LENGTH(head_index);
-  RS_CHECK_LENGTH(rank);
-  RS_CHECK_LENGTH(seed);
-  RS_CHECK_LENGTH(state);
-  RS_CHECK_LENGTH(attempt);
-  RS_CHECK_LENGTH(lease_id);
-  RS_CHECK_LENGTH(finished_unix_ms);
-  RS_CHECK_LENGTH(cached_from_cell_id);
-  RS_CHECK_LENGTH(worker);
-  RS_CHECK_LENGTH(worker_version);
-  RS_CHECK_LENGTH(device);
-  RS_CHECK_LENGTH(facts);
-#undef RS_CHECK_LENGTH
-#define RS_CHECK_METRIC(field)                                  \
-  do {                                                          \
-    absl::Status s = CheckMetricLength(c.field(), #field, n);   \
-    if (!s.ok()) return s;                                      \
-  } while (false)
-  RS_CHECK_METRIC(train_sequences);
-  RS_CHECK_METRIC(train_position_accuracy);
-  RS_CHECK_METRIC(train_exact_accuracy);
-  RS_CHECK_METRIC(train_error);
-  RS_CHECK_METRIC(train_max_abs_error);
-  RS_CHECK_METRIC(test_sequences);
-  RS_CHECK_METRIC(test_position_accuracy);
-  RS_CHECK_METRIC(test_exact_accuracy);
-  RS_CHECK_METRIC(test_error);
-  RS_CHECK_METRIC(test_max_abs_error);
-  RS_CHECK_METRIC(final_loss);
-  RS_CHECK_METRIC(steps);
-  RS_CHECK_METRIC(wall_seconds);
-#undef RS_CHECK_METRIC
+  // Metric lists may also be empty: every row holds the empty value.
+  struct Length {
+    int size;
+    const char* field;
+    bool metric;
+  };
+  const Length lengths[] = {
+      {c.head_index_size(), "head_index", false},
+      {c.rank_size(), "rank", false},
+      {c.seed_size(), "seed", false},
+      {c.state_size(), "state", false},
+      {c.attempt_size(), "attempt", false},
+      {c.lease_id_size(), "lease_id", false},
+      {c.finished_unix_ms_size(), "finished_unix_ms", false},
+      {c.cached_from_cell_id_size(), "cached_from_cell_id", false},
+      {c.worker_size(), "worker", false},
+      {c.worker_version_size(), "worker_version", false},
+      {c.device_size(), "device", false},
+      {c.facts_size(), "facts", false},
+      {c.train_sequences_size(), "train_sequences", true},
+      {c.train_position_accuracy_size(), "train_position_accuracy", true},
+      {c.train_exact_accuracy_size(), "train_exact_accuracy", true},
+      {c.train_error_size(), "train_error", true},
+      {c.train_max_abs_error_size(), "train_max_abs_error", true},
+      {c.test_sequences_size(), "test_sequences", true},
+      {c.test_position_accuracy_size(), "test_position_accuracy", true},
+      {c.test_exact_accuracy_size(), "test_exact_accuracy", true},
+      {c.test_error_size(), "test_error", true},
+      {c.test_max_abs_error_size(), "test_max_abs_error", true},
+      {c.final_loss_size(), "final_loss", true},
+      {c.steps_size(), "steps", true},
+      {c.wall_seconds_size(), "wall_seconds", true},
+  };
+  for (const Length& l : lengths) {
+    if (l.size == n || (l.metric && l.size == 0)) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat("columns.", l.field, ": ", l.size, " values for ", n, " rows"));
+  }
   for (const auto& [indexes, field, size, table] :
        {std::make_tuple(&c.head_index(), "head_index", c.heads_size(), "heads"),
         std::make_tuple(&c.worker(), "worker", c.workers_size(), "workers"),

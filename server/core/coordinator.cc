@@ -61,6 +61,24 @@ constexpr int kResultColumnCount = 19;
 
 const std::string kNoLabel;
 
+// A finished cell's row as Complete and the failure path store it, without
+// its result or failure.
+ResultRow FinishedRow(int head_index, int rank, uint64_t seed, CellState state, int attempt,
+                      int64_t lease_id, const std::string& worker_id,
+                      const VersionManifest& version, int64_t finished_ms) {
+  ResultRow row;
+  row.head_index = head_index;
+  row.rank = rank;
+  row.seed = seed;
+  row.state = state;
+  row.attempt = attempt;
+  row.lease_id = lease_id;
+  row.worker_id = worker_id;
+  row.worker_version = version;
+  row.finished_unix_ms = finished_ms;
+  return row;
+}
+
 // The packed copy of a result row just written to `results` (schema 6,
 // server/core/packed_row.h); replaces the cell's earlier one, as the
 // failure path's INSERT OR REPLACE does in `results`.
@@ -743,17 +761,9 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
     ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, SeedToDb(seed));
     ins.Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id).Bind(9, version.build_id);
     ins.Bind(10, version.torch_version).Bind(11, version.cuda_version).Bind(12, failure);
-    ResultRow row;
-    row.head_index = head_index;
-    row.rank = rank;
-    row.seed = seed;
-    row.state = CellState::kFailed;
-    row.attempt = attempt;
-    row.lease_id = lease_id;
-    row.worker_id = worker_id;
-    row.worker_version = version;
+    ResultRow row = FinishedRow(head_index, rank, seed, CellState::kFailed, attempt, lease_id,
+                                worker_id, version, clock_->NowMs());
     row.failure = failure;
-    row.finished_unix_ms = clock_->NowMs();
     ins.Bind(13, row.finished_unix_ms);
     RETURN_IF_ERROR(ins.Run());
     RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, row));
@@ -1418,16 +1428,8 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
         BindResultColumns(ins, 13, r.result);
         ASSIGN_OR_RETURN(std::string key, TaskKeyOf(c, sweep_id, head_index, rank));
         ins.Bind(13 + kResultColumnCount, key);
-        ResultRow row;
-        row.head_index = head_index;
-        row.rank = rank;
-        row.seed = seed;
-        row.state = CellState::kDone;
-        row.attempt = attempt;
-        row.lease_id = lease_id;
-        row.worker_id = worker_id;
-        row.worker_version = version;
-        row.finished_unix_ms = now;
+        ResultRow row = FinishedRow(head_index, rank, seed, CellState::kDone, attempt, lease_id,
+                                    worker_id, version, now);
         row.result = r.result;
         RETURN_IF_ERROR(ins.Run());
         RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));

@@ -17,6 +17,7 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/store.h"
+#include "tests/support/seed_result.h"
 
 namespace ranksweep::server {
 namespace {
@@ -813,25 +814,7 @@ TEST_F(CoordinatorTest, EveryResultFieldComesBackFromTheStoreUnchanged) {
   ASSERT_EQ(q->rows.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     ASSERT_TRUE(q->rows[i].result.has_value());
-    const SeedResult& got = *q->rows[i].result;
-    const SeedResult& want = results[i].result;
-    EXPECT_EQ(got.seed, want.seed);
-    for (const auto& [g, e] : {std::pair{got.train, want.train}, std::pair{got.test, want.test}}) {
-      EXPECT_EQ(g.sequences, e.sequences);
-      EXPECT_EQ(g.position_accuracy, e.position_accuracy);
-      EXPECT_EQ(g.exact_accuracy, e.exact_accuracy);
-      EXPECT_EQ(g.error, e.error);
-      EXPECT_EQ(g.max_abs_error, e.max_abs_error);
-    }
-    EXPECT_EQ(got.final_loss, want.final_loss);
-    EXPECT_EQ(got.steps, want.steps);
-    EXPECT_EQ(got.wall_seconds, want.wall_seconds);
-    EXPECT_EQ(got.device, want.device);
-    EXPECT_EQ(got.facts.train_sequences, want.facts.train_sequences);
-    EXPECT_EQ(got.facts.test_sequences, want.facts.test_sequences);
-    EXPECT_EQ(got.facts.distinct_queries, want.facts.distinct_queries);
-    EXPECT_EQ(got.facts.rank_lower_bound, want.facts.rank_lower_bound);
-    EXPECT_EQ(got.facts.rank_upper_bound, want.facts.rank_upper_bound);
+    ranksweep::testing::ExpectSameSeedResult(*q->rows[i].result, results[i].result);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/support/seed_result.h"
 
 namespace ranksweep::server {
 namespace {
@@ -51,25 +52,8 @@ void ExpectSameStoredFields(const ResultRow& got, const ResultRow& want) {
   EXPECT_EQ(got.failure, want.failure);
   ASSERT_EQ(got.result.has_value(), want.result.has_value());
   if (!want.result.has_value()) return;
-  const SeedResult& g = *got.result;
-  const SeedResult& w = *want.result;
-  EXPECT_EQ(g.seed, want.seed);
-  for (auto [gs, ws] : {std::make_pair(&g.train, &w.train), std::make_pair(&g.test, &w.test)}) {
-    EXPECT_EQ(gs->sequences, ws->sequences);
-    EXPECT_EQ(gs->position_accuracy, ws->position_accuracy);
-    EXPECT_EQ(gs->exact_accuracy, ws->exact_accuracy);
-    EXPECT_EQ(gs->error, ws->error);
-    EXPECT_EQ(gs->max_abs_error, ws->max_abs_error);
-  }
-  EXPECT_EQ(g.final_loss, w.final_loss);
-  EXPECT_EQ(g.steps, w.steps);
-  EXPECT_EQ(g.wall_seconds, w.wall_seconds);
-  EXPECT_EQ(g.device, w.device);
-  EXPECT_EQ(g.facts.train_sequences, w.facts.train_sequences);
-  EXPECT_EQ(g.facts.test_sequences, w.facts.test_sequences);
-  EXPECT_EQ(g.facts.distinct_queries, w.facts.distinct_queries);
-  EXPECT_EQ(g.facts.rank_lower_bound, w.facts.rank_lower_bound);
-  EXPECT_EQ(g.facts.rank_upper_bound, w.facts.rank_upper_bound);
+  EXPECT_EQ(got.result->seed, want.seed);
+  ranksweep::testing::ExpectSameSeedResult(*got.result, *want.result);
 }
 
 TEST(PackedRowTest, ADoneRowComesBackFieldForField) {
