@@ -1239,6 +1239,89 @@ TEST_F(ResultCacheTest, AnIdenticalSweepIsServedFromTheStoreAndMarkedCached) {
   }
 }
 
+// Rows are read from their packed copies (result_packs); a state filter
+// reads the same rows from the columns of `results`. Every way a result row
+// is written (done with and without a test split, copied from the cache,
+// failed for good) must give the same row both ways.
+TEST_F(ResultCacheTest, PackedRowsEqualTheRowsReadFromTheColumns) {
+  auto coord = WithCodeVersion("0.1.0+abc");
+  std::string w = Register();
+  auto trained = coord->Submit(MakeSpec("a", {1, 2}, 3), "local");
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  int n = 0;
+  while (true) {
+    auto tasks = coord->Acquire(w, 1, 64);
+    ASSERT_TRUE(tasks.ok()) << tasks.status();
+    if (tasks->empty()) break;
+    std::vector<CellResult> results;
+    for (const LeasedCell& c : (*tasks)[0].cells) {
+      SeedResult r = MakeResult(c.seed, 0.125 * (n % 5), 0.5, n % 2 == 0 ? 0 : 40);
+      r.train.max_abs_error = 0.01 * n;
+      r.final_loss = 1.0 / (n + 1);
+      r.facts = {64, n % 2 == 0 ? 0 : 40, 8, 4, 8};
+      ++n;
+      results.push_back(CellResult{c.cell_id, c.lease_id, r});
+    }
+    ASSERT_TRUE(coord->Complete(w, results).ok());
+  }
+  clock_.AdvanceMs(500);
+  auto cached = coord->Submit(MakeSpec("b", {1, 2}, 3), "local");
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  ASSERT_EQ(cached->cached_cells, 9);
+  auto failing = coord->Submit(MakeSpec("c", {4}, 2, 0, /*with_softmax=*/false), "local");
+  ASSERT_TRUE(failing.ok()) << failing.status();
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto tasks = coord->Acquire(w, 1, 1);
+    ASSERT_TRUE(tasks.ok() && tasks->size() == 1u);
+    ASSERT_TRUE(coord->Fail(w, LeaseIds((*tasks)[0]), "diverged", false).ok());
+  }
+  TrainEverything(*coord, w);
+
+  for (const std::string& sweep : {trained->sweep_id, cached->sweep_id, failing->sweep_id}) {
+    auto packed = coord->Query(ResultQuery{sweep});
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    std::vector<ResultRow> columns;
+    for (CellState state : {CellState::kDone, CellState::kFailed}) {
+      ResultQuery q{sweep};
+      q.state = state;
+      auto out = coord->Query(q);
+      ASSERT_TRUE(out.ok()) << out.status();
+      columns.insert(columns.end(), out->rows.begin(), out->rows.end());
+    }
+    std::sort(columns.begin(), columns.end(),
+              [](const ResultRow& a, const ResultRow& b) { return a.cell_id < b.cell_id; });
+    ASSERT_EQ(packed->rows.size(), columns.size()) << sweep;
+    ASSERT_EQ(packed->rows.size(), sweep == failing->sweep_id ? 2u : 9u);
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const ResultRow& p = packed->rows[i];
+      const ResultRow& c = columns[i];
+      SCOPED_TRACE(sweep + " cell " + std::to_string(c.cell_id));
+      EXPECT_EQ(p.sweep_id, c.sweep_id);
+      EXPECT_EQ(p.cell_id, c.cell_id);
+      EXPECT_EQ(p.head, c.head);
+      EXPECT_EQ(p.head_index, c.head_index);
+      EXPECT_EQ(p.rank, c.rank);
+      EXPECT_EQ(p.seed, c.seed);
+      EXPECT_EQ(p.state, c.state);
+      EXPECT_EQ(p.failure, c.failure);
+      EXPECT_EQ(p.worker_id, c.worker_id);
+      EXPECT_EQ(p.worker_version.build_id, c.worker_version.build_id);
+      EXPECT_EQ(p.worker_version.torch_version, c.worker_version.torch_version);
+      EXPECT_EQ(p.worker_version.cuda_version, c.worker_version.cuda_version);
+      EXPECT_EQ(p.attempt, c.attempt);
+      EXPECT_EQ(p.lease_id, c.lease_id);
+      EXPECT_EQ(p.finished_unix_ms, c.finished_unix_ms);
+      EXPECT_EQ(p.cached_from_cell_id, c.cached_from_cell_id);
+      ASSERT_EQ(p.result.has_value(), c.result.has_value());
+      if (c.result.has_value()) ranksweep::testing::ExpectSameSeedResult(*p.result, *c.result);
+    }
+  }
+  auto failed = coord->Query(ResultQuery{failing->sweep_id});
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->rows[0].state, CellState::kFailed);
+  EXPECT_EQ(failed->rows[0].failure, w + ": diverged (attempt 3 of 3)");
+}
+
 TEST_F(ResultCacheTest, OnlyTheSameTaskSeedAndBuildAreReused) {
   auto coord = WithCodeVersion("0.1.0+abc");
   std::string w = Register();
