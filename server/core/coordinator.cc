@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -1684,6 +1688,139 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
 // Groups aggregated from the result rows themselves: for a seed filter,
 // which the running aggregates cannot answer. Sets `facts` from the first
 // done cell kept.
+// The finished rows of a row query, handed in cell id order as (cell id,
+// packed row): unpacks, filters and pages them into `sink`, and sets
+// out->next_after_cell_id when a page is full.
+class FinishedRows {
+ public:
+  FinishedRows(const ResultQuery& query, const CellFilter& filter,
+               const std::vector<std::string>& labels, RowSink& sink, QueryOutcome* out)
+      : query_(query), filter_(filter), labels_(labels), sink_(sink), out_(out) {
+    row_.sweep_id = query.sweep_id;
+  }
+
+  // False when no more rows are wanted: the page is full, or `packed` is
+  // not a packed row (status() says so).
+  bool Take(int64_t cell_id, std::string_view packed) {
+    row_.cell_id = cell_id;
+    absl::Status unpacked = UnpackResultRow(packed, &row_);
+    if (!unpacked.ok()) {
+      status_ = absl::InternalError(absl::StrCat("result of cell ", cell_id, ": ",
+                                                 unpacked.message()));
+      return false;
+    }
+    if (!filter_.Keeps(row_.head_index, row_.rank, row_.seed)) return true;
+    if (query_.page_size > 0 && emitted_ == query_.page_size) {
+      // One more row matches: there is a next page.
+      out_->next_after_cell_id = last_cell_id_;
+      return false;
+    }
+    row_.head = LabelOf(labels_, row_.head_index);
+    sink_.Add(row_);
+    ++emitted_;
+    last_cell_id_ = cell_id;
+    return true;
+  }
+
+  const absl::Status& status() const { return status_; }
+
+ private:
+  const ResultQuery& query_;
+  const CellFilter& filter_;
+  const std::vector<std::string>& labels_;
+  RowSink& sink_;
+  QueryOutcome* out_;
+  ResultRow row_;
+  int64_t emitted_ = 0, last_cell_id_ = 0;
+  absl::Status status_;
+};
+
+// Steps `q` (columns: cell id, packed row) into `rows` on this thread.
+absl::Status ReadFinishedRows(Statement& q, FinishedRows& rows) {
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, q.Step());
+    if (!more || !rows.Take(q.ColumnInt(0), q.ColumnBlob(1))) return rows.status();
+  }
+}
+
+// The same, with the unpacking and the sink on a second thread while this
+// one steps SQLite: chunks of rows are copied out of SQLite and handed over
+// through a short queue, so both cores work on one large query.
+absl::Status ReadFinishedRowsOnTwoThreads(Statement& q, FinishedRows& rows) {
+  struct Chunk {
+    std::vector<int64_t> cell_ids;
+    std::vector<size_t> ends;  // of each packed row in `bytes`
+    std::string bytes;
+  };
+  constexpr size_t kChunkRows = 2048, kQueuedChunks = 4;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Chunk> queue;
+  bool read_all = false, enough = false;  // guarded by mu
+  std::thread unpacker([&] {
+    while (true) {
+      Chunk chunk;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return !queue.empty() || read_all; });
+        if (queue.empty()) return;
+        chunk = std::move(queue.front());
+        queue.pop_front();
+      }
+      cv.notify_all();
+      size_t begin = 0;
+      for (size_t i = 0; i < chunk.cell_ids.size(); ++i) {
+        const std::string_view packed(chunk.bytes.data() + begin, chunk.ends[i] - begin);
+        begin = chunk.ends[i];
+        if (!rows.Take(chunk.cell_ids[i], packed)) {
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            enough = true;
+          }
+          cv.notify_all();
+          return;
+        }
+      }
+    }
+  });
+  absl::Status read;
+  Chunk chunk;
+  auto hand_over = [&]() -> bool {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return queue.size() < kQueuedChunks || enough; });
+    if (enough) return false;
+    queue.push_back(std::move(chunk));
+    chunk = Chunk();
+    lock.unlock();
+    cv.notify_all();
+    return true;
+  };
+  while (true) {
+    absl::StatusOr<bool> more = q.Step();
+    if (!more.ok()) {
+      read = more.status();
+      break;
+    }
+    if (!*more) {
+      if (!chunk.cell_ids.empty()) hand_over();
+      break;
+    }
+    const std::string_view packed = q.ColumnBlob(1);
+    chunk.cell_ids.push_back(q.ColumnInt(0));
+    chunk.bytes.append(packed.data(), packed.size());
+    chunk.ends.push_back(chunk.bytes.size());
+    if (chunk.cell_ids.size() == kChunkRows && !hand_over()) break;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    read_all = true;
+  }
+  cv.notify_all();
+  unpacker.join();
+  RETURN_IF_ERROR(read);
+  return rows.status();
+}
+
 absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
                             const std::vector<std::string>& labels, const CellFilter& filter,
                             std::map<std::pair<int, int>, ResultGroup>* groups,
@@ -1837,7 +1974,6 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
     // packed copy: a walk of result_packs over the cell ids between the
     // sweep's first and last result (from results_by_sweep), from
     // after_cell_id on, without touching `cells`.
-    int64_t emitted = 0, last_cell_id = 0;
     if (!query.state.has_value()) {
       int64_t first_result = 0, last_result = 0;
       {
@@ -1861,32 +1997,15 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
                                               "+sweep_id = ?1 ORDER BY cell_id"));
       q.Bind(1, query.sweep_id).Bind(2, after).Bind(3, last_result);
       const int64_t in_range = std::max<int64_t>(0, last_result - after);
-      sink.Expect(query.page_size > 0 ? std::min(query.page_size, in_range) : in_range);
-      ResultRow row;
-      row.sweep_id = query.sweep_id;
-      while (true) {
-        ASSIGN_OR_RETURN(bool more, q.Step());
-        if (!more) break;
-        row.cell_id = q.ColumnInt(0);
-        absl::Status unpacked = UnpackResultRow(q.ColumnBlob(1), &row);
-        if (!unpacked.ok()) {
-          return absl::InternalError(
-              absl::StrCat("result of cell ", row.cell_id, ": ", unpacked.message()));
-        }
-        if (!filter.Keeps(row.head_index, row.rank, row.seed)) continue;
-        if (query.page_size > 0 && emitted == query.page_size) {
-          // One more row matches: there is a next page.
-          out.next_after_cell_id = last_cell_id;
-          break;
-        }
-        row.head = LabelOf(labels, row.head_index);
-        sink.Add(row);
-        ++emitted;
-        last_cell_id = row.cell_id;
-      }
-      return absl::OkStatus();
+      const int64_t at_most = query.page_size > 0 ? std::min(query.page_size, in_range) : in_range;
+      sink.Expect(at_most);
+      FinishedRows rows(query, filter, labels, sink, &out);
+      const int64_t two_threads = options_.two_thread_query_rows;
+      return two_threads > 0 && at_most >= two_threads ? ReadFinishedRowsOnTwoThreads(q, rows)
+                                                       : ReadFinishedRows(q, rows);
     }
     // A state filter walks cells_by_state.
+    int64_t emitted = 0, last_cell_id = 0;
     static const std::string* state_sql = new std::string(absl::StrCat(
         "SELECT ", kQueryCellColumns, QueryResultColumns(),
         " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 AND "

@@ -76,6 +76,10 @@ struct CoordinatorOptions {
   // (cmake/BuildId.cmake): workers built from the same source reuse each
   // other's results, and nothing trained by other code is ever served.
   std::string code_version;
+  // A row query that may return at least this many rows (from its page
+  // size and the cell id range of the sweep's results) unpacks and hands on
+  // its rows on a second thread while SQLite reads the next ones. 0: never.
+  int64_t two_thread_query_rows = 8'192;
 };
 
 // The cache key of one (head, rank) of a sweep: SHA-256 (hex) of the task

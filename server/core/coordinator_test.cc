@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/status_macros.h"
@@ -1453,6 +1454,90 @@ TEST_F(CoordinatorTest, RowsOfSweepsWhoseCellsInterleaveAreEachTheirOwn) {
       EXPECT_EQ(got, want) << sweep << " page_size " << page_size;
       EXPECT_EQ(pages, page_size == 0 ? 1 : (cells + 2) / 3) << sweep;
     }
+  }
+}
+
+// Large row queries read SQLite on one thread and unpack on another; they
+// must give exactly the rows of the one-thread read, whole, in pages that
+// end inside and across the chunks handed over, and filtered, and report a
+// damaged packed row the same way.
+TEST_F(CoordinatorTest, RowsReadOnTwoThreadsAreTheRowsReadOnOne) {
+  const std::string sweep = Submit(MakeSpec("big", {1, 2, 4}, 1000));  // 4,000 cells
+  std::string w = Register();
+  while (true) {
+    std::vector<Task> tasks = Acquire(w, 1, 1024);
+    if (tasks.empty()) break;
+    std::vector<CellResult> results = ResultsFor(tasks[0]);
+    for (CellResult& r : results) r.result.train.error = static_cast<double>(r.result.seed % 7);
+    ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  }
+  CoordinatorOptions one_thread, two_threads;
+  one_thread.two_thread_query_rows = 0;
+  two_threads.two_thread_query_rows = 1;
+  Coordinator one(store_.get(), &clock_, one_thread);
+  Coordinator two(store_.get(), &clock_, two_threads);
+  // Every row (cell id, seed, train error) of `query`, page by page.
+  auto rows = [&](Coordinator& c, ResultQuery query, int* pages) {
+    std::vector<std::tuple<int64_t, uint64_t, double>> got;
+    *pages = 0;
+    while (true) {
+      auto out = c.Query(query);
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (!out.ok()) break;
+      ++*pages;
+      for (const ResultRow& r : out->rows) {
+        got.emplace_back(r.cell_id, r.seed, r.result.has_value() ? r.result->train.error : -1);
+      }
+      if (out->next_after_cell_id == 0) break;
+      query.after_cell_id = out->next_after_cell_id;
+    }
+    return got;
+  };
+  ResultQuery all{sweep};
+  ResultQuery pages_of_3000{sweep};
+  pages_of_3000.page_size = 3000;
+  ResultQuery pages_of_7{sweep};
+  pages_of_7.page_size = 7;
+  pages_of_7.seeds = {5, 500, 999};
+  ResultQuery kernel_only{sweep};
+  kernel_only.head = "kernel/elu1";
+  kernel_only.page_size = 2100;
+  const struct {
+    const ResultQuery* query;
+    size_t rows;
+    int pages;
+  } cases[] = {{&all, 4000, 1}, {&pages_of_3000, 4000, 2}, {&pages_of_7, 12, 2},
+               {&kernel_only, 3000, 2}};
+  for (const auto& c : cases) {
+    int one_pages = 0, two_pages = 0;
+    const auto want = rows(one, *c.query, &one_pages);
+    const auto got = rows(two, *c.query, &two_pages);
+    EXPECT_EQ(want.size(), c.rows);
+    EXPECT_EQ(one_pages, c.pages);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(two_pages, one_pages);
+  }
+  // A damaged packed row in the second chunk fails both reads alike.
+  int64_t damaged = 0;
+  ASSERT_TRUE(store_
+                  ->Write([&](Connection& c) -> absl::Status {
+                    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT MIN(cell_id) + 3000 FROM "
+                                                            "result_packs WHERE sweep_id = ?1"));
+                    q.Bind(1, sweep);
+                    ASSIGN_OR_RETURN(bool row, q.Step());
+                    if (row) damaged = q.ColumnInt(0);
+                    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE result_packs SET packed = "
+                                                            "x'02' WHERE cell_id = ?1"));
+                    u.Bind(1, damaged);
+                    return u.Run();
+                  })
+                  .ok());
+  for (Coordinator* c : {&one, &two}) {
+    auto out = c->Query(all);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInternal);
+    EXPECT_EQ(out.status().message(),
+              absl::StrCat("result of cell ", damaged,
+                           ": packed result row: unknown version 2 (1 bytes)"));
   }
 }
 
