@@ -18,6 +18,7 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/store.h"
+#include "tests/support/result_row.h"
 #include "tests/support/seed_result.h"
 
 namespace ranksweep::server {
@@ -1297,24 +1298,7 @@ TEST_F(ResultCacheTest, PackedRowsEqualTheRowsReadFromTheColumns) {
       const ResultRow& p = packed->rows[i];
       const ResultRow& c = columns[i];
       SCOPED_TRACE(sweep + " cell " + std::to_string(c.cell_id));
-      EXPECT_EQ(p.sweep_id, c.sweep_id);
-      EXPECT_EQ(p.cell_id, c.cell_id);
-      EXPECT_EQ(p.head, c.head);
-      EXPECT_EQ(p.head_index, c.head_index);
-      EXPECT_EQ(p.rank, c.rank);
-      EXPECT_EQ(p.seed, c.seed);
-      EXPECT_EQ(p.state, c.state);
-      EXPECT_EQ(p.failure, c.failure);
-      EXPECT_EQ(p.worker_id, c.worker_id);
-      EXPECT_EQ(p.worker_version.build_id, c.worker_version.build_id);
-      EXPECT_EQ(p.worker_version.torch_version, c.worker_version.torch_version);
-      EXPECT_EQ(p.worker_version.cuda_version, c.worker_version.cuda_version);
-      EXPECT_EQ(p.attempt, c.attempt);
-      EXPECT_EQ(p.lease_id, c.lease_id);
-      EXPECT_EQ(p.finished_unix_ms, c.finished_unix_ms);
-      EXPECT_EQ(p.cached_from_cell_id, c.cached_from_cell_id);
-      ASSERT_EQ(p.result.has_value(), c.result.has_value());
-      if (c.result.has_value()) ranksweep::testing::ExpectSameSeedResult(*p.result, *c.result);
+      ranksweep::testing::ExpectSameResultRow(p, c);
     }
   }
   auto failed = coord->Query(ResultQuery{failing->sweep_id});

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "tests/support/seed_result.h"
+#include "tests/support/result_row.h"
 
 namespace ranksweep::server {
 namespace {
@@ -36,38 +36,15 @@ ResultRow DoneRow() {
   return row;
 }
 
-void ExpectSameStoredFields(const ResultRow& got, const ResultRow& want) {
-  EXPECT_EQ(got.head_index, want.head_index);
-  EXPECT_EQ(got.rank, want.rank);
-  EXPECT_EQ(got.seed, want.seed);
-  EXPECT_EQ(got.state, want.state);
-  EXPECT_EQ(got.attempt, want.attempt);
-  EXPECT_EQ(got.lease_id, want.lease_id);
-  EXPECT_EQ(got.finished_unix_ms, want.finished_unix_ms);
-  EXPECT_EQ(got.cached_from_cell_id, want.cached_from_cell_id);
-  EXPECT_EQ(got.worker_id, want.worker_id);
-  EXPECT_EQ(got.worker_version.build_id, want.worker_version.build_id);
-  EXPECT_EQ(got.worker_version.torch_version, want.worker_version.torch_version);
-  EXPECT_EQ(got.worker_version.cuda_version, want.worker_version.cuda_version);
-  EXPECT_EQ(got.failure, want.failure);
-  ASSERT_EQ(got.result.has_value(), want.result.has_value());
-  if (!want.result.has_value()) return;
-  EXPECT_EQ(got.result->seed, want.seed);
-  ranksweep::testing::ExpectSameSeedResult(*got.result, *want.result);
-}
-
 TEST(PackedRowTest, ADoneRowComesBackFieldForField) {
-  const ResultRow want = DoneRow();
+  ResultRow want = DoneRow();
   ResultRow got;
-  got.sweep_id = "sw-kept";
-  got.cell_id = 5;
-  got.head = "kernel/elu1";
+  // What the reader knows is not packed and is left alone.
+  got.sweep_id = want.sweep_id = "sw-kept";
+  got.cell_id = want.cell_id = 5;
+  got.head = want.head = "kernel/elu1";
   ASSERT_TRUE(UnpackResultRow(PackResultRow(want), &got).ok());
-  ExpectSameStoredFields(got, want);
-  // What the reader knows is left alone.
-  EXPECT_EQ(got.sweep_id, "sw-kept");
-  EXPECT_EQ(got.cell_id, 5);
-  EXPECT_EQ(got.head, "kernel/elu1");
+  ranksweep::testing::ExpectSameResultRow(got, want);
 }
 
 TEST(PackedRowTest, AFailedRowHasNoResultEvenInAReusedRow) {
@@ -82,7 +59,7 @@ TEST(PackedRowTest, AFailedRowHasNoResultEvenInAReusedRow) {
   want.failure = "worker lost (attempt 3 of 3)";
   ResultRow got = DoneRow();  // a row object reused from a done row
   ASSERT_TRUE(UnpackResultRow(PackResultRow(want), &got).ok());
-  ExpectSameStoredFields(got, want);
+  ranksweep::testing::ExpectSameResultRow(got, want);
 }
 
 TEST(PackedRowTest, NoTestSplitStoresTestErrorAsOneLikeTheColumns) {
