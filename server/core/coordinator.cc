@@ -293,6 +293,10 @@ struct RunningStats {
 struct GroupStats {
   int64_t exact_seeds = 0, test_exact_seeds = 0;
   RunningStats train_error, exact, position, test_error;  // n: done; test_error.n: with test
+  // Done cells trained (not copied from the cache), their summed wall
+  // seconds, and done cells copied from the cache (schema 7).
+  int64_t trained_n = 0, cached_n = 0;
+  double trained_seconds = 0;
 };
 
 // The columns of result_groups after the key, in the order of
@@ -301,7 +305,7 @@ constexpr char kGroupColumns[] =
     "n, exact_seeds, test_n, test_exact_seeds, train_error_mean, train_error_m2, "
     "train_error_min, train_error_max, exact_mean, exact_m2, exact_min, exact_max, "
     "position_mean, position_m2, position_min, position_max, test_error_mean, test_error_m2, "
-    "test_error_min, test_error_max";
+    "test_error_min, test_error_max, trained_n, trained_seconds, cached_n";
 
 GroupStats ReadGroupStats(const Statement& st, int first) {
   GroupStats g;
@@ -317,6 +321,9 @@ GroupStats ReadGroupStats(const Statement& st, int first) {
     m->min = st.ColumnDouble(i++);
     m->max = st.ColumnDouble(i++);
   }
+  g.trained_n = st.ColumnInt(i++);
+  g.trained_seconds = st.ColumnDouble(i++);
+  g.cached_n = st.ColumnInt(i++);
   return g;
 }
 
@@ -325,7 +332,7 @@ GroupStats ReadGroupStats(const Statement& st, int first) {
 // (trained or copied from the cache); DONE rows are never removed or
 // changed, so the aggregates stay equal to those of the rows.
 absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int head_index,
-                              int rank, const SeedResult& r) {
+                              int rank, const SeedResult& r, bool cached) {
   GroupStats g;
   {
     static const std::string* sql = new std::string(
@@ -344,9 +351,15 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
     g.test_error.Add(r.test.error);
     if (r.test.error == 0) ++g.test_exact_seeds;
   }
+  if (cached) {
+    ++g.cached_n;
+  } else {
+    ++g.trained_n;
+    g.trained_seconds += r.wall_seconds;
+  }
   static const std::string* sql = [] {
     std::string values = "?1, ?2, ?3";
-    for (int i = 4; i <= 23; ++i) absl::StrAppend(&values, ", ?", i);
+    for (int i = 4; i <= 26; ++i) absl::StrAppend(&values, ", ?", i);
     return new std::string(absl::StrCat("INSERT OR REPLACE INTO result_groups (sweep_id, "
                                         "head_index, rank, ",
                                         kGroupColumns, ") VALUES (", values, ")"));
@@ -359,6 +372,7 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
   for (const RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
     up.Bind(i++, m->mean).Bind(i++, m->m2).Bind(i++, m->min).Bind(i++, m->max);
   }
+  up.Bind(i++, g.trained_n).Bind(i++, g.trained_seconds).Bind(i++, g.cached_n);
   return up.Run();
 }
 
@@ -446,16 +460,18 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
     }
   }
   {
-    // Cached rows repeat another cell's training time: left out of the mean.
+    // From the running sums of the sweep's groups, one row per (head, rank)
+    // however many results it has. Cached rows repeat another cell's
+    // training time: left out of the mean.
     ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT COALESCE(AVG(wall_seconds) FILTER (WHERE cached_from = 0), "
-                               "0), COALESCE(SUM(cached_from != 0), 0) FROM results "
-                               "WHERE sweep_id = ?1 AND state = 3"));
+                     c.Prepare("SELECT TOTAL(trained_seconds), TOTAL(trained_n), "
+                               "TOTAL(cached_n) FROM result_groups WHERE sweep_id = ?1"));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
-      info.mean_cell_seconds = q.ColumnDouble(0);
-      info.cached_cells = q.ColumnInt(1);
+      const double trained = q.ColumnDouble(1);
+      info.mean_cell_seconds = trained > 0 ? q.ColumnDouble(0) / trained : 0;
+      info.cached_cells = q.ColumnInt(2);
     }
   }
   {
@@ -573,7 +589,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
       RETURN_IF_ERROR(ins.Run());
     }
     RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, copied));
-    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, *copied.result));
+    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, *copied.result, true));
     {
       ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3 WHERE id = ?1"));
       u.Bind(1, cell_id);
@@ -1438,7 +1454,7 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
         RETURN_IF_ERROR(ins.Run());
         RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
       }
-      RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result));
+      RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result, false));
       {
         ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3, lease_deadline_ms "
                                                 "= 0, last_failure = '' WHERE id = ?1"));

@@ -1260,6 +1260,7 @@ TEST_F(ResultCacheTest, PackedRowsEqualTheRowsReadFromTheColumns) {
       SeedResult r = MakeResult(c.seed, 0.125 * (n % 5), 0.5, n % 2 == 0 ? 0 : 40);
       r.train.max_abs_error = 0.01 * n;
       r.final_loss = 1.0 / (n + 1);
+      r.wall_seconds = 1.0 + n;  // 1 .. 9 s
       r.facts = {64, n % 2 == 0 ? 0 : 40, 8, 4, 8};
       ++n;
       results.push_back(CellResult{c.cell_id, c.lease_id, r});
@@ -1270,6 +1271,14 @@ TEST_F(ResultCacheTest, PackedRowsEqualTheRowsReadFromTheColumns) {
   auto cached = coord->Submit(MakeSpec("b", {1, 2}, 3), "local");
   ASSERT_TRUE(cached.ok()) << cached.status();
   ASSERT_EQ(cached->cached_cells, 9);
+  // The mean cell time counts trained cells only (schema 7's running sums).
+  auto trained_info = coord->GetSweep(trained->sweep_id);
+  auto cached_info = coord->GetSweep(cached->sweep_id);
+  ASSERT_TRUE(trained_info.ok() && cached_info.ok());
+  EXPECT_EQ(trained_info->mean_cell_seconds, 5.0);
+  EXPECT_EQ(trained_info->cached_cells, 0);
+  EXPECT_EQ(cached_info->mean_cell_seconds, 0);
+  EXPECT_EQ(cached_info->cached_cells, 9);
   auto failing = coord->Submit(MakeSpec("c", {4}, 2, 0, /*with_softmax=*/false), "local");
   ASSERT_TRUE(failing.ok()) << failing.status();
   for (int attempt = 1; attempt <= 3; ++attempt) {

@@ -147,8 +147,18 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created file back into what schema version 6 wrote.
+absl::Status DowngradeToVersion6(Connection& c) {
+  // Version 7: the trained and cached counts of each group.
+  RETURN_IF_ERROR(c.Exec("ALTER TABLE result_groups DROP COLUMN trained_n; "
+                         "ALTER TABLE result_groups DROP COLUMN trained_seconds; "
+                         "ALTER TABLE result_groups DROP COLUMN cached_n"));
+  return c.Exec("UPDATE schema_version SET version = 6");
+}
+
 // Turns a freshly created file back into what schema version 5 wrote.
 absl::Status DowngradeToVersion5(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion6(c));
   // Version 6: the packed copy of each result row.
   RETURN_IF_ERROR(c.Exec("DROP TABLE result_packs"));
   return c.Exec("UPDATE schema_version SET version = 5");
@@ -401,6 +411,48 @@ TEST(StoreTest, MigrationToVersion6PacksExistingResultRows) {
   EXPECT_EQ(f.worker_id, "wk-b");
   EXPECT_EQ(f.worker_version.cuda_version, "12.1");
   EXPECT_EQ(f.finished_unix_ms, 3000);
+}
+
+TEST(StoreTest, MigrationToVersion7CountsTrainedAndCachedCellsPerGroup) {
+  TempDir dir;
+  {
+    auto store = Store::Open(dir.File("a.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)
+                    ->Write([&](Connection& c) -> absl::Status {
+                      RETURN_IF_ERROR(DowngradeToVersion6(c));
+                      RETURN_IF_ERROR(c.Exec(
+                          "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
+                          "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)"));
+                      // Group (0, 4): two trained (1.5 s, 2.5 s), one copied
+                      // from the cache, one failed. Group (1, 8): one copied.
+                      return c.Exec(
+                          "INSERT INTO cells (id, sweep_id, head_index, rank, seed, state) "
+                          "VALUES (1, 'sw-1', 0, 4, 1, 3), (2, 'sw-1', 0, 4, 2, 3), "
+                          "(3, 'sw-1', 0, 4, 3, 3), (4, 'sw-1', 0, 4, 4, 4), "
+                          "(5, 'sw-1', 1, 8, 1, 3);"
+                          "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+                          "lease_id, attempt, worker_id, finished_ms, wall_seconds, cached_from, "
+                          "train_error) VALUES "
+                          "(1, 'sw-1', 0, 4, 1, 3, 1, 1, 'wk', 0, 1.5, 0, 0.0), "
+                          "(2, 'sw-1', 0, 4, 2, 3, 2, 1, 'wk', 0, 2.5, 0, 0.0), "
+                          "(3, 'sw-1', 0, 4, 3, 3, 1, 1, 'wk', 0, 9.0, 1, 0.0), "
+                          "(4, 'sw-1', 0, 4, 4, 4, 4, 3, 'wk', 0, NULL, 0, NULL), "
+                          "(5, 'sw-1', 1, 8, 1, 3, 1, 1, 'wk', 0, 7.0, 1, 0.0);"
+                          "INSERT INTO result_groups (sweep_id, head_index, rank, n, exact_seeds, "
+                          "test_n, test_exact_seeds) VALUES ('sw-1', 0, 4, 3, 3, 0, 0), "
+                          "('sw-1', 1, 8, 1, 1, 0, 0)");
+                    })
+                    .ok());
+  }
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_THAT(RowsAsText(**store,
+                         "SELECT head_index, rank, trained_n, trained_seconds, cached_n "
+                         "FROM result_groups ORDER BY head_index, rank",
+                         5),
+              ::testing::ElementsAre("0 4 2 4.0 1 ", "1 8 0 0.0 1 "));
 }
 
 TEST(StoreTest, QuickReadSeesCommittedWrites) {
