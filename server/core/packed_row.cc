@@ -68,7 +68,9 @@ class Reader {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     std::memcpy(&bits, p_, sizeof bits);
 #else
-    for (int i = 0; i < 8; ++i) bits |= static_cast<uint64_t>(static_cast<uint8_t>(p_[i])) << (8 * i);
+    for (int i = 0; i < 8; ++i) {
+      bits |= static_cast<uint64_t>(static_cast<uint8_t>(p_[i])) << (8 * i);
+    }
 #endif
     p_ += 8;
     double d;

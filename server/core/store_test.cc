@@ -188,6 +188,27 @@ absl::Status DowngradeToVersion2(Connection& c) {
   return c.Exec("UPDATE schema_version SET version = 2");
 }
 
+// Writes a.db in `dir` as schema version `downgrade` leaves it, with sweep
+// sw-1 and its cells 1-4 in group (head 0, rank 4; cell 4 failed) and cell 5
+// in group (1, 8), then runs `sql` (their results).
+void WriteOldFileWithFiveCells(const TempDir& dir, absl::Status (*downgrade)(Connection&),
+                               const std::string& sql) {
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok());
+  absl::Status s = (*store)->Write([&](Connection& c) -> absl::Status {
+    RETURN_IF_ERROR(downgrade(c));
+    RETURN_IF_ERROR(
+        c.Exec("INSERT INTO sweeps (id, name, owner, spec_json, priority, state, created_ms) "
+               "VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)"));
+    RETURN_IF_ERROR(
+        c.Exec("INSERT INTO cells (id, sweep_id, head_index, rank, seed, state) VALUES "
+               "(1, 'sw-1', 0, 4, 1, 3), (2, 'sw-1', 0, 4, 2, 3), (3, 'sw-1', 0, 4, 3, 3), "
+               "(4, 'sw-1', 0, 4, 4, 4), (5, 'sw-1', 1, 8, 1, 3)"));
+    return c.Exec(sql);
+  });
+  ASSERT_TRUE(s.ok()) << s;
+}
+
 TEST(StoreTest, MigratesAVersion1FileToTheCurrentVersionKeepingItsData) {
   TempDir dir;
   {
@@ -263,34 +284,18 @@ TEST(StoreTest, MigrationToVersion3MovesResultJsonIntoColumns) {
 
 TEST(StoreTest, MigrationToVersion5SumsUpExistingResultsPerGroup) {
   TempDir dir;
-  {
-    auto store = Store::Open(dir.File("a.db"));
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)
-                    ->Write([&](Connection& c) -> absl::Status {
-                      RETURN_IF_ERROR(DowngradeToVersion4(c));
-                      RETURN_IF_ERROR(c.Exec(
-                          "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
-                          "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)"));
-                      // Group (0, 4): three done cells, two with a test split,
-                      // one failed cell. Group (1, 8): one done cell.
-                      return c.Exec(
-                          "INSERT INTO cells (id, sweep_id, head_index, rank, seed, state) "
-                          "VALUES (1, 'sw-1', 0, 4, 1, 3), (2, 'sw-1', 0, 4, 2, 3), "
-                          "(3, 'sw-1', 0, 4, 3, 3), (4, 'sw-1', 0, 4, 4, 4), "
-                          "(5, 'sw-1', 1, 8, 1, 3);"
-                          "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
-                          "lease_id, attempt, worker_id, finished_ms, train_error, "
-                          "train_exact_accuracy, train_position_accuracy, test_sequences, "
-                          "test_error) VALUES "
-                          "(1, 'sw-1', 0, 4, 1, 3, 1, 1, 'wk', 0, 0.0, 1.0, 1.0, 10, 0.0), "
-                          "(2, 'sw-1', 0, 4, 2, 3, 2, 1, 'wk', 0, 0.5, 0.5, 0.75, 10, 0.25), "
-                          "(3, 'sw-1', 0, 4, 3, 3, 3, 1, 'wk', 0, 1.0, 0.0, 0.5, 0, NULL), "
-                          "(4, 'sw-1', 0, 4, 4, 4, 4, 3, 'wk', 0, NULL, NULL, NULL, NULL, NULL), "
-                          "(5, 'sw-1', 1, 8, 1, 3, 5, 1, 'wk', 0, 0.25, 0.75, 0.5, 0, NULL)");
-                    })
-                    .ok());
-  }
+  // Group (0, 4): three done cells, two with a test split, one failed cell.
+  // Group (1, 8): one done cell.
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion4,
+                            "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, "
+                            "state, lease_id, attempt, worker_id, finished_ms, train_error, "
+                            "train_exact_accuracy, train_position_accuracy, test_sequences, "
+                            "test_error) VALUES "
+                            "(1, 'sw-1', 0, 4, 1, 3, 1, 1, 'wk', 0, 0.0, 1.0, 1.0, 10, 0.0), "
+                            "(2, 'sw-1', 0, 4, 2, 3, 2, 1, 'wk', 0, 0.5, 0.5, 0.75, 10, 0.25), "
+                            "(3, 'sw-1', 0, 4, 3, 3, 3, 1, 'wk', 0, 1.0, 0.0, 0.5, 0, NULL), "
+                            "(4, 'sw-1', 0, 4, 4, 4, 4, 3, 'wk', 0, NULL, NULL, NULL, NULL, NULL), "
+                            "(5, 'sw-1', 1, 8, 1, 3, 5, 1, 'wk', 0, 0.25, 0.75, 0.5, 0, NULL)");
   auto store = Store::Open(dir.File("a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
@@ -415,36 +420,21 @@ TEST(StoreTest, MigrationToVersion6PacksExistingResultRows) {
 
 TEST(StoreTest, MigrationToVersion7CountsTrainedAndCachedCellsPerGroup) {
   TempDir dir;
-  {
-    auto store = Store::Open(dir.File("a.db"));
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)
-                    ->Write([&](Connection& c) -> absl::Status {
-                      RETURN_IF_ERROR(DowngradeToVersion6(c));
-                      RETURN_IF_ERROR(c.Exec(
-                          "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
-                          "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)"));
-                      // Group (0, 4): two trained (1.5 s, 2.5 s), one copied
-                      // from the cache, one failed. Group (1, 8): one copied.
-                      return c.Exec(
-                          "INSERT INTO cells (id, sweep_id, head_index, rank, seed, state) "
-                          "VALUES (1, 'sw-1', 0, 4, 1, 3), (2, 'sw-1', 0, 4, 2, 3), "
-                          "(3, 'sw-1', 0, 4, 3, 3), (4, 'sw-1', 0, 4, 4, 4), "
-                          "(5, 'sw-1', 1, 8, 1, 3);"
-                          "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
-                          "lease_id, attempt, worker_id, finished_ms, wall_seconds, cached_from, "
-                          "train_error) VALUES "
-                          "(1, 'sw-1', 0, 4, 1, 3, 1, 1, 'wk', 0, 1.5, 0, 0.0), "
-                          "(2, 'sw-1', 0, 4, 2, 3, 2, 1, 'wk', 0, 2.5, 0, 0.0), "
-                          "(3, 'sw-1', 0, 4, 3, 3, 1, 1, 'wk', 0, 9.0, 1, 0.0), "
-                          "(4, 'sw-1', 0, 4, 4, 4, 4, 3, 'wk', 0, NULL, 0, NULL), "
-                          "(5, 'sw-1', 1, 8, 1, 3, 1, 1, 'wk', 0, 7.0, 1, 0.0);"
-                          "INSERT INTO result_groups (sweep_id, head_index, rank, n, exact_seeds, "
-                          "test_n, test_exact_seeds) VALUES ('sw-1', 0, 4, 3, 3, 0, 0), "
-                          "('sw-1', 1, 8, 1, 1, 0, 0)");
-                    })
-                    .ok());
-  }
+  // Group (0, 4): two trained (1.5 s, 2.5 s), one copied from the cache, one
+  // failed. Group (1, 8): one copied.
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion6,
+                            "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, "
+                            "state, lease_id, attempt, worker_id, finished_ms, wall_seconds, "
+                            "cached_from, train_error) VALUES "
+                            "(1, 'sw-1', 0, 4, 1, 3, 1, 1, 'wk', 0, 1.5, 0, 0.0), "
+                            "(2, 'sw-1', 0, 4, 2, 3, 2, 1, 'wk', 0, 2.5, 0, 0.0), "
+                            "(3, 'sw-1', 0, 4, 3, 3, 1, 1, 'wk', 0, 9.0, 1, 0.0), "
+                            "(4, 'sw-1', 0, 4, 4, 4, 4, 3, 'wk', 0, NULL, 0, NULL), "
+                            "(5, 'sw-1', 1, 8, 1, 3, 1, 1, 'wk', 0, 7.0, 1, 0.0);"
+                            "INSERT INTO result_groups (sweep_id, head_index, rank, n, "
+                            "exact_seeds, test_n, test_exact_seeds) VALUES "
+                            "('sw-1', 0, 4, 3, 3, 0, 0), "
+                            "('sw-1', 1, 8, 1, 1, 0, 0)");
   auto store = Store::Open(dir.File("a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
