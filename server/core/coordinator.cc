@@ -1704,15 +1704,50 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
 // Groups aggregated from the result rows themselves: for a seed filter,
 // which the running aggregates cannot answer. Sets `facts` from the first
 // done cell kept.
+// RowSink::Expect's bound never exceeds this, so that a sink may reserve
+// room for all of it.
+constexpr int64_t kMostRowsExpected = 100'000;
+
+// One page of a row query: the rows it keeps go to `sink` until page_size
+// of them have gone; the next kept row sets out->next_after_cell_id.
+class RowPage {
+ public:
+  RowPage(const ResultQuery& query, const CellFilter& filter, RowSink& sink, QueryOutcome* out)
+      : page_size_(query.page_size), filter_(filter), sink_(sink), out_(out) {}
+
+  bool Keeps(int head_index, int rank, uint64_t seed) const {
+    return filter_.Keeps(head_index, rank, seed);
+  }
+
+  // Hands on a kept row; false, with the next page's start set, when the
+  // page is already full.
+  bool Add(const ResultRow& row) {
+    if (page_size_ > 0 && added_ == page_size_) {
+      out_->next_after_cell_id = last_cell_id_;
+      return false;
+    }
+    sink_.Add(row);
+    ++added_;
+    last_cell_id_ = row.cell_id;
+    return true;
+  }
+
+ private:
+  const int64_t page_size_;
+  const CellFilter& filter_;
+  RowSink& sink_;
+  QueryOutcome* out_;
+  int64_t added_ = 0, last_cell_id_ = 0;
+};
+
 // The finished rows of a row query, handed in cell id order as (cell id,
-// packed row): unpacks, filters and pages them into `sink`, and sets
-// out->next_after_cell_id when a page is full.
+// packed row): unpacks them and hands them on to `page`.
 class FinishedRows {
  public:
-  FinishedRows(const ResultQuery& query, const CellFilter& filter,
-               const std::vector<std::string>& labels, RowSink& sink, QueryOutcome* out)
-      : query_(query), filter_(filter), labels_(labels), sink_(sink), out_(out) {
-    row_.sweep_id = query.sweep_id;
+  FinishedRows(const std::string& sweep_id, const std::vector<std::string>& labels,
+               RowPage& page)
+      : labels_(labels), page_(page) {
+    row_.sweep_id = sweep_id;
   }
 
   // False when no more rows are wanted: the page is full, or `packed` is
@@ -1725,29 +1760,17 @@ class FinishedRows {
                                                  unpacked.message()));
       return false;
     }
-    if (!filter_.Keeps(row_.head_index, row_.rank, row_.seed)) return true;
-    if (query_.page_size > 0 && emitted_ == query_.page_size) {
-      // One more row matches: there is a next page.
-      out_->next_after_cell_id = last_cell_id_;
-      return false;
-    }
+    if (!page_.Keeps(row_.head_index, row_.rank, row_.seed)) return true;
     row_.head = LabelOf(labels_, row_.head_index);
-    sink_.Add(row_);
-    ++emitted_;
-    last_cell_id_ = cell_id;
-    return true;
+    return page_.Add(row_);
   }
 
   const absl::Status& status() const { return status_; }
 
  private:
-  const ResultQuery& query_;
-  const CellFilter& filter_;
   const std::vector<std::string>& labels_;
-  RowSink& sink_;
-  QueryOutcome* out_;
+  RowPage& page_;
   ResultRow row_;
-  int64_t emitted_ = 0, last_cell_id_ = 0;
   absl::Status status_;
 };
 
@@ -1899,7 +1922,7 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
   struct Collect final : RowSink {
     std::vector<ResultRow> rows;
     void Expect(int64_t at_most) override {
-      rows.reserve(static_cast<size_t>(std::min<int64_t>(at_most, 100'000)));
+      rows.reserve(static_cast<size_t>(at_most));
     }
     void Add(const ResultRow& row) override { rows.push_back(row); }
   } collect;
@@ -2014,38 +2037,31 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
       q.Bind(1, query.sweep_id).Bind(2, after).Bind(3, last_result);
       const int64_t in_range = std::max<int64_t>(0, last_result - after);
       const int64_t at_most = query.page_size > 0 ? std::min(query.page_size, in_range) : in_range;
-      sink.Expect(at_most);
-      FinishedRows rows(query, filter, labels, sink, &out);
+      sink.Expect(std::min<int64_t>(at_most, kMostRowsExpected));
+      RowPage page(query, filter, sink, &out);
+      FinishedRows rows(query.sweep_id, labels, page);
       const int64_t two_threads = options_.two_thread_query_rows;
       return two_threads > 0 && at_most >= two_threads ? ReadFinishedRowsOnTwoThreads(q, rows)
                                                        : ReadFinishedRows(q, rows);
     }
     // A state filter walks cells_by_state.
-    int64_t emitted = 0, last_cell_id = 0;
     static const std::string* state_sql = new std::string(absl::StrCat(
         "SELECT ", kQueryCellColumns, QueryResultColumns(),
         " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 AND "
         "c.id > ?2 AND c.state = ?3 ORDER BY c.id"));
-    if (query.page_size > 0) sink.Expect(query.page_size);
+    if (query.page_size > 0) sink.Expect(std::min<int64_t>(query.page_size, kMostRowsExpected));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*state_sql));
     q.Bind(1, query.sweep_id).Bind(2, query.after_cell_id).Bind(3, static_cast<int>(*query.state));
+    RowPage page(query, filter, sink, &out);
     while (true) {
       ASSIGN_OR_RETURN(bool more, q.Step());
-      if (!more) break;
-      if (!filter.Keeps(static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2)),
-                        SeedFromDb(q.ColumnInt(3)))) {
+      if (!more) return absl::OkStatus();
+      if (!page.Keeps(static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2)),
+                      SeedFromDb(q.ColumnInt(3)))) {
         continue;
       }
-      if (query.page_size > 0 && emitted == query.page_size) {
-        out.next_after_cell_id = last_cell_id;
-        break;
-      }
-      const ResultRow row = QueryRow(q, query.sweep_id, labels);
-      sink.Add(row);
-      ++emitted;
-      last_cell_id = row.cell_id;
+      if (!page.Add(QueryRow(q, query.sweep_id, labels))) return absl::OkStatus();
     }
-    return absl::OkStatus();
   }));
   return out;
 }

@@ -221,7 +221,8 @@ class RowSink {
   virtual ~RowSink() = default;
   // Called once before the rows when an upper bound on their number is
   // known (page_size when set, else one from the cell id range; it may be
-  // far above the rows that come when few cells of the range are finished).
+  // far above the rows that come when few cells of the range are finished),
+  // capped at 100,000: room for that many may be reserved.
   virtual void Expect(int64_t at_most) { (void)at_most; }
   virtual void Add(const ResultRow& row) = 0;
 };

@@ -335,7 +335,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
       v1::QueryResultsResponse* response;
       explicit Rows(v1::QueryResultsResponse* r) : response(r) {}
       void Expect(int64_t at_most) override {
-        response->mutable_rows()->Reserve(static_cast<int>(std::min<int64_t>(at_most, 100'000)));
+        response->mutable_rows()->Reserve(static_cast<int>(at_most));
       }
       void Add(const ResultRow& row) override { FillProto(row, response->add_rows()); }
     };

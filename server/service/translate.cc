@@ -1,6 +1,5 @@
 #include "server/service/translate.h"
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -123,7 +122,7 @@ ResultColumnsBuilder::ResultColumnsBuilder(v1::ResultColumns* p, const std::stri
 }
 
 void ResultColumnsBuilder::Expect(int64_t at_most) {
-  const int rows = static_cast<int>(std::min<int64_t>(at_most, 100'000));
+  const int rows = static_cast<int>(at_most);
   p_->mutable_cell_id()->Reserve(rows);
   p_->mutable_head_index()->Reserve(rows);
   p_->mutable_rank()->Reserve(rows);

@@ -37,7 +37,7 @@ v1::ResultGroup ToProto(const ResultGroup& group);
 
 // Appends rows to a ResultColumns message (which may live on an arena), one
 // Add per row in reply order; the tables of repeated strings grow as new
-// values come. Expect reserves room for up to 100,000 rows. Finish, after
+// values come. Expect reserves room for the rows expected. Finish, after
 // the last row, empties the metric lists that hold only the empty value.
 class ResultColumnsBuilder final : public RowSink {
  public:
