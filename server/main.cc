@@ -44,6 +44,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/core/auth.h"
@@ -415,6 +416,11 @@ int Serve() {
 }  // namespace ranksweep::server
 
 int main(int argc, char** argv) {
+  // Debian builds Abseil without NDEBUG, which turns on absl::Mutex's lock-order
+  // (deadlock) detection: every lock and unlock, gRPC's included, then updates a
+  // global lock graph under a global lock. That is a debugging aid; the server
+  // does not pay for it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage(
       "ranksweep coordinator: serves SweepService and WorkerService over gRPC.\n"
       "Usage: ranksweepd [--listen=HOST:PORT] [--db=FILE] [--lease_seconds=N] "
