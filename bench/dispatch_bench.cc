@@ -70,6 +70,7 @@ struct Flags {
   int paced_tasks = 5000;
   int page_size = 10000;  // the CLI's
   int watchers = 0;
+  bool next_in_complete = true;  // the dispatch phase's CompleteTasks leases the next tasks
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -92,12 +93,13 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (const char* v = value("paced_tasks")) f.paced_tasks = std::atoi(v);
     else if (const char* v = value("page_size")) f.page_size = std::atoi(v);
     else if (const char* v = value("watchers")) f.watchers = std::atoi(v);
+    else if (const char* v = value("next_in_complete")) f.next_in_complete = std::atoi(v) != 0;
     else {
       std::fprintf(stderr,
                    "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
                    "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] [--seeds_per_task=1] "
                    "[--paced_tasks_per_second=500] [--paced_tasks=5000] [--page_size=10000] "
-                   "[--watchers=0]\n");
+                   "[--watchers=0] [--next_in_complete=1]\n");
       std::exit(2);
     }
   }
@@ -215,37 +217,48 @@ std::string RegisterWorker(v1::WorkerService::Stub& stub) {
   return resp.worker_id();
 }
 
-// Acquires and completes cells until none are left. Acquire latencies (us)
-// are appended to `latencies`.
-void FakeWorker(const std::string& addr, int max_tasks, int max_seeds,
+// Acquires and completes cells until none are left. The latencies (us) of
+// the calls that lease tasks are appended to `latencies`. With
+// `next_in_complete`, only the first lease is an AcquireTasks call; every
+// CompleteTasks call then asks for the next tasks (`next`), as the worker
+// agent does, so a cycle is one call instead of two.
+void FakeWorker(const std::string& addr, int max_tasks, int max_seeds, bool next_in_complete,
                 std::vector<double>* latencies, std::atomic<int64_t>* completed,
                 std::chrono::microseconds period, Clock::time_point first_cycle) {
   auto stub = v1::WorkerService::NewStub(Channel(addr));
   std::string id = RegisterWorker(*stub);
   auto next = first_cycle;
+  auto record = [&](Clock::time_point t0) {
+    if (latencies) {
+      latencies->push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+  };
+  google::protobuf::RepeatedPtrField<v1::Task> tasks;
+  bool acquire = true;
   while (true) {
     if (period.count() > 0) {
       // Paced: one cycle per period, whatever the last one took.
       std::this_thread::sleep_until(next);
       next += period;
     }
-    v1::AcquireTasksRequest req;
-    req.set_worker_id(id);
-    req.set_max_tasks(max_tasks);
-    req.set_max_seeds(max_seeds);
-    req.set_wait_ms(0);
-    v1::AcquireTasksResponse resp;
-    grpc::ClientContext ctx;
-    WaitForReady(&ctx);
-    auto t0 = Clock::now();
-    Check(stub->AcquireTasks(&ctx, req, &resp), "AcquireTasks");
-    if (latencies) {
-      latencies->push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (acquire) {
+      v1::AcquireTasksRequest req;
+      req.set_worker_id(id);
+      req.set_max_tasks(max_tasks);
+      req.set_max_seeds(max_seeds);
+      req.set_wait_ms(0);
+      v1::AcquireTasksResponse resp;
+      grpc::ClientContext ctx;
+      WaitForReady(&ctx);
+      auto t0 = Clock::now();
+      Check(stub->AcquireTasks(&ctx, req, &resp), "AcquireTasks");
+      record(t0);
+      tasks.Swap(resp.mutable_tasks());
     }
-    if (resp.tasks().empty()) return;
+    if (tasks.empty()) return;
     v1::CompleteTasksRequest done;
     done.set_worker_id(id);
-    for (const v1::Task& task : resp.tasks()) {
+    for (const v1::Task& task : tasks) {
       for (const v1::LeasedCell& cell : task.cells()) {
         v1::CellResult* r = done.add_results();
         r->set_cell_id(cell.cell_id());
@@ -253,11 +266,21 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds,
         *r->mutable_result() = FakeResult(cell.seed());
       }
     }
+    if (next_in_complete) {
+      done.mutable_next()->set_max_tasks(max_tasks);
+      done.mutable_next()->set_max_seeds(max_seeds);
+    }
     v1::CompleteTasksResponse done_resp;
     grpc::ClientContext done_ctx;
     WaitForReady(&done_ctx);
+    auto t0 = Clock::now();
     Check(stub->CompleteTasks(&done_ctx, done, &done_resp), "CompleteTasks");
     completed->fetch_add(done.results_size());
+    acquire = !next_in_complete;
+    if (next_in_complete) {
+      record(t0);
+      tasks.Swap(done_resp.mutable_next_tasks());
+    }
   }
 }
 
@@ -381,7 +404,7 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int i = 0; i < flags.workers; ++i) {
       threads.emplace_back(FakeWorker, *addr, flags.tasks_per_call, flags.seeds_per_task,
-                           &latencies[static_cast<size_t>(i)], &completed,
+                           flags.next_in_complete, &latencies[static_cast<size_t>(i)], &completed,
                            std::chrono::microseconds(0), Clock::time_point());
     }
     for (auto& t : threads) t.join();
@@ -397,9 +420,11 @@ int main(int argc, char** argv) {
     for (auto& t : watchers) t.detach();  // their sweep never ends
     return 1;
   }
-  std::printf("dispatch workers=%d tasks_per_call=%d seeds_per_task=%d cells=%d seconds=%.3f "
-              "cells_per_second=%.0f acquire_p50_ms=%.3f acquire_p99_ms=%.3f\n",
-              flags.workers, flags.tasks_per_call, flags.seeds_per_task, flags.cells, seconds,
+  std::printf("dispatch workers=%d tasks_per_call=%d seeds_per_task=%d next_in_complete=%d "
+              "cells=%d seconds=%.3f cells_per_second=%.0f acquire_p50_ms=%.3f "
+              "acquire_p99_ms=%.3f\n",
+              flags.workers, flags.tasks_per_call, flags.seeds_per_task,
+              flags.next_in_complete ? 1 : 0, flags.cells, seconds,
               flags.cells / seconds, Percentile(all, 0.5) / 1000.0,
               Percentile(all, 0.99) / 1000.0);
   if (flags.watchers > 0) {
@@ -426,7 +451,7 @@ int main(int argc, char** argv) {
     const auto start = p0 + 100ms;  // after every worker has registered
     std::vector<std::thread> threads;
     for (int i = 0; i < flags.workers; ++i) {
-      threads.emplace_back(FakeWorker, *addr, 1, 1, &paced[static_cast<size_t>(i)], &done,
+      threads.emplace_back(FakeWorker, *addr, 1, 1, false, &paced[static_cast<size_t>(i)], &done,
                            period, start + period * i / flags.workers);
     }
     for (auto& t : threads) t.join();
@@ -448,7 +473,7 @@ int main(int argc, char** argv) {
     std::atomic<int64_t> filled{0};
     std::vector<std::thread> threads;
     for (int i = 0; i < 4; ++i) {
-      threads.emplace_back(FakeWorker, *addr, 1, 1024, nullptr, &filled,
+      threads.emplace_back(FakeWorker, *addr, 1, 1024, true, nullptr, &filled,
                            std::chrono::microseconds(0), Clock::time_point());
     }
     for (auto& t : threads) t.join();

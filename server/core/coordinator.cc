@@ -1178,174 +1178,192 @@ absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::stri
 
 }  // namespace
 
+absl::Status Coordinator::CheckWant(TaskWant& want, const char* field_prefix) const {
+  if (want.max_tasks == 0) want.max_tasks = 1;
+  if (want.max_tasks < 0 || want.max_tasks > options_.max_tasks_per_acquire) {
+    return absl::InvalidArgumentError(absl::StrCat(field_prefix, "max_tasks: must be 1..",
+                                                   options_.max_tasks_per_acquire, ", got ",
+                                                   want.max_tasks));
+  }
+  if (want.max_seeds == 0) want.max_seeds = options_.default_seeds_per_task;
+  if (want.max_seeds < 0 || want.max_seeds > options_.max_seeds_per_task) {
+    return absl::InvalidArgumentError(absl::StrCat(field_prefix, "max_seeds: must be 1..",
+                                                   options_.max_seeds_per_task, ", got ",
+                                                   want.max_seeds));
+  }
+  if (want.memory_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field_prefix, "memory_bytes: must be >= 0 (0 = unknown), got ", want.memory_bytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker_id,
                                                        int max_tasks, int max_seeds,
                                                        int64_t memory_bytes) {
-  if (max_tasks == 0) max_tasks = 1;
-  if (max_tasks < 0 || max_tasks > options_.max_tasks_per_acquire) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_tasks: must be 1..", options_.max_tasks_per_acquire, ", got ", max_tasks));
-  }
-  if (max_seeds == 0) max_seeds = options_.default_seeds_per_task;
-  if (max_seeds < 0 || max_seeds > options_.max_seeds_per_task) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_seeds: must be 1..", options_.max_seeds_per_task, ", got ", max_seeds));
-  }
-  if (memory_bytes < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("memory_bytes: must be >= 0 (0 = unknown), got ", memory_bytes));
-  }
+  TaskWant want{max_tasks, max_seeds, memory_bytes};
+  RETURN_IF_ERROR(CheckWant(want, ""));
   const int64_t now = clock_->NowMs();
-  const int64_t deadline = now + options_.lease_ms;
   std::vector<Task> tasks;
   Events events;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     tasks.clear();
+    events = Events();
     RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
-    int64_t next_lease = 0, serve_counter = 0;
-    {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT (SELECT value FROM meta WHERE key = "
-                                              "'next_lease_id'), (SELECT value FROM meta WHERE "
-                                              "key = 'serve_counter')"));
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) return absl::DataLossError("meta table is missing its counters");
-      next_lease = q.ColumnInt(0);
-      serve_counter = q.ColumnInt(1);
-    }
-    // The memory the tasks of this call share: the request's, else the
-    // worker's registered memory, else unlimited (budget < 0).
-    int64_t budget = memory_bytes;
-    if (budget == 0) {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT memory_bytes FROM workers WHERE id = ?1"));
-      q.Bind(1, worker_id);
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (row) budget = q.ColumnInt(0);
-    }
-    const bool limited = budget > 0;
-    // Groups that did not fit this call's (only shrinking) budget.
-    std::set<std::tuple<std::string, int, int>> too_big;
-    while (static_cast<int>(tasks.size()) < max_tasks) {
-      // Highest priority first. Among equals, the owner whose running
-      // sweeps of that priority were served longest ago, so that people,
-      // not sweeps, take turns; then that owner's sweep served longest ago.
-      // Inside a sweep, groups in the order their cells were created. A
-      // group none of whose seeds fits is left for a larger worker.
-      std::vector<std::string> sweep_ids;
-      {
-        ASSIGN_OR_RETURN(
-            Statement q,
-            c.Prepare("SELECT s.id FROM sweeps s WHERE s.state = 1 AND EXISTS "
-                      "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND c.state = 1) "
-                      "ORDER BY s.priority DESC, (SELECT MAX(o.served) FROM sweeps o WHERE "
-                      "o.owner = s.owner AND o.state = 1 AND o.priority = s.priority) ASC, "
-                      "s.served ASC, s.rowid ASC"));
-        while (true) {
-          ASSIGN_OR_RETURN(bool row, q.Step());
-          if (!row) break;
-          sweep_ids.push_back(q.ColumnText(0));
-          if (!limited) break;  // the first group of the first sweep always fits
-        }
-      }
-      Task task;
-      int64_t seeds_to_lease = 0;
-      for (const std::string& sweep_id : sweep_ids) {
-        std::vector<std::pair<int, int>> groups;
-        {
-          // Unlimited, only the first group is needed: the cheap query.
-          ASSIGN_OR_RETURN(
-              Statement q,
-              c.Prepare(limited ? "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
-                                  "state = 1 GROUP BY head_index, rank ORDER BY MIN(id)"
-                                : "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
-                                  "state = 1 ORDER BY id LIMIT 1"));
-          q.Bind(1, sweep_id);
-          while (true) {
-            ASSIGN_OR_RETURN(bool row, q.Step());
-            if (!row) break;
-            groups.emplace_back(static_cast<int>(q.ColumnInt(0)),
-                                static_cast<int>(q.ColumnInt(1)));
-            if (!limited) break;
-          }
-        }
-        ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
-        const SweepSpec& spec = *spec_ptr;
-        for (const auto& [head_index, rank] : groups) {
-          if (too_big.count({sweep_id, head_index, rank}) > 0) continue;
-          int64_t fit = max_seeds;
-          MemoryEstimate estimate;
-          if (limited) {
-            estimate = EstimateTaskMemory(MakeTaskSpec(spec, head_index, rank, {}));
-            fit = std::min<int64_t>(fit, estimate.SeedsThatFit(budget));
-          }
-          if (fit < 1) {
-            too_big.insert({sweep_id, head_index, rank});
-            continue;
-          }
-          task.sweep_id = sweep_id;
-          task.head_index = head_index;
-          task.rank = rank;
-          seeds_to_lease = fit;
-          break;
-        }
-        if (seeds_to_lease > 0) break;
-      }
-      if (seeds_to_lease == 0) break;
-      const std::string& sweep_id = task.sweep_id;
-      {
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT id, seed, attempt FROM cells WHERE sweep_id = ?1 AND "
-                                   "state = 1 AND head_index = ?2 AND rank = ?3 "
-                                   "ORDER BY id LIMIT ?4"));
-        q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, seeds_to_lease);
-        while (true) {
-          ASSIGN_OR_RETURN(bool row, q.Step());
-          if (!row) break;
-          task.cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(1)), 0,
-                                          static_cast<int>(q.ColumnInt(2)) + 1});
-        }
-      }
-      if (task.cells.empty()) {
-        return absl::InternalError("pending cell vanished inside a transaction");
-      }
-      {
-        ASSIGN_OR_RETURN(Statement u,
-                         c.Prepare("UPDATE cells SET state = 2, attempt = attempt + 1, "
-                                   "lease_id = ?2, lease_deadline_ms = ?3, worker_id = ?4 "
-                                   "WHERE id = ?1"));
-        for (LeasedCell& cell : task.cells) {
-          cell.lease_id = next_lease++;
-          u.Reset();
-          u.Bind(1, cell.cell_id).Bind(2, cell.lease_id).Bind(3, deadline).Bind(4, worker_id);
-          RETURN_IF_ERROR(u.Run());
-        }
-      }
-      {
-        ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE sweeps SET served = ?2 WHERE id = ?1"));
-        u.Bind(1, sweep_id).Bind(2, ++serve_counter);
-        RETURN_IF_ERROR(u.Run());
-      }
-      ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
-      const SweepSpec& spec = *spec_ptr;
-      std::vector<uint64_t> seeds;
-      for (const LeasedCell& cell : task.cells) seeds.push_back(cell.seed);
-      task.spec = MakeTaskSpec(spec, task.head_index, task.rank, std::move(seeds));
-      if (limited) budget -= EstimateTaskMemoryBytes(task.spec);
-      task.deadline_unix_ms = deadline;
-      events.Add(sweep_id, absl::StrFormat("%s: %d cells leased to %s",
-                                           CellLabel(spec, task.head_index, task.rank,
-                                                     task.cells.front().seed),
-                                           task.cells.size(), worker_id));
-      tasks.push_back(std::move(task));
-    }
-    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE meta SET value = ?2 WHERE key = ?1"));
-    u.Bind(1, "next_lease_id").Bind(2, next_lease);
-    RETURN_IF_ERROR(u.Run());
-    u.Reset();
-    u.Bind(1, "serve_counter").Bind(2, serve_counter);
-    return u.Run();
+    return LeaseTasks(c, worker_id, want, now, events, tasks);
   }));
   Dispatch(events);
   return tasks;
+}
+
+absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id,
+                                     const TaskWant& want, int64_t now, Events& events,
+                                     std::vector<Task>& tasks) {
+  const int64_t deadline = now + options_.lease_ms;
+  int leased = 0;
+  int64_t next_lease = 0, serve_counter = 0;
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT (SELECT value FROM meta WHERE key = "
+                                            "'next_lease_id'), (SELECT value FROM meta WHERE "
+                                            "key = 'serve_counter')"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::DataLossError("meta table is missing its counters");
+    next_lease = q.ColumnInt(0);
+    serve_counter = q.ColumnInt(1);
+  }
+  // The memory the tasks of this call share: the request's, else the
+  // worker's registered memory, else unlimited (budget < 0).
+  int64_t budget = want.memory_bytes;
+  if (budget == 0) {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT memory_bytes FROM workers WHERE id = ?1"));
+    q.Bind(1, worker_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) budget = q.ColumnInt(0);
+  }
+  const bool limited = budget > 0;
+  // Groups that did not fit this call's (only shrinking) budget.
+  std::set<std::tuple<std::string, int, int>> too_big;
+  while (leased < want.max_tasks) {
+    // Highest priority first. Among equals, the owner whose running
+    // sweeps of that priority were served longest ago, so that people,
+    // not sweeps, take turns; then that owner's sweep served longest ago.
+    // Inside a sweep, groups in the order their cells were created. A
+    // group none of whose seeds fits is left for a larger worker.
+    std::vector<std::string> sweep_ids;
+    {
+      ASSIGN_OR_RETURN(
+          Statement q,
+          c.Prepare("SELECT s.id FROM sweeps s WHERE s.state = 1 AND EXISTS "
+                    "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND c.state = 1) "
+                    "ORDER BY s.priority DESC, (SELECT MAX(o.served) FROM sweeps o WHERE "
+                    "o.owner = s.owner AND o.state = 1 AND o.priority = s.priority) ASC, "
+                    "s.served ASC, s.rowid ASC"));
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        sweep_ids.push_back(q.ColumnText(0));
+        if (!limited) break;  // the first group of the first sweep always fits
+      }
+    }
+    Task task;
+    int64_t seeds_to_lease = 0;
+    for (const std::string& sweep_id : sweep_ids) {
+      std::vector<std::pair<int, int>> groups;
+      {
+        // Unlimited, only the first group is needed: the cheap query.
+        ASSIGN_OR_RETURN(
+            Statement q,
+            c.Prepare(limited ? "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
+                                "state = 1 GROUP BY head_index, rank ORDER BY MIN(id)"
+                              : "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
+                                "state = 1 ORDER BY id LIMIT 1"));
+        q.Bind(1, sweep_id);
+        while (true) {
+          ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) break;
+          groups.emplace_back(static_cast<int>(q.ColumnInt(0)),
+                              static_cast<int>(q.ColumnInt(1)));
+          if (!limited) break;
+        }
+      }
+      ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+      const SweepSpec& spec = *spec_ptr;
+      for (const auto& [head_index, rank] : groups) {
+        if (too_big.count({sweep_id, head_index, rank}) > 0) continue;
+        int64_t fit = want.max_seeds;
+        MemoryEstimate estimate;
+        if (limited) {
+          estimate = EstimateTaskMemory(MakeTaskSpec(spec, head_index, rank, {}));
+          fit = std::min<int64_t>(fit, estimate.SeedsThatFit(budget));
+        }
+        if (fit < 1) {
+          too_big.insert({sweep_id, head_index, rank});
+          continue;
+        }
+        task.sweep_id = sweep_id;
+        task.head_index = head_index;
+        task.rank = rank;
+        seeds_to_lease = fit;
+        break;
+      }
+      if (seeds_to_lease > 0) break;
+    }
+    if (seeds_to_lease == 0) break;
+    const std::string& sweep_id = task.sweep_id;
+    {
+      ASSIGN_OR_RETURN(Statement q,
+                       c.Prepare("SELECT id, seed, attempt FROM cells WHERE sweep_id = ?1 AND "
+                                 "state = 1 AND head_index = ?2 AND rank = ?3 "
+                                 "ORDER BY id LIMIT ?4"));
+      q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, seeds_to_lease);
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        task.cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(1)), 0,
+                                        static_cast<int>(q.ColumnInt(2)) + 1});
+      }
+    }
+    if (task.cells.empty()) {
+      return absl::InternalError("pending cell vanished inside a transaction");
+    }
+    {
+      ASSIGN_OR_RETURN(Statement u,
+                       c.Prepare("UPDATE cells SET state = 2, attempt = attempt + 1, "
+                                 "lease_id = ?2, lease_deadline_ms = ?3, worker_id = ?4 "
+                                 "WHERE id = ?1"));
+      for (LeasedCell& cell : task.cells) {
+        cell.lease_id = next_lease++;
+        u.Reset();
+        u.Bind(1, cell.cell_id).Bind(2, cell.lease_id).Bind(3, deadline).Bind(4, worker_id);
+        RETURN_IF_ERROR(u.Run());
+      }
+    }
+    {
+      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE sweeps SET served = ?2 WHERE id = ?1"));
+      u.Bind(1, sweep_id).Bind(2, ++serve_counter);
+      RETURN_IF_ERROR(u.Run());
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+    const SweepSpec& spec = *spec_ptr;
+    std::vector<uint64_t> seeds;
+    for (const LeasedCell& cell : task.cells) seeds.push_back(cell.seed);
+    task.spec = MakeTaskSpec(spec, task.head_index, task.rank, std::move(seeds));
+    if (limited) budget -= EstimateTaskMemoryBytes(task.spec);
+    task.deadline_unix_ms = deadline;
+    events.Add(sweep_id, absl::StrFormat("%s: %d cells leased to %s",
+                                         CellLabel(spec, task.head_index, task.rank,
+                                                   task.cells.front().seed),
+                                         task.cells.size(), worker_id));
+    tasks.push_back(std::move(task));
+    ++leased;
+  }
+  if (leased == 0) return absl::OkStatus();  // the counters are unchanged
+  ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE meta SET value = ?2 WHERE key = ?1"));
+  u.Bind(1, "next_lease_id").Bind(2, next_lease);
+  RETURN_IF_ERROR(u.Run());
+  u.Reset();
+  u.Bind(1, "serve_counter").Bind(2, serve_counter);
+  return u.Run();
 }
 
 absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worker_id,
@@ -1384,7 +1402,10 @@ absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worke
 }
 
 absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_id,
-                                                      const std::vector<CellResult>& results) {
+                                                      const std::vector<CellResult>& results,
+                                                      const std::optional<TaskWant>& next) {
+  std::optional<TaskWant> want = next;
+  if (want.has_value()) RETURN_IF_ERROR(CheckWant(*want, "next."));
   const int64_t now = clock_->NowMs();
   CompleteOutcome out;
   Events events;
@@ -1476,7 +1497,8 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
     for (const std::string& sweep_id : touched) {
       RETURN_IF_ERROR(MaybeFinishSweep(c, sweep_id, events));
     }
-    return absl::OkStatus();
+    if (!want.has_value()) return absl::OkStatus();
+    return LeaseTasks(c, worker_id, *want, now, events, out.next_tasks);
   }));
   Dispatch(events);
   return out;

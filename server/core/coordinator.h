@@ -157,6 +157,9 @@ class Coordinator {
   // NotFound for an unregistered worker.
   absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, int max_tasks,
                                             int max_seeds, int64_t memory_bytes = 0);
+  absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, const TaskWant& want) {
+    return Acquire(worker_id, want.max_tasks, want.max_seeds, want.memory_bytes);
+  }
 
   // Extends the worker's live leases to now + lease_ms. Leases of cancelled
   // cells are reported in cancelled_lease_ids, leases that expired, were
@@ -171,8 +174,16 @@ class Coordinator {
   // cell's current lease, or the cell was cancelled) or foreign (held by
   // another worker); NotFound for an unknown cell; InvalidArgument when the
   // result's seed is not the cell's.
+  //
+  // With `next`, the same transaction then leases tasks as Acquire(next)
+  // would, into the outcome's next_tasks (empty when there is no work), so
+  // that a worker hands in results and takes its next task in one call and
+  // one commit. A call that fails leases nothing; InvalidArgument naming
+  // "next.max_tasks", "next.max_seeds" or "next.memory_bytes" when one is out
+  // of range (checked before anything is written).
   absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
-                                           const std::vector<CellResult>& results);
+                                           const std::vector<CellResult>& results,
+                                           const std::optional<TaskWant>& next = std::nullopt);
 
   // Gives up leases. release=true: the cells return to pending and the
   // attempt is given back. release=false: the attempt counts; the cell goes
@@ -234,6 +245,13 @@ class Coordinator {
   absl::StatusOr<std::shared_ptr<const SweepSpec>> SpecOf(Connection& c,
                                                          const std::string& sweep_id);
   absl::StatusOr<SweepInfo> LoadSweep(Connection& c, const std::string& sweep_id);
+  // Checks `want` and fills in its defaults (0 tasks = 1, 0 seeds = the
+  // default); InvalidArgument names the field after `field_prefix`.
+  absl::Status CheckWant(TaskWant& want, const char* field_prefix) const;
+  // Leases tasks for a checked `want` (Acquire's order and memory rules)
+  // inside the caller's write transaction; appends them to `tasks`.
+  absl::Status LeaseTasks(Connection& c, const std::string& worker_id, const TaskWant& want,
+                          int64_t now, Events& events, std::vector<Task>& tasks);
   // Ends `sweep_id` if it is RUNNING with no pending or leased cell left.
   // Advances a search-mode sweep (creating the cells of the next probed
   // ranks), then ends the sweep when nothing is left to run.

@@ -720,6 +720,74 @@ TEST_F(CoordinatorTest, RepeatedCompletionUnderTheSameLeaseIsADuplicate) {
   EXPECT_TRUE((*workers)[0].alive);
 }
 
+// A worker hands in its results and takes its next tasks in one call.
+TEST_F(CoordinatorTest, CompleteLeasesTheNextTasksInTheSameTransaction) {
+  std::string sweep = Submit(MakeSpec("grid"));  // kernel ranks 1, 2, 4 and softmax; 4 seeds
+  std::string w = Register();
+  std::vector<Task> first = Acquire(w, 1, 4);
+  ASSERT_EQ(first.size(), 1u);
+
+  // Out-of-range wants are refused before anything is written.
+  for (const TaskWant& bad : {TaskWant{65, 4, 0}, TaskWant{-1, 4, 0}, TaskWant{1, 1025, 0},
+                              TaskWant{1, 4, -1}}) {
+    auto out = coordinator_->Complete(w, ResultsFor(first[0]), bad);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  auto too_many = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{65, 4, 0});
+  EXPECT_EQ(too_many.status().message(), "next.max_tasks: must be 1..64, got 65");
+  auto negative = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{1, 4, -1});
+  EXPECT_EQ(negative.status().message(),
+            "next.memory_bytes: must be >= 0 (0 = unknown), got -1");
+  // A stale lease fails the call: nothing recorded, nothing leased.
+  std::vector<CellResult> stale = ResultsFor(first[0]);
+  stale[0].lease_id += 1000;
+  EXPECT_EQ(coordinator_->Complete(w, stale, TaskWant{2, 4, 0}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+
+  auto out = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{2, 4, 0});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->recorded, 4);
+  ASSERT_EQ(out->next_tasks.size(), 2u);
+  EXPECT_EQ(out->next_tasks[0].head_index, 0);
+  EXPECT_EQ(out->next_tasks[0].rank, 2);
+  EXPECT_EQ(out->next_tasks[1].rank, 4);
+  for (const Task& t : out->next_tasks) {
+    EXPECT_EQ(t.sweep_id, sweep);
+    EXPECT_EQ(t.cells.size(), 4u);
+    EXPECT_EQ(t.spec.seeds, (std::vector<uint64_t>{0, 1, 2, 3}));
+    EXPECT_EQ(t.deadline_unix_ms, clock_.NowMs() + kLeaseMs);
+    EXPECT_GT(t.cells[0].lease_id, first[0].cells.back().lease_id);
+  }
+  EXPECT_EQ(Cells(sweep, CellState::kDone), 4);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 8);
+
+  // Both tasks' results at once; max_seeds 0 is the default (64).
+  std::vector<CellResult> both = ResultsFor(out->next_tasks[0]);
+  for (const CellResult& r : ResultsFor(out->next_tasks[1])) both.push_back(r);
+  auto second = coordinator_->Complete(w, both, TaskWant{1, 0, 0});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->recorded, 8);
+  ASSERT_EQ(second->next_tasks.size(), 1u);
+  EXPECT_EQ(second->next_tasks[0].head_index, 1);
+  EXPECT_EQ(second->next_tasks[0].cells.size(), 4u);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+
+  // No work left: the results are recorded and nothing comes back.
+  auto last = coordinator_->Complete(w, ResultsFor(second->next_tasks[0]), TaskWant{1, 4, 0});
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->recorded, 4);
+  EXPECT_THAT(last->next_tasks, IsEmpty());
+  EXPECT_EQ(Cells(sweep, CellState::kDone), 16);
+  EXPECT_EQ(Get(sweep).state, SweepState::kDone);
+  // A repeat is a duplicate and, with no work, still leases nothing.
+  auto again = coordinator_->Complete(w, ResultsFor(second->next_tasks[0]), TaskWant{1, 4, 0});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->duplicates, 4);
+  EXPECT_THAT(again->next_tasks, IsEmpty());
+}
+
 // ------------------------------------------------------------------ cancel
 
 TEST_F(CoordinatorTest, CancelStopsLeasingAndHeartbeatReportsCancelledLeases) {

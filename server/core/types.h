@@ -121,9 +121,18 @@ struct CellResult {
   SeedResult result;
 };
 
+// What to lease: Acquire's arguments, and what a Complete call may ask for
+// the slots its results free (Coordinator::Complete).
+struct TaskWant {
+  int max_tasks = 1;         // 1..max_tasks_per_acquire (0 = 1)
+  int max_seeds = 0;         // 1..max_seeds_per_task (0 = default_seeds_per_task)
+  int64_t memory_bytes = 0;  // >= 0; 0 = the worker's registered memory
+};
+
 struct CompleteOutcome {
   int recorded = 0;    // newly recorded
   int duplicates = 0;  // already recorded under the same lease
+  std::vector<Task> next_tasks;  // leased for the call's TaskWant, if any
 };
 
 struct SubmitOutcome {

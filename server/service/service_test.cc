@@ -321,6 +321,50 @@ TEST_F(ServiceTest, WorkerLifecycleRecordsProvenanceAndFencesStaleLeases) {
 
 // Every query shape gives the same rows, and the same page tokens, as
 // columns (read back with RowsFromColumns) as it does as rows.
+// CompleteTasks with `next`: the results and the next lease in one call.
+TEST_F(ServiceTest, CompleteTasksLeasesTheNextTasksItAsksFor) {
+  std::string sweep = SubmitKernelCells("next", 3);
+  std::string worker = Register();
+  v1::AcquireTasksResponse acquired;
+  ASSERT_TRUE(Acquire(worker, 0, &acquired, 1).ok());
+  ASSERT_EQ(acquired.tasks_size(), 1);
+
+  v1::CompleteTasksRequest req = ResultsFor(worker, acquired.tasks(0));
+  req.mutable_next()->set_max_tasks(65);
+  v1::CompleteTasksResponse done;
+  grpc::Status bad = Complete(req, &done);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(bad.error_message(), "next.max_tasks: must be 1..64, got 65");
+
+  req.mutable_next()->set_max_tasks(1);
+  req.mutable_next()->set_max_seeds(2);
+  ASSERT_TRUE(Complete(req, &done).ok());
+  EXPECT_EQ(done.recorded(), 1);
+  ASSERT_EQ(done.next_tasks_size(), 1);
+  const v1::Task& next = done.next_tasks(0);
+  EXPECT_EQ(next.sweep_id(), sweep);
+  ASSERT_EQ(next.cells_size(), 2);
+  EXPECT_EQ(next.cells(0).seed(), 1u);
+  EXPECT_EQ(next.cells(1).seed(), 2u);
+  EXPECT_EQ(next.spec().seeds_size(), 2);
+  EXPECT_EQ(next.deadline_unix_ms(), clock_.NowMs() + 10'000);
+
+  // The last results: no work left, so next_tasks is empty and the call
+  // does not wait for any.
+  v1::CompleteTasksRequest last = ResultsFor(worker, next);
+  last.mutable_next()->set_max_tasks(1);
+  v1::CompleteTasksResponse last_done;
+  ASSERT_TRUE(Complete(last, &last_done).ok());
+  EXPECT_EQ(last_done.recorded(), 2);
+  EXPECT_EQ(last_done.next_tasks_size(), 0);
+  grpc::ClientContext ctx;
+  v1::GetSweepRequest get;
+  get.set_sweep_id(sweep);
+  v1::GetSweepResponse got;
+  ASSERT_TRUE(sweep_stub_->GetSweep(&ctx, get, &got).ok());
+  EXPECT_EQ(got.sweep().state(), v1::SWEEP_STATE_DONE);
+}
+
 TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
   const std::string sweep = Submit(Spec("columns", {1, 2, 4}, 4));  // 16 cells
   const std::string a = Register();

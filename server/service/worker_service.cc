@@ -1,6 +1,7 @@
 #include "server/service/worker_service.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -264,10 +265,17 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
     for (const v1::CellResult& r : request->results()) {
       results.push_back(CellResult{r.cell_id(), r.lease_id(), ranksweep::FromProto(r.result())});
     }
-    absl::StatusOr<CompleteOutcome> out = coordinator_->Complete(request->worker_id(), results);
+    std::optional<TaskWant> next;
+    if (request->has_next()) {
+      next = TaskWant{request->next().max_tasks(), request->next().max_seeds(),
+                      request->next().memory_bytes()};
+    }
+    absl::StatusOr<CompleteOutcome> out =
+        coordinator_->Complete(request->worker_id(), results, next);
     if (out.ok()) {
       response->set_recorded(out->recorded);
       response->set_duplicates(out->duplicates);
+      for (const Task& t : out->next_tasks) *response->add_next_tasks() = ToProto(t);
     }
     return out.status();
   });

@@ -8,7 +8,8 @@
 // finished later by one pump thread, either when the coordinator reports
 // new work (a submit, an expired or released lease, a retry) or with an
 // empty response when its wait_ms elapses. Waiters are served first come,
-// first served.
+// first served. CompleteTasks with `next` leases in the same transaction as
+// its results and never parks: it returns what was free at that moment.
 //
 // Every call is first authorized (server/service/call_auth.h): worker calls
 // need role worker or admin.
