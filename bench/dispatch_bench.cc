@@ -2,14 +2,17 @@
 // SQLite file.
 //
 //   dispatch: W concurrent fake workers (threads, one channel each) acquire
-//             K tasks of up to S seeds each per AcquireTasks call
-//             (--tasks_per_call, --seeds_per_task; both default 1, the worst
-//             case: every cell pays two calls; the real worker asks for one
-//             task per free slot and up to 64 seeds) and complete them in
-//             one CompleteTasks call with synthetic results. cells/s is
+//             K tasks of up to S seeds each (--tasks_per_call,
+//             --seeds_per_task; both default 1, the worst case; the real
+//             worker asks for one task per free slot and up to 64 seeds) and
+//             complete them in one CompleteTasks call with synthetic
+//             results. That call also leases the next K tasks (`next`), as
+//             the worker agent does, so a cycle is one call; with
+//             --next_in_complete=0 every cycle is an AcquireTasks call and a
+//             CompleteTasks call, and the latencies are AcquireTasks'. cells/s is
 //             completed-and-durable cells (one seed of one (head, rank): one
 //             trained model, what an Optuna trial is) per wall second, with
-//             p50/p99 AcquireTasks latency. The server's own count of writes
+//             p50/p99 latency of the calls that lease. The server's own count of writes
 //             and commits (group commit) is printed too, and the CPU time
 //             (user + system) that ranksweepd and the fake workers each
 //             spent per cell: on a shared machine the two compete for the
@@ -18,7 +21,8 @@
 //             (people running `ranksweep watch`), each reading every event.
 //   paced:    the same workers, each pausing between cycles so that all of
 //             them together offer --paced_tasks_per_second (default 500)
-//             evenly spaced one-task cycles (worker i starts i/W of a period
+//             evenly spaced one-task cycles, each an AcquireTasks call and
+//             a CompleteTasks call (worker i starts i/W of a period
 //             after worker 0): acquire latency when the coordinator is not
 //             saturated (in the dispatch phase every call waits behind the
 //             others, so its latency is mostly queueing: workers / rate).

@@ -121,8 +121,9 @@ class AckLoggingClient : public CoordinatorClient {
     return inner_->Heartbeat(worker_id, lease_ids);
   }
   absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
-                                         const std::vector<CellResult>& results) override {
-    absl::StatusOr<CompleteReply> reply = inner_->Complete(worker_id, results);
+                                         const std::vector<CellResult>& results,
+                                         const NextTasks& next) override {
+    absl::StatusOr<CompleteReply> reply = inner_->Complete(worker_id, results, next);
     if (reply.ok() && fd_ >= 0) {
       std::string lines;
       for (const CellResult& r : results) absl::StrAppend(&lines, "ack ", r.cell_id, " ", r.lease_id, "\n");

@@ -194,15 +194,13 @@ void Agent::AcquireLoop() {
       continue;
     }
 
+    const NextTasks want = WantFor(free_slots);
     AcquireRequest request;
     request.worker_id = CurrentWorkerId();
-    request.max_tasks = free_slots;
-    request.max_seeds = options_.max_seeds;
+    request.max_tasks = want.max_tasks;
+    request.max_seeds = want.max_seeds;
     request.wait_ms = options_.acquire_wait_ms;
-    // The device's memory is split evenly between slots; ask for the share
-    // of the free ones, so the coordinator sizes new tasks to what is left.
-    // Unknown memory (0) stays unknown.
-    request.memory_bytes = options_.registration.memory_bytes / std::max(slots, 1) * free_slots;
+    request.memory_bytes = want.memory_bytes;
     absl::StatusOr<std::vector<Task>> tasks = coordinator_->Acquire(request);
     if (!tasks.ok()) {
       const absl::Duration wait = backoff.Next();
@@ -356,7 +354,13 @@ void Agent::RunOne(const std::shared_ptr<TaskState>& state) {
     batch.id = next_batch_id_++;
     outbox_.push_back(std::move(batch));
   }
-  FlushOutbox().IgnoreError();  // what is not acknowledged stays queued
+  FlushOutbox(state).IgnoreError();  // what is not acknowledged stays queued
+}
+
+NextTasks Agent::WantFor(int free_slots) const {
+  const int slots = std::max(1, options_.registration.slots);
+  return NextTasks{free_slots, options_.max_seeds,
+                   options_.registration.memory_bytes / slots * free_slots};
 }
 
 std::vector<int64_t> Agent::LiveLeases(const TaskState& state) const {
@@ -388,24 +392,31 @@ void Agent::ReleaseOrFail(const std::shared_ptr<TaskState>& state, const std::st
   ++(release ? stats_.tasks_released : stats_.tasks_failed);
 }
 
-absl::Status Agent::FlushOutbox() {
+absl::Status Agent::FlushOutbox(const std::shared_ptr<TaskState>& slot) {
   absl::MutexLock flush_lock(&flush_mu_);
   const std::string worker = CurrentWorkerId();
   while (true) {
     Batch batch;
+    NextTasks next;  // max_tasks 0: lease nothing
     {
       absl::MutexLock lock(&mu_);
       if (outbox_.empty()) return absl::OkStatus();
       batch = outbox_.front();
+      if (slot != nullptr && outbox_.size() == 1 && !draining_ && running_.count(slot) > 0) {
+        next = WantFor(1);
+      }
     }
-    absl::StatusOr<CompleteReply> reply =
-        Retrying("complete", [&] { return coordinator_->Complete(worker, batch.results); });
+    int attempts = 0;
+    absl::StatusOr<CompleteReply> reply = Retrying("complete", [&] {
+      return coordinator_->Complete(worker, batch.results,
+                                    attempts++ == 0 ? next : NextTasks{});
+    });
     if (!reply.ok() && IsTransient(reply.status())) {
       Log(absl::StrCat("complete ", batch.label, ": ", reply.status().ToString(),
                        "; keeping the results to send again"));
       return reply.status();
     }
-    absl::MutexLock lock(&mu_);
+    absl::ReleasableMutexLock lock(&mu_);
     // The heartbeat thread may have trimmed or removed the batch meanwhile.
     auto it = std::find_if(outbox_.begin(), outbox_.end(),
                            [&](const Batch& b) { return b.id == batch.id; });
@@ -420,6 +431,26 @@ absl::Status Agent::FlushOutbox() {
                        "; discarding its results"));
     }
     if (it != outbox_.end()) outbox_.erase(it);
+    if (!reply.ok() || reply->next_tasks.empty()) continue;
+    // The slot moves on: its task leaves running_ as the next one joins the
+    // queue, so the acquire loop never counts the slot free in between. A
+    // drain that began meanwhile has already emptied the queue; the new
+    // tasks are given back instead.
+    std::vector<std::shared_ptr<TaskState>> leased;
+    for (Task& task : reply->next_tasks) {
+      auto state = std::make_shared<TaskState>();
+      state->task = std::move(task);
+      leased.push_back(std::move(state));
+    }
+    stats_.tasks_acquired += static_cast<int64_t>(leased.size());
+    if (!draining_) {
+      running_.erase(slot);
+      for (auto& state : leased) queue_.push_back(std::move(state));
+      continue;
+    }
+    lock.Release();
+    for (const auto& state : leased) ReleaseOrFail(state, kShutdownReason, /*release=*/true);
+    return absl::OkStatus();
   }
 }
 

@@ -7,7 +7,11 @@
 // Behaviour, in the protocol's terms (docs/PROTOCOL.md):
 //  - Each acquired Task trains in one TaskRunner::Run call (all its seeds);
 //    SeedResults are matched to cells by seed and reported with
-//    CompleteTasks, one call per task.
+//    CompleteTasks, one call per task. That call also asks for the next
+//    task for the slot (CompleteTasksRequest.next), so a busy slot moves on
+//    in one round trip; when none comes back, the acquire loop long-polls
+//    for the free slot as before. A retried CompleteTasks does not ask
+//    again: after a lost reply its first attempt may have leased a task.
 //  - Transient errors (retry.h) are retried with exponential backoff and
 //    jitter. Results not acknowledged after the per-call attempts stay in an
 //    outbox and are sent again, before any new acquisition, until the
@@ -127,8 +131,16 @@ class Agent {
   void RunOne(const std::shared_ptr<TaskState>& state);
   void Drain();
   // Sends the outbox, oldest first. Returns the first transient error that
-  // outlasted the retries (the rest stays queued); OK when empty.
-  absl::Status FlushOutbox();
+  // outlasted the retries (the rest stays queued); OK when empty. `slot`:
+  // the running task whose results were just queued; the call that sends
+  // the last batch then also leases the next task for its slot, which is
+  // handed over (the task leaves running_, the new one joins queue_) when
+  // one comes back.
+  absl::Status FlushOutbox(const std::shared_ptr<TaskState>& slot = nullptr);
+  // What to ask for `free_slots` slots: the device's memory is split evenly
+  // between slots, so the share of the free ones (unknown memory, 0, stays
+  // unknown).
+  NextTasks WantFor(int free_slots) const;
   // Calls fn until OK, a non-transient error, max_attempts, or a hard stop.
   template <typename Fn>
   auto Retrying(const char* what, Fn fn) -> decltype(fn());

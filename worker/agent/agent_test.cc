@@ -55,16 +55,23 @@ class FakeCoordinator : public CoordinatorClient {
   }
 
   absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
-                                         const std::vector<CellResult>& results) override {
+                                         const std::vector<CellResult>& results,
+                                         const NextTasks& next) override {
     absl::MutexLock lock(&mu);
     completes.push_back(results);
+    nexts.push_back(next);
     if (!complete_errors.empty()) {
       absl::Status error = complete_errors.front();
       complete_errors.pop_front();
       return error;
     }
     acknowledged.push_back(results);
-    return CompleteReply{static_cast<int>(results.size()), 0};
+    CompleteReply reply{static_cast<int>(results.size()), 0, {}};
+    if (next.max_tasks > 0 && !next_script.empty()) {
+      reply.next_tasks = std::move(next_script.front());
+      next_script.pop_front();
+    }
+    return reply;
   }
 
   absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
@@ -82,12 +89,15 @@ class FakeCoordinator : public CoordinatorClient {
   absl::Mutex mu;
   std::deque<absl::StatusOr<std::vector<Task>>> acquire_script;
   std::deque<absl::Status> complete_errors;
+  // What successive Complete calls that ask for `next` lease; none when empty.
+  std::deque<std::vector<Task>> next_script;
   std::function<HeartbeatReply(const std::vector<int64_t>&)> on_heartbeat;
   std::vector<RegisterRequest> registers;
   std::vector<AcquireRequest> acquires;
   std::vector<std::vector<int64_t>> heartbeats;
   std::vector<std::vector<CellResult>> completes;
   std::vector<std::vector<CellResult>> acknowledged;
+  std::vector<NextTasks> nexts;  // the `next` of every Complete call
   std::vector<FailCall> fails;
 };
 
@@ -201,6 +211,65 @@ TEST(AgentTest, RegistersAndMapsResultsToCellsBySeed) {
   EXPECT_EQ(s.tasks_acquired, 1);
   EXPECT_EQ(s.tasks_completed, 1);
   EXPECT_EQ(s.cells_completed, 3);
+}
+
+// A finished task's CompleteTasks call leases the slot's next task.
+TEST(AgentTest, TheCallThatReportsATaskLeasesTheSlotsNextTask) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {1, 2}, 10, 100)});
+  coordinator.next_script.push_back(std::vector<Task>{MakeTask("s-1", {3}, 12, 102)});
+  std::vector<std::vector<uint64_t>> ran;
+  // The first task records how many acquire calls the agent had made when it
+  // ran; the second one must not need another.
+  std::vector<size_t> acquires_when_run;
+  FakeRunner runner([&](const TaskSpec& spec, const RunControl&) {
+    {
+      absl::MutexLock lock(&coordinator.mu);
+      ran.push_back(spec.seeds);
+      acquires_when_run.push_back(coordinator.acquires.size());
+    }
+    return absl::StatusOr<std::vector<SeedResult>>(ResultsFor(spec));
+  });
+  AgentOptions options = TestOptions();
+  options.registration.slots = 1;
+  options.registration.memory_bytes = int64_t{8} << 30;
+  Agent agent(&coordinator, &runner, options);
+  ASSERT_TRUE(agent.Run().ok());
+
+  EXPECT_THAT(ran, ElementsAre(std::vector<uint64_t>{1, 2}, std::vector<uint64_t>{3}));
+  EXPECT_THAT(acquires_when_run, ElementsAre(1u, 1u));
+  ASSERT_EQ(coordinator.completes.size(), 2u);
+  EXPECT_THAT(Flatten(coordinator.completes[1]), ElementsAre(std::make_tuple(12, 102, 3u, 103)));
+  // Both reports asked for one task of up to 16 seeds in the slot's memory.
+  ASSERT_EQ(coordinator.nexts.size(), 2u);
+  for (const NextTasks& next : coordinator.nexts) {
+    EXPECT_EQ(next.max_tasks, 1);
+    EXPECT_EQ(next.max_seeds, 16);
+    EXPECT_EQ(next.memory_bytes, int64_t{8} << 30);
+  }
+  const AgentStats s = agent.stats();
+  EXPECT_EQ(s.tasks_acquired, 2);
+  EXPECT_EQ(s.tasks_completed, 2);
+  EXPECT_EQ(s.cells_completed, 3);
+  EXPECT_TRUE(coordinator.fails.empty());
+}
+
+// After a lost reply the first attempt may have leased a task the agent
+// never saw; the retry does not lease another.
+TEST(AgentTest, ARetriedReportDoesNotAskForTheNextTaskAgain) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {1}, 10, 100)});
+  coordinator.complete_errors.push_back(absl::UnavailableError("reply lost"));
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) {
+    return absl::StatusOr<std::vector<SeedResult>>(ResultsFor(spec));
+  });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+  ASSERT_EQ(coordinator.nexts.size(), 2u);
+  EXPECT_EQ(coordinator.nexts[0].max_tasks, 1);
+  EXPECT_EQ(coordinator.nexts[1].max_tasks, 0);
+  EXPECT_EQ(coordinator.acknowledged.size(), 1u);
+  EXPECT_EQ(agent.stats().tasks_completed, 1);
 }
 
 TEST(AgentTest, AsksForTheMemoryShareOfItsFreeSlots) {

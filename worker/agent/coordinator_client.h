@@ -79,9 +79,18 @@ struct CellResult {
   SeedResult result;
 };
 
+// What a Complete call may lease for the slots its results free
+// (CompleteTasksRequest.next); max_tasks 0 leases nothing.
+struct NextTasks {
+  int max_tasks = 0;
+  int max_seeds = 64;
+  int64_t memory_bytes = 0;
+};
+
 struct CompleteReply {
   int recorded = 0;
   int duplicates = 0;
+  std::vector<Task> next_tasks;  // leased for `next`; never waited for
 };
 
 // The WorkerService calls, one method per RPC. Errors are the coordinator's
@@ -100,8 +109,11 @@ class CoordinatorClient {
   virtual absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
                                                    const std::vector<int64_t>& lease_ids) = 0;
   // OK means every result is durable; idempotent under the same leases.
+  // With next.max_tasks > 0 the same call also leases up to that many
+  // tasks; a coordinator that predates `next` leases none.
   virtual absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
-                                                 const std::vector<CellResult>& results) = 0;
+                                                 const std::vector<CellResult>& results,
+                                                 const NextTasks& next) = 0;
   virtual absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
                             const std::string& reason, bool release) = 0;
 };

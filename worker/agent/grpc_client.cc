@@ -114,7 +114,8 @@ absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::Heartbeat(
 }
 
 absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
-    const std::string& worker_id, const std::vector<CellResult>& results) {
+    const std::string& worker_id, const std::vector<CellResult>& results,
+    const NextTasks& next) {
   v1::CompleteTasksRequest req;
   req.set_worker_id(worker_id);
   for (const CellResult& r : results) {
@@ -123,12 +124,19 @@ absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
     out->set_lease_id(r.lease_id);
     *out->mutable_result() = ToProto(r.result);
   }
+  if (next.max_tasks > 0) {
+    req.mutable_next()->set_max_tasks(next.max_tasks);
+    req.mutable_next()->set_max_seeds(next.max_seeds);
+    req.mutable_next()->set_memory_bytes(next.memory_bytes);
+  }
   v1::CompleteTasksResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);
   absl::Status s = FromGrpc(stub_->CompleteTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
-  return CompleteReply{resp.recorded(), resp.duplicates()};
+  CompleteReply reply{resp.recorded(), resp.duplicates(), {}};
+  for (const v1::Task& t : resp.next_tasks()) reply.next_tasks.push_back(TaskFromProto(t));
+  return reply;
 }
 
 absl::Status GrpcCoordinatorClient::Fail(const std::string& worker_id,

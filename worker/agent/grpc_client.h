@@ -43,7 +43,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
                                            const std::vector<int64_t>& lease_ids) override;
   absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
-                                         const std::vector<CellResult>& results) override;
+                                         const std::vector<CellResult>& results,
+                                         const NextTasks& next) override;
   absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
                     const std::string& reason, bool release) override;
 

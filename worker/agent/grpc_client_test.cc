@@ -28,7 +28,10 @@ class RecordingService : public v1::WorkerService::Service {
   grpc::Status AcquireTasks(grpc::ServerContext*, const v1::AcquireTasksRequest* req,
                             v1::AcquireTasksResponse* resp) override {
     last_acquire = *req;
-    v1::Task* t = resp->add_tasks();
+    AddTask(resp->add_tasks());
+    return grpc::Status::OK;
+  }
+  static void AddTask(v1::Task* t) {
     t->set_sweep_id("s-1");
     t->set_head_index(1);
     t->mutable_spec()->set_rank(8);
@@ -42,7 +45,6 @@ class RecordingService : public v1::WorkerService::Service {
       c->set_attempt(2);
     }
     t->set_deadline_unix_ms(1234);
-    return grpc::Status::OK;
   }
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
                          v1::HeartbeatResponse* resp) override {
@@ -51,10 +53,16 @@ class RecordingService : public v1::WorkerService::Service {
     resp->set_deadline_unix_ms(99);
     return grpc::Status::OK;
   }
+  // Refuses a call without `next`; with it, records and leases one task.
   grpc::Status CompleteTasks(grpc::ServerContext*, const v1::CompleteTasksRequest* req,
-                             v1::CompleteTasksResponse*) override {
+                             v1::CompleteTasksResponse* resp) override {
     last_complete = *req;
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "lease 100 is stale");
+    if (!req->has_next()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "lease 100 is stale");
+    }
+    resp->set_recorded(req->results_size());
+    AddTask(resp->add_next_tasks());
+    return grpc::Status::OK;
   }
   grpc::Status FailTask(grpc::ServerContext*, const v1::FailTaskRequest* req,
                         v1::FailTaskResponse*) override {
@@ -155,12 +163,34 @@ TEST_F(GrpcClientTest, CompleteKeepsTheServersCodeAndMessage) {
   r.result.seed = 3;
   r.result.steps = 42;
   r.result.train.sequences = 64;
-  absl::StatusOr<CompleteReply> reply = client_->Complete("w-7", {r});
+  absl::StatusOr<CompleteReply> reply = client_->Complete("w-7", {r}, NextTasks{});
   EXPECT_EQ(reply.status(), absl::FailedPreconditionError("lease 100 is stale"));
   ASSERT_EQ(service_.last_complete.results_size(), 1);
+  EXPECT_FALSE(service_.last_complete.has_next());
   EXPECT_EQ(service_.last_complete.results(0).lease_id(), 100);
   EXPECT_EQ(service_.last_complete.results(0).result().steps(), 42);
   EXPECT_EQ(service_.last_complete.results(0).result().train().sequences(), 64);
+}
+
+TEST_F(GrpcClientTest, CompleteAsksForTheNextTasksAndTranslatesThem) {
+  CellResult r;
+  r.cell_id = 10;
+  r.lease_id = 100;
+  r.result.seed = 3;
+  absl::StatusOr<CompleteReply> reply = client_->Complete("w-7", {r}, NextTasks{1, 16, 1 << 20});
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_TRUE(service_.last_complete.has_next());
+  EXPECT_EQ(service_.last_complete.next().max_tasks(), 1);
+  EXPECT_EQ(service_.last_complete.next().max_seeds(), 16);
+  EXPECT_EQ(service_.last_complete.next().memory_bytes(), 1 << 20);
+  EXPECT_EQ(reply->recorded, 1);
+  ASSERT_EQ(reply->next_tasks.size(), 1u);
+  const Task& t = reply->next_tasks[0];
+  EXPECT_EQ(t.sweep_id, "s-1");
+  EXPECT_EQ(t.spec.seeds, (std::vector<uint64_t>{3, 4}));
+  ASSERT_EQ(t.cells.size(), 2u);
+  EXPECT_EQ(t.cells[1].lease_id, 101);
+  EXPECT_EQ(t.deadline_unix_ms, 1234);
 }
 
 TEST(GrpcClientUnreachableTest, IsUnavailable) {
