@@ -535,7 +535,23 @@ size_t Store::queued_writes() {
   return queue_.size();
 }
 
+namespace {
+
+// Runs one of the group commit's own statements (BEGIN, SAVEPOINT, RELEASE,
+// COMMIT) from the statement cache: compiling it again for every request
+// cost more than running it.
+absl::Status RunCached(Connection& w, const std::string& sql) {
+  ASSIGN_OR_RETURN(Statement statement, w.Prepare(sql));
+  return statement.Run();
+}
+
+}  // namespace
+
 void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
+  static const std::string kBegin = "BEGIN IMMEDIATE";
+  static const std::string kSavepoint = "SAVEPOINT write_request";
+  static const std::string kRelease = "RELEASE write_request";
+  static const std::string kCommit = "COMMIT";
   Connection& w = *writer_;
   // A savepoint per request, so that a request that fails (a stale lease,
   // an unknown cell) undoes only its own changes; a lone request needs none:
@@ -543,7 +559,7 @@ void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
   const bool savepoints = batch.size() > 1;
   size_t next = 0;  // the first request not yet run
   while (next < batch.size()) {
-    absl::Status begin = w.Exec("BEGIN IMMEDIATE");
+    absl::Status begin = RunCached(w, kBegin);
     if (!begin.ok()) {
       for (size_t i = next; i < batch.size(); ++i) batch[i]->status = begin;
       return;
@@ -554,7 +570,7 @@ void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
     bool aborted = false;
     for (; next < batch.size() && !aborted; ++next) {
       WriteRequest* r = batch[next];
-      absl::Status s = savepoints ? w.Exec("SAVEPOINT write_request") : absl::OkStatus();
+      absl::Status s = savepoints ? RunCached(w, kSavepoint) : absl::OkStatus();
       if (s.ok()) s = r->fn(w);
       if (sqlite3_get_autocommit(w.db_) != 0) {
         // SQLite rolled the whole transaction back (I/O error, disk full):
@@ -572,7 +588,7 @@ void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
         aborted = true;
         continue;  // ++next: the remaining requests get a fresh transaction
       }
-      if (s.ok() && savepoints) s = w.Exec("RELEASE write_request");
+      if (s.ok() && savepoints) s = RunCached(w, kRelease);
       r->status = s;
       if (s.ok()) {
         applied.push_back(r);
@@ -584,7 +600,7 @@ void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
     if (aborted) continue;
     // One COMMIT, one sync, for every request that succeeded. A batch whose
     // requests all failed has nothing to keep.
-    absl::Status commit = applied.empty() ? w.Exec("ROLLBACK") : w.Exec("COMMIT");
+    absl::Status commit = applied.empty() ? w.Exec("ROLLBACK") : RunCached(w, kCommit);
     if (!commit.ok()) {
       w.Exec("ROLLBACK").IgnoreError();
       for (WriteRequest* r : applied) r->status = commit;
