@@ -450,7 +450,6 @@ absl::Status Agent::FlushOutbox(const std::shared_ptr<TaskState>& slot) {
     }
     lock.Release();
     for (const auto& state : leased) ReleaseOrFail(state, kShutdownReason, /*release=*/true);
-    return absl::OkStatus();
   }
 }
 

@@ -57,6 +57,7 @@ class FakeCoordinator : public CoordinatorClient {
   absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
                                          const NextTasks& next) override {
+    if (on_complete) on_complete();
     absl::MutexLock lock(&mu);
     completes.push_back(results);
     nexts.push_back(next);
@@ -91,6 +92,7 @@ class FakeCoordinator : public CoordinatorClient {
   std::deque<absl::Status> complete_errors;
   // What successive Complete calls that ask for `next` lease; none when empty.
   std::deque<std::vector<Task>> next_script;
+  std::function<void()> on_complete;  // called first in every Complete call
   std::function<HeartbeatReply(const std::vector<int64_t>&)> on_heartbeat;
   std::vector<RegisterRequest> registers;
   std::vector<AcquireRequest> acquires;
@@ -252,6 +254,36 @@ TEST(AgentTest, TheCallThatReportsATaskLeasesTheSlotsNextTask) {
   EXPECT_EQ(s.tasks_completed, 2);
   EXPECT_EQ(s.cells_completed, 3);
   EXPECT_TRUE(coordinator.fails.empty());
+}
+
+// A drain that begins while the report is in flight gets the task leased
+// with it, and gives it straight back without using an attempt.
+TEST(AgentTest, ATaskLeasedWithAReportDuringADrainIsReleased) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {1}, 10, 100)});
+  coordinator.next_script.push_back(std::vector<Task>{MakeTask("s-1", {2, 3}, 11, 101)});
+  std::vector<std::vector<uint64_t>> ran;
+  FakeRunner runner([&](const TaskSpec& spec, const RunControl&) {
+    {
+      absl::MutexLock lock(&coordinator.mu);
+      ran.push_back(spec.seeds);
+    }
+    return absl::StatusOr<std::vector<SeedResult>>(ResultsFor(spec));
+  });
+  AgentOptions options = TestOptions();
+  options.exit_when_idle = false;
+  Agent agent(&coordinator, &runner, options);
+  coordinator.on_complete = [&agent] { agent.RequestDrain(); };
+  ASSERT_TRUE(agent.Run().ok());
+
+  EXPECT_THAT(ran, ElementsAre(std::vector<uint64_t>{1}));
+  ASSERT_EQ(coordinator.fails.size(), 1u);
+  EXPECT_THAT(coordinator.fails[0].leases, ElementsAre(101, 102));
+  EXPECT_TRUE(coordinator.fails[0].release);
+  const AgentStats s = agent.stats();
+  EXPECT_EQ(s.tasks_acquired, 2);
+  EXPECT_EQ(s.tasks_completed, 1);
+  EXPECT_EQ(s.tasks_released, 1);
 }
 
 // After a lost reply the first attempt may have leased a task the agent
