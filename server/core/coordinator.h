@@ -157,9 +157,6 @@ class Coordinator {
   // NotFound for an unregistered worker.
   absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, int max_tasks,
                                             int max_seeds, int64_t memory_bytes = 0);
-  absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, const TaskWant& want) {
-    return Acquire(worker_id, want.max_tasks, want.max_seeds, want.memory_bytes);
-  }
 
   // Extends the worker's live leases to now + lease_ms. Leases of cancelled
   // cells are reported in cancelled_lease_ids, leases that expired, were
