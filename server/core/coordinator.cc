@@ -1723,9 +1723,6 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
   });
 }
 
-// Groups aggregated from the result rows themselves: for a seed filter,
-// which the running aggregates cannot answer. Sets `facts` from the first
-// done cell kept.
 // RowSink::Expect's bound never exceeds this, so that a sink may reserve
 // room for all of it.
 constexpr int64_t kMostRowsExpected = 100'000;
@@ -1882,6 +1879,9 @@ absl::Status ReadFinishedRowsOnTwoThreads(Statement& q, FinishedRows& rows) {
   return rows.status();
 }
 
+// Groups aggregated from the result rows themselves: for a seed filter,
+// which the running aggregates cannot answer. Sets `facts` from the first
+// done cell kept.
 absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
                             const std::vector<std::string>& labels, const CellFilter& filter,
                             std::map<std::pair<int, int>, ResultGroup>* groups,

@@ -117,7 +117,7 @@ void FillProto(const ResultRow& row, v1::ResultRow* p) {
 }
 
 ResultColumnsBuilder::ResultColumnsBuilder(v1::ResultColumns* p, const std::string& sweep_id)
-    : p_(p) {
+    : p_(p), workers_(p->mutable_workers()), devices_(p->mutable_devices()) {
   p_->set_sweep_id(sweep_id);
 }
 
@@ -149,25 +149,15 @@ void ResultColumnsBuilder::Expect(int64_t at_most) {
   p_->mutable_facts()->Reserve(rows);
 }
 
-int ResultColumnsBuilder::WorkerIndex(const std::string& worker_id) {
-  // Most rows repeat the previous row's values: checked before the maps.
-  if (last_worker_ >= 0 && p_->workers(last_worker_) == worker_id) return last_worker_;
-  auto it = workers_.find(worker_id);
-  if (it != workers_.end()) return last_worker_ = it->second;
-  const int index = p_->workers_size();
-  p_->add_workers(worker_id);
-  workers_.emplace(p_->workers(index), index);
-  return last_worker_ = index;
-}
-
-int ResultColumnsBuilder::DeviceIndex(const std::string& device) {
-  if (last_device_ >= 0 && p_->devices(last_device_) == device) return last_device_;
-  auto it = devices_.find(device);
-  if (it != devices_.end()) return last_device_ = it->second;
-  const int index = p_->devices_size();
-  p_->add_devices(device);
-  devices_.emplace(p_->devices(index), index);
-  return last_device_ = index;
+int ResultColumnsBuilder::StringTable::IndexOf(const std::string& value) {
+  // Most rows repeat the previous row's values: checked before the map.
+  if (last >= 0 && values->Get(last) == value) return last;
+  auto it = index.find(value);
+  if (it != index.end()) return last = it->second;
+  const int at = values->size();
+  *values->Add() = value;
+  index.emplace(values->Get(at), at);
+  return last = at;
 }
 
 int ResultColumnsBuilder::VersionIndex(const VersionManifest& v) {
@@ -217,7 +207,7 @@ void ResultColumnsBuilder::Add(const ResultRow& row) {
   c.add_lease_id(row.lease_id);
   c.add_finished_unix_ms(row.finished_unix_ms);
   c.add_cached_from_cell_id(row.cached_from_cell_id);
-  c.add_worker(WorkerIndex(row.worker_id));
+  c.add_worker(workers_.IndexOf(row.worker_id));
   c.add_worker_version(VersionIndex(row.worker_version));
   if (!row.failure.empty()) {
     c.add_failure_row(rows_);
@@ -238,7 +228,7 @@ void ResultColumnsBuilder::Add(const ResultRow& row) {
   c.add_final_loss(r.final_loss);
   c.add_steps(r.steps);
   c.add_wall_seconds(r.wall_seconds);
-  c.add_device(DeviceIndex(r.device));
+  c.add_device(devices_.IndexOf(r.device));
   c.add_facts(FactsIndex(r.facts));
   ++rows_;
 }

@@ -47,22 +47,29 @@ class ResultColumnsBuilder final : public RowSink {
   void Finish();
 
  private:
-  int WorkerIndex(const std::string& worker_id);
+  // A table of distinct strings of the reply (workers, devices) and the
+  // index of each. The keys point into the table's own strings, which stay
+  // put as it grows.
+  struct StringTable {
+    explicit StringTable(google::protobuf::RepeatedPtrField<std::string>* v) : values(v) {}
+    int IndexOf(const std::string& value);
+    google::protobuf::RepeatedPtrField<std::string>* values;
+    absl::flat_hash_map<std::string_view, int> index;
+    int last = -1;  // the index given last (-1: none yet)
+  };
   int VersionIndex(const VersionManifest& v);
-  int DeviceIndex(const std::string& device);
   int FactsIndex(const DatasetFacts& f);
 
   v1::ResultColumns* p_;
   int rows_ = 0;
-  // Values already in the tables -> their index. The keys point into the
-  // tables' own strings, which stay put as the tables grow.
-  absl::flat_hash_map<std::string_view, int> workers_, devices_;
+  StringTable workers_, devices_;
+  // Values already in the other tables -> their index.
   absl::flat_hash_map<std::tuple<std::string_view, std::string_view, std::string_view>, int>
       versions_;
   using FactsKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
   absl::flat_hash_map<FactsKey, int> facts_;
   // The index each table gave last (-1: none yet).
-  int last_worker_ = -1, last_version_ = -1, last_device_ = -1, last_facts_ = -1;
+  int last_version_ = -1, last_facts_ = -1;
   FactsKey last_facts_key_;
 };
 v1::HeadSummary ToProto(const HeadSummary& head);
