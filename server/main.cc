@@ -66,7 +66,8 @@ ABSL_FLAG(int64_t, max_task_memory_bytes, int64_t{64} << 30,
           "Reject a sweep any of whose cells, for one seed, is estimated to need more memory "
           "than this (docs/LIMITS.md); 0 = no limit");
 ABSL_FLAG(int, call_threads, 64,
-          "Threads that run worker calls (1..1024); as many writes can share one commit");
+          "Threads that run RegisterWorker, Heartbeat and FailTask calls (1..1024); as many "
+          "of them can wait for one commit");
 ABSL_FLAG(int, busy_timeout_ms, 5000,
           "How long a database write waits for a lock held by another process");
 ABSL_FLAG(bool, insecure_local, false,

@@ -1216,6 +1216,31 @@ absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker
   return tasks;
 }
 
+void Coordinator::AcquireAsync(std::string worker_id, TaskWant want, AcquireDone done) {
+  if (absl::Status s = CheckWant(want, ""); !s.ok()) return done(s);
+  // What the transaction fills in, kept until `done` has run.
+  struct Call {
+    std::string worker_id;
+    TaskWant want;
+    int64_t now;
+    AcquireDone done;
+    std::vector<Task> tasks;
+    Events events;
+  };
+  auto call = std::make_shared<Call>(
+      Call{std::move(worker_id), want, clock_->NowMs(), std::move(done), {}, {}});
+  store_->WriteAsync(
+      [this, call](Connection& c) -> absl::Status {
+        RETURN_IF_ERROR(TouchWorker(c, call->worker_id, call->now));
+        return LeaseTasks(c, call->worker_id, call->want, call->now, call->events, call->tasks);
+      },
+      [this, call](absl::Status s) {
+        if (!s.ok()) return call->done(s);
+        Dispatch(call->events);
+        call->done(std::move(call->tasks));
+      });
+}
+
 absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id,
                                      const TaskWant& want, int64_t now, Events& events,
                                      std::vector<Task>& tasks) {
@@ -1412,96 +1437,132 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     out = CompleteOutcome();
     events = Events();
-    RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
-    ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
-    std::set<std::string> touched;
-    for (const CellResult& r : results) {
-      std::string sweep_id, holder;
-      int head_index = 0, rank = 0, state = 0, attempt = 0;
-      uint64_t seed = 0;
-      int64_t lease_id = 0;
-      {
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT sweep_id, head_index, rank, seed, state, attempt, "
-                                   "lease_id, worker_id FROM cells WHERE id = ?1"));
-        q.Bind(1, r.cell_id);
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) return absl::NotFoundError(absl::StrCat("no cell ", r.cell_id));
-        sweep_id = q.ColumnText(0);
-        head_index = static_cast<int>(q.ColumnInt(1));
-        rank = static_cast<int>(q.ColumnInt(2));
-        seed = SeedFromDb(q.ColumnInt(3));
-        state = static_cast<int>(q.ColumnInt(4));
-        attempt = static_cast<int>(q.ColumnInt(5));
-        lease_id = q.ColumnInt(6);
-        holder = q.ColumnText(7);
-      }
-      if (state == kCellDone && lease_id == r.lease_id && holder == worker_id) {
-        ++out.duplicates;
-        continue;
-      }
-      if (lease_id != r.lease_id || (state != kCellLeased && state != kCellCancelled)) {
-        return absl::FailedPreconditionError(absl::StrFormat(
-            "stale lease %d for cell %d: the cell is %s%s", r.lease_id, r.cell_id,
-            Name(static_cast<CellState>(state)),
-            lease_id != 0 ? absl::StrCat(" under lease ", lease_id) : std::string()));
-      }
-      if (holder != worker_id) {
-        return ForeignLease(r.lease_id, LeaseRow{r.cell_id, state, holder}, worker_id);
-      }
-      if (state == kCellCancelled) {
-        return absl::FailedPreconditionError(absl::StrFormat(
-            "lease %d for cell %d: sweep %s was cancelled", r.lease_id, r.cell_id, sweep_id));
-      }
-      if (r.result.seed != seed) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "results[].result.seed: cell %d has seed %d, the result says %d", r.cell_id, seed,
-            r.result.seed));
-      }
-      {
-        ASSIGN_OR_RETURN(
-            Statement ins,
-            c.Prepare(InsertResultSql()));
-        ins.Bind(1, r.cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank);
-        ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
-        ins.Bind(9, version.build_id).Bind(10, version.torch_version);
-        ins.Bind(11, version.cuda_version).Bind(12, now);
-        BindResultColumns(ins, 13, r.result);
-        ASSIGN_OR_RETURN(std::string key, TaskKeyOf(c, sweep_id, head_index, rank));
-        ins.Bind(13 + kResultColumnCount, key);
-        ResultRow row = FinishedRow(head_index, rank, seed, CellState::kDone, attempt, lease_id,
-                                    worker_id, version, now);
-        row.result = r.result;
-        RETURN_IF_ERROR(ins.Run());
-        RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
-      }
-      RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result, false));
-      {
-        ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3, lease_deadline_ms "
-                                                "= 0, last_failure = '' WHERE id = ?1"));
-        u.Bind(1, r.cell_id);
-        RETURN_IF_ERROR(u.Run());
-      }
-      ++out.recorded;
-      touched.insert(sweep_id);
-      ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
-      const SweepSpec& spec = *spec_ptr;
-      events.Add(sweep_id, absl::StrCat("cell ", CellLabel(spec, head_index, rank, seed), " done"));
-    }
-    if (out.recorded > 0) {
-      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET completed = completed + ?2 "
-                                              "WHERE id = ?1"));
-      u.Bind(1, worker_id).Bind(2, out.recorded);
-      RETURN_IF_ERROR(u.Run());
-    }
-    for (const std::string& sweep_id : touched) {
-      RETURN_IF_ERROR(MaybeFinishSweep(c, sweep_id, events));
-    }
-    if (!want.has_value()) return absl::OkStatus();
-    return LeaseTasks(c, worker_id, *want, now, events, out.next_tasks);
+    return CompleteIn(c, worker_id, results, want, now, events, out);
   }));
   Dispatch(events);
   return out;
+}
+
+void Coordinator::CompleteAsync(std::string worker_id, std::vector<CellResult> results,
+                                std::optional<TaskWant> next, CompleteDone done) {
+  if (next.has_value()) {
+    if (absl::Status s = CheckWant(*next, "next."); !s.ok()) return done(s);
+  }
+  // What the transaction reads and fills in, kept until `done` has run.
+  struct Call {
+    std::string worker_id;
+    std::vector<CellResult> results;
+    std::optional<TaskWant> want;
+    int64_t now;
+    CompleteDone done;
+    CompleteOutcome out;
+    Events events;
+  };
+  auto call = std::make_shared<Call>(Call{std::move(worker_id), std::move(results), next,
+                                          clock_->NowMs(), std::move(done), {}, {}});
+  store_->WriteAsync(
+      [this, call](Connection& c) -> absl::Status {
+        return CompleteIn(c, call->worker_id, call->results, call->want, call->now,
+                          call->events, call->out);
+      },
+      [this, call](absl::Status s) {
+        if (!s.ok()) return call->done(s);
+        Dispatch(call->events);
+        call->done(std::move(call->out));
+      });
+}
+
+absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id,
+                                     const std::vector<CellResult>& results,
+                                     const std::optional<TaskWant>& want, int64_t now,
+                                     Events& events, CompleteOutcome& out) {
+  RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+  ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
+  std::set<std::string> touched;
+  for (const CellResult& r : results) {
+    std::string sweep_id, holder;
+    int head_index = 0, rank = 0, state = 0, attempt = 0;
+    uint64_t seed = 0;
+    int64_t lease_id = 0;
+    {
+      ASSIGN_OR_RETURN(Statement q,
+                       c.Prepare("SELECT sweep_id, head_index, rank, seed, state, attempt, "
+                                 "lease_id, worker_id FROM cells WHERE id = ?1"));
+      q.Bind(1, r.cell_id);
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return absl::NotFoundError(absl::StrCat("no cell ", r.cell_id));
+      sweep_id = q.ColumnText(0);
+      head_index = static_cast<int>(q.ColumnInt(1));
+      rank = static_cast<int>(q.ColumnInt(2));
+      seed = SeedFromDb(q.ColumnInt(3));
+      state = static_cast<int>(q.ColumnInt(4));
+      attempt = static_cast<int>(q.ColumnInt(5));
+      lease_id = q.ColumnInt(6);
+      holder = q.ColumnText(7);
+    }
+    if (state == kCellDone && lease_id == r.lease_id && holder == worker_id) {
+      ++out.duplicates;
+      continue;
+    }
+    if (lease_id != r.lease_id || (state != kCellLeased && state != kCellCancelled)) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "stale lease %d for cell %d: the cell is %s%s", r.lease_id, r.cell_id,
+          Name(static_cast<CellState>(state)),
+          lease_id != 0 ? absl::StrCat(" under lease ", lease_id) : std::string()));
+    }
+    if (holder != worker_id) {
+      return ForeignLease(r.lease_id, LeaseRow{r.cell_id, state, holder}, worker_id);
+    }
+    if (state == kCellCancelled) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "lease %d for cell %d: sweep %s was cancelled", r.lease_id, r.cell_id, sweep_id));
+    }
+    if (r.result.seed != seed) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "results[].result.seed: cell %d has seed %d, the result says %d", r.cell_id, seed,
+          r.result.seed));
+    }
+    {
+      ASSIGN_OR_RETURN(
+          Statement ins,
+          c.Prepare(InsertResultSql()));
+      ins.Bind(1, r.cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank);
+      ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
+      ins.Bind(9, version.build_id).Bind(10, version.torch_version);
+      ins.Bind(11, version.cuda_version).Bind(12, now);
+      BindResultColumns(ins, 13, r.result);
+      ASSIGN_OR_RETURN(std::string key, TaskKeyOf(c, sweep_id, head_index, rank));
+      ins.Bind(13 + kResultColumnCount, key);
+      ResultRow row = FinishedRow(head_index, rank, seed, CellState::kDone, attempt, lease_id,
+                                  worker_id, version, now);
+      row.result = r.result;
+      RETURN_IF_ERROR(ins.Run());
+      RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
+    }
+    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result, false));
+    {
+      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3, lease_deadline_ms "
+                                              "= 0, last_failure = '' WHERE id = ?1"));
+      u.Bind(1, r.cell_id);
+      RETURN_IF_ERROR(u.Run());
+    }
+    ++out.recorded;
+    touched.insert(sweep_id);
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+    const SweepSpec& spec = *spec_ptr;
+    events.Add(sweep_id, absl::StrCat("cell ", CellLabel(spec, head_index, rank, seed), " done"));
+  }
+  if (out.recorded > 0) {
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET completed = completed + ?2 "
+                                            "WHERE id = ?1"));
+    u.Bind(1, worker_id).Bind(2, out.recorded);
+    RETURN_IF_ERROR(u.Run());
+  }
+  for (const std::string& sweep_id : touched) {
+    RETURN_IF_ERROR(MaybeFinishSweep(c, sweep_id, events));
+  }
+  if (!want.has_value()) return absl::OkStatus();
+  return LeaseTasks(c, worker_id, *want, now, events, out.next_tasks);
 }
 
 absl::Status Coordinator::Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,

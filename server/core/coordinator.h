@@ -29,9 +29,10 @@
 // lease (nothing of the request is recorded), store errors as they come.
 //
 // Listeners: changes are delivered after the transaction that made them has
-// committed, on the thread that made them, with no coordinator lock held.
-// Listeners must be quick and must not call Subscribe/Unsubscribe from
-// inside the callback; they may call the query methods.
+// committed, with no coordinator lock held: on the thread that called, or
+// for AcquireAsync/CompleteAsync on the store's writer thread, where they
+// hold up the next commit. Listeners must be quick and must not call
+// Subscribe/Unsubscribe or a method that writes from inside the callback.
 //
 // Thread-safety: every method is safe to call concurrently. Writes are
 // serialized by the store; queries run on the store's read connection and do
@@ -182,6 +183,17 @@ class Coordinator {
                                            const std::vector<CellResult>& results,
                                            const std::optional<TaskWant>& next = std::nullopt);
 
+  // Acquire() and Complete() without waiting for the commit: they queue
+  // their transaction (Store::WriteAsync) and return. `done` gets the same
+  // outcome the waiting calls would return, on the store's writer thread as
+  // soon as the commit has synced, so it must be short and must not block.
+  // An argument out of range calls `done` at once, on the calling thread.
+  using AcquireDone = std::function<void(absl::StatusOr<std::vector<Task>>)>;
+  void AcquireAsync(std::string worker_id, TaskWant want, AcquireDone done);
+  using CompleteDone = std::function<void(absl::StatusOr<CompleteOutcome>)>;
+  void CompleteAsync(std::string worker_id, std::vector<CellResult> results,
+                     std::optional<TaskWant> next, CompleteDone done);
+
   // Gives up leases. release=true: the cells return to pending and the
   // attempt is given back. release=false: the attempt counts; the cell goes
   // back to pending, or is FAILED with `reason` once it has used
@@ -249,6 +261,12 @@ class Coordinator {
   // inside the caller's write transaction; appends them to `tasks`.
   absl::Status LeaseTasks(Connection& c, const std::string& worker_id, const TaskWant& want,
                           int64_t now, Events& events, std::vector<Task>& tasks);
+  // Complete()'s transaction: records `results`, then leases for `want`
+  // when it has a value (checked by CheckWant).
+  absl::Status CompleteIn(Connection& c, const std::string& worker_id,
+                          const std::vector<CellResult>& results,
+                          const std::optional<TaskWant>& want, int64_t now, Events& events,
+                          CompleteOutcome& out);
   // Ends `sweep_id` if it is RUNNING with no pending or leased cell left.
   // Advances a search-mode sweep (creating the cells of the next probed
   // ranks), then ends the sweep when nothing is left to run.

@@ -6,9 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -786,6 +789,74 @@ TEST_F(CoordinatorTest, CompleteLeasesTheNextTasksInTheSameTransaction) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->duplicates, 4);
   EXPECT_THAT(again->next_tasks, IsEmpty());
+}
+
+// The calls that do not wait: the same outcome, delivered once the commit
+// has synced; an argument out of range is answered at once, on the caller's
+// thread, with nothing written.
+TEST_F(CoordinatorTest, AcquireAsyncAndCompleteAsyncDeliverTheOutcomeAfterTheCommit) {
+  std::string sweep = Submit(MakeSpec("grid"));  // 16 cells in 4 groups of 4 seeds
+  std::string w = Register();
+  std::promise<absl::StatusOr<std::vector<Task>>> leased;
+  coordinator_->AcquireAsync(w, TaskWant{1, 4, 0},
+                             [&](absl::StatusOr<std::vector<Task>> t) { leased.set_value(t); });
+  absl::StatusOr<std::vector<Task>> tasks = leased.get_future().get();
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].cells.size(), 4u);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+
+  std::thread::id answered_on;
+  absl::Status refused;
+  coordinator_->AcquireAsync(w, TaskWant{65, 4, 0}, [&](absl::StatusOr<std::vector<Task>> t) {
+    answered_on = std::this_thread::get_id();
+    refused = t.status();
+  });
+  EXPECT_EQ(answered_on, std::this_thread::get_id());
+  EXPECT_EQ(refused.message(), "max_tasks: must be 1..64, got 65");
+  coordinator_->CompleteAsync(w, ResultsFor((*tasks)[0]), TaskWant{1, 0, -1},
+                              [&](absl::StatusOr<CompleteOutcome> out) {
+                                answered_on = std::this_thread::get_id();
+                                refused = out.status();
+                              });
+  EXPECT_EQ(answered_on, std::this_thread::get_id());
+  EXPECT_EQ(refused.message(), "next.memory_bytes: must be >= 0 (0 = unknown), got -1");
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+
+  // A stale lease: the transaction fails and nothing is kept.
+  std::vector<CellResult> stale = ResultsFor((*tasks)[0]);
+  stale[0].lease_id += 1000;
+  std::promise<absl::StatusOr<CompleteOutcome>> failed;
+  coordinator_->CompleteAsync(w, stale, TaskWant{1, 4, 0},
+                              [&](absl::StatusOr<CompleteOutcome> out) { failed.set_value(out); });
+  EXPECT_EQ(failed.get_future().get().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+
+  std::vector<std::string> events;
+  std::mutex events_mu;
+  const int64_t sub = coordinator_->Subscribe(sweep, [&](const SweepChange& c) {
+    std::lock_guard<std::mutex> lock(events_mu);
+    events.push_back(c.message);
+  });
+  std::promise<absl::StatusOr<CompleteOutcome>> completed;
+  coordinator_->CompleteAsync(w, ResultsFor((*tasks)[0]), TaskWant{1, 4, 0},
+                              [&](absl::StatusOr<CompleteOutcome> out) {
+                                // Committed before `done`: a reader sees it.
+                                out->duplicates = static_cast<int>(Cells(sweep, CellState::kDone));
+                                completed.set_value(out);
+                              });
+  absl::StatusOr<CompleteOutcome> out = completed.get_future().get();
+  coordinator_->Unsubscribe(sub);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->recorded, 4);
+  EXPECT_EQ(out->duplicates, 4);  // the done cells a reader saw from `done`
+  ASSERT_EQ(out->next_tasks.size(), 1u);
+  EXPECT_EQ(out->next_tasks[0].rank, 2);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 4);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+  // The watchers heard of the four results and the new lease before `done`.
+  std::lock_guard<std::mutex> lock(events_mu);
+  EXPECT_EQ(events.size(), 5u);
 }
 
 // ------------------------------------------------------------------ cancel

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -399,6 +400,14 @@ Store::Store(std::string path, std::unique_ptr<Connection> writer)
     : path_(std::move(path)), writer_(std::move(writer)) {}
 
 Store::~Store() {
+  if (writer_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      closing_ = true;
+    }
+    queue_cv_.notify_all();
+    writer_thread_.join();
+  }
   // The readers go first so that the writer's close can checkpoint the WAL.
   quick_reader_.reset();
   reader_.reset();
@@ -445,6 +454,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   ASSIGN_OR_RETURN(sqlite3 * qdb, OpenConnection(path, SQLITE_OPEN_READONLY, options));
   store->quick_reader_.reset(new Connection(qdb));
   RETURN_IF_ERROR(store->quick_reader_->Exec("PRAGMA query_only=ON"));
+  Store* s = store.get();
+  store->writer_thread_ = std::thread([s] { s->WriterLoop(); });
   return store;
 }
 
@@ -494,35 +505,72 @@ absl::StatusOr<int> Store::SchemaVersion() {
 }
 
 absl::Status Store::Write(absl::FunctionRef<absl::Status(Connection&)> fn) {
-  WriteRequest request(fn);
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  queue_.push_back(&request);
-  // Each waiter has its own condition variable and is woken exactly once:
-  // when its batch has committed, or when it is first in line and the
-  // writer is free (then it leads the next batch).
-  while (!request.done && (committing_ || queue_.front() != &request)) request.cv.wait(lock);
-  if (request.done) return request.status;
+  if (std::this_thread::get_id() == writer_thread_.get_id()) {
+    return absl::FailedPreconditionError(
+        "Store::Write called on the writer thread, which would wait for itself");
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  absl::Status result;
+  WriteAsync([fn](Connection& c) { return fn(c); },
+             [&](absl::Status s) {
+               // Notified under the lock: the waiter's frame (mu, cv) may be
+               // gone as soon as it sees `finished`.
+               std::lock_guard<std::mutex> lock(mu);
+               result = std::move(s);
+               finished = true;
+               cv.notify_one();
+             });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return finished; });
+  return result;
+}
 
-  // Lead: take everything queued, ours first, up to one batch, and commit it
-  // under one sync.
-  committing_ = true;
+void Store::WriteAsync(WriteFn fn, WriteDone done) {
+  auto* request = new WriteRequest{std::move(fn), std::move(done), absl::OkStatus()};
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!closing_) {
+      queue_.push_back(request);
+      request = nullptr;
+    }
+  }
+  if (request == nullptr) {
+    // Cheap when the writer is busy: nobody waits on the condition variable
+    // then, so no system call.
+    queue_cv_.notify_one();
+    return;
+  }
+  request->done(absl::UnavailableError("the store is closing"));
+  delete request;
+}
+
+void Store::WriterLoop() {
   std::vector<WriteRequest*> batch;
-  while (!queue_.empty() && batch.size() < kMaxWriteBatch) {
-    batch.push_back(queue_.front());
-    queue_.pop_front();
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  while (true) {
+    queue_cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // closing, and everything queued has run
+    // Everything queued while the last batch ran, up to one batch, under
+    // one commit and one sync.
+    batch.clear();
+    while (!queue_.empty() && batch.size() < kMaxWriteBatch) {
+      batch.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    lock.unlock();
+    RunBatch(batch);
+    lock.lock();
+    stats_.writes += static_cast<int64_t>(batch.size());
+    lock.unlock();
+    // The calls finish here, on the thread that committed them.
+    for (WriteRequest* r : batch) {
+      r->done(std::move(r->status));
+      delete r;
+    }
+    lock.lock();
   }
-  lock.unlock();
-  RunBatch(batch);  // committing_ makes this caller the writer's only user
-  lock.lock();
-  stats_.writes += static_cast<int64_t>(batch.size());
-  committing_ = false;
-  for (WriteRequest* r : batch) {
-    r->done = true;
-    if (r != &request) r->cv.notify_one();
-  }
-  // Whoever is first in line now leads the next batch.
-  if (!queue_.empty()) queue_.front()->cv.notify_one();
-  return request.status;
 }
 
 Store::WriteStats Store::write_stats() {

@@ -1,11 +1,16 @@
 // The coordinator's SQLite database: opening it, the versioned schema and its
 // migrations, and transactions on two connections.
 //
-//  * One writer connection, guarded by a mutex. Write() runs a function inside
-//    BEGIN IMMEDIATE ... COMMIT and rolls back when the function returns an
-//    error. The writer runs with journal_mode=WAL and synchronous=FULL: in WAL
-//    mode FULL syncs the log on every commit, so when Write() returns OK the
-//    transaction is durable and survives a crash or power loss.
+//  * One writer connection, used only by the store's writer thread. Write()
+//    and WriteAsync() queue a function; the thread runs it inside BEGIN
+//    IMMEDIATE ... COMMIT and rolls it back when it returns an error. The
+//    writer runs with journal_mode=WAL and synchronous=FULL: in WAL mode FULL
+//    syncs the log on every commit, so an OK outcome means the transaction
+//    is durable and survives a crash or power loss.
+//  * Group commit: the thread takes every function queued while it was busy
+//    (up to kMaxWriteBatch) into one transaction, each in a savepoint so that
+//    one that fails undoes only its own changes, and commits them under one
+//    sync. Under load a commit serves many calls.
 //  * One read-only connection (SQLITE_OPEN_READONLY), guarded by its own
 //    mutex. Read() runs a function inside one read transaction, a consistent
 //    snapshot. In WAL mode readers never block the writer and the writer never
@@ -34,10 +39,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -133,13 +140,27 @@ class Store {
   // kSchemaVersion, then opens the read-only connections.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options = {});
-  ~Store();  // closes both connections
+  // Runs every write already queued, stops the writer thread, then closes
+  // the connections.
+  ~Store();
 
-  // Runs `fn` in a write transaction on the writer connection, possibly
-  // together with other callers' functions (group commit, above). Keeps its
-  // changes when `fn` returns OK and the commit succeeds; rolls them back and
-  // returns the error otherwise. Writes are serialized. OK means durable.
+  // Runs `fn` in a write transaction on the writer thread, possibly together
+  // with other callers' functions (group commit, above), and waits for the
+  // outcome. Keeps its changes when `fn` returns OK and the commit succeeds;
+  // rolls them back and returns the error otherwise. Writes are serialized.
+  // OK means durable. Must not be called on the writer thread (from a
+  // function or a `done` below): that is FailedPrecondition, not a deadlock.
   absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> fn);
+
+  // Like Write(), without waiting: queues `fn` and returns at once. `fn`
+  // runs on the writer thread, and so does `done`, with the outcome, as soon
+  // as the commit has synced (or failed): the thread that committed finishes
+  // the call, with no hand-over to a waiting thread. `done` holds up the
+  // next commit while it runs, so it must be short and must not block; it
+  // may queue more writes with WriteAsync().
+  using WriteFn = std::function<absl::Status(Connection&)>;
+  using WriteDone = std::function<void(absl::Status)>;
+  void WriteAsync(WriteFn fn, WriteDone done);
 
   // Runs `fn` in one read transaction on the read-only connection. Read
   // transactions are serialized among themselves but run alongside writes.
@@ -157,7 +178,7 @@ class Store {
     int64_t commits = 0;
   };
   WriteStats write_stats();
-  // Write() calls waiting for the writer right now (not counting a batch
+  // Writes waiting for the writer thread right now (not counting a batch
   // being run). For tests and diagnostics.
   size_t queued_writes();
 
@@ -167,28 +188,32 @@ class Store {
   const std::string& path() const { return path_; }
 
  private:
-  // One caller's function waiting in the group-commit queue.
+  // One function waiting in the group-commit queue, owned by the queue until
+  // the writer thread has run its `done`.
   struct WriteRequest {
-    explicit WriteRequest(absl::FunctionRef<absl::Status(Connection&)> f) : fn(f) {}
-    absl::FunctionRef<absl::Status(Connection&)> fn;
+    WriteFn fn;
+    WriteDone done;
     absl::Status status;
-    bool done = false;         // guarded by queue_mu_
-    std::condition_variable cv;  // signalled when done, or when it is to lead
   };
   // The most functions one commit takes; the rest wait for the next one.
   static constexpr size_t kMaxWriteBatch = 256;
 
   Store(std::string path, std::unique_ptr<Connection> writer);
   absl::Status Migrate();
+  // The writer thread: takes what is queued, runs it, finishes it; until
+  // the store closes and the queue is empty.
+  void WriterLoop();
   // Runs `batch` as described above and sets every request's status. Only
-  // the caller that set committing_ runs it.
+  // the writer thread runs it.
   void RunBatch(const std::vector<WriteRequest*>& batch);
 
   const std::string path_;
   std::mutex queue_mu_;
-  std::deque<WriteRequest*> queue_;  // waiting, in arrival order
-  bool committing_ = false;          // a caller is running a batch
-  WriteStats stats_;                 // guarded by queue_mu_
+  std::condition_variable queue_cv_;  // work queued, or closing
+  std::deque<WriteRequest*> queue_;   // waiting, in arrival order
+  bool closing_ = false;              // guarded by queue_mu_
+  WriteStats stats_;                  // guarded by queue_mu_
+  std::thread writer_thread_;
   std::unique_ptr<Connection> writer_;
   std::mutex read_mu_;
   std::unique_ptr<Connection> reader_;

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -657,6 +659,100 @@ TEST(StoreTest, LaterWritesInABatchSeeEarlierOnes) {
                   .ok());
   EXPECT_EQ(counter, kQueued);
   EXPECT_EQ((*store)->write_stats().commits, 3);  // insert, held write, the 20 together
+}
+
+// WriteAsync: the caller does not wait; the writer thread runs the function
+// and then `done`, with the outcome, once the commit has synced.
+TEST(StoreTest, WriteAsyncFinishesOnTheWriterThreadAfterTheCommit) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("rs.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<absl::Status> outcomes;
+  std::vector<int64_t> rows_seen;
+  std::thread::id fn_thread, done_thread;
+  auto done = [&](absl::Status s) {
+    // A reader sees the write already: `done` runs after the commit.
+    const int64_t rows = CountRows(**store, "meta WHERE key LIKE 'a%'");
+    std::lock_guard<std::mutex> lock(mu);
+    done_thread = std::this_thread::get_id();
+    outcomes.push_back(std::move(s));
+    rows_seen.push_back(rows);
+    cv.notify_all();
+  };
+  (*store)->WriteAsync(
+      [&](Connection& c) {
+        fn_thread = std::this_thread::get_id();
+        return InsertMeta(c, "a1", 1);
+      },
+      done);
+  (*store)->WriteAsync(
+      [](Connection& c) -> absl::Status {
+        RETURN_IF_ERROR(InsertMeta(c, "a2", 2));
+        return absl::NotFoundError("a2 refuses");
+      },
+      done);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return outcomes.size() == 2; }));
+  }
+  EXPECT_TRUE(outcomes[0].ok()) << outcomes[0];
+  EXPECT_EQ(outcomes[1].code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(outcomes[1].message(), "a2 refuses");
+  EXPECT_EQ(rows_seen[0], 1);
+  EXPECT_EQ(CountRows(**store, "meta WHERE key LIKE 'a%'"), 1);  // a2 rolled back
+  EXPECT_NE(fn_thread, std::this_thread::get_id());
+  EXPECT_EQ(done_thread, fn_thread);
+  EXPECT_EQ((*store)->write_stats().writes, 2);
+}
+
+// Write() on the writer thread would wait for itself: it is refused instead,
+// and the write that asked fails with nothing kept.
+TEST(StoreTest, WriteOnTheWriterThreadIsRefusedNotADeadlock) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("rs.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::Status inner;
+  absl::Status outer = (*store)->Write([&](Connection& c) -> absl::Status {
+    RETURN_IF_ERROR(InsertMeta(c, "outer", 1));
+    inner = (*store)->Write([](Connection& c2) { return InsertMeta(c2, "inner", 2); });
+    return inner;
+  });
+  EXPECT_EQ(inner.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(inner.message(), "Store::Write called on the writer thread, which would wait for itself");
+  EXPECT_EQ(outer.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(CountRows(**store, "meta WHERE key IN ('outer', 'inner')"), 0);
+}
+
+// Closing the store runs what is still queued: every `done` is called and
+// every write that succeeded is in the file.
+TEST(StoreTest, ClosingRunsEveryQueuedWrite) {
+  TempDir dir;
+  const std::string path = dir.File("rs.db");
+  constexpr int kQueued = 12;
+  std::atomic<int> ok_done{0};
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    std::atomic<bool> holding{false};
+    (*store)->WriteAsync(
+        [&](Connection& c) {
+          holding = true;
+          HoldWriterUntilQueued(**store, kQueued);
+          return InsertMeta(c, "first", 0);
+        },
+        [&](absl::Status s) { ok_done += s.ok() ? 1 : 0; });
+    while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < kQueued; ++i) {
+      (*store)->WriteAsync([i](Connection& c) { return InsertMeta(c, "q" + std::to_string(i), i); },
+                           [&](absl::Status s) { ok_done += s.ok() ? 1 : 0; });
+    }
+  }  // closes the store with 12 writes queued
+  EXPECT_EQ(ok_done.load(), kQueued + 1);
+  auto reopened = Store::Open(path);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ(CountRows(**reopened, "meta WHERE key = 'first' OR key LIKE 'q%'"), kQueued + 1);
 }
 
 TEST(StoreTest, CommittedWriteSurvivesReopenWithoutCheckpoint) {

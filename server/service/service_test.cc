@@ -594,6 +594,13 @@ TEST_F(ServiceTest, ShutdownFinishesParkedLongPolls) {
   EXPECT_TRUE(pending.get().ok());
   v1::AcquireTasksResponse resp;
   EXPECT_EQ(Acquire(worker, 1000, &resp).error_code(), grpc::StatusCode::UNAVAILABLE);
+  // Results that arrive after Shutdown are refused, not recorded.
+  v1::CompleteTasksRequest results;
+  results.set_worker_id(worker);
+  v1::CompleteTasksResponse done;
+  grpc::Status refused = Complete(results, &done);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(refused.error_message(), "server shutting down");
 }
 
 TEST_F(ServiceTest, WatchStreamsChangesAndClosesOkWhenTheSweepEnds) {

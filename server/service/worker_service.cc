@@ -191,47 +191,55 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerCo
                                                           const v1::AcquireTasksRequest* request,
                                                           v1::AcquireTasksResponse* response) {
   // Its own reactor, so that the call can be parked (finished later by the
-  // pump) as well as finished by the pool.
+  // pump) as well as finished by the store's writer thread. Not on the call
+  // pool: nothing here waits (the lease is written with AcquireAsync).
   auto* reactor = new AcquireReactor(this);
-  if (!pool_.Run([this, reactor, context, request, response] {
-        ServeAcquire(reactor, context, request, response);
-      })) {
-    reactor->Finish(kShuttingDown);
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kAcquireTasks);
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
   }
+  if (request->wait_ms() < 0 || request->wait_ms() > kMaxWaitMs) {
+    reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat("wait_ms: must be 0..", kMaxWaitMs, ", got ", request->wait_ms()))));
+    return reactor;
+  }
+  if (IsShuttingDown()) {
+    reactor->Finish(kShuttingDown);
+    return reactor;
+  }
+  const uint64_t generation = work_generation_.load();
+  coordinator_->AcquireAsync(
+      request->worker_id(),
+      TaskWant{request->max_tasks(), request->max_seeds(), request->memory_bytes()},
+      [this, reactor, context, request, response,
+       generation](absl::StatusOr<std::vector<Task>> tasks) {
+        if (!tasks.ok()) return reactor->Finish(ToGrpcStatus(tasks.status()));
+        if (!tasks->empty() || request->wait_ms() == 0) {
+          for (const Task& t : *tasks) *response->add_tasks() = ToProto(t);
+          return reactor->Finish(grpc::Status::OK);
+        }
+        Park(reactor, context, request, response, generation);
+      });
   return reactor;
 }
 
-void WorkerServiceImpl::ServeAcquire(AcquireReactor* reactor,
-                                     grpc::CallbackServerContext* context,
-                                     const v1::AcquireTasksRequest* request,
-                                     v1::AcquireTasksResponse* response) {
-  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kAcquireTasks);
-  if (!caller.ok()) return reactor->Finish(ToGrpcStatus(caller.status()));
-  if (request->wait_ms() < 0 || request->wait_ms() > kMaxWaitMs) {
-    return reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
-        absl::StrCat("wait_ms: must be 0..", kMaxWaitMs, ", got ", request->wait_ms()))));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) return reactor->Finish(kShuttingDown);
-  }
-  const uint64_t generation = work_generation_.load();
-  absl::StatusOr<std::vector<Task>> tasks =
-      coordinator_->Acquire(request->worker_id(), request->max_tasks(), request->max_seeds(),
-                            request->memory_bytes());
-  if (!tasks.ok()) return reactor->Finish(ToGrpcStatus(tasks.status()));
-  if (!tasks->empty() || request->wait_ms() == 0) {
-    for (const Task& t : *tasks) *response->add_tasks() = ToProto(t);
-    return reactor->Finish(grpc::Status::OK);
-  }
+bool WorkerServiceImpl::IsShuttingDown() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutting_down_;
+}
 
+void WorkerServiceImpl::Park(AcquireReactor* reactor, grpc::CallbackServerContext* context,
+                             const v1::AcquireTasksRequest* request,
+                             v1::AcquireTasksResponse* response, uint64_t generation) {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return reactor->Finish(grpc::Status::OK);
   if (context->IsCancelled()) return reactor->Finish(grpc::Status::CANCELLED);
   waiters_.push_back(Waiter{reactor, context, request, response,
                             std::chrono::steady_clock::now() +
                                 std::chrono::milliseconds(request->wait_ms())});
-  // Work that arrived between our Acquire and parking must not be missed.
+  // Work that arrived between the lease attempt and parking must not be
+  // missed.
   if (work_generation_.load() != generation) work_ = true;
   cv_.notify_all();
 }
@@ -256,29 +264,33 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
     grpc::CallbackServerContext* context, const v1::CompleteTasksRequest* request,
     v1::CompleteTasksResponse* response) {
-  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
-    absl::StatusOr<Principal> caller =
-        AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
-    if (!caller.ok()) return caller.status();
-    std::vector<CellResult> results;
-    results.reserve(request->results_size());
-    for (const v1::CellResult& r : request->results()) {
-      results.push_back(CellResult{r.cell_id(), r.lease_id(), ranksweep::FromProto(r.result())});
-    }
-    std::optional<TaskWant> next;
-    if (request->has_next()) {
-      next = TaskWant{request->next().max_tasks(), request->next().max_seeds(),
-                      request->next().memory_bytes()};
-    }
-    absl::StatusOr<CompleteOutcome> out =
-        coordinator_->Complete(request->worker_id(), results, next);
-    if (out.ok()) {
-      response->set_recorded(out->recorded);
-      response->set_duplicates(out->duplicates);
-      for (const Task& t : out->next_tasks) *response->add_next_tasks() = ToProto(t);
-    }
-    return out.status();
-  });
+  // Not on the call pool: nothing here waits. The store's writer thread
+  // runs the transaction and finishes the call once its commit has synced.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (IsShuttingDown()) return Done(context, absl::UnavailableError("server shutting down"));
+  absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
+  if (!caller.ok()) return Done(context, caller.status());
+  std::vector<CellResult> results;
+  results.reserve(request->results_size());
+  for (const v1::CellResult& r : request->results()) {
+    results.push_back(CellResult{r.cell_id(), r.lease_id(), ranksweep::FromProto(r.result())});
+  }
+  std::optional<TaskWant> next;
+  if (request->has_next()) {
+    next = TaskWant{request->next().max_tasks(), request->next().max_seeds(),
+                    request->next().memory_bytes()};
+  }
+  coordinator_->CompleteAsync(
+      request->worker_id(), std::move(results), next,
+      [reactor, response](absl::StatusOr<CompleteOutcome> out) {
+        if (out.ok()) {
+          response->set_recorded(out->recorded);
+          response->set_duplicates(out->duplicates);
+          for (const Task& t : out->next_tasks) *response->add_next_tasks() = ToProto(t);
+        }
+        reactor->Finish(ToGrpcStatus(out.status()));
+      });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::FailTask(grpc::CallbackServerContext* context,

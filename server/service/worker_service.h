@@ -1,15 +1,20 @@
 // WorkerService (ranksweep.v1) over the coordinator core: the calls worker
-// agents make. Every call's body (authorize, translate, call the
-// coordinator) runs on a thread of the service's CallPool (call_pool.h), so
-// gRPC's own threads never block on the store and concurrent writes share
-// commits. Unary calls finish through DefaultReactor() when the body ends,
-// except AcquireTasks, which is a long-poll: when no work
-// is available the call is parked in a waiter list (no thread is held) and
-// finished later by one pump thread, either when the coordinator reports
-// new work (a submit, an expired or released lease, a retry) or with an
-// empty response when its wait_ms elapses. Waiters are served first come,
-// first served. CompleteTasks with `next` leases in the same transaction as
-// its results and never parks: it returns what was free at that moment.
+// agents make. gRPC's own threads never wait for a commit, so that
+// concurrent writes share commits:
+//  * AcquireTasks and CompleteTasks, the calls every task makes, are
+//    authorized and translated on gRPC's thread and queue their transaction
+//    without waiting (Coordinator::AcquireAsync, CompleteAsync). The store's
+//    writer thread runs it and finishes the call as soon as its commit has
+//    synced: no thread waits per call, and no thread is woken to answer it.
+//  * The other calls' bodies run on a thread of the service's CallPool
+//    (call_pool.h), which waits for the store there.
+// AcquireTasks is a long-poll: when no work is available the call is parked
+// in a waiter list (no thread is held) and finished later by one pump
+// thread, either when the coordinator reports new work (a submit, an expired
+// or released lease, a retry) or with an empty response when its wait_ms
+// elapses. Waiters are served first come, first served. CompleteTasks with
+// `next` leases in the same transaction as its results and never parks: it
+// returns what was free at that moment.
 //
 // Every call is first authorized (server/service/call_auth.h): worker calls
 // need role worker or admin.
@@ -20,8 +25,9 @@
 // unregisters in Shutdown(). Parked reactors are owned by gRPC.
 //
 // Shutdown(): parked AcquireTasks calls finish at once with an empty
-// response, calls already handed to the pool run to the end, later ones
-// fail with UNAVAILABLE, and the pump and pool threads stop.
+// response, calls already handed to the pool or queued on the store run to
+// the end, later ones fail with UNAVAILABLE, and the pump and pool threads
+// stop.
 // Call it before grpc::Server::Shutdown(); the destructor calls it too.
 //
 // Thread-safety: all methods may be called concurrently, as gRPC does.
@@ -90,9 +96,13 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
     SteadyTime deadline;
   };
 
-  // AcquireTasks on a pool thread: answers at once, or parks the call.
-  void ServeAcquire(AcquireReactor* reactor, grpc::CallbackServerContext* context,
-                    const v1::AcquireTasksRequest* request, v1::AcquireTasksResponse* response);
+  bool IsShuttingDown() const;
+  // Parks an AcquireTasks call that found no work, unless the server is
+  // shutting down or the client has gone. `generation` is work_generation_
+  // from before the lease attempt.
+  void Park(AcquireReactor* reactor, grpc::CallbackServerContext* context,
+            const v1::AcquireTasksRequest* request, v1::AcquireTasksResponse* response,
+            uint64_t generation);
   void OnWork();
   void Pump();
   // Removes the waiter of `reactor` if it is still parked; true if it was.
