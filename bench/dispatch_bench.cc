@@ -1,7 +1,7 @@
 // Coordinator throughput and query latency, through real gRPC and a real
 // SQLite file.
 //
-//   dispatch: W concurrent fake workers (threads, one channel each) acquire
+//   dispatch: W concurrent fake workers (one channel each) acquire
 //             K tasks of up to S seeds each (--tasks_per_call,
 //             --seeds_per_task; both default 1, the worst case; the real
 //             worker asks for one task per free slot and up to 64 seeds) and
@@ -19,6 +19,13 @@
 //             same cores, so these say where the cores went. --watchers=N
 //             adds N WatchSweep streams on the sweep for the whole phase
 //             (people running `ranksweep watch`), each reading every event.
+//             --client=callback (the default) drives the W workers with
+//             gRPC's callback API, each reply's callback sending the next
+//             call; --client=threads gives each worker a thread making
+//             blocking calls, as the bench did before. Real workers run on
+//             other machines; here their CPU comes out of the same two
+//             cores as the server's, and the threaded client's costs about
+//             half as much again per cell.
 //   paced:    the same workers, each pausing between cycles so that all of
 //             them together offer --paced_tasks_per_second (default 500)
 //             evenly spaced one-task cycles, each an AcquireTasks call and
@@ -43,9 +50,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -75,6 +85,7 @@ struct Flags {
   int page_size = 10000;  // the CLI's
   int watchers = 0;
   bool next_in_complete = true;  // the dispatch phase's CompleteTasks leases the next tasks
+  bool callback_client = true;   // --client=callback (default) or --client=threads
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -98,12 +109,18 @@ Flags ParseFlags(int argc, char** argv) {
     else if (const char* v = value("page_size")) f.page_size = std::atoi(v);
     else if (const char* v = value("watchers")) f.watchers = std::atoi(v);
     else if (const char* v = value("next_in_complete")) f.next_in_complete = std::atoi(v) != 0;
-    else {
+    else if (const char* v = value("client")) {
+      if (std::string(v) != "callback" && std::string(v) != "threads") {
+        std::fprintf(stderr, "--client: must be callback or threads, got %s\n", v);
+        std::exit(2);
+      }
+      f.callback_client = std::string(v) == "callback";
+    } else {
       std::fprintf(stderr,
                    "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
                    "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] [--seeds_per_task=1] "
                    "[--paced_tasks_per_second=500] [--paced_tasks=5000] [--page_size=10000] "
-                   "[--watchers=0] [--next_in_complete=1]\n");
+                   "[--watchers=0] [--next_in_complete=1] [--client=callback|threads]\n");
       std::exit(2);
     }
   }
@@ -288,6 +305,117 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds, bool next
   }
 }
 
+// Counts down to zero; Wait() returns once it is there.
+class Latch {
+ public:
+  explicit Latch(int count) : count_(count) {}
+  void CountDown() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--count_ == 0) cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return count_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int count_;
+};
+
+// FakeWorker's dispatch loop on gRPC's callback API (--client=callback):
+// the same calls with the same contents, but no thread of its own. Each
+// reply's callback, on one of gRPC's few threads, sends the next call, so
+// 64 of these do not cost the 64 blocked threads' wake-ups of the threaded
+// client. Registered before it starts; counts `finished` down when no
+// task is left.
+class CallbackWorker {
+ public:
+  CallbackWorker(const std::string& addr, int max_tasks, int max_seeds, bool next_in_complete,
+                 std::vector<double>* latencies, std::atomic<int64_t>* completed, Latch* finished)
+      : stub_(v1::WorkerService::NewStub(Channel(addr))),
+        max_tasks_(max_tasks),
+        max_seeds_(max_seeds),
+        next_in_complete_(next_in_complete),
+        latencies_(latencies),
+        completed_(completed),
+        finished_(finished) {
+    id_ = RegisterWorker(*stub_);
+  }
+
+  void Start() { Acquire(); }
+
+ private:
+  void Acquire() {
+    acquire_req_.set_worker_id(id_);
+    acquire_req_.set_max_tasks(max_tasks_);
+    acquire_req_.set_max_seeds(max_seeds_);
+    acquire_req_.set_wait_ms(0);
+    acquire_resp_.Clear();
+    NewContext();
+    stub_->async()->AcquireTasks(ctx_.get(), &acquire_req_, &acquire_resp_,
+                                 [this](grpc::Status s) {
+                                   Check(s, "AcquireTasks");
+                                   Record();
+                                   tasks_.Swap(acquire_resp_.mutable_tasks());
+                                   Complete();
+                                 });
+  }
+
+  void Complete() {
+    if (tasks_.empty()) return finished_->CountDown();
+    done_req_.Clear();
+    done_req_.set_worker_id(id_);
+    for (const v1::Task& task : tasks_) {
+      for (const v1::LeasedCell& cell : task.cells()) {
+        v1::CellResult* r = done_req_.add_results();
+        r->set_cell_id(cell.cell_id());
+        r->set_lease_id(cell.lease_id());
+        *r->mutable_result() = FakeResult(cell.seed());
+      }
+    }
+    if (next_in_complete_) {
+      done_req_.mutable_next()->set_max_tasks(max_tasks_);
+      done_req_.mutable_next()->set_max_seeds(max_seeds_);
+    }
+    done_resp_.Clear();
+    NewContext();
+    stub_->async()->CompleteTasks(ctx_.get(), &done_req_, &done_resp_, [this](grpc::Status s) {
+      Check(s, "CompleteTasks");
+      completed_->fetch_add(done_req_.results_size());
+      if (!next_in_complete_) return Acquire();
+      Record();
+      tasks_.Swap(done_resp_.mutable_next_tasks());
+      Complete();
+    });
+  }
+
+  void NewContext() {
+    ctx_ = std::make_unique<grpc::ClientContext>();
+    WaitForReady(ctx_.get());
+    t0_ = Clock::now();
+  }
+  void Record() {
+    latencies_->push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count());
+  }
+
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::string id_;
+  const int max_tasks_, max_seeds_;
+  const bool next_in_complete_;
+  std::vector<double>* const latencies_;
+  std::atomic<int64_t>* const completed_;
+  Latch* const finished_;
+  std::unique_ptr<grpc::ClientContext> ctx_;  // the call in flight
+  Clock::time_point t0_;
+  v1::AcquireTasksRequest acquire_req_;
+  v1::AcquireTasksResponse acquire_resp_;
+  v1::CompleteTasksRequest done_req_;
+  v1::CompleteTasksResponse done_resp_;
+  google::protobuf::RepeatedPtrField<v1::Task> tasks_;
+};
+
 // CPU seconds (user + system) process `pid` has used so far, from
 // /proc/PID/stat (fields 14 and 15, in clock ticks); -1 if unreadable.
 double ProcessCpuSeconds(pid_t pid) {
@@ -404,7 +532,17 @@ int main(int argc, char** argv) {
   const double server_cpu0 = ProcessCpuSeconds(server.pid());
   const double bench_cpu0 = SelfCpuSeconds();
   auto t0 = Clock::now();
-  {
+  if (flags.callback_client) {
+    Latch finished(flags.workers);
+    std::vector<std::unique_ptr<CallbackWorker>> workers;
+    for (int i = 0; i < flags.workers; ++i) {
+      workers.push_back(std::make_unique<CallbackWorker>(
+          *addr, flags.tasks_per_call, flags.seeds_per_task, flags.next_in_complete,
+          &latencies[static_cast<size_t>(i)], &completed, &finished));
+    }
+    for (auto& w : workers) w->Start();
+    finished.Wait();
+  } else {
     std::vector<std::thread> threads;
     for (int i = 0; i < flags.workers; ++i) {
       threads.emplace_back(FakeWorker, *addr, flags.tasks_per_call, flags.seeds_per_task,
@@ -424,10 +562,11 @@ int main(int argc, char** argv) {
     for (auto& t : watchers) t.detach();  // their sweep never ends
     return 1;
   }
-  std::printf("dispatch workers=%d tasks_per_call=%d seeds_per_task=%d next_in_complete=%d "
-              "cells=%d seconds=%.3f cells_per_second=%.0f acquire_p50_ms=%.3f "
-              "acquire_p99_ms=%.3f\n",
-              flags.workers, flags.tasks_per_call, flags.seeds_per_task,
+  std::printf("dispatch workers=%d client=%s tasks_per_call=%d seeds_per_task=%d "
+              "next_in_complete=%d cells=%d seconds=%.3f cells_per_second=%.0f "
+              "acquire_p50_ms=%.3f acquire_p99_ms=%.3f\n",
+              flags.workers, flags.callback_client ? "callback" : "threads",
+              flags.tasks_per_call, flags.seeds_per_task,
               flags.next_in_complete ? 1 : 0, flags.cells, seconds,
               flags.cells / seconds, Percentile(all, 0.5) / 1000.0,
               Percentile(all, 0.99) / 1000.0);
