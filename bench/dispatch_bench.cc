@@ -16,7 +16,10 @@
 //             and commits (group commit) is printed too, and the CPU time
 //             (user + system) that ranksweepd and the fake workers each
 //             spent per cell: on a shared machine the two compete for the
-//             same cores, so these say where the cores went. --watchers=N
+//             same cores, so these say where the cores went. The busiest
+//             server thread's CPU per cell, and the share of the wall time
+//             it was on a core, show how close the store's writer thread,
+//             which runs every write, is to being the limit. --watchers=N
 //             adds N WatchSweep streams on the sweep for the whole phase
 //             (people running `ranksweep watch`), each reading every event.
 //             --client=callback (the default) drives the W workers with
@@ -53,7 +56,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <regex>
@@ -416,10 +421,12 @@ class CallbackWorker {
   google::protobuf::RepeatedPtrField<v1::Task> tasks_;
 };
 
-// CPU seconds (user + system) process `pid` has used so far, from
-// /proc/PID/stat (fields 14 and 15, in clock ticks); -1 if unreadable.
-double ProcessCpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+// CPU seconds (user + system) process `pid` (or its thread `tid`) has used
+// so far, from /proc/PID/stat (fields 14 and 15, in clock ticks); -1 if
+// unreadable.
+double ProcessCpuSeconds(pid_t pid, const std::string& tid = "") {
+  std::ifstream in("/proc/" + std::to_string(pid) + (tid.empty() ? "" : "/task/" + tid) +
+                   "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // The command name (field 2) is in parentheses and may hold spaces.
   const size_t close = stat.rfind(')');
@@ -431,6 +438,31 @@ double ProcessCpuSeconds(pid_t pid) {
     if (i >= 14) ticks += std::strtod(field.c_str(), nullptr);
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds each thread of process `pid` has used so far, by thread id,
+// from /proc/PID/task/TID/stat.
+std::map<std::string, double> ThreadCpuSeconds(pid_t pid) {
+  std::map<std::string, double> out;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string tid = entry.path().filename().string();
+    const double seconds = ProcessCpuSeconds(pid, tid);
+    if (seconds >= 0) out[tid] = seconds;
+  }
+  return out;
+}
+
+// The most CPU one thread of `pid` used since `before`: in ranksweepd that
+// is the store's writer thread, through which every write passes.
+double BusiestThreadSeconds(pid_t pid, const std::map<std::string, double>& before) {
+  double most = 0;
+  for (const auto& [tid, seconds] : ThreadCpuSeconds(pid)) {
+    auto it = before.find(tid);
+    most = std::max(most, seconds - (it == before.end() ? 0.0 : it->second));
+  }
+  return most;
 }
 
 // CPU seconds this process (the fake workers) has used so far.
@@ -530,6 +562,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> latencies(static_cast<size_t>(flags.workers));
   std::atomic<int64_t> completed{0};
   const double server_cpu0 = ProcessCpuSeconds(server.pid());
+  const std::map<std::string, double> server_threads0 = ThreadCpuSeconds(server.pid());
   const double bench_cpu0 = SelfCpuSeconds();
   auto t0 = Clock::now();
   if (flags.callback_client) {
@@ -553,6 +586,7 @@ int main(int argc, char** argv) {
   }
   double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const double server_cpu = ProcessCpuSeconds(server.pid()) - server_cpu0;
+  const double busiest_cpu = BusiestThreadSeconds(server.pid(), server_threads0);
   const double bench_cpu = SelfCpuSeconds() - bench_cpu0;
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
@@ -575,9 +609,11 @@ int main(int argc, char** argv) {
     std::printf("watch watchers=%d events=%lld\n", flags.watchers,
                 static_cast<long long>(watch_events.load()));
   }
-  std::printf("cpu server_us_per_cell=%.0f workers_us_per_cell=%.0f cores_busy=%.2f\n",
+  std::printf("cpu server_us_per_cell=%.0f workers_us_per_cell=%.0f cores_busy=%.2f "
+              "busiest_server_thread_us_per_cell=%.0f busiest_server_thread_busy=%.2f\n",
               1e6 * server_cpu / flags.cells, 1e6 * bench_cpu / flags.cells,
-              (server_cpu + bench_cpu) / seconds);
+              (server_cpu + bench_cpu) / seconds, 1e6 * busiest_cpu / flags.cells,
+              busiest_cpu / seconds);
   std::fflush(stdout);
 
   // ---- paced
