@@ -1152,6 +1152,20 @@ absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t no
   return absl::OkStatus();
 }
 
+// The version manifest of a registered worker; NotFound, as TouchWorker
+// says it, for an unknown one. Writes nothing.
+absl::StatusOr<VersionManifest> KnownWorkerVersion(Connection& c, const std::string& worker_id) {
+  if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
+                                          "FROM workers WHERE id = ?1"));
+  q.Bind(1, worker_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register first"));
+  }
+  return VersionManifest{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
+}
+
 struct LeaseRow {
   int64_t cell_id = 0;
   int state = 0;
@@ -1476,8 +1490,7 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
                                      const std::vector<CellResult>& results,
                                      const std::optional<TaskWant>& want, int64_t now,
                                      Events& events, CompleteOutcome& out) {
-  RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
-  ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
+  ASSIGN_OR_RETURN(const VersionManifest version, KnownWorkerVersion(c, worker_id));
   std::set<std::string> touched;
   for (const CellResult& r : results) {
     std::string sweep_id, holder;
@@ -1552,10 +1565,12 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     const SweepSpec& spec = *spec_ptr;
     events.Add(sweep_id, absl::StrCat("cell ", CellLabel(spec, head_index, rank, seed), " done"));
   }
-  if (out.recorded > 0) {
-    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET completed = completed + ?2 "
-                                            "WHERE id = ?1"));
-    u.Bind(1, worker_id).Bind(2, out.recorded);
+  {
+    // The worker was seen now and completed what was recorded: one UPDATE
+    // of its row for both, the per-call write that TouchWorker is elsewhere.
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET last_seen_ms = ?2, completed = "
+                                            "completed + ?3 WHERE id = ?1"));
+    u.Bind(1, worker_id).Bind(2, now).Bind(3, out.recorded);
     RETURN_IF_ERROR(u.Run());
   }
   for (const std::string& sweep_id : touched) {
