@@ -266,10 +266,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
     v1::CompleteTasksResponse* response) {
   // Not on the call pool: nothing here waits. The store's writer thread
   // runs the transaction and finishes the call once its commit has synced.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (IsShuttingDown()) return Done(context, absl::UnavailableError("server shutting down"));
   absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
   if (!caller.ok()) return Done(context, caller.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::vector<CellResult> results;
   results.reserve(request->results_size());
   for (const v1::CellResult& r : request->results()) {
