@@ -243,6 +243,26 @@ std::string RegisterWorker(v1::WorkerService::Stub& stub) {
   return resp.worker_id();
 }
 
+// The CompleteTasks call for `tasks`: a synthetic result per leased cell
+// and, with `next`, a request for the next tasks.
+void FillComplete(const std::string& worker_id,
+                  const google::protobuf::RepeatedPtrField<v1::Task>& tasks, bool next,
+                  int max_tasks, int max_seeds, v1::CompleteTasksRequest* req) {
+  req->set_worker_id(worker_id);
+  for (const v1::Task& task : tasks) {
+    for (const v1::LeasedCell& cell : task.cells()) {
+      v1::CellResult* r = req->add_results();
+      r->set_cell_id(cell.cell_id());
+      r->set_lease_id(cell.lease_id());
+      *r->mutable_result() = FakeResult(cell.seed());
+    }
+  }
+  if (next) {
+    req->mutable_next()->set_max_tasks(max_tasks);
+    req->mutable_next()->set_max_seeds(max_seeds);
+  }
+}
+
 // Acquires and completes cells until none are left. The latencies (us) of
 // the calls that lease tasks are appended to `latencies`. With
 // `next_in_complete`, only the first lease is an AcquireTasks call; every
@@ -283,19 +303,7 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds, bool next
     }
     if (tasks.empty()) return;
     v1::CompleteTasksRequest done;
-    done.set_worker_id(id);
-    for (const v1::Task& task : tasks) {
-      for (const v1::LeasedCell& cell : task.cells()) {
-        v1::CellResult* r = done.add_results();
-        r->set_cell_id(cell.cell_id());
-        r->set_lease_id(cell.lease_id());
-        *r->mutable_result() = FakeResult(cell.seed());
-      }
-    }
-    if (next_in_complete) {
-      done.mutable_next()->set_max_tasks(max_tasks);
-      done.mutable_next()->set_max_seeds(max_seeds);
-    }
+    FillComplete(id, tasks, next_in_complete, max_tasks, max_seeds, &done);
     v1::CompleteTasksResponse done_resp;
     grpc::ClientContext done_ctx;
     WaitForReady(&done_ctx);
@@ -371,19 +379,7 @@ class CallbackWorker {
   void Complete() {
     if (tasks_.empty()) return finished_->CountDown();
     done_req_.Clear();
-    done_req_.set_worker_id(id_);
-    for (const v1::Task& task : tasks_) {
-      for (const v1::LeasedCell& cell : task.cells()) {
-        v1::CellResult* r = done_req_.add_results();
-        r->set_cell_id(cell.cell_id());
-        r->set_lease_id(cell.lease_id());
-        *r->mutable_result() = FakeResult(cell.seed());
-      }
-    }
-    if (next_in_complete_) {
-      done_req_.mutable_next()->set_max_tasks(max_tasks_);
-      done_req_.mutable_next()->set_max_seeds(max_seeds_);
-    }
+    FillComplete(id_, tasks_, next_in_complete_, max_tasks_, max_seeds_, &done_req_);
     done_resp_.Clear();
     NewContext();
     stub_->async()->CompleteTasks(ctx_.get(), &done_req_, &done_resp_, [this](grpc::Status s) {
