@@ -720,7 +720,8 @@ TEST(StoreTest, WriteOnTheWriterThreadIsRefusedNotADeadlock) {
     return inner;
   });
   EXPECT_EQ(inner.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(inner.message(), "Store::Write called on the writer thread, which would wait for itself");
+  EXPECT_EQ(inner.message(),
+            "Store::Write called on the writer thread, which would wait for itself");
   EXPECT_EQ(outer.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(CountRows(**store, "meta WHERE key IN ('outer', 'inner')"), 0);
 }
