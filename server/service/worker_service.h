@@ -56,7 +56,8 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   static constexpr int kMaxWaitMs = 60'000;
 
-  // Threads of the call pool (call_pool.h) that run the calls' bodies.
+  // Threads of the call pool (call_pool.h) that run RegisterWorker,
+  // Heartbeat and FailTask.
   static constexpr int kDefaultCallThreads = 64;
 
   WorkerServiceImpl(Coordinator* coordinator, const Authorizer* authorizer,
