@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -201,15 +202,26 @@ absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
   return absl::OkStatus();
 }
 
-// The version manifest `worker_id` registered with; empty for an unknown
+// The version manifest `worker_id` registered with; nullopt for an unknown
 // worker. Every result row records it.
-absl::StatusOr<VersionManifest> WorkerVersion(Connection& c, const std::string& worker_id) {
+absl::StatusOr<std::optional<VersionManifest>> FindWorkerVersion(Connection& c,
+                                                                 const std::string& worker_id) {
   ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
                                           "FROM workers WHERE id = ?1"));
   q.Bind(1, worker_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return VersionManifest{};
+  if (!row) return std::optional<VersionManifest>();
   return VersionManifest{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
+}
+
+// FindWorkerVersion, empty for an unknown worker.
+absl::StatusOr<VersionManifest> WorkerVersion(Connection& c, const std::string& worker_id) {
+  ASSIGN_OR_RETURN(std::optional<VersionManifest> version, FindWorkerVersion(c, worker_id));
+  return version.value_or(VersionManifest{});
+}
+
+absl::Status UnknownWorker(const std::string& worker_id) {
+  return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register first"));
 }
 
 }  // namespace
@@ -1147,7 +1159,7 @@ absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t no
   u.Bind(1, worker_id).Bind(2, now);
   RETURN_IF_ERROR(u.Run());
   if (c.Changes() == 0) {
-    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register first"));
+    return UnknownWorker(worker_id);
   }
   return absl::OkStatus();
 }
@@ -1156,14 +1168,9 @@ absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t no
 // says it, for an unknown one. Writes nothing.
 absl::StatusOr<VersionManifest> KnownWorkerVersion(Connection& c, const std::string& worker_id) {
   if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
-                                          "FROM workers WHERE id = ?1"));
-  q.Bind(1, worker_id);
-  ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) {
-    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register first"));
-  }
-  return VersionManifest{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
+  ASSIGN_OR_RETURN(std::optional<VersionManifest> version, FindWorkerVersion(c, worker_id));
+  if (!version.has_value()) return UnknownWorker(worker_id);
+  return *std::move(version);
 }
 
 struct LeaseRow {

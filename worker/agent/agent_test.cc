@@ -110,11 +110,23 @@ class FakeRunner : public TaskRunner {
   explicit FakeRunner(Fn fn) : fn_(std::move(fn)) {}
   absl::StatusOr<std::vector<SeedResult>> Run(const TaskSpec& spec,
                                               const RunControl& control) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ran_.push_back(spec.seeds);
+    }
     return fn_(spec, control);
+  }
+
+  // The seeds of every task run so far, in the order the runs started.
+  std::vector<std::vector<uint64_t>> ran() const {
+    absl::MutexLock lock(&mu_);
+    return ran_;
   }
 
  private:
   Fn fn_;
+  mutable absl::Mutex mu_;
+  std::vector<std::vector<uint64_t>> ran_ ABSL_GUARDED_BY(mu_);
 };
 
 // Results that identify their seed: steps = 100 + seed.
@@ -220,14 +232,12 @@ TEST(AgentTest, TheCallThatReportsATaskLeasesTheSlotsNextTask) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {1, 2}, 10, 100)});
   coordinator.next_script.push_back(std::vector<Task>{MakeTask("s-1", {3}, 12, 102)});
-  std::vector<std::vector<uint64_t>> ran;
   // The first task records how many acquire calls the agent had made when it
   // ran; the second one must not need another.
   std::vector<size_t> acquires_when_run;
   FakeRunner runner([&](const TaskSpec& spec, const RunControl&) {
     {
       absl::MutexLock lock(&coordinator.mu);
-      ran.push_back(spec.seeds);
       acquires_when_run.push_back(coordinator.acquires.size());
     }
     return absl::StatusOr<std::vector<SeedResult>>(ResultsFor(spec));
@@ -238,7 +248,7 @@ TEST(AgentTest, TheCallThatReportsATaskLeasesTheSlotsNextTask) {
   Agent agent(&coordinator, &runner, options);
   ASSERT_TRUE(agent.Run().ok());
 
-  EXPECT_THAT(ran, ElementsAre(std::vector<uint64_t>{1, 2}, std::vector<uint64_t>{3}));
+  EXPECT_THAT(runner.ran(), ElementsAre(std::vector<uint64_t>{1, 2}, std::vector<uint64_t>{3}));
   EXPECT_THAT(acquires_when_run, ElementsAre(1u, 1u));
   ASSERT_EQ(coordinator.completes.size(), 2u);
   EXPECT_THAT(Flatten(coordinator.completes[1]), ElementsAre(std::make_tuple(12, 102, 3u, 103)));
@@ -262,21 +272,14 @@ TEST(AgentTest, ATaskLeasedWithAReportDuringADrainIsReleased) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {1}, 10, 100)});
   coordinator.next_script.push_back(std::vector<Task>{MakeTask("s-1", {2, 3}, 11, 101)});
-  std::vector<std::vector<uint64_t>> ran;
-  FakeRunner runner([&](const TaskSpec& spec, const RunControl&) {
-    {
-      absl::MutexLock lock(&coordinator.mu);
-      ran.push_back(spec.seeds);
-    }
-    return absl::StatusOr<std::vector<SeedResult>>(ResultsFor(spec));
-  });
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
   AgentOptions options = TestOptions();
   options.exit_when_idle = false;
   Agent agent(&coordinator, &runner, options);
   coordinator.on_complete = [&agent] { agent.RequestDrain(); };
   ASSERT_TRUE(agent.Run().ok());
 
-  EXPECT_THAT(ran, ElementsAre(std::vector<uint64_t>{1}));
+  EXPECT_THAT(runner.ran(), ElementsAre(std::vector<uint64_t>{1}));
   ASSERT_EQ(coordinator.fails.size(), 1u);
   EXPECT_THAT(coordinator.fails[0].leases, ElementsAre(101, 102));
   EXPECT_TRUE(coordinator.fails[0].release);
