@@ -166,6 +166,7 @@ absl::StatusOr<bool> TokenStore::Revoke(const std::string& name) {
   RETURN_IF_ERROR(ValidateTokenName(name));
   bool revoked = false;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    revoked = false;
     {
       ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT revoked_ms FROM tokens WHERE name = ?1"));
       q.Bind(1, name);

@@ -388,12 +388,20 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
   return up.Run();
 }
 
+// What a transaction has to say once it has committed: a transaction may
+// run more than once (store.h, group commit) or be rolled back, so nothing
+// inside it tells listeners or writes the log directly.
 struct Coordinator::Events {
   std::vector<SweepChange> changes;
+  std::vector<std::string> log_lines;
   bool work_available = false;
 
   void Add(const std::string& sweep_id, std::string message, bool final = false) {
     changes.push_back(SweepChange{sweep_id, std::move(message), final});
+  }
+  template <typename... Args>
+  void Log(const absl::FormatSpec<Args...>& format, const Args&... args) {
+    log_lines.push_back(absl::StrFormat(format, args...));
   }
 };
 
@@ -613,7 +621,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
 }
 
 absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::string& sweep_id,
-                                                   const SweepSpec& spec) {
+                                                   const SweepSpec& spec, Events& events) {
   std::vector<int> ranks = spec.ranks;
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
@@ -671,8 +679,8 @@ absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::str
       if (hi - lo <= 1) continue;  // found (or every rank fails)
       const int mid = (lo + hi) / 2;
       ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, h, ranks[mid]));
-      LogEvent("sweep %s search: %s probes rank %d (%d cells, %d from the cache)", sweep_id,
-               HeadLabel(spec.heads[h]), ranks[mid], made.first, made.second);
+      events.Log("sweep %s search: %s probes rank %d (%d cells, %d from the cache)", sweep_id,
+                 HeadLabel(spec.heads[h]), ranks[mid], made.first, made.second);
       created += made.first;
     }
     created_total += created;
@@ -692,7 +700,7 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
     const SweepSpec& spec = *spec_ptr;
     if (spec.mode == SweepMode::kSearch) {
-      ASSIGN_OR_RETURN(int64_t created, AdvanceSearch(c, sweep_id, spec));
+      ASSIGN_OR_RETURN(int64_t created, AdvanceSearch(c, sweep_id, spec, events));
       if (created > 0) events.work_available = true;
     }
   }
@@ -729,7 +737,7 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
   }
   std::string message =
       absl::StrFormat("sweep %s %s: %d cells done, %d failed", sweep_id, Name(state), done, failed);
-  LogEvent("%s", message);
+  events.Log("%s", message);
   events.Add(sweep_id, std::move(message), /*final=*/true);
   return absl::OkStatus();
 }
@@ -800,12 +808,13 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
     RETURN_IF_ERROR(ins.Run());
     RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, row));
   }
-  LogEvent("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, failure);
+  events.Log("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, failure);
   events.Add(sweep_id, absl::StrCat("cell ", label, " failed: ", failure));
   return MaybeFinishSweep(c, sweep_id, events);
 }
 
 void Coordinator::Dispatch(Events& events) {
+  for (const std::string& line : events.log_lines) LogLine(line);
   std::vector<std::shared_ptr<ListenerEntry>> targets;
   std::shared_ptr<ListenerEntry> work;
   {
@@ -871,6 +880,8 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
   Events events;
   const int64_t now = clock_->NowMs();
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    report = RecoveryReport();
+    events = Events();
     ASSIGN_OR_RETURN(report.leases_expired, ExpireLeasesLocked(c, now, events));
     std::vector<std::string> running;
     {
@@ -903,11 +914,11 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     }
     return absl::OkStatus();
   }));
+  Dispatch(events);
   LogEvent("recovered %s: %d running sweeps, %d pending cells, %d leases kept, %d expired, "
            "%d sweeps finished",
            store_->path(), report.running_sweeps, report.pending_cells, report.leases_kept,
            report.leases_expired, report.sweeps_finished);
-  Dispatch(events);
   return report;
 }
 
@@ -922,6 +933,8 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
   SubmitOutcome out;
   Events events;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    out = SubmitOutcome();
+    events = Events();
     // Ids are random so that they do not reveal how busy the service is.
     for (int tries = 0;; ++tries) {
       out.sweep_id = RandomId("sw-");
@@ -1039,6 +1052,8 @@ absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
   bool was_running = false;
   Events events;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    cancelled = 0;
+    events = Events();
     {
       ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = ?1"));
       q.Bind(1, sweep_id);
@@ -1091,6 +1106,10 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
   int64_t released = 0;
   Events events;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    worker_id = reg.worker_id;
+    known = false;
+    released = 0;
+    events = Events();
     if (!worker_id.empty()) {
       ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = ?1"));
       q.Bind(1, worker_id);
@@ -1252,6 +1271,8 @@ void Coordinator::AcquireAsync(std::string worker_id, TaskWant want, AcquireDone
       Call{std::move(worker_id), want, clock_->NowMs(), std::move(done), {}, {}});
   store_->WriteAsync(
       [this, call](Connection& c) -> absl::Status {
+        call->tasks.clear();
+        call->events = Events();
         RETURN_IF_ERROR(TouchWorker(c, call->worker_id, call->now));
         return LeaseTasks(c, call->worker_id, call->want, call->now, call->events, call->tasks);
       },
@@ -1483,6 +1504,8 @@ void Coordinator::CompleteAsync(std::string worker_id, std::vector<CellResult> r
                                           clock_->NowMs(), std::move(done), {}, {}});
   store_->WriteAsync(
       [this, call](Connection& c) -> absl::Status {
+        call->out = CompleteOutcome();
+        call->events = Events();
         return CompleteIn(c, call->worker_id, call->results, call->want, call->now,
                           call->events, call->out);
       },
@@ -1648,7 +1671,7 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeasesLocked(Connection& c, int64_t n
     ++per_worker[e.worker_id];
   }
   for (const auto& [worker, n] : per_worker) {
-    LogEvent("%d leases of worker %s expired", n, worker);
+    events.Log("%d leases of worker %s expired", n, worker);
   }
   return static_cast<int64_t>(expired.size());
 }

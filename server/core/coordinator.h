@@ -276,7 +276,7 @@ class Coordinator {
   // the cache where it can, which may complete them at once, so it loops).
   // Returns the cells created.
   absl::StatusOr<int64_t> AdvanceSearch(Connection& c, const std::string& sweep_id,
-                                        const SweepSpec& spec);
+                                        const SweepSpec& spec, Events& events);
   // TaskKey of one (head, rank) of a sweep, from the cache when known.
   absl::StatusOr<std::string> TaskKeyOf(Connection& c, const std::string& sweep_id,
                                         int head_index, int rank);

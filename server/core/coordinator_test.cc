@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -855,6 +857,67 @@ TEST_F(CoordinatorTest, AcquireAsyncAndCompleteAsyncDeliverTheOutcomeAfterTheCom
   EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 4);
   EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
   // The watchers heard of the four results and the new lease before `done`.
+  std::lock_guard<std::mutex> lock(events_mu);
+  EXPECT_EQ(events.size(), 5u);
+}
+
+TEST_F(CoordinatorTest, ACompletionRunAgainAfterAFailedOneInItsCommitCountsItsResultsOnce) {
+  std::string sweep = Submit(MakeSpec("grid"));  // 16 cells in 4 groups of 4 seeds
+  std::string w1 = Register("a");
+  std::string w2 = Register("b");
+  std::vector<Task> t1 = Acquire(w1, 1, 4);
+  std::vector<Task> t2 = Acquire(w2, 1, 4);
+  ASSERT_EQ(t1.size(), 1u);
+  ASSERT_EQ(t2.size(), 1u);
+  // The fourth result is stale: the first three are written before the
+  // request fails, so its commit is rolled back and the other request runs
+  // again (store.h, group commit).
+  std::vector<CellResult> stale = ResultsFor(t2[0]);
+  stale[3].lease_id += 1000;
+
+  std::vector<std::string> events;
+  std::mutex events_mu;
+  const int64_t sub = coordinator_->Subscribe(sweep, [&](const SweepChange& c) {
+    std::lock_guard<std::mutex> lock(events_mu);
+    events.push_back(c.message);
+  });
+  // Hold the writer until both calls have queued, so that they share a commit.
+  std::promise<void> held;
+  store_->WriteAsync(
+      [&](Connection&) -> absl::Status {
+        held.set_value();
+        while (store_->queued_writes() < 2) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return absl::OkStatus();
+      },
+      [](absl::Status) {});
+  held.get_future().wait();
+  std::promise<absl::StatusOr<CompleteOutcome>> good, bad;
+  coordinator_->CompleteAsync(w1, ResultsFor(t1[0]), TaskWant{1, 4, 0},
+                              [&](absl::StatusOr<CompleteOutcome> out) { good.set_value(out); });
+  coordinator_->CompleteAsync(w2, stale, std::nullopt,
+                              [&](absl::StatusOr<CompleteOutcome> out) { bad.set_value(out); });
+  absl::StatusOr<CompleteOutcome> out = good.get_future().get();
+  absl::StatusOr<CompleteOutcome> refused = bad.get_future().get();
+  coordinator_->Unsubscribe(sub);
+
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().message(),
+            absl::StrFormat("stale lease %d for cell %d: the cell is leased under lease %d",
+                            stale[3].lease_id, stale[3].cell_id, stale[3].lease_id - 1000));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->recorded, 4);
+  EXPECT_EQ(out->duplicates, 0);
+  ASSERT_EQ(out->next_tasks.size(), 1u);
+  EXPECT_EQ(out->next_tasks[0].cells.size(), 4u);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 4);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_packs"), 4);
+  EXPECT_EQ(Count("SELECT SUM(n) FROM result_groups"), 4);
+  EXPECT_EQ(Cells(sweep, CellState::kDone), 4);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 8);  // w2's four, and w1's next four
+  EXPECT_EQ(Cells(sweep, CellState::kPending), 4);
+  // Four results and one lease, told once.
   std::lock_guard<std::mutex> lock(events_mu);
   EXPECT_EQ(events.size(), 5u);
 }

@@ -8,9 +8,15 @@
 //    syncs the log on every commit, so an OK outcome means the transaction
 //    is durable and survives a crash or power loss.
 //  * Group commit: the thread takes every function queued while it was busy
-//    (up to kMaxWriteBatch) into one transaction, each in a savepoint so that
-//    one that fails undoes only its own changes, and commits them under one
-//    sync. Under load a commit serves many calls.
+//    (up to kMaxWriteBatch) into one transaction and commits them under one
+//    sync. Under load a commit serves many calls. A function that fails
+//    keeps only its error: the others' changes stay. They first run with
+//    nothing around each; when one fails, the transaction is rolled back and
+//    the others run again from its start, each in a savepoint from then on.
+//    So a function may run more than once, and must start from nothing each
+//    time: set what it hands back, never add to what an earlier run left,
+//    and leave anything that must happen once (a log line) until after the
+//    commit.
 //  * One read-only connection (SQLITE_OPEN_READONLY), guarded by its own
 //    mutex. Read() runs a function inside one read transaction, a consistent
 //    snapshot. In WAL mode readers never block the writer and the writer never
@@ -148,7 +154,7 @@ class Store {
   // with other callers' functions (group commit, above), and waits for the
   // outcome. Keeps its changes when `fn` returns OK and the commit succeeds;
   // rolls them back and returns the error otherwise. Writes are serialized.
-  // OK means durable. Must not be called on the writer thread (from a
+  // `fn` may run more than once (group commit, above). OK means durable. Must not be called on the writer thread (from a
   // function or a `done` below): that is FailedPrecondition, not a deadlock.
   absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> fn);
 

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
@@ -613,6 +615,65 @@ TEST(StoreTest, ConcurrentWritesShareOneCommitAndFailuresStayIsolated) {
   const Store::WriteStats stats = (*store)->write_stats();
   EXPECT_EQ(stats.writes, 10);
   EXPECT_EQ(stats.commits, 2);  // the held write alone, then the 9 queued together
+}
+
+TEST(StoreTest, AFailureRunsTheOthersAgainAndASecondFailureIsUndoneAlone) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("rs.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Requests 3 and 6 fail after inserting their row.
+  constexpr int kQueued = 9;
+  std::vector<absl::Status> results(kQueued);
+  std::vector<int> runs(kQueued, 0);
+  std::vector<int> first_runs;  // request numbers, in the order they first ran
+  std::atomic<bool> holding{false};
+  std::thread first([&] {
+    ASSERT_TRUE((*store)
+                    ->Write([&](Connection&) -> absl::Status {
+                      holding = true;
+                      HoldWriterUntilQueued(**store, kQueued);
+                      return absl::OkStatus();
+                    })
+                    .ok());
+  });
+  while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kQueued; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = (*store)->Write([&](Connection& c) -> absl::Status {
+        // Only the writer thread runs these: no lock needed.
+        if (runs[i]++ == 0) first_runs.push_back(i);
+        RETURN_IF_ERROR(InsertMeta(c, "k" + std::to_string(i), i));
+        if (i == 3 || i == 6) return absl::FailedPreconditionError(absl::StrCat("request ", i));
+        return absl::OkStatus();
+      });
+    });
+  }
+  first.join();
+  for (auto& t : threads) t.join();
+
+  // The batch ran without savepoints until the first failure, was rolled
+  // back, and ran again without it, each request in a savepoint: those
+  // before it ran twice, it and every later one once.
+  ASSERT_EQ(first_runs.size(), static_cast<size_t>(kQueued));
+  const auto failed_first = std::find_if(first_runs.begin(), first_runs.end(),
+                                         [](int i) { return i == 3 || i == 6; });
+  for (auto it = first_runs.begin(); it != first_runs.end(); ++it) {
+    EXPECT_EQ(runs[*it], it < failed_first ? 2 : 1) << "request " << *it;
+  }
+  for (int i = 0; i < kQueued; ++i) {
+    if (i == 3 || i == 6) {
+      EXPECT_EQ(results[i].code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_EQ(results[i].message(), absl::StrCat("request ", i));
+    } else {
+      EXPECT_TRUE(results[i].ok()) << i << ": " << results[i];
+    }
+  }
+  EXPECT_EQ(CountRows(**store, "meta WHERE key LIKE 'k%'"), 7);
+  EXPECT_EQ(CountRows(**store, "meta WHERE key IN ('k3', 'k6')"), 0);
+  const Store::WriteStats stats = (*store)->write_stats();
+  EXPECT_EQ(stats.writes, 10);
+  EXPECT_EQ(stats.commits, 2);  // the held write alone, then the 7 that succeeded
 }
 
 TEST(StoreTest, LaterWritesInABatchSeeEarlierOnes) {
