@@ -706,9 +706,11 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
   }
   {
     // Called after every completion: a point lookup on cells_by_state
-    // decides the common case (cells still open) without counting.
+    // decides the common case (cells still open) without counting. A range,
+    // not IN (1, 2), which SQLite runs by building a table of the two values
+    // on every call.
     ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM cells WHERE sweep_id = ?1 AND "
-                                            "state IN (1, 2) LIMIT 1"));
+                                            "state BETWEEN 1 AND 2 LIMIT 1"));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool open, q.Step());
     if (open) return absl::OkStatus();
@@ -901,11 +903,13 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     }
     ASSIGN_OR_RETURN(Statement q,
                      // Pending cells belong to running sweeps only: counted per
-                     // running sweep through cells_by_state, not over all cells.
+                     // running sweep through cells_by_state, not over all cells;
+                     // leased cells through the index that holds only them.
                      c.Prepare("SELECT (SELECT COUNT(*) FROM sweeps WHERE state = 1), "
                                "(SELECT COUNT(*) FROM sweeps s JOIN cells c ON "
                                "c.sweep_id = s.id AND c.state = 1 WHERE s.state = 1), "
-                               "(SELECT COUNT(*) FROM cells WHERE state = 2)"));
+                               "(SELECT COUNT(*) FROM cells INDEXED BY cells_leased "
+                               "WHERE state = 2)"));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
       report.running_sweeps = q.ColumnInt(0);
@@ -1648,11 +1652,12 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeasesLocked(Connection& c, int64_t n
   };
   std::vector<Expired> expired;
   {
-    // No ORDER BY: SQLite would rather scan every cell in id order than
-    // sort what the (partial, leased-only) cells_by_deadline index finds.
+    // Reads the whole (partial, leased-only) cells_leased index: it holds
+    // only the cells out on workers. No ORDER BY: SQLite would rather scan
+    // every cell in id order than sort what the index finds.
     ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT id, lease_id, worker_id FROM cells "
-                               "WHERE state = 2 AND lease_deadline_ms <= ?1"));
+                     c.Prepare("SELECT id, lease_id, worker_id FROM cells INDEXED BY "
+                               "cells_leased WHERE state = 2 AND lease_deadline_ms <= ?1"));
     q.Bind(1, now_ms);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1682,8 +1687,9 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeases() {
   // the common case (nothing expired) never takes the write lock.
   bool any = false;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM cells WHERE state = 2 AND "
-                                            "lease_deadline_ms <= ?1 LIMIT 1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM cells INDEXED BY cells_leased "
+                                            "WHERE state = 2 AND lease_deadline_ms <= ?1 "
+                                            "LIMIT 1"));
     q.Bind(1, now);
     ASSIGN_OR_RETURN(any, q.Step());
     return absl::OkStatus();
@@ -1817,7 +1823,7 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
     }));
   }
   // Every state but done, so that SQLite reads only those ranges of
-  // cells_by_group.
+  // cells_by_state.
   static const std::string* sql = new std::string(absl::StrCat(
       "SELECT head_index, rank, seed FROM cells WHERE sweep_id = ?1 AND state IN (",
       kCellPending, ", ", kCellLeased, ", ", kCellFailed, ", ", kCellCancelled, ")"));

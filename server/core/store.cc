@@ -265,6 +265,20 @@ FROM (SELECT sweep_id, head_index, rank, SUM(cached_from = 0) AS tn,
 WHERE a.sweep_id = result_groups.sweep_id AND a.head_index = result_groups.head_index
   AND a.rank = result_groups.rank;
 )sql"},
+    // Fewer index entries moved per lease and per result. A (head, rank)
+    // group's pending cells are found through an index of pending cells
+    // only, which a cell leaves when leased instead of moving within it
+    // twice; and one index of leased cells by worker and deadline replaces
+    // the two (by deadline, by worker), so a cell enters and leaves one
+    // index instead of two. Lease expiry reads the whole leased index, which
+    // holds only the cells out on workers.
+    {8, R"sql(
+DROP INDEX cells_by_group;
+CREATE INDEX cells_pending_by_group ON cells(sweep_id, head_index, rank) WHERE state = 1;
+DROP INDEX cells_by_deadline;
+DROP INDEX cells_by_worker;
+CREATE INDEX cells_leased ON cells(worker_id, lease_deadline_ms) WHERE state = 2;
+)sql"},
 };
 
 absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,

@@ -151,8 +151,20 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created file back into what schema version 7 wrote.
+absl::Status DowngradeToVersion7(Connection& c) {
+  // Version 8: the pending-group and leased-cell indexes.
+  RETURN_IF_ERROR(c.Exec(
+      "DROP INDEX cells_pending_by_group; DROP INDEX cells_leased; "
+      "CREATE INDEX cells_by_group ON cells(sweep_id, state, head_index, rank); "
+      "CREATE INDEX cells_by_deadline ON cells(lease_deadline_ms) WHERE state = 2; "
+      "CREATE INDEX cells_by_worker ON cells(worker_id) WHERE state = 2"));
+  return c.Exec("UPDATE schema_version SET version = 7");
+}
+
 // Turns a freshly created file back into what schema version 6 wrote.
 absl::Status DowngradeToVersion6(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion7(c));
   // Version 7: the trained and cached counts of each group.
   RETURN_IF_ERROR(c.Exec("ALTER TABLE result_groups DROP COLUMN trained_n; "
                          "ALTER TABLE result_groups DROP COLUMN trained_seconds; "
@@ -447,6 +459,37 @@ TEST(StoreTest, MigrationToVersion7CountsTrainedAndCachedCellsPerGroup) {
                          "FROM result_groups ORDER BY head_index, rank",
                          5),
               ::testing::ElementsAre("0 4 2 4.0 1 ", "1 8 0 0.0 1 "));
+}
+
+TEST(StoreTest, MigrationToVersion8IndexesPendingCellsByGroupAndLeasedCellsByWorker) {
+  TempDir dir;
+  // Cell 1 back to pending, cell 2 leased to worker wk until 50.
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion7,
+                            "UPDATE cells SET state = 1 WHERE id = 1; "
+                            "UPDATE cells SET state = 2, lease_id = 7, lease_deadline_ms = 50, "
+                            "worker_id = 'wk' WHERE id = 2");
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_THAT(RowsAsText(**store,
+                         "SELECT name FROM sqlite_master WHERE type = 'index' AND "
+                         "tbl_name = 'cells' ORDER BY name",
+                         1),
+              ::testing::ElementsAre("cells_by_lease ", "cells_by_state ", "cells_leased ",
+                                     "cells_pending_by_group ", "sqlite_autoindex_cells_1 "));
+  // INDEXED BY fails to prepare unless the index exists and serves the query.
+  EXPECT_THAT(RowsAsText(**store,
+                         "SELECT id FROM cells INDEXED BY cells_pending_by_group WHERE "
+                         "sweep_id = 'sw-1' AND state = 1 AND head_index = 0 AND rank = 4",
+                         1),
+              ::testing::ElementsAre("1 "));
+  EXPECT_THAT(RowsAsText(**store,
+                         "SELECT id, lease_deadline_ms FROM cells INDEXED BY cells_leased "
+                         "WHERE worker_id = 'wk' AND state = 2",
+                         2),
+              ::testing::ElementsAre("2 50 "));
+  EXPECT_THAT(RowsAsText(**store, "SELECT id, state FROM cells ORDER BY id", 2),
+              ::testing::ElementsAre("1 1 ", "2 2 ", "3 3 ", "4 4 ", "5 3 "));
 }
 
 TEST(StoreTest, QuickReadSeesCommittedWrites) {
