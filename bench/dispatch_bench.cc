@@ -12,8 +12,9 @@
 //             CompleteTasks call, and the latencies are AcquireTasks'. cells/s is
 //             completed-and-durable cells (one seed of one (head, rank): one
 //             trained model, what an Optuna trial is) per wall second, with
-//             p50/p99 latency of the calls that lease. The server's own count of writes
-//             and commits (group commit) is printed too, and the CPU time
+//             p50/p99 latency of the calls that lease. The server's own count of writes,
+//             commits (group commit) and transactions run again after a failed
+//             write is printed too, and the CPU time
 //             (user + system) that ranksweepd and the fake workers each
 //             spent per cell: on a shared machine the two compete for the
 //             same cores, so these say where the cores went. The busiest
@@ -682,9 +683,11 @@ int main(int argc, char** argv) {
   server.Wait(30s);
   std::smatch m;
   const std::string log = server.Stderr();
-  if (std::regex_search(log, m, std::regex("(\\d+) writes in (\\d+) commits"))) {
-    std::printf("store writes=%s commits=%s (whole run, both phases)\n", m[1].str().c_str(),
-                m[2].str().c_str());
+  if (std::regex_search(log, m,
+                        std::regex("(\\d+) writes in (\\d+) commits this run; (\\d+) "
+                                   "transactions rolled back"))) {
+    std::printf("store writes=%s commits=%s reruns=%s (whole run, both phases)\n",
+                m[1].str().c_str(), m[2].str().c_str(), m[3].str().c_str());
   }
   return 0;
 }

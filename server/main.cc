@@ -407,7 +407,9 @@ int Serve() {
   server->Wait();
   server.reset();
   const Store::WriteStats stats = store->write_stats();
-  LogEvent("ranksweepd: %d writes in %d commits this run", stats.writes, stats.commits);
+  LogEvent("ranksweepd: %d writes in %d commits this run; %d transactions rolled back for a "
+           "failed write and run again without it",
+           stats.writes, stats.commits, stats.reruns);
   store.reset();  // closes the database (and checkpoints the WAL)
   LogEvent("ranksweepd stopped");
   return 0;

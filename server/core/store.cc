@@ -674,6 +674,8 @@ void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
         next = first;
         savepoints = true;
         run_again = true;
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        ++stats_.reruns;
         break;
       }
     }

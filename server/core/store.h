@@ -178,10 +178,13 @@ class Store {
   absl::Status QuickRead(absl::FunctionRef<absl::Status(Connection&)> fn);
 
   // Counters of the writer since Open: functions run by Write() and the
-  // transactions committed for them (fewer when calls shared a commit).
+  // transactions committed for them (fewer when calls shared a commit), and
+  // the transactions rolled back because a function in them failed, after
+  // which the others ran again (group commit, above).
   struct WriteStats {
     int64_t writes = 0;
     int64_t commits = 0;
+    int64_t reruns = 0;
   };
   WriteStats write_stats();
   // Writes waiting for the writer thread right now (not counting a batch

@@ -658,6 +658,7 @@ TEST(StoreTest, ConcurrentWritesShareOneCommitAndFailuresStayIsolated) {
   const Store::WriteStats stats = (*store)->write_stats();
   EXPECT_EQ(stats.writes, 10);
   EXPECT_EQ(stats.commits, 2);  // the held write alone, then the 9 queued together
+  EXPECT_EQ(stats.reruns, 1);
 }
 
 TEST(StoreTest, AFailureRunsTheOthersAgainAndASecondFailureIsUndoneAlone) {
@@ -717,6 +718,7 @@ TEST(StoreTest, AFailureRunsTheOthersAgainAndASecondFailureIsUndoneAlone) {
   const Store::WriteStats stats = (*store)->write_stats();
   EXPECT_EQ(stats.writes, 10);
   EXPECT_EQ(stats.commits, 2);  // the held write alone, then the 7 that succeeded
+  EXPECT_EQ(stats.reruns, 1);   // the second failure was undone by its savepoint
 }
 
 TEST(StoreTest, LaterWritesInABatchSeeEarlierOnes) {
