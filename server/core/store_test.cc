@@ -8,6 +8,8 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -615,23 +617,33 @@ void HoldWriterUntilQueued(Store& store, size_t waiting) {
   while (store.queued_writes() < waiting) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
+// Starts a write on its own thread that holds the writer until `waiting`
+// more calls have queued behind it and then runs `then`; returns once the
+// writer is held. Join the thread after queueing the calls.
+std::thread HoldWriter(Store& store, size_t waiting,
+                       std::function<absl::Status(Connection&)> then = nullptr) {
+  std::promise<void> held;
+  std::future<void> is_held = held.get_future();
+  std::thread holder([&store, waiting, then, held = std::move(held)]() mutable {
+    const absl::Status s = store.Write([&](Connection& c) -> absl::Status {
+      held.set_value();
+      HoldWriterUntilQueued(store, waiting);
+      return then ? then(c) : absl::OkStatus();
+    });
+    EXPECT_TRUE(s.ok()) << s;
+  });
+  is_held.wait();
+  return holder;
+}
+
 TEST(StoreTest, ConcurrentWritesShareOneCommitAndFailuresStayIsolated) {
   TempDir dir;
   auto store = Store::Open(dir.File("rs.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   constexpr int kQueued = 9;  // request 4 fails after inserting its row
   std::vector<absl::Status> results(kQueued);
-  std::atomic<bool> holding{false};
-  std::thread first([&] {
-    ASSERT_TRUE((*store)
-                    ->Write([&](Connection& c) -> absl::Status {
-                      holding = true;
-                      HoldWriterUntilQueued(**store, kQueued);
-                      return InsertMeta(c, "first", 1);
-                    })
-                    .ok());
-  });
-  while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread first =
+      HoldWriter(**store, kQueued, [](Connection& c) { return InsertMeta(c, "first", 1); });
   std::vector<std::thread> threads;
   for (int i = 0; i < kQueued; ++i) {
     threads.emplace_back([&, i] {
@@ -670,17 +682,7 @@ TEST(StoreTest, AFailureRunsTheOthersAgainAndASecondFailureIsUndoneAlone) {
   std::vector<absl::Status> results(kQueued);
   std::vector<int> runs(kQueued, 0);
   std::vector<int> first_runs;  // request numbers, in the order they first ran
-  std::atomic<bool> holding{false};
-  std::thread first([&] {
-    ASSERT_TRUE((*store)
-                    ->Write([&](Connection&) -> absl::Status {
-                      holding = true;
-                      HoldWriterUntilQueued(**store, kQueued);
-                      return absl::OkStatus();
-                    })
-                    .ok());
-  });
-  while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread first = HoldWriter(**store, kQueued);
   std::vector<std::thread> threads;
   for (int i = 0; i < kQueued; ++i) {
     threads.emplace_back([&, i] {
@@ -727,17 +729,7 @@ TEST(StoreTest, LaterWritesInABatchSeeEarlierOnes) {
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->Write([](Connection& c) { return InsertMeta(c, "counter", 0); }).ok());
   constexpr int kQueued = 20;
-  std::atomic<bool> holding{false};
-  std::thread first([&] {
-    ASSERT_TRUE((*store)
-                    ->Write([&](Connection&) -> absl::Status {
-                      holding = true;
-                      HoldWriterUntilQueued(**store, kQueued);
-                      return absl::OkStatus();
-                    })
-                    .ok());
-  });
-  while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread first = HoldWriter(**store, kQueued);
   std::vector<std::thread> threads;
   for (int i = 0; i < kQueued; ++i) {
     threads.emplace_back([&] {
