@@ -441,11 +441,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   RETURN_IF_ERROR(w.Exec("PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(w.Exec("PRAGMA wal_autocheckpoint=10000"));
   RETURN_IF_ERROR(w.Exec("PRAGMA foreign_keys=ON"));
-  // The savepoint around each request of a group commit, and the statement
-  // journal of each statement in it, keep the original of every page they
-  // change. With temp files that journal spills to a file past 64 KiB and
-  // then costs two pwrite calls per page: most of the server's system calls
-  // in a dispatch run. In memory it is a memcpy; it lives for one request.
+  // The savepoints of a group commit that had a failed request, and the
+  // statement journal of a statement that may fail halfway, keep the
+  // original of every page they change. With temp files that journal spills
+  // to a file past 64 KiB and then costs two pwrite calls per page (most of
+  // the server's system calls in a dispatch run when every request had a
+  // savepoint). In memory it is a memcpy; it lives for one request.
   RETURN_IF_ERROR(w.Exec("PRAGMA temp_store=MEMORY"));
   {
     ASSIGN_OR_RETURN(Statement mode, w.Prepare("PRAGMA journal_mode"));
