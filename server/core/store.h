@@ -154,8 +154,9 @@ class Store {
   // with other callers' functions (group commit, above), and waits for the
   // outcome. Keeps its changes when `fn` returns OK and the commit succeeds;
   // rolls them back and returns the error otherwise. Writes are serialized.
-  // `fn` may run more than once (group commit, above). OK means durable. Must not be called on the writer thread (from a
-  // function or a `done` below): that is FailedPrecondition, not a deadlock.
+  // `fn` may run more than once (group commit, above). OK means durable.
+  // Must not be called on the writer thread (from a function or a `done`
+  // below): that is FailedPrecondition, not a deadlock.
   absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> fn);
 
   // Like Write(), without waiting: queues `fn` and returns at once. `fn`
