@@ -54,20 +54,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/blocking_counter.h"
 #include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "tests/support/process.h"
@@ -319,25 +318,6 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds, bool next
   }
 }
 
-// Counts down to zero; Wait() returns once it is there.
-class Latch {
- public:
-  explicit Latch(int count) : count_(count) {}
-  void CountDown() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--count_ == 0) cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return count_ == 0; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int count_;
-};
-
 // FakeWorker's dispatch loop on gRPC's callback API (--client=callback):
 // the same calls with the same contents, but no thread of its own. Each
 // reply's callback, on one of gRPC's few threads, sends the next call, so
@@ -347,7 +327,8 @@ class Latch {
 class CallbackWorker {
  public:
   CallbackWorker(const std::string& addr, int max_tasks, int max_seeds, bool next_in_complete,
-                 std::vector<double>* latencies, std::atomic<int64_t>* completed, Latch* finished)
+                 std::vector<double>* latencies, std::atomic<int64_t>* completed,
+                 absl::BlockingCounter* finished)
       : stub_(v1::WorkerService::NewStub(Channel(addr))),
         max_tasks_(max_tasks),
         max_seeds_(max_seeds),
@@ -378,7 +359,10 @@ class CallbackWorker {
   }
 
   void Complete() {
-    if (tasks_.empty()) return finished_->CountDown();
+    if (tasks_.empty()) {
+      finished_->DecrementCount();
+      return;
+    }
     done_req_.Clear();
     FillComplete(id_, tasks_, next_in_complete_, max_tasks_, max_seeds_, &done_req_);
     done_resp_.Clear();
@@ -408,7 +392,7 @@ class CallbackWorker {
   const bool next_in_complete_;
   std::vector<double>* const latencies_;
   std::atomic<int64_t>* const completed_;
-  Latch* const finished_;
+  absl::BlockingCounter* const finished_;
   std::unique_ptr<grpc::ClientContext> ctx_;  // the call in flight
   Clock::time_point t0_;
   v1::AcquireTasksRequest acquire_req_;
@@ -563,7 +547,7 @@ int main(int argc, char** argv) {
   const double bench_cpu0 = SelfCpuSeconds();
   auto t0 = Clock::now();
   if (flags.callback_client) {
-    Latch finished(flags.workers);
+    absl::BlockingCounter finished(flags.workers);
     std::vector<std::unique_ptr<CallbackWorker>> workers;
     for (int i = 0; i < flags.workers; ++i) {
       workers.push_back(std::make_unique<CallbackWorker>(

@@ -1251,10 +1251,7 @@ absl::StatusOr<std::vector<Task>> Coordinator::Acquire(const std::string& worker
   std::vector<Task> tasks;
   Events events;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
-    tasks.clear();
-    events = Events();
-    RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
-    return LeaseTasks(c, worker_id, want, now, events, tasks);
+    return AcquireIn(c, worker_id, want, now, events, tasks);
   }));
   Dispatch(events);
   return tasks;
@@ -1275,16 +1272,22 @@ void Coordinator::AcquireAsync(std::string worker_id, TaskWant want, AcquireDone
       Call{std::move(worker_id), want, clock_->NowMs(), std::move(done), {}, {}});
   store_->WriteAsync(
       [this, call](Connection& c) -> absl::Status {
-        call->tasks.clear();
-        call->events = Events();
-        RETURN_IF_ERROR(TouchWorker(c, call->worker_id, call->now));
-        return LeaseTasks(c, call->worker_id, call->want, call->now, call->events, call->tasks);
+        return AcquireIn(c, call->worker_id, call->want, call->now, call->events, call->tasks);
       },
       [this, call](absl::Status s) {
         if (!s.ok()) return call->done(s);
         Dispatch(call->events);
         call->done(std::move(call->tasks));
       });
+}
+
+absl::Status Coordinator::AcquireIn(Connection& c, const std::string& worker_id,
+                                    const TaskWant& want, int64_t now, Events& events,
+                                    std::vector<Task>& tasks) {
+  tasks.clear();
+  events = Events();
+  RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+  return LeaseTasks(c, worker_id, want, now, events, tasks);
 }
 
 absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id,
@@ -1481,8 +1484,6 @@ absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_
   CompleteOutcome out;
   Events events;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
-    out = CompleteOutcome();
-    events = Events();
     return CompleteIn(c, worker_id, results, want, now, events, out);
   }));
   Dispatch(events);
@@ -1508,8 +1509,6 @@ void Coordinator::CompleteAsync(std::string worker_id, std::vector<CellResult> r
                                           clock_->NowMs(), std::move(done), {}, {}});
   store_->WriteAsync(
       [this, call](Connection& c) -> absl::Status {
-        call->out = CompleteOutcome();
-        call->events = Events();
         return CompleteIn(c, call->worker_id, call->results, call->want, call->now,
                           call->events, call->out);
       },
@@ -1524,6 +1523,8 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
                                      const std::vector<CellResult>& results,
                                      const std::optional<TaskWant>& want, int64_t now,
                                      Events& events, CompleteOutcome& out) {
+  out = CompleteOutcome();
+  events = Events();
   ASSIGN_OR_RETURN(const VersionManifest version, KnownWorkerVersion(c, worker_id));
   std::set<std::string> touched;
   for (const CellResult& r : results) {

@@ -261,8 +261,14 @@ class Coordinator {
   // inside the caller's write transaction; appends them to `tasks`.
   absl::Status LeaseTasks(Connection& c, const std::string& worker_id, const TaskWant& want,
                           int64_t now, Events& events, std::vector<Task>& tasks);
+  // Acquire()'s transaction: marks the worker seen, then leases for a
+  // checked `want`. Sets `events` and `tasks` afresh, as a transaction that
+  // may run twice must (store.h, group commit).
+  absl::Status AcquireIn(Connection& c, const std::string& worker_id, const TaskWant& want,
+                         int64_t now, Events& events, std::vector<Task>& tasks);
   // Complete()'s transaction: records `results`, then leases for `want`
-  // when it has a value (checked by CheckWant).
+  // when it has a value (checked by CheckWant). Sets `events` and `out`
+  // afresh.
   absl::Status CompleteIn(Connection& c, const std::string& worker_id,
                           const std::vector<CellResult>& results,
                           const std::optional<TaskWant>& want, int64_t now, Events& events,
