@@ -5,13 +5,14 @@
 //                   [--feature_map elu1] [--rank 8] [--seeds 0,1,2]
 //                   [--max_steps 2000] [--device auto] ...
 //   ranksweep-train ... --dump_dataset data.json   (writes the dataset, trains nothing)
-//   ranksweep-train --sweep sweep.json [--device cuda] [--max_seeds 64]
-//       (every task of a grid sweep, one after another: a JSON line per task
-//        with its time, then the total; the sweep as `ranksweep submit
-//        --dry-run` prints it)
+//   ranksweep-train --sweep sweep.json [--device cuda] [--max_seeds 64] [--slots 1]
+//       (every task of a grid sweep, --slots of them at once: a JSON line per
+//        task with its time as it finishes, then the wall time of the whole
+//        run; the sweep as `ranksweep submit --dry-run` prints it)
 //
 // Flags override the fields of --spec (or of the TaskSpec defaults); run with
 // --help for the list. Needs no gRPC: only the trainer library and Abseil.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -176,18 +177,20 @@ int CountExact(const std::vector<SeedResult>& seeds, bool test) {
 // --sweep: trainer::RunSweep with a line per task and one for the whole run.
 absl::Status RunSweepFile(const std::vector<std::pair<std::string, std::string>>& flags) {
   std::string path, device = "auto";
-  int max_seeds = 64;
+  trainer::SweepRunOptions how;
   for (const auto& [name, value] : flags) {
     if (name == "sweep") {
       path = value;
     } else if (name == "device") {
       device = value;
     } else if (name == "max_seeds") {
-      RETURN_IF_ERROR(ParseNumber("max_seeds", value, &max_seeds));
+      RETURN_IF_ERROR(ParseNumber("max_seeds", value, &how.max_seeds));
+    } else if (name == "slots") {
+      RETURN_IF_ERROR(ParseNumber("slots", value, &how.slots));
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--", name, " does not apply with --sweep (only --device and --max_seeds do); "
-          "edit the sweep file instead"));
+          "--", name, " does not apply with --sweep (only --device, --max_seeds and --slots "
+          "do); edit the sweep file instead"));
     }
   }
   std::string text;
@@ -196,24 +199,29 @@ absl::Status RunSweepFile(const std::vector<std::pair<std::string, std::string>>
   trainer::RunOptions run;
   run.device = device;
   int64_t tasks = 0, cells = 0;
-  double seconds = 0;
+  double task_seconds = 0;
   std::string device_name;
-  RETURN_IF_ERROR(trainer::RunSweep(sweep, max_seeds, run, [&](const trainer::SweepTaskReport& r) {
+  const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(trainer::RunSweep(sweep, how, run, [&](const trainer::SweepTaskReport& r) {
     ++tasks;
     cells += static_cast<int64_t>(r.result.seeds.size());
-    seconds += r.seconds;
+    task_seconds += r.seconds;
     if (!r.result.seeds.empty()) device_name = r.result.seeds[0].device;
     std::cout << absl::StrFormat(
-                     "{\"head\":\"%s\",\"rank\":%d,\"seeds\":%d,\"train_exact\":%d,"
-                     "\"test_exact\":%d,\"seconds\":%.3f,\"device\":\"%s\"}",
-                     r.head, r.rank, r.result.seeds.size(), CountExact(r.result.seeds, false),
-                     CountExact(r.result.seeds, true), r.seconds, device_name)
+                     "{\"task\":%d,\"head\":\"%s\",\"rank\":%d,\"seeds\":%d,"
+                     "\"train_exact\":%d,\"test_exact\":%d,\"seconds\":%.3f,"
+                     "\"device\":\"%s\"}",
+                     r.index, r.head, r.rank, r.result.seeds.size(),
+                     CountExact(r.result.seeds, false), CountExact(r.result.seeds, true),
+                     r.seconds, device_name)
               << std::endl;
   }));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << absl::StrFormat(
-                   "{\"sweep\":\"%s\",\"tasks\":%d,\"cells\":%d,\"seconds\":%.3f,"
-                   "\"device\":\"%s\"}",
-                   sweep.name, tasks, cells, seconds, device_name)
+                   "{\"sweep\":\"%s\",\"tasks\":%d,\"cells\":%d,\"slots\":%d,"
+                   "\"seconds\":%.3f,\"task_seconds\":%.3f,\"device\":\"%s\"}",
+                   sweep.name, tasks, cells, how.slots, seconds, task_seconds, device_name)
             << std::endl;
   return absl::OkStatus();
 }
@@ -242,10 +250,12 @@ absl::Status Main(int argc, char** argv) {
                    "(auto|cpu|cuda|cuda:N), indent (JSON indent, -1 = compact) and "
                    "dump_dataset FILE (write the dataset as JSON to FILE instead of "
                    "training).\n"
-                   "       ranksweep-train --sweep sweep.json [--device D] [--max_seeds N]\n"
+                   "       ranksweep-train --sweep sweep.json [--device D] [--max_seeds N] "
+                   "[--slots K]\n"
                    "  trains every task of a grid sweep (JSON, as `ranksweep submit --dry-run` "
-                   "prints it) one after another, N seeds fused per task (default 64), and "
-                   "prints a JSON line per task and one for the whole sweep.\n";
+                   "prints it), N seeds fused per task (default 64, 1..1024), K tasks at once "
+                   "(default 1, 1..64, as a worker's --slots), and prints a JSON line per task "
+                   "as it finishes and one for the whole sweep (its wall time).\n";
       return absl::OkStatus();
     }
     if (arg.rfind("--", 0) != 0) {

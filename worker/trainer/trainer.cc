@@ -6,11 +6,13 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -140,41 +142,89 @@ absl::StatusOr<TaskResult> RunTask(const TaskSpec& spec, const RunOptions& optio
   }
 }
 
-absl::Status RunSweep(const SweepSpec& sweep, int max_seeds, const RunOptions& options,
+absl::Status RunSweep(const SweepSpec& sweep, const SweepRunOptions& how,
+                      const RunOptions& options,
                       const std::function<void(const SweepTaskReport&)>& on_task) {
   RETURN_IF_ERROR(ValidateSweepSpec(sweep));
   if (sweep.mode != SweepMode::kGrid) {
     return absl::InvalidArgumentError(
         "mode: only grid sweeps run without the coordinator (search needs it)");
   }
-  if (max_seeds < 1 || max_seeds > 1024) {
+  if (how.max_seeds < 1 || how.max_seeds > 1024) {
     return absl::InvalidArgumentError(
-        absl::StrCat("max_seeds: ", max_seeds, " is out of range 1..1024"));
+        absl::StrCat("max_seeds: ", how.max_seeds, " is out of range 1..1024"));
   }
+  if (how.slots < 1 || how.slots > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slots: ", how.slots, " is out of range 1..64"));
+  }
+  struct Pending {
+    int head_index;
+    int rank;
+    std::vector<uint64_t> seeds;
+  };
+  std::vector<Pending> tasks;
   const std::vector<uint64_t> seeds = SweepSeeds(sweep);
+  const size_t per_task = static_cast<size_t>(how.max_seeds);
   for (int h = 0; h < static_cast<int>(sweep.heads.size()); ++h) {
     const std::vector<int> head_ranks =
         HeadHasRank(sweep.heads[h]) ? sweep.ranks : std::vector<int>{0};
     for (int rank : head_ranks) {
-      for (size_t first = 0; first < seeds.size(); first += static_cast<size_t>(max_seeds)) {
-        const size_t last = std::min(seeds.size(), first + static_cast<size_t>(max_seeds));
-        SweepTaskReport report;
-        report.head_index = h;
-        report.head = HeadLabel(sweep.heads[h]);
-        report.rank = rank;
-        const auto start = std::chrono::steady_clock::now();
-        ASSIGN_OR_RETURN(report.result,
-                         RunTask(MakeTaskSpec(sweep, h, rank,
-                                              std::vector<uint64_t>(seeds.begin() + first,
-                                                                    seeds.begin() + last)),
-                                 options));
-        report.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (on_task) on_task(report);
+      for (size_t first = 0; first < seeds.size(); first += per_task) {
+        const size_t last = std::min(seeds.size(), first + per_task);
+        tasks.push_back(Pending{h, rank, std::vector<uint64_t>(seeds.begin() + first,
+                                                               seeds.begin() + last)});
       }
     }
   }
-  return absl::OkStatus();
+  std::mutex mu;
+  size_t next = 0;           // guarded by mu
+  absl::Status first_error;  // guarded by mu
+  std::atomic<bool> failed{false};
+  RunOptions run = options;
+  run.should_stop = [&failed, &options] {
+    return failed.load() || (options.should_stop && options.should_stop());
+  };
+  auto slot = [&] {
+    while (true) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next == tasks.size() || !first_error.ok()) return;
+        i = next++;
+      }
+      const Pending& t = tasks[i];
+      SweepTaskReport report;
+      report.index = static_cast<int>(i);
+      report.head_index = t.head_index;
+      report.head = HeadLabel(sweep.heads[t.head_index]);
+      report.rank = t.rank;
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<TaskResult> result =
+          RunTask(MakeTaskSpec(sweep, t.head_index, t.rank, t.seeds), run);
+      report.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::lock_guard<std::mutex> lock(mu);
+      if (!result.ok()) {
+        // A task stopped because another failed reports Cancelled: keep the
+        // first error, the cause.
+        if (first_error.ok()) first_error = result.status();
+        failed = true;
+        return;
+      }
+      report.result = *std::move(result);
+      if (on_task) on_task(report);
+    }
+  };
+  const size_t threads = std::min(tasks.size(), static_cast<size_t>(how.slots));
+  if (threads <= 1) {
+    slot();
+  } else {
+    std::vector<std::thread> runners;
+    for (size_t i = 0; i < threads; ++i) runners.emplace_back(slot);
+    for (std::thread& r : runners) r.join();
+  }
+  return first_error;
 }
 
 absl::StatusOr<std::string> ResolveDeviceName(const std::string& device) {

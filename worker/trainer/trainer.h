@@ -40,9 +40,11 @@ struct TaskResult {
 // evaluates. Deterministic on CPU for a given spec.
 absl::StatusOr<TaskResult> RunTask(const TaskSpec& spec, const RunOptions& options = {});
 
-// One task of RunSweep: the (head, rank) and seeds it trained, its results
-// and its wall time (dataset, training and evaluation).
+// One task of RunSweep: its place in the sweep, the (head, rank) and seeds
+// it trained, its results and its wall time (dataset, training and
+// evaluation).
 struct SweepTaskReport {
+  int index = 0;  // the task's place in spec order, from 0
   int head_index = 0;
   std::string head;  // HeadLabel
   int rank = 0;      // 0 for a head without a rank
@@ -50,15 +52,25 @@ struct SweepTaskReport {
   double seconds = 0;
 };
 
-// Trains every task of a grid sweep on this machine, one after another: each
-// head at each of its ranks (once for heads without a rank), in the order of
-// the spec, the sweep's seeds fused max_seeds at a time (the worker's
-// --max_seeds, 1..1024), calling `on_task` after each task. No coordinator
-// and no store: for timing a whole sweep on one device, or trying a spec.
-// InvalidArgument for an invalid spec, for mode search (its bisection lives
-// in the coordinator) and for max_seeds out of range; the first task error
-// ends the run and is returned.
-absl::Status RunSweep(const SweepSpec& sweep, int max_seeds, const RunOptions& options,
+// How RunSweep splits and schedules a sweep, as a worker would.
+struct SweepRunOptions {
+  int max_seeds = 64;  // seeds fused per task (the worker's --max_seeds), 1..1024
+  int slots = 1;       // tasks trained at once on the device (the worker's --slots), 1..64
+};
+
+// Trains every task of a grid sweep on this machine: each head at each of
+// its ranks (once for heads without a rank), in the order of the spec, the
+// sweep's seeds fused max_seeds at a time. With slots > 1 that many tasks
+// train at once on their own threads, each taking the next task in spec
+// order when it is free, as a worker's slots do; `on_task` is then called in
+// the order the tasks finish, never from two threads at once. No
+// coordinator and no store: for timing a whole sweep on one device, or
+// trying a spec. InvalidArgument for an invalid spec, for mode search (its
+// bisection lives in the coordinator) and for max_seeds or slots out of
+// range. The first task error stops the run: no task starts after it, the
+// running ones stop at their next evaluation, and that error is returned.
+absl::Status RunSweep(const SweepSpec& sweep, const SweepRunOptions& how,
+                      const RunOptions& options,
                       const std::function<void(const SweepTaskReport&)>& on_task);
 
 // What the device string resolves to here, e.g. "cpu" or "cuda:0 (NVIDIA H200)";

@@ -2,7 +2,12 @@
 // determinism, the witness phase transition, and the device boundary.
 #include "worker/trainer/trainer.h"
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <tuple>
 
 #include "common/spec/spec_json.h"
@@ -218,7 +223,8 @@ TEST(RunSweepTest, TrainsEveryTaskOfTheGridInSpecOrderAsRunTaskWould) {
   sweep.seed_count = 3;
   std::vector<SweepTaskReport> reports;
   const absl::Status run =
-      RunSweep(sweep, 2, kCpu, [&](const SweepTaskReport& r) { reports.push_back(r); });
+      RunSweep(sweep, {.max_seeds = 2}, kCpu,
+               [&](const SweepTaskReport& r) { reports.push_back(r); });
   ASSERT_TRUE(run.ok()) << run;
   // kernel r=4 seeds {0,1} and {2}, kernel r=1 likewise, softmax likewise.
   ASSERT_EQ(reports.size(), 6u);
@@ -226,6 +232,7 @@ TEST(RunSweepTest, TrainsEveryTaskOfTheGridInSpecOrderAsRunTaskWould) {
       {"kernel/elu1", 4, 2}, {"kernel/elu1", 4, 1}, {"kernel/elu1", 1, 2},
       {"kernel/elu1", 1, 1}, {"softmax", 0, 2},     {"softmax", 0, 1}};
   for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(reports[i].index, static_cast<int>(i));
     EXPECT_EQ(reports[i].head, std::get<0>(want[i]));
     EXPECT_EQ(reports[i].rank, std::get<1>(want[i]));
     EXPECT_EQ(reports[i].result.seeds.size(), std::get<2>(want[i]));
@@ -240,13 +247,102 @@ TEST(RunSweepTest, TrainsEveryTaskOfTheGridInSpecOrderAsRunTaskWould) {
   }
 
   sweep.mode = SweepMode::kSearch;
-  absl::Status search = RunSweep(sweep, 2, kCpu, nullptr);
+  absl::Status search = RunSweep(sweep, {.max_seeds = 2}, kCpu, nullptr);
   EXPECT_EQ(search.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(search.message(), HasSubstr("mode"));
   sweep.mode = SweepMode::kGrid;
-  absl::Status seeds = RunSweep(sweep, 0, kCpu, nullptr);
+  absl::Status seeds = RunSweep(sweep, {.max_seeds = 0}, kCpu, nullptr);
   EXPECT_EQ(seeds.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(seeds.message(), "max_seeds: 0 is out of range 1..1024");
+  for (int slots : {0, 65}) {
+    absl::Status s = RunSweep(sweep, {.max_seeds = 2, .slots = slots}, kCpu, nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message(), absl::StrCat("slots: ", slots, " is out of range 1..64"));
+  }
+}
+
+// Slots change when tasks run, not what they compute: every task once, each
+// result exactly the one-slot run's.
+TEST(RunSweepTest, SlotsTrainEveryTaskOnceWithTheOneSlotResults) {
+  SweepSpec sweep;
+  sweep.name = "slots";
+  sweep.dataset = SmallTask().dataset;
+  sweep.train = SmallTask().train;
+  HeadSpec kernel;
+  kernel.kind = HeadKind::kKernel;
+  sweep.heads = {kernel};
+  sweep.ranks = {1, 2, 4, 8, 16};
+  sweep.seed_count = 2;
+  std::map<int, SweepTaskReport> one, three;
+  ASSERT_TRUE(RunSweep(sweep, {.max_seeds = 1}, kCpu, [&](const SweepTaskReport& r) {
+                one.emplace(r.index, r);
+              }).ok());
+  // Each of the first tasks waits at its first evaluation until three are
+  // under way: only three slots running at once get past it without the
+  // timeout.
+  RunOptions run = kCpu;
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  bool timed_out = false;
+  run.on_progress = [&](int64_t) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (started >= 3) return;
+    ++started;
+    cv.notify_all();
+    if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return started >= 3; })) {
+      timed_out = true;
+    }
+  };
+  int calls = 0;
+  ASSERT_TRUE(RunSweep(sweep, {.max_seeds = 1, .slots = 3}, run,
+                       [&](const SweepTaskReport& r) {
+                         ++calls;
+                         three.emplace(r.index, r);
+                       })
+                  .ok());
+  EXPECT_FALSE(timed_out);
+  EXPECT_EQ(calls, 10);
+  ASSERT_EQ(one.size(), 10u);
+  ASSERT_EQ(three.size(), 10u);
+  for (const auto& [index, r] : one) {
+    const SweepTaskReport& t = three.at(index);
+    EXPECT_EQ(t.rank, r.rank) << index;
+    EXPECT_EQ(t.rank, sweep.ranks[static_cast<size_t>(index / 2)]) << index;
+    ASSERT_EQ(t.result.seeds.size(), 1u) << index;
+    EXPECT_EQ(t.result.seeds[0].seed, static_cast<uint64_t>(index % 2)) << index;
+    EXPECT_EQ(t.result.seeds[0].final_loss, r.result.seeds[0].final_loss) << index;
+    EXPECT_EQ(t.result.seeds[0].steps, r.result.seeds[0].steps) << index;
+  }
+}
+
+// The first failure ends the run: the caller's stop request here, so every
+// slot's task is cancelled, nothing is reported, and the error comes back.
+TEST(RunSweepTest, AFailedTaskStopsTheOtherSlots) {
+  SweepSpec sweep;
+  sweep.name = "stopped";
+  sweep.dataset = SmallTask().dataset;
+  sweep.train = SmallTask().train;
+  HeadSpec kernel;
+  kernel.kind = HeadKind::kKernel;
+  sweep.heads = {kernel};
+  sweep.ranks = {1, 2, 4, 8};
+  sweep.seed_count = 1;
+  RunOptions stop = kCpu;
+  std::atomic<int> polls{0};
+  stop.should_stop = [&polls] {
+    ++polls;
+    return true;
+  };
+  int reports = 0;
+  const absl::Status s = RunSweep(sweep, {.max_seeds = 1, .slots = 2}, stop,
+                                  [&](const SweepTaskReport&) { ++reports; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(reports, 0);
+  // At most one task per slot ran (the second slot may find the failure
+  // before it takes a task): none started after the first failure.
+  EXPECT_GE(polls.load(), 1);
+  EXPECT_LE(polls.load(), 2);
 }
 
 TEST(DeviceTest, ResolvesNames) {
