@@ -270,10 +270,12 @@ bool UseCudaGraph(const torch::Device& device, bool full_batch) {
 
 // Each seed's minibatch order: its own stream, reshuffled every epoch; the
 // last partial batch of an epoch is dropped so all seeds share one shape.
+// `pinned` (for a CUDA device): each batch is written to page-locked memory,
+// so that its copy to the device can be asynchronous.
 class BatchOrder {
  public:
-  BatchOrder(const std::vector<uint64_t>& seeds, int64_t size, int64_t batch)
-      : size_(size), batch_(batch), cursor_(seeds.size(), size) {
+  BatchOrder(const std::vector<uint64_t>& seeds, int64_t size, int64_t batch, bool pinned)
+      : size_(size), batch_(batch), pinned_(pinned), cursor_(seeds.size(), size) {
     for (uint64_t s : seeds) rngs_.push_back(Rng::ForStream(s, kStreamBatches));
     perms_.assign(seeds.size(), std::vector<int64_t>(size));
   }
@@ -282,7 +284,9 @@ class BatchOrder {
   // too, which does not matter since their updates are masked.
   torch::Tensor Next() {
     const int64_t s_count = static_cast<int64_t>(rngs_.size());
-    torch::Tensor idx = torch::empty({s_count, batch_}, torch::kLong);
+    torch::Tensor idx =
+        torch::empty({s_count, batch_}, torch::TensorOptions().dtype(torch::kLong).pinned_memory(
+                                             pinned_));
     int64_t* p = idx.data_ptr<int64_t>();
     for (int64_t s = 0; s < s_count; ++s) {
       if (cursor_[s] + batch_ > size_) {
@@ -298,6 +302,7 @@ class BatchOrder {
 
  private:
   int64_t size_, batch_;
+  bool pinned_;
   std::vector<Rng> rngs_;
   std::vector<std::vector<int64_t>> perms_;
   std::vector<int64_t> cursor_;
@@ -331,7 +336,8 @@ std::vector<SplitMetrics> EvaluateTensors(AttentionHeadImpl& head, const Dataset
   torch::Tensor pos_right = torch::zeros({s_count}, opts);
   torch::Tensor seq_right = torch::zeros({s_count}, opts);
   torch::Tensor max_abs = torch::zeros({s_count}, opts);
-  torch::Tensor loss_sum = torch::zeros({s_count}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  torch::Tensor loss_sum =
+      torch::zeros({s_count}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   for (int64_t start = 0; start < size; start += chunk) {
     const int64_t len = std::min(chunk, size - start);
     torch::Tensor idx = st.tokens.index.narrow(0, start, len).unsqueeze(0);  // [1, len, N]
@@ -422,7 +428,7 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
       full_idx = train.tokens.index.unsqueeze(0);  // [1, B, N]: every seed
       full_t = train.targets.unsqueeze(0);
     }
-    BatchOrder order(spec.seeds, b_total, batch);
+    BatchOrder order(spec.seeds, b_total, batch, /*pinned=*/device.is_cuda());
     const bool graph = UseCudaGraph(device, full_batch);
 #ifdef RANKSWEEP_CUDA_GRAPHS
     // Capture needs a non-default stream; the whole loop (steps and
@@ -441,15 +447,20 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     torch::Tensor active_t = upload_active();
     int64_t n_active = s_count;
     adam.SetActive(active_t, true);
-    // One training step. No host synchronization inside: the minibatch
-    // indices go host -> device, nothing comes back.
+    // One training step. No host synchronization inside: nothing comes
+    // back, and the minibatch indices go host -> device from page-locked
+    // memory without blocking (from pageable memory, LibTorch's copy waits
+    // for the stream, that is for every step queued before it). The pinned
+    // block is not reused before its copy is done: LibTorch's caching host
+    // allocator records the copy's event.
     auto train_step = [&]() {
       torch::Tensor x, t;
       if (full_batch) {
         x = full_idx;
         t = full_t;
       } else {
-        torch::Tensor idx = order.Next().to(device).flatten();
+        torch::Tensor idx =
+            order.Next().to(torch::TensorOptions().device(device), /*non_blocking=*/true).flatten();
         x = train.tokens.index.index_select(0, idx).view({s_count, batch, n});
         t = train.targets.index_select(0, idx).view({s_count, batch, n});
       }
