@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -63,10 +65,26 @@ std::string DeviceName(const torch::Device& device) {
   return name;
 }
 
-// RANKSWEEP_TORCH_THREADS, when set to a positive integer, fixes Torch's
-// intra-op thread count (process-wide). Tiny Min-IP tensors often run
-// fastest on 1-2 threads; the default leaves Torch's own choice.
-void ApplyThreadSetting() {
+// Whether the environment already sets glibc's malloc thresholds.
+bool MallocTunedByEnvironment() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  return (tunables != nullptr && absl::StrContains(tunables, "glibc.malloc.")) ||
+         std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
+         std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
+         std::getenv("MALLOC_MMAP_MAX_") != nullptr;
+}
+
+// Process-wide settings for training, applied once:
+//  * RANKSWEEP_TORCH_THREADS, when set to a positive integer, fixes Torch's
+//    intra-op thread count. Tiny Min-IP tensors often run fastest on 1-2
+//    threads; the default leaves Torch's own choice.
+//  * glibc's malloc keeps freed blocks of up to 32 MiB for reuse instead of
+//    unmapping them (M_MMAP_THRESHOLD at glibc's ceiling, and a trim
+//    threshold of 1 GiB, which together turn off its adaptive thresholds).
+//    A minibatch step frees and reallocates the same large temporaries; by
+//    default every step page-faulted them in again (docs/TRAINER.md). Left
+//    as it is when the environment sets malloc's thresholds itself.
+void ApplyProcessSettings() {
   static std::once_flag once;
   std::call_once(once, [] {
     const char* env = std::getenv("RANKSWEEP_TORCH_THREADS");
@@ -74,7 +92,22 @@ void ApplyThreadSetting() {
     if (env != nullptr && absl::SimpleAtoi(env, &threads) && threads > 0) {
       torch::set_num_threads(threads);
     }
+#ifdef __GLIBC__
+    if (!MallocTunedByEnvironment()) {
+      mallopt(M_MMAP_THRESHOLD, 32 << 20);
+      mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    }
+#endif
   });
+}
+
+// What a finished task freed goes back to the system (the trim threshold
+// above keeps it otherwise), so that an idle worker does not hold its
+// largest task's memory.
+void ReleaseFreedMemory() {
+#ifdef __GLIBC__
+  if (!MallocTunedByEnvironment()) malloc_trim(0);
+#endif
 }
 
 absl::Status FromException(const std::exception& e) {
@@ -116,7 +149,7 @@ absl::StatusOr<TaskResult> RunTaskUnsafe(const TaskSpec& spec, const RunOptions&
   RETURN_IF_ERROR(CheckEnums(spec));
   RETURN_IF_ERROR(ValidateTaskSpec(spec));
   ASSIGN_OR_RETURN(const torch::Device device, ResolveDevice(options.device));
-  ApplyThreadSetting();
+  ApplyProcessSettings();
   ASSIGN_OR_RETURN(Dataset data, BuildDataset(spec.dataset));
   ASSIGN_OR_RETURN(std::vector<SeedResult> seeds, TrainSeeds(spec, data, device, options));
   TaskResult result;
@@ -133,13 +166,16 @@ absl::StatusOr<TaskResult> RunTaskUnsafe(const TaskSpec& spec, const RunOptions&
 }  // namespace
 
 absl::StatusOr<TaskResult> RunTask(const TaskSpec& spec, const RunOptions& options) {
+  absl::StatusOr<TaskResult> result;
   try {
-    return RunTaskUnsafe(spec, options);
+    result = RunTaskUnsafe(spec, options);
   } catch (const std::bad_alloc& e) {
-    return absl::ResourceExhaustedError(absl::StrCat("trainer: out of host memory: ", e.what()));
+    result = absl::ResourceExhaustedError(absl::StrCat("trainer: out of host memory: ", e.what()));
   } catch (const std::exception& e) {  // c10::Error derives from std::exception
-    return FromException(e);
+    result = FromException(e);
   }
+  ReleaseFreedMemory();
+  return result;
 }
 
 absl::Status RunSweep(const SweepSpec& sweep, const SweepRunOptions& how,
