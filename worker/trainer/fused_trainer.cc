@@ -229,8 +229,18 @@ class StepRunner {
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
     bool begun = false;
     try {
-      torch::cuda::synchronize();
-      graph->capture_begin();
+      // The warm-up steps on this run's own stream, not the whole device:
+      // other slots of the process keep training meanwhile.
+      c10::cuda::getCurrentCUDAStream().synchronize();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+      // Thread-local capture: only this thread is kept from calls that are
+      // unsafe during a capture. In the default global mode another slot's
+      // thread allocating or synchronizing while this one captures would
+      // get an error, failing its task, and break this capture.
+      graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
+      graph->capture_begin();  // LibTorch 2.0: global mode only
+#endif
       begun = true;
       step_();
       graph->capture_end();
