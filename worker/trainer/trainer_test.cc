@@ -209,18 +209,25 @@ TEST(PhaseTransitionTest, SoftmaxIsExactOnEverySeed) {
   }
 }
 
-TEST(RunSweepTest, TrainsEveryTaskOfTheGridInSpecOrderAsRunTaskWould) {
+// A grid sweep of SmallTask's dataset and training: one kernel head at `ranks`.
+SweepSpec SmallKernelSweep(const std::vector<int>& ranks, int seed_count) {
   SweepSpec sweep;
-  sweep.name = "local";
+  sweep.name = "small";
   sweep.dataset = SmallTask().dataset;
   sweep.train = SmallTask().train;
   HeadSpec kernel;
   kernel.kind = HeadKind::kKernel;
+  sweep.heads = {kernel};
+  sweep.ranks = ranks;
+  sweep.seed_count = seed_count;
+  return sweep;
+}
+
+TEST(RunSweepTest, TrainsEveryTaskOfTheGridInSpecOrderAsRunTaskWould) {
+  SweepSpec sweep = SmallKernelSweep({4, 1}, 3);  // ranks in spec order, not sorted
   HeadSpec softmax;
   softmax.kind = HeadKind::kSoftmax;
-  sweep.heads = {kernel, softmax};
-  sweep.ranks = {4, 1};  // spec order, not sorted
-  sweep.seed_count = 3;
+  sweep.heads.push_back(softmax);
   std::vector<SweepTaskReport> reports;
   const absl::Status run =
       RunSweep(sweep, {.max_seeds = 2}, kCpu,
@@ -264,15 +271,7 @@ TEST(RunSweepTest, TrainsEveryTaskOfTheGridInSpecOrderAsRunTaskWould) {
 // Slots change when tasks run, not what they compute: every task once, each
 // result exactly the one-slot run's.
 TEST(RunSweepTest, SlotsTrainEveryTaskOnceWithTheOneSlotResults) {
-  SweepSpec sweep;
-  sweep.name = "slots";
-  sweep.dataset = SmallTask().dataset;
-  sweep.train = SmallTask().train;
-  HeadSpec kernel;
-  kernel.kind = HeadKind::kKernel;
-  sweep.heads = {kernel};
-  sweep.ranks = {1, 2, 4, 8, 16};
-  sweep.seed_count = 2;
+  const SweepSpec sweep = SmallKernelSweep({1, 2, 4, 8, 16}, 2);
   std::map<int, SweepTaskReport> one, three;
   ASSERT_TRUE(RunSweep(sweep, {.max_seeds = 1}, kCpu, [&](const SweepTaskReport& r) {
                 one.emplace(r.index, r);
@@ -319,15 +318,7 @@ TEST(RunSweepTest, SlotsTrainEveryTaskOnceWithTheOneSlotResults) {
 // The first failure ends the run: the caller's stop request here, so every
 // slot's task is cancelled, nothing is reported, and the error comes back.
 TEST(RunSweepTest, AFailedTaskStopsTheOtherSlots) {
-  SweepSpec sweep;
-  sweep.name = "stopped";
-  sweep.dataset = SmallTask().dataset;
-  sweep.train = SmallTask().train;
-  HeadSpec kernel;
-  kernel.kind = HeadKind::kKernel;
-  sweep.heads = {kernel};
-  sweep.ranks = {1, 2, 4, 8};
-  sweep.seed_count = 1;
+  const SweepSpec sweep = SmallKernelSweep({1, 2, 4, 8}, 1);
   RunOptions stop = kCpu;
   std::atomic<int> polls{0};
   stop.should_stop = [&polls] {
