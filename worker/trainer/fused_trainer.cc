@@ -441,10 +441,18 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     BatchOrder order(spec.seeds, b_total, batch, /*pinned=*/device.is_cuda());
     const bool graph = UseCudaGraph(device, full_batch);
 #ifdef RANKSWEEP_CUDA_GRAPHS
-    // Capture needs a non-default stream; the whole loop (steps and
-    // evaluations) runs on it so their order is kept.
+    // On a CUDA device the whole loop (steps and evaluations, in order)
+    // runs on a stream of its own: capture needs a non-default stream, and
+    // with several slots in one process each run's kernels then neither
+    // queue behind the others' on the shared default stream nor make an
+    // evaluation's read-back wait for them. What the loop reads from before
+    // it (data, parameters) was uploaded by blocking copies, and its last
+    // evaluation waits for the stream, so the code after it can use the
+    // default stream again.
     std::optional<c10::cuda::CUDAStreamGuard> stream_guard;
-    if (graph) stream_guard.emplace(c10::cuda::getStreamFromPool(false, device.index()));
+    if (device.is_cuda()) {
+      stream_guard.emplace(c10::cuda::getStreamFromPool(false, device.index()));
+    }
 #endif
     FusedAdam adam(head->parameters(), ts, /*capturable=*/graph);
     std::vector<char> active(s_count, 1);
