@@ -1292,7 +1292,7 @@ absl::Status Coordinator::AcquireIn(Connection& c, const std::string& worker_id,
 
 absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id,
                                      const TaskWant& want, int64_t now, Events& events,
-                                     std::vector<Task>& tasks) {
+                                     std::vector<Task>& tasks, int64_t next_of) {
   const int64_t deadline = now + options_.lease_ms;
   int leased = 0;
   int64_t next_lease = 0, serve_counter = 0;
@@ -1403,12 +1403,13 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     {
       ASSIGN_OR_RETURN(Statement u,
                        c.Prepare("UPDATE cells SET state = 2, attempt = attempt + 1, "
-                                 "lease_id = ?2, lease_deadline_ms = ?3, worker_id = ?4 "
-                                 "WHERE id = ?1"));
+                                 "lease_id = ?2, lease_deadline_ms = ?3, worker_id = ?4, "
+                                 "next_of = ?5, next_task = ?6 WHERE id = ?1"));
       for (LeasedCell& cell : task.cells) {
         cell.lease_id = next_lease++;
         u.Reset();
         u.Bind(1, cell.cell_id).Bind(2, cell.lease_id).Bind(3, deadline).Bind(4, worker_id);
+        u.Bind(5, next_of).Bind(6, next_of != 0 ? leased : 0);
         RETURN_IF_ERROR(u.Run());
       }
     }
@@ -1438,6 +1439,55 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
   u.Reset();
   u.Bind(1, "serve_counter").Bind(2, serve_counter);
   return u.Run();
+}
+
+absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_id,
+                                       int64_t next_of, int64_t now, Events& events,
+                                       std::vector<Task>& tasks) {
+  const int64_t deadline = now + options_.lease_ms;
+  const size_t first = tasks.size();
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT id, sweep_id, head_index, rank, seed, attempt, lease_id, "
+                               "next_task FROM cells INDEXED BY cells_leased WHERE worker_id = ?1 "
+                               "AND state = 2 AND next_of = ?2 ORDER BY next_task, id"));
+    q.Bind(1, worker_id).Bind(2, next_of);
+    int64_t task_index = -1;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      if (tasks.size() == first || q.ColumnInt(7) != task_index) {
+        task_index = q.ColumnInt(7);
+        Task task;
+        task.sweep_id = q.ColumnText(1);
+        task.head_index = static_cast<int>(q.ColumnInt(2));
+        task.rank = static_cast<int>(q.ColumnInt(3));
+        task.deadline_unix_ms = deadline;
+        tasks.push_back(std::move(task));
+      }
+      tasks.back().cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(4)),
+                                              q.ColumnInt(6), static_cast<int>(q.ColumnInt(5))});
+    }
+  }
+  if (tasks.size() == first) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement u,
+                   c.Prepare("UPDATE cells SET lease_deadline_ms = ?2 WHERE id = ?1"));
+  for (size_t i = first; i < tasks.size(); ++i) {
+    Task& task = tasks[i];
+    std::vector<uint64_t> seeds;
+    for (const LeasedCell& cell : task.cells) {
+      u.Reset();
+      u.Bind(1, cell.cell_id).Bind(2, deadline);
+      RETURN_IF_ERROR(u.Run());
+      seeds.push_back(cell.seed);
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, SpecOf(c, task.sweep_id));
+    task.spec = MakeTaskSpec(*spec, task.head_index, task.rank, std::move(seeds));
+  }
+  events.Log("worker %s sent results again; %d tasks leased in reply to them the first time "
+             "go to it again",
+             worker_id, tasks.size() - first);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worker_id,
@@ -1526,6 +1576,12 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
   out = CompleteOutcome();
   events = Events();
   ASSIGN_OR_RETURN(const VersionManifest version, KnownWorkerVersion(c, worker_id));
+  // The call's key for the tasks it leases as `next`: the smallest lease id
+  // among its results (lease ids start at 1).
+  int64_t next_of = 0;
+  for (const CellResult& r : results) {
+    if (next_of == 0 || r.lease_id < next_of) next_of = r.lease_id;
+  }
   std::set<std::string> touched;
   for (const CellResult& r : results) {
     std::string sweep_id, holder;
@@ -1612,7 +1668,13 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     RETURN_IF_ERROR(MaybeFinishSweep(c, sweep_id, events));
   }
   if (!want.has_value()) return absl::OkStatus();
-  return LeaseTasks(c, worker_id, *want, now, events, out.next_tasks);
+  if (next_of > 0 && out.recorded == 0) {
+    // Every result was already recorded: the worker sends them again
+    // because it lost the reply. What that reply leased goes to it again.
+    RETURN_IF_ERROR(LeasedAsNext(c, worker_id, next_of, now, events, out.next_tasks));
+    if (!out.next_tasks.empty()) return absl::OkStatus();
+  }
+  return LeaseTasks(c, worker_id, *want, now, events, out.next_tasks, next_of);
 }
 
 absl::Status Coordinator::Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,

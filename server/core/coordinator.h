@@ -259,8 +259,17 @@ class Coordinator {
   absl::Status CheckWant(TaskWant& want, const char* field_prefix) const;
   // Leases tasks for a checked `want` (Acquire's order and memory rules)
   // inside the caller's write transaction; appends them to `tasks`.
+  // `next_of`: for the `next` tasks of a CompleteTasks call, the smallest
+  // lease id of its results (cells.next_of); 0 otherwise.
   absl::Status LeaseTasks(Connection& c, const std::string& worker_id, const TaskWant& want,
-                          int64_t now, Events& events, std::vector<Task>& tasks);
+                          int64_t now, Events& events, std::vector<Task>& tasks,
+                          int64_t next_of = 0);
+  // The tasks a CompleteTasks call whose results' smallest lease id was
+  // `next_of` leased to `worker_id` as `next`, those of its cells still
+  // leased to it, deadlines extended from `now`; appended to `tasks` in
+  // their first reply's order. For the same results sent again.
+  absl::Status LeasedAsNext(Connection& c, const std::string& worker_id, int64_t next_of,
+                            int64_t now, Events& events, std::vector<Task>& tasks);
   // Acquire()'s transaction: marks the worker seen, then leases for a
   // checked `want`. Sets `events` and `tasks` afresh, as a transaction that
   // may run twice must (store.h, group commit).

@@ -793,6 +793,90 @@ TEST_F(CoordinatorTest, CompleteLeasesTheNextTasksInTheSameTransaction) {
   EXPECT_THAT(again->next_tasks, IsEmpty());
 }
 
+// A worker that lost the reply to CompleteTasks sends the same results
+// again: the tasks that reply leased go to it again (the same leases, task
+// by task, deadlines extended) and nothing more is leased. Once those
+// leases are gone, the same results lease afresh.
+TEST_F(CoordinatorTest, ResultsSentAgainGetTheTasksTheirLostReplyLeased) {
+  std::string sweep = Submit(MakeSpec("grid"));  // 4 groups of 4 seeds
+  std::string w = Register();
+  std::vector<Task> first = Acquire(w, 1, 4);
+  ASSERT_EQ(first.size(), 1u);
+  // Two tasks of two seeds, both from group (0, 2): the boundary between
+  // them is kept on the second answer.
+  auto out = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{2, 2, 0});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->next_tasks.size(), 2u);
+  const int64_t leases = Count("SELECT value FROM meta WHERE key = 'next_lease_id'");
+
+  clock_.AdvanceMs(1000);
+  auto again = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{2, 2, 0});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->recorded, 0);
+  EXPECT_EQ(again->duplicates, 4);
+  ASSERT_EQ(again->next_tasks.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const Task& was = out->next_tasks[i];
+    const Task& now = again->next_tasks[i];
+    EXPECT_EQ(now.sweep_id, sweep);
+    EXPECT_EQ(now.head_index, was.head_index);
+    EXPECT_EQ(now.rank, was.rank);
+    EXPECT_EQ(now.spec.seeds, was.spec.seeds);
+    EXPECT_EQ(now.spec.rank, was.spec.rank);
+    ASSERT_EQ(now.cells.size(), 2u);
+    for (size_t j = 0; j < 2; ++j) {
+      EXPECT_EQ(now.cells[j].cell_id, was.cells[j].cell_id);
+      EXPECT_EQ(now.cells[j].lease_id, was.cells[j].lease_id);
+      EXPECT_EQ(now.cells[j].attempt, 1);
+    }
+    EXPECT_EQ(now.deadline_unix_ms, clock_.NowMs() + kLeaseMs);
+  }
+  EXPECT_EQ(again->next_tasks[0].spec.seeds, (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(again->next_tasks[1].spec.seeds, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(Count("SELECT value FROM meta WHERE key = 'next_lease_id'"), leases);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+  EXPECT_EQ(Cells(sweep, CellState::kPending), 8);
+  EXPECT_EQ(Count(absl::StrCat("SELECT COUNT(*) FROM cells WHERE state = 2 AND "
+                               "lease_deadline_ms = ",
+                               clock_.NowMs() + kLeaseMs)),
+            4);
+
+  // Sent again without `next`: acknowledged, nothing handed out.
+  auto bare = coordinator_->Complete(w, ResultsFor(first[0]), std::nullopt);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->duplicates, 4);
+  EXPECT_THAT(bare->next_tasks, IsEmpty());
+
+  // The leases expire (the worker never heard of them); the same results
+  // then lease new tasks, which later resends get.
+  clock_.AdvanceMs(kLeaseMs);
+  auto expired = coordinator_->ExpireLeases();
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(*expired, 4);
+  auto fresh = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{1, 4, 0});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  ASSERT_EQ(fresh->next_tasks.size(), 1u);
+  EXPECT_EQ(fresh->next_tasks[0].cells.size(), 4u);
+  EXPECT_EQ(fresh->next_tasks[0].cells[0].lease_id, leases);
+  EXPECT_EQ(Count("SELECT value FROM meta WHERE key = 'next_lease_id'"), leases + 4);
+  auto repeat = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{1, 4, 0});
+  ASSERT_TRUE(repeat.ok()) << repeat.status();
+  ASSERT_EQ(repeat->next_tasks.size(), 1u);
+  EXPECT_EQ(repeat->next_tasks[0].cells[0].lease_id, leases);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
+
+  // A task leased by AcquireTasks is never taken for a resend's.
+  std::vector<Task> acquired = Acquire(w, 1, 4);
+  ASSERT_EQ(acquired.size(), 1u);
+  auto done = coordinator_->Complete(w, ResultsFor(repeat->next_tasks[0]), std::nullopt);
+  ASSERT_TRUE(done.ok()) << done.status();
+  auto last = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{1, 4, 0});
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_EQ(last->next_tasks.size(), 1u);
+  EXPECT_NE(last->next_tasks[0].cells[0].cell_id, acquired[0].cells[0].cell_id);
+  EXPECT_GT(last->next_tasks[0].cells[0].lease_id, acquired[0].cells.back().lease_id);
+}
+
 // The calls that do not wait: the same outcome, delivered once the commit
 // has synced; an argument out of range is answered at once, on the caller's
 // thread, with nothing written.

@@ -279,6 +279,14 @@ DROP INDEX cells_by_deadline;
 DROP INDEX cells_by_worker;
 CREATE INDEX cells_leased ON cells(worker_id, lease_deadline_ms) WHERE state = 2;
 )sql"},
+    // Which CompleteTasks call leased a cell as `next`: the smallest lease id
+    // among that call's results, and the task's place in its reply (0 for a
+    // cell leased by AcquireTasks). The same results sent again, after their
+    // reply was lost, get the same tasks back instead of leasing more.
+    {9, R"sql(
+ALTER TABLE cells ADD COLUMN next_of INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cells ADD COLUMN next_task INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 
 absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,

@@ -153,8 +153,17 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created file back into what schema version 8 wrote.
+absl::Status DowngradeToVersion8(Connection& c) {
+  // Version 9: which CompleteTasks call leased a cell as `next`.
+  RETURN_IF_ERROR(c.Exec("ALTER TABLE cells DROP COLUMN next_of; "
+                         "ALTER TABLE cells DROP COLUMN next_task"));
+  return c.Exec("UPDATE schema_version SET version = 8");
+}
+
 // Turns a freshly created file back into what schema version 7 wrote.
 absl::Status DowngradeToVersion7(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion8(c));
   // Version 8: the pending-group and leased-cell indexes.
   RETURN_IF_ERROR(c.Exec(
       "DROP INDEX cells_pending_by_group; DROP INDEX cells_leased; "
@@ -492,6 +501,18 @@ TEST(StoreTest, MigrationToVersion8IndexesPendingCellsByGroupAndLeasedCellsByWor
               ::testing::ElementsAre("2 50 "));
   EXPECT_THAT(RowsAsText(**store, "SELECT id, state FROM cells ORDER BY id", 2),
               ::testing::ElementsAre("1 1 ", "2 2 ", "3 3 ", "4 4 ", "5 3 "));
+}
+
+TEST(StoreTest, MigrationToVersion9GivesEveryCellNoNextOfCall) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion8,
+                            "UPDATE cells SET state = 2, lease_id = 7, lease_deadline_ms = 50, "
+                            "worker_id = 'wk' WHERE id = 2");
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_THAT(RowsAsText(**store, "SELECT id, state, next_of, next_task FROM cells ORDER BY id", 4),
+              ::testing::ElementsAre("1 3 0 0 ", "2 2 0 0 ", "3 3 0 0 ", "4 4 0 0 ", "5 3 0 0 "));
 }
 
 TEST(StoreTest, QuickReadSeesCommittedWrites) {

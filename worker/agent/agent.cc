@@ -406,10 +406,10 @@ absl::Status Agent::FlushOutbox(const std::shared_ptr<TaskState>& slot) {
         next = WantFor(1);
       }
     }
-    int attempts = 0;
+    // Every attempt asks for `next`: after a lost reply the coordinator
+    // answers the same results with the tasks that reply leased.
     absl::StatusOr<CompleteReply> reply = Retrying("complete", [&] {
-      return coordinator_->Complete(worker, batch.results,
-                                    attempts++ == 0 ? next : NextTasks{});
+      return coordinator_->Complete(worker, batch.results, next);
     });
     if (!reply.ok() && IsTransient(reply.status())) {
       Log(absl::StrCat("complete ", batch.label, ": ", reply.status().ToString(),

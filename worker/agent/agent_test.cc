@@ -290,8 +290,9 @@ TEST(AgentTest, ATaskLeasedWithAReportDuringADrainIsReleased) {
 }
 
 // After a lost reply the first attempt may have leased a task the agent
-// never saw; the retry does not lease another.
-TEST(AgentTest, ARetriedReportDoesNotAskForTheNextTaskAgain) {
+// never saw; the retry asks again, and the coordinator answers it with that
+// task (CoordinatorTest.ResultsSentAgainGetTheTasksTheirLostReplyLeased).
+TEST(AgentTest, ARetriedReportAsksForTheNextTaskAgain) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {1}, 10, 100)});
   coordinator.complete_errors.push_back(absl::UnavailableError("reply lost"));
@@ -302,7 +303,7 @@ TEST(AgentTest, ARetriedReportDoesNotAskForTheNextTaskAgain) {
   ASSERT_TRUE(agent.Run().ok());
   ASSERT_EQ(coordinator.nexts.size(), 2u);
   EXPECT_EQ(coordinator.nexts[0].max_tasks, 1);
-  EXPECT_EQ(coordinator.nexts[1].max_tasks, 0);
+  EXPECT_EQ(coordinator.nexts[1].max_tasks, 1);
   EXPECT_EQ(coordinator.acknowledged.size(), 1u);
   EXPECT_EQ(agent.stats().tasks_completed, 1);
 }
