@@ -10,8 +10,9 @@
 //    CompleteTasks, one call per task. That call also asks for the next
 //    task for the slot (CompleteTasksRequest.next), so a busy slot moves on
 //    in one round trip; when none comes back, the acquire loop long-polls
-//    for the free slot as before. A retried CompleteTasks does not ask
-//    again: after a lost reply its first attempt may have leased a task.
+//    for the free slot as before. A retried CompleteTasks asks again: after
+//    a lost reply the coordinator answers the same results with the tasks
+//    their first attempt leased (docs/PROTOCOL.md).
 //  - Transient errors (retry.h) are retried with exponential backoff and
 //    jitter. Results not acknowledged after the per-call attempts stay in an
 //    outbox and are sent again, before any new acquisition, until the
