@@ -2,6 +2,8 @@
 // SQLite file and ranksweep-fake-worker processes (tests/soak).
 //  - kill -9 of the coordinator right after CompleteTasks acknowledged
 //    results: every acknowledged result is in the file, under its lease;
+//  - a lost CompleteTasks reply: the results sent again get back the next
+//    task it leased, which does not wait for its lease to expire;
 //  - a reader holding a read transaction open in the sqlite3 shell does not
 //    block the coordinator's writes;
 //  - a message over --max_message_bytes is refused with RESOURCE_EXHAUSTED
@@ -120,6 +122,46 @@ TEST(CoordinatorCrashTest, EveryAcknowledgedResultSurvivesKill9RightAfterTheAck)
   for (int i = 0; i < 4; ++i) cluster.SignalWorker(i, SIGTERM);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(cluster.WaitWorker(i, 30), 0) << "worker " << i;
   ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+  Verdict v = Verify(cluster.db(), ReadAcks(cluster.ack_logs()));
+  EXPECT_EQ(v.cells, kCells);
+  EXPECT_EQ(v.results, kCells);
+  EXPECT_EQ(v.lost, 0);
+  EXPECT_EQ(v.duplicated, 0);
+  EXPECT_EQ(v.integrity, "ok");
+  for (const std::string& p : v.problems) ADD_FAILURE() << p;
+}
+
+// ------------------------------------------------- a lost CompleteTasks reply
+
+// The worker's results reach the store but the reply, with the next task the
+// call leased, is lost three times. The worker sends the same results again
+// and gets that task back: the sweep finishes long before the 600 s lease of
+// an abandoned task could expire, and no cell needed a second lease.
+TEST(LostReplyTest, ResultsSentAgainGetTheirNextTaskBackInsteadOfLeavingItToExpire) {
+  constexpr int kCells = 3 * 4;
+  TempDir dir;
+  ClusterOptions options = Options(dir);
+  options.max_seeds = 1;  // one CompleteTasks per cell, each leasing the next
+  options.lease_seconds = 600;
+  options.lose_replies = 3;
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  ASSERT_FALSE(cluster.Submit(SweepJson("lost", 3, 4)).empty()) << cluster.error();
+  cluster.StartWorker(0);
+
+  EXPECT_EQ(WaitForCount(cluster.db(), "SELECT count(*) FROM sweeps WHERE state = 2", 1, 60s), 1)
+      << cluster.CoordinatorStderr();
+  ASSERT_TRUE(cluster.WaitWorkerReady(0));
+  EXPECT_EQ(cluster.StopWorker(0, SIGTERM), 0);
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM cells WHERE attempt = 1"), kCells);
+  const std::string log = cluster.CoordinatorStderr();
+  int resent = 0;
+  for (size_t at = log.find("sent results again"); at != std::string::npos;
+       at = log.find("sent results again", at + 1)) {
+    ++resent;
+  }
+  EXPECT_EQ(resent, 3) << log;
   Verdict v = Verify(cluster.db(), ReadAcks(cluster.ack_logs()));
   EXPECT_EQ(v.cells, kCells);
   EXPECT_EQ(v.results, kCells);

@@ -5,6 +5,11 @@
 // soak and reliability tests can run dozens of workers on a small machine
 // while exercising the agent's real retries, outbox, heartbeats and drain.
 //
+// --lose_replies=N makes the first N CompleteTasks calls that leased next
+// tasks look failed to the agent (UNAVAILABLE) after the coordinator
+// committed them: a reply lost on the way, which the agent answers by
+// sending the same results again.
+//
 // --ack_log=FILE appends "ack CELL LEASE" for every result of a CompleteTasks
 // call that returned OK (the coordinator's promise that the result is
 // durable), one write(2) per call on an O_APPEND descriptor, before the
@@ -21,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -54,6 +60,9 @@ ABSL_FLAG(int, heartbeat_ms, 0, "Heartbeat period; 0 = what the coordinator sugg
 ABSL_FLAG(int, min_sleep_ms, 0, "Shortest time a task takes");
 ABSL_FLAG(int, max_sleep_ms, 20, "Longest time a task takes");
 ABSL_FLAG(std::string, ack_log, "", "Append every acknowledged (cell, lease) to this file");
+ABSL_FLAG(int, lose_replies, 0,
+          "Drop the replies of this many CompleteTasks calls that leased next tasks: the "
+          "agent sees UNAVAILABLE after the coordinator committed (a lost reply)");
 ABSL_FLAG(bool, quiet, false, "Log only registration, errors and the exit line");
 
 namespace ranksweep::agent {
@@ -106,9 +115,12 @@ class FakeRunner : public TaskRunner {
 };
 
 // Forwards every call; records the results of each successful Complete.
+// The first `lose_replies` Complete calls that committed and leased next
+// tasks answer the agent UNAVAILABLE instead, as a reply lost on the way.
 class AckLoggingClient : public CoordinatorClient {
  public:
-  AckLoggingClient(CoordinatorClient* inner, int fd) : inner_(inner), fd_(fd) {}
+  AckLoggingClient(CoordinatorClient* inner, int fd, int lose_replies)
+      : inner_(inner), fd_(fd), lose_replies_(lose_replies) {}
 
   absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override {
     return inner_->Register(request);
@@ -124,6 +136,12 @@ class AckLoggingClient : public CoordinatorClient {
                                          const std::vector<CellResult>& results,
                                          const NextTasks& next) override {
     absl::StatusOr<CompleteReply> reply = inner_->Complete(worker_id, results, next);
+    if (reply.ok() && !reply->next_tasks.empty() && lose_replies_.load() > 0 &&
+        lose_replies_.fetch_sub(1) > 0) {
+      std::cerr << "ranksweep-fake-worker: losing the reply to a CompleteTasks call that leased "
+                << reply->next_tasks.size() << " tasks" << std::endl;
+      return absl::UnavailableError("reply lost (--lose_replies)");
+    }
     if (reply.ok() && fd_ >= 0) {
       std::string lines;
       for (const CellResult& r : results) absl::StrAppend(&lines, "ack ", r.cell_id, " ", r.lease_id, "\n");
@@ -149,6 +167,7 @@ class AckLoggingClient : public CoordinatorClient {
  private:
   CoordinatorClient* const inner_;
   const int fd_;
+  std::atomic<int> lose_replies_;
 };
 
 int Main(int argc, char** argv) {
@@ -213,7 +232,7 @@ int Main(int argc, char** argv) {
   // Never freed: the detached signal thread may use the agent until exit.
   auto* grpc = new GrpcCoordinatorClient(MakeCoordinatorChannel(absl::GetFlag(FLAGS_coordinator)),
                                          absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)));
-  auto* client = new AckLoggingClient(grpc, ack_fd);
+  auto* client = new AckLoggingClient(grpc, ack_fd, absl::GetFlag(FLAGS_lose_replies));
   auto* runner = new FakeRunner(min_ms, max_ms);
   Agent& agent = *new Agent(client, runner, options);
 

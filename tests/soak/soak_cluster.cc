@@ -74,7 +74,8 @@ void Cluster::StartWorker(int index) {
           "--max_sleep_ms=" + std::to_string(options_.max_sleep_ms),
           "--heartbeat_ms=" + std::to_string(options_.heartbeat_ms),
           "--poll_ms=" + std::to_string(options_.poll_ms), "--rpc_timeout_seconds=5",
-          "--drain_seconds=10", "--ack_log=" + ack_log, "--quiet"},
+          "--drain_seconds=10", "--ack_log=" + ack_log, "--quiet",
+          "--lose_replies=" + std::to_string(options_.lose_replies)},
       options_.dir + "/worker-" + name);
 }
 

@@ -39,6 +39,7 @@ struct ClusterOptions {
   int max_sleep_ms = 20;
   int heartbeat_ms = 500;
   int poll_ms = 1000;
+  int lose_replies = 0;  // per worker: CompleteTasks replies it drops
   std::string worker_id_prefix = "fake-w";
 };
 
