@@ -73,6 +73,18 @@ int64_t TotalSize(const std::vector<std::string>& paths) {
   return total;
 }
 
+// The stopped cluster's file holds `cells` cells, each with one result, and
+// every acknowledged result under its lease; the file is intact.
+void ExpectEveryCellStoredOnce(const Cluster& cluster, int64_t cells) {
+  Verdict v = Verify(cluster.db(), ReadAcks(cluster.ack_logs()));
+  EXPECT_EQ(v.cells, cells);
+  EXPECT_EQ(v.results, cells);
+  EXPECT_EQ(v.lost, 0);
+  EXPECT_EQ(v.duplicated, 0);
+  EXPECT_EQ(v.integrity, "ok");
+  for (const std::string& p : v.problems) ADD_FAILURE() << p;
+}
+
 // ------------------------------------------------- kill -9 after an ack
 
 TEST(CoordinatorCrashTest, EveryAcknowledgedResultSurvivesKill9RightAfterTheAck) {
@@ -122,13 +134,7 @@ TEST(CoordinatorCrashTest, EveryAcknowledgedResultSurvivesKill9RightAfterTheAck)
   for (int i = 0; i < 4; ++i) cluster.SignalWorker(i, SIGTERM);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(cluster.WaitWorker(i, 30), 0) << "worker " << i;
   ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
-  Verdict v = Verify(cluster.db(), ReadAcks(cluster.ack_logs()));
-  EXPECT_EQ(v.cells, kCells);
-  EXPECT_EQ(v.results, kCells);
-  EXPECT_EQ(v.lost, 0);
-  EXPECT_EQ(v.duplicated, 0);
-  EXPECT_EQ(v.integrity, "ok");
-  for (const std::string& p : v.problems) ADD_FAILURE() << p;
+  ExpectEveryCellStoredOnce(cluster, kCells);
 }
 
 // ------------------------------------------------- a lost CompleteTasks reply
@@ -162,13 +168,7 @@ TEST(LostReplyTest, ResultsSentAgainGetTheirNextTaskBackInsteadOfLeavingItToExpi
     ++resent;
   }
   EXPECT_EQ(resent, 3) << log;
-  Verdict v = Verify(cluster.db(), ReadAcks(cluster.ack_logs()));
-  EXPECT_EQ(v.cells, kCells);
-  EXPECT_EQ(v.results, kCells);
-  EXPECT_EQ(v.lost, 0);
-  EXPECT_EQ(v.duplicated, 0);
-  EXPECT_EQ(v.integrity, "ok");
-  for (const std::string& p : v.problems) ADD_FAILURE() << p;
+  ExpectEveryCellStoredOnce(cluster, kCells);
 }
 
 // ------------------------------------------------- readers and the writer
