@@ -1220,6 +1220,14 @@ absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::stri
       worker_id));
 }
 
+// The task spec of a leased task: the sweep's (head, rank) with the seeds of
+// its cells, in their order.
+TaskSpec LeasedTaskSpec(const SweepSpec& spec, const Task& task) {
+  std::vector<uint64_t> seeds;
+  for (const LeasedCell& cell : task.cells) seeds.push_back(cell.seed);
+  return MakeTaskSpec(spec, task.head_index, task.rank, std::move(seeds));
+}
+
 }  // namespace
 
 absl::Status Coordinator::CheckWant(TaskWant& want, const char* field_prefix) const {
@@ -1420,9 +1428,7 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     }
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
     const SweepSpec& spec = *spec_ptr;
-    std::vector<uint64_t> seeds;
-    for (const LeasedCell& cell : task.cells) seeds.push_back(cell.seed);
-    task.spec = MakeTaskSpec(spec, task.head_index, task.rank, std::move(seeds));
+    task.spec = LeasedTaskSpec(spec, task);
     if (limited) budget -= EstimateTaskMemoryBytes(task.spec);
     task.deadline_unix_ms = deadline;
     events.Add(sweep_id, absl::StrFormat("%s: %d cells leased to %s",
@@ -1474,15 +1480,13 @@ absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_
                    c.Prepare("UPDATE cells SET lease_deadline_ms = ?2 WHERE id = ?1"));
   for (size_t i = first; i < tasks.size(); ++i) {
     Task& task = tasks[i];
-    std::vector<uint64_t> seeds;
     for (const LeasedCell& cell : task.cells) {
       u.Reset();
       u.Bind(1, cell.cell_id).Bind(2, deadline);
       RETURN_IF_ERROR(u.Run());
-      seeds.push_back(cell.seed);
     }
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, SpecOf(c, task.sweep_id));
-    task.spec = MakeTaskSpec(*spec, task.head_index, task.rank, std::move(seeds));
+    task.spec = LeasedTaskSpec(*spec, task);
   }
   events.Log("worker %s sent results again; %d tasks leased in reply to them the first time "
              "go to it again",

@@ -65,13 +65,17 @@ std::string DeviceName(const torch::Device& device) {
   return name;
 }
 
-// Whether the environment already sets glibc's malloc thresholds.
+// Whether the environment already sets glibc's malloc thresholds; read once,
+// since every task asks.
 bool MallocTunedByEnvironment() {
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  return (tunables != nullptr && absl::StrContains(tunables, "glibc.malloc.")) ||
-         std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
-         std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
-         std::getenv("MALLOC_MMAP_MAX_") != nullptr;
+  static const bool tuned = [] {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    return (tunables != nullptr && absl::StrContains(tunables, "glibc.malloc.")) ||
+           std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
+           std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
+           std::getenv("MALLOC_MMAP_MAX_") != nullptr;
+  }();
+  return tuned;
 }
 
 // Process-wide settings for training, applied once:
