@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "worker/trainer/short_attention.h"
 
 namespace ranksweep::trainer {
 namespace {
@@ -367,24 +368,12 @@ torch::Tensor KernelHeadImpl::Attend(const TokenMaps& maps, int64_t b, int64_t n
   auto per_head = [&](const torch::Tensor& t, int64_t width) {  // -> [S*B*H, N, width]
     return t.reshape({s, b, n, h, width}).permute({0, 1, 3, 2, 4}).reshape({s * b * h, n, width});
   };
-  torch::Tensor fq = per_head(maps.q, r);
-  torch::Tensor fk = per_head(maps.k, r);
-  torch::Tensor alpha = torch::bmm(fq, fk.transpose(1, 2));  // [S*B*H, N, N]
-  torch::Tensor v = per_head(maps.v, dv);
-  auto back = [&](const torch::Tensor& t, int64_t width) {  // -> [S, B, N, H, width]
-    return t.view({s, b, h, n, width}).permute({0, 1, 3, 2, 4});
-  };
-  torch::Tensor num = back(torch::bmm(alpha, v), dv);          // [S,B,N,H,dv]
-  torch::Tensor den = back(alpha.sum(-1, /*keepdim=*/true), 1);  // [S,B,N,H,1]
-  torch::Tensor y;
-  if (config_.kind == HeadKind::kSignedKernel) {
-    y = num * den / (den * den + kSignedDelta * kSignedDelta);
-  } else {
-    // Features are positive, so den > 0 up to float underflow; the floor
-    // only keeps an underflowed row finite.
-    y = num / den.clamp_min(1e-30);
-  }
-  torch::Tensor out = Readout(maps.u, maps.b, y.reshape({s, b * n, h * dv}));
+  const double delta = config_.kind == HeadKind::kSignedKernel ? kSignedDelta : 0.0;
+  torch::Tensor y = NormalizedAttention(per_head(maps.q, r), per_head(maps.k, r),
+                                        per_head(maps.v, dv), delta, attention_impl_);
+  // [S*B*H, N, dv] -> [S, B, N, H, dv] -> [S, B*N, H*dv]
+  y = y.view({s, b, h, n, dv}).permute({0, 1, 3, 2, 4}).reshape({s, b * n, h * dv});
+  torch::Tensor out = Readout(maps.u, maps.b, y);
   return out.view({s, b, n, config_.out_dim});
 }
 

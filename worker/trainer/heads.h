@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "common/spec/spec.h"
 #include "worker/trainer/rng.h"
+#include "worker/trainer/short_attention.h"
 
 namespace ranksweep::trainer {
 
@@ -177,6 +178,9 @@ class KernelHeadImpl : public AttentionHeadImpl {
   // Token-map layers, each [S, din+1, dout] (last row = bias).
   std::vector<torch::Tensor>& query_layers() { return query_layers_; }
   std::vector<torch::Tensor>& key_layers() { return key_layers_; }
+  // How Attend computes the normalized attention (short_attention.h); tests
+  // force either implementation.
+  void set_attention_impl(AttentionImpl impl) { attention_impl_ = impl; }
 
  protected:
   TokenMaps Maps(const torch::Tensor& rows) const override;
@@ -192,6 +196,7 @@ class KernelHeadImpl : public AttentionHeadImpl {
   torch::Tensor Features(const torch::Tensor& z,
                          const std::vector<torch::Tensor>& layers) const;
   std::vector<torch::Tensor> query_layers_, key_layers_;
+  AttentionImpl attention_impl_ = AttentionImpl::kAuto;
   torch::Tensor favor_omega_;  // [S, H, r, m] fixed orthogonal Gaussian rows
 };
 TORCH_MODULE(KernelHead);

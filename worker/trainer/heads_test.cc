@@ -309,5 +309,118 @@ TEST(HeadTest, PairPathChosenForFewDistinctTokens) {
   EXPECT_FALSE(head->UsesPairs(/*d=*/3000, /*b=*/1000, /*n=*/3));  // nearly all distinct
 }
 
+// The written-out CPU loops against LibTorch's bmm path in double, values
+// and all three gradients, across lengths, feature widths (with and without
+// a tail after the loops' blocks of 8) and more groups than one parallel
+// chunk holds.
+TEST(ShortAttentionTest, LoopsMatchBmmInValueAndGradient) {
+  torch::manual_seed(3);
+  for (double delta : {0.0, KernelHeadImpl::kSignedDelta}) {
+    for (int64_t n : {1, 3, 5}) {
+      for (int64_t r : {1, 16, 19}) {
+        for (int64_t dv : {1, 24}) {
+          const int64_t g = 300;
+          // Positive features keep den away from 0, where the signed
+          // quotient would amplify rounding.
+          const torch::Tensor q0 = torch::rand({g, n, r}, torch::kFloat64) + 0.05;
+          const torch::Tensor k0 = torch::rand({g, n, r}, torch::kFloat64) + 0.05;
+          const torch::Tensor v0 = torch::randn({g, n, dv}, torch::kFloat64);
+          const torch::Tensor w = torch::randn({g, n, dv}, torch::kFloat64);
+          auto run = [&](torch::ScalarType type, AttentionImpl impl) {
+            torch::Tensor q = q0.to(type).detach().requires_grad_();
+            torch::Tensor k = k0.to(type).detach().requires_grad_();
+            torch::Tensor v = v0.to(type).detach().requires_grad_();
+            torch::Tensor y = NormalizedAttention(q, k, v, delta, impl);
+            (y * w.to(type)).sum().backward();
+            return std::vector<torch::Tensor>{y.detach().to(torch::kFloat64),
+                                              q.grad().to(torch::kFloat64),
+                                              k.grad().to(torch::kFloat64),
+                                              v.grad().to(torch::kFloat64)};
+          };
+          const std::vector<torch::Tensor> want = run(torch::kFloat64, AttentionImpl::kBmm);
+          const std::vector<torch::Tensor> bmm = run(torch::kFloat32, AttentionImpl::kBmm);
+          const std::vector<torch::Tensor> got = run(torch::kFloat32, AttentionImpl::kLoops);
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_EQ(got[i].sizes(), want[i].sizes());
+            // As close to the double result as bmm in float is, within
+            // rounding: where terms cancel (n = 1: y = v, whose gradient in
+            // fq and fk is 0), float error grows as 1/den on both paths.
+            const double scale = std::max(1.0, want[i].abs().max().item<double>());
+            const double bmm_error = (bmm[i] - want[i]).abs().max().item<double>();
+            EXPECT_LE((got[i] - want[i]).abs().max().item<double>(),
+                      std::max(4 * bmm_error, 1e-5 * scale))
+                << "delta " << delta << " n " << n << " r " << r << " dv " << dv << " tensor "
+                << i << " (0 = output, then fq, fk, v)";
+          }
+        }
+      }
+    }
+  }
+}
+
+// A query whose features are all 0 has den = 0: the floor keeps its output
+// at 0 and passes no gradient through den, on both paths alike.
+TEST(ShortAttentionTest, AZeroRowIsZeroOnBothPaths) {
+  torch::manual_seed(4);
+  const torch::Tensor q0 = torch::rand({2, 3, 4}) + 0.05;
+  q0[1][2].zero_();
+  const torch::Tensor k0 = torch::rand({2, 3, 4}) + 0.05;
+  const torch::Tensor v0 = torch::randn({2, 3, 6});
+  std::vector<std::vector<torch::Tensor>> runs;
+  for (AttentionImpl impl : {AttentionImpl::kBmm, AttentionImpl::kLoops}) {
+    torch::Tensor q = q0.clone().requires_grad_();
+    torch::Tensor k = k0.clone().requires_grad_();
+    torch::Tensor v = v0.clone().requires_grad_();
+    torch::Tensor y = NormalizedAttention(q, k, v, 0.0, impl);
+    EXPECT_TRUE(torch::equal(y[1][2], torch::zeros({6})));
+    y.sum().backward();
+    runs.push_back({y.detach(), q.grad(), k.grad(), v.grad()});
+  }
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_TRUE(torch::isfinite(runs[1][i]).all().item<bool>()) << "tensor " << i;
+    EXPECT_TRUE(torch::allclose(runs[1][i], runs[0][i], 1e-5, 1e-6)) << "tensor " << i;
+  }
+}
+
+TEST(ShortAttentionTest, LoopsTakeOnlyShortFloatSequences) {
+  const torch::Tensor f64 = torch::rand({2, 3, 4}, torch::kFloat64);
+  EXPECT_THROW(NormalizedAttention(f64, f64, f64, 0.0, AttentionImpl::kLoops), c10::Error);
+  const torch::Tensor long_q = torch::rand({2, kShortAttentionMaxLen + 1, 4});
+  EXPECT_THROW(NormalizedAttention(long_q, long_q, long_q, 0.0, AttentionImpl::kLoops),
+               c10::Error);
+  // kAuto falls back to bmm for both.
+  EXPECT_EQ(NormalizedAttention(f64, f64, f64, 0.0).sizes(), f64.sizes());
+  EXPECT_EQ(NormalizedAttention(long_q, long_q, long_q, 0.0).sizes(), long_q.sizes());
+}
+
+// Through a whole head (multihead included): training in float takes the
+// loops on the CPU, and agrees with the bmm path.
+TEST(ShortAttentionTest, KernelHeadsAgreeOnEitherPath) {
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::randint(0, 2, {3, 40, 3, 5}).to(torch::kFloat32);
+  const torch::Tensor w = torch::randn({3, 40, 3, 1});
+  for (auto [kind, heads] : {std::pair{HeadKind::kKernel, 1},
+                             std::pair{HeadKind::kSignedKernel, 1},
+                             std::pair{HeadKind::kMultiheadKernel, 3}}) {
+    std::vector<std::vector<torch::Tensor>> runs;
+    for (AttentionImpl impl : {AttentionImpl::kBmm, AttentionImpl::kLoops}) {
+      KernelHead head(Config(kind, FeatureMap::kEluPlusOne, 4, heads),
+                      std::vector<uint64_t>{7, 8, 9});
+      head->set_attention_impl(impl);
+      torch::Tensor out = head->forward(x);
+      (out * w).sum().backward();
+      std::vector<torch::Tensor> got = {out.detach()};
+      for (auto& p : head->parameters()) got.push_back(p.grad().clone());
+      runs.push_back(got);
+    }
+    ASSERT_EQ(runs[0].size(), runs[1].size());
+    for (size_t i = 0; i < runs[0].size(); ++i) {
+      const double scale = std::max(1.0, runs[0][i].abs().max().item<double>());
+      EXPECT_LE((runs[1][i] - runs[0][i]).abs().max().item<double>(), 1e-5 * scale)
+          << "kind " << Name(kind) << " tensor " << i << " (0 = output)";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ranksweep::trainer

@@ -1,0 +1,201 @@
+#include "worker/trainer/short_attention.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace ranksweep::trainer {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+// The floor of the nonnegative quotient's denominator, as on the bmm path.
+constexpr float kDenFloor = 1e-30f;
+// Groups per parallel chunk: a group is a few hundred multiply-adds.
+constexpr int64_t kGrain = 256;
+
+// c(den) and dc/dden.
+struct Quotient {
+  float c, dc;
+};
+
+inline Quotient QuotientOf(float den, float delta2) {
+  if (delta2 > 0) {
+    const float q = den * den + delta2;
+    return {den / q, (delta2 - den * den) / q / q};
+  }
+  if (den > kDenFloor) return {1.0f / den, -1.0f / (den * den)};
+  return {1.0f / kDenFloor, 0.0f};  // clamped: no gradient through den
+}
+
+// Eight partial sums, so that the compiler can keep them in vector
+// registers (a float sum is not reassociated on its own).
+inline float Dot(const float* a, const float* b, int64_t len) {
+  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= len; k += 8) {
+    for (int l = 0; l < 8; ++l) p[l] += a[k + l] * b[k + l];
+  }
+  float tail = 0;
+  for (; k < len; ++k) tail += a[k] * b[k];
+  return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7])) + tail;
+}
+
+inline void Axpy(float alpha, const float* __restrict x, float* __restrict y, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) y[k] += alpha * x[k];
+}
+
+struct Sizes {
+  int64_t g, n, r, dv;
+};
+
+Sizes SizesOf(const torch::Tensor& fq, const torch::Tensor& v) {
+  return {fq.size(0), fq.size(1), fq.size(2), v.size(2)};
+}
+
+struct ForwardOut {
+  torch::Tensor y;      // [G, N, dv]
+  torch::Tensor alpha;  // [G, N, N]
+  torch::Tensor den;    // [G, N]
+};
+
+// Inputs contiguous float32 on the CPU.
+ForwardOut ForwardLoops(const torch::Tensor& fq, const torch::Tensor& fk, const torch::Tensor& v,
+                        float delta2) {
+  const Sizes z = SizesOf(fq, v);
+  ForwardOut out;
+  out.y = torch::empty({z.g, z.n, z.dv}, v.options());
+  out.alpha = torch::empty({z.g, z.n, z.n}, fq.options());
+  out.den = torch::empty({z.g, z.n}, fq.options());
+  const float* q = fq.data_ptr<float>();
+  const float* k = fk.data_ptr<float>();
+  const float* val = v.data_ptr<float>();
+  float* y = out.y.data_ptr<float>();
+  float* alpha = out.alpha.data_ptr<float>();
+  float* den = out.den.data_ptr<float>();
+  at::parallel_for(0, z.g, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const float* qg = q + g * z.n * z.r;
+      const float* kg = k + g * z.n * z.r;
+      const float* vg = val + g * z.n * z.dv;
+      for (int64_t i = 0; i < z.n; ++i) {
+        float* a = alpha + (g * z.n + i) * z.n;
+        float sum = 0;
+        for (int64_t j = 0; j < z.n; ++j) {
+          a[j] = Dot(qg + i * z.r, kg + j * z.r, z.r);
+          sum += a[j];
+        }
+        den[g * z.n + i] = sum;
+        float* yi = y + (g * z.n + i) * z.dv;
+        for (int64_t d = 0; d < z.dv; ++d) yi[d] = 0;
+        for (int64_t j = 0; j < z.n; ++j) Axpy(a[j], vg + j * z.dv, yi, z.dv);
+        const float c = QuotientOf(sum, delta2).c;
+        for (int64_t d = 0; d < z.dv; ++d) yi[d] *= c;
+      }
+    }
+  });
+  return out;
+}
+
+class ShortAttentionFunction : public torch::autograd::Function<ShortAttentionFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& fq,
+                               const torch::Tensor& fk, const torch::Tensor& v, double delta2) {
+    ForwardOut out = ForwardLoops(fq, fk, v, static_cast<float>(delta2));
+    ctx->save_for_backward({fq, fk, v, out.alpha, out.den});
+    ctx->saved_data["delta2"] = delta2;
+    return out.y;
+  }
+
+  // With gnum_i = c_i gy_i and gden_i = dc_i <gy_i, num_i>, num_i = y_i / c_i:
+  // ga_ij = <gnum_i, v_j> + gden_i; gv_j = sum_i a_ij gnum_i;
+  // gfq_i = sum_j ga_ij fk_j; gfk_j = sum_i ga_ij fq_i.
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &fq = saved[0], &fk = saved[1], &v = saved[2];
+    const float delta2 = static_cast<float>(ctx->saved_data["delta2"].toDouble());
+    const torch::Tensor gy_t = grads[0].contiguous();
+    const Sizes z = SizesOf(fq, v);
+    torch::Tensor gq_t = torch::zeros_like(fq);
+    torch::Tensor gk_t = torch::zeros_like(fk);
+    torch::Tensor gv_t = torch::zeros_like(v);
+    const float* q = fq.data_ptr<float>();
+    const float* k = fk.data_ptr<float>();
+    const float* val = v.data_ptr<float>();
+    const float* alpha = saved[3].data_ptr<float>();
+    const float* den = saved[4].data_ptr<float>();
+    const float* gy = gy_t.data_ptr<float>();
+    float* gq = gq_t.data_ptr<float>();
+    float* gk = gk_t.data_ptr<float>();
+    float* gv = gv_t.data_ptr<float>();
+    at::parallel_for(0, z.g, kGrain, [&](int64_t begin, int64_t end) {
+      std::vector<float> num(z.dv), gnum(z.dv);
+      for (int64_t g = begin; g < end; ++g) {
+        const int64_t qk = g * z.n * z.r, vo = g * z.n * z.dv;
+        for (int64_t i = 0; i < z.n; ++i) {
+          const float* a = alpha + (g * z.n + i) * z.n;
+          const float* gyi = gy + vo + i * z.dv;
+          const Quotient quot = QuotientOf(den[g * z.n + i], delta2);
+          std::fill(num.begin(), num.end(), 0.0f);
+          for (int64_t j = 0; j < z.n; ++j) Axpy(a[j], val + vo + j * z.dv, num.data(), z.dv);
+          const float gden = quot.dc * Dot(gyi, num.data(), z.dv);
+          for (int64_t d = 0; d < z.dv; ++d) gnum[d] = quot.c * gyi[d];
+          for (int64_t j = 0; j < z.n; ++j) {
+            const float ga = Dot(gnum.data(), val + vo + j * z.dv, z.dv) + gden;
+            Axpy(a[j], gnum.data(), gv + vo + j * z.dv, z.dv);
+            Axpy(ga, k + qk + j * z.r, gq + qk + i * z.r, z.r);
+            Axpy(ga, q + qk + i * z.r, gk + qk + j * z.r, z.r);
+          }
+        }
+      }
+    });
+    return {gq_t, gk_t, gv_t, torch::Tensor()};
+  }
+};
+
+bool LoopsApply(const torch::Tensor& fq, const torch::Tensor& fk, const torch::Tensor& v) {
+  auto cpu_float = [](const torch::Tensor& t) {
+    return t.device().is_cpu() && t.scalar_type() == torch::kFloat32;
+  };
+  return cpu_float(fq) && cpu_float(fk) && cpu_float(v) && fq.size(1) <= kShortAttentionMaxLen;
+}
+
+torch::Tensor BmmAttention(const torch::Tensor& fq, const torch::Tensor& fk,
+                           const torch::Tensor& v, double signed_delta) {
+  torch::Tensor alpha = torch::bmm(fq, fk.transpose(1, 2));  // [G, N, N]
+  torch::Tensor num = torch::bmm(alpha, v);                   // [G, N, dv]
+  torch::Tensor den = alpha.sum(-1, /*keepdim=*/true);        // [G, N, 1]
+  if (signed_delta > 0) return num * den / (den * den + signed_delta * signed_delta);
+  // Features are nonnegative, so den > 0 up to float underflow; the floor
+  // only keeps an underflowed row finite.
+  return num / den.clamp_min(kDenFloor);
+}
+
+}  // namespace
+
+torch::Tensor NormalizedAttention(const torch::Tensor& fq, const torch::Tensor& fk,
+                                  const torch::Tensor& v, double signed_delta,
+                                  AttentionImpl impl) {
+  TORCH_CHECK(fq.dim() == 3 && fk.sizes() == fq.sizes() && v.dim() == 3 &&
+                  v.size(0) == fq.size(0) && v.size(1) == fq.size(1),
+              "NormalizedAttention: fq, fk [G, N, r] and v [G, N, dv] expected");
+  const bool loops = impl == AttentionImpl::kLoops ||
+                     (impl == AttentionImpl::kAuto && LoopsApply(fq, fk, v));
+  if (!loops) return BmmAttention(fq, fk, v, signed_delta);
+  TORCH_CHECK(LoopsApply(fq, fk, v), "NormalizedAttention: loops need float32 CPU tensors, N <= ",
+              kShortAttentionMaxLen);
+  const double delta2 = signed_delta > 0 ? signed_delta * signed_delta : 0.0;
+  const bool needs_grad = torch::GradMode::is_enabled() &&
+                          (fq.requires_grad() || fk.requires_grad() || v.requires_grad());
+  if (!needs_grad) {
+    return ForwardLoops(fq.contiguous(), fk.contiguous(), v.contiguous(),
+                        static_cast<float>(delta2))
+        .y;
+  }
+  return ShortAttentionFunction::apply(fq.contiguous(), fk.contiguous(), v.contiguous(), delta2);
+}
+
+}  // namespace ranksweep::trainer

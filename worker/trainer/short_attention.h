@@ -1,0 +1,41 @@
+// Normalized kernel attention over many short sequences, the core of
+// KernelHeadImpl::Attend: for G independent groups (seed, sequence, head),
+//
+//   a_ij = <fq_i, fk_j>,  den_i = sum_j a_ij,  y_i = c(den_i) sum_j a_ij v_j,
+//
+// with c(d) = 1 / max(d, 1e-30) for nonnegative features and
+// c(d) = d / (d^2 + delta^2) for signed kernels (delta > 0).
+//
+// LibTorch's CPU bmm computes a product of fewer than 400 multiply-adds per
+// group (a 3 x 3 score block of rank 16, or 3 x 3 weights times 3 x 24
+// values) in a generic scalar loop that stores its sum after every term,
+// and a larger one as one BLAS call per group. On a minibatch of the OOD
+// sweeps (2048 sequences of 3 tokens, 10 seeds: 20,480 groups) that loop,
+// forward and backward, was about a quarter of the training step. On the
+// CPU, for float inputs and sequences of at most kShortAttentionMaxLen
+// tokens, the forward and the backward here are written out per group
+// instead; everywhere else (CUDA, longer sequences) it is the bmm path.
+//
+// Internal to the trainer library (and its tests).
+#ifndef RANKSWEEP_WORKER_TRAINER_SHORT_ATTENTION_H_
+#define RANKSWEEP_WORKER_TRAINER_SHORT_ATTENTION_H_
+
+#include <torch/torch.h>
+
+namespace ranksweep::trainer {
+
+inline constexpr int64_t kShortAttentionMaxLen = 16;
+
+enum class AttentionImpl { kAuto, kLoops, kBmm };
+
+// fq, fk: [G, N, r]; v: [G, N, dv]; all on one device, same dtype. Returns
+// y [G, N, dv]. signed_delta > 0 selects the signed quotient. kAuto takes
+// the written-out loops where they apply (CPU, float32, N <= 16), kLoops
+// requires them (tests), kBmm is LibTorch's bmm path.
+torch::Tensor NormalizedAttention(const torch::Tensor& fq, const torch::Tensor& fk,
+                                  const torch::Tensor& v, double signed_delta,
+                                  AttentionImpl impl = AttentionImpl::kAuto);
+
+}  // namespace ranksweep::trainer
+
+#endif  // RANKSWEEP_WORKER_TRAINER_SHORT_ATTENTION_H_
