@@ -433,13 +433,10 @@ TokenMaps SoftmaxHeadImpl::Maps(const torch::Tensor& rows) const {
 
 torch::Tensor SoftmaxHeadImpl::Attend(const TokenMaps& maps, int64_t b, int64_t n) const {
   const int64_t s = maps.q.size(0);
-  torch::Tensor q = maps.q.reshape({s, b, n, -1});
-  torch::Tensor k = maps.k.reshape({s, b, n, -1});
-  torch::Tensor scores = torch::matmul(q, k.transpose(2, 3)) * inv_tau_.view({s, 1, 1, 1});
-  torch::Tensor weights = torch::softmax(scores, -1);                      // [S,B,N,N]
-  torch::Tensor v = maps.v.reshape({s, b, n, config_.value_dim});
-  torch::Tensor y = torch::matmul(weights, v);                              // [S,B,N,dv]
-  torch::Tensor out = Readout(maps.u, maps.b, y.reshape({s, b * n, config_.value_dim}));
+  auto per_sequence = [&](const torch::Tensor& t) { return t.reshape({s * b, n, -1}); };
+  torch::Tensor y = SoftmaxAttention(per_sequence(maps.q), per_sequence(maps.k),
+                                     per_sequence(maps.v), inv_tau_, attention_impl_);
+  torch::Tensor out = Readout(maps.u, maps.b, y.view({s, b * n, config_.value_dim}));
   return out.view({s, b, n, config_.out_dim});
 }
 

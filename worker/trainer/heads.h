@@ -219,6 +219,8 @@ class SoftmaxHeadImpl : public AttentionHeadImpl {
   torch::Tensor& w_q() { return w_q_; }          // [S, m, score_dim]
   torch::Tensor& w_k() { return w_k_; }          // [S, m, score_dim]
   torch::Tensor& inv_tau() { return inv_tau_; }  // [S], 1 / tau
+  // As KernelHeadImpl::set_attention_impl.
+  void set_attention_impl(AttentionImpl impl) { attention_impl_ = impl; }
 
  protected:
   TokenMaps Maps(const torch::Tensor& rows) const override;
@@ -228,6 +230,7 @@ class SoftmaxHeadImpl : public AttentionHeadImpl {
 
  private:
   torch::Tensor w_q_, w_k_, inv_tau_;
+  AttentionImpl attention_impl_ = AttentionImpl::kAuto;
 };
 TORCH_MODULE(SoftmaxHead);
 

@@ -358,6 +358,49 @@ TEST(ShortAttentionTest, LoopsMatchBmmInValueAndGradient) {
   }
 }
 
+// The same for softmax attention, inv_tau's gradient (summed over each
+// seed's groups) included; large scores test the max subtraction.
+TEST(ShortAttentionTest, SoftmaxLoopsMatchBmmInValueAndGradient) {
+  torch::manual_seed(6);
+  const int64_t seeds = 3, per_seed = 100;
+  for (int64_t n : {1, 3, 5}) {
+    for (int64_t ds : {1, 24}) {
+      for (double scale_in : {1.0, 30.0}) {
+        const int64_t g = seeds * per_seed, dv = 7;
+        const torch::Tensor q0 = scale_in * torch::randn({g, n, ds}, torch::kFloat64);
+        const torch::Tensor k0 = torch::randn({g, n, ds}, torch::kFloat64);
+        const torch::Tensor v0 = torch::randn({g, n, dv}, torch::kFloat64);
+        const torch::Tensor t0 = torch::tensor({0.1, 1.0, 2.5}, torch::kFloat64);
+        const torch::Tensor w = torch::randn({g, n, dv}, torch::kFloat64);
+        auto run = [&](torch::ScalarType type, AttentionImpl impl) {
+          torch::Tensor q = q0.to(type).detach().requires_grad_();
+          torch::Tensor k = k0.to(type).detach().requires_grad_();
+          torch::Tensor v = v0.to(type).detach().requires_grad_();
+          torch::Tensor t = t0.to(type).detach().requires_grad_();
+          torch::Tensor y = SoftmaxAttention(q, k, v, t, impl);
+          (y * w.to(type)).sum().backward();
+          std::vector<torch::Tensor> got = {y.detach()};
+          for (const torch::Tensor& x : {q, k, v, t}) got.push_back(x.grad());
+          for (torch::Tensor& x : got) x = x.to(torch::kFloat64);
+          return got;
+        };
+        const std::vector<torch::Tensor> want = run(torch::kFloat64, AttentionImpl::kBmm);
+        const std::vector<torch::Tensor> bmm = run(torch::kFloat32, AttentionImpl::kBmm);
+        const std::vector<torch::Tensor> got = run(torch::kFloat32, AttentionImpl::kLoops);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(got[i].sizes(), want[i].sizes());
+          const double scale = std::max(1.0, want[i].abs().max().item<double>());
+          const double bmm_error = (bmm[i] - want[i]).abs().max().item<double>();
+          EXPECT_LE((got[i] - want[i]).abs().max().item<double>(),
+                    std::max(4 * bmm_error, 1e-5 * scale))
+              << "n " << n << " ds " << ds << " scores x" << scale_in << " tensor " << i
+              << " (0 = output, then q, k, v, inv_tau)";
+        }
+      }
+    }
+  }
+}
+
 // A query whose features are all 0 has den = 0: the floor keeps its output
 // at 0 and passes no gradient through den, on both paths alike.
 TEST(ShortAttentionTest, AZeroRowIsZeroOnBothPaths) {
@@ -391,22 +434,36 @@ TEST(ShortAttentionTest, LoopsTakeOnlyShortFloatSequences) {
   // kAuto falls back to bmm for both.
   EXPECT_EQ(NormalizedAttention(f64, f64, f64, 0.0).sizes(), f64.sizes());
   EXPECT_EQ(NormalizedAttention(long_q, long_q, long_q, 0.0).sizes(), long_q.sizes());
+  const torch::Tensor t64 = torch::ones({2}, torch::kFloat64);
+  EXPECT_THROW(SoftmaxAttention(f64, f64, f64, t64, AttentionImpl::kLoops), c10::Error);
+  EXPECT_EQ(SoftmaxAttention(f64, f64, f64, t64).sizes(), f64.sizes());
+  EXPECT_EQ(SoftmaxAttention(long_q, long_q, long_q, torch::ones({2})).sizes(), long_q.sizes());
 }
 
 // Through a whole head (multihead included): training in float takes the
 // loops on the CPU, and agrees with the bmm path.
-TEST(ShortAttentionTest, KernelHeadsAgreeOnEitherPath) {
+TEST(ShortAttentionTest, HeadsAgreeOnEitherPath) {
   torch::manual_seed(5);
   const torch::Tensor x = torch::randint(0, 2, {3, 40, 3, 5}).to(torch::kFloat32);
   const torch::Tensor w = torch::randn({3, 40, 3, 1});
-  for (auto [kind, heads] : {std::pair{HeadKind::kKernel, 1},
-                             std::pair{HeadKind::kSignedKernel, 1},
-                             std::pair{HeadKind::kMultiheadKernel, 3}}) {
+  for (auto [kind, heads] :
+       {std::pair{HeadKind::kKernel, 1}, std::pair{HeadKind::kSignedKernel, 1},
+        std::pair{HeadKind::kMultiheadKernel, 3}, std::pair{HeadKind::kSoftmax, 1}}) {
     std::vector<std::vector<torch::Tensor>> runs;
     for (AttentionImpl impl : {AttentionImpl::kBmm, AttentionImpl::kLoops}) {
-      KernelHead head(Config(kind, FeatureMap::kEluPlusOne, 4, heads),
-                      std::vector<uint64_t>{7, 8, 9});
-      head->set_attention_impl(impl);
+      const HeadConfig config = Config(kind, FeatureMap::kEluPlusOne, 4, heads);
+      const std::vector<uint64_t> seeds = {7, 8, 9};
+      std::shared_ptr<AttentionHeadImpl> head;
+      if (kind == HeadKind::kSoftmax) {
+        auto softmax = std::make_shared<SoftmaxHeadImpl>(config, seeds);
+        softmax->inv_tau().detach().copy_(torch::tensor({0.1f, 1.0f, 3.0f}));
+        softmax->set_attention_impl(impl);
+        head = softmax;
+      } else {
+        auto kernel = std::make_shared<KernelHeadImpl>(config, seeds);
+        kernel->set_attention_impl(impl);
+        head = kernel;
+      }
       torch::Tensor out = head->forward(x);
       (out * w).sum().backward();
       std::vector<torch::Tensor> got = {out.detach()};

@@ -3,7 +3,9 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace ranksweep::trainer {
@@ -174,7 +176,154 @@ torch::Tensor BmmAttention(const torch::Tensor& fq, const torch::Tensor& fk,
   return num / den.clamp_min(kDenFloor);
 }
 
+struct SoftmaxOut {
+  torch::Tensor y;        // [G, N, dv]
+  torch::Tensor weights;  // [G, N, N] softmax_j
+  torch::Tensor dots;     // [G, N, N] <q_i, k_j>, for inv_tau's gradient
+};
+
+// Inputs contiguous float32 on the CPU; inv_tau [S] with G divisible by S.
+SoftmaxOut SoftmaxLoops(const torch::Tensor& q_t, const torch::Tensor& k_t,
+                        const torch::Tensor& v_t, const torch::Tensor& inv_tau_t) {
+  const Sizes z = SizesOf(q_t, v_t);
+  const int64_t per_seed = z.g / inv_tau_t.size(0);
+  SoftmaxOut out;
+  out.y = torch::empty({z.g, z.n, z.dv}, v_t.options());
+  out.weights = torch::empty({z.g, z.n, z.n}, q_t.options());
+  out.dots = torch::empty({z.g, z.n, z.n}, q_t.options());
+  const float* q = q_t.data_ptr<float>();
+  const float* k = k_t.data_ptr<float>();
+  const float* val = v_t.data_ptr<float>();
+  const float* inv_tau = inv_tau_t.data_ptr<float>();
+  float* y = out.y.data_ptr<float>();
+  float* weights = out.weights.data_ptr<float>();
+  float* dots = out.dots.data_ptr<float>();
+  at::parallel_for(0, z.g, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const float t = inv_tau[g / per_seed];
+      const float* qg = q + g * z.n * z.r;
+      const float* kg = k + g * z.n * z.r;
+      const float* vg = val + g * z.n * z.dv;
+      for (int64_t i = 0; i < z.n; ++i) {
+        float* a = dots + (g * z.n + i) * z.n;
+        float* w = weights + (g * z.n + i) * z.n;
+        float top = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < z.n; ++j) {
+          a[j] = Dot(qg + i * z.r, kg + j * z.r, z.r);
+          w[j] = t * a[j];
+          top = std::max(top, w[j]);
+        }
+        float sum = 0;
+        for (int64_t j = 0; j < z.n; ++j) {
+          w[j] = std::exp(w[j] - top);
+          sum += w[j];
+        }
+        for (int64_t j = 0; j < z.n; ++j) w[j] /= sum;
+        float* yi = y + (g * z.n + i) * z.dv;
+        for (int64_t d = 0; d < z.dv; ++d) yi[d] = 0;
+        for (int64_t j = 0; j < z.n; ++j) Axpy(w[j], vg + j * z.dv, yi, z.dv);
+      }
+    }
+  });
+  return out;
+}
+
+class SoftmaxAttentionFunction : public torch::autograd::Function<SoftmaxAttentionFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q,
+                               const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& inv_tau) {
+    SoftmaxOut out = SoftmaxLoops(q, k, v, inv_tau);
+    ctx->save_for_backward({q, k, v, inv_tau, out.weights, out.dots});
+    return out.y;
+  }
+
+  // gw_ij = <gy_i, v_j>; gs_ij = w_ij (gw_ij - sum_l w_il gw_il);
+  // gv_j = sum_i w_ij gy_i; gq_i = t sum_j gs_ij k_j; gk_j = t sum_i gs_ij q_i;
+  // g(inv_tau) = sum over the seed's groups of sum_ij gs_ij <q_i, k_j>.
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &q_t = saved[0], &k_t = saved[1], &v_t = saved[2];
+    const torch::Tensor& inv_tau_t = saved[3];
+    const torch::Tensor gy_t = grads[0].contiguous();
+    const Sizes z = SizesOf(q_t, v_t);
+    const int64_t seeds = inv_tau_t.size(0), per_seed = z.g / seeds;
+    torch::Tensor gq_t = torch::zeros_like(q_t);
+    torch::Tensor gk_t = torch::zeros_like(k_t);
+    torch::Tensor gv_t = torch::zeros_like(v_t);
+    torch::Tensor gt_t = torch::empty({z.g}, q_t.options());  // per group, summed below
+    const float* q = q_t.data_ptr<float>();
+    const float* k = k_t.data_ptr<float>();
+    const float* val = v_t.data_ptr<float>();
+    const float* inv_tau = inv_tau_t.data_ptr<float>();
+    const float* weights = saved[4].data_ptr<float>();
+    const float* dots = saved[5].data_ptr<float>();
+    const float* gy = gy_t.data_ptr<float>();
+    float* gq = gq_t.data_ptr<float>();
+    float* gk = gk_t.data_ptr<float>();
+    float* gv = gv_t.data_ptr<float>();
+    float* gt = gt_t.data_ptr<float>();
+    at::parallel_for(0, z.g, kGrain, [&](int64_t begin, int64_t end) {
+      std::vector<float> gs(z.n);
+      for (int64_t g = begin; g < end; ++g) {
+        const float t = inv_tau[g / per_seed];
+        const int64_t qk = g * z.n * z.r, vo = g * z.n * z.dv;
+        float gt_sum = 0;
+        for (int64_t i = 0; i < z.n; ++i) {
+          const float* w = weights + (g * z.n + i) * z.n;
+          const float* a = dots + (g * z.n + i) * z.n;
+          const float* gyi = gy + vo + i * z.dv;
+          float mean = 0;
+          for (int64_t j = 0; j < z.n; ++j) {
+            gs[j] = Dot(gyi, val + vo + j * z.dv, z.dv);
+            mean += w[j] * gs[j];
+          }
+          for (int64_t j = 0; j < z.n; ++j) {
+            gs[j] = w[j] * (gs[j] - mean);
+            gt_sum += gs[j] * a[j];
+            Axpy(w[j], gyi, gv + vo + j * z.dv, z.dv);
+            Axpy(t * gs[j], k + qk + j * z.r, gq + qk + i * z.r, z.r);
+            Axpy(t * gs[j], q + qk + i * z.r, gk + qk + j * z.r, z.r);
+          }
+        }
+        gt[g] = gt_sum;
+      }
+    });
+    return {gq_t, gk_t, gv_t, gt_t.view({seeds, per_seed}).sum(1)};
+  }
+};
+
 }  // namespace
+
+torch::Tensor SoftmaxAttention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const torch::Tensor& inv_tau,
+                               AttentionImpl impl) {
+  TORCH_CHECK(q.dim() == 3 && k.sizes() == q.sizes() && v.dim() == 3 &&
+                  v.size(0) == q.size(0) && v.size(1) == q.size(1) && inv_tau.dim() == 1 &&
+                  q.size(0) % inv_tau.size(0) == 0,
+              "SoftmaxAttention: q, k [G, N, ds], v [G, N, dv] and inv_tau [S], S | G expected");
+  const bool loops = impl == AttentionImpl::kLoops ||
+                     (impl == AttentionImpl::kAuto && LoopsApply(q, k, v) &&
+                      inv_tau.scalar_type() == torch::kFloat32);
+  if (!loops) {
+    const int64_t s = inv_tau.size(0), b = q.size(0) / s, n = q.size(1);
+    const torch::Tensor q4 = q.view({s, b, n, q.size(2)});
+    const torch::Tensor k4 = k.view({s, b, n, k.size(2)});
+    torch::Tensor scores = torch::matmul(q4, k4.transpose(2, 3)) * inv_tau.view({s, 1, 1, 1});
+    torch::Tensor weights = torch::softmax(scores, -1);  // [S, B, N, N]
+    return torch::matmul(weights, v.view({s, b, n, v.size(2)})).view(v.sizes());
+  }
+  TORCH_CHECK(LoopsApply(q, k, v) && inv_tau.scalar_type() == torch::kFloat32,
+              "SoftmaxAttention: loops need float32 CPU tensors, N <= ", kShortAttentionMaxLen);
+  const bool needs_grad = torch::GradMode::is_enabled() &&
+                          (q.requires_grad() || k.requires_grad() || v.requires_grad() ||
+                           inv_tau.requires_grad());
+  if (!needs_grad) {
+    return SoftmaxLoops(q.contiguous(), k.contiguous(), v.contiguous(), inv_tau.contiguous()).y;
+  }
+  return SoftmaxAttentionFunction::apply(q.contiguous(), k.contiguous(), v.contiguous(),
+                                         inv_tau.contiguous());
+}
 
 torch::Tensor NormalizedAttention(const torch::Tensor& fq, const torch::Tensor& fk,
                                   const torch::Tensor& v, double signed_delta,

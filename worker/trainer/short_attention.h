@@ -1,5 +1,6 @@
-// Normalized kernel attention over many short sequences, the core of
-// KernelHeadImpl::Attend: for G independent groups (seed, sequence, head),
+// Attention over many short sequences, the core of KernelHeadImpl::Attend
+// (normalized kernel attention) and SoftmaxHeadImpl::Attend. For G
+// independent groups (seed, sequence, head), kernel attention is
 //
 //   a_ij = <fq_i, fk_j>,  den_i = sum_j a_ij,  y_i = c(den_i) sum_j a_ij v_j,
 //
@@ -11,10 +12,11 @@
 // values) in a generic scalar loop that stores its sum after every term,
 // and a larger one as one BLAS call per group. On a minibatch of the OOD
 // sweeps (2048 sequences of 3 tokens, 10 seeds: 20,480 groups) that loop,
-// forward and backward, was about a quarter of the training step. On the
-// CPU, for float inputs and sequences of at most kShortAttentionMaxLen
-// tokens, the forward and the backward here are written out per group
-// instead; everywhere else (CUDA, longer sequences) it is the bmm path.
+// forward and backward, was about a quarter of the training step of either
+// head. On the CPU, for float inputs and sequences of at most
+// kShortAttentionMaxLen tokens, the forward and the backward here are
+// written out per group instead; everywhere else (CUDA, double, longer
+// sequences) it is the bmm path.
 //
 // Internal to the trainer library (and its tests).
 #ifndef RANKSWEEP_WORKER_TRAINER_SHORT_ATTENTION_H_
@@ -35,6 +37,17 @@ enum class AttentionImpl { kAuto, kLoops, kBmm };
 torch::Tensor NormalizedAttention(const torch::Tensor& fq, const torch::Tensor& fk,
                                   const torch::Tensor& v, double signed_delta,
                                   AttentionImpl impl = AttentionImpl::kAuto);
+
+// Softmax attention, the core of SoftmaxHeadImpl::Attend, for G = S * B
+// groups in seed-major order (group g belongs to seed g / B):
+//
+//   s_ij = inv_tau[g / B] <q_i, k_j>,  y_i = sum_j softmax_j(s_ij) v_j.
+//
+// q, k: [G, N, ds]; v: [G, N, dv]; inv_tau: [S]. Returns y [G, N, dv], with
+// gradients for all four inputs. kAuto as for NormalizedAttention.
+torch::Tensor SoftmaxAttention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const torch::Tensor& inv_tau,
+                               AttentionImpl impl = AttentionImpl::kAuto);
 
 }  // namespace ranksweep::trainer
 
