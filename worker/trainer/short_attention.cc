@@ -58,17 +58,17 @@ Sizes SizesOf(const torch::Tensor& fq, const torch::Tensor& v) {
   return {fq.size(0), fq.size(1), fq.size(2), v.size(2)};
 }
 
-struct ForwardOut {
+struct KernelOut {
   torch::Tensor y;      // [G, N, dv]
   torch::Tensor alpha;  // [G, N, N]
   torch::Tensor den;    // [G, N]
 };
 
 // Inputs contiguous float32 on the CPU.
-ForwardOut ForwardLoops(const torch::Tensor& fq, const torch::Tensor& fk, const torch::Tensor& v,
+KernelOut KernelLoops(const torch::Tensor& fq, const torch::Tensor& fk, const torch::Tensor& v,
                         float delta2) {
   const Sizes z = SizesOf(fq, v);
-  ForwardOut out;
+  KernelOut out;
   out.y = torch::empty({z.g, z.n, z.dv}, v.options());
   out.alpha = torch::empty({z.g, z.n, z.n}, fq.options());
   out.den = torch::empty({z.g, z.n}, fq.options());
@@ -102,11 +102,11 @@ ForwardOut ForwardLoops(const torch::Tensor& fq, const torch::Tensor& fk, const 
   return out;
 }
 
-class ShortAttentionFunction : public torch::autograd::Function<ShortAttentionFunction> {
+class KernelAttentionFunction : public torch::autograd::Function<KernelAttentionFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& fq,
                                const torch::Tensor& fk, const torch::Tensor& v, double delta2) {
-    ForwardOut out = ForwardLoops(fq, fk, v, static_cast<float>(delta2));
+    KernelOut out = KernelLoops(fq, fk, v, static_cast<float>(delta2));
     ctx->save_for_backward({fq, fk, v, out.alpha, out.den});
     ctx->saved_data["delta2"] = delta2;
     return out.y;
@@ -340,11 +340,11 @@ torch::Tensor NormalizedAttention(const torch::Tensor& fq, const torch::Tensor& 
   const bool needs_grad = torch::GradMode::is_enabled() &&
                           (fq.requires_grad() || fk.requires_grad() || v.requires_grad());
   if (!needs_grad) {
-    return ForwardLoops(fq.contiguous(), fk.contiguous(), v.contiguous(),
+    return KernelLoops(fq.contiguous(), fk.contiguous(), v.contiguous(),
                         static_cast<float>(delta2))
         .y;
   }
-  return ShortAttentionFunction::apply(fq.contiguous(), fk.contiguous(), v.contiguous(), delta2);
+  return KernelAttentionFunction::apply(fq.contiguous(), fk.contiguous(), v.contiguous(), delta2);
 }
 
 }  // namespace ranksweep::trainer
