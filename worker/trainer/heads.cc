@@ -362,9 +362,8 @@ TokenMaps KernelHeadImpl::Maps(const torch::Tensor& rows) const {
 torch::Tensor KernelHeadImpl::Attend(const TokenMaps& maps, int64_t b, int64_t n) const {
   const int64_t s = maps.q.size(0);
   const int h = config_.num_heads, r = config_.rank, dv = config_.value_dim;
-  // Batched matrix products over (seed, sequence, head); einsum on LibTorch
-  // 1.13 adds permutes and reshapes around the same bmm. With one head the
-  // permutes below are free (a size-1 dimension moves).
+  // One group per (seed, sequence, head) (short_attention.h). With one head
+  // the permutes below are free (a size-1 dimension moves).
   auto per_head = [&](const torch::Tensor& t, int64_t width) {  // -> [S*B*H, N, width]
     return t.reshape({s, b, n, h, width}).permute({0, 1, 3, 2, 4}).reshape({s * b * h, n, width});
   };
