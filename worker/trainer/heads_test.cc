@@ -3,6 +3,7 @@
 #include "worker/trainer/heads.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -309,6 +310,28 @@ TEST(HeadTest, PairPathChosenForFewDistinctTokens) {
   EXPECT_FALSE(head->UsesPairs(/*d=*/3000, /*b=*/1000, /*n=*/3));  // nearly all distinct
 }
 
+// Runs an attention function in double on the bmm path (the reference), in
+// float on the bmm path and in float on the loops; `run` returns the output
+// and the input gradients. The loops must be as close to the reference as
+// float bmm is, within rounding: where terms cancel (n = 1 kernel: y = v,
+// whose gradient in fq and fk is 0), float error grows as 1/den on both.
+using AttentionRun =
+    std::function<std::vector<torch::Tensor>(torch::ScalarType, AttentionImpl)>;
+void ExpectLoopsAsCloseAsBmm(const AttentionRun& run, const std::string& what) {
+  std::vector<torch::Tensor> want = run(torch::kFloat64, AttentionImpl::kBmm);
+  std::vector<torch::Tensor> bmm = run(torch::kFloat32, AttentionImpl::kBmm);
+  std::vector<torch::Tensor> got = run(torch::kFloat32, AttentionImpl::kLoops);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].sizes(), want[i].sizes());
+    want[i] = want[i].to(torch::kFloat64);
+    const double scale = std::max(1.0, want[i].abs().max().item<double>());
+    const double bmm_error = (bmm[i].to(torch::kFloat64) - want[i]).abs().max().item<double>();
+    EXPECT_LE((got[i].to(torch::kFloat64) - want[i]).abs().max().item<double>(),
+              std::max(4 * bmm_error, 1e-5 * scale))
+        << what << " tensor " << i << " (0 = output, then the inputs in order)";
+  }
+}
+
 // The written-out CPU loops against LibTorch's bmm path in double, values
 // and all three gradients, across lengths, feature widths (with and without
 // a tail after the loops' blocks of 8) and more groups than one parallel
@@ -326,32 +349,16 @@ TEST(ShortAttentionTest, LoopsMatchBmmInValueAndGradient) {
           const torch::Tensor k0 = torch::rand({g, n, r}, torch::kFloat64) + 0.05;
           const torch::Tensor v0 = torch::randn({g, n, dv}, torch::kFloat64);
           const torch::Tensor w = torch::randn({g, n, dv}, torch::kFloat64);
-          auto run = [&](torch::ScalarType type, AttentionImpl impl) {
-            torch::Tensor q = q0.to(type).detach().requires_grad_();
-            torch::Tensor k = k0.to(type).detach().requires_grad_();
-            torch::Tensor v = v0.to(type).detach().requires_grad_();
-            torch::Tensor y = NormalizedAttention(q, k, v, delta, impl);
-            (y * w.to(type)).sum().backward();
-            return std::vector<torch::Tensor>{y.detach().to(torch::kFloat64),
-                                              q.grad().to(torch::kFloat64),
-                                              k.grad().to(torch::kFloat64),
-                                              v.grad().to(torch::kFloat64)};
-          };
-          const std::vector<torch::Tensor> want = run(torch::kFloat64, AttentionImpl::kBmm);
-          const std::vector<torch::Tensor> bmm = run(torch::kFloat32, AttentionImpl::kBmm);
-          const std::vector<torch::Tensor> got = run(torch::kFloat32, AttentionImpl::kLoops);
-          for (size_t i = 0; i < want.size(); ++i) {
-            ASSERT_EQ(got[i].sizes(), want[i].sizes());
-            // As close to the double result as bmm in float is, within
-            // rounding: where terms cancel (n = 1: y = v, whose gradient in
-            // fq and fk is 0), float error grows as 1/den on both paths.
-            const double scale = std::max(1.0, want[i].abs().max().item<double>());
-            const double bmm_error = (bmm[i] - want[i]).abs().max().item<double>();
-            EXPECT_LE((got[i] - want[i]).abs().max().item<double>(),
-                      std::max(4 * bmm_error, 1e-5 * scale))
-                << "delta " << delta << " n " << n << " r " << r << " dv " << dv << " tensor "
-                << i << " (0 = output, then fq, fk, v)";
-          }
+          ExpectLoopsAsCloseAsBmm(
+              [&](torch::ScalarType type, AttentionImpl impl) {
+                torch::Tensor q = q0.to(type).detach().requires_grad_();
+                torch::Tensor k = k0.to(type).detach().requires_grad_();
+                torch::Tensor v = v0.to(type).detach().requires_grad_();
+                torch::Tensor y = NormalizedAttention(q, k, v, delta, impl);
+                (y * w.to(type)).sum().backward();
+                return std::vector<torch::Tensor>{y.detach(), q.grad(), k.grad(), v.grad()};
+              },
+              absl::StrCat("delta ", delta, " n ", n, " r ", r, " dv ", dv));
         }
       }
     }
@@ -372,30 +379,18 @@ TEST(ShortAttentionTest, SoftmaxLoopsMatchBmmInValueAndGradient) {
         const torch::Tensor v0 = torch::randn({g, n, dv}, torch::kFloat64);
         const torch::Tensor t0 = torch::tensor({0.1, 1.0, 2.5}, torch::kFloat64);
         const torch::Tensor w = torch::randn({g, n, dv}, torch::kFloat64);
-        auto run = [&](torch::ScalarType type, AttentionImpl impl) {
-          torch::Tensor q = q0.to(type).detach().requires_grad_();
-          torch::Tensor k = k0.to(type).detach().requires_grad_();
-          torch::Tensor v = v0.to(type).detach().requires_grad_();
-          torch::Tensor t = t0.to(type).detach().requires_grad_();
-          torch::Tensor y = SoftmaxAttention(q, k, v, t, impl);
-          (y * w.to(type)).sum().backward();
-          std::vector<torch::Tensor> got = {y.detach()};
-          for (const torch::Tensor& x : {q, k, v, t}) got.push_back(x.grad());
-          for (torch::Tensor& x : got) x = x.to(torch::kFloat64);
-          return got;
-        };
-        const std::vector<torch::Tensor> want = run(torch::kFloat64, AttentionImpl::kBmm);
-        const std::vector<torch::Tensor> bmm = run(torch::kFloat32, AttentionImpl::kBmm);
-        const std::vector<torch::Tensor> got = run(torch::kFloat32, AttentionImpl::kLoops);
-        for (size_t i = 0; i < want.size(); ++i) {
-          ASSERT_EQ(got[i].sizes(), want[i].sizes());
-          const double scale = std::max(1.0, want[i].abs().max().item<double>());
-          const double bmm_error = (bmm[i] - want[i]).abs().max().item<double>();
-          EXPECT_LE((got[i] - want[i]).abs().max().item<double>(),
-                    std::max(4 * bmm_error, 1e-5 * scale))
-              << "n " << n << " ds " << ds << " scores x" << scale_in << " tensor " << i
-              << " (0 = output, then q, k, v, inv_tau)";
-        }
+        ExpectLoopsAsCloseAsBmm(
+            [&](torch::ScalarType type, AttentionImpl impl) {
+              torch::Tensor q = q0.to(type).detach().requires_grad_();
+              torch::Tensor k = k0.to(type).detach().requires_grad_();
+              torch::Tensor v = v0.to(type).detach().requires_grad_();
+              torch::Tensor t = t0.to(type).detach().requires_grad_();
+              torch::Tensor y = SoftmaxAttention(q, k, v, t, impl);
+              (y * w.to(type)).sum().backward();
+              return std::vector<torch::Tensor>{y.detach(), q.grad(), k.grad(), v.grad(),
+                                                t.grad()};
+            },
+            absl::StrCat("n ", n, " ds ", ds, " scores x", scale_in));
       }
     }
   }
