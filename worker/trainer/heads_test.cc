@@ -315,6 +315,11 @@ TEST(HeadTest, PairPathChosenForFewDistinctTokens) {
 // and the input gradients. The loops must be as close to the reference as
 // float bmm is, within rounding: where terms cancel (n = 1 kernel: y = v,
 // whose gradient in fq and fk is 0), float error grows as 1/den on both.
+// A fresh leaf copy of t in `type` that records its gradient.
+torch::Tensor Leaf(const torch::Tensor& t, torch::ScalarType type) {
+  return t.to(type).detach().requires_grad_();
+}
+
 using AttentionRun =
     std::function<std::vector<torch::Tensor>(torch::ScalarType, AttentionImpl)>;
 void ExpectLoopsAsCloseAsBmm(const AttentionRun& run, const std::string& what) {
@@ -351,9 +356,7 @@ TEST(ShortAttentionTest, LoopsMatchBmmInValueAndGradient) {
           const torch::Tensor w = torch::randn({g, n, dv}, torch::kFloat64);
           ExpectLoopsAsCloseAsBmm(
               [&](torch::ScalarType type, AttentionImpl impl) {
-                torch::Tensor q = q0.to(type).detach().requires_grad_();
-                torch::Tensor k = k0.to(type).detach().requires_grad_();
-                torch::Tensor v = v0.to(type).detach().requires_grad_();
+                torch::Tensor q = Leaf(q0, type), k = Leaf(k0, type), v = Leaf(v0, type);
                 torch::Tensor y = NormalizedAttention(q, k, v, delta, impl);
                 (y * w.to(type)).sum().backward();
                 return std::vector<torch::Tensor>{y.detach(), q.grad(), k.grad(), v.grad()};
@@ -381,10 +384,8 @@ TEST(ShortAttentionTest, SoftmaxLoopsMatchBmmInValueAndGradient) {
         const torch::Tensor w = torch::randn({g, n, dv}, torch::kFloat64);
         ExpectLoopsAsCloseAsBmm(
             [&](torch::ScalarType type, AttentionImpl impl) {
-              torch::Tensor q = q0.to(type).detach().requires_grad_();
-              torch::Tensor k = k0.to(type).detach().requires_grad_();
-              torch::Tensor v = v0.to(type).detach().requires_grad_();
-              torch::Tensor t = t0.to(type).detach().requires_grad_();
+              torch::Tensor q = Leaf(q0, type), k = Leaf(k0, type), v = Leaf(v0, type);
+              torch::Tensor t = Leaf(t0, type);
               torch::Tensor y = SoftmaxAttention(q, k, v, t, impl);
               (y * w.to(type)).sum().backward();
               return std::vector<torch::Tensor>{y.detach(), q.grad(), k.grad(), v.grad(),
