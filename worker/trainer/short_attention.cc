@@ -58,6 +58,15 @@ Sizes SizesOf(const torch::Tensor& fq, const torch::Tensor& v) {
   return {fq.size(0), fq.size(1), fq.size(2), v.size(2)};
 }
 
+// Zero-filled gradients of the three [G, N, .] inputs, with their data.
+struct InputGrads {
+  InputGrads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v)
+      : q_t(torch::zeros_like(q)), k_t(torch::zeros_like(k)), v_t(torch::zeros_like(v)),
+        q(q_t.data_ptr<float>()), k(k_t.data_ptr<float>()), v(v_t.data_ptr<float>()) {}
+  torch::Tensor q_t, k_t, v_t;
+  float *q, *k, *v;
+};
+
 struct KernelOut {
   torch::Tensor y;      // [G, N, dv]
   torch::Tensor alpha;  // [G, N, N]
@@ -121,18 +130,14 @@ class KernelAttentionFunction : public torch::autograd::Function<KernelAttention
     const float delta2 = static_cast<float>(ctx->saved_data["delta2"].toDouble());
     const torch::Tensor gy_t = grads[0].contiguous();
     const Sizes z = SizesOf(fq, v);
-    torch::Tensor gq_t = torch::zeros_like(fq);
-    torch::Tensor gk_t = torch::zeros_like(fk);
-    torch::Tensor gv_t = torch::zeros_like(v);
+    InputGrads grad(fq, fk, v);
+    float *gq = grad.q, *gk = grad.k, *gv = grad.v;
     const float* q = fq.data_ptr<float>();
     const float* k = fk.data_ptr<float>();
     const float* val = v.data_ptr<float>();
     const float* alpha = saved[3].data_ptr<float>();
     const float* den = saved[4].data_ptr<float>();
     const float* gy = gy_t.data_ptr<float>();
-    float* gq = gq_t.data_ptr<float>();
-    float* gk = gk_t.data_ptr<float>();
-    float* gv = gv_t.data_ptr<float>();
     at::parallel_for(0, z.g, kGrain, [&](int64_t begin, int64_t end) {
       std::vector<float> num(z.dv), gnum(z.dv);
       for (int64_t g = begin; g < end; ++g) {
@@ -154,7 +159,7 @@ class KernelAttentionFunction : public torch::autograd::Function<KernelAttention
         }
       }
     });
-    return {gq_t, gk_t, gv_t, torch::Tensor()};
+    return {grad.q_t, grad.k_t, grad.v_t, torch::Tensor()};
   }
 };
 
@@ -248,10 +253,10 @@ class SoftmaxAttentionFunction : public torch::autograd::Function<SoftmaxAttenti
     const torch::Tensor gy_t = grads[0].contiguous();
     const Sizes z = SizesOf(q_t, v_t);
     const int64_t seeds = inv_tau_t.size(0), per_seed = z.g / seeds;
-    torch::Tensor gq_t = torch::zeros_like(q_t);
-    torch::Tensor gk_t = torch::zeros_like(k_t);
-    torch::Tensor gv_t = torch::zeros_like(v_t);
+    InputGrads grad(q_t, k_t, v_t);
+    float *gq = grad.q, *gk = grad.k, *gv = grad.v;
     torch::Tensor gt_t = torch::empty({z.g}, q_t.options());  // per group, summed below
+    float* gt = gt_t.data_ptr<float>();
     const float* q = q_t.data_ptr<float>();
     const float* k = k_t.data_ptr<float>();
     const float* val = v_t.data_ptr<float>();
@@ -259,10 +264,6 @@ class SoftmaxAttentionFunction : public torch::autograd::Function<SoftmaxAttenti
     const float* weights = saved[4].data_ptr<float>();
     const float* dots = saved[5].data_ptr<float>();
     const float* gy = gy_t.data_ptr<float>();
-    float* gq = gq_t.data_ptr<float>();
-    float* gk = gk_t.data_ptr<float>();
-    float* gv = gv_t.data_ptr<float>();
-    float* gt = gt_t.data_ptr<float>();
     at::parallel_for(0, z.g, kGrain, [&](int64_t begin, int64_t end) {
       std::vector<float> gs(z.n);
       for (int64_t g = begin; g < end; ++g) {
@@ -289,7 +290,7 @@ class SoftmaxAttentionFunction : public torch::autograd::Function<SoftmaxAttenti
         gt[g] = gt_sum;
       }
     });
-    return {gq_t, gk_t, gv_t, gt_t.view({seeds, per_seed}).sum(1)};
+    return {grad.q_t, grad.k_t, grad.v_t, gt_t.view({seeds, per_seed}).sum(1)};
   }
 };
 
