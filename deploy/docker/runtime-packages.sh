@@ -4,7 +4,7 @@
 # Libraries that belong to no package (a LibTorch unpacked under /opt) are
 # skipped; so is libcuda, which the NVIDIA driver provides at run time.
 # Used by Dockerfile.cuda to install a runtime stage's libraries, and by
-# tests/deploy/check_runtime_libs.py to check Dockerfile's lists.
+# tests/deploy/check_dockerfiles.py (with --bin-dir) to check Dockerfile's lists.
 set -eu
 [ $# -gt 0 ] || { echo "usage: $0 EXECUTABLE..." >&2; exit 64; }
 missing=$(ldd "$@" | awk '$2 == "=>" && $3 == "not" { print $1 }' \

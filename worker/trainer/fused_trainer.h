@@ -7,7 +7,8 @@
 // `early_stop_evals` evaluations in a row freezes (no further updates, steps
 // stop counting) while the others go on. Seed s's initial weights and
 // minibatch order come from its own streams (rng.h), so its result equals
-// the single-seed run of s up to float rounding (see fused_trainer_test.cc).
+// the single-seed run of s up to float rounding (trainer_test.cc,
+// FusedTest.EachSeedEqualsItsSingleSeedRun).
 //
 // Internal to the trainer library (and its tests).
 #ifndef RANKSWEEP_WORKER_TRAINER_FUSED_TRAINER_H_
