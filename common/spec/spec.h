@@ -75,7 +75,7 @@ enum class FeatureMap {
   kFavorPlus,   // positive random features exp(w.z - |z|^2/2)/sqrt(r)
 };
 
-// A head built from weights set by hand instead of training (SCIENCE.md,
+// A head built from weights set by hand instead of training (docs/SCIENCE.md,
 // "Exact constructions"). kNone means "train it".
 enum class Construction {
   kNone,

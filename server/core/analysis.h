@@ -1,8 +1,9 @@
 // Analysis of a sweep's grouped results: how complete each (head, rank) group
 // is, and each head's transition rank, the smallest swept rank at which every
-// seed is exact (SCIENCE.md, "Metrics"). Pure functions over ResultGroup
-// values, so the rules are unit-tested on hand-made numbers; the coordinator
-// calls them from Query(). docs/ANALYSIS.md states the rules for users.
+// seed is exact (docs/SCIENCE.md, "Metrics and the transition rank"). Pure
+// functions over ResultGroup values, so the rules are unit-tested on hand-made
+// numbers; the coordinator calls them from Query(). docs/ANALYSIS.md states
+// the rules for users.
 //
 // Transition rule, for one head and one split (train, or test when the
 // dataset has one). Walk the head's groups in increasing rank:

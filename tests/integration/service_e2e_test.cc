@@ -247,7 +247,7 @@ TEST(ServiceE2ETest, SweepThroughCliAndTwoWorkersStoresEveryCellOnce) {
   EXPECT_NE(bad.err.find("--page-size: 0 is out of range; use 1 to 100000"), std::string::npos)
       << bad.err;
 
-  // Softmax solves N = 3 exactly on m = 2 on every seed (SCIENCE.md claim 3).
+  // Softmax solves N = 3 exactly on m = 2 on every seed (docs/SCIENCE.md, claim 3).
   CommandResult grouped = cluster.Cli({"results", id, "--group-by", "head,rank", "--format", "json"});
   ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
 

@@ -8,8 +8,8 @@
 // Every head maps tokens x [S, B, N, m] (0/1 floats) to readouts
 // [S, B, N, K]: K = 1 for the scalar readout t_hat = <u(x_i), y_i> + b(x_i),
 // K = m + 1 for cross-entropy logits, each affine in the attention output y_i
-// (SCIENCE.md, "The two heads"). The exact constructions are the same modules
-// with hand-set weights, so they go through the same forward code.
+// (docs/SCIENCE.md, "The two heads"). The exact constructions are the same
+// modules with hand-set weights, so they go through the same forward code.
 //
 // Internal to the trainer library (and its tests).
 #ifndef RANKSWEEP_WORKER_TRAINER_HEADS_H_
@@ -239,8 +239,9 @@ std::shared_ptr<AttentionHeadImpl> MakeHead(const HeadConfig& config,
                                             const std::vector<uint64_t>& seeds);
 
 // The sharpness the constructions use when head.beta is 0: beta = 1 + ln(N-1)
-// (N >= 2), so e^beta > N - 1 and beta >= 1 (SCIENCE.md; the exhaustive tests
-// confirm exactness).
+// (N >= 2; 1 for N = 1). Then beta >= 1 and (N - 1) e^-beta = 1/e < 1/2, which
+// bounds how far t_hat is above the target, so rounding is exact
+// (docs/SCIENCE.md, "Exact constructions"; the exhaustive tests confirm it).
 double DefaultConstructionBeta(int seq_len);
 
 // The exact construction `head.construction` for tokens of dimension m and
