@@ -5,7 +5,8 @@
 // 10,000 rows holds 60,000 of them, plus their strings). Allocated one by one
 // on the heap, building and freeing that tree cost more than serializing it;
 // on an arena each allocation is a pointer bump and the whole reply is freed
-// at once. BENCHMARKS.md has the before and after.
+// at once. The third round of docs/benchmarks/history.md has the before and
+// after.
 //
 // Register it with the generated SetMessageAllocatorFor_<Method>(); it must
 // outlive the service it is registered with.
