@@ -17,6 +17,7 @@
 # %%
 import atexit
 import os
+import pathlib
 import re
 import subprocess
 import tempfile
@@ -37,7 +38,8 @@ if not os.environ.get("RANKSWEEP_ADDR"):
             [f"{bin_dir}/ranksweepd", "--listen=127.0.0.1:0", f"--db={work}/ranksweep.db",
              "--insecure_local"], stdout=out, stderr=open(f"{work}/ranksweepd.log", "w"))
     for _ in range(300):
-        found = re.search(r"listening on (\S+)", open(f"{work}/ranksweepd.out").read())
+        log = pathlib.Path(f"{work}/ranksweepd.out").read_text()
+        found = re.search(r"listening on (\S+)", log)
         if found or server.poll() is not None:
             break
         time.sleep(0.1)

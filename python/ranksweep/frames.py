@@ -17,10 +17,13 @@ Thread-safety: functions without shared state.
 """
 
 import dataclasses
+import operator
 
+import grpc
 import numpy as np
 import pandas as pd
 
+from ranksweep.errors import RanksweepError
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 # Column order of results(): the CLI's CSV columns, then what it leaves out.
@@ -36,8 +39,10 @@ RESULT_COLUMNS = (
 )
 _SPLIT_FLOATS = ("error", "exact_accuracy", "position_accuracy", "max_abs_error")
 # What an empty SplitMetrics holds (and an empty metric column means).
-_EMPTY = {"error": 1.0, "exact_accuracy": 0.0, "position_accuracy": 0.0,
+_EMPTY = {"sequences": 0, "error": 1.0, "exact_accuracy": 0.0, "position_accuracy": 0.0,
           "max_abs_error": 0.0}
+_VERSION_FIELDS = ("build_id", "torch_version", "cuda_version")
+_FACT_FIELDS = ("distinct_queries", "rank_lower_bound", "rank_upper_bound")
 AGGREGATES = ("train_error", "test_error", "train_exact_accuracy", "train_position_accuracy")
 AGGREGATE_FIELDS = ("mean", "std", "min", "max", "ci95")
 
@@ -84,82 +89,70 @@ def _strings(values):
 
 # ---------------------------------------------------------------- results
 
+# Where each per-row field sits in a ResultRow (dotted attribute paths).
+_ROW_FIELDS = {
+    "sweep_id": "sweep_id", "cell_id": "cell_id", "head": "head", "head_index": "head_index",
+    "rank": "rank", "seed": "seed", "state": "state", "failure": "failure",
+    "worker_id": "worker_id", "attempt": "attempt", "lease_id": "lease_id",
+    "finished_unix_ms": "finished_unix_ms", "cached_from_cell_id": "cached_from_cell_id",
+    "final_loss": "result.final_loss", "steps": "result.steps",
+    "wall_seconds": "result.wall_seconds", "device": "result.device",
+    **{f: f"worker_version.{f}" for f in _VERSION_FIELDS},
+    **{f: f"result.facts.{f}" for f in _FACT_FIELDS},
+    **{f"{split}_{m}": f"result.{split}.{m}" for split in ("train", "test")
+       for m in ("sequences",) + _SPLIT_FLOATS},
+}
+# ResultColumns lists with one entry per row, and metric lists that may be
+# empty when every row holds the empty value (given here).
+_DIRECT_COLUMNS = ("cell_id", "head_index", "rank", "seed", "state", "attempt", "lease_id",
+                   "finished_unix_ms", "cached_from_cell_id")
+_METRIC_COLUMNS = {"final_loss": 0.0, "steps": 0, "wall_seconds": 0.0,
+                   **{f"{split}_{m}": _EMPTY[m] for split in ("train", "test")
+                      for m in _EMPTY}}
+
+
 def _reply_columns(reply):
-    """One reply's rows as plain per-field lists, from `columns` or `rows`."""
-    if reply.HasField("columns"):
-        c = reply.columns
-        n = len(c.cell_id)
+    """One reply's rows as plain per-field lists (the keys of _ROW_FIELDS),
+    from `columns` or, from a coordinator that predates them, `rows`."""
+    if not reply.HasField("columns"):
+        return {k: [operator.attrgetter(path)(r) for r in reply.rows]
+                for k, path in _ROW_FIELDS.items()}
+    try:
+        out = _columns(reply.columns)
+    except IndexError as e:  # an index past its table
+        raise RanksweepError(grpc.StatusCode.INTERNAL,
+                             f"QueryResults reply: an index is past its table: {e}") from None
+    n = len(reply.columns.cell_id)
+    for k, values in out.items():
+        if len(values) != n:
+            raise RanksweepError(grpc.StatusCode.INTERNAL,
+                                 f"QueryResults reply: columns.{k}: {len(values)} values for "
+                                 f"{n} rows")
+    return out
 
-        def metric(values, empty):
-            return list(values) if len(values) else [empty] * n
 
-        versions = [c.worker_versions[i] for i in c.worker_version]
-        facts = [c.facts_table[i] for i in c.facts]
-        failures = [None] * n
-        for row, text in zip(c.failure_row, c.failure):
-            failures[row] = text
-        out = {
-            "sweep_id": [c.sweep_id] * n,
-            "cell_id": list(c.cell_id),
-            "head": [c.heads[i] for i in c.head_index],
-            "head_index": list(c.head_index),
-            "rank": list(c.rank),
-            "seed": list(c.seed),
-            "state": list(c.state),
-            "train_sequences": metric(c.train_sequences, 0),
-            "test_sequences": metric(c.test_sequences, 0),
-            "final_loss": metric(c.final_loss, 0.0),
-            "steps": metric(c.steps, 0),
-            "wall_seconds": metric(c.wall_seconds, 0.0),
-            "device": [c.devices[i] for i in c.device],
-            "failure": failures,
-            "worker_id": [c.workers[i] for i in c.worker],
-            "build_id": [v.build_id for v in versions],
-            "torch_version": [v.torch_version for v in versions],
-            "cuda_version": [v.cuda_version for v in versions],
-            "attempt": list(c.attempt),
-            "lease_id": list(c.lease_id),
-            "finished_unix_ms": list(c.finished_unix_ms),
-            "cached_from_cell_id": list(c.cached_from_cell_id),
-            "distinct_queries": [f.distinct_queries for f in facts],
-            "rank_lower_bound": [f.rank_lower_bound for f in facts],
-            "rank_upper_bound": [f.rank_upper_bound for f in facts],
-        }
-        for split in ("train", "test"):
-            for m in _SPLIT_FLOATS:
-                out[f"{split}_{m}"] = metric(getattr(c, f"{split}_{m}"), _EMPTY[m])
-        return out
-    rows = reply.rows
-    out = {
-        "sweep_id": [r.sweep_id for r in rows],
-        "cell_id": [r.cell_id for r in rows],
-        "head": [r.head for r in rows],
-        "head_index": [r.head_index for r in rows],
-        "rank": [r.rank for r in rows],
-        "seed": [r.seed for r in rows],
-        "state": [r.state for r in rows],
-        "train_sequences": [r.result.train.sequences for r in rows],
-        "test_sequences": [r.result.test.sequences for r in rows],
-        "final_loss": [r.result.final_loss for r in rows],
-        "steps": [r.result.steps for r in rows],
-        "wall_seconds": [r.result.wall_seconds for r in rows],
-        "device": [r.result.device for r in rows],
-        "failure": [r.failure or None for r in rows],
-        "worker_id": [r.worker_id for r in rows],
-        "build_id": [r.worker_version.build_id for r in rows],
-        "torch_version": [r.worker_version.torch_version for r in rows],
-        "cuda_version": [r.worker_version.cuda_version for r in rows],
-        "attempt": [r.attempt for r in rows],
-        "lease_id": [r.lease_id for r in rows],
-        "finished_unix_ms": [r.finished_unix_ms for r in rows],
-        "cached_from_cell_id": [r.cached_from_cell_id for r in rows],
-        "distinct_queries": [r.result.facts.distinct_queries for r in rows],
-        "rank_lower_bound": [r.result.facts.rank_lower_bound for r in rows],
-        "rank_upper_bound": [r.result.facts.rank_upper_bound for r in rows],
-    }
-    for split in ("train", "test"):
-        for m in _SPLIT_FLOATS:
-            out[f"{split}_{m}"] = [getattr(getattr(r.result, split), m) for r in rows]
+def _columns(c):
+    n = len(c.cell_id)
+    for name in ("head_index", "worker", "worker_version", "device", "facts", "failure_row"):
+        if any(i < 0 for i in getattr(c, name)):  # Python would count from the end
+            raise IndexError(f"columns.{name} holds a negative index")
+    out = {k: list(getattr(c, k)) for k in _DIRECT_COLUMNS}
+    for k, empty in _METRIC_COLUMNS.items():
+        values = getattr(c, k)
+        out[k] = list(values) if len(values) else [empty] * n
+    out["sweep_id"] = [c.sweep_id] * n
+    out["head"] = [c.heads[i] for i in c.head_index]
+    out["worker_id"] = [c.workers[i] for i in c.worker]
+    out["device"] = [c.devices[i] for i in c.device]
+    versions = [c.worker_versions[i] for i in c.worker_version]
+    for f in _VERSION_FIELDS:
+        out[f] = [getattr(v, f) for v in versions]
+    facts = [c.facts_table[i] for i in c.facts]
+    for f in _FACT_FIELDS:
+        out[f] = [getattr(x, f) for x in facts]
+    out["failure"] = [""] * n
+    for row, text in zip(c.failure_row, c.failure):
+        out["failure"][row] = text
     return out
 
 
@@ -167,8 +160,7 @@ def results_frame(replies):
     """The per-seed rows of QueryResults replies (pages, in order) as one
     DataFrame with RESULT_COLUMNS, one row per cell."""
     parts = [_reply_columns(r) for r in replies]
-    keys = _reply_columns(pb.QueryResultsResponse()).keys()
-    cols = {k: [v for part in parts for v in part[k]] for k in keys}
+    cols = {k: [v for part in parts for v in part[k]] for k in _ROW_FIELDS}
     state = np.asarray(cols["state"], dtype=np.int64)
     not_done = state != pb.CELL_STATE_DONE
     no_test = not_done | (np.asarray(cols["test_sequences"], dtype=np.int64) == 0)
@@ -187,7 +179,7 @@ def results_frame(replies):
         "steps": _ints(cols["steps"], not_done),
         "wall_seconds": _floats(cols["wall_seconds"], not_done),
         "device": np.where(not_done, None, _strings(cols["device"])),
-        "failure": np.array(cols["failure"], dtype=object),
+        "failure": _strings(cols["failure"]),
         "worker_id": _strings(cols["worker_id"]),
         "build_id": _strings(cols["build_id"]),
         "torch_version": _strings(cols["torch_version"]),

@@ -3,10 +3,11 @@
 import math
 import unittest
 
+import grpc
 import numpy as np
 import pandas as pd
 
-from ranksweep import frames
+from ranksweep import RanksweepError, frames
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 RESULT_DTYPES = {
@@ -128,6 +129,20 @@ class ResultsFrameTest(unittest.TestCase):
         # Pages concatenate in order.
         paged = frames.results_frame([as_columns(rows[:2]), as_columns(rows[2:])])
         pd.testing.assert_frame_equal(paged, want)
+
+    def test_columns_that_do_not_fit_together_are_an_error(self):
+        reply = as_columns(witness_rows())
+        del reply.columns.rank[-1]
+        with self.assertRaises(RanksweepError) as ctx:
+            frames.results_frame([reply])
+        self.assertEqual(ctx.exception.code, grpc.StatusCode.INTERNAL)
+        self.assertEqual(ctx.exception.message,
+                         "QueryResults reply: columns.rank: 2 values for 3 rows")
+        reply = as_columns(witness_rows())
+        reply.columns.head_index[0] = 5
+        with self.assertRaises(RanksweepError) as ctx:
+            frames.results_frame([reply])
+        self.assertEqual(ctx.exception.code, grpc.StatusCode.INTERNAL)
 
     def test_test_split_values_are_kept(self):
         row = pb.ResultRow(
