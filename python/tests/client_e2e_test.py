@@ -77,12 +77,21 @@ class Cluster:
         self.db = os.path.join(self.dir.name, "ranksweep.db")
         self.procs = []
         self.insecure = insecure
+        self.server_flags = []
+
+    def create_token(self, name, role):
+        """A new token, made by `ranksweepd token create` on the database."""
+        r = subprocess.run([f"{BIN}/ranksweepd", "token", "create", f"--db={self.db}",
+                            f"--name={name}", f"--role={role}"],
+                           capture_output=True, text=True, timeout=60, check=True)
+        return r.stdout.strip()
 
     def start(self, worker=True):
         args = [f"{BIN}/ranksweepd", "--listen=127.0.0.1:0", f"--db={self.db}",
                 "--lease_seconds=10"]
         if self.insecure:
             args.append("--insecure_local")
+        args += self.server_flags
         server = self.spawn("server", args)
         self.addr = wait_for_line(os.path.join(self.dir.name, "server.out"),
                                   r"listening on (\S+)", server)
@@ -361,17 +370,14 @@ class ClientEndToEndTest(unittest.TestCase):
             self.assertEqual(cli.stderr, f"ranksweep: {ctx.exception.message}\n", name)
 
 
-class ClientTokenTest(unittest.TestCase):
-    """RANKSWEEP_TOKEN and RANKSWEEP_ADDR against a coordinator with tokens."""
+class ClientAuthTest(unittest.TestCase):
+    """Tokens (also through RANKSWEEP_TOKEN and RANKSWEEP_ADDR) and TLS, against
+    a coordinator that authenticates."""
 
     def setUp(self):
         self.cluster = Cluster(insecure=False)
         self.addCleanup(self.cluster.stop)
-        r = subprocess.run([f"{BIN}/ranksweepd", "token", "create", f"--db={self.cluster.db}",
-                            "--name=alice", "--role=user"],
-                           capture_output=True, text=True, timeout=60, check=True)
-        self.token = r.stdout.strip()
-        self.cluster.start(worker=False)
+        self.token = self.cluster.create_token("alice", "user")
         saved = {k: os.environ.get(k) for k in ("RANKSWEEP_ADDR", "RANKSWEEP_TOKEN")}
 
         def restore():
@@ -383,6 +389,7 @@ class ClientTokenTest(unittest.TestCase):
         self.addCleanup(restore)
 
     def test_environment(self):
+        self.cluster.start(worker=False)
         os.environ["RANKSWEEP_ADDR"] = self.cluster.addr
         os.environ.pop("RANKSWEEP_TOKEN", None)
         with ranksweep.Client() as anonymous:
@@ -401,6 +408,25 @@ class ClientTokenTest(unittest.TestCase):
             with self.assertRaises(RanksweepError) as ctx:
                 wrong.list()
             self.assertEqual(ctx.exception.code, grpc.StatusCode.UNAUTHENTICATED)
+
+    def test_tls(self):
+        # A self-signed certificate for 127.0.0.1 is its own CA (docs/SECURITY.md).
+        cert = os.path.join(self.cluster.dir.name, "server.pem")
+        key = os.path.join(self.cluster.dir.name, "server.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], capture_output=True, check=True,
+                       timeout=60)
+        self.cluster.server_flags = [f"--tls_cert={cert}", f"--tls_key={key}"]
+        self.cluster.start(worker=False)
+        with ranksweep.Client(addr=self.cluster.addr, token=self.token, tls_ca=cert) as tls:
+            self.assertEqual(len(tls.list()), 0)
+            self.assertEqual(len(tls.workers()), 0)
+        with ranksweep.Client(addr=self.cluster.addr, token=self.token, timeout=5) as plain:
+            with self.assertRaises(RanksweepError) as ctx:
+                plain.list()
+            self.assertEqual(ctx.exception.code, grpc.StatusCode.UNAVAILABLE)
 
 
 if __name__ == "__main__":
