@@ -27,7 +27,11 @@ import ranksweep
 
 try:
     display  # a notebook shows DataFrames as tables
-except NameError:
+except NameError:  # a plain script prints them, wide enough for these
+    import pandas as pd
+
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_columns", 20)
     display = print
 
 if not os.environ.get("RANKSWEEP_ADDR"):
@@ -54,7 +58,6 @@ if not os.environ.get("RANKSWEEP_ADDR"):
     print(f"ranksweepd on {found.group(1)}; database and logs in {work}")
 
 rs = ranksweep.Client()  # RANKSWEEP_ADDR, RANKSWEEP_TOKEN
-display(rs.workers())
 
 # %% [markdown]
 # Submit the demo's spec file. A dict with the same fields works too, e.g.
@@ -120,4 +123,6 @@ if plt is not None:
     ax.legend()
 
 # %%
+# The sweeps on this coordinator, newest first, and the workers that ran them.
 display(rs.list())
+display(rs.workers())

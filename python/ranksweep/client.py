@@ -106,8 +106,8 @@ class Client:
         request = pb.SubmitSweepRequest(spec=spec_lib.to_proto(spec))
         return self._call("submit", self._stub.SubmitSweep, request).sweep_id
 
-    def sweep(self, sweep_id):
-        """One sweep's SweepInfo as a dict of the sweeps() columns."""
+    def status(self, sweep_id):
+        """One sweep as a dict of the list() columns (counts, state, times)."""
         reply = self._call("status", self._stub.GetSweep, pb.GetSweepRequest(sweep_id=sweep_id))
         return frames.sweeps_frame([reply.sweep]).iloc[0].to_dict()
 

@@ -207,6 +207,11 @@ class ClientEndToEndTest(unittest.TestCase):
             for f in ("final_loss", "steps", "wall_seconds", "device"):
                 self.assertEqual(got[f], res[f], f)
             self.assertEqual(got["distinct_queries"], res["facts"]["distinct_queries"])
+            for bound in ("rank_lower_bound", "rank_upper_bound"):
+                if res["facts"][bound] == 0:
+                    self.assertIs(got[bound], pd.NA)
+                else:
+                    self.assertEqual(got[bound], res["facts"][bound])
             for f in ("worker_id", "attempt", "lease_id"):
                 self.assertEqual(got[f], want[f], f)
             for f in ("build_id", "torch_version"):
@@ -232,7 +237,11 @@ class ClientEndToEndTest(unittest.TestCase):
             self.assertTrue(df[c].isna().all(), c)
         self.assertTrue(df["train_error"].notna().all())
         self.assertEqual(df["train_sequences"].tolist(), [28] * WITNESS_CELLS)
-        self.assertEqual(df["rank_upper_bound"].tolist(), [4] * WITNESS_CELLS)
+        # Every position is scored, so the 4 codewords and their 4 complement
+        # keys are all queries: the upper bound n is 8 distinct queries.
+        self.assertEqual(df["distinct_queries"].tolist(), [8] * WITNESS_CELLS)
+        self.assertEqual(df["rank_upper_bound"].tolist(), [8] * WITNESS_CELLS)
+        self.assertTrue(df["rank_lower_bound"].notna().all())
         self.assertEqual(df["device"].tolist(), ["cpu"] * WITNESS_CELLS)
         self.check_rows_match_cli(df, self.witness)
 
@@ -275,7 +284,7 @@ class ClientEndToEndTest(unittest.TestCase):
             self.assertTrue(all(math.isnan(got[f"test_error_{f}"])
                                 for f in ("mean", "std", "min", "max", "ci95")))
             self.assertIs(got["test_exact_seeds"], pd.NA)
-        self.assertEqual(df["rank"].tolist()[2], pd.NA)
+        self.assertIs(df["rank"][2], pd.NA)
         pool = self.client.groups(self.pool, by=("rank", "head"))
         self.assertEqual(len(pool), 1)
         self.assertFalse(math.isnan(pool["test_error_mean"][0]))
@@ -299,7 +308,7 @@ class ClientEndToEndTest(unittest.TestCase):
             self.assertEqual(got["rank_lower_bound"], want["facts"]["rank_lower_bound"])
             self.assertEqual(got["rank_upper_bound"], want["facts"]["rank_upper_bound"])
         self.assertIs(df["transition_rank"][1], pd.NA)  # softmax has no rank
-        self.assertEqual(df["rank_upper_bound"].tolist(), [4, 4])
+        self.assertEqual(df["rank_upper_bound"].tolist(), [8, 8])
         pool = self.client.summary(self.pool)
         self.assertEqual(pool["rank_upper_bound"].tolist(), [pd.NA])
         self.assertIsNotNone(pool["test_reason"][0])
@@ -315,7 +324,7 @@ class ClientEndToEndTest(unittest.TestCase):
         self.assertEqual(by_id.loc[self.witness, "done"], WITNESS_CELLS)
         self.assertEqual(by_id.loc[self.witness, "total"], WITNESS_CELLS)
         self.assertTrue(sweeps["finished"].notna().all())
-        self.assertEqual(self.client.sweep(self.pool)["done"], POOL_CELLS)
+        self.assertEqual(self.client.status(self.pool)["done"], POOL_CELLS)
         workers = self.client.workers()
         self.assertEqual(len(workers), 1)
         self.assertEqual(workers["device"][0], "cpu")
