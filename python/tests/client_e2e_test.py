@@ -86,19 +86,27 @@ class Cluster:
                            capture_output=True, text=True, timeout=60, check=True)
         return r.stdout.strip()
 
-    def start(self, worker=True):
-        args = [f"{BIN}/ranksweepd", "--listen=127.0.0.1:0", f"--db={self.db}",
-                "--lease_seconds=10"]
-        if self.insecure:
-            args.append("--insecure_local")
-        args += self.server_flags
-        server = self.spawn("server", args)
-        self.addr = wait_for_line(os.path.join(self.dir.name, "server.out"),
-                                  r"listening on (\S+)", server)
+    def start(self, worker=True, port=0):
+        self.start_server(port)
         if worker:
             self.spawn("worker", [f"{BIN}/ranksweep-worker", f"--coordinator={self.addr}",
                                   "--device=cpu", "--slots=1"],
                        env={"RANKSWEEP_TORCH_THREADS": "1"})
+
+    def start_server(self, port=0):
+        args = [f"{BIN}/ranksweepd", f"--listen=127.0.0.1:{port}", f"--db={self.db}",
+                "--lease_seconds=10"]
+        if self.insecure:
+            args.append("--insecure_local")
+        args += self.server_flags
+        name = f"server{len(self.procs)}"
+        self.server = self.spawn(name, args)
+        self.addr = wait_for_line(os.path.join(self.dir.name, f"{name}.out"),
+                                  r"listening on (\S+)", self.server)
+
+    def kill_server(self):
+        self.server.kill()
+        self.server.wait()
 
     def spawn(self, name, args, env=None):
         out = open(os.path.join(self.dir.name, f"{name}.out"), "w")
@@ -377,6 +385,38 @@ class ClientEndToEndTest(unittest.TestCase):
             cli = self.cluster.cli("submit", "-f", path, "--dry-run", check=False)
             self.assertEqual(cli.returncode, 1, name)
             self.assertEqual(cli.stderr, f"ranksweep: {ctx.exception.message}\n", name)
+
+
+class ClientWatchRestartTest(unittest.TestCase):
+    """watch() rides out a coordinator that crashes and comes back."""
+
+    def setUp(self):
+        self.cluster = Cluster()
+        self.addCleanup(self.cluster.stop)
+
+    def test_watch_reconnects_after_a_crash(self):
+        self.cluster.start(worker=False)  # no worker: the sweep stays RUNNING
+        port = self.cluster.addr.rsplit(":", 1)[1]
+        with ranksweep.Client(addr=self.cluster.addr) as client:
+            sweep = client.submit(dict(WITNESS, name="py-restart"))
+            events = client.watch(sweep, reconnect=60)
+            first = next(events)
+            self.assertEqual((first.state, first.pending), ("RUNNING", WITNESS_CELLS))
+            self.cluster.kill_server()
+            self.cluster.start_server(port)  # same file, same port
+            again = next(events)  # the first event of the new stream
+            self.assertEqual((again.sweep_id, again.state), (sweep, "RUNNING"))
+            self.assertEqual(client.cancel(sweep), WITNESS_CELLS)
+            rest = list(events)
+            self.assertEqual(rest[-1].state, "CANCELLED")
+            self.assertEqual(rest[-1].cancelled, WITNESS_CELLS)
+        with ranksweep.Client(addr=self.cluster.addr) as client:
+            events = client.watch(client.submit(dict(WITNESS, name="py-lost")), reconnect=0)
+            next(events)
+            self.cluster.kill_server()
+            with self.assertRaises(RanksweepError) as ctx:
+                next(events)  # reconnect=0: the lost coordinator ends the watch
+            self.assertEqual(ctx.exception.code, grpc.StatusCode.UNAVAILABLE)
 
 
 class ClientAuthTest(unittest.TestCase):
