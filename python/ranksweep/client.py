@@ -50,6 +50,13 @@ _CHANNEL_OPTIONS = [
 ]
 
 
+def _state(arg, value, enum, prefix, allowed):
+    """The enum value of a state name given in any case ("done", "FAILED")."""
+    if value.lower() not in allowed:
+        raise ValueError(f'{arg}: "{value}" is not one of {", ".join(allowed)}')
+    return enum.Value(f"{prefix}{value.upper()}")
+
+
 def _group_by(by):
     parts = by.split(",") if isinstance(by, str) else list(by)
     if sorted(p.strip() for p in parts) != ["head", "rank"]:
@@ -117,7 +124,8 @@ class Client:
         coordinator's default (100)."""
         request = pb.ListSweepsRequest(limit=limit)
         if state:
-            request.state = pb.SweepState.Value(f"SWEEP_STATE_{state.upper()}")
+            request.state = _state("state", state, pb.SweepState, "SWEEP_STATE_",
+                                   ("running", "done", "failed", "cancelled"))
         reply = self._call("list", self._stub.ListSweeps, request)
         return frames.sweeps_frame(reply.sweeps)
 
@@ -189,7 +197,7 @@ class Client:
         ("kernel/elu1"), `ranks`, `seeds`, `state` ("done" or "failed")."""
         request = self._query(sweep_id, head, ranks, seeds)
         if state:
-            request.state = pb.CellState.Value(f"CELL_STATE_{state.upper()}")
+            request.state = _state("state", state, pb.CellState, "CELL_STATE_", ("done", "failed"))
         request.page_size = page_size
         request.columns = True
         replies = []

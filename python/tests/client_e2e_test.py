@@ -271,6 +271,10 @@ class ClientEndToEndTest(unittest.TestCase):
             self.client.results(self.witness, page_size=2),
             self.client.results(self.witness))
         self.assertEqual(len(self.client.results(self.witness, state="failed")), 0)
+        self.assertEqual(len(self.client.results(self.witness, state="DONE")), WITNESS_CELLS)
+        with self.assertRaises(ValueError) as ctx:
+            self.client.results(self.witness, state="leased")
+        self.assertEqual(str(ctx.exception), 'state: "leased" is not one of done, failed')
 
     def test_groups_match_the_cli(self):
         df = self.client.groups(self.witness, by="head,rank")
