@@ -8,8 +8,10 @@ the build tree, where the build puts it next to its generated gRPC modules:
     PYTHONPATH=build/python python3 -c 'import ranksweep'
 """
 
+import importlib
+
 try:
-    from ranksweep.v1 import ranksweep_pb2 as _pb  # noqa: F401  (generated at build time)
+    importlib.import_module("ranksweep.v1.ranksweep_pb2")  # generated at build time
 except ImportError as e:  # pragma: no cover - a source checkout without a build
     raise ImportError(
         "ranksweep: the generated modules ranksweep.v1.ranksweep_pb2 and _pb2_grpc are "
