@@ -141,10 +141,13 @@ def _read_int(field, v, bounds):
 def _read_number(field, v):
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise SpecError(f"{field} must be a number, got {_dump(v)}")
-    v = float(v)
-    if not math.isfinite(v):
+    try:
+        x = float(v)
+    except OverflowError:  # an int past any double
+        x = math.inf
+    if not math.isfinite(x):
         raise SpecError(f"{field} must be a number, got {_dump(v)}")
-    return v
+    return x
 
 
 def _read_list(field, v, bounds):

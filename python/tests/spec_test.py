@@ -115,6 +115,8 @@ class SpecTest(unittest.TestCase):
                                                  "got 2147483648")
         self.assertSpecError({"ranks": 4}, "ranks must be an array of integers, got 4")
         self.assertSpecError({"train": {"lr": "fast"}}, 'train.lr must be a number, got "fast"')
+        self.assertSpecError({"train": {"lr": 10**400}},
+                             f"train.lr must be a number, got {10**400}")
         self.assertSpecError({"dataset": {"final_query_only": 1}},
                              "dataset.final_query_only must be true or false, got 1")
         self.assertSpecError({"name": 5}, "name must be a string, got 5")
