@@ -66,7 +66,8 @@ def wait_for_line(path, pattern, proc, timeout=60):
         if proc.poll() is not None:
             break
         time.sleep(0.05)
-    raise AssertionError(f"no line matching {pattern!r} in {path}")
+    with open(path.replace(".out", ".err"), errors="replace") as f:
+        raise AssertionError(f"no line matching {pattern!r} in {path}; stderr:\n{f.read()}")
 
 
 class Cluster:
