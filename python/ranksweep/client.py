@@ -1,0 +1,230 @@
+"""Client: the coordinator's SweepService from Python, with DataFrames.
+
+    import ranksweep
+    rs = ranksweep.Client()                  # RANKSWEEP_ADDR, RANKSWEEP_TOKEN
+    sweep = rs.submit("examples/demo.yaml")  # or a dict with the same fields
+    for p in rs.watch(sweep):
+        print(p.done, "/", p.total, p.message)
+    df = rs.results(sweep)                   # one row per (head, rank, seed)
+    rs.groups(sweep)                         # mean/std/min/max/ci95 per (head, rank)
+    rs.summary(sweep)                        # transition rank and theory bounds per head
+
+Connection settings are the CLI's: the address is `addr`, else
+$RANKSWEEP_ADDR, else 127.0.0.1:50051; the token is `token`, else
+$RANKSWEEP_TOKEN, sent as "authorization: Bearer TOKEN" (docs/SECURITY.md);
+`tls_ca` (a PEM file of the CA that signed the coordinator's certificate)
+turns TLS on; each call but watch() has a deadline of `timeout` seconds
+(None or 0: none).
+
+Errors: every failed call raises RanksweepError with the gRPC status code and
+the coordinator's message; a spec refused before sending raises SpecError.
+Thread-safety: a Client may be shared by threads (gRPC channels are); the
+iterator watch() returns belongs to one thread.
+"""
+
+import os
+import time
+
+import grpc
+
+from ranksweep import frames
+from ranksweep import spec as spec_lib
+from ranksweep.errors import RanksweepError
+from ranksweep.v1 import ranksweep_pb2 as pb
+from ranksweep.v1 import ranksweep_pb2_grpc as pb_grpc
+
+DEFAULT_ADDR = "127.0.0.1:50051"
+# Rows per QueryResults call, as the CLI reads them: each reply stays under
+# a MB however large the sweep.
+PAGE_SIZE = 10000
+# How long watch() keeps reconnecting to a coordinator lost mid-sweep.
+DEFAULT_RECONNECT_SECONDS = 300.0
+
+_CHANNEL_OPTIONS = [
+    # A large sweep's rows may exceed gRPC's 4 MiB default; accept what the
+    # coordinator may send (its --max_message_bytes default, 64 MiB).
+    ("grpc.max_receive_message_length", 64 << 20),
+    # A lost coordinator is tried again at least every 10 s, so watch()
+    # notices a restart soon.
+    ("grpc.max_reconnect_backoff_ms", 10000),
+]
+
+
+def _state(arg, value, enum, prefix, allowed):
+    """The enum value of a state name given in any case ("done", "FAILED")."""
+    if value.lower() not in allowed:
+        raise ValueError(f'{arg}: "{value}" is not one of {", ".join(allowed)}')
+    return enum.Value(f"{prefix}{value.upper()}")
+
+
+def _group_by(by):
+    parts = by.split(",") if isinstance(by, str) else list(by)
+    if sorted(p.strip() for p in parts) != ["head", "rank"]:
+        raise ValueError(f'by={by!r} is not supported; use "head,rank"')
+    return pb.GROUP_BY_HEAD_RANK
+
+
+class Client:
+    """A connection to one coordinator. Close it (or use `with`) when done."""
+
+    def __init__(self, addr=None, token=None, tls_ca=None, timeout=30.0):
+        self.addr = addr or os.environ.get("RANKSWEEP_ADDR") or DEFAULT_ADDR
+        self._token = token if token is not None else os.environ.get("RANKSWEEP_TOKEN", "")
+        self.timeout = timeout or None
+        if tls_ca:
+            with open(tls_ca, "rb") as f:
+                credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+            self._channel = grpc.secure_channel(self.addr, credentials, _CHANNEL_OPTIONS)
+        else:
+            self._channel = grpc.insecure_channel(self.addr, _CHANNEL_OPTIONS)
+        self._stub = pb_grpc.SweepServiceStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"ranksweep.Client(addr={self.addr!r})"
+
+    def _metadata(self):
+        return (("authorization", f"Bearer {self._token}"),) if self._token else ()
+
+    def _call(self, what, method, request):
+        try:
+            return method(request, timeout=self.timeout, metadata=self._metadata())
+        except grpc.RpcError as e:
+            raise RanksweepError.from_rpc(e, what) from None
+
+    # ------------------------------------------------------------ sweeps
+
+    def submit(self, spec):
+        """Submits a sweep and returns its id.
+
+        `spec` is a dict with the fields of the CLI's spec files, the path of
+        such a file (YAML or JSON; see ranksweep.spec), or a
+        ranksweep.v1.SweepSpec. The coordinator validates it: a field out of
+        range raises RanksweepError INVALID_ARGUMENT naming it, and nothing
+        is stored. Presets are the CLI's (`ranksweep submit --preset`)."""
+        request = pb.SubmitSweepRequest(spec=spec_lib.to_proto(spec))
+        return self._call("submit", self._stub.SubmitSweep, request).sweep_id
+
+    def status(self, sweep_id):
+        """One sweep as a dict of the list() columns (counts, state, times)."""
+        reply = self._call("status", self._stub.GetSweep, pb.GetSweepRequest(sweep_id=sweep_id))
+        return frames.sweeps_frame([reply.sweep]).iloc[0].to_dict()
+
+    def list(self, state=None, limit=0):
+        """Sweeps, newest first, as a DataFrame (frames.SWEEP_COLUMNS). `state`
+        filters ("running", "done", "failed", "cancelled"); `limit` 0 is the
+        coordinator's default (100)."""
+        request = pb.ListSweepsRequest(limit=limit)
+        if state:
+            request.state = _state("state", state, pb.SweepState, "SWEEP_STATE_",
+                                   ("running", "done", "failed", "cancelled"))
+        reply = self._call("list", self._stub.ListSweeps, request)
+        return frames.sweeps_frame(reply.sweeps)
+
+    def cancel(self, sweep_id):
+        """Cancels a sweep's unfinished cells; returns how many were cancelled."""
+        reply = self._call("cancel", self._stub.CancelSweep,
+                           pb.CancelSweepRequest(sweep_id=sweep_id))
+        return reply.cells_cancelled
+
+    def workers(self):
+        """The worker pool as a DataFrame (frames.WORKER_COLUMNS)."""
+        reply = self._call("workers", self._stub.ListWorkers, pb.ListWorkersRequest())
+        return frames.workers_frame(reply.workers)
+
+    def watch(self, sweep_id, reconnect=DEFAULT_RECONNECT_SECONDS):
+        """Yields a frames.Progress at once, whenever a cell of the sweep
+        changes state, and a last time when the sweep ends (Progress.ended);
+        then the iteration stops. A coordinator lost mid-sweep (a restart) is
+        reconnected to for up to `reconnect` seconds (0: not at all), as the
+        CLI's watch does; nothing is missed but the messages of the gap.
+        Raises RanksweepError (NOT_FOUND for an unknown id)."""
+        request = pb.WatchSweepRequest(sweep_id=sweep_id)
+        last = None
+        lost_at = None
+        backoff = 1.0
+        while True:
+            stream = self._stub.WatchSweep(request, metadata=self._metadata())
+            try:
+                for event in stream:
+                    lost_at = None
+                    backoff = 1.0
+                    last = frames.progress_from_event(event)
+                    yield last
+                return
+            except grpc.RpcError as e:
+                lost = (e.code() == grpc.StatusCode.UNAVAILABLE and last is not None
+                        and not last.ended)
+                now = time.monotonic()
+                if lost_at is None:
+                    lost_at = now
+                if not lost or reconnect <= 0 or now - lost_at >= reconnect:
+                    raise RanksweepError.from_rpc(e, "watch") from None
+            finally:
+                stream.cancel()
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 10.0)
+
+    def wait(self, sweep_id, reconnect=DEFAULT_RECONNECT_SECONDS):
+        """Follows the sweep until it ends; returns its last Progress."""
+        last = None
+        for last in self.watch(sweep_id, reconnect):
+            pass
+        return last
+
+    # ------------------------------------------------------------ results
+
+    @staticmethod
+    def _query(sweep_id, head, ranks, seeds):
+        request = pb.QueryResultsRequest(sweep_id=sweep_id, head=head or "")
+        request.ranks.extend(ranks or ())
+        request.seeds.extend(seeds or ())
+        return request
+
+    def results(self, sweep_id, head=None, ranks=None, seeds=None, state=None,
+                page_size=PAGE_SIZE):
+        """Per-seed results: one row per finished (done or failed) cell, in
+        cell id order, as a DataFrame (frames.RESULT_COLUMNS; missing values
+        are NaN / <NA> / None, see ranksweep.frames). Filters: `head` label
+        ("kernel/elu1"), `ranks`, `seeds`, `state` ("done" or "failed")."""
+        request = self._query(sweep_id, head, ranks, seeds)
+        if state:
+            request.state = _state("state", state, pb.CellState, "CELL_STATE_", ("done", "failed"))
+        request.page_size = page_size
+        request.columns = True
+        replies = []
+        while True:
+            reply = self._call("results", self._stub.QueryResults, request)
+            replies.append(reply)
+            if not reply.next_page_token:
+                return frames.results_frame(replies)
+            request.page_token = reply.next_page_token
+
+    def _grouped(self, what, sweep_id, head, ranks, seeds):
+        request = self._query(sweep_id, head, ranks, seeds)
+        request.group_by = pb.GROUP_BY_HEAD_RANK
+        return self._call(what, self._stub.QueryResults, request)
+
+    def groups(self, sweep_id, by="head,rank", head=None, ranks=None, seeds=None):
+        """Per-(head, rank) aggregates over seeds as a DataFrame
+        (frames.group_columns()): n, expected, exact seeds, missing seeds and
+        mean/std/min/max/ci95 of the train and test errors and accuracies.
+        `by` is "head,rank", the one grouping the coordinator computes."""
+        _group_by(by)
+        return frames.groups_frame(self._grouped("groups", sweep_id, head, ranks, seeds))
+
+    def summary(self, sweep_id, head=None, ranks=None, seeds=None):
+        """Per head, the transition rank (the smallest swept rank at which
+        every seed is exact, docs/ANALYSIS.md) or why it is undefined, and
+        the dataset's theory bounds, as `ranksweep results --summary` prints
+        them (frames.SUMMARY_COLUMNS). The coordinator computes it; filters
+        change it as they change the groups it is computed over."""
+        return frames.summary_frame(self._grouped("summary", sweep_id, head, ranks, seeds))

@@ -1,0 +1,379 @@
+"""ranksweep.v1 replies as pandas DataFrames, and watch events as Progress.
+
+Pure functions of the reply messages (no network), so every frame is tested
+from fixed replies. The conventions, the same in every frame:
+
+- A value that does not exist is missing, never a stand-in number: metrics
+  of a cell that is not DONE, test metrics of a dataset without a test split,
+  std and ci95 of a group with fewer than two done seeds, times that have not
+  happened. Floats hold NaN; integer columns are pandas' nullable "Int64"
+  and hold <NA>; strings hold None. On the wire these are 0 or 1.0.
+- `rank` is "Int64": <NA> for heads without a rank (softmax, the exact
+  constructions), whose cells carry rank 0 on the wire.
+- Heads are labelled as the CLI prints them ("kernel/elu1", "softmax");
+  states are plain names ("DONE", "RUNNING"); times are UTC Timestamps.
+
+Thread-safety: functions without shared state.
+"""
+
+import dataclasses
+import operator
+
+import grpc
+import numpy as np
+import pandas as pd
+
+from ranksweep.errors import RanksweepError
+from ranksweep.v1 import ranksweep_pb2 as pb
+
+# Column order of results(): the CLI's CSV columns, then what it leaves out.
+RESULT_COLUMNS = (
+    "sweep_id", "cell_id", "head", "head_index", "rank", "seed", "state",
+    "train_sequences", "train_error", "train_exact_accuracy", "train_position_accuracy",
+    "train_max_abs_error",
+    "test_sequences", "test_error", "test_exact_accuracy", "test_position_accuracy",
+    "test_max_abs_error",
+    "final_loss", "steps", "wall_seconds", "device", "failure", "worker_id", "build_id",
+    "torch_version", "cuda_version", "attempt", "lease_id", "finished", "cached_from_cell_id",
+    "distinct_queries", "rank_lower_bound", "rank_upper_bound",
+)
+_SPLIT_FLOATS = ("error", "exact_accuracy", "position_accuracy", "max_abs_error")
+# What an empty SplitMetrics holds (and an empty metric column means).
+_EMPTY = {"sequences": 0, "error": 1.0, "exact_accuracy": 0.0, "position_accuracy": 0.0,
+          "max_abs_error": 0.0}
+_VERSION_FIELDS = ("build_id", "torch_version", "cuda_version")
+_FACT_FIELDS = ("distinct_queries", "rank_lower_bound", "rank_upper_bound")
+AGGREGATES = ("train_error", "test_error", "train_exact_accuracy", "train_position_accuracy")
+AGGREGATE_FIELDS = ("mean", "std", "min", "max", "ci95")
+
+_UTC = pd.DatetimeTZDtype(tz="UTC")
+
+
+def cell_state_name(value):
+    """"DONE" for CELL_STATE_DONE; "UNSPECIFIED" for 0."""
+    return pb.CellState.Name(value).replace("CELL_STATE_", "", 1)
+
+
+def sweep_state_name(value):
+    """"RUNNING" for SWEEP_STATE_RUNNING; "UNSPECIFIED" for 0."""
+    return pb.SweepState.Name(value).replace("SWEEP_STATE_", "", 1)
+
+
+def _ints(values, missing=None):
+    """An "Int64" array; `missing` is a boolean mask of <NA> entries."""
+    values = np.asarray(values, dtype=np.int64)
+    if missing is None:
+        missing = np.zeros(len(values), dtype=bool)
+    return pd.arrays.IntegerArray(values, np.asarray(missing, dtype=bool))
+
+
+def _floats(values, missing):
+    values = np.asarray(values, dtype=np.float64)
+    return np.where(np.asarray(missing, dtype=bool), np.nan, values)
+
+
+def _times(unix_ms):
+    """UTC Timestamps of Unix milliseconds; 0 (not yet) is NaT."""
+    ms = np.asarray(unix_ms, dtype=np.int64)
+    out = pd.Series(pd.NaT, index=range(len(ms)), dtype=_UTC)
+    set_ = ms != 0
+    if set_.any():
+        out[set_] = pd.to_datetime(ms[set_], unit="ms", utc=True)
+    return out.array
+
+
+def _strings(values):
+    """Strings with "" (unset on the wire) as None."""
+    return np.array([v if v else None for v in values], dtype=object)
+
+
+# ---------------------------------------------------------------- results
+
+# Where each per-row field sits in a ResultRow (dotted attribute paths).
+_ROW_FIELDS = {
+    "sweep_id": "sweep_id", "cell_id": "cell_id", "head": "head", "head_index": "head_index",
+    "rank": "rank", "seed": "seed", "state": "state", "failure": "failure",
+    "worker_id": "worker_id", "attempt": "attempt", "lease_id": "lease_id",
+    "finished_unix_ms": "finished_unix_ms", "cached_from_cell_id": "cached_from_cell_id",
+    "final_loss": "result.final_loss", "steps": "result.steps",
+    "wall_seconds": "result.wall_seconds", "device": "result.device",
+    **{f: f"worker_version.{f}" for f in _VERSION_FIELDS},
+    **{f: f"result.facts.{f}" for f in _FACT_FIELDS},
+    **{f"{split}_{m}": f"result.{split}.{m}" for split in ("train", "test")
+       for m in ("sequences",) + _SPLIT_FLOATS},
+}
+# ResultColumns lists with one entry per row, and metric lists that may be
+# empty when every row holds the empty value (given here).
+_DIRECT_COLUMNS = ("cell_id", "head_index", "rank", "seed", "state", "attempt", "lease_id",
+                   "finished_unix_ms", "cached_from_cell_id")
+_METRIC_COLUMNS = {"final_loss": 0.0, "steps": 0, "wall_seconds": 0.0,
+                   **{f"{split}_{m}": _EMPTY[m] for split in ("train", "test")
+                      for m in _EMPTY}}
+
+
+def _reply_columns(reply):
+    """One reply's rows as plain per-field lists (the keys of _ROW_FIELDS),
+    from `columns` or, from a coordinator that predates them, `rows`."""
+    if not reply.HasField("columns"):
+        return {k: [operator.attrgetter(path)(r) for r in reply.rows]
+                for k, path in _ROW_FIELDS.items()}
+    try:
+        out = _columns(reply.columns)
+    except IndexError as e:  # an index past its table
+        raise RanksweepError(grpc.StatusCode.INTERNAL,
+                             f"QueryResults reply: an index is past its table: {e}") from None
+    n = len(reply.columns.cell_id)
+    for k, values in out.items():
+        if len(values) != n:
+            raise RanksweepError(grpc.StatusCode.INTERNAL,
+                                 f"QueryResults reply: columns.{k}: {len(values)} values for "
+                                 f"{n} rows")
+    return out
+
+
+def _columns(c):
+    n = len(c.cell_id)
+    for name in ("head_index", "worker", "worker_version", "device", "facts", "failure_row"):
+        if any(i < 0 for i in getattr(c, name)):  # Python would count from the end
+            raise IndexError(f"columns.{name} holds a negative index")
+    out = {k: list(getattr(c, k)) for k in _DIRECT_COLUMNS}
+    for k, empty in _METRIC_COLUMNS.items():
+        values = getattr(c, k)
+        out[k] = list(values) if len(values) else [empty] * n
+    out["sweep_id"] = [c.sweep_id] * n
+    out["head"] = [c.heads[i] for i in c.head_index]
+    out["worker_id"] = [c.workers[i] for i in c.worker]
+    out["device"] = [c.devices[i] for i in c.device]
+    versions = [c.worker_versions[i] for i in c.worker_version]
+    for f in _VERSION_FIELDS:
+        out[f] = [getattr(v, f) for v in versions]
+    facts = [c.facts_table[i] for i in c.facts]
+    for f in _FACT_FIELDS:
+        out[f] = [getattr(x, f) for x in facts]
+    out["failure"] = [""] * n
+    for row, text in zip(c.failure_row, c.failure):
+        out["failure"][row] = text
+    return out
+
+
+def results_frame(replies):
+    """The per-seed rows of QueryResults replies (pages, in order) as one
+    DataFrame with RESULT_COLUMNS, one row per cell."""
+    parts = [_reply_columns(r) for r in replies]
+    cols = {k: [v for part in parts for v in part[k]] for k in _ROW_FIELDS}
+    state = np.asarray(cols["state"], dtype=np.int64)
+    not_done = state != pb.CELL_STATE_DONE
+    no_test = not_done | (np.asarray(cols["test_sequences"], dtype=np.int64) == 0)
+    rank = np.asarray(cols["rank"], dtype=np.int64)
+    data = {
+        "sweep_id": np.array(cols["sweep_id"], dtype=object),
+        "cell_id": np.asarray(cols["cell_id"], dtype=np.int64),
+        "head": np.array(cols["head"], dtype=object),
+        "head_index": np.asarray(cols["head_index"], dtype=np.int64),
+        "rank": _ints(rank, rank == 0),
+        "seed": np.asarray(cols["seed"], dtype=np.uint64),
+        "state": np.array([cell_state_name(s) for s in state], dtype=object),
+        "train_sequences": _ints(cols["train_sequences"], not_done),
+        "test_sequences": _ints(cols["test_sequences"], no_test),
+        "final_loss": _floats(cols["final_loss"], not_done),
+        "steps": _ints(cols["steps"], not_done),
+        "wall_seconds": _floats(cols["wall_seconds"], not_done),
+        "device": np.where(not_done, None, _strings(cols["device"])),
+        "failure": _strings(cols["failure"]),
+        "worker_id": _strings(cols["worker_id"]),
+        "build_id": _strings(cols["build_id"]),
+        "torch_version": _strings(cols["torch_version"]),
+        "cuda_version": _strings(cols["cuda_version"]),
+        "attempt": np.asarray(cols["attempt"], dtype=np.int64),
+        "lease_id": np.asarray(cols["lease_id"], dtype=np.int64),
+        "finished": _times(cols["finished_unix_ms"]),
+        "cached_from_cell_id": _ints(cols["cached_from_cell_id"],
+                                     np.asarray(cols["cached_from_cell_id"]) == 0),
+    }
+    for m in _SPLIT_FLOATS:
+        data[f"train_{m}"] = _floats(cols[f"train_{m}"], not_done)
+        data[f"test_{m}"] = _floats(cols[f"test_{m}"], no_test)
+    data["distinct_queries"] = _ints(cols["distinct_queries"], not_done)
+    for bound in ("rank_lower_bound", "rank_upper_bound"):
+        values = np.asarray(cols[bound], dtype=np.int64)
+        data[bound] = _ints(values, not_done | (values == 0))  # 0: no bound
+    return pd.DataFrame({k: data[k] for k in RESULT_COLUMNS})
+
+
+# ---------------------------------------------------------------- groups
+
+def has_test_split(reply):
+    """Whether a grouped reply's dataset has a test split."""
+    if any(h.has_test_split for h in reply.heads):
+        return True
+    return reply.HasField("facts") and reply.facts.test_sequences > 0
+
+
+def group_columns():
+    cols = ["head", "head_index", "rank", "n", "expected", "exact_seeds", "test_exact_seeds",
+            "missing_seeds"]
+    cols += [f"{a}_{f}" for a in AGGREGATES for f in AGGREGATE_FIELDS]
+    return cols
+
+
+def groups_frame(reply):
+    """A grouped QueryResults reply: one row per (head, rank), group_columns().
+
+    Aggregates are over the done seeds of the group; all NaN when none is
+    done, std and ci95 NaN with fewer than two; test_* NaN (and
+    test_exact_seeds <NA>) when the dataset has no test split.
+    `missing_seeds` is a list of the seeds without a DONE result.
+    """
+    groups = list(reply.groups)
+    test = has_test_split(reply)
+    n = np.asarray([g.n for g in groups], dtype=np.int64)
+    rank = np.asarray([g.rank for g in groups], dtype=np.int64)
+    data = {
+        "head": np.array([g.head for g in groups], dtype=object),
+        "head_index": np.asarray([g.head_index for g in groups], dtype=np.int64),
+        "rank": _ints(rank, rank == 0),
+        "n": n,
+        "expected": np.asarray([g.expected for g in groups], dtype=np.int64),
+        "exact_seeds": np.asarray([g.exact_seeds for g in groups], dtype=np.int64),
+        "test_exact_seeds": _ints([g.test_exact_seeds for g in groups],
+                                  np.full(len(groups), not test)),
+        "missing_seeds": pd.Series([list(g.missing_seeds) for g in groups], dtype=object).array,
+    }
+    for a in AGGREGATES:
+        absent = (n == 0) | (not test and a.startswith("test_"))
+        for f in AGGREGATE_FIELDS:
+            missing = absent | ((n < 2) if f in ("std", "ci95") else False)
+            data[f"{a}_{f}"] = _floats([getattr(getattr(g, a), f) for g in groups], missing)
+    return pd.DataFrame(data, columns=group_columns())
+
+
+SUMMARY_COLUMNS = ("head", "head_index", "has_rank", "transition_rank", "reason",
+                   "test_transition_rank", "test_reason", "caveat", "rank_lower_bound",
+                   "rank_upper_bound")
+
+
+def summary_frame(reply):
+    """A grouped QueryResults reply's per-head summaries: one row per head,
+    SUMMARY_COLUMNS. transition_rank is <NA> when undefined (`reason` says
+    why) and for heads without a rank (`reason` says on how many seeds they
+    are exact); the test_ columns are <NA>/None without a test split; the
+    bounds are the dataset's theory bounds, <NA> when it has none or no cell
+    is done yet."""
+    heads = list(reply.heads)
+    k = len(heads)
+    facts = reply.facts if reply.HasField("facts") else None
+    lower = facts.rank_lower_bound if facts is not None else 0
+    upper = facts.rank_upper_bound if facts is not None else 0
+    data = {
+        "head": np.array([h.head for h in heads], dtype=object),
+        "head_index": np.asarray([h.head_index for h in heads], dtype=np.int64),
+        "has_rank": np.asarray([h.has_rank for h in heads], dtype=bool),
+        "transition_rank": _ints([h.transition_rank for h in heads],
+                                 [not h.transition_defined for h in heads]),
+        "reason": np.array([h.reason for h in heads], dtype=object),
+        "test_transition_rank": _ints(
+            [h.test_transition_rank for h in heads],
+            [not (h.has_test_split and h.test_transition_defined) for h in heads]),
+        "test_reason": np.array([h.test_reason if h.has_test_split else None for h in heads],
+                                dtype=object),
+        "caveat": _strings([h.caveat for h in heads]),
+        "rank_lower_bound": _ints([lower] * k, np.full(k, lower == 0)),
+        "rank_upper_bound": _ints([upper] * k, np.full(k, upper == 0)),
+    }
+    return pd.DataFrame(data, columns=list(SUMMARY_COLUMNS))
+
+
+# ---------------------------------------------------------------- sweeps, workers
+
+SWEEP_COLUMNS = ("sweep_id", "name", "owner", "state", "total", "pending", "leased", "done",
+                 "failed", "cancelled", "grid_cells", "cached_cells", "priority", "created",
+                 "finished", "mean_cell_seconds")
+
+
+def sweeps_frame(sweeps):
+    """SweepInfo messages, one row each, SWEEP_COLUMNS. `leased` cells are
+    running on a worker; `finished` is NaT while the sweep runs and
+    mean_cell_seconds NaN before a cell finishes."""
+    sweeps = list(sweeps)
+    mean = [s.mean_cell_seconds for s in sweeps]
+    data = {
+        "sweep_id": np.array([s.sweep_id for s in sweeps], dtype=object),
+        "name": np.array([s.name for s in sweeps], dtype=object),
+        "owner": _strings([s.owner for s in sweeps]),
+        "state": np.array([sweep_state_name(s.state) for s in sweeps], dtype=object),
+        "grid_cells": np.asarray([s.grid_cells for s in sweeps], dtype=np.int64),
+        "cached_cells": np.asarray([s.cached_cells for s in sweeps], dtype=np.int64),
+        "priority": np.asarray([s.priority for s in sweeps], dtype=np.int64),
+        "created": _times([s.created_unix_ms for s in sweeps]),
+        "finished": _times([s.finished_unix_ms for s in sweeps]),
+        "mean_cell_seconds": _floats(mean, np.asarray(mean) == 0),
+    }
+    for c in ("total", "pending", "leased", "done", "failed", "cancelled"):
+        data[c] = np.asarray([getattr(s.counts, c) for s in sweeps], dtype=np.int64)
+    return pd.DataFrame(data, columns=list(SWEEP_COLUMNS))
+
+
+WORKER_COLUMNS = ("worker_id", "hostname", "device", "device_name", "slots", "memory_bytes",
+                  "build_id", "torch_version", "cuda_version", "leased_cells",
+                  "completed_cells", "alive", "registered", "last_seen")
+
+
+def workers_frame(workers):
+    """WorkerInfo messages, one row each, WORKER_COLUMNS. memory_bytes is
+    <NA> when the worker did not say; cuda_version None for a CPU LibTorch."""
+    workers = list(workers)
+    memory = np.asarray([w.memory_bytes for w in workers], dtype=np.int64)
+    data = {
+        "worker_id": np.array([w.worker_id for w in workers], dtype=object),
+        "hostname": _strings([w.hostname for w in workers]),
+        "device": _strings([w.device for w in workers]),
+        "device_name": _strings([w.device_name for w in workers]),
+        "slots": np.asarray([w.slots for w in workers], dtype=np.int64),
+        "memory_bytes": _ints(memory, memory == 0),
+        "build_id": _strings([w.version.build_id for w in workers]),
+        "torch_version": _strings([w.version.torch_version for w in workers]),
+        "cuda_version": _strings([w.version.cuda_version for w in workers]),
+        "leased_cells": np.asarray([w.leased_cells for w in workers], dtype=np.int64),
+        "completed_cells": np.asarray([w.completed_cells for w in workers], dtype=np.int64),
+        "alive": np.asarray([w.alive for w in workers], dtype=bool),
+        "registered": _times([w.registered_unix_ms for w in workers]),
+        "last_seen": _times([w.last_seen_unix_ms for w in workers]),
+    }
+    return pd.DataFrame(data, columns=list(WORKER_COLUMNS))
+
+
+# ---------------------------------------------------------------- watch
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """One WatchSweep event: the sweep's counts when it was sent and what
+    changed (`message`, e.g. "cell kernel/elu1 r=8 seed=2 done"; may be "").
+    `running` is the cells leased to workers. `ended` is true on the last
+    event, once the sweep is DONE, FAILED or CANCELLED."""
+    sweep_id: str
+    name: str
+    state: str
+    total: int
+    pending: int
+    running: int
+    done: int
+    failed: int
+    cancelled: int
+    mean_cell_seconds: float
+    message: str
+    recent_failures: tuple
+
+    @property
+    def ended(self):
+        return self.state not in ("RUNNING", "UNSPECIFIED")
+
+
+def progress_from_event(event):
+    """A Progress from a ranksweep.v1.SweepEvent."""
+    s = event.sweep
+    return Progress(
+        sweep_id=s.sweep_id, name=s.name, state=sweep_state_name(s.state),
+        total=s.counts.total, pending=s.counts.pending, running=s.counts.leased,
+        done=s.counts.done, failed=s.counts.failed, cancelled=s.counts.cancelled,
+        mean_cell_seconds=s.mean_cell_seconds if s.mean_cell_seconds else float("nan"),
+        message=event.message, recent_failures=tuple(s.recent_failures))

@@ -1,0 +1,403 @@
+"""Sweep specs: from a dict, a YAML file or a JSON file to a ranksweep.v1.SweepSpec.
+
+A spec uses the field names of the CLI's spec files (common/spec/spec.h):
+
+    {"name": "demo", "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
+     "heads": [{"kind": "kernel", "feature_map": "elu1"}, {"kind": "softmax"}],
+     "ranks": [1, 4], "seed_count": 3, "train": {"max_steps": 300, "lr": 0.02}}
+
+The rules are the CLI's, so a file means the same to both: unknown keys are
+errors (a typo never passes silently), integers must be integers in range,
+enums are named as in the spec files ("kernel", "elu1", "ce"), a missing or
+null key keeps the default, and YAML follows the YAML 1.2 core schema the CLI
+uses (`lr: 3e-3` is a number, `yes` is a string, duplicate keys are errors).
+Errors are SpecError naming the field, with "FILE:LINE:COLUMN: " in front for
+a YAML file. Ranges (m in 1..64, ...) are checked by the coordinator, which
+answers INVALID_ARGUMENT naming the field.
+
+One rule is the wire's own: ranksweep.v1 reads 0 as "the default" for fields
+whose default is not 0 (docs/PROTOCOL.md), so an explicit 0 in such a field
+(dataset.m, dataset.max_overlap, train.lr, ...) cannot reach the coordinator
+as 0; it is refused here rather than silently replaced.
+
+No network here; the functions have no state and are safe from any thread.
+"""
+
+import json
+import math
+import os
+import re
+
+import yaml
+
+from ranksweep.errors import SpecError
+from ranksweep.v1 import ranksweep_pb2 as pb
+
+# Enum names in the order of spec.h; the wire value is the index + 1 (0 is
+# "unspecified", which the coordinator reads as the default).
+DATASET_KINDS = ("exhaustive", "witness", "pool")
+HEAD_KINDS = ("kernel", "softmax", "signed_kernel", "multihead_kernel")
+FEATURE_MAPS = ("elu1", "relu_eps", "softplus", "exp", "favor")
+CONSTRUCTIONS = ("none", "rank1", "indicator", "softmax_exact")
+LOSS_KINDS = ("mse", "ce")
+SWEEP_MODES = ("grid", "search")
+
+_INT32 = (-(2**31), 2**31 - 1)
+_UINT64 = (0, 2**64 - 1)
+
+# Per message: key -> (type, zero-means-default value or None). Types:
+# "int" (int32), "uint64", "number", "bool", "string", ints (a list of int32),
+# uint64s (a list of uint64), or a tuple of enum names.
+_DATASET_FIELDS = {
+    "kind": (DATASET_KINDS, None),
+    "m": ("int", 3),
+    "seq_len": ("int", 3),
+    "final_query_only": ("bool", None),
+    "data_seed": ("uint64", None),
+    "code_weight": ("int", 8),
+    "max_overlap": ("int", 4),
+    "num_queries": ("int", None),
+    "weight": ("int", None),
+    "bernoulli_p": ("number", 0.5),
+    "pool_size": ("int", None),
+    "test_pool_share": ("number", 0.5),
+    "train_size": ("int", None),
+    "test_size": ("int", None),
+    "hard_share": ("number", 0.5),
+}
+_HEAD_FIELDS = {
+    "kind": (HEAD_KINDS, None),
+    "feature_map": (FEATURE_MAPS, None),
+    "hidden": ("ints", None),
+    "num_heads": ("int", 1),
+    "value_dim": ("int", None),
+    "score_dim": ("int", None),
+    "relu_eps": ("number", 1e-3),
+    "construction": (CONSTRUCTIONS, None),
+    "beta": ("number", None),
+}
+_TRAIN_FIELDS = {
+    "lr": ("number", 1e-2),
+    "beta1": ("number", 0.9),
+    "beta2": ("number", 0.999),
+    "weight_decay": ("number", None),
+    "batch_size": ("int", None),
+    "max_steps": ("int", 2000),
+    "eval_every": ("int", 50),
+    "early_stop_evals": ("int", None),  # 0 = never: sent as -1, see below
+    "loss": (LOSS_KINDS, None),
+}
+_SWEEP_SCALARS = {
+    "name": ("string", None),
+    "ranks": ("ints", None),
+    "seeds": ("uint64s", None),
+    "seed_count": ("int", None),
+    "priority": ("int", None),
+    "mode": (SWEEP_MODES, None),
+}
+_SWEEP_KEYS = ("name", "dataset", "heads", "ranks", "seeds", "seed_count", "train",
+               "priority", "mode", "reuse_results")
+
+
+def _dump(value):
+    """The value as the CLI's JSON parser prints it in an error."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _type_name(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (int, float)):
+        return "number"
+    return type(value).__name__
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _read_int(field, v, bounds):
+    if not _is_int(v):
+        raise SpecError(f"{field} must be an integer, got {_dump(v)}")
+    lo, hi = bounds
+    if lo == 0 and v < 0:
+        raise SpecError(f"{field} must be a nonnegative integer, got {_dump(v)}")
+    if v < lo or v > hi:
+        raise SpecError(f"{field} must be an integer in range, got {_dump(v)}")
+    return v
+
+
+def _read_number(field, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise SpecError(f"{field} must be a number, got {_dump(v)}")
+    try:
+        x = float(v)
+    except OverflowError:  # an int past any double
+        x = math.inf
+    if not math.isfinite(x):
+        raise SpecError(f"{field} must be a number, got {_dump(v)}")
+    return x
+
+
+def _read_list(field, v, bounds):
+    if not isinstance(v, (list, tuple)):
+        raise SpecError(f"{field} must be an array of integers, got {_dump(v)}")
+    return [_read_int(f"{field}[{i}]", x, bounds) for i, x in enumerate(v)]
+
+
+def _check_object(path, obj):
+    if not isinstance(obj, dict):
+        where = path or "the document"
+        raise SpecError(f"{where} must be a JSON object, got {_type_name(obj)}")
+
+
+def _field(path, key):
+    return f"{path}.{key}" if path else key
+
+
+def _check_unknown(path, obj, known):
+    for key in obj:
+        if key not in known:
+            raise SpecError(f'unknown field "{_field(path, key)}"')
+
+
+def _fill(msg, path, obj, fields):
+    """Sets the fields of proto `msg` from `obj` by the table `fields`."""
+    _check_object(path, obj)
+    for key, (kind, zero_default) in fields.items():
+        v = obj.get(key)
+        if v is None:
+            continue
+        field = _field(path, key)
+        if isinstance(kind, tuple):
+            if not isinstance(v, str):
+                raise SpecError(f"{field} must be a string, got {_dump(v)}")
+            if v not in kind:
+                raise SpecError(f'{field} must be one of {", ".join(kind)}; got "{v}"')
+            setattr(msg, key, kind.index(v) + 1)
+            continue
+        if kind == "int":
+            v = _read_int(field, v, _INT32)
+        elif kind == "uint64":
+            v = _read_int(field, v, _UINT64)
+        elif kind == "number":
+            v = _read_number(field, v)
+        elif kind == "bool":
+            if not isinstance(v, bool):
+                raise SpecError(f"{field} must be true or false, got {_dump(v)}")
+        elif kind == "string":
+            if not isinstance(v, str):
+                raise SpecError(f"{field} must be a string, got {_dump(v)}")
+        elif kind == "ints":
+            getattr(msg, key).extend(_read_list(field, v, _INT32))
+            continue
+        elif kind == "uint64s":
+            getattr(msg, key).extend(_read_list(field, v, _UINT64))
+            continue
+        if zero_default is not None and v == 0:
+            raise SpecError(
+                f"{field} = 0 cannot be sent: the ranksweep.v1 protocol reads 0 as the "
+                f"default ({zero_default:g}) (docs/PROTOCOL.md)")
+        setattr(msg, key, v)
+    _check_unknown(path, obj, fields)
+
+
+def spec_to_proto(spec):
+    """A ranksweep.v1.SweepSpec from a spec dict. Raises SpecError."""
+    _check_object("", spec)
+    out = pb.SweepSpec()
+    scalars = {k: spec[k] for k in _SWEEP_SCALARS if k in spec}
+    _fill(out, "", scalars, _SWEEP_SCALARS)
+    if spec.get("dataset") is not None:
+        _fill(out.dataset, "dataset", spec["dataset"], _DATASET_FIELDS)
+    heads = spec.get("heads")
+    if heads is not None:
+        if not isinstance(heads, (list, tuple)):
+            raise SpecError("heads must be an array of head objects")
+        for i, head in enumerate(heads):
+            _fill(out.heads.add(), f"heads[{i}]", head, _HEAD_FIELDS)
+    train = spec.get("train")
+    if train is not None:
+        _fill(out.train, "train", train, _TRAIN_FIELDS)
+        stop = train.get("early_stop_evals")
+        if stop is not None:
+            # Spec: 0 = never stop early. Wire: 0 = the default (3), -1 = never.
+            if stop < 0:
+                raise SpecError(f"train.early_stop_evals must be in 0..1000, got {stop}")
+            out.train.early_stop_evals = -1 if stop == 0 else stop
+    reuse = spec.get("reuse_results")
+    if reuse is not None:
+        if not isinstance(reuse, bool):
+            raise SpecError(f"reuse_results must be true or false, got {_dump(reuse)}")
+        out.no_result_cache = not reuse
+    _check_unknown("", spec, _SWEEP_KEYS)
+    return out
+
+
+# ---------------------------------------------------------------- files
+
+_INT_RE = re.compile(r"[-+]?[0-9]+")
+_HEX_RE = re.compile(r"0x[0-9a-fA-F]+")
+_FLOAT_RE = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_INF_RE = re.compile(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)")
+
+
+def _where(source, mark):
+    return f"{source}:{mark.line + 1}:{mark.column + 1}"
+
+
+def _plain_scalar(value, source, mark):
+    """YAML 1.2 core schema resolution of a plain scalar, as the CLI does it."""
+    if value in ("", "~", "null", "Null", "NULL"):
+        return None
+    if value in ("true", "True", "TRUE"):
+        return True
+    if value in ("false", "False", "FALSE"):
+        return False
+    if _INT_RE.fullmatch(value):
+        x = int(value)
+        if x > _UINT64[1] or x < -(2**63):
+            raise SpecError(f"{_where(source, mark)}: integer out of range: {value}")
+        return x
+    if _HEX_RE.fullmatch(value):
+        x = int(value, 16)
+        if x > _UINT64[1]:
+            raise SpecError(f"{_where(source, mark)}: integer out of range: {value}")
+        return x
+    if _FLOAT_RE.fullmatch(value):
+        x = float(value)
+        if not math.isfinite(x):
+            raise SpecError(f"{_where(source, mark)}: number out of range: {value}")
+        return x
+    if _INF_RE.fullmatch(value):
+        raise SpecError(f"{_where(source, mark)}: non-finite number not allowed: {value}")
+    return value
+
+
+def _node_value(node, path, source, marks):
+    if isinstance(node, yaml.ScalarNode):
+        if node.style is None:
+            return _plain_scalar(node.value, source, node.start_mark)
+        return node.value  # quoted or block scalars stay strings
+    if isinstance(node, yaml.SequenceNode):
+        out = []
+        for i, item in enumerate(node.value):
+            item_path = f"{path}[{i}]"
+            marks[item_path] = item.start_mark
+            out.append(_node_value(item, item_path, source, marks))
+        return out
+    out = {}
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise SpecError(
+                f"{_where(source, key_node.start_mark)}: mapping keys must be plain strings")
+        key = key_node.value
+        if key in out:
+            raise SpecError(f'{_where(source, key_node.start_mark)}: duplicate key "{key}"')
+        key_path = f"{path}.{key}" if path else key
+        marks[key_path] = key_node.start_mark
+        out[key] = _node_value(value_node, key_path, source, marks)
+    return out
+
+
+def _yaml_to_dict(text, source):
+    """The spec dict of YAML text, and where each key sits (dotted path -> mark)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = e.problem or e.context or str(e)
+        raise SpecError(f"{_where(source, mark)}: {what}") from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"{source}: {e}") from None
+    marks = {}
+    value = None if root is None else _node_value(root, "", source, marks)
+    if not isinstance(value, dict):
+        raise SpecError(f"{source}:1:1: a sweep spec must be a mapping of fields")
+    return value, marks
+
+
+def _locate(message, marks, source):
+    """The message with the place of the longest key path it mentions."""
+    best = None
+    for path in marks:
+        if path in message and (best is None or len(path) > len(best)):
+            best = path
+    if best is None:
+        return f"{source}: {message}"
+    return f"{_where(source, marks[best])}: {message}"
+
+
+def _decode(data, source):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        good = data[:e.start].decode("utf-8")
+        line = good.count("\n") + 1
+        column = len(good) - (good.rfind("\n") + 1) + 1
+        raise SpecError(f"{source}:{line}:{column}: the file is not valid UTF-8") from None
+
+
+def parse_spec_text(text, fmt, source="<spec>"):
+    """(spec dict, SweepSpec proto) from spec text; fmt is "yaml" or "json"."""
+    if fmt == "json":
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SpecError(f"{source}: JSON syntax error at line {e.lineno}, column "
+                            f"{e.colno}: {e.msg}") from None
+        try:
+            return spec, spec_to_proto(spec)
+        except SpecError as e:
+            raise SpecError(f"{source}: {e.message}") from None
+    spec, marks = _yaml_to_dict(text, source)
+    try:
+        return spec, spec_to_proto(spec)
+    except SpecError as e:
+        raise SpecError(_locate(e.message, marks, source)) from None
+
+
+def guess_format(path, text):
+    """"json" for *.json, "yaml" for *.yaml / *.yml, else by the first character."""
+    lower = str(path).lower()
+    if lower.endswith(".json"):
+        return "json"
+    if lower.endswith((".yaml", ".yml")):
+        return "yaml"
+    return "json" if text.lstrip().startswith("{") else "yaml"
+
+
+def load_spec(path):
+    """The spec dict of a YAML or JSON spec file. Raises SpecError or OSError."""
+    return _load(path)[0]
+
+
+def _load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    source = os.fspath(path)
+    text = _decode(data, source)
+    return parse_spec_text(text, guess_format(source, text), source)
+
+
+def to_proto(spec):
+    """A SweepSpec proto from a dict, a path (str or os.PathLike) or a SweepSpec."""
+    if isinstance(spec, pb.SweepSpec):
+        return spec
+    if isinstance(spec, dict):
+        return spec_to_proto(spec)
+    if isinstance(spec, (str, os.PathLike)):
+        return _load(spec)[1]
+    raise TypeError(f"a spec is a dict, a spec file path or a SweepSpec, not "
+                    f"{type(spec).__name__}")

@@ -1,0 +1,193 @@
+"""Specs from dicts and files to ranksweep.v1.SweepSpec, without a server."""
+
+import os
+import tempfile
+import unittest
+
+import grpc
+
+from ranksweep import spec as spec_lib
+from ranksweep import RanksweepError, SpecError
+from ranksweep.v1 import ranksweep_pb2 as pb
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+DEMO = {
+    "name": "demo-witness",
+    "dataset": {"kind": "witness", "m": 24, "seq_len": 3, "code_weight": 8,
+                "max_overlap": 4, "num_queries": 12},
+    "heads": [{"kind": "kernel", "feature_map": "elu1"}, {"kind": "softmax"}],
+    "ranks": [1, 64],
+    "seed_count": 3,
+    "train": {"lr": 0.02, "max_steps": 600, "eval_every": 50, "early_stop_evals": 1},
+}
+
+
+class SpecTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def write(self, name, text, mode="w"):
+        path = os.path.join(self.dir.name, name)
+        with open(path, mode) as f:
+            f.write(text)
+        return path
+
+    def assertSpecError(self, spec, message):
+        with self.assertRaises(SpecError) as ctx:
+            spec_lib.to_proto(spec)
+        self.assertEqual(ctx.exception.message, message)
+        self.assertEqual(ctx.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIsInstance(ctx.exception, RanksweepError)
+
+    def test_dict_sets_every_field_it_names_and_nothing_else(self):
+        p = spec_lib.to_proto(DEMO)
+        self.assertEqual(p.name, "demo-witness")
+        self.assertEqual(p.dataset.kind, pb.DATASET_KIND_WITNESS)
+        self.assertEqual((p.dataset.m, p.dataset.seq_len, p.dataset.code_weight,
+                          p.dataset.max_overlap, p.dataset.num_queries), (24, 3, 8, 4, 12))
+        self.assertEqual([h.kind for h in p.heads], [pb.HEAD_KIND_KERNEL, pb.HEAD_KIND_SOFTMAX])
+        self.assertEqual(p.heads[0].feature_map, pb.FEATURE_MAP_ELU1)
+        # Unnamed enums stay UNSPECIFIED: the coordinator's default.
+        self.assertEqual(p.heads[1].feature_map, pb.FEATURE_MAP_UNSPECIFIED)
+        self.assertEqual(list(p.ranks), [1, 64])
+        self.assertEqual(p.seed_count, 3)
+        self.assertEqual((p.train.lr, p.train.max_steps, p.train.eval_every,
+                          p.train.early_stop_evals), (0.02, 600, 50, 1))
+        self.assertEqual(p.train.beta1, 0.0)  # unset: the default on the wire
+        self.assertFalse(p.no_result_cache)
+        self.assertEqual(p.mode, pb.SWEEP_MODE_UNSPECIFIED)
+
+    def test_enums_map_to_their_wire_values(self):
+        p = spec_lib.to_proto({
+            "name": "e", "mode": "search", "reuse_results": False,
+            "dataset": {"kind": "pool", "bernoulli_p": 0.25, "test_size": 8},
+            "heads": [{"kind": "multihead_kernel", "feature_map": "favor", "num_heads": 4,
+                       "hidden": [32, 16]},
+                      {"kind": "kernel", "construction": "indicator"},
+                      {"kind": "softmax", "construction": "softmax_exact", "beta": 2}],
+            "seeds": [7, 2**64 - 1],
+            "train": {"loss": "ce", "early_stop_evals": 0}})
+        self.assertEqual(p.mode, pb.SWEEP_MODE_SEARCH)
+        self.assertTrue(p.no_result_cache)
+        self.assertEqual(p.dataset.kind, pb.DATASET_KIND_POOL)
+        self.assertEqual((p.dataset.bernoulli_p, p.dataset.test_size), (0.25, 8))
+        self.assertEqual(p.heads[0].kind, pb.HEAD_KIND_MULTIHEAD_KERNEL)
+        self.assertEqual(p.heads[0].feature_map, pb.FEATURE_MAP_FAVOR)
+        self.assertEqual((p.heads[0].num_heads, list(p.heads[0].hidden)), (4, [32, 16]))
+        self.assertEqual(p.heads[1].construction, pb.CONSTRUCTION_INDICATOR)
+        self.assertEqual(p.heads[2].construction, pb.CONSTRUCTION_SOFTMAX_EXACT)
+        self.assertEqual(p.heads[2].beta, 2.0)
+        self.assertEqual(list(p.seeds), [7, 2**64 - 1])
+        self.assertEqual(p.train.loss, pb.LOSS_KIND_CROSS_ENTROPY)
+        # Spec 0 = never stop early; the wire says that with -1.
+        self.assertEqual(p.train.early_stop_evals, -1)
+
+    def test_yaml_and_json_files_give_the_dict_s_spec(self):
+        want = spec_lib.to_proto(DEMO)
+        self.assertEqual(spec_lib.to_proto(os.path.join(REPO, "examples", "demo.yaml")), want)
+        import json
+        path = self.write("demo.json", json.dumps(DEMO))
+        self.assertEqual(spec_lib.to_proto(path), want)
+        # No extension: '{' first means JSON, anything else YAML.
+        self.assertEqual(spec_lib.to_proto(self.write("spec", json.dumps(DEMO))), want)
+        from pathlib import Path
+        self.assertEqual(spec_lib.to_proto(Path(path)), want)
+        self.assertEqual(spec_lib.load_spec(path), DEMO)
+
+    def test_yaml_follows_the_core_schema_like_the_cli(self):
+        path = self.write("s.yaml", "name: yes\nseed_count: 0x3\ntrain: {lr: 3e-3, "
+                                    "weight_decay: .5}\nranks: [+2, 4]\ndataset: ~\n")
+        self.assertEqual(spec_lib.load_spec(path),
+                         {"name": "yes", "seed_count": 3, "dataset": None, "ranks": [2, 4],
+                          "train": {"lr": 0.003, "weight_decay": 0.5}})
+        quoted = self.write("q.yaml", "name: '12'\nseed_count: 2\n")
+        self.assertEqual(spec_lib.to_proto(quoted).name, "12")
+
+    def test_type_errors_name_the_field(self):
+        self.assertSpecError({"dataset": {"m": 2.5}}, "dataset.m must be an integer, got 2.5")
+        self.assertSpecError({"dataset": {"m": "3"}}, 'dataset.m must be an integer, got "3"')
+        self.assertSpecError({"seed_count": True}, "seed_count must be an integer, got true")
+        self.assertSpecError({"seeds": [1, -2]},
+                             "seeds[1] must be a nonnegative integer, got -2")
+        self.assertSpecError({"ranks": [2**31]}, "ranks[0] must be an integer in range, "
+                                                 "got 2147483648")
+        self.assertSpecError({"ranks": 4}, "ranks must be an array of integers, got 4")
+        self.assertSpecError({"train": {"lr": "fast"}}, 'train.lr must be a number, got "fast"')
+        self.assertSpecError({"train": {"lr": 10**400}},
+                             f"train.lr must be a number, got {10**400}")
+        self.assertSpecError({"dataset": {"final_query_only": 1}},
+                             "dataset.final_query_only must be true or false, got 1")
+        self.assertSpecError({"name": 5}, "name must be a string, got 5")
+        self.assertSpecError({"heads": {"kind": "kernel"}},
+                             "heads must be an array of head objects")
+        self.assertSpecError({"heads": ["kernel"]},
+                             "heads[0] must be a JSON object, got string")
+        self.assertSpecError({"train": []}, "train must be a JSON object, got array")
+
+    def test_enum_errors_list_the_allowed_names(self):
+        self.assertSpecError({"heads": [{"kind": "kernel"}, {"kind": "softmaxx"}]},
+                             'heads[1].kind must be one of kernel, softmax, signed_kernel, '
+                             'multihead_kernel; got "softmaxx"')
+        self.assertSpecError({"train": {"loss": "mae"}},
+                             'train.loss must be one of mse, ce; got "mae"')
+
+    def test_unknown_fields_are_refused_by_path(self):
+        self.assertSpecError({"nmae": "x"}, 'unknown field "nmae"')
+        self.assertSpecError({"dataset": {"mm": 3}}, 'unknown field "dataset.mm"')
+        self.assertSpecError({"heads": [{"kind": "kernel", "rank": 4}]},
+                             'unknown field "heads[0].rank"')
+
+    def test_a_zero_the_wire_cannot_carry_is_refused(self):
+        self.assertSpecError({"dataset": {"max_overlap": 0}},
+                             "dataset.max_overlap = 0 cannot be sent: the ranksweep.v1 protocol "
+                             "reads 0 as the default (4) (docs/PROTOCOL.md)")
+        self.assertSpecError({"train": {"lr": 0.0}},
+                             "train.lr = 0 cannot be sent: the ranksweep.v1 protocol reads 0 "
+                             "as the default (0.01) (docs/PROTOCOL.md)")
+        self.assertSpecError({"train": {"early_stop_evals": -1}},
+                             "train.early_stop_evals must be in 0..1000, got -1")
+        # Zero is fine where it is the default.
+        self.assertEqual(spec_lib.to_proto({"dataset": {"num_queries": 0}}).dataset.num_queries,
+                         0)
+
+    def test_yaml_errors_say_where(self):
+        path = self.write("bad.yaml", "name: x\ndataset:\n  kind: witness\n  mm: 3\n")
+        self.assertSpecError(path, f'{path}:4:3: unknown field "dataset.mm"')
+        path = self.write("bad2.yaml", "name: x\nheads:\n  - kind: kernel\n  - kind: soft\n")
+        self.assertSpecError(path, f'{path}:4:5: heads[1].kind must be one of kernel, softmax, '
+                                   'signed_kernel, multihead_kernel; got "soft"')
+        path = self.write("dup.yaml", "name: x\nseed_count: 2\nname: y\n")
+        self.assertSpecError(path, f'{path}:3:1: duplicate key "name"')
+        path = self.write("inf.yaml", "train:\n  lr: .inf\n")
+        self.assertSpecError(path, f"{path}:2:7: non-finite number not allowed: .inf")
+        path = self.write("list.yaml", "- 1\n- 2\n")
+        self.assertSpecError(path, f"{path}:1:1: a sweep spec must be a mapping of fields")
+        path = self.write("syntax.yaml", "name: [x\n")
+        with self.assertRaises(SpecError) as ctx:
+            spec_lib.to_proto(path)
+        self.assertTrue(ctx.exception.message.startswith(f"{path}:2:1: "), ctx.exception.message)
+        path = self.write("utf8.yaml", b"name: x\nheads: \xff\n", mode="wb")
+        self.assertSpecError(path, f"{path}:2:8: the file is not valid UTF-8")
+
+    def test_json_errors_name_the_file(self):
+        path = self.write("bad.json", '{"name": "x", "dataset": {"mm": 3}}')
+        self.assertSpecError(path, f'{path}: unknown field "dataset.mm"')
+        path = self.write("syntax.json", '{"name": "x",\n "ranks": [1,]}')
+        with self.assertRaises(SpecError) as ctx:
+            spec_lib.to_proto(path)
+        self.assertTrue(ctx.exception.message.startswith(
+            f"{path}: JSON syntax error at line 2, column "), ctx.exception.message)
+
+    def test_other_inputs(self):
+        with self.assertRaises(FileNotFoundError):
+            spec_lib.to_proto(os.path.join(self.dir.name, "missing.yaml"))
+        with self.assertRaises(TypeError):
+            spec_lib.to_proto(42)
+        p = pb.SweepSpec(name="as-is")
+        self.assertIs(spec_lib.to_proto(p), p)
+
+
+if __name__ == "__main__":
+    unittest.main()
