@@ -56,7 +56,7 @@ std::string ContentTypeFor(std::string_view name) {
 }
 
 // Sweep ids and file names: one non-empty path segment of safe characters.
-bool IsSegment(std::string_view s) {
+bool IsSegment(absl::string_view s) {
   if (s.empty() || s == "." || s == "..") return false;
   for (char c : s) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -75,7 +75,7 @@ const std::string* Param(const HttpRequest& request, const std::string& key) {
 
 Route ParseRoute(const std::string& path) {
   if (path == "/" || path == "/index.html") return {Route::kIndex, "index.html"};
-  std::vector<std::string_view> parts = absl::StrSplit(path, '/');
+  std::vector<absl::string_view> parts = absl::StrSplit(path, '/');
   // parts[0] is the empty string before the leading '/'.
   if (parts.size() < 2 || !parts[0].empty()) return {};
   parts.erase(parts.begin());

@@ -13,10 +13,10 @@ namespace {
 
 // Splits "HOST:PORT" / "[V6]:PORT" into host (brackets removed) and port
 // text; false when there is no ':'.
-bool SplitHostPort(std::string_view text, std::string_view* host, std::string_view* port) {
+bool SplitHostPort(absl::string_view text, absl::string_view* host, absl::string_view* port) {
   if (!text.empty() && text.front() == '[') {
     const size_t close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+    if (close == absl::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
       return false;
     }
     *host = text.substr(1, close - 1);
@@ -24,17 +24,17 @@ bool SplitHostPort(std::string_view text, std::string_view* host, std::string_vi
     return true;
   }
   const size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return false;
+  if (colon == absl::string_view::npos) return false;
   *host = text.substr(0, colon);
   // An unbracketed IPv6 address has several colons: ambiguous.
-  if (host->find(':') != std::string_view::npos) return false;
+  if (host->find(':') != absl::string_view::npos) return false;
   *port = text.substr(colon + 1);
   return true;
 }
 
 }  // namespace
 
-bool IsLoopbackHost(std::string_view host) {
+bool IsLoopbackHost(absl::string_view host) {
   if (absl::AsciiStrToLower(host) == "localhost") return true;
   const std::string h(host);
   in_addr v4;
@@ -48,8 +48,8 @@ bool IsLoopbackHost(std::string_view host) {
   return false;
 }
 
-absl::StatusOr<ListenAddress> ParseListenAddress(std::string_view text, bool allow_remote) {
-  std::string_view host, port_text;
+absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text, bool allow_remote) {
+  absl::string_view host, port_text;
   if (!SplitHostPort(text, &host, &port_text) || host.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--listen: \"", text, "\" is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)"));
@@ -69,9 +69,9 @@ absl::StatusOr<ListenAddress> ParseListenAddress(std::string_view text, bool all
   return ListenAddress{std::string(host), port};
 }
 
-bool HostHeaderAllowed(std::string_view host_header, int port, bool allow_remote) {
+bool HostHeaderAllowed(absl::string_view host_header, int port, bool allow_remote) {
   if (allow_remote) return true;
-  std::string_view host, port_text;
+  absl::string_view host, port_text;
   if (!SplitHostPort(host_header, &host, &port_text)) return false;
   int p = -1;
   return absl::SimpleAtoi(port_text, &p) && p == port && IsLoopbackHost(host);

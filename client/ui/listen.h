@@ -11,7 +11,7 @@
 #define RANKSWEEP_CLIENT_UI_LISTEN_H_
 
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 
@@ -25,17 +25,17 @@ struct ListenAddress {
 // True for "localhost", IPv4 127.0.0.0/8 and IPv6 ::1 (written in any of its
 // forms). Host names other than "localhost" are not resolved: they are not
 // loopback.
-bool IsLoopbackHost(std::string_view host);
+bool IsLoopbackHost(absl::string_view host);
 
 // Parses "HOST:PORT" or "[V6]:PORT"; PORT is 0..65535 (0 = any free port).
 // A host that is not loopback is an error unless `allow_remote`.
-absl::StatusOr<ListenAddress> ParseListenAddress(std::string_view text, bool allow_remote);
+absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text, bool allow_remote);
 
 // Whether a request with this Host header may be served by a dashboard
 // bound to `port`: a loopback host (with or without brackets) and exactly
 // that port. With `allow_remote` any Host is accepted (the user chose to
 // serve other machines, whose names this process cannot know).
-bool HostHeaderAllowed(std::string_view host_header, int port, bool allow_remote);
+bool HostHeaderAllowed(absl::string_view host_header, int port, bool allow_remote);
 
 }  // namespace ranksweep::client::ui
 

@@ -1,7 +1,5 @@
 #include "client/ui/sse.h"
 
-#include "absl/strings/str_cat.h"
-
 namespace ranksweep::client::ui {
 namespace {
 
@@ -15,11 +13,11 @@ std::string_view FirstLine(std::string_view text) {
 std::string SseEvent(std::string_view event, std::string_view data) {
   std::string out;
   event = FirstLine(event);
-  if (!event.empty()) absl::StrAppend(&out, "event: ", event, "\n");
+  if (!event.empty()) out.append("event: ").append(event).append("\n");
   size_t start = 0;
   while (true) {
     const size_t end = data.find_first_of("\r\n", start);
-    absl::StrAppend(&out, "data: ", data.substr(start, end - start), "\n");
+    out.append("data: ").append(data.substr(start, end - start)).append("\n");
     if (end == std::string_view::npos) break;
     start = end + 1;
     if (data[end] == '\r' && start < data.size() && data[start] == '\n') ++start;
@@ -28,6 +26,8 @@ std::string SseEvent(std::string_view event, std::string_view data) {
   return out;
 }
 
-std::string SseComment(std::string_view text) { return absl::StrCat(": ", FirstLine(text), "\n\n"); }
+std::string SseComment(std::string_view text) {
+  return std::string(": ").append(FirstLine(text)).append("\n\n");
+}
 
 }  // namespace ranksweep::client::ui

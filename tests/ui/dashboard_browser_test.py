@@ -146,6 +146,9 @@ def main():
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     os.makedirs(args.out, exist_ok=True)
+    stale = os.path.join(args.out, "failure.png")
+    if os.path.exists(stale):
+        os.remove(stale)
     work = tempfile.mkdtemp(prefix="ranksweep-ui-test-")
     bin_dir = args.bin_dir
     procs = []

@@ -359,6 +359,8 @@ pages.sweep = async (main, id) => {
     {key: 'wall_seconds', label: 'Seconds', num: true},
     {key: 'worker_id', label: 'Worker', cell: r => r.cached ? 'cache' : r.worker_id},
   ];
+  // Without a test split every test error is missing: no column for it.
+  if (!sweep.has_test_split) columns.splice(columns.findIndex(c => c.key === 'test_error'), 1);
   const rowsTable = new SortableTable('rows', columns);
   let rows = [];
   const applyFilters = () => {
@@ -413,7 +415,7 @@ pages.sweep = async (main, id) => {
       el('tbody', {}, summary.heads.map(h => el('tr', {},
         el('td', {}, h.head), el('td', {class: 'num'}, h.has_rank ? fmtNum(h.transition_rank) : 'no rank'),
         sweep.has_test_split ? el('td', {class: 'num'}, h.has_rank ? fmtNum(h.test_transition_rank) : 'no rank') : null,
-        el('td', {class: 'muted'}, h.reason + (h.caveat ? ` (${h.caveat})` : ''))))));
+        el('td', {class: 'muted wrap'}, h.reason + (h.caveat ? ` (${h.caveat})` : ''))))));
     const theory = !facts ? 'theory: no cell done yet'
         : (facts.rank_lower_bound === null && facts.rank_upper_bound === null) ? 'theory: no bound for this dataset'
         : `theory: lower bound ${fmtNum(facts.rank_lower_bound)}, upper bound ${fmtNum(facts.rank_upper_bound)}`;
@@ -530,7 +532,8 @@ pages.workers = async (main) => {
   const table = new SortableTable('workers-table', [
     {key: 'id', label: 'Worker'},
     {key: 'hostname', label: 'Host'},
-    {key: 'device', label: 'Device', cell: w => w.device_name ? `${w.device} (${w.device_name})` : w.device},
+    {key: 'device', label: 'Device',
+     cell: w => w.device_name && w.device_name !== w.device ? `${w.device} (${w.device_name})` : w.device},
     {key: 'slots', label: 'Slots', num: true},
     {key: 'memory_bytes', label: 'Memory', num: true, cell: w => fmtBytes(w.memory_bytes)},
     {key: 'leased_cells', label: 'Running', num: true},
