@@ -420,7 +420,7 @@ pages.sweep = async (main, id) => {
         : (facts.rank_lower_bound === null && facts.rank_upper_bound === null) ? 'theory: no bound for this dataset'
         : `theory: lower bound ${fmtNum(facts.rank_lower_bound)}, upper bound ${fmtNum(facts.rank_upper_bound)}`;
     const groups = el('table', {id: 'groups'},
-      el('thead', {}, el('tr', {}, ['Head', 'Rank', 'n', 'Train error (mean ± 95%)', 'Exact seeds']
+      el('thead', {}, el('tr', {}, ['Head', 'Rank', 'n', 'Train error ± 95%', 'Exact']
           .map((t, i) => el('th', {class: i ? 'num' : null}, t)))),
       el('tbody', {}, summary.heads.flatMap(h => h.groups.map(g => el('tr', {},
         el('td', {}, h.head), el('td', {class: 'num'}, g.rank === null ? '–' : g.rank),
