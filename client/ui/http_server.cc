@@ -1,5 +1,8 @@
 #include "client/ui/http_server.h"
 
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -19,20 +22,28 @@ int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 // Threads serving requests. Each open sweep page holds one for its event
 // stream, so there are more than a handful.
 constexpr size_t kServerThreads = 16;
-// A comment goes down an idle event stream this often, so a closed page is
-// noticed (the write fails) and its WatchSweep call is cancelled.
-constexpr auto kKeepAlive = std::chrono::seconds(15);
 
 }  // namespace
 
-DashboardServer::DashboardServer(Backend* backend, ListenAddress address, bool allow_remote)
-    : backend_(backend), address_(std::move(address)), allow_remote_(allow_remote) {}
+DashboardServer::DashboardServer(Backend* backend, ListenAddress address, bool allow_remote,
+                                 std::chrono::milliseconds keep_alive)
+    : backend_(backend),
+      address_(std::move(address)),
+      allow_remote_(allow_remote),
+      keep_alive_(keep_alive) {}
 
 DashboardServer::~DashboardServer() = default;
 
 absl::StatusOr<int> DashboardServer::Bind() {
   server_ = std::make_unique<httplib::Server>();
   server_->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+  // httplib's default adds SO_REUSEPORT, with which a second dashboard on
+  // the same port binds too and the two split the connections between them.
+  // SO_REUSEADDR alone lets a restart reuse the port and refuses a second.
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   const int port = address_.port == 0 ? server_->bind_to_any_port(address_.host)
                                       : (server_->bind_to_port(address_.host, address_.port)
                                              ? address_.port
@@ -115,7 +126,9 @@ bool DashboardServer::StreamEvents(const std::string& sweep_id, void* sink_ptr) 
     std::deque<std::string> texts;
     {
       std::unique_lock<std::mutex> lock(shared->mu);
-      shared->cv.wait_for(lock, std::chrono::seconds(1),
+      // Woken by an event, else often enough to notice Stop() and to keep
+      // the stream alive.
+      shared->cv.wait_for(lock, std::min<std::chrono::milliseconds>(keep_alive_, std::chrono::seconds(1)),
                           [&] { return !shared->texts.empty() || shared->ended; });
       texts.swap(shared->texts);
       ended = shared->ended;
@@ -124,7 +137,9 @@ bool DashboardServer::StreamEvents(const std::string& sweep_id, void* sink_ptr) 
       ok = ok && sink.write(text.data(), text.size());
     }
     if (!texts.empty()) last_write = std::chrono::steady_clock::now();
-    if (ok && std::chrono::steady_clock::now() - last_write >= kKeepAlive) {
+    // A comment down an idle stream: the write fails once the page has
+    // gone, and then the WatchSweep call is cancelled.
+    if (ok && std::chrono::steady_clock::now() - last_write >= keep_alive_) {
       const std::string ping = SseComment("keep-alive");
       ok = sink.write(ping.data(), ping.size());
       last_write = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #define RANKSWEEP_CLIENT_UI_HTTP_SERVER_H_
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -23,8 +24,10 @@ namespace ranksweep::client::ui {
 
 class DashboardServer {
  public:
-  // `backend` is not owned and outlives the server.
-  DashboardServer(Backend* backend, ListenAddress address, bool allow_remote);
+  // `backend` is not owned and outlives the server. An idle event stream
+  // gets a comment every `keep_alive`, which is how a closed page is noticed.
+  DashboardServer(Backend* backend, ListenAddress address, bool allow_remote,
+                  std::chrono::milliseconds keep_alive = std::chrono::seconds(15));
   ~DashboardServer();
 
   // Binds the listening socket; returns the port (the one chosen when the
@@ -43,6 +46,7 @@ class DashboardServer {
   Backend* backend_;
   ListenAddress address_;
   bool allow_remote_;
+  std::chrono::milliseconds keep_alive_;
   int port_ = 0;
   std::unique_ptr<httplib::Server> server_;
   std::unique_ptr<Dashboard> dashboard_;

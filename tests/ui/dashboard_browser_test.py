@@ -43,11 +43,12 @@ SWEEP_A = {
 }
 CELLS_A = 12
 HEADS_A = ["kernel/elu1", "softmax"]
-# A second sweep for the compare page: one head, two ranks, two seeds; a
-# different learning rate, so no cell comes from the result cache.
+# A second sweep for the compare page, on a dataset with a test split (so
+# its page draws a train and a test line): one head, two ranks, two seeds.
 SWEEP_B = {
     "name": "ui-compare",
-    "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
+    "dataset": {"kind": "pool", "m": 8, "seq_len": 3, "weight": 3, "pool_size": 40,
+                "test_pool_share": 0.25, "train_size": 200, "test_size": 50, "hard_share": 0.5},
     "heads": [{"kind": "kernel", "feature_map": "relu_eps"}],
     "ranks": [1, 4],
     "seed_count": 2,
@@ -293,9 +294,26 @@ def main():
         driver.find_element(By.ID, "filter-text").send_keys("kernel")
         check(len(driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")) == 9, "text filter")
 
-        # ---- sweeps: both sweeps, the first one done; tick both and compare.
+        # ---- a sweep with a test split: a train and a test line for its
+        # head, a seed point per split, a test error in every row.
         r = cli("watch", sweep_b)
         check(r.returncode == 0, f"watch {sweep_b}: {r.stderr}")
+        open_page(f"#/sweep/{sweep_b}")
+        lines = driver.find_elements(By.CSS_SELECTOR, "#plot path.series-line")
+        check(sorted((l.get_attribute("data-head"), l.get_attribute("data-split")) for l in lines) ==
+              [("kernel/relu_eps", "test"), ("kernel/relu_eps", "train")],
+              f"plot lines: {[(l.get_attribute('data-head'), l.get_attribute('data-split')) for l in lines]}")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#plot .point")) == 2 * CELLS_B, "test-split points")
+        test_col = [c.get_attribute("data-key") for c in
+                    driver.find_elements(By.CSS_SELECTOR, "#rows thead th")].index("test_error")
+        test_errors = [r.find_elements(By.CSS_SELECTOR, "td")[test_col].text
+                       for r in driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")]
+        check(len(test_errors) == CELLS_B and all(re.fullmatch(r"[0-9.e-]+", t) for t in test_errors),
+              f"test errors {test_errors}")
+        check("Test transition" in driver.find_element(By.ID, "summary").text, "no test transition column")
+        shot("sweep-test-split.png")
+
+        # ---- sweeps: both sweeps, the first one done; tick both and compare.
         open_page("#/sweeps")
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#sweeps-table tbody tr")) == 2)
         rows = {r.find_element(By.CSS_SELECTOR, "a.sweep-link").text: r.text
@@ -318,6 +336,11 @@ def main():
         check(len(driver.find_elements(By.CSS_SELECTOR, "#plot .point")) == CELLS_A + CELLS_B,
               "compare points")
         shot("compare.png")
+        # Test error: only the sweep with a test split has a line.
+        Select(driver.find_element(By.ID, "compare-split")).select_by_value("test")
+        lines = driver.find_elements(By.CSS_SELECTOR, "#plot path.series-line")
+        check([l.get_attribute("data-head") for l in lines] == ["ui-compare · kernel/relu_eps"],
+              f"compare test lines: {[l.get_attribute('data-head') for l in lines]}")
 
         # ---- workers: the one worker, with the cells it trained.
         open_page("#/workers")
