@@ -209,7 +209,7 @@ function renderPlot(series, bounds, opts) {
       if (means.length > 1) {
         const upper = means.map(m => `${x(m.rank)},${y(Math.min(1, m.mean + m.ci95))}`);
         const lower = means.map(m => `${x(m.rank)},${y(Math.max(0, m.mean - m.ci95))}`).reverse();
-        g.append(svg('polygon', {class: 'band', fill: s.color, points: upper.concat(lower).join(' ')}));
+        g.append(svg('polygon', {class: `band ${s.split}`, fill: s.color, points: upper.concat(lower).join(' ')}));
       }
       const d = means.map((m, j) => `${j ? 'L' : 'M'}${x(m.rank)},${y(m.mean)}`).join(' ');
       g.append(svg('path', {class: `series-line ${s.split}`, stroke: s.color, d,
@@ -419,15 +419,21 @@ pages.sweep = async (main, id) => {
     const theory = !facts ? 'theory: no cell done yet'
         : (facts.rank_lower_bound === null && facts.rank_upper_bound === null) ? 'theory: no bound for this dataset'
         : `theory: lower bound ${fmtNum(facts.rank_lower_bound)}, upper bound ${fmtNum(facts.rank_upper_bound)}`;
+    const meanCi = a => a ? `${fmtNum(a.mean)} ± ${fmtNum(a.ci95)}` : '–';
+    const test = sweep.has_test_split;
     const groups = el('table', {id: 'groups'},
       el('thead', {}, el('tr', {}, ['Head', 'Rank', 'n', 'Train error ± 95%', 'Exact']
+          .concat(test ? ['Test error ± 95%', 'Test exact'] : [])
           .map((t, i) => el('th', {class: i ? 'num' : null}, t)))),
       el('tbody', {}, summary.heads.flatMap(h => h.groups.map(g => el('tr', {},
         el('td', {}, h.head), el('td', {class: 'num'}, g.rank === null ? '–' : g.rank),
         el('td', {class: 'num'}, `${g.n}/${g.expected}`),
-        el('td', {class: 'num'}, g.train_error ? `${fmtNum(g.train_error.mean)} ± ${fmtNum(g.train_error.ci95)}` : '–'),
-        el('td', {class: 'num'}, `${g.exact_seeds}/${g.n}`))))));
-    document.getElementById('summary-holder').replaceChildren(table, el('div', {class: 'note', id: 'theory'}, theory),
+        el('td', {class: 'num'}, meanCi(g.train_error)),
+        el('td', {class: 'num'}, `${g.exact_seeds}/${g.n}`),
+        test ? el('td', {class: 'num'}, meanCi(g.test_error)) : null,
+        test ? el('td', {class: 'num'}, `${fmtNum(g.test_exact_seeds)}/${g.n}`) : null)))));
+    document.getElementById('summary-holder').replaceChildren(el('div', {class: 'scroll'}, table),
+                                                              el('div', {class: 'note', id: 'theory'}, theory),
                                                               el('div', {class: 'scroll'}, groups));
   };
   let loading = null;
