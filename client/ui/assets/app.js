@@ -4,6 +4,10 @@
 // #/compare/ID,ID..., #/workers.
 'use strict';
 
+// Rows a table shows, and per-seed points a plot draws, at most.
+const MAX_TABLE_ROWS = 2000;
+const MAX_PLOT_POINTS = 5000;
+
 const COLORS = ['#2f5fd0', '#d0612f', '#1f8a4c', '#8e44ad', '#c23b30', '#16808c', '#b7791f', '#5d6778'];
 
 // ------------------------------------------------------------------ helpers
@@ -134,9 +138,14 @@ class SortableTable {
       return (x < y ? -1 : x > y ? 1 : 0) * this.sortDir;
     });
   }
+  // At most MAX_TABLE_ROWS rows go into the page (a browser slows to a crawl
+  // on 100,000); sorting and filtering still see every row, and the
+  // downloads carry them all.
   render() {
     const body = el('tbody');
-    for (const row of this.sorted()) {
+    const rows = this.sorted();
+    this.table.dataset.hidden = Math.max(0, rows.length - MAX_TABLE_ROWS);
+    for (const row of rows.slice(0, MAX_TABLE_ROWS)) {
       const tr = el('tr');
       for (const col of this.columns) {
         const content = col.cell ? col.cell(row) : fmtNum(row[col.key]);
@@ -224,7 +233,9 @@ function renderPlot(series, bounds, opts) {
                             'data-head': s.label, 'data-split': s.split,
                             d: `M${left},${y(m.mean)} L${right - 10},${y(m.mean)}`}));
     }
-    // Per-seed points, spread a little sideways so equal values stay apart.
+    // Per-seed points, spread a little sideways so equal values stay apart;
+    // past MAX_PLOT_POINTS in all only the means are drawn.
+    if (series.reduce((n, t) => n + t.points.length, 0) > MAX_PLOT_POINTS) { root.append(g); return; }
     const seeds = [...new Set(s.points.map(p => p.seed))].sort((a, b) => a - b);
     for (const p of s.points) {
       const spread = (seeds.indexOf(p.seed) - (seeds.length - 1) / 2) * 3;
@@ -368,7 +379,8 @@ pages.sweep = async (main, id) => {
     const shown = rows.filter(r => (!head || r.head === head) && (!state || r.state === state) &&
         (!text || columns.some(c => String(r[c.key] ?? '').toLowerCase().includes(text))));
     rowsTable.setRows(shown);
-    count.textContent = `${shown.length} of ${rows.length} rows`;
+    count.textContent = `${shown.length} of ${rows.length} rows` +
+        (shown.length > MAX_TABLE_ROWS ? ` (the first ${MAX_TABLE_ROWS} shown; sort, filter or download for the rest)` : '');
     const q = new URLSearchParams();
     if (head) q.set('head', head);
     if (state) q.set('state', state.toLowerCase());
@@ -437,24 +449,34 @@ pages.sweep = async (main, id) => {
                                                               el('div', {class: 'scroll'}, groups));
   };
   let loading = null;
+  let left = false;  // the page was left: late loads draw nothing
+  onLeave(() => { left = true; });
   const loadResults = async () => {
     const [summary, newRows] = await Promise.all([api(`/api/sweeps/${id}/summary`), api(`/api/sweeps/${id}/results`)]);
+    if (left) return;
     rows = newRows;
     applyFilters();
     drawSummary(summary);
     document.getElementById('plot-holder').replaceChildren(
         renderPlot(sweepSeries(sweep, summary, rows, 0, ''), boundsOf(summary), {id: 'plot', title: sweep.name}));
   };
-  // New results reload the table, summary and plot, at most one load at a
-  // time; events that come during a load ask for one more after it.
+  // New results reload the table, summary and plot: one load at a time, and
+  // the next one no sooner than twice as long as the last took (at least
+  // 1 s), so a large sweep finishing cells quickly is not read over and over.
+  // main's data-loading says whether a load is under way or due (tests wait
+  // for it).
   let again = false;
-  // main's data-loading says whether one is under way (tests wait for it).
   const reload = () => {
+    if (left) return;
     if (loading) { again = true; return; }
     main.dataset.loading = 'true';
+    const started = Date.now();
     loading = loadResults().catch(e => setStatus(e.message, true)).finally(() => {
-      loading = null;
-      if (again) { again = false; reload(); } else main.dataset.loading = 'false';
+      const pause = Math.max(1000, 2 * (Date.now() - started));
+      setTimeout(() => {
+        loading = null;
+        if (again) { again = false; reload(); } else main.dataset.loading = 'false';
+      }, again ? pause : 0);
     });
   };
   drawHeader();
