@@ -11,7 +11,7 @@
 namespace ranksweep::client::ui {
 
 // (file name, contents) of every file of client/ui/assets/, sorted by name.
-// Defined in the generated assets_data.cc.
+// Defined in the source embed_assets.cmake generates at build time.
 const std::vector<std::pair<std::string_view, std::string_view>>& EmbeddedAssets();
 
 }  // namespace ranksweep::client::ui

@@ -1,4 +1,4 @@
-# cmake -DOUT=file.cc -DFILES="a;b" -P embed_assets.cmake
+# cmake -DOUT=OUT.cc -DFILES="A;B" -P embed_assets.cmake
 # Writes OUT: EmbeddedAssets() (client/ui/assets.h) holding each file's name
 # and contents as a raw string literal. Run at build time, whenever a file
 # changes.
