@@ -17,6 +17,4 @@ foreach(_f ${FILES})
   string(APPEND _cc "      {\"${_name}\", R\"RSASSET(${_text})RSASSET\"},\n")
 endforeach()
 string(APPEND _cc "  };\n  return *kFiles;\n}\n}  // namespace ranksweep::client::ui\n")
-file(WRITE ${OUT}.tmp "${_cc}")
-# configure_file rewrites OUT only when it changes, so nothing rebuilds needlessly.
-configure_file(${OUT}.tmp ${OUT} COPYONLY)
+file(WRITE ${OUT} "${_cc}")
