@@ -24,6 +24,7 @@
 #include "client/plot.h"
 #include "client/presets.h"
 #include "client/spec_file.h"
+#include "client/ui/ui_command.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -768,6 +769,14 @@ int Main(int argc, char** argv) {
       const bool serving = bytes.size() == 2 && bytes[0] == 0x08 && bytes[1] == 0x01;
       std::cout << (serving ? "SERVING" : "NOT_SERVING") << "\n";
       return serving ? static_cast<int>(kExitOk) : static_cast<int>(kExitUnreachable);
+    };
+  });
+
+  // ---- ui (client/ui/)
+  ui::UiFlags ui_flags;
+  ui::AddUiSubcommand(&app, &ui_flags)->callback([&] {
+    action = [&](Client* c) {
+      return ui::RunUi(ui_flags, {c->channel(), g.addr, g.token, g.timeout_seconds});
     };
   });
 

@@ -1,0 +1,612 @@
+// The dashboard's pages, drawn in the browser from the JSON of /api/ (see
+// client/ui/dashboard.h). No framework and nothing from a network: plain DOM
+// and SVG. Pages live behind the hash: #/sweeps, #/sweep/ID,
+// #/compare/ID,ID..., #/workers.
+'use strict';
+
+// Rows a table shows, and per-seed points a plot draws, at most.
+const MAX_TABLE_ROWS = 2000;
+const MAX_PLOT_POINTS = 5000;
+
+const COLORS = ['#2f5fd0', '#d0612f', '#1f8a4c', '#8e44ad', '#c23b30', '#16808c', '#b7791f', '#5d6778'];
+
+// ------------------------------------------------------------------ helpers
+
+// el('td', {class: 'num'}, 'text', child...): an element with attributes and
+// children (strings become text nodes, null is skipped).
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v !== null && v !== undefined) node.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c !== null && c !== undefined) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+async function api(path) {
+  const response = await fetch(path, {cache: 'no-store'});
+  let body = null;
+  try { body = await response.json(); } catch (e) { /* not JSON */ }
+  if (!response.ok) throw new Error((body && body.error) || `${response.status} ${response.statusText}`);
+  return body;
+}
+
+function pad2(n) { return String(n).padStart(2, '0'); }
+function fmtTime(ms) {
+  if (ms === null || ms === undefined) return '–';
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ` +
+         `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+}
+function fmtAgo(seconds) {
+  if (seconds === null || seconds === undefined) return '–';
+  if (seconds < 60) return `${Math.max(0, Math.round(seconds))} s ago`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
+  return `${(seconds / 3600).toFixed(1)} h ago`;
+}
+// Numbers as a reader wants them: 4 significant digits, '–' for missing.
+function fmtNum(x) {
+  if (x === null || x === undefined) return '–';
+  if (typeof x !== 'number') return String(x);
+  if (Number.isInteger(x)) return String(x);
+  return String(Number(x.toPrecision(4)));
+}
+function fmtBytes(b) {
+  if (!b) return '–';
+  const gib = b / (1 << 30);
+  return gib >= 1 ? `${gib.toFixed(1)} GiB` : `${(b / (1 << 20)).toFixed(0)} MiB`;
+}
+
+function badge(text, cls) { return el('span', {class: `badge ${cls || text}`}, text); }
+
+function progressBar(sweep, wide) {
+  const c = sweep.counts;
+  const finished = c.done + c.failed + c.cancelled;
+  const bar = el('div', {class: wide ? 'bar wide' : 'bar'});
+  const fill = el('div', {class: sweep.state});
+  fill.style.width = c.total > 0 ? `${(100 * finished / c.total).toFixed(1)}%` : '0%';
+  bar.append(fill);
+  return bar;
+}
+
+function setStatus(text, isError) {
+  const s = document.getElementById('status');
+  s.textContent = text;
+  s.className = isError ? 'status error' : 'status';
+}
+
+function errorCard(err) {
+  return el('div', {class: 'card error', id: 'error'}, String(err.message || err));
+}
+
+// A table whose columns sort on a click of their header. columns:
+// [{key, label, num, value(row) -> sort key, cell(row) -> node or text}].
+class SortableTable {
+  constructor(id, columns) {
+    this.columns = columns;
+    this.rows = [];
+    this.sortKey = null;
+    this.sortDir = 1;
+    this.table = el('table', {id});
+    this.thead = el('thead');
+    this.tbody = el('tbody');
+    const tr = el('tr');
+    for (const col of columns) {
+      const th = el('th', {class: `sortable${col.num ? ' num' : ''}`, 'data-key': col.key,
+                           'aria-sort': 'none', title: 'Sort'}, col.label);
+      th.addEventListener('click', () => this.sortBy(col.key));
+      tr.append(th);
+    }
+    this.thead.append(tr);
+    this.table.append(this.thead, this.tbody);
+  }
+  sortBy(key) {
+    if (this.sortKey === key) this.sortDir = -this.sortDir;
+    else { this.sortKey = key; this.sortDir = 1; }
+    for (const th of this.thead.querySelectorAll('th')) {
+      th.setAttribute('aria-sort', th.dataset.key !== this.sortKey ? 'none'
+                      : (this.sortDir > 0 ? 'ascending' : 'descending'));
+    }
+    this.render();
+  }
+  setRows(rows) { this.rows = rows; this.render(); }
+  sorted() {
+    if (this.sortKey === null) return this.rows;
+    const col = this.columns.find(c => c.key === this.sortKey);
+    const value = col.value || (r => r[col.key]);
+    // Missing values sort last whichever the direction.
+    return [...this.rows].sort((a, b) => {
+      const x = value(a), y = value(b);
+      const xm = x === null || x === undefined, ym = y === null || y === undefined;
+      if (xm || ym) return xm === ym ? 0 : (xm ? 1 : -1);
+      return (x < y ? -1 : x > y ? 1 : 0) * this.sortDir;
+    });
+  }
+  // At most MAX_TABLE_ROWS rows go into the page (a browser slows to a crawl
+  // on 100,000); sorting and filtering still see every row, and the
+  // downloads carry them all.
+  render() {
+    const body = el('tbody');
+    const rows = this.sorted();
+    this.table.dataset.hidden = Math.max(0, rows.length - MAX_TABLE_ROWS);
+    for (const row of rows.slice(0, MAX_TABLE_ROWS)) {
+      const tr = el('tr');
+      for (const col of this.columns) {
+        const content = col.cell ? col.cell(row) : fmtNum(row[col.key]);
+        tr.append(el('td', {class: col.num ? 'num' : null}, content));
+      }
+      body.append(tr);
+    }
+    this.tbody.replaceWith(body);
+    this.tbody = body;
+  }
+}
+
+// ------------------------------------------------------------------ the plot
+
+// Error against rank. series: [{label, color, split: 'train'|'test',
+// hasRank, means: [{rank, mean, ci95}], points: [{rank, seed, value}]}].
+// Ranks sit on a log2 axis with a tick at every swept rank; the line joins
+// adjacent swept ranks only (a rank not swept has no marker, so a straight
+// segment over it claims nothing at it) and the band is the 95% interval of
+// the mean. A rank-less head (softmax) is a dotted level across the plot,
+// its seeds in a "no rank" column at the right. bounds: {lower, upper} or
+// null draw the theory's rank bounds as vertical lines.
+function renderPlot(series, bounds, opts) {
+  const W = 760, H = 340, left = 52, top = 14, bottom = 44, legendW = 230;
+  const right = W - legendW;
+  const ranks = [...new Set(series.filter(s => s.hasRank).flatMap(s => s.means.map(m => m.rank)
+      .concat(s.points.map(p => p.rank))))].sort((a, b) => a - b);
+  const anyRankless = series.some(s => !s.hasRank);
+  const root = svg('svg', {class: 'plot', id: opts.id, viewBox: `0 0 ${W} ${H}`, role: 'img',
+                           'aria-label': opts.title || 'error against rank'});
+  const plotRight = anyRankless ? right - 60 : right - 10;
+  const lo = ranks.length ? Math.log2(ranks[0]) : 0;
+  const hi = ranks.length ? Math.log2(ranks[ranks.length - 1]) : 1;
+  const x = r => ranks.length <= 1 ? (left + plotRight) / 2
+      : left + 16 + (Math.log2(r) - lo) / (hi - lo) * (plotRight - left - 32);
+  const xNoRank = right - 30;
+  const y = v => top + (1 - v) * (H - top - bottom);
+  // Grid and axes.
+  for (const v of [0, 0.25, 0.5, 0.75, 1]) {
+    root.append(svg('line', {class: 'gridline', x1: left, x2: right, y1: y(v), y2: y(v)}));
+    root.append(svg('text', {x: left - 6, y: y(v) + 4, 'text-anchor': 'end'}, String(v)));
+  }
+  root.append(svg('line', {class: 'axis', x1: left, x2: right, y1: y(0), y2: y(0)}));
+  root.append(svg('line', {class: 'axis', x1: left, x2: left, y1: top, y2: y(0)}));
+  for (const r of ranks) {
+    root.append(svg('line', {class: 'axis', x1: x(r), x2: x(r), y1: y(0), y2: y(0) + 4}));
+    root.append(svg('text', {class: 'xtick', x: x(r), y: y(0) + 16, 'text-anchor': 'middle'}, String(r)));
+  }
+  if (anyRankless) {
+    root.append(svg('text', {x: xNoRank, y: y(0) + 16, 'text-anchor': 'middle'}, 'no rank'));
+  }
+  root.append(svg('text', {x: (left + plotRight) / 2, y: H - 8, 'text-anchor': 'middle'},
+                  'rank (log scale; ticks at the swept ranks)'));
+  root.append(svg('text', {x: 14, y: (top + y(0)) / 2, 'text-anchor': 'middle',
+                           transform: `rotate(-90 14 ${(top + y(0)) / 2})`},
+                  opts.yLabel || 'error (1 − exact-sequence accuracy)'));
+  // Theory bounds, where they fall inside the swept range.
+  if (bounds && ranks.length > 1) {
+    for (const [name, b] of [['lower bound', bounds.lower], ['upper bound', bounds.upper]]) {
+      if (b === null || b === undefined || b < ranks[0] || b > ranks[ranks.length - 1]) continue;
+      root.append(svg('line', {class: 'bound', x1: x(b), x2: x(b), y1: top, y2: y(0)}));
+      root.append(svg('text', {x: x(b) + 3, y: top + 10}, `${name} ${b}`));
+    }
+  }
+  // Series: band, line, points.
+  series.forEach((s, i) => {
+    const g = svg('g', {class: 'series', 'data-head': s.label, 'data-split': s.split});
+    const means = [...s.means].sort((a, b) => a.rank - b.rank);
+    if (s.hasRank && means.length) {
+      if (means.length > 1) {
+        const upper = means.map(m => `${x(m.rank)},${y(Math.min(1, m.mean + m.ci95))}`);
+        const lower = means.map(m => `${x(m.rank)},${y(Math.max(0, m.mean - m.ci95))}`).reverse();
+        g.append(svg('polygon', {class: `band ${s.split}`, fill: s.color, points: upper.concat(lower).join(' ')}));
+      }
+      const d = means.map((m, j) => `${j ? 'L' : 'M'}${x(m.rank)},${y(m.mean)}`).join(' ');
+      g.append(svg('path', {class: `series-line ${s.split}`, stroke: s.color, d,
+                            'data-head': s.label, 'data-split': s.split}));
+      for (const m of means) {
+        g.append(svg('circle', {cx: x(m.rank), cy: y(m.mean), r: 3.5, fill: s.color},
+                     svg('title', {}, `${s.label} rank ${m.rank}: mean ${fmtNum(m.mean)} ± ${fmtNum(m.ci95)}`)));
+      }
+    } else if (!s.hasRank && means.length) {
+      const m = means[0];
+      g.append(svg('path', {class: `series-line norank ${s.split}`, stroke: s.color,
+                            'data-head': s.label, 'data-split': s.split,
+                            d: `M${left},${y(m.mean)} L${right - 10},${y(m.mean)}`}));
+    }
+    // Per-seed points, spread a little sideways so equal values stay apart;
+    // past MAX_PLOT_POINTS in all only the means are drawn.
+    if (series.reduce((n, t) => n + t.points.length, 0) > MAX_PLOT_POINTS) { root.append(g); return; }
+    const seeds = [...new Set(s.points.map(p => p.seed))].sort((a, b) => a - b);
+    for (const p of s.points) {
+      const spread = (seeds.indexOf(p.seed) - (seeds.length - 1) / 2) * 3;
+      const px = (s.hasRank ? x(p.rank) : xNoRank) + spread + (s.split === 'test' ? 8 : 0);
+      g.append(svg(s.split === 'test' ? 'rect' : 'circle',
+                   s.split === 'test'
+                       ? {class: 'point', x: px - 2, y: y(p.value) - 2, width: 4, height: 4, fill: s.color}
+                       : {class: 'point', cx: px, cy: y(p.value), r: 2, fill: 'none', stroke: s.color},
+                   svg('title', {}, `${s.label}${s.hasRank ? ` rank ${p.rank}` : ''} seed ${p.seed}: ${s.split} error ${fmtNum(p.value)}`)));
+    }
+    root.append(g);
+  });
+  // The legend sits right of the plot area, so it never covers a label.
+  series.forEach((s, i) => {
+    const ly = top + 8 + i * 20;
+    root.append(svg('line', {class: 'series-key',
+                             x1: right + 8, x2: right + 34, y1: ly, y2: ly, stroke: s.color,
+                             'stroke-width': 2, 'stroke-dasharray': s.split === 'test' ? '6 4' : (s.hasRank ? null : '1 4')}));
+    const text = `${s.label}${s.split === 'test' ? ' (test)' : ''}`;
+    root.append(svg('text', {class: 'legend', x: right + 40, y: ly + 4},
+                    text.length > 30 ? text.slice(0, 29) + '…' : text, svg('title', {}, text)));
+  });
+  if (!series.length) {
+    root.append(svg('text', {x: (left + right) / 2, y: H / 2, 'text-anchor': 'middle'}, 'no results yet'));
+  }
+  return root;
+}
+
+// The series of one sweep for renderPlot: per head, train (and test when the
+// dataset has a test split), means from the summary, points from the rows.
+function sweepSeries(sweep, summary, rows, colorOffset, labelPrefix) {
+  const series = [];
+  const splits = sweep.has_test_split ? ['train', 'test'] : ['train'];
+  summary.heads.forEach((h, i) => {
+    const color = COLORS[(colorOffset + i) % COLORS.length];
+    for (const split of splits) {
+      const key = `${split}_error`;
+      const means = h.groups.filter(g => g[key] !== null)
+          .map(g => ({rank: g.rank, mean: g[key].mean, ci95: g[key].ci95}));
+      const points = rows.filter(r => r.head_index === h.head_index && r[key] !== null)
+          .map(r => ({rank: r.rank, seed: r.seed, value: r[key]}));
+      series.push({label: (labelPrefix || '') + h.head, color, split, hasRank: h.has_rank, means, points});
+    }
+  });
+  return series;
+}
+
+function boundsOf(summary) {
+  return summary.facts ? {lower: summary.facts.rank_lower_bound, upper: summary.facts.rank_upper_bound} : null;
+}
+
+// ------------------------------------------------------------------ pages
+
+const pages = {};
+let cleanup = [];
+function onLeave(fn) { cleanup.push(fn); }
+
+function sweepColumns(selectable, selected, onSelect) {
+  const cols = [
+    {key: 'name', label: 'Sweep', value: s => s.name,
+     cell: s => el('span', {}, el('a', {href: `#/sweep/${s.id}`, class: 'sweep-link'}, s.name), ' ',
+                   el('span', {class: 'muted'}, s.id))},
+    {key: 'state', label: 'State', value: s => s.state, cell: s => badge(s.state)},
+    {key: 'owner', label: 'Owner', value: s => s.owner, cell: s => s.owner || '–'},
+    {key: 'progress', label: 'Done / total', value: s => s.counts.total ? s.counts.done / s.counts.total : 0,
+     cell: s => el('span', {}, progressBar(s), `${s.counts.done} / ${s.counts.total}`,
+                   s.counts.failed ? el('span', {class: 'error'}, ` ${s.counts.failed} failed`) : null)},
+    {key: 'eta', label: 'ETA', num: true, value: s => s.eta_seconds, cell: s => s.state === 'RUNNING' ? (s.eta || '?') : '–'},
+    {key: 'created', label: 'Created', value: s => s.created_unix_ms, cell: s => fmtTime(s.created_unix_ms)},
+  ];
+  if (selectable) {
+    cols.unshift({key: 'pick', label: '', value: s => selected.has(s.id) ? 0 : 1,
+                  cell: s => el('input', {type: 'checkbox', class: 'pick', 'data-id': s.id,
+                                          checked: selected.has(s.id),
+                                          onchange: e => onSelect(s.id, e.target.checked)})});
+  }
+  return cols;
+}
+
+pages.sweeps = async (main) => {
+  const selected = new Set();
+  const button = el('button', {id: 'compare-button', disabled: true,
+                               onclick: () => { location.hash = `#/compare/${[...selected].join(',')}`; }},
+                    'Compare selected');
+  const table = new SortableTable('sweeps-table', sweepColumns(true, selected, (id, on) => {
+    if (on) selected.add(id); else selected.delete(id);
+    button.disabled = selected.size < 1;
+  }));
+  main.append(el('h1', {}, 'Sweeps'),
+              el('div', {class: 'sub'}, 'Newest first; refreshed every 5 s. Tick sweeps to overlay them on one plot.'),
+              el('div', {class: 'card'}, el('div', {class: 'filters'}, el('span', {id: 'sweep-count', class: 'muted'}), el('span', {class: 'right'}, button)),
+                 el('div', {class: 'scroll'}, table.table)));
+  const load = async () => {
+    const sweeps = await api('/api/sweeps');
+    table.setRows(sweeps);
+    document.getElementById('sweep-count').textContent = `${sweeps.length} sweep${sweeps.length === 1 ? '' : 's'}`;
+  };
+  await load();
+  const timer = setInterval(() => load().catch(e => setStatus(e.message, true)), 5000);
+  onLeave(() => clearInterval(timer));
+};
+
+pages.sweep = async (main, id) => {
+  let sweep = await api(`/api/sweeps/${id}`);
+  const header = el('div');
+  const progress = el('div', {id: 'progress', 'data-state': sweep.state});
+  const events = el('ul', {class: 'events', id: 'events'});
+  const plotCard = el('div', {class: 'card'}, el('h2', {}, 'Error against rank'), el('div', {id: 'plot-holder'}),
+                      el('div', {class: 'note'}, 'Lines join the mean over seeds at adjacent swept ranks (a gap between ticks was not swept); ' +
+                         'the band is its 95% interval; circles are train seeds, squares test seeds; dashed lines are test error.'));
+  const summaryCard = el('div', {class: 'card'}, el('h2', {}, 'Summary'), el('div', {id: 'summary-holder'}));
+  const failures = el('div', {class: 'card'}, el('h2', {}, 'Recent failures'), el('div', {id: 'failures'}));
+
+  const headSelect = el('select', {id: 'filter-head'}, el('option', {value: ''}, 'all heads'),
+                        sweep.heads.map(h => el('option', {value: h.label}, h.label)));
+  const stateSelect = el('select', {id: 'filter-state'}, el('option', {value: ''}, 'done and failed'),
+                         el('option', {value: 'DONE'}, 'done'), el('option', {value: 'FAILED'}, 'failed'));
+  const textFilter = el('input', {id: 'filter-text', type: 'search', placeholder: 'filter: any cell contains…'});
+  const csv = el('a', {id: 'download-csv', class: 'button', download: true}, 'CSV');
+  const json = el('a', {id: 'download-json', class: 'button', download: true}, 'JSON');
+  const count = el('span', {id: 'row-count', class: 'muted'});
+  const columns = [
+    {key: 'head', label: 'Head'},
+    {key: 'rank', label: 'Rank', num: true},
+    {key: 'seed', label: 'Seed', num: true},
+    {key: 'state', label: 'State', cell: r => badge(r.state)},
+    {key: 'train_error', label: 'Train error', num: true},
+    {key: 'test_error', label: 'Test error', num: true},
+    {key: 'train_position_accuracy', label: 'Position acc.', num: true},
+    {key: 'final_loss', label: 'Final loss', num: true},
+    {key: 'steps', label: 'Steps', num: true},
+    {key: 'wall_seconds', label: 'Seconds', num: true},
+    {key: 'worker_id', label: 'Worker', cell: r => r.cached ? 'cache' : r.worker_id},
+  ];
+  // Without a test split every test error is missing: no column for it.
+  if (!sweep.has_test_split) columns.splice(columns.findIndex(c => c.key === 'test_error'), 1);
+  const rowsTable = new SortableTable('rows', columns);
+  let rows = [];
+  const applyFilters = () => {
+    const head = headSelect.value, state = stateSelect.value, text = textFilter.value.trim().toLowerCase();
+    const shown = rows.filter(r => (!head || r.head === head) && (!state || r.state === state) &&
+        (!text || columns.some(c => String(r[c.key] ?? '').toLowerCase().includes(text))));
+    rowsTable.setRows(shown);
+    count.textContent = `${shown.length} of ${rows.length} rows` +
+        (shown.length > MAX_TABLE_ROWS ? ` (the first ${MAX_TABLE_ROWS} shown; sort, filter or download for the rest)` : '');
+    const q = new URLSearchParams();
+    if (head) q.set('head', head);
+    if (state) q.set('state', state.toLowerCase());
+    q.set('format', 'csv'); csv.href = `/api/sweeps/${id}/results?${q}`;
+    q.set('format', 'json'); json.href = `/api/sweeps/${id}/results?${q}`;
+  };
+  for (const f of [headSelect, stateSelect]) f.addEventListener('change', applyFilters);
+  textFilter.addEventListener('input', applyFilters);
+  const tableCard = el('div', {class: 'card'}, el('h2', {}, 'Per-seed results'),
+                       el('div', {class: 'filters'}, headSelect, stateSelect, textFilter, count,
+                          el('span', {class: 'right'}, 'Download ', csv, ' ', json)),
+                       el('div', {class: 'scroll'}, rowsTable.table));
+  main.append(header, el('div', {class: 'card'}, el('h2', {}, 'Progress'), progress, events),
+              el('div', {class: 'grid2'}, plotCard, summaryCard), tableCard, failures);
+
+  const drawHeader = () => {
+    header.replaceChildren(el('h1', {id: 'sweep-name'}, sweep.name),
+        el('div', {class: 'sub'}, el('span', {}, badge(sweep.state)), el('span', {}, sweep.id),
+           el('span', {}, `owner ${sweep.owner || '–'}`), el('span', {}, `${sweep.dataset} dataset`),
+           el('span', {}, `${sweep.mode} mode`), el('span', {}, `${sweep.seeds} seeds`),
+           el('span', {}, `created ${fmtTime(sweep.created_unix_ms)}`)));
+  };
+  const drawProgress = () => {
+    const c = sweep.counts;
+    progress.dataset.state = sweep.state;
+    progress.dataset.done = c.done;
+    progress.dataset.total = c.total;
+    const parts = [`${c.done} / ${c.total} done`, `${c.leased} running`, `${c.pending} pending`];
+    if (c.failed) parts.push(`${c.failed} failed`);
+    if (c.cancelled) parts.push(`${c.cancelled} cancelled`);
+    if (sweep.cached_cells) parts.push(`${sweep.cached_cells} from the result cache`);
+    parts.push(sweep.state === 'RUNNING' ? `ETA ${sweep.eta || '?'}` : sweep.state);
+    progress.replaceChildren(progressBar(sweep, true), el('span', {id: 'progress-text'}, parts.join(' · ')));
+    const f = sweep.recent_failures;
+    document.getElementById('failures').replaceChildren(f.length
+        ? el('ol', {class: 'failures'}, f.map(t => el('li', {}, t)))
+        : el('span', {class: 'muted', id: 'no-failures'}, 'none'));
+  };
+  const drawSummary = (summary) => {
+    const facts = summary.facts;
+    const table = el('table', {id: 'summary'},
+      el('thead', {}, el('tr', {}, el('th', {}, 'Head'), el('th', {class: 'num'}, 'Transition rank'),
+         sweep.has_test_split ? el('th', {class: 'num'}, 'Test transition') : null, el('th', {}, 'Why'))),
+      el('tbody', {}, summary.heads.map(h => el('tr', {},
+        el('td', {}, h.head), el('td', {class: 'num'}, h.has_rank ? fmtNum(h.transition_rank) : 'no rank'),
+        sweep.has_test_split ? el('td', {class: 'num'}, h.has_rank ? fmtNum(h.test_transition_rank) : 'no rank') : null,
+        el('td', {class: 'muted wrap'}, h.reason + (h.caveat ? ` (${h.caveat})` : ''))))));
+    const theory = !facts ? 'theory: no cell done yet'
+        : (facts.rank_lower_bound === null && facts.rank_upper_bound === null) ? 'theory: no bound for this dataset'
+        : `theory: lower bound ${fmtNum(facts.rank_lower_bound)}, upper bound ${fmtNum(facts.rank_upper_bound)}`;
+    const meanCi = a => a ? `${fmtNum(a.mean)} ± ${fmtNum(a.ci95)}` : '–';
+    const test = sweep.has_test_split;
+    const groups = el('table', {id: 'groups'},
+      el('thead', {}, el('tr', {}, ['Head', 'Rank', 'n', 'Train error ± 95%', 'Exact']
+          .concat(test ? ['Test error ± 95%', 'Test exact'] : [])
+          .map((t, i) => el('th', {class: i ? 'num' : null}, t)))),
+      el('tbody', {}, summary.heads.flatMap(h => h.groups.map(g => el('tr', {},
+        el('td', {}, h.head), el('td', {class: 'num'}, g.rank === null ? '–' : g.rank),
+        el('td', {class: 'num'}, `${g.n}/${g.expected}`),
+        el('td', {class: 'num'}, meanCi(g.train_error)),
+        el('td', {class: 'num'}, `${g.exact_seeds}/${g.n}`),
+        test ? el('td', {class: 'num'}, meanCi(g.test_error)) : null,
+        test ? el('td', {class: 'num'}, `${fmtNum(g.test_exact_seeds)}/${g.n}`) : null)))));
+    document.getElementById('summary-holder').replaceChildren(el('div', {class: 'scroll'}, table),
+                                                              el('div', {class: 'note', id: 'theory'}, theory),
+                                                              el('div', {class: 'scroll'}, groups));
+  };
+  let loading = null;
+  let left = false;  // the page was left: late loads draw nothing
+  onLeave(() => { left = true; });
+  const loadResults = async () => {
+    const [summary, newRows] = await Promise.all([api(`/api/sweeps/${id}/summary`), api(`/api/sweeps/${id}/results`)]);
+    if (left) return;
+    rows = newRows;
+    applyFilters();
+    drawSummary(summary);
+    document.getElementById('plot-holder').replaceChildren(
+        renderPlot(sweepSeries(sweep, summary, rows, 0, ''), boundsOf(summary), {id: 'plot', title: sweep.name}));
+  };
+  // New results reload the table, summary and plot: one load at a time, and
+  // the next one no sooner than twice as long as the last took (at least
+  // 1 s), so a large sweep finishing cells quickly is not read over and over.
+  // main's data-loading says whether a load is under way or due (tests wait
+  // for it).
+  let again = false;
+  const reload = () => {
+    if (left) return;
+    if (loading) { again = true; return; }
+    main.dataset.loading = 'true';
+    const started = Date.now();
+    loading = loadResults().catch(e => setStatus(e.message, true)).finally(() => {
+      const pause = Math.max(1000, 2 * (Date.now() - started));
+      setTimeout(() => {
+        loading = null;
+        if (again) { again = false; reload(); } else main.dataset.loading = 'false';
+      }, again ? pause : 0);
+    });
+  };
+  drawHeader();
+  drawProgress();
+  await loadResults();
+
+  // Live progress: the server follows WatchSweep and pushes each event.
+  if (sweep.state === 'RUNNING') {
+    const source = new EventSource(`/api/sweeps/${id}/events`);
+    let lastFinished = sweep.counts.done + sweep.counts.failed;
+    source.addEventListener('progress', (e) => {
+      const data = JSON.parse(e.data);
+      sweep = data.sweep;
+      drawProgress();
+      if (data.message) {
+        events.prepend(el('li', {}, `${fmtTime(Date.now())}  ${data.message}`));
+        while (events.children.length > 50) events.lastChild.remove();
+      }
+      const finished = sweep.counts.done + sweep.counts.failed;
+      if (finished !== lastFinished) { lastFinished = finished; reload(); }
+      setStatus('live');
+    });
+    source.addEventListener('end', (e) => {
+      const data = JSON.parse(e.data);
+      source.close();
+      drawHeader();
+      if (data.error) setStatus(`watch ended: ${data.error}`, true); else setStatus(`sweep ${data.state}`);
+      reload();
+    });
+    source.onerror = () => setStatus('reconnecting…', true);
+    onLeave(() => source.close());
+  }
+};
+
+pages.compare = async (main, arg) => {
+  const ids = (arg || '').split(',').filter(Boolean);
+  main.append(el('h1', {}, 'Compare'));
+  if (!ids.length) {
+    main.append(el('div', {class: 'sub'}, 'Tick two or more sweeps on the Sweeps page and press "Compare selected", ',
+                       'or open #/compare/ID,ID.'));
+    const sweeps = await api('/api/sweeps');
+    main.append(el('div', {class: 'card'}, el('ul', {}, sweeps.map(s =>
+        el('li', {}, el('a', {href: `#/compare/${s.id}`}, s.name), ' ', el('span', {class: 'muted'}, s.id))))));
+    return;
+  }
+  const split = el('select', {id: 'compare-split'}, el('option', {value: 'train'}, 'train error'),
+                   el('option', {value: 'test'}, 'test error'));
+  const holder = el('div', {id: 'plot-holder'});
+  const list = el('div', {id: 'compare-list'});
+  main.append(el('div', {class: 'sub'}, `${ids.length} sweep${ids.length === 1 ? '' : 's'} on one plot: one line per sweep and head.`),
+              el('div', {class: 'card'}, el('div', {class: 'filters'}, split), holder,
+                 el('div', {class: 'note'}, 'Means over seeds with their 95% band; points are seeds.')),
+              el('div', {class: 'card'}, el('h2', {}, 'Sweeps'), list));
+  const data = await Promise.all(ids.map(async id => {
+    const [sweep, summary, rows] = await Promise.all([api(`/api/sweeps/${id}`), api(`/api/sweeps/${id}/summary`),
+                                                     api(`/api/sweeps/${id}/results?state=done`)]);
+    return {sweep, summary, rows};
+  }));
+  const draw = () => {
+    let offset = 0;
+    const series = [];
+    for (const d of data) {
+      const s = sweepSeries(d.sweep, d.summary, d.rows, offset, `${d.sweep.name} · `)
+          .filter(x => x.split === split.value);
+      offset += d.summary.heads.length;
+      series.push(...s);
+    }
+    const bounds = data.length === 1 ? boundsOf(data[0].summary) : null;
+    holder.replaceChildren(renderPlot(series, bounds, {id: 'plot', yLabel: `${split.value} error`}));
+  };
+  split.addEventListener('change', draw);
+  draw();
+  list.replaceChildren(el('table', {}, el('thead', {}, el('tr', {}, ['Sweep', 'State', 'Done / total', 'Transition ranks']
+      .map(t => el('th', {}, t)))), el('tbody', {}, data.map(d => el('tr', {},
+      el('td', {}, el('a', {href: `#/sweep/${d.sweep.id}`}, d.sweep.name), ' ', el('span', {class: 'muted'}, d.sweep.id)),
+      el('td', {}, badge(d.sweep.state)), el('td', {}, `${d.sweep.counts.done} / ${d.sweep.counts.total}`),
+      el('td', {}, d.summary.heads.filter(h => h.has_rank).map(h => `${h.head}: ${fmtNum(h.transition_rank)}`).join(', ') || '–'))))));
+};
+
+pages.workers = async (main) => {
+  const table = new SortableTable('workers-table', [
+    {key: 'id', label: 'Worker'},
+    {key: 'hostname', label: 'Host'},
+    {key: 'device', label: 'Device',
+     cell: w => w.device_name && w.device_name !== w.device ? `${w.device} (${w.device_name})` : w.device},
+    {key: 'slots', label: 'Slots', num: true},
+    {key: 'memory_bytes', label: 'Memory', num: true, cell: w => fmtBytes(w.memory_bytes)},
+    {key: 'leased_cells', label: 'Running', num: true},
+    {key: 'completed_cells', label: 'Cells done', num: true},
+    {key: 'version', label: 'Version', value: w => w.version.build_id,
+     cell: w => `${w.version.build_id} · torch ${w.version.torch || '?'}${w.version.cuda ? ` · CUDA ${w.version.cuda}` : ''}`},
+    {key: 'last_seen', label: 'Last seen', value: w => w.last_seen_ago_seconds, cell: w => fmtAgo(w.last_seen_ago_seconds)},
+    {key: 'alive', label: 'Alive', value: w => w.alive ? 0 : 1, cell: w => w.alive ? badge('alive') : badge('gone', 'dead')},
+  ]);
+  const count = el('span', {id: 'worker-count', class: 'muted'});
+  main.append(el('h1', {}, 'Workers'), el('div', {class: 'sub'}, 'Every worker that registered; refreshed every 5 s.'),
+              el('div', {class: 'card'}, el('div', {class: 'filters'}, count), el('div', {class: 'scroll'}, table.table)));
+  const load = async () => {
+    const workers = await api('/api/workers');
+    table.setRows(workers);
+    count.textContent = `${workers.length} worker${workers.length === 1 ? '' : 's'}, ${workers.filter(w => w.alive).length} alive`;
+  };
+  await load();
+  const timer = setInterval(() => load().catch(e => setStatus(e.message, true)), 5000);
+  onLeave(() => clearInterval(timer));
+};
+
+// ------------------------------------------------------------------ routing
+
+async function route() {
+  for (const fn of cleanup) fn();
+  cleanup = [];
+  const [, page = 'sweeps', arg = ''] = (location.hash || '#/sweeps').match(/^#\/([a-z]*)\/?(.*)$/) || [];
+  const name = pages[page] ? page : 'sweeps';
+  for (const a of document.querySelectorAll('header nav a')) {
+    a.classList.toggle('active', a.dataset.page === (name === 'sweep' ? 'sweeps' : name));
+  }
+  const main = document.getElementById('main');
+  main.replaceChildren();
+  main.dataset.page = name;
+  main.dataset.ready = 'false';
+  setStatus('');
+  try {
+    await pages[name](main, decodeURIComponent(arg));
+  } catch (e) {
+    main.append(errorCard(e));
+    setStatus('error', true);
+  }
+  main.dataset.ready = 'true';
+}
+
+window.addEventListener('hashchange', route);
+route();

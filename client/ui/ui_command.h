@@ -1,0 +1,30 @@
+// `ranksweep ui`: the subcommand's flags and what it runs. The CLI's main
+// registers it with AddUiSubcommand and calls RunUi with the channel built
+// from its global flags (--addr, --timeout, --tls_ca, RANKSWEEP_TOKEN).
+#ifndef RANKSWEEP_CLIENT_UI_UI_COMMAND_H_
+#define RANKSWEEP_CLIENT_UI_UI_COMMAND_H_
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "client/ui/grpc_backend.h"
+
+namespace ranksweep::client::ui {
+
+struct UiFlags {
+  std::string listen = "127.0.0.1:8080";
+  bool allow_remote = false;
+};
+
+// Adds the `ui` subcommand and its flags to `app`; `flags` outlives parsing.
+CLI::App* AddUiSubcommand(CLI::App* app, UiFlags* flags);
+
+// Serves the dashboard until SIGINT or SIGTERM. Prints
+// "dashboard at http://HOST:PORT/ (coordinator ADDR)" on stdout once it
+// listens. Returns the CLI's exit code: 0 after a signal, 1 for a bad
+// --listen or one that cannot be bound.
+int RunUi(const UiFlags& flags, Coordinator coordinator);
+
+}  // namespace ranksweep::client::ui
+
+#endif  // RANKSWEEP_CLIENT_UI_UI_COMMAND_H_

@@ -1,0 +1,229 @@
+#include "client/ui/views.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "client/format.h"
+#include "common/spec/spec.h"
+#include "common/spec/spec_json.h"
+#include "proto/convert.h"
+
+namespace ranksweep::client::ui {
+namespace {
+
+// A unix time in ms, null when 0 (not set).
+Json TimeOrNull(int64_t unix_ms) { return unix_ms == 0 ? Json(nullptr) : Json(unix_ms); }
+
+// Ranks are 1..65536; rank-less heads (softmax) carry 0.
+Json RankOrNull(int32_t rank) { return rank == 0 ? Json(nullptr) : Json(rank); }
+
+Json AggregateView(const v1::Aggregate& a) {
+  return Json{{"mean", a.mean()}, {"ci95", a.ci95()}, {"std", a.std()}, {"min", a.min()},
+              {"max", a.max()}};
+}
+
+// The cell of `value` in RowsCsv.
+std::string CsvCell(const Json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number_float()) return ShortestDouble(value.get<double>());
+  return value.dump();
+}
+
+}  // namespace
+
+std::string ShortestDouble(double v) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, end);
+}
+
+Json SweepView(const v1::SweepInfo& sweep) {
+  const SweepSpec spec = FromProto(sweep.spec());
+  const auto& c = sweep.counts();
+  Json heads = Json::array();
+  for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
+    heads.push_back(
+        {{"index", i}, {"label", HeadLabel(spec.heads[i])}, {"has_rank", HeadHasRank(spec.heads[i])}});
+  }
+  const bool running = sweep.state() == v1::SWEEP_STATE_RUNNING;
+  const double eta = running ? EstimateEtaSeconds(sweep) : -1;
+  const bool has_test =
+      spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
+  Json failures = Json::array();
+  for (const std::string& f : sweep.recent_failures()) failures.push_back(f);
+  return Json{
+      {"id", sweep.sweep_id()},
+      {"name", sweep.name()},
+      {"owner", sweep.owner()},
+      {"state", SweepStateName(sweep.state())},
+      {"priority", sweep.priority()},
+      {"counts",
+       {{"total", c.total()},
+        {"pending", c.pending()},
+        {"leased", c.leased()},
+        {"done", c.done()},
+        {"failed", c.failed()},
+        {"cancelled", c.cancelled()}}},
+      {"grid_cells", sweep.grid_cells()},
+      {"cached_cells", sweep.cached_cells()},
+      {"eta_seconds", eta < 0 ? Json(nullptr) : Json(eta)},
+      {"eta", eta < 0 ? "" : FormatDuration(eta)},
+      {"created_unix_ms", TimeOrNull(sweep.created_unix_ms())},
+      {"finished_unix_ms", TimeOrNull(sweep.finished_unix_ms())},
+      {"mean_cell_seconds", sweep.mean_cell_seconds()},
+      {"recent_failures", failures},
+      {"mode", Name(spec.mode)},
+      {"dataset", Name(spec.dataset.kind)},
+      {"has_test_split", has_test},
+      {"heads", heads},
+      {"ranks", spec.ranks},
+      {"seeds", SweepSeeds(spec).size()},
+      {"spec", Json::parse(SweepSpecToJson(spec))},
+  };
+}
+
+Json SweepsView(const std::vector<v1::SweepInfo>& sweeps) {
+  Json out = Json::array();
+  for (const auto& s : sweeps) out.push_back(SweepView(s));
+  return out;
+}
+
+const std::vector<std::string>& RowColumns() {
+  static const auto* kColumns = new std::vector<std::string>{
+      "cell_id", "head", "head_index", "rank", "seed", "state", "train_error", "test_error",
+      "train_exact_accuracy", "train_position_accuracy", "final_loss", "steps", "wall_seconds",
+      "device", "worker_id", "attempt", "finished_unix_ms", "cached", "failure"};
+  return *kColumns;
+}
+
+Json RowView(const v1::ResultRow& row) {
+  const bool done = row.state() == v1::CELL_STATE_DONE && row.has_result();
+  const v1::SeedResult& r = row.result();
+  auto metric = [done](double v) { return done ? Json(v) : Json(nullptr); };
+  const bool has_test = done && r.test().sequences() > 0;
+  return Json{
+      {"cell_id", row.cell_id()},
+      {"head", row.head()},
+      {"head_index", row.head_index()},
+      {"rank", RankOrNull(row.rank())},
+      {"seed", row.seed()},
+      {"state", CellStateName(row.state())},
+      {"train_error", metric(r.train().error())},
+      {"test_error", has_test ? Json(r.test().error()) : Json(nullptr)},
+      {"train_exact_accuracy", metric(r.train().exact_accuracy())},
+      {"train_position_accuracy", metric(r.train().position_accuracy())},
+      {"final_loss", metric(r.final_loss())},
+      {"steps", done ? Json(r.steps()) : Json(nullptr)},
+      {"wall_seconds", metric(r.wall_seconds())},
+      {"device", done ? Json(r.device()) : Json(nullptr)},
+      {"worker_id", row.worker_id()},
+      {"attempt", row.attempt()},
+      {"finished_unix_ms", TimeOrNull(row.finished_unix_ms())},
+      {"cached", row.cached_from_cell_id() != 0},
+      {"failure", row.failure().empty() ? Json(nullptr) : Json(row.failure())},
+  };
+}
+
+Json RowsView(const std::vector<v1::ResultRow>& rows) {
+  Json out = Json::array();
+  for (const auto& r : rows) out.push_back(RowView(r));
+  return out;
+}
+
+std::string RowsCsv(const std::vector<v1::ResultRow>& rows) {
+  Table table;
+  table.header = RowColumns();
+  for (const auto& row : rows) {
+    const Json view = RowView(row);
+    std::vector<std::string> cells;
+    for (const std::string& column : RowColumns()) cells.push_back(CsvCell(view.at(column)));
+    table.rows.push_back(std::move(cells));
+  }
+  return RenderCsv(table);
+}
+
+Json SummaryView(const v1::QueryResultsResponse& grouped) {
+  Json facts = nullptr;
+  if (grouped.has_facts()) {
+    const auto& f = grouped.facts();
+    facts = Json{{"train_sequences", f.train_sequences()},
+                 {"test_sequences", f.test_sequences()},
+                 {"distinct_queries", f.distinct_queries()},
+                 {"rank_lower_bound", f.rank_lower_bound() == 0 ? Json(nullptr)
+                                                                : Json(f.rank_lower_bound())},
+                 {"rank_upper_bound", f.rank_upper_bound() == 0 ? Json(nullptr)
+                                                                : Json(f.rank_upper_bound())}};
+  }
+  Json heads = Json::array();
+  for (const v1::HeadSummary& h : grouped.heads()) {
+    Json groups = Json::array();
+    for (const v1::ResultGroup& g : grouped.groups()) {
+      if (g.head_index() != h.head_index()) continue;
+      Json missing = Json::array();
+      for (uint64_t s : g.missing_seeds()) missing.push_back(s);
+      const bool any = g.n() > 0;
+      groups.push_back(Json{
+          {"rank", RankOrNull(g.rank())},
+          {"n", g.n()},
+          {"expected", g.expected()},
+          {"train_error", any ? AggregateView(g.train_error()) : Json(nullptr)},
+          {"test_error",
+           any && h.has_test_split() ? AggregateView(g.test_error()) : Json(nullptr)},
+          {"exact_seeds", g.exact_seeds()},
+          {"test_exact_seeds", h.has_test_split() ? Json(g.test_exact_seeds()) : Json(nullptr)},
+          {"missing_seeds", missing},
+      });
+    }
+    heads.push_back(Json{
+        {"head", h.head()},
+        {"head_index", h.head_index()},
+        {"has_rank", h.has_rank()},
+        {"transition_rank", h.transition_defined() && h.has_rank() ? Json(h.transition_rank())
+                                                                   : Json(nullptr)},
+        {"reason", h.reason()},
+        {"has_test_split", h.has_test_split()},
+        {"test_transition_rank", h.test_transition_defined() && h.has_rank()
+                                     ? Json(h.test_transition_rank())
+                                     : Json(nullptr)},
+        {"test_reason", h.test_reason()},
+        {"caveat", h.caveat()},
+        {"groups", groups},
+    });
+  }
+  return Json{{"facts", facts}, {"heads", heads}};
+}
+
+Json WorkerView(const v1::WorkerInfo& w, int64_t now_unix_ms) {
+  return Json{
+      {"id", w.worker_id()},
+      {"hostname", w.hostname()},
+      {"device", w.device()},
+      {"device_name", w.device_name()},
+      {"memory_bytes", w.memory_bytes()},
+      {"slots", w.slots()},
+      {"version",
+       {{"build_id", w.version().build_id()},
+        {"torch", w.version().torch_version()},
+        {"cuda", w.version().cuda_version()}}},
+      {"registered_unix_ms", TimeOrNull(w.registered_unix_ms())},
+      {"last_seen_unix_ms", TimeOrNull(w.last_seen_unix_ms())},
+      {"last_seen_ago_seconds",
+       w.last_seen_unix_ms() == 0
+           ? Json(nullptr)
+           : Json(static_cast<double>(now_unix_ms - w.last_seen_unix_ms()) / 1000.0)},
+      {"alive", w.alive()},
+      {"leased_cells", w.leased_cells()},
+      {"completed_cells", w.completed_cells()},
+  };
+}
+
+Json WorkersView(const std::vector<v1::WorkerInfo>& workers, int64_t now_unix_ms) {
+  Json out = Json::array();
+  for (const auto& w : workers) out.push_back(WorkerView(w, now_unix_ms));
+  return out;
+}
+
+}  // namespace ranksweep::client::ui
