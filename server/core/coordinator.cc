@@ -838,7 +838,7 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
     RETURN_IF_ERROR(ins.Run());
     RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, row));
   }
-  events.Log("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, failure);
+  events.Log("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, Clip(failure));
   events.Add(sweep_id, absl::StrCat("cell ", label, " failed: ", failure));
   return MaybeFinishSweep(c, sweep_id, events);
 }
