@@ -14,14 +14,12 @@
 namespace ranksweep::server {
 namespace {
 
-// The state columns' values (the enums' numbers, as every table stores them).
+// The state columns' values (the enums' numbers, as every table stores
+// them), as SQL text.
 const std::string kDone = std::to_string(static_cast<int>(CellState::kDone));
 const std::string kPending = std::to_string(static_cast<int>(CellState::kPending));
 const std::string kCancelled = std::to_string(static_cast<int>(CellState::kCancelled));
 const std::string kSweepRunning = std::to_string(static_cast<int>(SweepState::kRunning));
-const std::string kSweepDone = std::to_string(static_cast<int>(SweepState::kDone));
-const std::string kSweepFailed = std::to_string(static_cast<int>(SweepState::kFailed));
-const std::string kSweepCancelled = std::to_string(static_cast<int>(SweepState::kCancelled));
 
 using GroupKey = std::tuple<std::string, int, int>;  // sweep, head_index, rank
 
@@ -165,7 +163,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
       }
       // A cancelled sweep hands out nothing more: its cell stays without a
       // result, as the cells it cancelled are.
-      const bool reset = std::to_string(state->second) != kSweepCancelled;
+      const bool reset = state->second != static_cast<int>(SweepState::kCancelled);
       static const std::string* pending = new std::string(absl::StrCat(
           "UPDATE cells SET state = ", kPending, ", lease_id = 0, lease_deadline_ms = 0, "
           "worker_id = '', last_failure = ?2 WHERE id = ?1"));
@@ -182,8 +180,10 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   }
   for (const GroupKey& key : groups) RETURN_IF_ERROR(RebuildGroup(c, key));
   for (const auto& [sweep_id, state] : sweep_states) {
-    const std::string s = std::to_string(state);
-    if (s != kSweepDone && s != kSweepFailed) continue;
+    if (state != static_cast<int>(SweepState::kDone) &&
+        state != static_cast<int>(SweepState::kFailed)) {
+      continue;
+    }
     static const std::string* reopen = new std::string(
         absl::StrCat("UPDATE sweeps SET state = ", kSweepRunning, ", finished_ms = 0 WHERE id = ?1"));
     ASSIGN_OR_RETURN(Statement u, c.Prepare(*reopen));

@@ -199,7 +199,7 @@ LieCounts ReadLies(const std::vector<std::string>& paths) {
 
 namespace {
 
-// A DONE result row whose values no trainer produces, in SQL. SQLite stores
+// A DONE (state 3) result row whose values no trainer produces, in SQL. SQLite stores
 // NaN as NULL, so a NULL where a metric belongs counts (COALESCE). The same
 // rules as ValidateSeedResult, written again on purpose: the check must not
 // share the code it checks.
