@@ -217,7 +217,8 @@ v1::SeedResult FakeResult(uint64_t seed) {
   r.mutable_train()->set_sequences(64);
   r.mutable_train()->set_exact_accuracy(seed % 2 ? 1.0 : 0.5);
   r.mutable_train()->set_error(seed % 2 ? 0.0 : 0.5);
-  r.mutable_train()->set_position_accuracy(0.9 + static_cast<double>(seed % 10) / 100);
+  r.mutable_train()->set_position_accuracy(seed % 2 ? 1.0
+                                                   : 0.9 + static_cast<double>(seed % 10) / 100);
   r.mutable_train()->set_max_abs_error(0.25 + static_cast<double>(seed % 7) / 64);
   r.set_final_loss(1e-3 * static_cast<double>(seed % 13 + 1));
   r.set_steps(100 + static_cast<int64_t>(seed % 3));

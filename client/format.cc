@@ -20,8 +20,11 @@ std::string Fixed(double v, int digits) { return absl::StrFormat("%.*f", digits,
 
 std::string RankText(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : "-"; }
 
+// A row with metrics: done, or invalidated by a quarantine (its metrics as
+// they were stored).
 bool IsDone(const v1::ResultRow& row) {
-  return row.state() == v1::CELL_STATE_DONE && row.has_result();
+  return (row.state() == v1::CELL_STATE_DONE || row.state() == v1::CELL_STATE_INVALID) &&
+         row.has_result();
 }
 
 std::string TestErrorText(const v1::SeedResult& r) {
@@ -332,6 +335,7 @@ std::string CellStateName(v1::CellState state) {
     case v1::CELL_STATE_DONE: return "DONE";
     case v1::CELL_STATE_FAILED: return "FAILED";
     case v1::CELL_STATE_CANCELLED: return "CANCELLED";
+    case v1::CELL_STATE_INVALID: return "INVALID";
     default: return "UNSPECIFIED";
   }
 }
@@ -349,11 +353,11 @@ absl::StatusOr<v1::SweepState> ParseSweepState(const std::string& s) {
 absl::StatusOr<v1::CellState> ParseCellState(const std::string& s) {
   const std::string upper = absl::AsciiStrToUpper(s);
   for (auto state : {v1::CELL_STATE_PENDING, v1::CELL_STATE_LEASED, v1::CELL_STATE_DONE,
-                     v1::CELL_STATE_FAILED, v1::CELL_STATE_CANCELLED}) {
+                     v1::CELL_STATE_FAILED, v1::CELL_STATE_CANCELLED, v1::CELL_STATE_INVALID}) {
     if (CellStateName(state) == upper) return state;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--state: \"", s, "\" is not one of pending, leased, done, failed, cancelled"));
+      "--state: \"", s, "\" is not one of pending, leased, done, failed, cancelled, invalid"));
 }
 
 std::string FormatUnixMs(int64_t unix_ms, absl::TimeZone tz) {

@@ -17,6 +17,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/functional/function_ref.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -396,6 +397,7 @@ grpc::Status QueryAllRows(Client* client, const v1::QueryResultsRequest& req,
 
 struct ResultsArgs {
   bool summary = false;
+  bool include_invalid = false;  // also the rows a quarantine invalidated
   std::string sweep_id, group_by, format = "table", head, state;
   int page_size = kResultsPageSize;
   std::vector<int> ranks;
@@ -428,11 +430,25 @@ int Results(Client* client, const ResultsArgs& a) {
     }
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
   }
+  if (a.include_invalid && req.group_by() != v1::GROUP_BY_UNSPECIFIED) {
+    return ReportLocal(absl::InvalidArgumentError(
+        "--include-invalid: invalid rows never count in groups or summaries; use it without "
+        "--group-by and --summary"));
+  }
+  // With --include-invalid the rows of the query come first, then the
+  // invalidated ones (state INVALID), in the order they were invalidated.
+  std::vector<v1::QueryResultsRequest> queries = {req};
+  if (a.include_invalid) {
+    queries.push_back(req);
+    queries.back().set_state(v1::CELL_STATE_INVALID);
+  }
   if (req.group_by() == v1::GROUP_BY_UNSPECIFIED) {
     if (*format == OutputFormat::kTable) {
       std::vector<v1::ResultRow> rows;
-      grpc::Status status = QueryAllRows(client, req, &rows, a.page_size);
-      if (!status.ok()) return Report(client->globals(), status, "results");
+      for (const v1::QueryResultsRequest& q : queries) {
+        grpc::Status status = QueryAllRows(client, q, &rows, a.page_size);
+        if (!status.ok()) return Report(client->globals(), status, "results");
+      }
       std::cout << RenderTable(ResultRowsTable(rows));
       return kExitOk;
     }
@@ -442,16 +458,18 @@ int Results(Client* client, const ResultsArgs& a) {
     ResultRowsWriter writer(*format);
     std::string text;
     writer.Begin(&text);
-    grpc::Status status =
-        ForEachResultPage(client, req, [&](const v1::QueryResultsResponse& page) {
-          for (const v1::ResultRow& row : page.rows()) writer.Add(row, &text);
-          std::cout << text;
-          text.clear();
-        },
-        a.page_size);
-    if (!status.ok()) {
-      std::cout.flush();
-      return Report(client->globals(), status, "results");
+    for (const v1::QueryResultsRequest& q : queries) {
+      grpc::Status status =
+          ForEachResultPage(client, q, [&](const v1::QueryResultsResponse& page) {
+            for (const v1::ResultRow& row : page.rows()) writer.Add(row, &text);
+            std::cout << text;
+            text.clear();
+          },
+          a.page_size);
+      if (!status.ok()) {
+        std::cout.flush();
+        return Report(client->globals(), status, "results");
+      }
     }
     writer.End(&text);
     std::cout << text;
@@ -548,6 +566,42 @@ int Plot(Client* client, const PlotArgs& a) {
     return ReportLocal(absl::InvalidArgumentError(absl::StrCat("-o: cannot write ", a.output)));
   }
   std::cerr << "wrote " << a.output << " (" << in.points.size() << " points)\n";
+  return kExitOk;
+}
+
+// `ranksweep workers quarantine WORKER [--since TIME]`.
+int Quarantine(Client* client, const std::string& worker_id, const std::string& since) {
+  v1::QuarantineWorkerRequest req;
+  req.set_worker_id(worker_id);
+  if (!since.empty()) {
+    absl::Time t;
+    int64_t seconds = 0;
+    std::string error;
+    if (absl::SimpleAtoi(since, &seconds) && seconds >= 0) {
+      req.set_since_unix_ms(seconds * 1000);
+    } else if (absl::ParseTime(absl::RFC3339_full, since, &t, &error)) {
+      req.set_since_unix_ms(absl::ToUnixMillis(t));
+    } else {
+      return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+          "--since: \"", since.substr(0, 64),
+          "\" is not an RFC 3339 time (2026-12-01T13:00:00Z) or Unix seconds >= 0")));
+    }
+    if (req.since_unix_ms() < 0) {
+      return ReportLocal(absl::InvalidArgumentError("--since: must be 1970 or later"));
+    }
+  }
+  v1::QuarantineWorkerResponse resp;
+  auto ctx = client->Context();
+  grpc::Status status = client->stub().QuarantineWorker(ctx.get(), req, &resp);
+  if (!status.ok()) return Report(client->globals(), status, "workers quarantine");
+  std::cout << "quarantine " << resp.quarantine_id() << " of worker " << worker_id << ": "
+            << resp.results_invalidated() << " results and " << resp.copies_invalidated()
+            << " cached copies invalid, " << resp.cells_reset() << " cells pending again";
+  if (resp.sweeps_reopened_size() > 0) {
+    std::cout << ", running again:";
+    for (const std::string& id : resp.sweeps_reopened()) std::cout << " " << id;
+  }
+  std::cout << "\n";
   return kExitOk;
 }
 
@@ -693,7 +747,9 @@ int Main(int argc, char** argv) {
   results->add_option("--head", ra.head, "Only this head label, e.g. kernel/elu1");
   results->add_option("--rank", ra.ranks, "Only these ranks (comma-separated)")->delimiter(',');
   results->add_option("--seed", ra.seeds, "Only these seeds (comma-separated)")->delimiter(',');
-  results->add_option("--state", ra.state, "done | failed (default both)");
+  results->add_option("--state", ra.state, "done | failed (default both) | invalid");
+  results->add_flag("--include-invalid", ra.include_invalid,
+                    "Also the rows a quarantine invalidated (state INVALID), after the others");
   results->add_option("--page-size", ra.page_size,
                       "Per-seed rows per call, 1-100000; csv and json print each page as it "
                       "arrives")
@@ -733,6 +789,7 @@ int Main(int argc, char** argv) {
   CLI::App* workers = app.add_subcommand("workers", "List registered workers");
   workers->footer(kFooter);
   workers->callback([&] {
+    if (workers->got_subcommand("quarantine")) return;  // its own action
     action = [&](Client* c) {
       v1::ListWorkersResponse resp;
       auto ctx = c->Context();
@@ -742,6 +799,19 @@ int Main(int argc, char** argv) {
       std::cout << RenderTable(WorkersTable(list, absl::Now()));
       return static_cast<int>(kExitOk);
     };
+  });
+  std::string quarantine_worker, quarantine_since;
+  CLI::App* quarantine = workers->add_subcommand(
+      "quarantine",
+      "Admin: invalidate a worker's results (and the cache's copies of them) and train their "
+      "cells again");
+  quarantine->footer(kFooter);
+  quarantine->add_option("worker", quarantine_worker, "Worker id")->required();
+  quarantine->add_option("--since", quarantine_since,
+                         "Only results finished at or after this time: RFC 3339 "
+                         "(2026-12-01T13:00:00Z) or Unix seconds (default: all)");
+  quarantine->callback([&] {
+    action = [&](Client* c) { return Quarantine(c, quarantine_worker, quarantine_since); };
   });
 
   // ---- health

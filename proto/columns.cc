@@ -111,7 +111,7 @@ absl::Status RowsFromColumns(v1::QueryResultsResponse* response) {
     row->set_rank(c.rank(i));
     row->set_seed(c.seed(i));
     row->set_state(c.state(i));
-    if (c.state(i) == v1::CELL_STATE_DONE) {
+    if (c.state(i) == v1::CELL_STATE_DONE || c.state(i) == v1::CELL_STATE_INVALID) {
       v1::SeedResult* r = row->mutable_result();
       r->set_seed(c.seed(i));
       v1::SplitMetrics* train = r->mutable_train();

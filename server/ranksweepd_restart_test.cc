@@ -101,7 +101,10 @@ v1::CompleteTasksRequest ResultsFor(const std::string& worker, const v1::Task& t
     r->set_cell_id(c.cell_id());
     r->set_lease_id(c.lease_id());
     r->mutable_result()->set_seed(c.seed());
+    r->mutable_result()->mutable_train()->set_sequences(64);
     r->mutable_result()->mutable_train()->set_error(0.5);
+    r->mutable_result()->mutable_train()->set_exact_accuracy(0.5);
+    r->mutable_result()->mutable_train()->set_position_accuracy(0.75);
   }
   return req;
 }

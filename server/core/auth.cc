@@ -37,6 +37,7 @@ const std::vector<Rule>& Rules() {
   static const std::vector<Rule>* rules = [] {
     const std::vector<Role> people = {Role::kAdmin, Role::kUser};
     const std::vector<Role> workers = {Role::kAdmin, Role::kWorker};
+    const std::vector<Role> admins = {Role::kAdmin};
     return new std::vector<Rule>{
         {methods::kSubmitSweep, people},    {methods::kGetSweep, people},
         {methods::kListSweeps, people},     {methods::kCancelSweep, people},
@@ -44,6 +45,7 @@ const std::vector<Rule>& Rules() {
         {methods::kListWorkers, people},    {methods::kRegisterWorker, workers},
         {methods::kAcquireTasks, workers},  {methods::kHeartbeat, workers},
         {methods::kCompleteTasks, workers}, {methods::kFailTask, workers},
+        {methods::kQuarantineWorker, admins},
     };
   }();
   return *rules;

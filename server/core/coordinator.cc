@@ -19,11 +19,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/spec/result_validation.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
 #include "server/core/analysis.h"
 #include "server/core/log.h"
 #include "server/core/packed_row.h"
+#include "server/core/quarantine.h"
 
 namespace ranksweep::server {
 
@@ -93,6 +95,30 @@ absl::Status InsertPack(Connection& c, int64_t cell_id, const std::string& sweep
                                             "sweep_id, packed) VALUES (?1, ?2, ?3)"));
   ins.Bind(1, cell_id).Bind(2, sweep_id).BindBlob(3, PackResultRow(row));
   return ins.Run();
+}
+
+// The result the cache serves for (task key, seed) under `build_id`: the
+// first trained (not copied) DONE row, in cell order, whose result passes
+// ValidateSeedResult, unpacked into `row`. 0 when there is none.
+absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, uint64_t seed,
+                                        const std::string& build_id, int max_steps,
+                                        ResultRow* row) {
+  // "task_key != ''" and the other constant terms let SQLite use the
+  // partial index results_by_task.
+  static const std::string* sql = new std::string(absl::StrCat(
+      "SELECT r.cell_id, p.packed FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
+      "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND r.task_key != '' "
+      "AND r.cached_from = 0 AND r.state = ", kCellDone, " ORDER BY r.cell_id"));
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, build_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool found, q.Step());
+    if (!found) return 0;
+    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(1), row));
+    if (row->result.has_value() && ValidateSeedResult(*row->result, max_steps).ok()) {
+      return q.ColumnInt(0);
+    }
+  }
 }
 
 const std::string& InsertResultSql() {
@@ -220,8 +246,25 @@ absl::StatusOr<VersionManifest> WorkerVersion(Connection& c, const std::string& 
   return version.value_or(VersionManifest{});
 }
 
+// The free-text fields of a registration against their length limits.
+absl::Status CheckRegistrationText(const WorkerRegistration& reg) {
+  const struct {
+    const char* field;
+    const std::string& value;
+  } texts[] = {{"hostname", reg.hostname},
+               {"device", reg.device},
+               {"device_name", reg.device_name},
+               {"version.build_id", reg.version.build_id},
+               {"version.torch_version", reg.version.torch_version},
+               {"version.cuda_version", reg.version.cuda_version}};
+  for (const auto& t : texts) {
+    RETURN_IF_ERROR(CheckTextLength(t.field, t.value, ResultLimits::kMaxLabelLength));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status UnknownWorker(const std::string& worker_id) {
-  return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register first"));
+  return absl::NotFoundError(absl::StrCat("unknown worker ", Clip(worker_id), "; register first"));
 }
 
 }  // namespace
@@ -243,6 +286,7 @@ const char* Name(CellState s) {
     case CellState::kDone: return "done";
     case CellState::kFailed: return "failed";
     case CellState::kCancelled: return "cancelled";
+    case CellState::kInvalid: return "invalid";
   }
   return "unknown";
 }
@@ -429,7 +473,7 @@ absl::StatusOr<std::shared_ptr<const SweepSpec>> Coordinator::SpecOf(
   ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT spec_json FROM sweeps WHERE id = ?1"));
   q.Bind(1, sweep_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
   absl::StatusOr<SweepSpec> spec = SweepSpecFromJson(q.ColumnText(0));
   if (!spec.ok()) {
     return absl::DataLossError(
@@ -448,7 +492,7 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
                                "FROM sweeps WHERE id = ?1"));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+    if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
     info.sweep_id = sweep_id;
     info.name = q.ColumnText(0);
     info.owner = q.ColumnText(1);
@@ -476,6 +520,7 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
         case CellState::kDone: info.counts.done += n; break;
         case CellState::kFailed: info.counts.failed += n; break;
         case CellState::kCancelled: info.counts.cancelled += n; break;
+        case CellState::kInvalid: break;  // rows only, never a cell
       }
     }
   }
@@ -564,31 +609,14 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
       ++created;
     }
     if (!use_cache) continue;
-    int64_t source = 0;
-    {
-      // "task_key != ''" and the other constant terms let SQLite use the
-      // partial index results_by_task.
-      ASSIGN_OR_RETURN(Statement q,
-                       c.Prepare("SELECT cell_id FROM results WHERE task_key = ?1 AND seed = ?2 "
-                                 "AND worker_build_id = ?3 AND task_key != '' AND "
-                                 "cached_from = 0 AND state = 3 ORDER BY cell_id LIMIT 1"));
-      q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, options_.code_version);
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) continue;
-      source = q.ColumnInt(0);
-    }
-    // The copy's packed row is the source's with this cell's fields.
+    // The copy's packed row is the source's with this cell's fields. Only a
+    // source that passes ValidateSeedResult is served: a row stored before
+    // results were checked at CompleteTasks may hold anything.
     ResultRow copied;
+    ASSIGN_OR_RETURN(const int64_t source, FindCacheSource(c, key, seed, options_.code_version,
+                                                           spec.train.max_steps, &copied));
+    if (source == 0) continue;
     {
-      ASSIGN_OR_RETURN(Statement q,
-                       c.Prepare("SELECT packed FROM result_packs WHERE cell_id = ?1"));
-      q.Bind(1, source);
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) return absl::InternalError(absl::StrCat("cached result ", source, " vanished"));
-      RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(0), &copied));
-      if (!copied.result.has_value()) {
-        return absl::InternalError(absl::StrCat("cached result ", source, " has no metrics"));
-      }
       copied.head_index = head_index;
       copied.rank = rank;
       copied.finished_unix_ms = now;
@@ -810,7 +838,7 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
     RETURN_IF_ERROR(ins.Run());
     RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, row));
   }
-  events.Log("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, failure);
+  events.Log("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, Clip(failure));
   events.Add(sweep_id, absl::StrCat("cell ", label, " failed: ", failure));
   return MaybeFinishSweep(c, sweep_id, events);
 }
@@ -1043,7 +1071,7 @@ absl::StatusOr<std::string> Coordinator::SweepOwner(const std::string& sweep_id)
     ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT owner FROM sweeps WHERE id = ?1"));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+    if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
     owner = q.ColumnText(0);
     return absl::OkStatus();
   }));
@@ -1062,7 +1090,7 @@ absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
       ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = ?1"));
       q.Bind(1, sweep_id);
       ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+      if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
       was_running = q.ColumnInt(0) == kSweepRunning;
     }
     if (!was_running) {
@@ -1104,6 +1132,7 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
     return absl::InvalidArgumentError(
         "worker_id: must be 1..64 characters of [A-Za-z0-9._-]");
   }
+  RETURN_IF_ERROR(CheckRegistrationText(reg));
   const int64_t now = clock_->NowMs();
   std::string worker_id = reg.worker_id;
   bool known = false;
@@ -1165,9 +1194,10 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
     return up.Run();
   }));
   LogEvent("worker %s %s: host=%s device=%s (%s) slots=%d build=%s torch=%s cuda=%s%s", worker_id,
-           known ? "re-registered" : "registered", reg.hostname, reg.device, reg.device_name, slots,
-           reg.version.build_id, reg.version.torch_version,
-           reg.version.cuda_version.empty() ? "-" : reg.version.cuda_version,
+           known ? "re-registered" : "registered", Clip(reg.hostname), Clip(reg.device),
+           Clip(reg.device_name), slots, Clip(reg.version.build_id),
+           Clip(reg.version.torch_version),
+           reg.version.cuda_version.empty() ? "-" : Clip(reg.version.cuda_version),
            released > 0 ? absl::StrCat(", released ", released, " leased cells") : "");
   Dispatch(events);
   return worker_id;
@@ -1587,7 +1617,8 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     if (next_of == 0 || r.lease_id < next_of) next_of = r.lease_id;
   }
   std::set<std::string> touched;
-  for (const CellResult& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CellResult& r = results[i];
     std::string sweep_id, holder;
     int head_index = 0, rank = 0, state = 0, attempt = 0;
     uint64_t seed = 0;
@@ -1607,6 +1638,17 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       attempt = static_cast<int>(q.ColumnInt(5));
       lease_id = q.ColumnInt(6);
       holder = q.ColumnText(7);
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
+    const SweepSpec& spec = *spec_ptr;
+    // A result no trainer could produce fails the whole call, even one sent
+    // again for a cell already recorded: nothing of the call is stored, and
+    // the lease stays with the worker until it fails the task or the lease
+    // expires.
+    if (absl::Status s = ValidateSeedResult(r.result, spec.train.max_steps); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("results[", i, "] for cell ", r.cell_id, " (",
+                                                     CellLabel(spec, head_index, rank, seed),
+                                                     "): ", s.message()));
     }
     if (state == kCellDone && lease_id == r.lease_id && holder == worker_id) {
       ++out.duplicates;
@@ -1656,8 +1698,6 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     }
     ++out.recorded;
     touched.insert(sweep_id);
-    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
-    const SweepSpec& spec = *spec_ptr;
     events.Add(sweep_id, absl::StrCat("cell ", CellLabel(spec, head_index, rank, seed), " done"));
   }
   {
@@ -1683,6 +1723,7 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
 
 absl::Status Coordinator::Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
                                const std::string& reason, bool release) {
+  RETURN_IF_ERROR(CheckTextLength("reason", reason, ResultLimits::kMaxReasonLength));
   const int64_t now = clock_->NowMs();
   const std::string why = reason.empty() ? std::string("worker gave no reason") : reason;
   Events events;
@@ -1705,7 +1746,8 @@ absl::Status Coordinator::Fail(const std::string& worker_id, const std::vector<i
     return absl::OkStatus();
   }));
   if (failed > 0) {
-    LogEvent("worker %s %s %d leases: %s", worker_id, release ? "released" : "failed", failed, why);
+    LogEvent("worker %s %s %d leases: %s", worker_id, release ? "released" : "failed", failed,
+             Clip(why));
   }
   Dispatch(events);
   return absl::OkStatus();
@@ -2159,8 +2201,8 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
         if (labels[i] == query.head) filter.heads.insert(i);
       }
       if (filter.heads.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat("head: sweep ", query.sweep_id,
-                                                       " has no head \"", query.head,
+        return absl::InvalidArgumentError(absl::StrCat("head: sweep ", Clip(query.sweep_id),
+                                                       " has no head \"", Clip(query.head),
                                                        "\"; its heads are ",
                                                        absl::StrJoin(labels, ", ")));
       }
@@ -2168,6 +2210,18 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
     filter.ranks.insert(query.ranks.begin(), query.ranks.end());
     filter.seeds.insert(query.seeds.begin(), query.seeds.end());
 
+    if (query.state == CellState::kInvalid) {
+      if (grouped) {
+        return absl::InvalidArgumentError(
+            "state: invalid rows never count in groups; query them without group_by");
+      }
+      return ReadInvalidRows(
+          c, query.sweep_id,
+          [&](int head_index, int rank, uint64_t seed) {
+            return filter.Keeps(head_index, rank, seed);
+          },
+          query.page_size, query.after_cell_id, sink, &out.next_after_cell_id);
+    }
     if (grouped) {
       std::map<std::pair<int, int>, ResultGroup> groups;
       if (filter.seeds.empty()) {
@@ -2298,6 +2352,32 @@ absl::StatusOr<std::vector<WorkerInfo>> Coordinator::ListWorkers() {
     return absl::OkStatus();
   }));
   return workers;
+}
+
+absl::StatusOr<QuarantineOutcome> Coordinator::Quarantine(const std::string& worker_id,
+                                                          int64_t since_ms,
+                                                          const std::string& by) {
+  const int64_t now = clock_->NowMs();
+  QuarantineOutcome out;
+  Events events;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    events = Events();
+    std::vector<QuarantinedCell> cells;
+    ASSIGN_OR_RETURN(out, QuarantineIn(c, worker_id, since_ms, by, now, &cells));
+    for (const QuarantinedCell& cell : cells) {
+      events.Add(cell.sweep_id, absl::StrCat("cell ", cell.cell_id, " invalidated by quarantine ",
+                                             out.quarantine_id, cell.reset ? ": pending again"
+                                                                           : ""));
+      events.work_available = events.work_available || cell.reset;
+    }
+    return absl::OkStatus();
+  }));
+  LogEvent("quarantine %d of worker %s by %s (since %d ms): %d results and %d copies invalid, "
+           "%d cells pending again, %d sweeps running again",
+           out.quarantine_id, Clip(worker_id), Clip(by), since_ms, out.results_invalidated,
+           out.copies_invalidated, out.cells_reset, out.sweeps_reopened.size());
+  Dispatch(events);
+  return out;
 }
 
 }  // namespace ranksweep::server

@@ -233,6 +233,18 @@ class Coordinator {
   // Every registered worker, by id.
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
 
+  // Takes back the results of `worker_id` (server/core/quarantine.h): its
+  // DONE results that finished at or after `since_ms` (0 = all) and every
+  // copy the result cache served of them become invalid rows (a Query with
+  // state kInvalid lists them), their groups are summed up again without
+  // them, and their cells return to pending (a new lease, a new attempt;
+  // cancelled in a cancelled sweep). DONE or FAILED sweeps that get a
+  // pending cell back are RUNNING again. `by` (the caller) and the time are
+  // recorded. One transaction. NotFound for an unknown worker,
+  // InvalidArgument for a negative `since_ms`.
+  absl::StatusOr<QuarantineOutcome> Quarantine(const std::string& worker_id, int64_t since_ms,
+                                               const std::string& by);
+
   // ---------------------------------------------------------------- listening
 
   // Calls `listener` for every change of `sweep_id` until Unsubscribe(id)

@@ -16,12 +16,14 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
+#include "server/core/packed_row.h"
 #include "server/core/store.h"
 #include "tests/support/result_row.h"
 #include "tests/support/seed_result.h"
@@ -82,6 +84,8 @@ SeedResult MakeResult(uint64_t seed, double train_error, double test_error = 0,
   r.train.position_accuracy = 1 - train_error / 2;
   r.test.sequences = test_sequences;
   r.test.error = test_error;
+  r.test.exact_accuracy = 1 - test_error;
+  r.test.position_accuracy = 1 - test_error;
   r.steps = 100;
   r.wall_seconds = 2.0;
   r.device = "cpu";
@@ -1746,8 +1750,11 @@ TEST_F(CoordinatorTest, RowsReadOnTwoThreadsAreTheRowsReadOnOne) {
   while (true) {
     std::vector<Task> tasks = Acquire(w, 1, 1024);
     if (tasks.empty()) break;
-    std::vector<CellResult> results = ResultsFor(tasks[0]);
-    for (CellResult& r : results) r.result.train.error = static_cast<double>(r.result.seed % 7);
+    std::vector<CellResult> results;
+    for (const LeasedCell& c : tasks[0].cells) {
+      results.push_back(CellResult{c.cell_id, c.lease_id,
+                                   MakeResult(c.seed, static_cast<double>(c.seed % 7) / 8)});
+    }
     ASSERT_TRUE(coordinator_->Complete(w, results).ok());
   }
   CoordinatorOptions one_thread, two_threads;
@@ -1989,6 +1996,277 @@ TEST_F(CoordinatorTest, ListenersSeeCommittedChangesUntilUnsubscribed) {
   Submit(MakeSpec("more"));
   EXPECT_EQ(seen.size(), 4u);
   EXPECT_EQ(work_calls, 1);  // the second submit made work available
+}
+
+// ------------------------------------------------------------------ result validation
+
+TEST_F(CoordinatorTest, AnImpossibleResultFailsTheWholeCallAndStoresNothing) {
+  std::string sweep = Submit(MakeSpec("checked", {1}, 2, 0, false));
+  std::string w = Register();
+  auto tasks = coordinator_->Acquire(w, 1, 64);
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->size(), 1u);
+  const Task& t = (*tasks)[0];
+  std::vector<CellResult> results = ResultsFor(t);
+  results[1].result.train.exact_accuracy = std::nan("");
+  auto out = coordinator_->Complete(w, results);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out.status().message(),
+            absl::StrCat("results[1] for cell ", t.cells[1].cell_id,
+                         " (kernel/elu1 r=1 seed=1): result.train.exact_accuracy must be in "
+                         "[0, 1], got nan"));
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_groups"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 2"), 2);
+
+  // Steps beyond the sweep's max_steps (2000 by default) and an empty
+  // result are refused the same way.
+  results = ResultsFor(t);
+  results[0].result.steps = 2001;
+  out = coordinator_->Complete(w, results);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("result.steps must be in 0..2000, got 2001"));
+  results = ResultsFor(t);
+  results[0].result = SeedResult();
+  out = coordinator_->Complete(w, results);
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("result.train.sequences must be in 1..9223372036854775807, got 0"));
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
+
+  // The same leases then take valid results.
+  out = coordinator_->Complete(w, ResultsFor(t));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->recorded, 2);
+  EXPECT_EQ(coordinator_->GetSweep(sweep)->state, SweepState::kDone);
+}
+
+TEST_F(CoordinatorTest, WorkerTextIsHeldToItsLimitsAndEchoedClipped) {
+  WorkerRegistration reg;
+  reg.hostname = std::string(1 << 20, 'h');
+  reg.device = "cpu";
+  auto id = coordinator_->RegisterWorker(reg);
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(id.status().message(), "hostname must be at most 256 bytes, got 1048576");
+  reg.hostname = "h";
+  reg.version.build_id = std::string(257, 'b');
+  EXPECT_EQ(coordinator_->RegisterWorker(reg).status().message(),
+            "version.build_id must be at most 256 bytes, got 257");
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM workers"), 0);
+
+  Submit(MakeSpec("text", {1}, 1, 0, false));
+  std::string w = Register();
+  auto tasks = coordinator_->Acquire(w, 1, 64);
+  ASSERT_TRUE(tasks.ok());
+  absl::Status fail = coordinator_->Fail(w, LeaseIds((*tasks)[0]), std::string(5000, 'r'), false);
+  EXPECT_EQ(fail.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fail.message(), "reason must be at most 4096 bytes, got 5000");
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 2"), 1);  // still leased
+
+  auto sweep = coordinator_->GetSweep(std::string(7000, 's'));
+  EXPECT_EQ(sweep.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(sweep.status().message(), "no sweep " + std::string(200, 's') + "... (7000 bytes)");
+  auto unknown = coordinator_->Acquire(std::string(7000, 'w'), 1, 1);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_LT(unknown.status().message().size(), 260u);
+}
+
+TEST_F(ResultCacheTest, AStoredRowThatIsNotValidIsNeverServed) {
+  auto coord = WithCodeVersion("0.1.0+abc");
+  std::string w = Register();
+  auto first = coord->Submit(MakeSpec("a", {1}, 2, 0, false), "local");
+  ASSERT_TRUE(first.ok());
+  TrainEverything(*coord, w);
+  // A row stored before results were checked: seed 0's exact accuracy NaN,
+  // in its columns and in its packed copy.
+  ASSERT_TRUE(store_
+                  ->Write([&](Connection& c) -> absl::Status {
+                    ASSIGN_OR_RETURN(Statement q,
+                                     c.Prepare("SELECT cell_id, packed FROM result_packs "
+                                               "ORDER BY cell_id LIMIT 1"));
+                    ASSIGN_OR_RETURN(bool row, q.Step());
+                    if (!row) return absl::NotFoundError("no row");
+                    const int64_t cell = q.ColumnInt(0);
+                    ResultRow r;
+                    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(1), &r));
+                    r.result->train.exact_accuracy = std::nan("");
+                    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE result_packs SET packed = ?2 "
+                                                            "WHERE cell_id = ?1"));
+                    u.Bind(1, cell).BindBlob(2, PackResultRow(r));
+                    return u.Run();
+                  })
+                  .ok());
+  auto again = coord->Submit(MakeSpec("b", {1}, 2, 0, false), "local");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->cells, 2);
+  EXPECT_EQ(again->cached_cells, 1);  // seed 1 only; seed 0 trains again
+  EXPECT_EQ(coord->GetSweep(again->sweep_id)->counts.pending, 1);
+}
+
+// ------------------------------------------------------------------ quarantine
+
+class QuarantineTest : public ResultCacheTest {
+ protected:
+  // Sweep "a" (kernel r=1, 4 seeds): seeds 0, 1 trained by `bad_`, seeds 2,
+  // 3 by `good_`; then sweep "b", the same cells, all four served from the
+  // cache. Both end DONE.
+  void SetUp() override {
+    ResultCacheTest::SetUp();
+    coord_ = WithCodeVersion("0.1.0+abc");
+    bad_ = Register("bad-gpu");
+    good_ = Register("good-gpu");
+    auto a = coord_->Submit(MakeSpec("a", {1}, 4, 0, false), "alice");
+    ASSERT_TRUE(a.ok());
+    a_ = a->sweep_id;
+    for (const std::string* w : {&bad_, &good_}) {
+      auto tasks = coord_->Acquire(*w, 1, 2);
+      ASSERT_TRUE(tasks.ok());
+      ASSERT_EQ(tasks->size(), 1u);
+      ASSERT_TRUE(coord_->Complete(*w, ResultsFor((*tasks)[0], w == &bad_ ? 0.5 : 0.0)).ok());
+    }
+    clock_.AdvanceMs(1000);
+    auto b = coord_->Submit(MakeSpec("b", {1}, 4, 0, false), "bob");
+    ASSERT_TRUE(b.ok());
+    ASSERT_EQ(b->cached_cells, 4);
+    b_ = b->sweep_id;
+  }
+
+  ResultGroup Group(const std::string& sweep) {
+    ResultQuery q{sweep};
+    q.group_by = GroupBy::kHeadRank;
+    auto out = coord_->Query(q);
+    EXPECT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->groups.size(), 1u);
+    return out->groups.empty() ? ResultGroup() : out->groups[0];
+  }
+
+  std::unique_ptr<Coordinator> coord_;
+  std::string bad_, good_, a_, b_;
+};
+
+TEST_F(QuarantineTest, TakesBackAWorkersResultsAndTheirCopiesAndTrainsTheCellsAgain) {
+  ASSERT_EQ(coord_->GetSweep(a_)->state, SweepState::kDone);
+  ASSERT_EQ(Count("SELECT COUNT(*) FROM results"), 8);
+  EXPECT_DOUBLE_EQ(Group(a_).train_error.mean, 0.25);
+
+  clock_.AdvanceMs(1000);
+  auto out = coord_->Quarantine(bad_, 0, "ops");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->quarantine_id, 1);
+  EXPECT_EQ(out->results_invalidated, 2);
+  EXPECT_EQ(out->copies_invalidated, 2);
+  EXPECT_EQ(out->cells_reset, 4);
+  EXPECT_THAT(out->sweeps_reopened, ::testing::UnorderedElementsAre(a_, b_));
+
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 4);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_packs"), 4);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM invalid_results"), 4);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM quarantines WHERE worker_id = '" + bad_ +
+                  "' AND by = 'ops' AND results = 2 AND copies = 2 AND cells_reset = 4"),
+            1);
+  for (const std::string& sweep : {a_, b_}) {
+    auto info = coord_->GetSweep(sweep);
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->state, SweepState::kRunning);
+    EXPECT_EQ(info->finished_unix_ms, 0);
+    EXPECT_EQ(info->counts.done, 2);
+    EXPECT_EQ(info->counts.pending, 2);
+    // The groups count the good worker's rows only.
+    ResultGroup g = Group(sweep);
+    EXPECT_EQ(g.n, 2);
+    EXPECT_EQ(g.exact_seeds, 2);
+    EXPECT_DOUBLE_EQ(g.train_error.mean, 0.0);
+    EXPECT_DOUBLE_EQ(g.train_error.max, 0.0);
+    EXPECT_THAT(g.missing_seeds, ElementsAre(0u, 1u));
+  }
+  EXPECT_EQ(coord_->GetSweep(b_)->cached_cells, 2);
+
+  // The invalid rows stay queryable, by themselves, with who and when.
+  ResultQuery invalid{a_};
+  invalid.state = CellState::kInvalid;
+  auto rows = coord_->Query(invalid);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->rows.size(), 2u);
+  for (const ResultRow& r : rows->rows) {
+    EXPECT_EQ(r.state, CellState::kInvalid);
+    EXPECT_EQ(r.worker_id, bad_);
+    ASSERT_TRUE(r.result.has_value());
+    EXPECT_EQ(r.result->train.error, 0.5);
+    EXPECT_THAT(r.failure, HasSubstr("by ops: quarantine 1 of worker " + bad_));
+  }
+  EXPECT_EQ(coord_->Query(ResultQuery{a_})->rows.size(), 2u);  // valid rows only
+  invalid.group_by = GroupBy::kHeadRank;
+  EXPECT_EQ(coord_->Query(invalid).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // A new sweep of the same cells is served only the good worker's rows.
+  auto c = coord_->Submit(MakeSpec("c", {1}, 4, 0, false), "carol");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->cached_cells, 2);
+
+  // The cells go out again under new leases, as new attempts, and the
+  // sweeps end DONE once trained.
+  std::string fixed = Register("fixed-gpu");
+  int leased = 0;
+  while (true) {
+    auto tasks = coord_->Acquire(fixed, 8, 64);
+    ASSERT_TRUE(tasks.ok());
+    if (tasks->empty()) break;
+    for (const Task& t : *tasks) {
+      leased += static_cast<int>(t.cells.size());
+      ASSERT_TRUE(coord_->Complete(fixed, ResultsFor(t, 0.0)).ok());
+    }
+  }
+  EXPECT_EQ(leased, 6);  // a: 2, b: 2, c: 2
+  // a's cells took a second attempt under a new lease; the invalid rows
+  // keep the first one's.
+  auto a_rows = coord_->Query(ResultQuery{a_});
+  ASSERT_TRUE(a_rows.ok());
+  ASSERT_EQ(a_rows->rows.size(), 4u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(a_rows->rows[i].worker_id, fixed);
+    EXPECT_EQ(a_rows->rows[i].attempt, 2);
+    EXPECT_GT(a_rows->rows[i].lease_id, rows->rows[i].lease_id);
+    EXPECT_EQ(rows->rows[i].attempt, 1);
+  }
+  for (const std::string& sweep : {a_, b_, c->sweep_id}) {
+    EXPECT_EQ(coord_->GetSweep(sweep)->state, SweepState::kDone);
+    EXPECT_EQ(Group(sweep).n, 4);
+    EXPECT_EQ(Group(sweep).exact_seeds, 4);
+  }
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM invalid_results"), 4);
+}
+
+TEST_F(QuarantineTest, SinceKeepsEarlierResultsAndUnknownWorkersAreNotFound) {
+  auto out = coord_->Quarantine(bad_, clock_.NowMs() + 1, "ops");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->results_invalidated, 0);
+  EXPECT_EQ(out->cells_reset, 0);
+  EXPECT_THAT(out->sweeps_reopened, IsEmpty());
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 8);
+  EXPECT_EQ(coord_->GetSweep(a_)->state, SweepState::kDone);
+
+  EXPECT_EQ(coord_->Quarantine("wk-nobody", 0, "ops").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(coord_->Quarantine(bad_, -1, "ops").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM quarantines"), 1);  // the first call's record
+}
+
+TEST_F(QuarantineTest, CellsOfACancelledSweepStayCancelled) {
+  // A third sweep, still running with two cells copied and two pending, is
+  // cancelled; then the quarantine takes back its copies.
+  auto d = coord_->Submit(MakeSpec("d", {1}, 6, 0, false), "dave");
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->cached_cells, 4);
+  ASSERT_TRUE(coord_->Cancel(d->sweep_id).ok());
+  auto out = coord_->Quarantine(bad_, 0, "ops");
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->copies_invalidated, 4);  // b's two and d's two
+  EXPECT_EQ(out->cells_reset, 4);         // a's and b's; d's stay cancelled
+  auto info = coord_->GetSweep(d->sweep_id);
+  EXPECT_EQ(info->state, SweepState::kCancelled);
+  EXPECT_EQ(info->counts.cancelled, 4);
+  EXPECT_EQ(info->counts.done, 2);
+  EXPECT_EQ(Group(d->sweep_id).n, 2);
 }
 
 }  // namespace

@@ -287,6 +287,36 @@ CREATE INDEX cells_leased ON cells(worker_id, lease_deadline_ms) WHERE state = 2
 ALTER TABLE cells ADD COLUMN next_of INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE cells ADD COLUMN next_task INTEGER NOT NULL DEFAULT 0;
 )sql"},
+    // Quarantine (server/core/quarantine.h): who took back which worker's
+    // results and when, and the rows it invalidated, kept as they were
+    // (packed, server/core/packed_row.h) but out of `results`, so that no
+    // reader of `results` (queries, groups, the result cache) sees them and
+    // the cell can take a fresh result. Copies of a result are found by
+    // their source through an index of copies only.
+    {10, R"sql(
+CREATE TABLE quarantines (
+  id          INTEGER PRIMARY KEY,
+  worker_id   TEXT NOT NULL,
+  since_ms    INTEGER NOT NULL,  -- results finished at or after this; 0 = all
+  by          TEXT NOT NULL,     -- the caller's name (its token's)
+  at_ms       INTEGER NOT NULL,
+  results     INTEGER NOT NULL DEFAULT 0,  -- rows the worker trained
+  copies      INTEGER NOT NULL DEFAULT 0,  -- rows the cache served from those
+  cells_reset INTEGER NOT NULL DEFAULT 0   -- cells back to pending
+);
+CREATE TABLE invalid_results (
+  id            INTEGER PRIMARY KEY,
+  cell_id       INTEGER NOT NULL,
+  sweep_id      TEXT NOT NULL,
+  worker_id     TEXT NOT NULL,  -- the worker that trained it
+  packed        BLOB NOT NULL,  -- the results row as it was
+  invalid_ms    INTEGER NOT NULL,
+  invalid_by    TEXT NOT NULL,
+  quarantine_id INTEGER NOT NULL REFERENCES quarantines(id)
+);
+CREATE INDEX invalid_results_by_sweep ON invalid_results(sweep_id, id);
+CREATE INDEX results_by_source ON results(cached_from) WHERE cached_from != 0;
+)sql"},
 };
 
 absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,

@@ -153,8 +153,17 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created file back into what schema version 9 wrote.
+absl::Status DowngradeToVersion9(Connection& c) {
+  // Version 10: quarantines and the rows they invalidated.
+  RETURN_IF_ERROR(c.Exec("DROP TABLE invalid_results; DROP TABLE quarantines; "
+                         "DROP INDEX results_by_source"));
+  return c.Exec("UPDATE schema_version SET version = 9");
+}
+
 // Turns a freshly created file back into what schema version 8 wrote.
 absl::Status DowngradeToVersion8(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion9(c));
   // Version 9: which CompleteTasks call leased a cell as `next`.
   RETURN_IF_ERROR(c.Exec("ALTER TABLE cells DROP COLUMN next_of; "
                          "ALTER TABLE cells DROP COLUMN next_task"));
@@ -513,6 +522,24 @@ TEST(StoreTest, MigrationToVersion9GivesEveryCellNoNextOfCall) {
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
   EXPECT_THAT(RowsAsText(**store, "SELECT id, state, next_of, next_task FROM cells ORDER BY id", 4),
               ::testing::ElementsAre("1 3 0 0 ", "2 2 0 0 ", "3 3 0 0 ", "4 4 0 0 ", "5 3 0 0 "));
+}
+
+TEST(StoreTest, MigrationToVersion10KeepsEveryResultAndStartsWithNoQuarantine) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion9, "");
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_THAT(RowsAsText(**store, "SELECT COUNT(*) FROM quarantines", 1),
+              ::testing::ElementsAre("0 "));
+  EXPECT_THAT(RowsAsText(**store, "SELECT COUNT(*) FROM invalid_results", 1),
+              ::testing::ElementsAre("0 "));
+  // Copies are found by their source through the new partial index.
+  EXPECT_THAT(RowsAsText(**store,
+                         "SELECT COUNT(*) FROM results INDEXED BY results_by_source "
+                         "WHERE cached_from = 3 AND cached_from != 0",
+                         1),
+              ::testing::ElementsAre("0 "));
 }
 
 TEST(StoreTest, QuickReadSeesCommittedWrites) {

@@ -30,10 +30,13 @@ enum class CellState : int {
   kDone = 3,
   kFailed = 4,
   kCancelled = 5,
+  // Never a cell's state: a result row invalidated by a quarantine
+  // (server/core/quarantine.h), as queries report it.
+  kInvalid = 6,
 };
 
 const char* Name(SweepState s);  // "running" "done" "failed" "cancelled"
-const char* Name(CellState s);   // "pending" "leased" "done" "failed" "cancelled"
+const char* Name(CellState s);   // "pending" "leased" "done" "failed" "cancelled" "invalid"
 
 struct CellCounts {
   int64_t total = 0;
@@ -246,6 +249,15 @@ struct QueryOutcome {
   // Rows: > 0 when more rows match than page_size allowed; query again with
   // it as after_cell_id for the next page. 0 on the last page.
   int64_t next_after_cell_id = 0;
+};
+
+// What Coordinator::Quarantine did.
+struct QuarantineOutcome {
+  int64_t quarantine_id = 0;        // the row of `quarantines` that records it
+  int64_t results_invalidated = 0;  // DONE rows the worker trained
+  int64_t copies_invalidated = 0;   // rows the result cache served from those
+  int64_t cells_reset = 0;          // cells returned to pending
+  std::vector<std::string> sweeps_reopened;  // DONE or FAILED sweeps now RUNNING
 };
 
 // Summary of Coordinator::Recover().

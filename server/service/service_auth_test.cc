@@ -262,6 +262,19 @@ TEST_F(ServiceAuthTest, EachRoleReachesOnlyItsService) {
   EXPECT_TRUE(Register(admin_).ok());
   EXPECT_TRUE(sweep_stub_->ListWorkers(As(alice_).get(), v1::ListWorkersRequest(), &workers).ok());
   EXPECT_EQ(workers.workers_size(), 2);
+
+  // Only an admin may quarantine a worker; the admin's name is recorded.
+  v1::QuarantineWorkerRequest quarantine;
+  quarantine.set_worker_id(worker_id);
+  v1::QuarantineWorkerResponse quarantined;
+  for (const std::string* token : {&alice_, &worker_}) {
+    grpc::Status q = sweep_stub_->QuarantineWorker(As(*token).get(), quarantine, &quarantined);
+    EXPECT_EQ(q.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_THAT(q.error_message(), HasSubstr("QuarantineWorker needs role admin"));
+  }
+  ASSERT_TRUE(sweep_stub_->QuarantineWorker(As(admin_).get(), quarantine, &quarantined).ok());
+  EXPECT_EQ(quarantined.quarantine_id(), 1);
+  EXPECT_EQ(quarantined.results_invalidated(), 0);
 }
 
 TEST_F(ServiceAuthTest, UsersSeeAndCancelOnlyTheirOwnSweepsAdminsAll) {
@@ -348,11 +361,12 @@ TEST(AccessRulesTest, CoverEveryMethodOfTheProto) {
       seen.insert(method);
     }
   }
-  EXPECT_EQ(seen.size(), 12u);
+  EXPECT_EQ(seen.size(), 13u);
   for (const char* m : {methods::kSubmitSweep, methods::kGetSweep, methods::kListSweeps,
                         methods::kCancelSweep, methods::kWatchSweep, methods::kQueryResults,
                         methods::kListWorkers, methods::kRegisterWorker, methods::kAcquireTasks,
-                        methods::kHeartbeat, methods::kCompleteTasks, methods::kFailTask}) {
+                        methods::kHeartbeat, methods::kCompleteTasks, methods::kFailTask,
+                        methods::kQuarantineWorker}) {
     EXPECT_EQ(seen.count(m), 1u) << m;
   }
 }

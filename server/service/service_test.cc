@@ -21,6 +21,7 @@
 #include "server/core/log.h"
 #include "server/core/store.h"
 #include "server/service/sweep_service.h"
+#include "server/service/translate.h"
 #include "server/service/worker_service.h"
 
 namespace ranksweep::server {
@@ -139,6 +140,8 @@ class ServiceTest : public ::testing::Test {
       r->mutable_result()->set_seed(c.seed());
       r->mutable_result()->mutable_train()->set_sequences(64);
       r->mutable_result()->mutable_train()->set_error(0.25);
+      r->mutable_result()->mutable_train()->set_exact_accuracy(0.75);
+      r->mutable_result()->mutable_train()->set_position_accuracy(0.75);
       r->mutable_result()->set_wall_seconds(1.5);
     }
     return req;
@@ -229,6 +232,49 @@ TEST_F(ServiceTest, ErrorsKeepTheirCodes) {
   EXPECT_EQ(Acquire("wk-nobody", 0, &acquired).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(Acquire("wk-nobody", 60001, &acquired).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, WireErrorsNameWhatWasSentAndEchoLittleOfIt) {
+  // An enum number the protocol does not define is named as sent.
+  v1::SubmitSweepRequest req;
+  *req.mutable_spec() = Spec("enum");
+  req.mutable_spec()->mutable_heads(0)->set_kind(static_cast<v1::HeadKind>(5));
+  v1::SubmitSweepResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s = sweep_stub_->SubmitSweep(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "heads[0]: head.kind must be one of kernel, softmax, "
+                               "signed_kernel, multihead_kernel; got value 5");
+  // early_stop_evals -2 is refused, not stored as "never".
+  *req.mutable_spec() = Spec("early");
+  req.mutable_spec()->mutable_train()->set_early_stop_evals(-2);
+  grpc::ClientContext ctx2;
+  s = sweep_stub_->SubmitSweep(&ctx2, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("train.early_stop_evals must be -1"));
+  EXPECT_EQ(coordinator_->ListSweeps(std::nullopt, 0)->size(), 0u);
+
+  // A 7,000-character sweep id comes back cut to 200 characters.
+  v1::GetSweepRequest get;
+  get.set_sweep_id(std::string(7000, 's'));
+  v1::GetSweepResponse got;
+  grpc::ClientContext ctx3;
+  s = sweep_stub_->GetSweep(&ctx3, get, &got);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "no sweep " + std::string(200, 's') + "... (7000 bytes)");
+}
+
+TEST(ToGrpcStatusTest, InternalRepliesCarryAnIdInsteadOfTheText) {
+  grpc::Status s = ToGrpcStatus(absl::InternalError(
+      "INSERT INTO results (cell_id) VALUES (?1): attempt to write a readonly database"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_THAT(s.error_message(), ::testing::MatchesRegex(
+                                     "internal error E[0-9]+-[0-9]+ \\(the coordinator's log "
+                                     "has the details\\)"));
+  EXPECT_THAT(s.error_message(), ::testing::Not(HasSubstr("INSERT")));
+  grpc::Status other = ToGrpcStatus(absl::InvalidArgumentError(std::string(5000, 'x')));
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LE(other.error_message().size(), 1024u + 20u);
 }
 
 TEST_F(ServiceTest, WorkerLifecycleRecordsProvenanceAndFencesStaleLeases) {
@@ -406,10 +452,12 @@ TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
     v1::SeedResult* r = req.mutable_results(0)->mutable_result();
     r->mutable_train()->set_position_accuracy(0.5 + i / 32.0);
     r->mutable_train()->set_exact_accuracy(i / 16.0);
+    r->mutable_train()->set_error(1 - i / 16.0);
     r->mutable_train()->set_max_abs_error(1.0 / (i + 1));
     r->mutable_test()->set_sequences(i % 3 == 0 ? 0 : 20);
     r->mutable_test()->set_error(i % 3 == 0 ? 1.0 : i / 20.0);
     r->mutable_test()->set_exact_accuracy(i % 3 == 0 ? 0.0 : 1 - i / 20.0);
+    r->mutable_test()->set_position_accuracy(i % 3 == 0 ? 0.0 : 1 - i / 40.0);
     r->set_final_loss(1e-3 * i);
     r->set_steps(100 * i);
     r->set_device(i % 2 == 0 ? "cpu" : "cuda:0 (NVIDIA H200)");

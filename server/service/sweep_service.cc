@@ -5,7 +5,9 @@
 #include <deque>
 #include <utility>
 
+#include "common/status_macros.h"
 #include "proto/convert.h"
+#include "proto/wire_check.h"
 #include "server/service/call_auth.h"
 #include "server/service/translate.h"
 
@@ -225,6 +227,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerCont
   return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kSubmitSweep);
     if (!caller.ok()) return caller.status();
+    RETURN_IF_ERROR(CheckWireSweepSpec(request->spec()));
     absl::StatusOr<SubmitOutcome> out =
         coordinator_->Submit(ranksweep::FromProto(request->spec()), caller->name);
     if (out.ok()) {
@@ -370,6 +373,25 @@ grpc::ServerUnaryReactor* SweepServiceImpl::ListWorkers(grpc::CallbackServerCont
       for (const WorkerInfo& w : *workers) *response->add_workers() = ToProto(w);
     }
     return workers.status();
+  });
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::QuarantineWorker(
+    grpc::CallbackServerContext* context, const v1::QuarantineWorkerRequest* request,
+    v1::QuarantineWorkerResponse* response) {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller =
+        AuthorizeCall(*authorizer_, context, methods::kQuarantineWorker);
+    if (!caller.ok()) return caller.status();
+    absl::StatusOr<QuarantineOutcome> out =
+        coordinator_->Quarantine(request->worker_id(), request->since_unix_ms(), caller->name);
+    if (!out.ok()) return out.status();
+    response->set_quarantine_id(out->quarantine_id);
+    response->set_results_invalidated(out->results_invalidated);
+    response->set_copies_invalidated(out->copies_invalidated);
+    response->set_cells_reset(out->cells_reset);
+    for (const std::string& id : out->sweeps_reopened) response->add_sweeps_reopened(id);
+    return absl::OkStatus();
   });
 }
 

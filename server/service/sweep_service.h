@@ -70,6 +70,9 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
                                         const v1::ListWorkersRequest* request,
                                         v1::ListWorkersResponse* response) override;
+  grpc::ServerUnaryReactor* QuarantineWorker(grpc::CallbackServerContext* context,
+                                             const v1::QuarantineWorkerRequest* request,
+                                             v1::QuarantineWorkerResponse* response) override;
 
  private:
   class WatchReactor;

@@ -1,14 +1,22 @@
 #include "server/service/translate.h"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/spec/result_validation.h"
 #include "proto/convert.h"
+#include "server/core/log.h"
 
 namespace ranksweep::server {
 namespace {
+
+constexpr size_t kMaxReplyMessageLength = 1024;
+constexpr size_t kMaxLoggedErrorLength = 8192;
 
 void FillAggregate(const Aggregate& a, v1::Aggregate* p) {
   p->set_mean(a.mean);
@@ -22,7 +30,21 @@ void FillAggregate(const Aggregate& a, v1::Aggregate* p) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  const auto code = static_cast<grpc::StatusCode>(status.code());
+  if (status.code() == absl::StatusCode::kInternal || status.code() == absl::StatusCode::kUnknown ||
+      status.code() == absl::StatusCode::kDataLoss) {
+    // The text may hold SQL and file paths: the log gets it, the caller an
+    // id to find it by.
+    static std::atomic<uint64_t> next_id{1};
+    const std::string id = absl::StrCat("E", absl::ToUnixMillis(absl::Now()) % 1000000000, "-",
+                                        next_id.fetch_add(1));
+    LogEvent("error %s: %s", id, Clip(status.message(), kMaxLoggedErrorLength));
+    return grpc::Status(code, absl::StrCat("internal error ", id,
+                                           " (the coordinator's log has the details)"));
+  }
+  // Messages quote caller input clipped (Clip); this bounds what any
+  // message can grow to.
+  return grpc::Status(code, Clip(status.message(), kMaxReplyMessageLength));
 }
 
 void FillProto(const VersionManifest& version, v1::VersionManifest* p) {
@@ -312,7 +334,7 @@ absl::StatusOr<std::optional<CellState>> CellStateFromProto(v1::CellState state,
                                                             const char* field) {
   const int v = static_cast<int>(state);
   if (v == 0) return std::optional<CellState>();
-  if (v < 1 || v > 5) {
+  if (v < 1 || v > static_cast<int>(CellState::kInvalid)) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": unknown cell state ", v));
   }
   return std::optional<CellState>(static_cast<CellState>(v));

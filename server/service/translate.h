@@ -25,6 +25,10 @@
 
 namespace ranksweep::server {
 
+// The same code and message, but: INTERNAL, UNKNOWN and DATA_LOSS replies
+// carry only an error id ("internal error E123-4 (the coordinator's log has
+// the details)") while the full text (which may hold SQL) goes to the log
+// under that id; other messages are cut to 1,024 bytes.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 v1::SweepInfo ToProto(const SweepInfo& info);

@@ -9,7 +9,11 @@
 //  - a message over --max_message_bytes is refused with RESOURCE_EXHAUSTED
 //    and stores nothing;
 //  - the CLI lists every row of a sweep larger than one QueryResults page,
-//    each once, in cell order.
+//    each once, in cell order;
+//  - a worker that lies (impossible results, a 100 kB hostname) is refused
+//    every time and nothing of its lies is stored;
+//  - `ranksweep workers quarantine` takes a worker's results back, its
+//    cells train again, and the invalid rows stay queryable.
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -366,6 +370,130 @@ TEST(ResultPagesTest, CliListsEveryRowOfASweepLargerThanOnePage) {
             static_cast<size_t>(kRows));
   EXPECT_EQ(cell_ids.front(), QueryInt(cluster.db(), "SELECT min(cell_id) FROM results"));
   EXPECT_EQ(cell_ids.back(), QueryInt(cluster.db(), "SELECT max(cell_id) FROM results"));
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+}
+
+// ------------------------------------------------- liars and quarantine
+
+// The number of lines of `csv` after its header.
+int64_t CsvRows(const std::string& csv) {
+  int64_t lines = 0;
+  for (char c : csv) lines += c == '\n';
+  return lines > 0 ? lines - 1 : 0;
+}
+
+int64_t Occurrences(const std::string& text, const std::string& word) {
+  int64_t n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST(LiarTest, EveryImpossibleResultIsRefusedAndNothingOfItIsStored) {
+  TempDir dir;
+  ClusterOptions options = Options(dir);
+  options.max_seeds = 4;
+  options.liars = 1;
+  options.lie_rate = 1.0;  // every report is preceded by a lie
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  const std::string id = cluster.Submit(SweepJson("lies", 2, 4));  // 8 cells, 2 tasks of 4
+  ASSERT_FALSE(id.empty()) << cluster.error();
+  cluster.StartWorker(0);
+  ASSERT_EQ(WaitForCount(cluster.db(), "SELECT count(*) FROM sweeps WHERE state = 2", 1, 60s), 1);
+  EXPECT_EQ(cluster.StopWorker(0, SIGTERM), 0);
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+
+  // One lie at registration and one before each of the two reports, each
+  // refused; the honest reports stored all 8 results.
+  const soak::LieCounts lies = soak::ReadLies(cluster.ack_logs());
+  EXPECT_EQ(lies.rejected, 3);
+  EXPECT_EQ(lies.accepted, 0);
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM results WHERE state = 3"), 8);
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM workers"), 1);
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT max(length(hostname)) FROM workers"), 4);  // "fake"
+  const Verdict v = Verify(cluster.db(), ReadAcks(cluster.ack_logs()));
+  EXPECT_EQ(v.poisoned, 0);
+  EXPECT_EQ(v.lost, 0);
+  EXPECT_EQ(v.duplicated, 0);
+  // Neither the log nor a reply repeats the 100 kB hostname.
+  EXPECT_EQ(cluster.CoordinatorStderr().find(std::string(300, 'h')), std::string::npos);
+}
+
+TEST(EchoTest, AHugeSweepIdIsQuotedShortly) {
+  TempDir dir;
+  Cluster cluster(Options(dir));
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  ::ranksweep::testing::CommandResult status = ::ranksweep::testing::RunCommand(
+      {RANKSWEEP_CLI_BIN, "--addr=" + cluster.address(), "status", std::string(7000, 's')},
+      dir.path() + "/cli");
+  EXPECT_EQ(status.exit_code, 3) << status.err;  // not found
+  EXPECT_NE(status.err.find("... (7000 bytes)"), std::string::npos) << status.err;
+  EXPECT_LT(status.err.size(), 400u);
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+}
+
+TEST(QuarantineTest, AWorkersCellsTrainAgainAndItsRowsStayQueryableAsInvalid) {
+  TempDir dir;
+  ClusterOptions options = Options(dir);
+  options.max_seeds = 4;
+  options.max_sleep_ms = 0;
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  const std::string id = cluster.Submit(SweepJson("quarantine", 2, 4));  // 8 cells
+  ASSERT_FALSE(id.empty()) << cluster.error();
+  cluster.StartWorker(0);  // fake-w00, the worker that goes bad
+  ASSERT_EQ(WaitForCount(cluster.db(), "SELECT count(*) FROM sweeps WHERE state = 2", 1, 60s), 1);
+  EXPECT_EQ(cluster.StopWorker(0, SIGTERM), 0);
+  const std::string db = cluster.db();
+  ASSERT_EQ(QueryInt(db, "SELECT count(*) FROM results WHERE worker_id = 'fake-w00'"), 8);
+
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {RANKSWEEP_CLI_BIN, "--addr=" + cluster.address()});
+    return ::ranksweep::testing::RunCommand(args, dir.path() + "/cli");
+  };
+  auto q = cli({"workers", "quarantine", "fake-w00"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.out, "quarantine 1 of worker fake-w00: 8 results and 0 cached copies invalid, 8 "
+                   "cells pending again, running again: " + id + "\n");
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM result_packs"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM result_groups"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM invalid_results WHERE invalid_by = 'local'"), 8);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM cells WHERE state = 1"), 8);
+  EXPECT_EQ(QueryInt(db, "SELECT state FROM sweeps"), 1);  // running again
+  auto rows = cli({"results", id, "--format", "csv"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_EQ(CsvRows(rows.out), 0);
+  rows = cli({"results", id, "--format", "csv", "--include-invalid"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_EQ(CsvRows(rows.out), 8);
+  EXPECT_EQ(Occurrences(rows.out, ",INVALID,"), 8);
+
+  // Another worker trains the cells again, under new leases.
+  cluster.StartWorker(1);
+  ASSERT_EQ(WaitForCount(db, "SELECT count(*) FROM sweeps WHERE state = 2", 1, 60s), 1);
+  EXPECT_EQ(cluster.StopWorker(1, SIGTERM), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results WHERE worker_id = 'fake-w01'"), 8);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results r JOIN invalid_results i "
+                         "ON i.cell_id = r.cell_id"),
+            8);
+  EXPECT_EQ(QueryInt(db, "SELECT sum(n) FROM result_groups"), 8);
+  rows = cli({"results", id, "--format", "csv", "--include-invalid"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_EQ(CsvRows(rows.out), 16);
+  EXPECT_EQ(Occurrences(rows.out, ",INVALID,"), 8);
+  EXPECT_EQ(Occurrences(rows.out, ",DONE,"), 8);
+  EXPECT_EQ(cli({"results", id, "--summary", "--include-invalid"}).exit_code, 1);
+
+  // Results older than --since stay; a bad time is a usage error.
+  q = cli({"workers", "quarantine", "fake-w01", "--since", "2100-01-01T00:00:00Z"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.out, "quarantine 2 of worker fake-w01: 0 results and 0 cached copies invalid, 0 "
+                   "cells pending again\n");
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results"), 8);
+  EXPECT_EQ(cli({"workers", "quarantine", "fake-w01", "--since", "yesterday"}).exit_code, 1);
+  EXPECT_EQ(cli({"workers", "quarantine", "fake-w99"}).exit_code, 3);  // not found
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM quarantines"), 2);
   ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
 }
 

@@ -16,6 +16,15 @@
 // agent sees the reply. A SIGKILL can lose the last acknowledgement (between
 // the reply and the write) but never records one that was not given.
 //
+// --lie_rate=P makes it a liar: before a share P of its CompleteTasks calls
+// it first sends the same call with one result made impossible (NaN or
+// infinite metrics, accuracy 2, negative steps, an empty result, a 100 kB
+// device string, ...; chosen at random), and before registering it tries a
+// 100 kB hostname. The coordinator must refuse each lie with
+// INVALID_ARGUMENT and store nothing of it; the ack log gets "rejected CELL
+// LEASE" for each lie refused so and "poisoned CELL LEASE" for one accepted.
+// The honest call follows, so a liar still finishes its cells.
+//
 // Prints "ranksweep-fake-worker ready" on stdout once SIGTERM/SIGINT are
 // handled (a drain); before that line they kill it.
 //
@@ -28,6 +37,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -64,6 +74,8 @@ ABSL_FLAG(int, lose_replies, 0,
           "Drop the replies of this many CompleteTasks calls that leased next tasks: the "
           "agent sees UNAVAILABLE after the coordinator committed (a lost reply)");
 ABSL_FLAG(bool, quiet, false, "Log only registration, errors and the exit line");
+ABSL_FLAG(double, lie_rate, 0,
+          "Share of CompleteTasks calls first sent with an impossible result, 0..1");
 
 namespace ranksweep::agent {
 namespace {
@@ -114,15 +126,59 @@ class FakeRunner : public TaskRunner {
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
 };
 
+// The number of ways MakeImpossible spoils a result.
+constexpr int kLies = 12;
+
+// `r` made into a result no trainer produces, the `kind`-th way.
+void MakeImpossible(int kind, SeedResult& r) {
+  switch (kind) {
+    case 0: r.train.exact_accuracy = std::nan(""); break;
+    case 1: r.train.exact_accuracy = 2.0; r.train.error = -1.0; break;
+    case 2: r.steps = -5; break;
+    case 3: r.final_loss = INFINITY; break;
+    case 4: r = SeedResult{r.seed}; break;  // empty: no train split
+    case 5: r.device = std::string(100 * 1024, 'd'); break;
+    case 6: r.train.error = 1.0 - r.train.exact_accuracy + 0.25; break;
+    case 7: r.train.exact_accuracy = 1.0; r.train.error = 0.0; r.train.position_accuracy = 0.5;
+      break;
+    case 8: r.train.max_abs_error = -1.0; break;
+    case 9: r.wall_seconds = -3.0; break;
+    case 10: r.steps = int64_t{1} << 40; break;  // beyond any max_steps
+    default: r.test.sequences = 16; r.test.error = std::nan(""); break;
+  }
+}
+
+// Writes `lines` with one write(2): O_APPEND keeps concurrent calls' lines
+// whole.
+void AppendLines(int fd, const std::string& lines) {
+  size_t done = 0;
+  while (done < lines.size()) {
+    ssize_t n = write(fd, lines.data() + done, lines.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      perror("ranksweep-fake-worker: --ack_log write");
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
 // Forwards every call; records the results of each successful Complete.
 // The first `lose_replies` Complete calls that committed and leased next
 // tasks answer the agent UNAVAILABLE instead, as a reply lost on the way.
+// With a lie rate, some calls are sent first with an impossible result
+// (the file comment, --lie_rate).
 class AckLoggingClient : public CoordinatorClient {
  public:
-  AckLoggingClient(CoordinatorClient* inner, int fd, int lose_replies)
-      : inner_(inner), fd_(fd), lose_replies_(lose_replies) {}
+  AckLoggingClient(CoordinatorClient* inner, int fd, int lose_replies, double lie_rate)
+      : inner_(inner), fd_(fd), lose_replies_(lose_replies), lie_rate_(lie_rate) {}
 
   absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override {
+    if (lie_rate_ > 0) {
+      RegisterRequest lie = request;
+      lie.hostname = std::string(100 * 1024, 'h');
+      Judge(inner_->Register(lie).status(), "0 0\n");
+    }
     return inner_->Register(request);
   }
   absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override {
@@ -135,6 +191,21 @@ class AckLoggingClient : public CoordinatorClient {
   absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
                                          const NextTasks& next) override {
+    int kind = -1;
+    size_t victim = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!results.empty() && std::bernoulli_distribution(lie_rate_)(rng_)) {
+        kind = std::uniform_int_distribution<int>(0, kLies - 1)(rng_);
+        victim = std::uniform_int_distribution<size_t>(0, results.size() - 1)(rng_);
+      }
+    }
+    if (kind >= 0) {
+      std::vector<CellResult> lie = results;
+      MakeImpossible(kind, lie[victim].result);
+      Judge(inner_->Complete(worker_id, lie, next).status(),
+            absl::StrCat(lie[victim].cell_id, " ", lie[victim].lease_id, "\n"));
+    }
     absl::StatusOr<CompleteReply> reply = inner_->Complete(worker_id, results, next);
     if (reply.ok() && !reply->next_tasks.empty() && lose_replies_.load() > 0 &&
         lose_replies_.fetch_sub(1) > 0) {
@@ -145,17 +216,7 @@ class AckLoggingClient : public CoordinatorClient {
     if (reply.ok() && fd_ >= 0) {
       std::string lines;
       for (const CellResult& r : results) absl::StrAppend(&lines, "ack ", r.cell_id, " ", r.lease_id, "\n");
-      // One write per call: O_APPEND keeps concurrent calls' lines whole.
-      size_t done = 0;
-      while (done < lines.size()) {
-        ssize_t n = write(fd_, lines.data() + done, lines.size() - done);
-        if (n < 0) {
-          if (errno == EINTR) continue;
-          perror("ranksweep-fake-worker: --ack_log write");
-          break;
-        }
-        done += static_cast<size_t>(n);
-      }
+      AppendLines(fd_, lines);
     }
     return reply;
   }
@@ -165,9 +226,25 @@ class AckLoggingClient : public CoordinatorClient {
   }
 
  private:
+  // Logs how the coordinator answered a lie: refused (INVALID_ARGUMENT) or
+  // taken. Other answers (the coordinator down, a stale lease) say nothing
+  // about the lie and are not logged.
+  void Judge(const absl::Status& status, const std::string& where) {
+    if (fd_ < 0) return;
+    if (absl::IsInvalidArgument(status)) {
+      AppendLines(fd_, "rejected " + where);
+    } else if (status.ok()) {
+      std::cerr << "ranksweep-fake-worker: an impossible result was accepted" << std::endl;
+      AppendLines(fd_, "poisoned " + where);
+    }
+  }
+
   CoordinatorClient* const inner_;
   const int fd_;
   std::atomic<int> lose_replies_;
+  const double lie_rate_;
+  absl::Mutex mu_;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
 };
 
 int Main(int argc, char** argv) {
@@ -179,10 +256,11 @@ int Main(int argc, char** argv) {
   const int max_seeds = absl::GetFlag(FLAGS_max_seeds);
   const int min_ms = absl::GetFlag(FLAGS_min_sleep_ms);
   const int max_ms = absl::GetFlag(FLAGS_max_sleep_ms);
+  const double lie_rate = absl::GetFlag(FLAGS_lie_rate);
   if (slots < 1 || slots > 64 || max_seeds < 1 || max_seeds > 1024 || min_ms < 0 ||
-      max_ms < min_ms) {
+      max_ms < min_ms || !(lie_rate >= 0 && lie_rate <= 1)) {
     std::cerr << "ranksweep-fake-worker: need 1 <= --slots <= 64, 1 <= --max_seeds <= 1024, "
-                 "0 <= --min_sleep_ms <= --max_sleep_ms\n";
+                 "0 <= --min_sleep_ms <= --max_sleep_ms, 0 <= --lie_rate <= 1\n";
     return 1;
   }
 
@@ -232,7 +310,8 @@ int Main(int argc, char** argv) {
   // Never freed: the detached signal thread may use the agent until exit.
   auto* grpc = new GrpcCoordinatorClient(MakeCoordinatorChannel(absl::GetFlag(FLAGS_coordinator)),
                                          absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)));
-  auto* client = new AckLoggingClient(grpc, ack_fd, absl::GetFlag(FLAGS_lose_replies));
+  auto* client =
+      new AckLoggingClient(grpc, ack_fd, absl::GetFlag(FLAGS_lose_replies), lie_rate);
   auto* runner = new FakeRunner(min_ms, max_ms);
   Agent& agent = *new Agent(client, runner, options);
 

@@ -75,7 +75,8 @@ void Cluster::StartWorker(int index) {
           "--heartbeat_ms=" + std::to_string(options_.heartbeat_ms),
           "--poll_ms=" + std::to_string(options_.poll_ms), "--rpc_timeout_seconds=5",
           "--drain_seconds=10", "--ack_log=" + ack_log, "--quiet",
-          "--lose_replies=" + std::to_string(options_.lose_replies)},
+          "--lose_replies=" + std::to_string(options_.lose_replies),
+          "--lie_rate=" + std::to_string(index < options_.liars ? options_.lie_rate : 0.0)},
       options_.dir + "/worker-" + name);
 }
 
@@ -182,9 +183,61 @@ std::map<int64_t, std::set<int64_t>> ReadAcks(const std::vector<std::string>& pa
   return acks;
 }
 
+LieCounts ReadLies(const std::vector<std::string>& paths) {
+  LieCounts counts;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    std::string word;
+    int64_t cell = 0, lease = 0;
+    while (in >> word >> cell >> lease) {
+      if (word == "rejected") ++counts.rejected;
+      if (word == "poisoned") ++counts.accepted;
+    }
+  }
+  return counts;
+}
+
+namespace {
+
+// A DONE (state 3) result row whose values no trainer produces, in SQL. SQLite stores
+// NaN as NULL, so a NULL where a metric belongs counts (COALESCE). The same
+// rules as ValidateSeedResult, written again on purpose: the check must not
+// share the code it checks.
+constexpr char kPoisonedRows[] =
+    "SELECT count(*) FROM results WHERE state = 3 AND NOT COALESCE("
+    "train_sequences >= 1 AND test_sequences >= 0 "
+    "AND train_exact_accuracy BETWEEN 0 AND 1 AND train_position_accuracy BETWEEN 0 AND 1 "
+    "AND train_error BETWEEN 0 AND 1 AND abs(train_error - (1 - train_exact_accuracy)) <= 1e-9 "
+    "AND train_position_accuracy >= train_exact_accuracy - 1e-9 "
+    "AND train_max_abs_error BETWEEN 0 AND 1e308 "
+    "AND test_exact_accuracy BETWEEN 0 AND 1 AND test_position_accuracy BETWEEN 0 AND 1 "
+    "AND (test_sequences = 0 OR (test_error BETWEEN 0 AND 1 "
+    "     AND abs(test_error - (1 - test_exact_accuracy)) <= 1e-9)) "
+    "AND test_max_abs_error BETWEEN 0 AND 1e308 AND final_loss BETWEEN 0 AND 1e308 "
+    "AND steps BETWEEN 0 AND 10000000 AND wall_seconds BETWEEN 0 AND 1e308 "
+    "AND length(device) <= 256, 0)";
+// A group whose aggregates hold a value outside its metric's range.
+constexpr char kPoisonedGroups[] =
+    "SELECT count(*) FROM result_groups WHERE NOT COALESCE("
+    "train_error_mean BETWEEN 0 AND 1 AND train_error_min BETWEEN 0 AND 1 "
+    "AND train_error_max BETWEEN 0 AND 1 AND exact_mean BETWEEN 0 AND 1 "
+    "AND exact_min BETWEEN 0 AND 1 AND exact_max BETWEEN 0 AND 1 "
+    "AND position_mean BETWEEN 0 AND 1 AND position_min BETWEEN 0 AND 1 "
+    "AND position_max BETWEEN 0 AND 1 AND train_error_m2 BETWEEN -1e-9 AND 1e308 "
+    "AND trained_seconds BETWEEN 0 AND 1e308 AND n >= 0, 0)";
+
+}  // namespace
+
 Verdict Verify(const std::string& db, const std::map<int64_t, std::set<int64_t>>& acks) {
   Verdict v;
   v.integrity = IntegrityCheck(db);
+  const int64_t poisoned_rows = QueryInt(db, kPoisonedRows);
+  const int64_t poisoned_groups = QueryInt(db, kPoisonedGroups);
+  v.poisoned = poisoned_rows + poisoned_groups;
+  if (v.poisoned != 0) {
+    v.problems.push_back(std::to_string(poisoned_rows) + " result rows and " +
+                         std::to_string(poisoned_groups) + " groups hold impossible values");
+  }
   v.cells = QueryInt(db, "SELECT count(*) FROM cells");
   v.results = QueryInt(db, "SELECT count(*) FROM results");
   // Cells state 3 = DONE; results state 3 = DONE.

@@ -40,6 +40,11 @@ struct ClusterOptions {
   int heartbeat_ms = 500;
   int poll_ms = 1000;
   int lose_replies = 0;  // per worker: CompleteTasks replies it drops
+  // Workers 0..liars-1 also lie (ranksweep-fake-worker --lie_rate): before
+  // a share lie_rate of their CompleteTasks calls they send an impossible
+  // result, which the coordinator must refuse.
+  int liars = 0;
+  double lie_rate = 0.3;
   std::string worker_id_prefix = "fake-w";
 };
 
@@ -106,6 +111,14 @@ std::string IntegrityCheck(const std::string& db);
 // cell id -> lease ids acknowledged for it, from "ack CELL LEASE" lines.
 std::map<int64_t, std::set<int64_t>> ReadAcks(const std::vector<std::string>& paths);
 
+// What the liars' lies met, from the same logs: "rejected" lines (the
+// coordinator refused the lie) and "poisoned" lines (it took it).
+struct LieCounts {
+  int64_t rejected = 0;
+  int64_t accepted = 0;
+};
+LieCounts ReadLies(const std::vector<std::string>& paths);
+
 struct Verdict {
   int64_t cells = 0;
   int64_t results = 0;
@@ -117,6 +130,10 @@ struct Verdict {
   // the workers table beyond the result rows.
   int64_t duplicated = 0;
   std::string integrity;
+  // Stored values no trainer produces (common/spec/result_validation.h,
+  // checked here in SQL on the file): result rows (trained or copied from
+  // the cache) and group aggregates.
+  int64_t poisoned = 0;
   std::vector<std::string> problems;  // one line per finding, for logs
 };
 

@@ -11,14 +11,22 @@
 // round's sweeps (one each, in turn) through those restarts, as people do;
 // each must end by itself with exit 0 (its sweep DONE).
 //
+// --liars of the workers also lie (soak_cluster.h, ClusterOptions::liars):
+// before some of their CompleteTasks calls, and once when they register,
+// they send a result or a registration no trainer produces, which the
+// coordinator must refuse.
+//
 // When every sweep is DONE it drains the workers, stops the coordinator and
 // checks the SQLite file directly against every acknowledgement the workers
-// logged (soak_cluster.h, Verify). The last line of stdout is
+// logged (soak_cluster.h, Verify) and for impossible values in any result
+// row, copy from the result cache or group. The last line of stdout is
 //   cells=N worker_kills=K coordinator_restarts=R lost=L duplicated=D integrity=I
-//   watchers=W watch_failures=F
-// (one line) and the exit code is 0 only for lost=0 duplicated=0
-// integrity=ok watch_failures=0 with all sweeps DONE and at least the
-// requested kills done; 1 otherwise; 2 for bad flags.
+//   rejected=J poisoned=P watchers=W watch_failures=F
+// (one line; rejected: the lies refused; poisoned: lies taken plus stored
+// impossible values) and the exit code is 0 only for lost=0 duplicated=0
+// integrity=ok poisoned=0 watch_failures=0, at least one lie refused when
+// there are liars, all sweeps DONE and at least the requested kills done;
+// 1 otherwise; 2 for bad flags.
 #include <signal.h>
 
 #include <algorithm>
@@ -63,6 +71,8 @@ ABSL_FLAG(int, lease_seconds, 2, "ranksweepd --lease_seconds");
 ABSL_FLAG(int, max_attempts, 50, "ranksweepd --max_attempts");
 ABSL_FLAG(int, worker_restart_ms, 1500, "Longest delay before a killed worker restarts");
 ABSL_FLAG(int, coordinator_down_ms, 1000, "Longest coordinator downtime");
+ABSL_FLAG(int, liars, 0, "Workers that also send impossible results (the first N)");
+ABSL_FLAG(double, lie_rate, 0.3, "Share of a liar's CompleteTasks calls preceded by a lie");
 ABSL_FLAG(int, watchers, 1, "`ranksweep watch` processes per round, on the round's sweeps in turn");
 ABSL_FLAG(std::string, dir, "", "Work directory (kept); empty = a temporary one (removed)");
 ABSL_FLAG(std::string, ranksweepd, RANKSWEEPD_BIN, "ranksweepd binary");
@@ -141,6 +151,8 @@ int Main(int argc, char** argv) {
   options.max_sleep_ms = absl::GetFlag(FLAGS_max_sleep_ms);
   options.heartbeat_ms = std::max(100, options.lease_seconds * 1000 / 4);
   options.worker_id_prefix = "soak-w";
+  options.liars = absl::GetFlag(FLAGS_liars);
+  options.lie_rate = absl::GetFlag(FLAGS_lie_rate);
   Cluster cluster(options);
 
   const Clock::time_point start = Clock::now();
@@ -299,6 +311,15 @@ int Main(int argc, char** argv) {
 
   const auto acks = ReadAcks(cluster.ack_logs());
   Verdict v = Verify(cluster.db(), acks);
+  const LieCounts lies = ReadLies(cluster.ack_logs());
+  const int64_t poisoned = v.poisoned + lies.accepted;
+  if (lies.accepted != 0) {
+    std::cerr << "ranksweep-soak: the coordinator accepted " << lies.accepted << " lies\n";
+  }
+  if (options.liars > 0 && lies.rejected == 0) {
+    std::cerr << "ranksweep-soak: liars ran but no lie was refused\n";
+    ok = false;
+  }
   const int64_t not_done = QueryInt(cluster.db(), "SELECT count(*) FROM sweeps WHERE state != 2");
   for (const std::string& p : v.problems) std::cerr << "ranksweep-soak: " << p << "\n";
   std::cout << "soak: " << sweeps << " sweeps, " << v.results << " results, " << v.acked_cells
@@ -321,8 +342,10 @@ int Main(int argc, char** argv) {
   std::cout << "cells=" << v.cells << " worker_kills=" << worker_kills
             << " coordinator_restarts=" << coordinator_restarts << " lost=" << v.lost
             << " duplicated=" << v.duplicated << " integrity=" << v.integrity
+            << " rejected=" << lies.rejected << " poisoned=" << poisoned
             << " watchers=" << watches.size() << " watch_failures=" << watch_failures << std::endl;
-  ok = ok && v.lost == 0 && v.duplicated == 0 && v.integrity == "ok" && watch_failures == 0;
+  ok = ok && v.lost == 0 && v.duplicated == 0 && v.integrity == "ok" && poisoned == 0 &&
+       watch_failures == 0;
   return ok ? 0 : 1;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/spec/result_validation.h"
 
 namespace ranksweep::agent {
 namespace {
@@ -337,6 +338,20 @@ void Agent::RunOne(const std::shared_ptr<TaskState>& state) {
                   /*release=*/false);
     return;
   }
+  // Results no trainer should produce (NaN, accuracy above 1, ...) are
+  // not sent: the coordinator would refuse the whole batch. The task fails
+  // with the reason instead, and the attempt counts.
+  for (const CellResult& r : batch.results) {
+    if (absl::Status s = ValidateSeedResult(r.result, task.spec.train.max_steps); !s.ok()) {
+      Log(absl::StrCat("failed ", label, ": invalid result for seed ", r.result.seed, ": ",
+                       s.message()));
+      ReleaseOrFail(state,
+                    absl::StrCat("trainer produced an invalid result for seed ", r.result.seed,
+                                 ": ", s.message()),
+                    /*release=*/false);
+      return;
+    }
+  }
   Log(absl::StrCat("done ", label, " in ",
                    absl::FormatDuration(absl::Trunc(took, absl::Milliseconds(10)))));
   {
@@ -380,8 +395,13 @@ void Agent::ReleaseOrFail(const std::shared_ptr<TaskState>& state, const std::st
   }
   if (leases.empty()) return;
   const std::string worker = CurrentWorkerId();
+  // The coordinator refuses a longer reason (a trainer's error text can be
+  // long); the end is the least useful part.
+  const std::string sent = reason.size() <= ResultLimits::kMaxReasonLength
+                               ? reason
+                               : Clip(reason, ResultLimits::kMaxReasonLength - 32);
   absl::Status status = Retrying(release ? "release" : "fail", [&] {
-    return coordinator_->Fail(worker, leases, reason, release);
+    return coordinator_->Fail(worker, leases, sent, release);
   });
   if (!status.ok()) {
     // The leases expire on their own and the cells go back to pending.

@@ -1,5 +1,6 @@
 #include "worker/agent/agent.h"
 
+#include <cmath>
 #include <deque>
 #include <functional>
 #include <string>
@@ -9,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/spec/result_validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -136,6 +138,7 @@ std::vector<SeedResult> ResultsFor(const TaskSpec& spec) {
     SeedResult r;
     r.seed = seed;
     r.steps = 100 + static_cast<int64_t>(seed);
+    r.train.sequences = 4;  // a valid result (ValidateSeedResult) needs a train split
     r.device = "cpu";
     out.push_back(r);
   }
@@ -452,6 +455,42 @@ TEST(AgentTest, TrainerErrorIsReportedAsAFailure) {
   EXPECT_TRUE(coordinator.completes.empty());
   EXPECT_EQ(agent.stats().tasks_failed, 1);
   EXPECT_EQ(agent.stats().tasks_released, 1);
+}
+
+TEST(AgentTest, AnInvalidResultFailsTheTaskInsteadOfBeingSent) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
+  FakeRunner runner([&](const TaskSpec& spec, const RunControl&)
+                        -> absl::StatusOr<std::vector<SeedResult>> {
+    std::vector<SeedResult> results = ResultsFor(spec);
+    results[1].train.exact_accuracy = std::nan("");  // a GPU gone bad
+    return results;
+  });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+
+  EXPECT_TRUE(coordinator.completes.empty());
+  ASSERT_EQ(coordinator.fails.size(), 1u);
+  EXPECT_EQ(coordinator.fails[0].leases, (std::vector<int64_t>{100, 101}));
+  EXPECT_EQ(coordinator.fails[0].reason,
+            "trainer produced an invalid result for seed 1: result.train.exact_accuracy must be "
+            "in [0, 1], got nan");
+  EXPECT_FALSE(coordinator.fails[0].release);
+  EXPECT_EQ(agent.stats().tasks_failed, 1);
+}
+
+TEST(AgentTest, ALongFailureReasonIsCutToTheLimit) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0}, 10, 100)});
+  FakeRunner runner([&](const TaskSpec&, const RunControl&)
+                        -> absl::StatusOr<std::vector<SeedResult>> {
+    return absl::InternalError(std::string(100000, 'x'));
+  });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+  ASSERT_EQ(coordinator.fails.size(), 1u);
+  EXPECT_LE(coordinator.fails[0].reason.size(), ResultLimits::kMaxReasonLength);
+  EXPECT_EQ(coordinator.fails[0].reason.substr(0, 12), "INTERNAL: xx");
 }
 
 TEST(AgentTest, DrainReleasesUnstartedTasksAndLetsRunningOnesFinish) {

@@ -1,0 +1,73 @@
+#include "proto/wire_check.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/spec/spec.h"
+#include "common/status_macros.h"
+
+namespace ranksweep {
+namespace {
+
+// Wire numbers 1..K are the spec's values 0..K-1 in order (convert.h); 0
+// means "the default". `name` gives the spec name of spec value i.
+template <typename E>
+absl::Status CheckEnum(const std::string& field, int number,
+                       const google::protobuf::EnumDescriptor* d, const char* (*name)(E)) {
+  if (number == 0 || (number > 0 && d->FindValueByNumber(number) != nullptr)) {
+    return absl::OkStatus();
+  }
+  std::vector<std::string> names;
+  for (int i = 0; i < d->value_count(); ++i) {
+    const int n = d->value(i)->number();
+    if (n > 0) names.push_back(name(static_cast<E>(n - 1)));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be one of ",
+                                                 absl::StrJoin(names, ", "), "; got value ",
+                                                 number));
+}
+
+absl::Status CheckDataset(const v1::DatasetSpec& d) {
+  return CheckEnum<DatasetKind>("dataset.kind", d.kind(), v1::DatasetKind_descriptor(), Name);
+}
+
+absl::Status CheckHead(const v1::HeadSpec& h) {
+  RETURN_IF_ERROR(CheckEnum<HeadKind>("head.kind", h.kind(), v1::HeadKind_descriptor(), Name));
+  RETURN_IF_ERROR(CheckEnum<FeatureMap>("head.feature_map", h.feature_map(),
+                                        v1::FeatureMap_descriptor(), Name));
+  return CheckEnum<Construction>("head.construction", h.construction(),
+                                 v1::Construction_descriptor(), Name);
+}
+
+absl::Status CheckTrain(const v1::TrainSpec& t) {
+  RETURN_IF_ERROR(CheckEnum<LossKind>("train.loss", t.loss(), v1::LossKind_descriptor(), Name));
+  if (t.early_stop_evals() < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train.early_stop_evals must be -1 (never stop early), 0 (the default, 3) or 1..1000 "
+        "on the wire, got ",
+        t.early_stop_evals()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckWireSweepSpec(const v1::SweepSpec& p) {
+  RETURN_IF_ERROR(CheckDataset(p.dataset()));
+  for (int i = 0; i < p.heads_size(); ++i) {
+    absl::Status s = CheckHead(p.heads(i));
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("heads[", i, "]: ", s.message()));
+  }
+  RETURN_IF_ERROR(CheckTrain(p.train()));
+  return CheckEnum<SweepMode>("mode", p.mode(), v1::SweepMode_descriptor(), Name);
+}
+
+absl::Status CheckWireTaskSpec(const v1::TaskSpec& p) {
+  RETURN_IF_ERROR(CheckDataset(p.dataset()));
+  RETURN_IF_ERROR(CheckHead(p.head()));
+  return CheckTrain(p.train());
+}
+
+}  // namespace ranksweep

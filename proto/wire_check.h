@@ -1,0 +1,29 @@
+// Checks of a ranksweep.v1 spec that only its wire form can fail, run before
+// it is translated (convert.h) and validated as a spec (ValidateSweepSpec).
+//
+// An enum field may carry any number on the wire, and a number the protocol
+// does not define would otherwise reach the spec shifted by convert.h's
+// offset (head kind 5 became the spec's value 4 and was reported as such).
+// train.early_stop_evals has a wire-only meaning for -1 (never stop early)
+// that a lower number must not share.
+//
+// Thread-safety: pure functions of their arguments.
+#ifndef RANKSWEEP_PROTO_WIRE_CHECK_H_
+#define RANKSWEEP_PROTO_WIRE_CHECK_H_
+
+#include "absl/status/status.h"
+#include "ranksweep/v1/ranksweep.pb.h"
+
+namespace ranksweep {
+
+// InvalidArgument naming the field and the number sent ("heads[0]:
+// head.kind must be one of kernel, softmax, signed_kernel, multihead_kernel;
+// got value 5") for an enum number the protocol does not define, or
+// "train.early_stop_evals" below -1. Field names are ValidateSweepSpec's.
+absl::Status CheckWireSweepSpec(const v1::SweepSpec& p);
+// The same for a task (the dataset, the head, the training settings).
+absl::Status CheckWireTaskSpec(const v1::TaskSpec& p);
+
+}  // namespace ranksweep
+
+#endif  // RANKSWEEP_PROTO_WIRE_CHECK_H_

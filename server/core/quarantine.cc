@@ -1,0 +1,238 @@
+#include "server/core/quarantine.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/spec/result_validation.h"
+#include "common/status_macros.h"
+#include "server/core/packed_row.h"
+
+namespace ranksweep::server {
+namespace {
+
+// The state columns' values (the enums' numbers, as every table stores
+// them), as SQL text.
+const std::string kDone = std::to_string(static_cast<int>(CellState::kDone));
+const std::string kPending = std::to_string(static_cast<int>(CellState::kPending));
+const std::string kCancelled = std::to_string(static_cast<int>(CellState::kCancelled));
+const std::string kSweepRunning = std::to_string(static_cast<int>(SweepState::kRunning));
+
+using GroupKey = std::tuple<std::string, int, int>;  // sweep, head_index, rank
+
+// Sums one (sweep, head, rank) group up again from its DONE rows, as
+// migrations 5 and 7 do for every group: the mean, then the squared
+// deviations from it. No row is written when no DONE row is left.
+absl::Status RebuildGroup(Connection& c, const GroupKey& key) {
+  static const std::string* sql = new std::string(absl::StrCat(
+      "INSERT INTO result_groups (sweep_id, head_index, rank, n, exact_seeds, test_n, "
+      "test_exact_seeds, train_error_mean, train_error_m2, train_error_min, train_error_max, "
+      "exact_mean, exact_m2, exact_min, exact_max, position_mean, position_m2, position_min, "
+      "position_max, test_error_mean, test_error_m2, test_error_min, test_error_max, trained_n, "
+      "trained_seconds, cached_n) "
+      "SELECT r.sweep_id, r.head_index, r.rank, COUNT(*), TOTAL(r.train_error = 0), "
+      "TOTAL(r.test_sequences > 0), TOTAL(r.test_sequences > 0 AND r.test_error = 0), "
+      "a.te, TOTAL((r.train_error - a.te) * (r.train_error - a.te)), "
+      "MIN(r.train_error), MAX(r.train_error), "
+      "a.ea, TOTAL((r.train_exact_accuracy - a.ea) * (r.train_exact_accuracy - a.ea)), "
+      "MIN(r.train_exact_accuracy), MAX(r.train_exact_accuracy), "
+      "a.pa, TOTAL((r.train_position_accuracy - a.pa) * (r.train_position_accuracy - a.pa)), "
+      "MIN(r.train_position_accuracy), MAX(r.train_position_accuracy), "
+      "COALESCE(a.ts, 0), "
+      "TOTAL(CASE WHEN r.test_sequences > 0 THEN (r.test_error - a.ts) * (r.test_error - a.ts) "
+      "END), "
+      "COALESCE(MIN(CASE WHEN r.test_sequences > 0 THEN r.test_error END), 0), "
+      "COALESCE(MAX(CASE WHEN r.test_sequences > 0 THEN r.test_error END), 0), "
+      "TOTAL(r.cached_from = 0), TOTAL(CASE WHEN r.cached_from = 0 THEN r.wall_seconds END), "
+      "TOTAL(r.cached_from != 0) "
+      "FROM results r, (SELECT AVG(train_error) AS te, AVG(train_exact_accuracy) AS ea, "
+      "AVG(train_position_accuracy) AS pa, "
+      "AVG(CASE WHEN test_sequences > 0 THEN test_error END) AS ts FROM results "
+      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND state = ", kDone, ") a "
+      "WHERE r.sweep_id = ?1 AND r.head_index = ?2 AND r.rank = ?3 AND r.state = ", kDone,
+      " GROUP BY r.sweep_id, r.head_index, r.rank"));
+  {
+    ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_groups WHERE sweep_id = ?1 "
+                                              "AND head_index = ?2 AND rank = ?3"));
+    del.Bind(1, std::get<0>(key)).Bind(2, std::get<1>(key)).Bind(3, std::get<2>(key));
+    RETURN_IF_ERROR(del.Run());
+  }
+  ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
+  ins.Bind(1, std::get<0>(key)).Bind(2, std::get<1>(key)).Bind(3, std::get<2>(key));
+  return ins.Run();
+}
+
+std::string FormatMs(int64_t ms) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
+
+}  // namespace
+
+absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string& worker_id,
+                                               int64_t since_ms, const std::string& by,
+                                               int64_t now_ms,
+                                               std::vector<QuarantinedCell>* cells) {
+  cells->clear();
+  if (since_ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("since_unix_ms must be 0 (every result) or more, got ", since_ms));
+  }
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = ?1"));
+    q.Bind(1, worker_id);
+    ASSIGN_OR_RETURN(bool known, q.Step());
+    if (!known) return absl::NotFoundError(absl::StrCat("no worker ", Clip(worker_id)));
+  }
+  QuarantineOutcome out;
+  {
+    ASSIGN_OR_RETURN(Statement ins,
+                     c.Prepare("INSERT INTO quarantines (worker_id, since_ms, by, at_ms) "
+                               "VALUES (?1, ?2, ?3, ?4)"));
+    ins.Bind(1, worker_id).Bind(2, since_ms).Bind(3, by).Bind(4, now_ms);
+    RETURN_IF_ERROR(ins.Run());
+    out.quarantine_id = c.LastInsertRowId();
+  }
+  // The rows the worker trained (a copy names the worker of its source, so
+  // cached_from = 0 keeps copies out), then every copy of one of them.
+  std::set<int64_t> trained, copies;
+  {
+    static const std::string* sql = new std::string(
+        absl::StrCat("SELECT cell_id FROM results WHERE worker_id = ?1 AND cached_from = 0 "
+                     "AND state = ", kDone, " AND finished_ms >= ?2"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(1, worker_id).Bind(2, since_ms);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      trained.insert(q.ColumnInt(0));
+    }
+  }
+  for (int64_t source : trained) {
+    // "cached_from != 0" lets SQLite use the partial index results_by_source.
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT cell_id FROM results WHERE cached_from = ?1 "
+                                            "AND cached_from != 0"));
+    q.Bind(1, source);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      copies.insert(q.ColumnInt(0));
+    }
+  }
+  out.results_invalidated = static_cast<int64_t>(trained.size());
+  out.copies_invalidated = static_cast<int64_t>(copies.size());
+
+  std::set<GroupKey> groups;
+  std::map<std::string, int> sweep_states;
+  for (const std::set<int64_t>* ids : {&trained, &copies}) {
+    for (int64_t cell_id : *ids) {
+      std::string sweep_id;
+      {
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT r.sweep_id, r.head_index, r.rank, r.worker_id, "
+                                   "p.packed FROM results r JOIN result_packs p "
+                                   "ON p.cell_id = r.cell_id WHERE r.cell_id = ?1"));
+        q.Bind(1, cell_id);
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) return absl::InternalError(absl::StrCat("result of cell ", cell_id, " vanished"));
+        sweep_id = q.ColumnText(0);
+        groups.insert({sweep_id, static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2))});
+        ASSIGN_OR_RETURN(Statement ins,
+                         c.Prepare("INSERT INTO invalid_results (cell_id, sweep_id, worker_id, "
+                                   "packed, invalid_ms, invalid_by, quarantine_id) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+        ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, q.ColumnText(3));
+        ins.BindBlob(4, q.ColumnBlob(4)).Bind(5, now_ms).Bind(6, by).Bind(7, out.quarantine_id);
+        RETURN_IF_ERROR(ins.Run());
+      }
+      for (const char* table : {"results", "result_packs"}) {
+        ASSIGN_OR_RETURN(Statement del,
+                         c.Prepare(absl::StrCat("DELETE FROM ", table, " WHERE cell_id = ?1")));
+        del.Bind(1, cell_id);
+        RETURN_IF_ERROR(del.Run());
+      }
+      auto state = sweep_states.find(sweep_id);
+      if (state == sweep_states.end()) {
+        ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = ?1"));
+        q.Bind(1, sweep_id);
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) return absl::InternalError(absl::StrCat("sweep of cell ", cell_id, " vanished"));
+        state = sweep_states.emplace(sweep_id, static_cast<int>(q.ColumnInt(0))).first;
+      }
+      // A cancelled sweep hands out nothing more: its cell stays without a
+      // result, as the cells it cancelled are.
+      const bool reset = state->second != static_cast<int>(SweepState::kCancelled);
+      static const std::string* pending = new std::string(absl::StrCat(
+          "UPDATE cells SET state = ", kPending, ", lease_id = 0, lease_deadline_ms = 0, "
+          "worker_id = '', last_failure = ?2 WHERE id = ?1"));
+      static const std::string* cancelled = new std::string(
+          absl::StrCat("UPDATE cells SET state = ", kCancelled, ", lease_deadline_ms = 0, "
+                       "last_failure = ?2 WHERE id = ?1"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(reset ? *pending : *cancelled));
+      u.Bind(1, cell_id).Bind(2, absl::StrCat("result invalidated by quarantine ",
+                                              out.quarantine_id, " of worker ", worker_id));
+      RETURN_IF_ERROR(u.Run());
+      if (reset) ++out.cells_reset;
+      cells->push_back(QuarantinedCell{sweep_id, cell_id, reset});
+    }
+  }
+  for (const GroupKey& key : groups) RETURN_IF_ERROR(RebuildGroup(c, key));
+  for (const auto& [sweep_id, state] : sweep_states) {
+    if (state != static_cast<int>(SweepState::kDone) &&
+        state != static_cast<int>(SweepState::kFailed)) {
+      continue;
+    }
+    static const std::string* reopen = new std::string(
+        absl::StrCat("UPDATE sweeps SET state = ", kSweepRunning, ", finished_ms = 0 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare(*reopen));
+    u.Bind(1, sweep_id);
+    RETURN_IF_ERROR(u.Run());
+    out.sweeps_reopened.push_back(sweep_id);
+  }
+  {
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE quarantines SET results = ?2, copies = ?3, "
+                                            "cells_reset = ?4 WHERE id = ?1"));
+    u.Bind(1, out.quarantine_id).Bind(2, out.results_invalidated);
+    u.Bind(3, out.copies_invalidated).Bind(4, out.cells_reset);
+    RETURN_IF_ERROR(u.Run());
+  }
+  return out;
+}
+
+absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,
+                             const std::function<bool(int, int, uint64_t)>& keep,
+                             int64_t page_size, int64_t after_id, RowSink& sink,
+                             int64_t* next_after) {
+  *next_after = 0;
+  ASSIGN_OR_RETURN(Statement q,
+                   c.Prepare("SELECT i.id, i.cell_id, i.packed, i.invalid_ms, i.invalid_by, "
+                             "i.quarantine_id, q.worker_id FROM invalid_results i "
+                             "JOIN quarantines q ON q.id = i.quarantine_id "
+                             "WHERE i.sweep_id = ?1 AND i.id > ?2 ORDER BY i.id"));
+  q.Bind(1, sweep_id).Bind(2, after_id);
+  int64_t sent = 0, last_sent = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool found, q.Step());
+    if (!found) return absl::OkStatus();
+    ResultRow row;
+    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(2), &row));
+    if (!keep(row.head_index, row.rank, row.seed)) continue;
+    if (page_size > 0 && sent == page_size) {
+      *next_after = last_sent;
+      return absl::OkStatus();
+    }
+    row.sweep_id = sweep_id;
+    row.cell_id = q.ColumnInt(1);
+    row.state = CellState::kInvalid;
+    row.failure = absl::StrCat("invalidated ", FormatMs(q.ColumnInt(3)), " by ",
+                               q.ColumnText(4), ": quarantine ", q.ColumnInt(5), " of worker ",
+                               q.ColumnText(6));
+    sink.Add(row);
+    ++sent;
+    last_sent = q.ColumnInt(0);
+  }
+}
+
+}  // namespace ranksweep::server
