@@ -176,16 +176,25 @@ std::vector<DbRow> ReadDbRows(const std::string& db, const std::string& sweep) {
   return rows;
 }
 
-std::string IntegrityCheck(const std::string& db) {
+// The first column of the first row `sql` gives (its one `?` bound to
+// `arg`), read from the SQLite file; empty when there is no row.
+std::string ReadOneText(const std::string& db, const char* sql, const std::string& arg = "") {
   sqlite3* h = nullptr;
   sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr);
+  EXPECT_EQ(sqlite3_prepare_v2(h, sql, -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
+  if (sqlite3_bind_parameter_count(st) > 0) {
+    sqlite3_bind_text(st, 1, arg.c_str(), -1, SQLITE_TRANSIENT);
+  }
   std::string out;
   if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
   sqlite3_close(h);
   return out;
+}
+
+std::string IntegrityCheck(const std::string& db) {
+  return ReadOneText(db, "PRAGMA integrity_check");
 }
 
 // Every (head, rank, seed) of kSpec exactly once.
@@ -411,19 +420,6 @@ std::string OneLongCell(const std::string& name, int steps) {
          std::to_string(steps) + R"(, "early_stop_evals": 0}})";
 }
 
-std::string StoredSpecJson(const std::string& db, const std::string& sweep) {
-  sqlite3* h = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(h, "SELECT spec_json FROM sweeps WHERE id = ?", -1, &st, nullptr);
-  sqlite3_bind_text(st, 1, sweep.c_str(), -1, SQLITE_TRANSIENT);
-  std::string out;
-  if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return out;
-}
-
 // A cancelled sweep's running task stops at the worker's next heartbeat, not
 // at the end of its training: the task here would train for many minutes
 // and evaluates only at its end. The slot is free for the next sweep, and
@@ -536,7 +532,8 @@ TEST(ServiceE2ETest, TheSpecAWorkerTrainsIsTheSpecDryRunShows) {
   CommandResult submitted = cluster.Cli({"submit", "-f", yaml, "--max-steps", "0"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   std::string id = submitted.out.substr(0, submitted.out.find('\n'));
-  EXPECT_EQ(Json::parse(StoredSpecJson(cluster.db(), id)), shown);
+  EXPECT_EQ(Json::parse(ReadOneText(cluster.db(), "SELECT spec_json FROM sweeps WHERE id = ?", id)),
+            shown);
 
   cluster.StartWorker();
   ASSERT_TRUE(cluster.WatchToTheEnd(id));
