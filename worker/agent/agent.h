@@ -32,8 +32,9 @@
 //    worker) re-registers under the same worker id.
 //  - RequestDrain (SIGTERM): stop acquiring, release queued tasks
 //    (FailTask release=true), let running tasks finish within
-//    drain_timeout, then stop and release the rest, send what is pending,
-//    and return OK. A second RequestDrain ends the wait at once.
+//    drain_timeout, then stop and release the rest, send what is pending
+//    (retrying a coordinator that is down until the same drain_timeout has
+//    passed), and return OK. A second RequestDrain ends the wait at once.
 //
 // Ownership: the agent does not own the client or the runner; both must
 // outlive Run(). Thread-safety: Run() is called once, from one thread;
@@ -172,6 +173,8 @@ class Agent {
   std::deque<Batch> outbox_ ABSL_GUARDED_BY(mu_);
   int64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  // Set by Drain(): running tasks, then unacknowledged results, get until then.
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool hard_stop_ ABSL_GUARDED_BY(mu_) = false;
   bool runners_exit_ ABSL_GUARDED_BY(mu_) = false;
   bool heartbeat_exit_ ABSL_GUARDED_BY(mu_) = false;

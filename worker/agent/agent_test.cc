@@ -519,6 +519,35 @@ TEST(AgentTest, DrainReleasesUnstartedTasksAndLetsRunningOnesFinish) {
   EXPECT_EQ(agent.stats().tasks_completed, 1);
 }
 
+// A worker told to stop while the coordinator is down keeps sending its
+// finished results until the drain's time is up, instead of exiting after
+// one call's attempts and leaving their cells to be trained again.
+TEST(AgentTest, DrainKeepsSendingResultsToACoordinatorThatIsDown) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {4}, 40, 400)});
+  // Three calls' worth of attempts fail: the runner's, the drain's first
+  // send, and one more round.
+  coordinator.complete_errors.assign(5, absl::UnavailableError("connection refused"));
+  Agent* drained = nullptr;
+  FakeRunner runner([&drained](const TaskSpec& spec, const RunControl&) {
+    drained->RequestDrain();
+    return ResultsFor(spec);
+  });
+  AgentOptions options = TestOptions();
+  options.exit_when_idle = false;
+  options.retry.max_attempts = 2;
+  options.drain_timeout = absl::Seconds(30);
+  Agent agent(&coordinator, &runner, options);
+  drained = &agent;
+  ASSERT_TRUE(agent.Run().ok());
+
+  ASSERT_EQ(coordinator.completes.size(), 6u);
+  ASSERT_EQ(coordinator.acknowledged.size(), 1u);
+  EXPECT_THAT(Flatten(coordinator.acknowledged[0]), ElementsAre(std::make_tuple(40, 400, 4u, 104)));
+  EXPECT_EQ(agent.stats().cells_completed, 1);
+  EXPECT_TRUE(coordinator.fails.empty());
+}
+
 TEST(AgentTest, DrainTimeoutStopsAndReleasesRunningTasks) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
