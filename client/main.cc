@@ -132,8 +132,8 @@ void AddReconnectOption(CLI::App* app, double* seconds) {
 }
 
 // Follows a sweep until it ends. Redraws one line with '\r' on a TTY, prints
-// one line per event otherwise. If the stream breaks with UNAVAILABLE while
-// the sweep is running (the coordinator restarted or the connection
+// one line per event otherwise. If the stream breaks with UNAVAILABLE or
+// CANCELLED while the sweep is running (the coordinator restarted or the connection
 // dropped), it opens a new one, retrying with backoff for up to
 // `reconnect_seconds` (0: not at all); the sweep's state is in the store,
 // so nothing is missed but the messages of the gap.
@@ -172,8 +172,12 @@ int Watch(Client& client, const std::string& sweep_id,
       }
     }
     status = reader->Finish();
-    const bool lost = status.error_code() == grpc::StatusCode::UNAVAILABLE && any &&
-                      last.state() == v1::SWEEP_STATE_RUNNING;
+    // A coordinator that shuts down ends open streams with UNAVAILABLE, or
+    // with CANCELLED when it cuts one mid-write or at its grace deadline;
+    // watch never cancels its own stream, so both mean "lost", not "done".
+    const bool lost = (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       status.error_code() == grpc::StatusCode::CANCELLED) &&
+                      any && last.state() == v1::SWEEP_STATE_RUNNING;
     if (!lost || reconnect_seconds <= 0) break;
     const absl::Time now = absl::Now();
     if (lost_at == absl::InfinitePast()) {

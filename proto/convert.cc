@@ -15,10 +15,12 @@ P EnumToProto(E e) {
   return static_cast<P>(static_cast<int>(e) + 1);
 }
 
-// Construction's proto enum has NONE at 1, like the spec's kNone at 0.
+// A field with presence (proto3 `optional`): its value when set, 0
+// included, else the spec's default. Every field whose default is not zero
+// has presence, so no value a sender sets turns into another on the way.
 template <typename T>
-T OrDefault(T v, T fallback) {
-  return v == T{} ? fallback : v;
+T OrDefault(bool has, T value, T fallback) {
+  return has ? value : fallback;
 }
 
 }  // namespace
@@ -27,20 +29,20 @@ DatasetSpec FromProto(const v1::DatasetSpec& p) {
   const DatasetSpec def;
   DatasetSpec d;
   d.kind = EnumFromProto(p.kind(), def.kind);
-  d.m = OrDefault(p.m(), def.m);
-  d.seq_len = OrDefault(p.seq_len(), def.seq_len);
+  d.m = OrDefault(p.has_m(), p.m(), def.m);
+  d.seq_len = OrDefault(p.has_seq_len(), p.seq_len(), def.seq_len);
   d.final_query_only = p.final_query_only();
   d.data_seed = p.data_seed();
-  d.code_weight = OrDefault(p.code_weight(), def.code_weight);
-  d.max_overlap = OrDefault(p.max_overlap(), def.max_overlap);
+  d.code_weight = OrDefault(p.has_code_weight(), p.code_weight(), def.code_weight);
+  d.max_overlap = OrDefault(p.has_max_overlap(), p.max_overlap(), def.max_overlap);
   d.num_queries = p.num_queries();
   d.weight = p.weight();
-  d.bernoulli_p = OrDefault(p.bernoulli_p(), def.bernoulli_p);
+  d.bernoulli_p = OrDefault(p.has_bernoulli_p(), p.bernoulli_p(), def.bernoulli_p);
   d.pool_size = p.pool_size();
-  d.test_pool_share = OrDefault(p.test_pool_share(), def.test_pool_share);
+  d.test_pool_share = OrDefault(p.has_test_pool_share(), p.test_pool_share(), def.test_pool_share);
   d.train_size = p.train_size();
   d.test_size = p.test_size();
-  d.hard_share = OrDefault(p.hard_share(), def.hard_share);
+  d.hard_share = OrDefault(p.has_hard_share(), p.hard_share(), def.hard_share);
   return d;
 }
 
@@ -70,10 +72,10 @@ HeadSpec FromProto(const v1::HeadSpec& p) {
   h.kind = EnumFromProto(p.kind(), def.kind);
   h.feature_map = EnumFromProto(p.feature_map(), def.feature_map);
   h.hidden.assign(p.hidden().begin(), p.hidden().end());
-  h.num_heads = OrDefault(p.num_heads(), def.num_heads);
+  h.num_heads = OrDefault(p.has_num_heads(), p.num_heads(), def.num_heads);
   h.value_dim = p.value_dim();
   h.score_dim = p.score_dim();
-  h.relu_eps = OrDefault(p.relu_eps(), def.relu_eps);
+  h.relu_eps = OrDefault(p.has_relu_eps(), p.relu_eps(), def.relu_eps);
   h.construction = EnumFromProto(p.construction(), def.construction);
   h.beta = p.beta();
   return h;
@@ -96,13 +98,13 @@ v1::HeadSpec ToProto(const HeadSpec& h) {
 TrainSpec FromProto(const v1::TrainSpec& p) {
   const TrainSpec def;
   TrainSpec t;
-  t.lr = OrDefault(p.lr(), def.lr);
-  t.beta1 = OrDefault(p.beta1(), def.beta1);
-  t.beta2 = OrDefault(p.beta2(), def.beta2);
+  t.lr = OrDefault(p.has_lr(), p.lr(), def.lr);
+  t.beta1 = OrDefault(p.has_beta1(), p.beta1(), def.beta1);
+  t.beta2 = OrDefault(p.has_beta2(), p.beta2(), def.beta2);
   t.weight_decay = p.weight_decay();
   t.batch_size = p.batch_size();
-  t.max_steps = OrDefault(p.max_steps(), def.max_steps);
-  t.eval_every = OrDefault(p.eval_every(), def.eval_every);
+  t.max_steps = OrDefault(p.has_max_steps(), p.max_steps(), def.max_steps);
+  t.eval_every = OrDefault(p.has_eval_every(), p.eval_every(), def.eval_every);
   // Proto: 0 = default, -1 = never. Spec: 0 = never.
   t.early_stop_evals = p.early_stop_evals() == 0 ? def.early_stop_evals
                        : p.early_stop_evals() < 0 ? 0

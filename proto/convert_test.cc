@@ -1,5 +1,10 @@
 #include "proto/convert.h"
 
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "common/spec/spec_json.h"
 #include "gtest/gtest.h"
 
@@ -76,6 +81,231 @@ TEST(ConvertTest, SeedResultRoundTrip) {
   r.device = "cpu";
   r.facts.rank_upper_bound = 759;
   EXPECT_EQ(SeedResultToJson(FromProto(ToProto(r))), SeedResultToJson(r));
+}
+
+
+// ------------------------------------------------ every field, every value
+// Each row sets one field of the spec to its zero value, its default or
+// another value. The spec must come back exactly, through the bytes on the
+// wire, as a SweepSpec (what the CLI submits) and as a TaskSpec (what a
+// worker trains): no 0 may turn into the default on the way.
+
+enum class Pick { kZero, kDefault, kOther };
+const char* PickName(Pick p) {
+  return p == Pick::kZero ? "zero" : p == Pick::kDefault ? "default" : "other";
+}
+template <typename T>
+T Choose(Pick p, T zero, T def, T other) {
+  return p == Pick::kZero ? zero : p == Pick::kDefault ? def : other;
+}
+
+struct FieldCase {
+  const char* message;  // the proto message that holds the field
+  const char* field;    // its proto name
+  std::function<void(SweepSpec&, Pick)> set;
+};
+
+std::vector<FieldCase> FieldCases() {
+  const DatasetSpec d;
+  const HeadSpec h;
+  const TrainSpec t;
+  const SweepSpec s;
+  const TaskSpec task;
+  return {
+      {"DatasetSpec", "kind",
+       [=](SweepSpec& x, Pick p) {
+         x.dataset.kind = Choose(p, DatasetKind::kExhaustive, d.kind, DatasetKind::kWitness);
+       }},
+      {"DatasetSpec", "m", [=](SweepSpec& x, Pick p) { x.dataset.m = Choose(p, 0, d.m, 7); }},
+      {"DatasetSpec", "seq_len",
+       [=](SweepSpec& x, Pick p) { x.dataset.seq_len = Choose(p, 0, d.seq_len, 5); }},
+      {"DatasetSpec", "final_query_only",
+       [=](SweepSpec& x, Pick p) {
+         x.dataset.final_query_only = Choose(p, false, d.final_query_only, true);
+       }},
+      {"DatasetSpec", "data_seed",
+       [=](SweepSpec& x, Pick p) { x.dataset.data_seed = Choose<uint64_t>(p, 0, d.data_seed, 42); }},
+      {"DatasetSpec", "code_weight",
+       [=](SweepSpec& x, Pick p) { x.dataset.code_weight = Choose(p, 0, d.code_weight, 5); }},
+      {"DatasetSpec", "max_overlap",
+       [=](SweepSpec& x, Pick p) { x.dataset.max_overlap = Choose(p, 0, d.max_overlap, 2); }},
+      {"DatasetSpec", "num_queries",
+       [=](SweepSpec& x, Pick p) { x.dataset.num_queries = Choose(p, 0, d.num_queries, 12); }},
+      {"DatasetSpec", "weight",
+       [=](SweepSpec& x, Pick p) { x.dataset.weight = Choose(p, 0, d.weight, 3); }},
+      {"DatasetSpec", "bernoulli_p",
+       [=](SweepSpec& x, Pick p) { x.dataset.bernoulli_p = Choose(p, 0.0, d.bernoulli_p, 0.25); }},
+      {"DatasetSpec", "pool_size",
+       [=](SweepSpec& x, Pick p) { x.dataset.pool_size = Choose(p, 0, d.pool_size, 100); }},
+      {"DatasetSpec", "test_pool_share",
+       [=](SweepSpec& x, Pick p) {
+         x.dataset.test_pool_share = Choose(p, 0.0, d.test_pool_share, 0.2);
+       }},
+      {"DatasetSpec", "train_size",
+       [=](SweepSpec& x, Pick p) { x.dataset.train_size = Choose(p, 0, d.train_size, 80); }},
+      {"DatasetSpec", "test_size",
+       [=](SweepSpec& x, Pick p) { x.dataset.test_size = Choose(p, 0, d.test_size, 50); }},
+      {"DatasetSpec", "hard_share",
+       [=](SweepSpec& x, Pick p) { x.dataset.hard_share = Choose(p, 0.0, d.hard_share, 0.75); }},
+      {"HeadSpec", "kind",
+       [=](SweepSpec& x, Pick p) {
+         x.heads[0].kind = Choose(p, HeadKind::kKernel, h.kind, HeadKind::kMultiheadKernel);
+       }},
+      {"HeadSpec", "feature_map",
+       [=](SweepSpec& x, Pick p) {
+         x.heads[0].feature_map =
+             Choose(p, FeatureMap::kEluPlusOne, h.feature_map, FeatureMap::kFavorPlus);
+       }},
+      {"HeadSpec", "hidden",
+       [=](SweepSpec& x, Pick p) {
+         x.heads[0].hidden = Choose(p, std::vector<int>{}, h.hidden, std::vector<int>{16, 8});
+       }},
+      {"HeadSpec", "num_heads",
+       [=](SweepSpec& x, Pick p) { x.heads[0].num_heads = Choose(p, 0, h.num_heads, 4); }},
+      {"HeadSpec", "value_dim",
+       [=](SweepSpec& x, Pick p) { x.heads[0].value_dim = Choose(p, 0, h.value_dim, 6); }},
+      {"HeadSpec", "score_dim",
+       [=](SweepSpec& x, Pick p) { x.heads[0].score_dim = Choose(p, 0, h.score_dim, 6); }},
+      {"HeadSpec", "relu_eps",
+       [=](SweepSpec& x, Pick p) { x.heads[0].relu_eps = Choose(p, 0.0, h.relu_eps, 0.01); }},
+      {"HeadSpec", "construction",
+       [=](SweepSpec& x, Pick p) {
+         x.heads[0].construction =
+             Choose(p, Construction::kNone, h.construction, Construction::kRank1);
+       }},
+      {"HeadSpec", "beta",
+       [=](SweepSpec& x, Pick p) { x.heads[0].beta = Choose(p, 0.0, h.beta, 2.5); }},
+      {"TrainSpec", "lr", [=](SweepSpec& x, Pick p) { x.train.lr = Choose(p, 0.0, t.lr, 0.05); }},
+      {"TrainSpec", "beta1",
+       [=](SweepSpec& x, Pick p) { x.train.beta1 = Choose(p, 0.0, t.beta1, 0.5); }},
+      {"TrainSpec", "beta2",
+       [=](SweepSpec& x, Pick p) { x.train.beta2 = Choose(p, 0.0, t.beta2, 0.9); }},
+      {"TrainSpec", "weight_decay",
+       [=](SweepSpec& x, Pick p) { x.train.weight_decay = Choose(p, 0.0, t.weight_decay, 0.01); }},
+      {"TrainSpec", "batch_size",
+       [=](SweepSpec& x, Pick p) { x.train.batch_size = Choose(p, 0, t.batch_size, 32); }},
+      {"TrainSpec", "max_steps",
+       [=](SweepSpec& x, Pick p) { x.train.max_steps = Choose(p, 0, t.max_steps, 10); }},
+      {"TrainSpec", "eval_every",
+       [=](SweepSpec& x, Pick p) { x.train.eval_every = Choose(p, 0, t.eval_every, 5); }},
+      {"TrainSpec", "early_stop_evals",  // the spec's 0 is "never"
+       [=](SweepSpec& x, Pick p) { x.train.early_stop_evals = Choose(p, 0, t.early_stop_evals, 7); }},
+      {"TrainSpec", "loss",
+       [=](SweepSpec& x, Pick p) {
+         x.train.loss = Choose(p, LossKind::kMse, t.loss, LossKind::kCrossEntropy);
+       }},
+      {"SweepSpec", "name",
+       [=](SweepSpec& x, Pick p) { x.name = Choose<std::string>(p, "", s.name, "other"); }},
+      {"SweepSpec", "dataset", [](SweepSpec&, Pick) {}},  // rows above
+      {"SweepSpec", "heads",
+       [=](SweepSpec& x, Pick p) {
+         if (p == Pick::kOther) x.heads.push_back(HeadSpec{HeadKind::kSoftmax});
+       }},
+      {"SweepSpec", "ranks",
+       [=](SweepSpec& x, Pick p) {
+         x.ranks = Choose(p, std::vector<int>{}, s.ranks, std::vector<int>{1, 8});
+       }},
+      {"SweepSpec", "seeds",
+       [=](SweepSpec& x, Pick p) {
+         x.seeds = Choose(p, std::vector<uint64_t>{}, s.seeds, std::vector<uint64_t>{0, 9});
+       }},
+      {"SweepSpec", "seed_count",
+       [=](SweepSpec& x, Pick p) { x.seed_count = Choose(p, 0, s.seed_count, 3); }},
+      {"SweepSpec", "train", [](SweepSpec&, Pick) {}},  // rows above
+      {"SweepSpec", "priority",
+       [=](SweepSpec& x, Pick p) { x.priority = Choose(p, 0, s.priority, -5); }},
+      {"SweepSpec", "mode",
+       [=](SweepSpec& x, Pick p) {
+         x.mode = Choose(p, SweepMode::kGrid, s.mode, SweepMode::kSearch);
+       }},
+      {"SweepSpec", "no_result_cache",  // the spec's reuse_results, inverted
+       [=](SweepSpec& x, Pick p) {
+         x.reuse_results = Choose(p, false, s.reuse_results, !s.reuse_results);
+       }},
+      // A TaskSpec is a SweepSpec's dataset, one head, one rank, its train
+      // spec and seeds; the rows above cover the messages they share.
+      {"TaskSpec", "dataset", [](SweepSpec&, Pick) {}},
+      {"TaskSpec", "head", [](SweepSpec&, Pick) {}},
+      {"TaskSpec", "rank",
+       [=](SweepSpec& x, Pick p) { x.ranks = Choose(p, std::vector<int>{0}, std::vector<int>{task.rank},
+                                                    std::vector<int>{8}); }},
+      {"TaskSpec", "train", [](SweepSpec&, Pick) {}},
+      {"TaskSpec", "seeds",
+       [=](SweepSpec& x, Pick p) {
+         x.seeds = Choose(p, std::vector<uint64_t>{0}, task.seeds, std::vector<uint64_t>{3, 7});
+       }},
+  };
+}
+
+// Through the bytes, as a worker or the coordinator receives it.
+template <typename M>
+M OverTheWire(const M& m) {
+  std::string bytes;
+  EXPECT_TRUE(m.SerializeToString(&bytes));
+  M back;
+  EXPECT_TRUE(back.ParseFromString(bytes));
+  return back;
+}
+
+TEST(ConvertTest, EveryFieldOfTheSpecsComesBackAsSentWhetherZeroDefaultOrOther) {
+  for (const FieldCase& c : FieldCases()) {
+    for (Pick pick : {Pick::kZero, Pick::kDefault, Pick::kOther}) {
+      SCOPED_TRACE(std::string(c.message) + "." + c.field + " = " + PickName(pick));
+      SweepSpec sweep;
+      sweep.heads = {HeadSpec{}};
+      c.set(sweep, pick);
+      const SweepSpec back = FromProto(OverTheWire(ToProto(sweep)));
+      EXPECT_EQ(SweepSpecToJson(back), SweepSpecToJson(sweep));
+
+      TaskSpec task;
+      task.dataset = sweep.dataset;
+      task.head = sweep.heads[0];
+      task.rank = sweep.ranks.empty() ? task.rank : sweep.ranks[0];
+      task.train = sweep.train;
+      if (!sweep.seeds.empty()) task.seeds = sweep.seeds;
+      const TaskSpec task_back = FromProto(OverTheWire(ToProto(task)));
+      EXPECT_EQ(TaskSpecToJson(task_back), TaskSpecToJson(task));
+    }
+  }
+}
+
+// The table above must name every field of the spec messages, so a field
+// added to the proto without a row fails here instead of going unchecked.
+TEST(ConvertTest, TheRoundTripTableCoversEveryFieldOfTheSpecMessages) {
+  std::set<std::string> listed;
+  for (const FieldCase& c : FieldCases()) listed.insert(std::string(c.message) + "." + c.field);
+  for (const google::protobuf::Descriptor* m :
+       {v1::DatasetSpec::descriptor(), v1::HeadSpec::descriptor(), v1::TrainSpec::descriptor(),
+        v1::SweepSpec::descriptor(), v1::TaskSpec::descriptor()}) {
+    for (int i = 0; i < m->field_count(); ++i) {
+      EXPECT_TRUE(listed.count(m->name() + "." + m->field(i)->name()))
+          << m->name() << "." << m->field(i)->name() << " has no row";
+    }
+  }
+}
+
+// A field whose default is not zero has presence: an explicit 0 is sent and
+// kept; an absent field (a writer that predates presence never sent its
+// zeros) still means the default.
+TEST(ConvertTest, ExplicitZeroIsKeptAndAbsentMeansTheDefault) {
+  v1::TrainSpec p;
+  p.set_max_steps(0);
+  p.set_beta1(0);
+  EXPECT_TRUE(OverTheWire(p).has_max_steps());
+  EXPECT_EQ(FromProto(OverTheWire(p)).max_steps, 0);
+  EXPECT_EQ(FromProto(OverTheWire(p)).beta1, 0.0);
+  EXPECT_EQ(FromProto(OverTheWire(p)).beta2, TrainSpec().beta2);
+  v1::TrainSpec absent;
+  EXPECT_EQ(FromProto(absent).max_steps, TrainSpec().max_steps);
+  v1::DatasetSpec d;
+  d.set_hard_share(0);
+  d.set_test_pool_share(0);
+  d.set_max_overlap(0);
+  const DatasetSpec got = FromProto(OverTheWire(d));
+  EXPECT_EQ(got.hard_share, 0.0);
+  EXPECT_EQ(got.test_pool_share, 0.0);
+  EXPECT_EQ(got.max_overlap, 0);
+  EXPECT_EQ(got.m, DatasetSpec().m);  // absent
 }
 
 }  // namespace

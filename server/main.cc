@@ -3,7 +3,9 @@
 // SweepService and WorkerService over gRPC, with the standard health service
 // and server reflection. Prints "ranksweepd listening on HOST:PORT" (the
 // bound port, also for --listen=...:0) on stdout once it serves; logs events
-// on stderr. SIGTERM or SIGINT shuts it down cleanly.
+// on stderr. SIGTERM or SIGINT shuts it down cleanly. One ranksweepd serves a
+// database and a port at a time: a second one on either, or one on a
+// database it cannot write, exits 1 at start-up (docs/ARCHITECTURE.md).
 //
 // Every ranksweep.v1 call needs a bearer token (docs/SECURITY.md) unless the
 // server runs with --insecure_local, which only a loopback --listen address
@@ -13,8 +15,8 @@
 // database, also while a server runs on it: a new or revoked token takes
 // effect on the server's next call.
 //
-// Exit codes: 0 done; 1 a runtime failure (database, listening); 2 bad
-// flags or arguments.
+// Exit codes: 0 done; 1 a runtime failure (database in use or not
+// writable, port in use); 2 bad flags or arguments.
 #include <signal.h>
 #include <unistd.h>
 
@@ -50,6 +52,7 @@
 #include "server/core/auth.h"
 #include "server/core/clock.h"
 #include "server/core/coordinator.h"
+#include "server/core/db_lock.h"
 #include "server/core/log.h"
 #include "server/core/store.h"
 #include "server/service/sweep_service.h"
@@ -306,8 +309,22 @@ int Serve() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // One coordinator per database: two would hand out the same cells and
+  // fencing tokens. The lock is taken before SQLite opens the file, so a
+  // second coordinator exits without touching it; it outlives the store
+  // (declared first, destroyed last; server/core/db_lock.h says why).
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> db_lock = DatabaseLock::Acquire(db);
+  if (!db_lock.ok()) {
+    std::cerr << "ranksweepd: " << db_lock.status().message() << "\n";
+    return 1;
+  }
   std::unique_ptr<Store> store = OpenStore(db);
   if (store == nullptr) return 1;
+  // A read-only file opens fine and would fail only at the first write.
+  if (absl::Status writable = store->CheckWritable(); !writable.ok()) {
+    std::cerr << "ranksweepd: " << writable.message() << "\n";
+    return 1;
+  }
 
   RealClock clock;
   CoordinatorOptions options;
@@ -354,13 +371,17 @@ int Serve() {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, credentials, &port);
+  // gRPC sets SO_REUSEPORT by default, which lets a second coordinator bind
+  // the same port and take half of the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
   builder.RegisterService(&sweep_service);
   builder.RegisterService(&worker_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    std::cerr << "ranksweepd: cannot listen on " << listen << "\n";
+    std::cerr << "ranksweepd: cannot listen on " << listen
+              << " (is the port in use by another process?)\n";
     return 1;
   }
 

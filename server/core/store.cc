@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/core/packed_row.h"
@@ -555,6 +556,23 @@ absl::StatusOr<int> Store::SchemaVersion() {
     return absl::OkStatus();
   }));
   return version;
+}
+
+absl::Status Store::CheckWritable() {
+  absl::Status s = Write([](Connection& c) {
+    return c.Exec("UPDATE meta SET value = value WHERE key = 'next_lease_id'");
+  });
+  if (s.ok()) return s;
+  std::string reason(s.message());
+  reason = reason.substr(0, reason.find(" in: "));  // SQLite's words, not the SQL
+  if (absl::StartsWith(reason, "sqlite: ")) reason = reason.substr(8);
+  // "MESSAGE (CODE TEXT)": the two are often the same words.
+  const std::string message = reason.substr(0, reason.find(" ("));
+  if (reason == absl::StrCat(message, " (", message, ")")) reason = message;
+  return absl::FailedPreconditionError(
+      absl::StrCat("database ", path_, " is not writable (", reason,
+                   "); the coordinator needs to write the file, its -wal and -shm files and "
+                   "their directory"));
 }
 
 absl::Status Store::Write(absl::FunctionRef<absl::Status(Connection&)> fn) {

@@ -195,6 +195,13 @@ class Store {
   // The schema version the file is at (kSchemaVersion after Open).
   absl::StatusOr<int> SchemaVersion();
 
+  // Runs a real write transaction (it rewrites one row with its own value)
+  // and commits it, so that a file SQLite could open only for reading (a
+  // read-only file or directory, a read-only mount) is found before the
+  // first call needs a write. FailedPrecondition naming the file and
+  // SQLite's reason, without the SQL, when it cannot be written.
+  absl::Status CheckWritable();
+
   const std::string& path() const { return path_; }
 
  private:

@@ -13,7 +13,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/spec/spec_json.h"
 #include "proto/columns.h"
+#include "proto/convert.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "server/core/auth.h"
 #include "server/core/clock.h"
@@ -184,6 +186,120 @@ class ServiceTest : public ::testing::Test {
   std::unique_ptr<v1::SweepService::Stub> sweep_stub_;
   std::unique_ptr<v1::WorkerService::Stub> worker_stub_;
 };
+
+// Every spec field whose default is not zero, at zero, at its default and at
+// another value, submitted as the CLI submits it (ToProto of the spec) and
+// read back from the TaskSpec a worker is leased: the worker trains exactly
+// what was submitted. A value the spec check refuses (m = 0) is refused by
+// the server with the same message instead of becoming the default.
+TEST_F(ServiceTest, EverySpecValueReachesTheWorkerAsSubmitted) {
+  SweepSpec exhaustive;
+  exhaustive.dataset.m = 2;
+  exhaustive.dataset.seq_len = 3;
+  exhaustive.heads = {HeadSpec{}};
+  exhaustive.ranks = {1};
+  exhaustive.seed_count = 1;
+  SweepSpec witness = exhaustive;
+  witness.dataset.kind = DatasetKind::kWitness;
+  witness.dataset.m = 10;
+  witness.dataset.code_weight = 3;
+  witness.dataset.max_overlap = 1;
+  SweepSpec pool = exhaustive;
+  pool.dataset.kind = DatasetKind::kPool;
+  pool.dataset.m = 4;
+  pool.dataset.pool_size = 16;
+  pool.dataset.train_size = 8;
+  pool.dataset.test_size = 4;
+  SweepSpec multihead = exhaustive;
+  multihead.heads[0].kind = HeadKind::kMultiheadKernel;
+  SweepSpec relu = exhaustive;
+  relu.heads[0].feature_map = FeatureMap::kReluEps;
+
+  struct Case {
+    const char* field;
+    const SweepSpec* base;
+    std::function<void(SweepSpec&, double)> set;
+    double zero_default_other[3];
+    bool zero_is_legal;
+  };
+  const DatasetSpec d;
+  const HeadSpec h;
+  const TrainSpec t;
+  const std::vector<Case> cases = {
+      {"dataset.m", &exhaustive, [](SweepSpec& s, double v) { s.dataset.m = static_cast<int>(v); }, {0, 3, 4}, false},
+      {"dataset.seq_len", &exhaustive, [](SweepSpec& s, double v) { s.dataset.seq_len = static_cast<int>(v); },
+       {0, 3, 4}, false},
+      {"dataset.code_weight", &witness,
+       [](SweepSpec& s, double v) { s.dataset.code_weight = static_cast<int>(v); }, {0, 8, 4}, false},
+      {"dataset.max_overlap", &witness,
+       [](SweepSpec& s, double v) { s.dataset.max_overlap = static_cast<int>(v); }, {0, 4, 2}, true},
+      {"dataset.bernoulli_p", &pool, [](SweepSpec& s, double v) { s.dataset.bernoulli_p = v; },
+       {0, d.bernoulli_p, 0.25}, false},
+      {"dataset.test_pool_share", &pool,
+       [](SweepSpec& s, double v) { s.dataset.test_pool_share = v; }, {0, d.test_pool_share, 0.25},
+       true},
+      {"dataset.hard_share", &pool, [](SweepSpec& s, double v) { s.dataset.hard_share = v; },
+       {0, d.hard_share, 0.75}, true},
+      {"head.num_heads", &multihead, [](SweepSpec& s, double v) { s.heads[0].num_heads = static_cast<int>(v); },
+       {0, 1, 4}, false},
+      {"head.relu_eps", &relu, [](SweepSpec& s, double v) { s.heads[0].relu_eps = v; },
+       {0, h.relu_eps, 0.01}, false},
+      {"train.lr", &exhaustive, [](SweepSpec& s, double v) { s.train.lr = v; }, {0, t.lr, 0.05},
+       false},
+      {"train.beta1", &exhaustive, [](SweepSpec& s, double v) { s.train.beta1 = v; },
+       {0, t.beta1, 0.5}, true},
+      {"train.beta2", &exhaustive, [](SweepSpec& s, double v) { s.train.beta2 = v; },
+       {0, t.beta2, 0.9}, true},
+      {"train.max_steps", &exhaustive, [](SweepSpec& s, double v) { s.train.max_steps = static_cast<int>(v); },
+       {0, 2000, 10}, true},
+      {"train.eval_every", &exhaustive, [](SweepSpec& s, double v) { s.train.eval_every = static_cast<int>(v); },
+       {0, 50, 5}, false},
+      {"train.early_stop_evals", &exhaustive,  // 0 = never
+       [](SweepSpec& s, double v) { s.train.early_stop_evals = static_cast<int>(v); }, {0, 3, 7}, true},
+  };
+  const std::string worker = Register();
+  int n = 0;
+  for (const Case& c : cases) {
+    for (int pick = 0; pick < 3; ++pick) {
+      const double value = c.zero_default_other[pick];
+      SCOPED_TRACE(std::string(c.field) + " = " + std::to_string(value));
+      SweepSpec spec = *c.base;
+      spec.name = "field-" + std::to_string(++n);
+      c.set(spec, value);
+      const absl::Status valid = ValidateSweepSpec(spec);
+      if (pick == 0) EXPECT_EQ(valid.ok(), c.zero_is_legal) << valid;
+      grpc::ClientContext ctx;
+      v1::SubmitSweepRequest req;
+      *req.mutable_spec() = ToProto(spec);
+      v1::SubmitSweepResponse submitted;
+      grpc::Status s = sweep_stub_->SubmitSweep(&ctx, req, &submitted);
+      if (!valid.ok()) {
+        EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+        EXPECT_EQ(s.error_message(), valid.message());
+        EXPECT_THAT(s.error_message(), HasSubstr(c.field));
+        continue;
+      }
+      ASSERT_TRUE(s.ok()) << s.error_message();
+      v1::AcquireTasksResponse acquired;
+      ASSERT_TRUE(Acquire(worker, 0, &acquired).ok());
+      ASSERT_EQ(acquired.tasks_size(), 1);
+      ASSERT_EQ(acquired.tasks(0).sweep_id(), submitted.sweep_id());
+      TaskSpec want;
+      want.dataset = spec.dataset;
+      want.head = spec.heads[0];
+      want.rank = 1;
+      want.train = spec.train;
+      want.seeds = {0};
+      EXPECT_EQ(TaskSpecToJson(FromProto(acquired.tasks(0).spec())), TaskSpecToJson(want));
+      // Cancelled, so that the next case's task is the next one leased.
+      grpc::ClientContext cctx;
+      v1::CancelSweepRequest cancel;
+      cancel.set_sweep_id(submitted.sweep_id());
+      v1::CancelSweepResponse cancelled;
+      ASSERT_TRUE(sweep_stub_->CancelSweep(&cctx, cancel, &cancelled).ok());
+    }
+  }
+}
 
 TEST_F(ServiceTest, SubmitAndGetSweep) {
   int64_t cells = 0;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -41,16 +42,22 @@ constexpr char kSpec[] = R"({
   "train": {"max_steps": 300, "eval_every": 50, "lr": 0.02}
 })";
 constexpr int kCells = 9;
+// Steps of OneLongCell (below) for a task that outlasts the test's kill of
+// the coordinator by seconds: 20,000 steps took 14.7 s on one core of a
+// 2-core machine under a load of 12, so this is about 4 s there.
+constexpr int kOutageSteps = 5000;
 
 class Cluster {
  public:
   explicit Cluster(const TempDir& dir) : dir_(dir.path()), db_(dir.path() + "/ranksweep.db") {}
 
   // Starts ranksweepd; `port` 0 picks a free one. Returns the address.
-  std::string StartServer(const std::string& port = "0") {
+  // `lease_seconds` outlives a planned outage where a test needs it to.
+  std::string StartServer(const std::string& port = "0", int lease_seconds = 10) {
     server_ = std::make_unique<Process>(
         std::vector<std::string>{RANKSWEEPD_BIN, "--listen=127.0.0.1:" + port, "--db=" + db_,
-                                 "--lease_seconds=10", "--insecure_local"},
+                                 "--lease_seconds=" + std::to_string(lease_seconds),
+                                 "--insecure_local"},
         dir_ + "/server" + std::to_string(server_starts_++));
     auto bound = server_->WaitForStdout(std::regex("listening on (\\S+)"), 30s);
     EXPECT_TRUE(bound.has_value()) << server_->Stderr();
@@ -111,8 +118,19 @@ class Cluster {
     for (auto& w : workers_) EXPECT_TRUE(w->Wait(60s).has_value()) << w->Stderr();
   }
 
+  // Waits until worker `i`'s log has `text`; false on timeout or exit.
+  bool WaitForWorkerLog(size_t i, const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (workers_[i]->Stderr().find(text) == std::string::npos) {
+      if (!workers_[i]->running() || std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+
   const std::string& db() const { return db_; }
   Process& server() { return *server_; }
+  Process& worker(size_t i) { return *workers_[i]; }
 
  private:
   std::string dir_;
@@ -159,16 +177,25 @@ std::vector<DbRow> ReadDbRows(const std::string& db, const std::string& sweep) {
   return rows;
 }
 
-std::string IntegrityCheck(const std::string& db) {
+// The first column of the first row `sql` gives (its one `?` bound to
+// `arg`), read from the SQLite file; empty when there is no row.
+std::string ReadOneText(const std::string& db, const char* sql, const std::string& arg = "") {
   sqlite3* h = nullptr;
   sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr);
+  EXPECT_EQ(sqlite3_prepare_v2(h, sql, -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
+  if (sqlite3_bind_parameter_count(st) > 0) {
+    sqlite3_bind_text(st, 1, arg.c_str(), -1, SQLITE_TRANSIENT);
+  }
   std::string out;
   if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
   sqlite3_close(h);
   return out;
+}
+
+std::string IntegrityCheck(const std::string& db) {
+  return ReadOneText(db, "PRAGMA integrity_check");
 }
 
 // Every (head, rank, seed) of kSpec exactly once.
@@ -375,6 +402,159 @@ TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) 
   cluster.StopWorkers();
   cluster.StopServer(SIGTERM);
   EXPECT_EQ(IntegrityCheck(cluster.db()), "ok");
+}
+
+// Occurrences of `text` in `log`.
+int Count(const std::string& log, const std::string& text) {
+  int n = 0;
+  for (size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
+  return n;
+}
+
+// One cell (kernel rank 1, one seed) that trains `steps` steps, evaluated
+// only at the end and never stopped early: a task whose length the test sets.
+std::string OneLongCell(const std::string& name, int steps) {
+  return R"({"name": ")" + name + R"(",
+    "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
+    "heads": [{"kind": "kernel", "feature_map": "elu1"}], "ranks": [1], "seed_count": 1,
+    "train": {"max_steps": )" + std::to_string(steps) + R"(, "eval_every": )" +
+         std::to_string(steps) + R"(, "early_stop_evals": 0}})";
+}
+
+// A cancelled sweep's running task stops at the worker's next heartbeat, not
+// at the end of its training: the task here would train for many minutes
+// and evaluates only at its end. The slot is free for the next sweep, and
+// the cancelled cell is neither stored nor trained again.
+TEST(ServiceE2ETest, CancelStopsARunningTaskWithinAHeartbeat) {
+  TempDir dir;
+  Cluster cluster(dir);
+  cluster.StartServer();
+  const std::string id = cluster.Submit(OneLongCell("long", 10'000'000));
+  ASSERT_FALSE(id.empty());
+  constexpr auto kHeartbeat = 1000ms;
+  cluster.StartWorker({"--heartbeat_ms=1000"});
+  ASSERT_TRUE(cluster.WaitForWorkerLog(0, "start " + id, 60s)) << cluster.worker(0).Stderr();
+  std::this_thread::sleep_for(500ms);  // past the dataset, into the steps
+
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  CommandResult cancel = cluster.Cli({"cancel", id});
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
+  ASSERT_TRUE(cluster.WaitForWorkerLog(0, "stopped " + id, 60s)) << cluster.worker(0).Stderr();
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - cancelled_at);
+  // One heartbeat period, plus a margin for the heartbeat call, the step in
+  // progress and a loaded machine.
+  EXPECT_LT(took, kHeartbeat + 3000ms) << took.count() << " ms";
+  std::cerr << "cancel to stop: " << took.count() << " ms\n";
+  EXPECT_NE(cluster.worker(0).Stderr().find("stopped " + id + " kernel/elu1 r=1 seeds=1: leases "
+                                            "cancelled or lost"),
+            std::string::npos);
+
+  // The slot is free: the next sweep runs to its end on the same worker.
+  const std::string next = cluster.Submit();
+  ASSERT_TRUE(cluster.WatchToTheEnd(next));
+  EXPECT_EQ(ReadDbRows(cluster.db(), next).size(), static_cast<size_t>(kCells));
+  EXPECT_EQ(ReadDbRows(cluster.db(), id).size(), 0u);
+  EXPECT_EQ(Count(cluster.worker(0).Stderr(), "start " + id), 1);
+  cluster.StopWorkers();
+  cluster.StopServer(SIGTERM);
+}
+
+// The coordinator goes away (SIGKILL, then a graceful SIGTERM) while a
+// worker trains; the task ends during the outage, its report fails and is
+// kept; the coordinator comes back on the same file and port and takes the
+// report under the lease it handed out. One row, first attempt, trained
+// once; a `watch` that followed the sweep across the graceful shutdown ends
+// DONE.
+TEST(ServiceE2ETest, AResultFinishedWhileTheCoordinatorIsDownIsStoredOnceAfterItsRestart) {
+  for (int sig : {SIGKILL, SIGTERM}) {
+    SCOPED_TRACE(sig == SIGKILL ? "SIGKILL" : "SIGTERM");
+    TempDir dir;
+    Cluster cluster(dir);
+    // The lease in flight must outlive the outage.
+    constexpr int kLeaseSeconds = 120;
+    const std::string addr = cluster.StartServer("0", kLeaseSeconds);
+    const std::string port = addr.substr(addr.rfind(':') + 1);
+    const std::string id = cluster.Submit(OneLongCell("outage", kOutageSteps));
+    ASSERT_FALSE(id.empty());
+    // A graceful shutdown ends the watch's stream (UNAVAILABLE, or CANCELLED
+    // when cut mid-write); after SIGKILL CoordinatorRestartMidSweep... has
+    // one, and here it would only wait out its backoff.
+    std::optional<Process> watch;
+    if (sig == SIGTERM) {
+      watch.emplace(std::vector<std::string>{RANKSWEEP_CLI_BIN, "--addr=" + addr, "watch", id},
+                    dir.path() + "/watch");
+      ASSERT_TRUE(watch->WaitForStdout(std::regex("watching"), 30s).has_value())
+          << watch->Stderr();
+    }
+    cluster.StartWorker({"--heartbeat_ms=1000"});
+    ASSERT_TRUE(cluster.WaitForWorkerLog(0, "start " + id, 60s)) << cluster.worker(0).Stderr();
+    cluster.StopServer(sig);
+
+    // The task ends while the coordinator is down: the report fails.
+    ASSERT_TRUE(cluster.WaitForWorkerLog(0, "done " + id, 120s)) << cluster.worker(0).Stderr();
+    ASSERT_TRUE(cluster.WaitForWorkerLog(0, "complete: ", 60s)) << cluster.worker(0).Stderr();
+    ASSERT_EQ(ReadDbRows(cluster.db(), id).size(), 0u) << "stored before the outage";
+
+    cluster.StartServer(port, kLeaseSeconds);
+    ASSERT_TRUE(cluster.WatchToTheEnd(id));
+    const std::vector<DbRow> rows = ReadDbRows(cluster.db(), id);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].attempt, 1);
+    EXPECT_EQ(Count(cluster.worker(0).Stderr(), "start " + id), 1) << cluster.worker(0).Stderr();
+    EXPECT_NE(cluster.worker(0).Stderr().find("reported " + id + " kernel/elu1 r=1 seeds=1: 1 "
+                                              "recorded, 0 duplicates"),
+              std::string::npos)
+        << cluster.worker(0).Stderr();
+    if (watch.has_value()) {
+      EXPECT_EQ(watch->Wait(120s), std::optional<int>(0)) << watch->Stderr();
+      EXPECT_NE(watch->Stderr().find("sweep " + id + " DONE\n"), std::string::npos)
+          << watch->Stderr();
+    }
+    cluster.StopWorkers();
+    cluster.StopServer(SIGTERM);
+    EXPECT_EQ(IntegrityCheck(cluster.db()), "ok");
+  }
+}
+
+// Zeros that are legal and differ from the defaults (beta1, beta2,
+// hard_share, test_pool_share from YAML, max_steps from a flag) are what
+// --dry-run shows, what the coordinator stores, and what the worker trains:
+// no step at all, where a 0 that became the default trained 2,000.
+TEST(ServiceE2ETest, TheSpecAWorkerTrainsIsTheSpecDryRunShows) {
+  TempDir dir;
+  Cluster cluster(dir);
+  cluster.StartServer();
+  const std::string yaml = dir.path() + "/zeros.yaml";
+  std::ofstream(yaml) << "name: zeros\n"
+                         "dataset: {kind: pool, m: 4, seq_len: 3, pool_size: 16, train_size: 8,\n"
+                         "          test_size: 0, test_pool_share: 0, hard_share: 0}\n"
+                         "heads: [{kind: kernel}]\n"
+                         "ranks: [2]\n"
+                         "seed_count: 2\n"
+                         "train: {beta1: 0, beta2: 0, max_steps: 500}\n";
+  CommandResult dry = cluster.Cli({"submit", "-f", yaml, "--max-steps", "0", "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  const Json shown = Json::parse(dry.out);
+  EXPECT_EQ(shown.at("train").at("max_steps"), 0);
+  EXPECT_EQ(shown.at("train").at("beta1"), 0.0);
+  EXPECT_EQ(shown.at("train").at("beta2"), 0.0);
+  EXPECT_EQ(shown.at("dataset").at("hard_share"), 0.0);
+  EXPECT_EQ(shown.at("dataset").at("test_pool_share"), 0.0);
+
+  CommandResult submitted = cluster.Cli({"submit", "-f", yaml, "--max-steps", "0"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  std::string id = submitted.out.substr(0, submitted.out.find('\n'));
+  EXPECT_EQ(Json::parse(ReadOneText(cluster.db(), "SELECT spec_json FROM sweeps WHERE id = ?", id)),
+            shown);
+
+  cluster.StartWorker();
+  ASSERT_TRUE(cluster.WatchToTheEnd(id));
+  Json rows = cluster.ResultRows(id);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const Json& row : rows) EXPECT_EQ(row.at("result").at("steps"), 0) << row.dump();
+  cluster.StopWorkers();
+  cluster.StopServer(SIGTERM);
 }
 
 }  // namespace

@@ -151,10 +151,27 @@ absl::Status Agent::Run() {
     runners_exit_ = true;
   }
   for (auto& t : runners) t.join();
-  if (absl::Status s = FlushOutbox(); !s.ok()) {
+  // Results of finished tasks are worth the rest of the drain's time: a
+  // coordinator that is restarting takes them when it is back, where
+  // leaving them would have their cells trained again after the leases
+  // expire. Nothing else is waiting by now, so this only delays the exit.
+  // A round that starts before the deadline may end after it, by at most
+  // one FlushOutbox's retries.
+  absl::Status flushed = FlushOutbox();
+  Backoff backoff(options_.retry);
+  while (!flushed.ok() && IsTransient(flushed)) {
+    const absl::Duration wait = backoff.Next();
+    {
+      absl::MutexLock lock(&mu_);
+      if (hard_stop_ || absl::Now() + wait >= drain_deadline_) break;
+    }
+    SleepFor(wait);
+    flushed = FlushOutbox();
+  }
+  if (!flushed.ok()) {
     absl::MutexLock lock(&mu_);
     Log(absl::StrCat("exiting with ", outbox_.size(),
-                     " unacknowledged result batches: ", s.ToString()));
+                     " unacknowledged result batches: ", flushed.ToString()));
   }
   {
     absl::MutexLock lock(&mu_);
@@ -571,6 +588,7 @@ void Agent::Drain() {
 
   const absl::Time deadline = absl::Now() + options_.drain_timeout;
   absl::MutexLock lock(&mu_);
+  drain_deadline_ = deadline;
   auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_.empty() || hard_stop_; };
   if (!running_.empty()) {
     Log(absl::StrCat("draining: waiting up to ", absl::FormatDuration(options_.drain_timeout),

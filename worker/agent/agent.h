@@ -13,14 +13,18 @@
 //    for the free slot as before. A retried CompleteTasks asks again: after
 //    a lost reply the coordinator answers the same results with the tasks
 //    their first attempt leased (docs/PROTOCOL.md).
-//  - Transient errors (retry.h) are retried with exponential backoff and
-//    jitter. Results not acknowledged after the per-call attempts stay in an
-//    outbox and are sent again, before any new acquisition, until the
-//    coordinator acknowledges them or rejects their leases. Their leases keep
-//    being heartbeated meanwhile.
+//  - Transient errors (retry.h; CANCELLED included, which is what a call
+//    cut by a coordinator's shutdown gets) are retried with exponential
+//    backoff and jitter. Results not acknowledged after the per-call attempts
+//    stay in an outbox and are sent again under the same leases, before any
+//    new acquisition, until the coordinator acknowledges them or rejects
+//    their leases. Their leases keep being heartbeated meanwhile, so a
+//    coordinator restarted on the same database takes them while the leases
+//    are valid, and nothing is trained twice.
 //  - Heartbeat's cancelled/lost lease ids drop those cells: a queued task
 //    whose cells are all dropped is discarded, a running one is stopped
-//    through should_stop, unacknowledged results of those leases are
+//    through should_stop (read after every training step, so the slot is
+//    free within about one heartbeat), unacknowledged results of those leases are
 //    discarded. Nothing is reported for dropped cells.
 //  - A runner error becomes FailTask(reason, release=false), or
 //    release=true for kResourceExhausted (the worker's fault).
@@ -28,8 +32,9 @@
 //    worker) re-registers under the same worker id.
 //  - RequestDrain (SIGTERM): stop acquiring, release queued tasks
 //    (FailTask release=true), let running tasks finish within
-//    drain_timeout, then stop and release the rest, send what is pending,
-//    and return OK. A second RequestDrain ends the wait at once.
+//    drain_timeout, then stop and release the rest, send what is pending
+//    (retrying a coordinator that is down until the same drain_timeout has
+//    passed), and return OK. A second RequestDrain ends the wait at once.
 //
 // Ownership: the agent does not own the client or the runner; both must
 // outlive Run(). Thread-safety: Run() is called once, from one thread;
@@ -168,6 +173,8 @@ class Agent {
   std::deque<Batch> outbox_ ABSL_GUARDED_BY(mu_);
   int64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  // Set by Drain(): running tasks, then unacknowledged results, get until then.
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool hard_stop_ ABSL_GUARDED_BY(mu_) = false;
   bool runners_exit_ ABSL_GUARDED_BY(mu_) = false;
   bool heartbeat_exit_ ABSL_GUARDED_BY(mu_) = false;

@@ -387,6 +387,32 @@ TEST(AgentTest, UnacknowledgedResultsAreSentAgainLater) {
   EXPECT_EQ(agent.stats().cells_completed, 1);
 }
 
+// A coordinator that shuts down with the call in flight answers CANCELLED
+// (and UNAVAILABLE until it is back): the results are kept and sent again
+// under the same leases, never discarded to be trained again.
+TEST(AgentTest, ResultsCutByACoordinatorShutdownAreKeptAndSentAgain) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {3}, 30, 300)});
+  coordinator.complete_errors = {absl::CancelledError("Cancelled"),
+                                 absl::UnavailableError("connection refused"),
+                                 absl::CancelledError("Cancelled")};
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
+  AgentOptions options = TestOptions();
+  options.retry.max_attempts = 2;  // gives up once: the outbox sends them again
+  Agent agent(&coordinator, &runner, options);
+  ASSERT_TRUE(agent.Run().ok());
+
+  ASSERT_EQ(coordinator.completes.size(), 4u);
+  for (const auto& call : coordinator.completes) {
+    EXPECT_THAT(Flatten(call), ElementsAre(std::make_tuple(30, 300, 3u, 103)));
+  }
+  EXPECT_EQ(coordinator.acknowledged.size(), 1u);
+  EXPECT_EQ(runner.ran().size(), 1u);  // trained once
+  EXPECT_EQ(agent.stats().results_discarded, 0);
+  EXPECT_EQ(agent.stats().cells_completed, 1);
+  EXPECT_TRUE(coordinator.fails.empty());
+}
+
 TEST(AgentTest, HeartbeatCancellationStopsTheRunner) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
@@ -532,6 +558,35 @@ TEST(AgentTest, DrainReleasesUnstartedTasksAndLetsRunningOnesFinish) {
   EXPECT_EQ(agent.stats().tasks_completed, 1);
 }
 
+// A worker told to stop while the coordinator is down keeps sending its
+// finished results until the drain's time is up, instead of exiting after
+// one call's attempts and leaving their cells to be trained again.
+TEST(AgentTest, DrainKeepsSendingResultsToACoordinatorThatIsDown) {
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {4}, 40, 400)});
+  // Three calls' worth of attempts fail: the runner's, the drain's first
+  // send, and one more round.
+  coordinator.complete_errors.assign(5, absl::UnavailableError("connection refused"));
+  Agent* drained = nullptr;
+  FakeRunner runner([&drained](const TaskSpec& spec, const RunControl&) {
+    drained->RequestDrain();
+    return ResultsFor(spec);
+  });
+  AgentOptions options = TestOptions();
+  options.exit_when_idle = false;
+  options.retry.max_attempts = 2;
+  options.drain_timeout = absl::Seconds(30);
+  Agent agent(&coordinator, &runner, options);
+  drained = &agent;
+  ASSERT_TRUE(agent.Run().ok());
+
+  ASSERT_EQ(coordinator.completes.size(), 6u);
+  ASSERT_EQ(coordinator.acknowledged.size(), 1u);
+  EXPECT_THAT(Flatten(coordinator.acknowledged[0]), ElementsAre(std::make_tuple(40, 400, 4u, 104)));
+  EXPECT_EQ(agent.stats().cells_completed, 1);
+  EXPECT_TRUE(coordinator.fails.empty());
+}
+
 TEST(AgentTest, DrainTimeoutStopsAndReleasesRunningTasks) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
@@ -613,6 +668,7 @@ TEST(RetryTest, TransientCodes) {
   EXPECT_TRUE(IsTransient(absl::UnavailableError("")));
   EXPECT_TRUE(IsTransient(absl::DeadlineExceededError("")));
   EXPECT_TRUE(IsTransient(absl::ResourceExhaustedError("")));
+  EXPECT_TRUE(IsTransient(absl::CancelledError("")));
   EXPECT_FALSE(IsTransient(absl::FailedPreconditionError("")));
   EXPECT_FALSE(IsTransient(absl::NotFoundError("")));
   EXPECT_FALSE(IsTransient(absl::OkStatus()));

@@ -120,8 +120,8 @@ class CoordinatorClient {
 
 // Control hooks handed to a running task.
 struct RunControl {
-  // Polled by the runner between evaluations; true means stop and return
-  // kCancelled. Never empty.
+  // Polled by the runner after every training step; true means stop and
+  // return kCancelled. Never empty.
   std::function<bool()> should_stop;
   // Called with the steps done so far. Never empty.
   std::function<void(int64_t steps)> on_progress;

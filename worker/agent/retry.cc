@@ -9,6 +9,9 @@ bool IsTransient(const absl::Status& status) {
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kResourceExhausted:
+    // The agent never cancels its own calls, so CANCELLED is a coordinator
+    // that shut down with the call in flight: a restart, not a refusal.
+    case absl::StatusCode::kCancelled:
       return true;
     default:
       return false;

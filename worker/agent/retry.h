@@ -25,8 +25,9 @@ struct RetryPolicy {
   int max_attempts = 6;
 };
 
-// UNAVAILABLE, DEADLINE_EXCEEDED and RESOURCE_EXHAUSTED: the coordinator is
-// down, restarting, slow or busy; the same call may succeed later.
+// UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED and CANCELLED: the
+// coordinator is down, restarting (a shutdown cancels the calls it has not
+// finished), slow or busy; the same call may succeed later.
 bool IsTransient(const absl::Status& status);
 
 // Successive waits: initial, initial*multiplier, ... capped at max, each

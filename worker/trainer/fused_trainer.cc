@@ -494,6 +494,12 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     for (int step = 0; step < ts.max_steps && n_active > 0; ++step) {
       runner.Run();
       for (int64_t s = 0; s < s_count; ++s) steps[s] += active[s];
+      // Between steps, not only at evaluations: eval_every may be thousands
+      // of steps, and a cancelled task (or one whose lease was lost) should
+      // free its slot within a heartbeat. A host-side flag; nothing syncs.
+      if (options.should_stop && options.should_stop()) {
+        return absl::CancelledError(absl::StrCat("stopped after ", step + 1, " steps"));
+      }
 
       const bool last = step + 1 == ts.max_steps;
       if ((step + 1) % ts.eval_every != 0 && !last) continue;
@@ -518,9 +524,6 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
         adam.SetActive(active_t, n_active == s_count);
       }
       if (options.on_progress) options.on_progress(step + 1);
-      if (options.should_stop && options.should_stop()) {
-        return absl::CancelledError(absl::StrCat("stopped after ", step + 1, " steps"));
-      }
     }
   }
 

@@ -23,8 +23,9 @@ struct RunOptions {
   // "cpu", "cuda", "cuda:N" or "auto" (CUDA when the linked LibTorch has it
   // and a device is present, else CPU).
   std::string device = "auto";
-  // Polled between evaluations; when it returns true the run stops and
-  // RunTask returns kCancelled. May be empty.
+  // Polled after every training step; when it returns true the run stops
+  // and RunTask returns kCancelled. Called on the training thread, so it
+  // must be cheap (an atomic load). May be empty.
   std::function<bool()> should_stop;
   // Called after each evaluation with steps done so far. May be empty.
   std::function<void(int64_t steps)> on_progress;
@@ -68,7 +69,7 @@ struct SweepRunOptions {
 // trying a spec. InvalidArgument for an invalid spec, for mode search (its
 // bisection lives in the coordinator) and for max_seeds or slots out of
 // range. The first task error stops the run: no task starts after it, the
-// running ones stop at their next evaluation, and that error is returned.
+// running ones stop at their next step, and that error is returned.
 absl::Status RunSweep(const SweepSpec& sweep, const SweepRunOptions& how,
                       const RunOptions& options,
                       const std::function<void(const SweepTaskReport&)>& on_task);

@@ -148,15 +148,21 @@ TEST(FusedTest, OtherHeadsAndLossesRun) {
   }
 }
 
-TEST(FusedTest, CancelStopsTheRun) {
+// The flag is read after every step, not only at evaluations: a stop
+// asked for before the first evaluation ends the run at the step it sees it.
+TEST(FusedTest, CancelStopsTheRunAtTheNextStep) {
   TaskSpec t = SmallTask();
+  ASSERT_GT(t.train.eval_every, 3);
   RunOptions opts = kCpu;
   int64_t seen = 0;
+  int polls = 0;
   opts.on_progress = [&seen](int64_t steps) { seen = steps; };
-  opts.should_stop = [] { return true; };
+  opts.should_stop = [&polls] { return ++polls == 3; };
   auto r = RunTask(t, opts);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(seen, t.train.eval_every);
+  EXPECT_EQ(r.status().message(), "stopped after 3 steps");
+  EXPECT_EQ(seen, 0);  // no evaluation ran
+  EXPECT_EQ(polls, 3);
 }
 
 // The phase transition on one witness family: m = 24, weight-8 code with
