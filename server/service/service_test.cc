@@ -290,7 +290,7 @@ TEST_F(ServiceTest, EverySpecValueReachesTheWorkerAsSubmitted) {
       want.rank = 1;
       want.train = spec.train;
       want.seeds = {0};
-      EXPECT_EQ(TaskSpecToJson(FromProto(acquired.tasks(0).spec())), TaskSpecToJson(want));
+      EXPECT_EQ(TaskSpecToJson(::ranksweep::FromProto(acquired.tasks(0).spec())), TaskSpecToJson(want));
       // Cancelled, so that the next case's task is the next one leased.
       grpc::ClientContext cctx;
       v1::CancelSweepRequest cancel;
