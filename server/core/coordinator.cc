@@ -29,17 +29,10 @@
 
 namespace ranksweep::server {
 
-// Values of the state columns; equal to the enums (and the proto's).
-// cells.state: 1 pending, 2 leased, 3 done, 4 failed, 5 cancelled.
-// sweeps.state: 1 running, 2 done, 3 failed, 4 cancelled.
+// The state columns hold the enums' numbers (types.h, kCellDone and the
+// like); statements that name a state are built from those once, in a
+// function-local static.
 namespace {
-
-constexpr int kCellPending = static_cast<int>(CellState::kPending);
-constexpr int kCellLeased = static_cast<int>(CellState::kLeased);
-constexpr int kCellDone = static_cast<int>(CellState::kDone);
-constexpr int kCellFailed = static_cast<int>(CellState::kFailed);
-constexpr int kCellCancelled = static_cast<int>(CellState::kCancelled);
-constexpr int kSweepRunning = static_cast<int>(SweepState::kRunning);
 
 constexpr int kMaxRecentFailures = 10;
 constexpr int kDefaultListLimit = 100;
@@ -124,7 +117,8 @@ absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, u
 const std::string& InsertResultSql() {
   static const std::string* sql = [] {
     // ?13.. are the result columns, then the task key.
-    std::string values = "?1, ?2, ?3, ?4, ?5, 3, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
+    std::string values =
+        absl::StrCat("?1, ?2, ?3, ?4, ?5, ", kCellDone, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12");
     for (int i = 13; i <= 13 + kResultColumnCount; ++i) absl::StrAppend(&values, ", ?", i);
     return new std::string(absl::StrCat(
         "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
@@ -549,10 +543,11 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
                       static_cast<int64_t>(seeds.size());
   }
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT head_index, rank, seed, failure FROM results "
-                               "WHERE sweep_id = ?1 AND state = 4 "
-                               "ORDER BY finished_ms DESC, cell_id DESC LIMIT ?2"));
+    static const std::string* sql = new std::string(
+        absl::StrCat("SELECT head_index, rank, seed, failure FROM results "
+                     "WHERE sweep_id = ?1 AND state = ", kCellFailed,
+                     " ORDER BY finished_ms DESC, cell_id DESC LIMIT ?2"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id).Bind(2, kMaxRecentFailures);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -599,9 +594,10 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
   for (uint64_t seed : SweepSeeds(spec)) {
     int64_t cell_id = 0;
     {
-      ASSIGN_OR_RETURN(Statement ins,
-                       c.Prepare("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, seed, "
-                                 "state) VALUES (?1, ?2, ?3, ?4, 1)"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, seed, "
+                       "state) VALUES (?1, ?2, ?3, ?4, ", kCellPending, ")"));
+      ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
       ins.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, SeedToDb(seed));
       RETURN_IF_ERROR(ins.Run());
       if (c.Changes() == 0) continue;  // a repeated seed
@@ -628,7 +624,8 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
           "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
           "finished_ms, task_key, cached_from, ",
           kResultColumns,
-          ") SELECT ?1, ?2, ?3, ?4, seed, 3, lease_id, attempt, worker_id, worker_build_id, "
+          ") SELECT ?1, ?2, ?3, ?4, seed, ", kCellDone,
+          ", lease_id, attempt, worker_id, worker_build_id, "
           "worker_torch_version, worker_cuda_version, ?5, task_key, cell_id, ",
           kResultColumns, " FROM results WHERE cell_id = ?6"));
       ASSIGN_OR_RETURN(Statement ins, c.Prepare(*copy));
@@ -639,7 +636,9 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
     RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, copied));
     RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, *copied.result, true));
     {
-      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3 WHERE id = ?1"));
+      static const std::string* sql =
+          new std::string(absl::StrCat("UPDATE cells SET state = ", kCellDone, " WHERE id = ?1"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       u.Bind(1, cell_id);
       RETURN_IF_ERROR(u.Run());
     }
@@ -665,17 +664,16 @@ absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::str
     };
     std::map<std::pair<int, int>, Probe> probes;
     {
-      ASSIGN_OR_RETURN(
-          Statement q,
-          c.Prepare(test_split
-                        ? "SELECT c.head_index, c.rank, SUM(c.state IN (1, 2)), "
-                          "SUM(c.state = 3 AND r.test_error = 0), COUNT(*) FROM cells c "
-                          "LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
-                          "GROUP BY c.head_index, c.rank"
-                        : "SELECT c.head_index, c.rank, SUM(c.state IN (1, 2)), "
-                          "SUM(c.state = 3 AND r.train_error = 0), COUNT(*) FROM cells c "
-                          "LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
-                          "GROUP BY c.head_index, c.rank"));
+      auto probe_sql = [](const char* error_column) {
+        return new std::string(absl::StrCat(
+            "SELECT c.head_index, c.rank, SUM(c.state IN (", kCellPending, ", ", kCellLeased,
+            ")), SUM(c.state = ", kCellDone, " AND r.", error_column,
+            " = 0), COUNT(*) FROM cells c LEFT JOIN results r ON r.cell_id = c.id "
+            "WHERE c.sweep_id = ?1 GROUP BY c.head_index, c.rank"));
+      };
+      static const std::string* test_sql = probe_sql("test_error");
+      static const std::string* train_sql = probe_sql("train_error");
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(test_split ? *test_sql : *train_sql));
       q.Bind(1, sweep_id);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
@@ -737,8 +735,11 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
     // decides the common case (cells still open) without counting. A range,
     // not IN (1, 2), which SQLite runs by building a table of the two values
     // on every call.
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM cells WHERE sweep_id = ?1 AND "
-                                            "state BETWEEN 1 AND 2 LIMIT 1"));
+    static_assert(kCellLeased == kCellPending + 1, "the open states must be one range");
+    static const std::string* sql =
+        new std::string(absl::StrCat("SELECT 1 FROM cells WHERE sweep_id = ?1 AND state BETWEEN ",
+                                     kCellPending, " AND ", kCellLeased, " LIMIT 1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool open, q.Step());
     if (open) return absl::OkStatus();
@@ -798,10 +799,11 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
   const std::string label = CellLabel(spec, head_index, rank, seed);
 
   if (!use_attempt || attempt < options_.max_attempts) {
-    ASSIGN_OR_RETURN(Statement u,
-                     c.Prepare("UPDATE cells SET state = 1, attempt = ?2, lease_id = 0, "
-                               "lease_deadline_ms = 0, worker_id = '', last_failure = ?3 "
-                               "WHERE id = ?1"));
+    static const std::string* sql = new std::string(
+        absl::StrCat("UPDATE cells SET state = ", kCellPending,
+                     ", attempt = ?2, lease_id = 0, lease_deadline_ms = 0, worker_id = '', "
+                     "last_failure = ?3 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
     u.Bind(1, cell_id).Bind(2, use_attempt ? attempt : std::max(attempt - 1, 0));
     u.Bind(3, use_attempt ? reason : std::string());
     RETURN_IF_ERROR(u.Run());
@@ -815,19 +817,21 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
   const std::string failure =
       absl::StrFormat("%s (attempt %d of %d)", reason, attempt, options_.max_attempts);
   {
-    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 4, lease_deadline_ms = 0, "
-                                            "last_failure = ?2 WHERE id = ?1"));
+    static const std::string* sql =
+        new std::string(absl::StrCat("UPDATE cells SET state = ", kCellFailed,
+                                     ", lease_deadline_ms = 0, last_failure = ?2 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
     u.Bind(1, cell_id).Bind(2, failure);
     RETURN_IF_ERROR(u.Run());
   }
   ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
   {
-    ASSIGN_OR_RETURN(
-        Statement ins,
-        c.Prepare("INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, "
-                  "state, lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
-                  "worker_cuda_version, failure, finished_ms) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, 4, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+    static const std::string* sql = new std::string(absl::StrCat(
+        "INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+        "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
+        "worker_cuda_version, failure, finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, ",
+        kCellFailed, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+    ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
     ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, SeedToDb(seed));
     ins.Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id).Bind(9, version.build_id);
     ins.Bind(10, version.torch_version).Bind(11, version.cuda_version).Bind(12, failure);
@@ -915,7 +919,9 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     ASSIGN_OR_RETURN(report.leases_expired, ExpireLeasesLocked(c, now, events));
     std::vector<std::string> running;
     {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT id FROM sweeps WHERE state = 1"));
+      static const std::string* sql =
+          new std::string(absl::StrCat("SELECT id FROM sweeps WHERE state = ", kSweepRunning));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -929,15 +935,15 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     for (const SweepChange& change : events.changes) {
       if (change.final) ++report.sweeps_finished;
     }
-    ASSIGN_OR_RETURN(Statement q,
-                     // Pending cells belong to running sweeps only: counted per
-                     // running sweep through cells_by_state, not over all cells;
-                     // leased cells through the index that holds only them.
-                     c.Prepare("SELECT (SELECT COUNT(*) FROM sweeps WHERE state = 1), "
-                               "(SELECT COUNT(*) FROM sweeps s JOIN cells c ON "
-                               "c.sweep_id = s.id AND c.state = 1 WHERE s.state = 1), "
-                               "(SELECT COUNT(*) FROM cells INDEXED BY cells_leased "
-                               "WHERE state = 2)"));
+    // Pending cells belong to running sweeps only: counted per running
+    // sweep through cells_by_state, not over all cells; leased cells
+    // through the index that holds only them.
+    static const std::string* sql = new std::string(absl::StrCat(
+        "SELECT (SELECT COUNT(*) FROM sweeps WHERE state = ", kSweepRunning, "), "
+        "(SELECT COUNT(*) FROM sweeps s JOIN cells c ON c.sweep_id = s.id AND c.state = ",
+        kCellPending, " WHERE s.state = ", kSweepRunning, "), "
+        "(SELECT COUNT(*) FROM cells INDEXED BY cells_leased WHERE state = ", kCellLeased, ")"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
       report.running_sweeps = q.ColumnInt(0);
@@ -977,9 +983,10 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
       if (tries > 100) return absl::InternalError("cannot find a free sweep id");
     }
     {
-      ASSIGN_OR_RETURN(Statement ins,
-                       c.Prepare("INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
-                                 "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6)"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
+                       "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ", kSweepRunning, ", ?6)"));
+      ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
       ins.Bind(1, out.sweep_id).Bind(2, spec.name).Bind(3, owner).Bind(4, spec_json);
       ins.Bind(5, spec.priority).Bind(6, now);
       RETURN_IF_ERROR(ins.Run());
@@ -998,9 +1005,11 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
     // Advances a search (its first probes) and ends a sweep whose cells all
     // came from the cache.
     RETURN_IF_ERROR(MaybeFinishSweep(c, out.sweep_id, events));
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT COUNT(*), COALESCE(SUM(state = 3), 0), "
-                                            "COALESCE(SUM(state = 1), 0) FROM cells "
-                                            "WHERE sweep_id = ?1"));
+    static const std::string* sql = new std::string(
+        absl::StrCat("SELECT COUNT(*), COALESCE(SUM(state = ", kCellDone,
+                     "), 0), COALESCE(SUM(state = ", kCellPending,
+                     "), 0) FROM cells WHERE sweep_id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, out.sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
@@ -1100,15 +1109,18 @@ absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
     {
       // Leased cells keep their lease id and worker so that Heartbeat can
       // tell the worker to stop.
-      ASSIGN_OR_RETURN(Statement u,
-                       c.Prepare("UPDATE cells SET state = 5, lease_deadline_ms = 0 "
-                                 "WHERE sweep_id = ?1 AND state IN (1, 2)"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("UPDATE cells SET state = ", kCellCancelled,
+                       ", lease_deadline_ms = 0 WHERE sweep_id = ?1 AND state IN (",
+                       kCellPending, ", ", kCellLeased, ")"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       u.Bind(1, sweep_id);
       RETURN_IF_ERROR(u.Run());
       cancelled = c.Changes();
     }
-    ASSIGN_OR_RETURN(Statement u,
-                     c.Prepare("UPDATE sweeps SET state = 4, finished_ms = ?2 WHERE id = ?1"));
+    static const std::string* sql = new std::string(absl::StrCat(
+        "UPDATE sweeps SET state = ", kSweepCancelled, ", finished_ms = ?2 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
     u.Bind(1, sweep_id).Bind(2, clock_->NowMs());
     RETURN_IF_ERROR(u.Run());
     events.Add(sweep_id, absl::StrFormat("sweep %s cancelled: %d cells cancelled", sweep_id,
@@ -1161,8 +1173,9 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
       // The previous process of this worker is gone: what it held is released.
       std::vector<int64_t> cells;
       {
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT id FROM cells WHERE worker_id = ?1 AND state = 2"));
+        static const std::string* sql = new std::string(
+            absl::StrCat("SELECT id FROM cells WHERE worker_id = ?1 AND state = ", kCellLeased));
+        ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
         q.Bind(1, worker_id);
         while (true) {
           ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1363,13 +1376,13 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     // group none of whose seeds fits is left for a larger worker.
     std::vector<std::string> sweep_ids;
     {
-      ASSIGN_OR_RETURN(
-          Statement q,
-          c.Prepare("SELECT s.id FROM sweeps s WHERE s.state = 1 AND EXISTS "
-                    "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND c.state = 1) "
-                    "ORDER BY s.priority DESC, (SELECT MAX(o.served) FROM sweeps o WHERE "
-                    "o.owner = s.owner AND o.state = 1 AND o.priority = s.priority) ASC, "
-                    "s.served ASC, s.rowid ASC"));
+      static const std::string* sql = new std::string(absl::StrCat(
+          "SELECT s.id FROM sweeps s WHERE s.state = ", kSweepRunning, " AND EXISTS "
+          "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND c.state = ", kCellPending, ") "
+          "ORDER BY s.priority DESC, (SELECT MAX(o.served) FROM sweeps o WHERE "
+          "o.owner = s.owner AND o.state = ", kSweepRunning, " AND o.priority = s.priority) ASC, "
+          "s.served ASC, s.rowid ASC"));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -1383,12 +1396,13 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
       std::vector<std::pair<int, int>> groups;
       {
         // Unlimited, only the first group is needed: the cheap query.
-        ASSIGN_OR_RETURN(
-            Statement q,
-            c.Prepare(limited ? "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
-                                "state = 1 GROUP BY head_index, rank ORDER BY MIN(id)"
-                              : "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
-                                "state = 1 ORDER BY id LIMIT 1"));
+        static const std::string* all_groups = new std::string(
+            absl::StrCat("SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND state = ",
+                         kCellPending, " GROUP BY head_index, rank ORDER BY MIN(id)"));
+        static const std::string* first_group = new std::string(
+            absl::StrCat("SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND state = ",
+                         kCellPending, " ORDER BY id LIMIT 1"));
+        ASSIGN_OR_RETURN(Statement q, c.Prepare(limited ? *all_groups : *first_group));
         q.Bind(1, sweep_id);
         while (true) {
           ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1423,10 +1437,10 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     if (seeds_to_lease == 0) break;
     const std::string& sweep_id = task.sweep_id;
     {
-      ASSIGN_OR_RETURN(Statement q,
-                       c.Prepare("SELECT id, seed, attempt FROM cells WHERE sweep_id = ?1 AND "
-                                 "state = 1 AND head_index = ?2 AND rank = ?3 "
-                                 "ORDER BY id LIMIT ?4"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("SELECT id, seed, attempt FROM cells WHERE sweep_id = ?1 AND state = ",
+                       kCellPending, " AND head_index = ?2 AND rank = ?3 ORDER BY id LIMIT ?4"));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, seeds_to_lease);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1439,10 +1453,11 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
       return absl::InternalError("pending cell vanished inside a transaction");
     }
     {
-      ASSIGN_OR_RETURN(Statement u,
-                       c.Prepare("UPDATE cells SET state = 2, attempt = attempt + 1, "
-                                 "lease_id = ?2, lease_deadline_ms = ?3, worker_id = ?4, "
-                                 "next_of = ?5, next_task = ?6 WHERE id = ?1"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("UPDATE cells SET state = ", kCellLeased,
+                       ", attempt = attempt + 1, lease_id = ?2, lease_deadline_ms = ?3, "
+                       "worker_id = ?4, next_of = ?5, next_task = ?6 WHERE id = ?1"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       for (LeasedCell& cell : task.cells) {
         cell.lease_id = next_lease++;
         u.Reset();
@@ -1483,10 +1498,11 @@ absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_
   const int64_t deadline = now + options_.lease_ms;
   const size_t first = tasks.size();
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT id, sweep_id, head_index, rank, seed, attempt, lease_id, "
-                               "next_task FROM cells INDEXED BY cells_leased WHERE worker_id = ?1 "
-                               "AND state = 2 AND next_of = ?2 ORDER BY next_task, id"));
+    static const std::string* sql = new std::string(absl::StrCat(
+        "SELECT id, sweep_id, head_index, rank, seed, attempt, lease_id, next_task FROM cells "
+        "INDEXED BY cells_leased WHERE worker_id = ?1 AND state = ", kCellLeased,
+        " AND next_of = ?2 ORDER BY next_task, id"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, worker_id).Bind(2, next_of);
     int64_t task_index = -1;
     while (true) {
@@ -1691,8 +1707,10 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     }
     RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result, false));
     {
-      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3, lease_deadline_ms "
-                                              "= 0, last_failure = '' WHERE id = ?1"));
+      static const std::string* sql =
+          new std::string(absl::StrCat("UPDATE cells SET state = ", kCellDone,
+                                       ", lease_deadline_ms = 0, last_failure = '' WHERE id = ?1"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       u.Bind(1, r.cell_id);
       RETURN_IF_ERROR(u.Run());
     }
@@ -1764,9 +1782,10 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeasesLocked(Connection& c, int64_t n
     // Reads the whole (partial, leased-only) cells_leased index: it holds
     // only the cells out on workers. No ORDER BY: SQLite would rather scan
     // every cell in id order than sort what the index finds.
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT id, lease_id, worker_id FROM cells INDEXED BY "
-                               "cells_leased WHERE state = 2 AND lease_deadline_ms <= ?1"));
+    static const std::string* sql = new std::string(
+        absl::StrCat("SELECT id, lease_id, worker_id FROM cells INDEXED BY cells_leased "
+                     "WHERE state = ", kCellLeased, " AND lease_deadline_ms <= ?1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, now_ms);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1796,9 +1815,10 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeases() {
   // the common case (nothing expired) never takes the write lock.
   bool any = false;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM cells INDEXED BY cells_leased "
-                                            "WHERE state = 2 AND lease_deadline_ms <= ?1 "
-                                            "LIMIT 1"));
+    static const std::string* sql = new std::string(
+        absl::StrCat("SELECT 1 FROM cells INDEXED BY cells_leased WHERE state = ", kCellLeased,
+                     " AND lease_deadline_ms <= ?1 LIMIT 1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, now);
     ASSIGN_OR_RETURN(any, q.Step());
     return absl::OkStatus();
@@ -2232,7 +2252,8 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
           // The facts describe the dataset, the same for every cell.
           static const std::string* sql = new std::string(
               absl::StrCat("SELECT ", kResultColumns,
-                           " FROM results WHERE sweep_id = ?1 AND state = 3 LIMIT 1"));
+                           " FROM results WHERE sweep_id = ?1 AND state = ", kCellDone,
+                           " LIMIT 1"));
           ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
           q.Bind(1, query.sweep_id);
           ASSIGN_OR_RETURN(bool row, q.Step());
@@ -2325,12 +2346,12 @@ absl::StatusOr<std::vector<WorkerInfo>> Coordinator::ListWorkers() {
   const int64_t now = clock_->NowMs();
   std::vector<WorkerInfo> workers;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        c.Prepare("SELECT w.id, w.hostname, w.device, w.device_name, w.memory_bytes, w.slots, "
-                  "w.build_id, w.torch_version, w.cuda_version, w.registered_ms, "
-                  "w.last_seen_ms, w.completed, (SELECT COUNT(*) FROM cells c WHERE "
-                  "c.worker_id = w.id AND c.state = 2) FROM workers w ORDER BY w.id"));
+    static const std::string* sql = new std::string(absl::StrCat(
+        "SELECT w.id, w.hostname, w.device, w.device_name, w.memory_bytes, w.slots, "
+        "w.build_id, w.torch_version, w.cuda_version, w.registered_ms, w.last_seen_ms, "
+        "w.completed, (SELECT COUNT(*) FROM cells c WHERE c.worker_id = w.id AND c.state = ",
+        kCellLeased, ") FROM workers w ORDER BY w.id"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;

@@ -14,13 +14,6 @@
 namespace ranksweep::server {
 namespace {
 
-// The state columns' values (the enums' numbers, as every table stores
-// them), as SQL text.
-const std::string kDone = std::to_string(static_cast<int>(CellState::kDone));
-const std::string kPending = std::to_string(static_cast<int>(CellState::kPending));
-const std::string kCancelled = std::to_string(static_cast<int>(CellState::kCancelled));
-const std::string kSweepRunning = std::to_string(static_cast<int>(SweepState::kRunning));
-
 using GroupKey = std::tuple<std::string, int, int>;  // sweep, head_index, rank
 
 // Sums one (sweep, head, rank) group up again from its DONE rows, as
@@ -51,8 +44,8 @@ absl::Status RebuildGroup(Connection& c, const GroupKey& key) {
       "FROM results r, (SELECT AVG(train_error) AS te, AVG(train_exact_accuracy) AS ea, "
       "AVG(train_position_accuracy) AS pa, "
       "AVG(CASE WHEN test_sequences > 0 THEN test_error END) AS ts FROM results "
-      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND state = ", kDone, ") a "
-      "WHERE r.sweep_id = ?1 AND r.head_index = ?2 AND r.rank = ?3 AND r.state = ", kDone,
+      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND state = ", kCellDone, ") a "
+      "WHERE r.sweep_id = ?1 AND r.head_index = ?2 AND r.rank = ?3 AND r.state = ", kCellDone,
       " GROUP BY r.sweep_id, r.head_index, r.rank"));
   {
     ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_groups WHERE sweep_id = ?1 "
@@ -101,7 +94,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   {
     static const std::string* sql = new std::string(
         absl::StrCat("SELECT cell_id FROM results WHERE worker_id = ?1 AND cached_from = 0 "
-                     "AND state = ", kDone, " AND finished_ms >= ?2"));
+                     "AND state = ", kCellDone, " AND finished_ms >= ?2"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, worker_id).Bind(2, since_ms);
     while (true) {
@@ -163,12 +156,12 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
       }
       // A cancelled sweep hands out nothing more: its cell stays without a
       // result, as the cells it cancelled are.
-      const bool reset = state->second != static_cast<int>(SweepState::kCancelled);
+      const bool reset = state->second != kSweepCancelled;
       static const std::string* pending = new std::string(absl::StrCat(
-          "UPDATE cells SET state = ", kPending, ", lease_id = 0, lease_deadline_ms = 0, "
+          "UPDATE cells SET state = ", kCellPending, ", lease_id = 0, lease_deadline_ms = 0, "
           "worker_id = '', last_failure = ?2 WHERE id = ?1"));
       static const std::string* cancelled = new std::string(
-          absl::StrCat("UPDATE cells SET state = ", kCancelled, ", lease_deadline_ms = 0, "
+          absl::StrCat("UPDATE cells SET state = ", kCellCancelled, ", lease_deadline_ms = 0, "
                        "last_failure = ?2 WHERE id = ?1"));
       ASSIGN_OR_RETURN(Statement u, c.Prepare(reset ? *pending : *cancelled));
       u.Bind(1, cell_id).Bind(2, absl::StrCat("result invalidated by quarantine ",
@@ -180,8 +173,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   }
   for (const GroupKey& key : groups) RETURN_IF_ERROR(RebuildGroup(c, key));
   for (const auto& [sweep_id, state] : sweep_states) {
-    if (state != static_cast<int>(SweepState::kDone) &&
-        state != static_cast<int>(SweepState::kFailed)) {
+    if (state != kSweepDone && state != kSweepFailed) {
       continue;
     }
     static const std::string* reopen = new std::string(
