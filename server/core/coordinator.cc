@@ -26,6 +26,7 @@
 #include "server/core/log.h"
 #include "server/core/packed_row.h"
 #include "server/core/quarantine.h"
+#include "server/core/sql_columns.h"
 
 namespace ranksweep::server {
 
@@ -51,13 +52,58 @@ std::string RandomId(const char* prefix) {
 // A result's fields as columns of `results` (schema version 3), in the
 // order BindResultColumns and ReadResultColumns use. The seed has its own
 // column, shared with the cell.
-constexpr char kResultColumns[] =
-    "train_sequences, train_position_accuracy, train_exact_accuracy, train_error, "
-    "train_max_abs_error, test_sequences, test_position_accuracy, test_exact_accuracy, "
-    "test_error, test_max_abs_error, final_loss, steps, wall_seconds, device, "
-    "facts_train_sequences, facts_test_sequences, facts_distinct_queries, "
-    "facts_rank_lower_bound, facts_rank_upper_bound";
-constexpr int kResultColumnCount = 19;
+struct ResultCol {
+  enum : int {
+    kTrainSequences,
+    kTrainPositionAccuracy,
+    kTrainExactAccuracy,
+    kTrainError,
+    kTrainMaxAbsError,
+    kTestSequences,
+    kTestPositionAccuracy,
+    kTestExactAccuracy,
+    kTestError,
+    kTestMaxAbsError,
+    kFinalLoss,
+    kSteps,
+    kWallSeconds,
+    kDevice,
+    kFactsTrainSequences,
+    kFactsTestSequences,
+    kFactsDistinctQueries,
+    kFactsRankLowerBound,
+    kFactsRankUpperBound,
+    kCount
+  };
+};
+constexpr const char* kResultColumnNames[] = {
+    "train_sequences", "train_position_accuracy", "train_exact_accuracy", "train_error",
+    "train_max_abs_error", "test_sequences", "test_position_accuracy", "test_exact_accuracy",
+    "test_error", "test_max_abs_error", "final_loss", "steps", "wall_seconds", "device",
+    "facts_train_sequences", "facts_test_sequences", "facts_distinct_queries",
+    "facts_rank_lower_bound", "facts_rank_upper_bound"};
+
+// kResultColumnNames as SQL: "train_sequences, ..., facts_rank_upper_bound".
+const std::string& ResultColumns() {
+  static const std::string* columns =
+      new std::string(ColumnList<ResultCol::kCount>(kResultColumnNames));
+  return *columns;
+}
+
+// A packed result row with its cell id (result_packs, schema 6).
+struct PackedCol {
+  enum : int { kCellId, kPacked, kCount };
+};
+
+// A sweep's cells counted per state.
+struct StateCountCol {
+  enum : int { kState, kCells, kCount };
+};
+const std::string& StateCountSql() {
+  static const std::string* sql = NewSelect<StateCountCol::kCount>(
+      {"state", "COUNT(*)"}, "FROM cells WHERE sweep_id = ?1 GROUP BY state");
+  return *sql;
+}
 
 const std::string kNoLabel;
 
@@ -98,78 +144,98 @@ absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, u
                                         ResultRow* row) {
   // "task_key != ''" and the other constant terms let SQLite use the
   // partial index results_by_task.
-  static const std::string* sql = new std::string(absl::StrCat(
-      "SELECT r.cell_id, p.packed FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
-      "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND r.task_key != '' "
-      "AND r.cached_from = 0 AND r.state = ", kCellDone, " ORDER BY r.cell_id"));
+  static const std::string* sql = NewSelect<PackedCol::kCount>(
+      {"r.cell_id", "p.packed"},
+      absl::StrCat("FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
+                   "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND "
+                   "r.task_key != '' AND r.cached_from = 0 AND r.state = ", kCellDone,
+                   " ORDER BY r.cell_id"));
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, build_id);
   while (true) {
     ASSIGN_OR_RETURN(bool found, q.Step());
     if (!found) return 0;
-    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(1), row));
+    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(PackedCol::kPacked), row));
     if (row->result.has_value() && ValidateSeedResult(*row->result, max_steps).ok()) {
-      return q.ColumnInt(0);
+      return q.ColumnInt(PackedCol::kCellId);
     }
   }
 }
 
+// InsertResultSql's parameters after the ?1..?12 its text names: the result
+// columns from ?kInsertResultFirst on, then the task key.
+constexpr int kInsertResultFirst = 13;
+constexpr int kInsertTaskKey = kInsertResultFirst + ResultCol::kCount;
+
 const std::string& InsertResultSql() {
   static const std::string* sql = [] {
-    // ?13.. are the result columns, then the task key.
     std::string values =
         absl::StrCat("?1, ?2, ?3, ?4, ?5, ", kCellDone, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12");
-    for (int i = 13; i <= 13 + kResultColumnCount; ++i) absl::StrAppend(&values, ", ?", i);
+    for (int i = kInsertResultFirst; i <= kInsertTaskKey; ++i) {
+      absl::StrAppend(&values, ", ?", i);
+    }
     return new std::string(absl::StrCat(
         "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
         "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
         "finished_ms, ",
-        kResultColumns, ", task_key) VALUES (", values, ")"));
+        ResultColumns(), ", task_key) VALUES (", values, ")"));
   }();
   return *sql;
 }
 
 // test_error is NULL when there is no test split (sequences == 0), so that
 // aggregates over it skip such rows; it reads back as the default, 1.
+// `first`: the parameter number of the first result column.
 void BindResultColumns(Statement& st, int first, const SeedResult& r) {
-  int i = first;
-  st.Bind(i++, r.train.sequences).Bind(i++, r.train.position_accuracy);
-  st.Bind(i++, r.train.exact_accuracy).Bind(i++, r.train.error);
-  st.Bind(i++, r.train.max_abs_error).Bind(i++, r.test.sequences);
-  st.Bind(i++, r.test.position_accuracy).Bind(i++, r.test.exact_accuracy);
+  using C = ResultCol;
+  st.Bind(first + C::kTrainSequences, r.train.sequences);
+  st.Bind(first + C::kTrainPositionAccuracy, r.train.position_accuracy);
+  st.Bind(first + C::kTrainExactAccuracy, r.train.exact_accuracy);
+  st.Bind(first + C::kTrainError, r.train.error);
+  st.Bind(first + C::kTrainMaxAbsError, r.train.max_abs_error);
+  st.Bind(first + C::kTestSequences, r.test.sequences);
+  st.Bind(first + C::kTestPositionAccuracy, r.test.position_accuracy);
+  st.Bind(first + C::kTestExactAccuracy, r.test.exact_accuracy);
   if (r.test.sequences > 0) {
-    st.Bind(i++, r.test.error);
+    st.Bind(first + C::kTestError, r.test.error);
   } else {
-    st.BindNull(i++);
+    st.BindNull(first + C::kTestError);
   }
-  st.Bind(i++, r.test.max_abs_error).Bind(i++, r.final_loss).Bind(i++, r.steps);
-  st.Bind(i++, r.wall_seconds).Bind(i++, r.device).Bind(i++, r.facts.train_sequences);
-  st.Bind(i++, r.facts.test_sequences).Bind(i++, r.facts.distinct_queries);
-  st.Bind(i++, r.facts.rank_lower_bound).Bind(i++, r.facts.rank_upper_bound);
+  st.Bind(first + C::kTestMaxAbsError, r.test.max_abs_error);
+  st.Bind(first + C::kFinalLoss, r.final_loss);
+  st.Bind(first + C::kSteps, r.steps);
+  st.Bind(first + C::kWallSeconds, r.wall_seconds);
+  st.Bind(first + C::kDevice, r.device);
+  st.Bind(first + C::kFactsTrainSequences, r.facts.train_sequences);
+  st.Bind(first + C::kFactsTestSequences, r.facts.test_sequences);
+  st.Bind(first + C::kFactsDistinctQueries, r.facts.distinct_queries);
+  st.Bind(first + C::kFactsRankLowerBound, r.facts.rank_lower_bound);
+  st.Bind(first + C::kFactsRankUpperBound, r.facts.rank_upper_bound);
 }
 
+// `first`: the index of the first result column in `st`'s row.
 void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
-  int i = first;
-  r->train.sequences = st.ColumnInt(i++);
-  r->train.position_accuracy = st.ColumnDouble(i++);
-  r->train.exact_accuracy = st.ColumnDouble(i++);
-  r->train.error = st.ColumnDouble(i++);
-  r->train.max_abs_error = st.ColumnDouble(i++);
-  r->test.sequences = st.ColumnInt(i++);
-  r->test.position_accuracy = st.ColumnDouble(i++);
-  r->test.exact_accuracy = st.ColumnDouble(i++);
-  r->test.error = st.ColumnIsNull(i) ? 1.0 : st.ColumnDouble(i);
-  ++i;
-  r->test.max_abs_error = st.ColumnDouble(i++);
-  r->final_loss = st.ColumnDouble(i++);
-  r->steps = st.ColumnInt(i++);
-  r->wall_seconds = st.ColumnDouble(i++);
-  r->device = st.ColumnText(i++);
-  r->facts.train_sequences = st.ColumnInt(i++);
-  r->facts.test_sequences = st.ColumnInt(i++);
-  r->facts.distinct_queries = st.ColumnInt(i++);
-  r->facts.rank_lower_bound = st.ColumnInt(i++);
-  r->facts.rank_upper_bound = st.ColumnInt(i++);
+  using C = ResultCol;
+  r->train.sequences = st.ColumnInt(first + C::kTrainSequences);
+  r->train.position_accuracy = st.ColumnDouble(first + C::kTrainPositionAccuracy);
+  r->train.exact_accuracy = st.ColumnDouble(first + C::kTrainExactAccuracy);
+  r->train.error = st.ColumnDouble(first + C::kTrainError);
+  r->train.max_abs_error = st.ColumnDouble(first + C::kTrainMaxAbsError);
+  r->test.sequences = st.ColumnInt(first + C::kTestSequences);
+  r->test.position_accuracy = st.ColumnDouble(first + C::kTestPositionAccuracy);
+  r->test.exact_accuracy = st.ColumnDouble(first + C::kTestExactAccuracy);
+  r->test.error =
+      st.ColumnIsNull(first + C::kTestError) ? 1.0 : st.ColumnDouble(first + C::kTestError);
+  r->test.max_abs_error = st.ColumnDouble(first + C::kTestMaxAbsError);
+  r->final_loss = st.ColumnDouble(first + C::kFinalLoss);
+  r->steps = st.ColumnInt(first + C::kSteps);
+  r->wall_seconds = st.ColumnDouble(first + C::kWallSeconds);
+  r->device = st.ColumnText(first + C::kDevice);
+  r->facts.train_sequences = st.ColumnInt(first + C::kFactsTrainSequences);
+  r->facts.test_sequences = st.ColumnInt(first + C::kFactsTestSequences);
+  r->facts.distinct_queries = st.ColumnInt(first + C::kFactsDistinctQueries);
+  r->facts.rank_lower_bound = st.ColumnInt(first + C::kFactsRankLowerBound);
+  r->facts.rank_upper_bound = st.ColumnInt(first + C::kFactsRankUpperBound);
 }
 
 bool ValidWorkerId(const std::string& id) {
@@ -226,12 +292,15 @@ absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
 // worker. Every result row records it.
 absl::StatusOr<std::optional<VersionManifest>> FindWorkerVersion(Connection& c,
                                                                  const std::string& worker_id) {
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
-                                          "FROM workers WHERE id = ?1"));
+  enum Col : int { kBuildId, kTorchVersion, kCudaVersion, kCount };
+  static const std::string* sql = NewSelect<kCount>(
+      {"build_id", "torch_version", "cuda_version"}, "FROM workers WHERE id = ?1");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, worker_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return std::optional<VersionManifest>();
-  return VersionManifest{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
+  return VersionManifest{q.ColumnText(kBuildId), q.ColumnText(kTorchVersion),
+                         q.ColumnText(kCudaVersion)};
 }
 
 // FindWorkerVersion, empty for an unknown worker.
@@ -349,14 +418,23 @@ struct GroupStats {
   double trained_seconds = 0;
 };
 
-// The columns of result_groups after the key, in the order of
-// ReadGroupStats and the ?4.. bindings of the upsert.
-constexpr char kGroupColumns[] =
-    "n, exact_seeds, test_n, test_exact_seeds, train_error_mean, train_error_m2, "
-    "train_error_min, train_error_max, exact_mean, exact_m2, exact_min, exact_max, "
-    "position_mean, position_m2, position_min, position_max, test_error_mean, test_error_m2, "
-    "test_error_min, test_error_max, trained_n, trained_seconds, cached_n";
+// The columns of result_groups after the key (sweep_id, head_index, rank),
+// in the order in which ReadGroupStats reads them and the upsert binds them.
+constexpr const char* kGroupColumnNames[] = {
+    "n", "exact_seeds", "test_n", "test_exact_seeds", "train_error_mean", "train_error_m2",
+    "train_error_min", "train_error_max", "exact_mean", "exact_m2", "exact_min", "exact_max",
+    "position_mean", "position_m2", "position_min", "position_max", "test_error_mean",
+    "test_error_m2", "test_error_min", "test_error_max", "trained_n", "trained_seconds",
+    "cached_n"};
+constexpr int kGroupColumnCount = static_cast<int>(std::size(kGroupColumnNames));
 
+const std::string& GroupColumns() {
+  static const std::string* columns =
+      new std::string(ColumnList<kGroupColumnCount>(kGroupColumnNames));
+  return *columns;
+}
+
+// Reads the kGroupColumnNames columns in order from column `first` on.
 GroupStats ReadGroupStats(const Statement& st, int first) {
   GroupStats g;
   int i = first;
@@ -386,7 +464,7 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
   GroupStats g;
   {
     static const std::string* sql = new std::string(
-        absl::StrCat("SELECT ", kGroupColumns,
+        absl::StrCat("SELECT ", GroupColumns(),
                      " FROM result_groups WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
@@ -407,18 +485,22 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
     ++g.trained_n;
     g.trained_seconds += r.wall_seconds;
   }
+  // ?1..?3 the key, then the kGroupColumnNames columns in order.
+  constexpr int kFirstStat = 4;
   static const std::string* sql = [] {
     std::string values = "?1, ?2, ?3";
-    for (int i = 4; i <= 26; ++i) absl::StrAppend(&values, ", ?", i);
+    for (int i = kFirstStat; i < kFirstStat + kGroupColumnCount; ++i) {
+      absl::StrAppend(&values, ", ?", i);
+    }
     return new std::string(absl::StrCat("INSERT OR REPLACE INTO result_groups (sweep_id, "
                                         "head_index, rank, ",
-                                        kGroupColumns, ") VALUES (", values, ")"));
+                                        GroupColumns(), ") VALUES (", values, ")"));
   }();
   ASSIGN_OR_RETURN(Statement up, c.Prepare(*sql));
   up.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
-  up.Bind(4, g.train_error.n).Bind(5, g.exact_seeds).Bind(6, g.test_error.n);
-  up.Bind(7, g.test_exact_seeds);
-  int i = 8;
+  int i = kFirstStat;
+  up.Bind(i++, g.train_error.n).Bind(i++, g.exact_seeds).Bind(i++, g.test_error.n);
+  up.Bind(i++, g.test_exact_seeds);
   for (const RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
     up.Bind(i++, m->mean).Bind(i++, m->m2).Bind(i++, m->min).Bind(i++, m->max);
   }
@@ -481,34 +563,35 @@ absl::StatusOr<std::shared_ptr<const SweepSpec>> Coordinator::SpecOf(
 absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::string& sweep_id) {
   SweepInfo info;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT name, owner, priority, state, created_ms, finished_ms "
-                               "FROM sweeps WHERE id = ?1"));
+    enum Col : int { kName, kOwner, kPriority, kState, kCreatedMs, kFinishedMs, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"name", "owner", "priority", "state", "created_ms", "finished_ms"},
+        "FROM sweeps WHERE id = ?1");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
     info.sweep_id = sweep_id;
-    info.name = q.ColumnText(0);
-    info.owner = q.ColumnText(1);
-    info.priority = static_cast<int>(q.ColumnInt(2));
-    info.state = static_cast<SweepState>(q.ColumnInt(3));
-    info.created_unix_ms = q.ColumnInt(4);
-    info.finished_unix_ms = q.ColumnInt(5);
+    info.name = q.ColumnText(kName);
+    info.owner = q.ColumnText(kOwner);
+    info.priority = static_cast<int>(q.ColumnInt(kPriority));
+    info.state = static_cast<SweepState>(q.ColumnInt(kState));
+    info.created_unix_ms = q.ColumnInt(kCreatedMs);
+    info.finished_unix_ms = q.ColumnInt(kFinishedMs);
   }
   {
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, SpecOf(c, sweep_id));
     info.spec = *spec;
   }
   {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells "
-                                            "WHERE sweep_id = ?1 GROUP BY state"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(StateCountSql()));
     q.Bind(1, sweep_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      const int64_t n = q.ColumnInt(1);
+      const int64_t n = q.ColumnInt(StateCountCol::kCells);
       info.counts.total += n;
-      switch (static_cast<CellState>(q.ColumnInt(0))) {
+      switch (static_cast<CellState>(q.ColumnInt(StateCountCol::kState))) {
         case CellState::kPending: info.counts.pending += n; break;
         case CellState::kLeased: info.counts.leased += n; break;
         case CellState::kDone: info.counts.done += n; break;
@@ -522,15 +605,17 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
     // From the running sums of the sweep's groups, one row per (head, rank)
     // however many results it has. Cached rows repeat another cell's
     // training time: left out of the mean.
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT TOTAL(trained_seconds), TOTAL(trained_n), "
-                               "TOTAL(cached_n) FROM result_groups WHERE sweep_id = ?1"));
+    enum Col : int { kTrainedSeconds, kTrainedN, kCachedN, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"TOTAL(trained_seconds)", "TOTAL(trained_n)", "TOTAL(cached_n)"},
+        "FROM result_groups WHERE sweep_id = ?1");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
-      const double trained = q.ColumnDouble(1);
-      info.mean_cell_seconds = trained > 0 ? q.ColumnDouble(0) / trained : 0;
-      info.cached_cells = q.ColumnInt(2);
+      const double trained = q.ColumnDouble(kTrainedN);
+      info.mean_cell_seconds = trained > 0 ? q.ColumnDouble(kTrainedSeconds) / trained : 0;
+      info.cached_cells = q.ColumnInt(kCachedN);
     }
   }
   {
@@ -543,9 +628,10 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
                       static_cast<int64_t>(seeds.size());
   }
   {
-    static const std::string* sql = new std::string(
-        absl::StrCat("SELECT head_index, rank, seed, failure FROM results "
-                     "WHERE sweep_id = ?1 AND state = ", kCellFailed,
+    enum Col : int { kHeadIndex, kRank, kSeed, kFailure, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"head_index", "rank", "seed", "failure"},
+        absl::StrCat("FROM results WHERE sweep_id = ?1 AND state = ", kCellFailed,
                      " ORDER BY finished_ms DESC, cell_id DESC LIMIT ?2"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id).Bind(2, kMaxRecentFailures);
@@ -553,9 +639,9 @@ absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::strin
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
       info.recent_failures.push_back(absl::StrCat(
-          CellLabel(info.spec, static_cast<int>(q.ColumnInt(0)), static_cast<int>(q.ColumnInt(1)),
-                    SeedFromDb(q.ColumnInt(2))),
-          ": ", q.ColumnText(3)));
+          CellLabel(info.spec, static_cast<int>(q.ColumnInt(kHeadIndex)),
+                    static_cast<int>(q.ColumnInt(kRank)), SeedFromDb(q.ColumnInt(kSeed))),
+          ": ", q.ColumnText(kFailure)));
     }
   }
   return info;
@@ -623,11 +709,11 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
           "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
           "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
           "finished_ms, task_key, cached_from, ",
-          kResultColumns,
+          ResultColumns(),
           ") SELECT ?1, ?2, ?3, ?4, seed, ", kCellDone,
           ", lease_id, attempt, worker_id, worker_build_id, "
           "worker_torch_version, worker_cuda_version, ?5, task_key, cell_id, ",
-          kResultColumns, " FROM results WHERE cell_id = ?6"));
+          ResultColumns(), " FROM results WHERE cell_id = ?6"));
       ASSIGN_OR_RETURN(Statement ins, c.Prepare(*copy));
       ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, now);
       ins.Bind(6, source);
@@ -664,12 +750,15 @@ absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::str
     };
     std::map<std::pair<int, int>, Probe> probes;
     {
+      enum Col : int { kHeadIndex, kRank, kOpen, kExact, kCells, kCount };
       auto probe_sql = [](const char* error_column) {
-        return new std::string(absl::StrCat(
-            "SELECT c.head_index, c.rank, SUM(c.state IN (", kCellPending, ", ", kCellLeased,
-            ")), SUM(c.state = ", kCellDone, " AND r.", error_column,
-            " = 0), COUNT(*) FROM cells c LEFT JOIN results r ON r.cell_id = c.id "
-            "WHERE c.sweep_id = ?1 GROUP BY c.head_index, c.rank"));
+        return NewSelect<kCount>(
+            {"c.head_index", "c.rank",
+             absl::StrCat("SUM(c.state IN (", kCellPending, ", ", kCellLeased, "))"),
+             absl::StrCat("SUM(c.state = ", kCellDone, " AND r.", error_column, " = 0)"),
+             "COUNT(*)"},
+            "FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
+            "GROUP BY c.head_index, c.rank");
       };
       static const std::string* test_sql = probe_sql("test_error");
       static const std::string* train_sql = probe_sql("train_error");
@@ -678,8 +767,8 @@ absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::str
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
-        probes[{static_cast<int>(q.ColumnInt(0)), static_cast<int>(q.ColumnInt(1))}] =
-            Probe{q.ColumnInt(2), q.ColumnInt(3), q.ColumnInt(4)};
+        probes[{static_cast<int>(q.ColumnInt(kHeadIndex)), static_cast<int>(q.ColumnInt(kRank))}] =
+            Probe{q.ColumnInt(kOpen), q.ColumnInt(kExact), q.ColumnInt(kCells)};
       }
     }
     int64_t created = 0;
@@ -746,16 +835,16 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
   }
   int64_t open = 0, done = 0, failed = 0;
   {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells "
-                                            "WHERE sweep_id = ?1 GROUP BY state"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(StateCountSql()));
     q.Bind(1, sweep_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      const int state = static_cast<int>(q.ColumnInt(0));
-      if (state == kCellPending || state == kCellLeased) open += q.ColumnInt(1);
-      if (state == kCellDone) done += q.ColumnInt(1);
-      if (state == kCellFailed) failed += q.ColumnInt(1);
+      const int state = static_cast<int>(q.ColumnInt(StateCountCol::kState));
+      const int64_t n = q.ColumnInt(StateCountCol::kCells);
+      if (state == kCellPending || state == kCellLeased) open += n;
+      if (state == kCellDone) done += n;
+      if (state == kCellFailed) failed += n;
     }
   }
   if (open > 0) return absl::OkStatus();
@@ -780,19 +869,21 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
   uint64_t seed = 0;
   int64_t lease_id = 0;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT sweep_id, head_index, rank, seed, attempt, worker_id, "
-                               "lease_id FROM cells WHERE id = ?1"));
+    enum Col : int { kSweepId, kHeadIndex, kRank, kSeed, kAttempt, kWorkerId, kLeaseId, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"sweep_id", "head_index", "rank", "seed", "attempt", "worker_id", "lease_id"},
+        "FROM cells WHERE id = ?1");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, cell_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::NotFoundError(absl::StrCat("no cell ", cell_id));
-    sweep_id = q.ColumnText(0);
-    head_index = static_cast<int>(q.ColumnInt(1));
-    rank = static_cast<int>(q.ColumnInt(2));
-    seed = SeedFromDb(q.ColumnInt(3));
-    attempt = static_cast<int>(q.ColumnInt(4));
-    worker_id = q.ColumnText(5);
-    lease_id = q.ColumnInt(6);
+    sweep_id = q.ColumnText(kSweepId);
+    head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+    rank = static_cast<int>(q.ColumnInt(kRank));
+    seed = SeedFromDb(q.ColumnInt(kSeed));
+    attempt = static_cast<int>(q.ColumnInt(kAttempt));
+    worker_id = q.ColumnText(kWorkerId);
+    lease_id = q.ColumnInt(kLeaseId);
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
   const SweepSpec& spec = *spec_ptr;
@@ -938,17 +1029,20 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     // Pending cells belong to running sweeps only: counted per running
     // sweep through cells_by_state, not over all cells; leased cells
     // through the index that holds only them.
-    static const std::string* sql = new std::string(absl::StrCat(
-        "SELECT (SELECT COUNT(*) FROM sweeps WHERE state = ", kSweepRunning, "), "
-        "(SELECT COUNT(*) FROM sweeps s JOIN cells c ON c.sweep_id = s.id AND c.state = ",
-        kCellPending, " WHERE s.state = ", kSweepRunning, "), "
-        "(SELECT COUNT(*) FROM cells INDEXED BY cells_leased WHERE state = ", kCellLeased, ")"));
+    enum Col : int { kRunningSweeps, kPendingCells, kLeasedCells, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {absl::StrCat("(SELECT COUNT(*) FROM sweeps WHERE state = ", kSweepRunning, ")"),
+         absl::StrCat("(SELECT COUNT(*) FROM sweeps s JOIN cells c ON c.sweep_id = s.id AND "
+                      "c.state = ", kCellPending, " WHERE s.state = ", kSweepRunning, ")"),
+         absl::StrCat("(SELECT COUNT(*) FROM cells INDEXED BY cells_leased WHERE state = ",
+                      kCellLeased, ")")},
+        "");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
-      report.running_sweeps = q.ColumnInt(0);
-      report.pending_cells = q.ColumnInt(1);
-      report.leases_kept = q.ColumnInt(2);
+      report.running_sweeps = q.ColumnInt(kRunningSweeps);
+      report.pending_cells = q.ColumnInt(kPendingCells);
+      report.leases_kept = q.ColumnInt(kLeasedCells);
     }
     return absl::OkStatus();
   }));
@@ -1005,17 +1099,18 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
     // Advances a search (its first probes) and ends a sweep whose cells all
     // came from the cache.
     RETURN_IF_ERROR(MaybeFinishSweep(c, out.sweep_id, events));
-    static const std::string* sql = new std::string(
-        absl::StrCat("SELECT COUNT(*), COALESCE(SUM(state = ", kCellDone,
-                     "), 0), COALESCE(SUM(state = ", kCellPending,
-                     "), 0) FROM cells WHERE sweep_id = ?1"));
+    enum Col : int { kCells, kDone, kPending, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"COUNT(*)", absl::StrCat("COALESCE(SUM(state = ", kCellDone, "), 0)"),
+         absl::StrCat("COALESCE(SUM(state = ", kCellPending, "), 0)")},
+        "FROM cells WHERE sweep_id = ?1");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, out.sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
-      out.cells = q.ColumnInt(0);
-      out.cached_cells = q.ColumnInt(1);
-      events.work_available = q.ColumnInt(2) > 0;
+      out.cells = q.ColumnInt(kCells);
+      out.cached_cells = q.ColumnInt(kDone);  // a new sweep's done cells came from the cache
+      events.work_available = q.ColumnInt(kPending) > 0;
     }
     return absl::OkStatus();
   }));
@@ -1248,13 +1343,15 @@ struct LeaseRow {
 // The cell whose current or last lease is `lease_id`, if any.
 absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_id) {
   // "lease_id != 0" lets SQLite use the partial index cells_by_lease.
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT id, state, worker_id FROM cells "
-                                          "WHERE lease_id = ?1 AND lease_id != 0"));
+  enum Col : int { kId, kState, kWorkerId, kCount };
+  static const std::string* sql = NewSelect<kCount>(
+      {"id", "state", "worker_id"}, "FROM cells WHERE lease_id = ?1 AND lease_id != 0");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, lease_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return std::optional<LeaseRow>();
-  return std::optional<LeaseRow>(
-      LeaseRow{q.ColumnInt(0), static_cast<int>(q.ColumnInt(1)), q.ColumnText(2)});
+  return std::optional<LeaseRow>(LeaseRow{q.ColumnInt(kId), static_cast<int>(q.ColumnInt(kState)),
+                                          q.ColumnText(kWorkerId)});
 }
 
 absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::string& worker_id) {
@@ -1348,13 +1445,16 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
   int leased = 0;
   int64_t next_lease = 0, serve_counter = 0;
   {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT (SELECT value FROM meta WHERE key = "
-                                            "'next_lease_id'), (SELECT value FROM meta WHERE "
-                                            "key = 'serve_counter')"));
+    enum Col : int { kNextLeaseId, kServeCounter, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"(SELECT value FROM meta WHERE key = 'next_lease_id')",
+         "(SELECT value FROM meta WHERE key = 'serve_counter')"},
+        "");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::DataLossError("meta table is missing its counters");
-    next_lease = q.ColumnInt(0);
-    serve_counter = q.ColumnInt(1);
+    next_lease = q.ColumnInt(kNextLeaseId);
+    serve_counter = q.ColumnInt(kServeCounter);
   }
   // The memory the tasks of this call share: the request's, else the
   // worker's registered memory, else unlimited (budget < 0).
@@ -1396,19 +1496,22 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
       std::vector<std::pair<int, int>> groups;
       {
         // Unlimited, only the first group is needed: the cheap query.
-        static const std::string* all_groups = new std::string(
-            absl::StrCat("SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND state = ",
-                         kCellPending, " GROUP BY head_index, rank ORDER BY MIN(id)"));
-        static const std::string* first_group = new std::string(
-            absl::StrCat("SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND state = ",
-                         kCellPending, " ORDER BY id LIMIT 1"));
+        enum Col : int { kHeadIndex, kRank, kCount };
+        static const std::string* all_groups = NewSelect<kCount>(
+            {"head_index", "rank"},
+            absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
+                         " GROUP BY head_index, rank ORDER BY MIN(id)"));
+        static const std::string* first_group = NewSelect<kCount>(
+            {"head_index", "rank"},
+            absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
+                         " ORDER BY id LIMIT 1"));
         ASSIGN_OR_RETURN(Statement q, c.Prepare(limited ? *all_groups : *first_group));
         q.Bind(1, sweep_id);
         while (true) {
           ASSIGN_OR_RETURN(bool row, q.Step());
           if (!row) break;
-          groups.emplace_back(static_cast<int>(q.ColumnInt(0)),
-                              static_cast<int>(q.ColumnInt(1)));
+          groups.emplace_back(static_cast<int>(q.ColumnInt(kHeadIndex)),
+                              static_cast<int>(q.ColumnInt(kRank)));
           if (!limited) break;
         }
       }
@@ -1437,16 +1540,18 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     if (seeds_to_lease == 0) break;
     const std::string& sweep_id = task.sweep_id;
     {
-      static const std::string* sql = new std::string(
-          absl::StrCat("SELECT id, seed, attempt FROM cells WHERE sweep_id = ?1 AND state = ",
-                       kCellPending, " AND head_index = ?2 AND rank = ?3 ORDER BY id LIMIT ?4"));
+      enum Col : int { kId, kSeed, kAttempt, kCount };
+      static const std::string* sql = NewSelect<kCount>(
+          {"id", "seed", "attempt"},
+          absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
+                       " AND head_index = ?2 AND rank = ?3 ORDER BY id LIMIT ?4"));
       ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, seeds_to_lease);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
-        task.cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(1)), 0,
-                                        static_cast<int>(q.ColumnInt(2)) + 1});
+        task.cells.push_back(LeasedCell{q.ColumnInt(kId), SeedFromDb(q.ColumnInt(kSeed)), 0,
+                                        static_cast<int>(q.ColumnInt(kAttempt)) + 1});
       }
     }
     if (task.cells.empty()) {
@@ -1498,27 +1603,31 @@ absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_
   const int64_t deadline = now + options_.lease_ms;
   const size_t first = tasks.size();
   {
-    static const std::string* sql = new std::string(absl::StrCat(
-        "SELECT id, sweep_id, head_index, rank, seed, attempt, lease_id, next_task FROM cells "
-        "INDEXED BY cells_leased WHERE worker_id = ?1 AND state = ", kCellLeased,
-        " AND next_of = ?2 ORDER BY next_task, id"));
+    enum Col : int {
+      kId, kSweepId, kHeadIndex, kRank, kSeed, kAttempt, kLeaseId, kNextTask, kCount
+    };
+    static const std::string* sql = NewSelect<kCount>(
+        {"id", "sweep_id", "head_index", "rank", "seed", "attempt", "lease_id", "next_task"},
+        absl::StrCat("FROM cells INDEXED BY cells_leased WHERE worker_id = ?1 AND state = ",
+                     kCellLeased, " AND next_of = ?2 ORDER BY next_task, id"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, worker_id).Bind(2, next_of);
     int64_t task_index = -1;
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      if (tasks.size() == first || q.ColumnInt(7) != task_index) {
-        task_index = q.ColumnInt(7);
+      if (tasks.size() == first || q.ColumnInt(kNextTask) != task_index) {
+        task_index = q.ColumnInt(kNextTask);
         Task task;
-        task.sweep_id = q.ColumnText(1);
-        task.head_index = static_cast<int>(q.ColumnInt(2));
-        task.rank = static_cast<int>(q.ColumnInt(3));
+        task.sweep_id = q.ColumnText(kSweepId);
+        task.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+        task.rank = static_cast<int>(q.ColumnInt(kRank));
         task.deadline_unix_ms = deadline;
         tasks.push_back(std::move(task));
       }
-      tasks.back().cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(4)),
-                                              q.ColumnInt(6), static_cast<int>(q.ColumnInt(5))});
+      tasks.back().cells.push_back(LeasedCell{q.ColumnInt(kId), SeedFromDb(q.ColumnInt(kSeed)),
+                                              q.ColumnInt(kLeaseId),
+                                              static_cast<int>(q.ColumnInt(kAttempt))});
     }
   }
   if (tasks.size() == first) return absl::OkStatus();
@@ -1640,20 +1749,25 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     uint64_t seed = 0;
     int64_t lease_id = 0;
     {
-      ASSIGN_OR_RETURN(Statement q,
-                       c.Prepare("SELECT sweep_id, head_index, rank, seed, state, attempt, "
-                                 "lease_id, worker_id FROM cells WHERE id = ?1"));
+      enum Col : int {
+        kSweepId, kHeadIndex, kRank, kSeed, kState, kAttempt, kLeaseId, kWorkerId, kCount
+      };
+      static const std::string* sql = NewSelect<kCount>(
+          {"sweep_id", "head_index", "rank", "seed", "state", "attempt", "lease_id",
+           "worker_id"},
+          "FROM cells WHERE id = ?1");
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       q.Bind(1, r.cell_id);
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return absl::NotFoundError(absl::StrCat("no cell ", r.cell_id));
-      sweep_id = q.ColumnText(0);
-      head_index = static_cast<int>(q.ColumnInt(1));
-      rank = static_cast<int>(q.ColumnInt(2));
-      seed = SeedFromDb(q.ColumnInt(3));
-      state = static_cast<int>(q.ColumnInt(4));
-      attempt = static_cast<int>(q.ColumnInt(5));
-      lease_id = q.ColumnInt(6);
-      holder = q.ColumnText(7);
+      sweep_id = q.ColumnText(kSweepId);
+      head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+      rank = static_cast<int>(q.ColumnInt(kRank));
+      seed = SeedFromDb(q.ColumnInt(kSeed));
+      state = static_cast<int>(q.ColumnInt(kState));
+      attempt = static_cast<int>(q.ColumnInt(kAttempt));
+      lease_id = q.ColumnInt(kLeaseId);
+      holder = q.ColumnText(kWorkerId);
     }
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
     const SweepSpec& spec = *spec_ptr;
@@ -1696,9 +1810,9 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
       ins.Bind(9, version.build_id).Bind(10, version.torch_version);
       ins.Bind(11, version.cuda_version).Bind(12, now);
-      BindResultColumns(ins, 13, r.result);
+      BindResultColumns(ins, kInsertResultFirst, r.result);
       ASSIGN_OR_RETURN(std::string key, TaskKeyOf(c, sweep_id, head_index, rank));
-      ins.Bind(13 + kResultColumnCount, key);
+      ins.Bind(kInsertTaskKey, key);
       ResultRow row = FinishedRow(head_index, rank, seed, CellState::kDone, attempt, lease_id,
                                   worker_id, version, now);
       row.result = r.result;
@@ -1782,15 +1896,18 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeasesLocked(Connection& c, int64_t n
     // Reads the whole (partial, leased-only) cells_leased index: it holds
     // only the cells out on workers. No ORDER BY: SQLite would rather scan
     // every cell in id order than sort what the index finds.
-    static const std::string* sql = new std::string(
-        absl::StrCat("SELECT id, lease_id, worker_id FROM cells INDEXED BY cells_leased "
-                     "WHERE state = ", kCellLeased, " AND lease_deadline_ms <= ?1"));
+    enum Col : int { kId, kLeaseId, kWorkerId, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"id", "lease_id", "worker_id"},
+        absl::StrCat("FROM cells INDEXED BY cells_leased WHERE state = ", kCellLeased,
+                     " AND lease_deadline_ms <= ?1"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, now_ms);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      expired.push_back(Expired{q.ColumnInt(0), q.ColumnInt(1), q.ColumnText(2)});
+      expired.push_back(
+          Expired{q.ColumnInt(kId), q.ColumnInt(kLeaseId), q.ColumnText(kWorkerId)});
     }
     std::sort(expired.begin(), expired.end(),
               [](const Expired& a, const Expired& b) { return a.cell_id < b.cell_id; });
@@ -1839,19 +1956,46 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeases() {
 
 namespace {
 
-// Columns of a query row: 0..7 describe the cell (as `cells` or, for a
-// finished cell, equally `results` has them), 8..16 its result row, then the
-// result's fields from kQueryResultFirst on and the cache source.
-constexpr int kQueryResultFirst = 17;
-const std::string& QueryResultColumns() {
-  static const std::string* columns = new std::string(absl::StrCat(
-      "r.lease_id, r.attempt, r.worker_id, r.worker_build_id, r.worker_torch_version, "
-      "r.worker_cuda_version, r.failure, r.finished_ms, r.cell_id IS NOT NULL, ",
-      kResultColumns, ", r.cached_from"));
+// Columns of a query row (cells c LEFT JOIN results r): the cell as
+// `cells` has it (for a finished cell, `results` has the same), its result
+// row's fields when it has one (kHasResult), the result's fields from
+// kResultFirst on (ResultCol), then the cache source.
+struct QueryCol {
+  enum : int {
+    kCellId,
+    kHeadIndex,
+    kRank,
+    kSeed,
+    kState,
+    kCellAttempt,
+    kCellLeaseId,
+    kCellWorkerId,
+    kLeaseId,
+    kAttempt,
+    kWorkerId,
+    kBuildId,
+    kTorchVersion,
+    kCudaVersion,
+    kFailure,
+    kFinishedMs,
+    kHasResult,
+    kResultFirst,
+    kCachedFrom = kResultFirst + ResultCol::kCount,
+  };
+};
+constexpr const char* kQueryColumnNames[] = {
+    "c.id", "c.head_index", "c.rank", "c.seed", "c.state", "c.attempt", "c.lease_id",
+    "c.worker_id", "r.lease_id", "r.attempt", "r.worker_id", "r.worker_build_id",
+    "r.worker_torch_version", "r.worker_cuda_version", "r.failure", "r.finished_ms",
+    "r.cell_id IS NOT NULL"};
+
+// The select list of a query row, in QueryCol order.
+const std::string& QueryColumns() {
+  static const std::string* columns =
+      new std::string(absl::StrCat(ColumnList<QueryCol::kResultFirst>(kQueryColumnNames), ", ",
+                                   ResultColumns(), ", r.cached_from"));
   return *columns;
 }
-constexpr char kQueryCellColumns[] =
-    "c.id, c.head_index, c.rank, c.seed, c.state, c.attempt, c.lease_id, c.worker_id, ";
 
 const std::string& LabelOf(const std::vector<std::string>& labels, int head_index) {
   return head_index < static_cast<int>(labels.size()) ? labels[head_index] : kNoLabel;
@@ -1861,30 +2005,32 @@ ResultRow QueryRow(const Statement& q, const std::string& sweep_id,
                    const std::vector<std::string>& labels) {
   ResultRow row;
   row.sweep_id = sweep_id;
-  row.cell_id = q.ColumnInt(0);
-  row.head_index = static_cast<int>(q.ColumnInt(1));
+  using C = QueryCol;
+  row.cell_id = q.ColumnInt(C::kCellId);
+  row.head_index = static_cast<int>(q.ColumnInt(C::kHeadIndex));
   row.head = LabelOf(labels, row.head_index);
-  row.rank = static_cast<int>(q.ColumnInt(2));
-  row.seed = SeedFromDb(q.ColumnInt(3));
-  row.state = static_cast<CellState>(q.ColumnInt(4));
-  if (q.ColumnInt(16) != 0) {
-    row.lease_id = q.ColumnInt(8);
-    row.attempt = static_cast<int>(q.ColumnInt(9));
-    row.worker_id = q.ColumnText(10);
-    row.worker_version = {q.ColumnText(11), q.ColumnText(12), q.ColumnText(13)};
-    row.failure = q.ColumnText(14);
-    row.finished_unix_ms = q.ColumnInt(15);
+  row.rank = static_cast<int>(q.ColumnInt(C::kRank));
+  row.seed = SeedFromDb(q.ColumnInt(C::kSeed));
+  row.state = static_cast<CellState>(q.ColumnInt(C::kState));
+  if (q.ColumnInt(C::kHasResult) != 0) {
+    row.lease_id = q.ColumnInt(C::kLeaseId);
+    row.attempt = static_cast<int>(q.ColumnInt(C::kAttempt));
+    row.worker_id = q.ColumnText(C::kWorkerId);
+    row.worker_version = {q.ColumnText(C::kBuildId), q.ColumnText(C::kTorchVersion),
+                          q.ColumnText(C::kCudaVersion)};
+    row.failure = q.ColumnText(C::kFailure);
+    row.finished_unix_ms = q.ColumnInt(C::kFinishedMs);
     if (row.state == CellState::kDone) {
       SeedResult result;
-      ReadResultColumns(q, kQueryResultFirst, &result);
+      ReadResultColumns(q, C::kResultFirst, &result);
       result.seed = row.seed;
       row.result = std::move(result);
-      row.cached_from_cell_id = q.ColumnInt(kQueryResultFirst + kResultColumnCount);
+      row.cached_from_cell_id = q.ColumnInt(C::kCachedFrom);
     }
   } else {
-    row.attempt = static_cast<int>(q.ColumnInt(5));
-    row.lease_id = q.ColumnInt(6);
-    row.worker_id = q.ColumnText(7);
+    row.attempt = static_cast<int>(q.ColumnInt(C::kCellAttempt));
+    row.lease_id = q.ColumnInt(C::kCellLeaseId);
+    row.worker_id = q.ColumnText(C::kCellWorkerId);
   }
   return row;
 }
@@ -1913,8 +2059,14 @@ ResultGroup& GroupFor(std::map<std::pair<int, int>, ResultGroup>& groups, int he
   return g;
 }
 
-// Steps through `q`, whose columns 0 and 1 are head_index and rank, and
-// calls `fn` with the group of each row that `filter` keeps, `q` on that row.
+// The first columns of the statements ForEachKeptGroupRow steps through:
+// the group's key, then what each reads from kCount on.
+struct GroupKeyCol {
+  enum : int { kHeadIndex, kRank, kCount };
+};
+
+// Steps through `q`, whose first columns are GroupKeyCol's, and calls `fn`
+// with the group of each row that `filter` keeps, `q` on that row.
 absl::Status ForEachKeptGroupRow(Statement& q, const CellFilter& filter,
                                  const std::vector<std::string>& labels,
                                  std::map<std::pair<int, int>, ResultGroup>* groups,
@@ -1922,8 +2074,8 @@ absl::Status ForEachKeptGroupRow(Statement& q, const CellFilter& filter,
   while (true) {
     ASSIGN_OR_RETURN(bool more, q.Step());
     if (!more) return absl::OkStatus();
-    const int head_index = static_cast<int>(q.ColumnInt(0));
-    const int rank = static_cast<int>(q.ColumnInt(1));
+    const int head_index = static_cast<int>(q.ColumnInt(GroupKeyCol::kHeadIndex));
+    const int rank = static_cast<int>(q.ColumnInt(GroupKeyCol::kRank));
     if (filter.Keeps(head_index, rank)) fn(GroupFor(*groups, head_index, rank, labels));
   }
 }
@@ -1936,11 +2088,11 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
                                  std::map<std::pair<int, int>, ResultGroup>* groups) {
   {
     static const std::string* sql = new std::string(absl::StrCat(
-        "SELECT head_index, rank, ", kGroupColumns, " FROM result_groups WHERE sweep_id = ?1"));
+        "SELECT head_index, rank, ", GroupColumns(), " FROM result_groups WHERE sweep_id = ?1"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id);
     RETURN_IF_ERROR(ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
-      const GroupStats stats = ReadGroupStats(q, 2);
+      const GroupStats stats = ReadGroupStats(q, GroupKeyCol::kCount);
       g.n = stats.train_error.n;
       g.expected += stats.train_error.n;
       g.exact_seeds = stats.exact_seeds;
@@ -1960,7 +2112,7 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
   q.Bind(1, sweep_id);
   return ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
     ++g.expected;
-    g.missing_seeds.push_back(SeedFromDb(q.ColumnInt(2)));
+    g.missing_seeds.push_back(SeedFromDb(q.ColumnInt(GroupKeyCol::kCount)));
   });
 }
 
@@ -2038,7 +2190,9 @@ class FinishedRows {
 absl::Status ReadFinishedRows(Statement& q, FinishedRows& rows) {
   while (true) {
     ASSIGN_OR_RETURN(bool more, q.Step());
-    if (!more || !rows.Take(q.ColumnInt(0), q.ColumnBlob(1))) return rows.status();
+    if (!more || !rows.Take(q.ColumnInt(PackedCol::kCellId), q.ColumnBlob(PackedCol::kPacked))) {
+      return rows.status();
+    }
   }
 }
 
@@ -2104,8 +2258,8 @@ absl::Status ReadFinishedRowsOnTwoThreads(Statement& q, FinishedRows& rows) {
       if (!chunk.cell_ids.empty()) hand_over();
       break;
     }
-    const std::string_view packed = q.ColumnBlob(1);
-    chunk.cell_ids.push_back(q.ColumnInt(0));
+    const std::string_view packed = q.ColumnBlob(PackedCol::kPacked);
+    chunk.cell_ids.push_back(q.ColumnInt(PackedCol::kCellId));
     chunk.bytes.append(packed.data(), packed.size());
     chunk.ends.push_back(chunk.bytes.size());
     if (chunk.cell_ids.size() == kChunkRows && !hand_over()) break;
@@ -2128,7 +2282,7 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
                             std::map<std::pair<int, int>, ResultGroup>* groups,
                             std::optional<DatasetFacts>* facts) {
   static const std::string* sql = new std::string(
-      absl::StrCat("SELECT ", kQueryCellColumns, QueryResultColumns(),
+      absl::StrCat("SELECT ", QueryColumns(),
                    " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, sweep_id);
@@ -2139,26 +2293,26 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
   while (true) {
     ASSIGN_OR_RETURN(bool more, q.Step());
     if (!more) break;
-    const int head_index = static_cast<int>(q.ColumnInt(1));
-    const int rank = static_cast<int>(q.ColumnInt(2));
-    const uint64_t seed = SeedFromDb(q.ColumnInt(3));
+    const int head_index = static_cast<int>(q.ColumnInt(QueryCol::kHeadIndex));
+    const int rank = static_cast<int>(q.ColumnInt(QueryCol::kRank));
+    const uint64_t seed = SeedFromDb(q.ColumnInt(QueryCol::kSeed));
     if (!filter.Keeps(head_index, rank, seed)) continue;
     ResultGroup& g = GroupFor(*groups, head_index, rank, labels);
     ++g.expected;
-    if (q.ColumnInt(4) != kCellDone || q.ColumnInt(16) == 0) {
+    if (q.ColumnInt(QueryCol::kState) != kCellDone || q.ColumnInt(QueryCol::kHasResult) == 0) {
       g.missing_seeds.push_back(seed);
       continue;
     }
     ++g.n;
     Values& v = values[{head_index, rank}];
-    // Only the columns the aggregates need (offsets in kResultColumns).
-    const int f = kQueryResultFirst;
-    const double train_error = q.ColumnDouble(f + 3);
+    // Only the columns the aggregates need.
+    const int f = QueryCol::kResultFirst;
+    const double train_error = q.ColumnDouble(f + ResultCol::kTrainError);
     v.train_error.push_back(train_error);
-    v.exact.push_back(q.ColumnDouble(f + 2));
-    v.position.push_back(q.ColumnDouble(f + 1));
-    if (q.ColumnInt(f + 5) > 0) {
-      const double test_error = q.ColumnDouble(f + 8);
+    v.exact.push_back(q.ColumnDouble(f + ResultCol::kTrainExactAccuracy));
+    v.position.push_back(q.ColumnDouble(f + ResultCol::kTrainPositionAccuracy));
+    if (q.ColumnInt(f + ResultCol::kTestSequences) > 0) {
+      const double test_error = q.ColumnDouble(f + ResultCol::kTestError);
       v.test_error.push_back(test_error);
       if (test_error == 0) ++g.test_exact_seeds;
     }
@@ -2251,7 +2405,7 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
         if (any_done) {
           // The facts describe the dataset, the same for every cell.
           static const std::string* sql = new std::string(
-              absl::StrCat("SELECT ", kResultColumns,
+              absl::StrCat("SELECT ", ResultColumns(),
                            " FROM results WHERE sweep_id = ?1 AND state = ", kCellDone,
                            " LIMIT 1"));
           ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
@@ -2294,22 +2448,27 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
       {
         // Two subqueries: each is one index lookup, where MIN and MAX in
         // one SELECT would read every entry of the sweep.
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT (SELECT MIN(cell_id) FROM results WHERE sweep_id = ?1), "
-                                   "(SELECT MAX(cell_id) FROM results WHERE sweep_id = ?1)"));
+        enum Col : int { kFirst, kLast, kCount };
+        static const std::string* sql = NewSelect<kCount>(
+            {"(SELECT MIN(cell_id) FROM results WHERE sweep_id = ?1)",
+             "(SELECT MAX(cell_id) FROM results WHERE sweep_id = ?1)"},
+            "");
+        ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
         q.Bind(1, query.sweep_id);
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (row) {
-          first_result = q.ColumnInt(0);
-          last_result = q.ColumnInt(1);
+          first_result = q.ColumnInt(kFirst);
+          last_result = q.ColumnInt(kLast);
         }
       }
       const int64_t after = std::max(query.after_cell_id, first_result - 1);
       // "+sweep_id" keeps SQLite on the cell id range: cells of other
       // sweeps fall inside it only when a search sweep added cells later.
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT cell_id, packed FROM result_packs WHERE "
-                                              "cell_id > ?2 AND cell_id <= ?3 AND "
-                                              "+sweep_id = ?1 ORDER BY cell_id"));
+      static const std::string* sql = NewSelect<PackedCol::kCount>(
+          {"cell_id", "packed"},
+          "FROM result_packs WHERE cell_id > ?2 AND cell_id <= ?3 AND +sweep_id = ?1 "
+          "ORDER BY cell_id");
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       q.Bind(1, query.sweep_id).Bind(2, after).Bind(3, last_result);
       const int64_t in_range = std::max<int64_t>(0, last_result - after);
       const int64_t at_most = query.page_size > 0 ? std::min(query.page_size, in_range) : in_range;
@@ -2322,7 +2481,7 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
     }
     // A state filter walks cells_by_state.
     static const std::string* state_sql = new std::string(absl::StrCat(
-        "SELECT ", kQueryCellColumns, QueryResultColumns(),
+        "SELECT ", QueryColumns(),
         " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 AND "
         "c.id > ?2 AND c.state = ?3 ORDER BY c.id"));
     if (query.page_size > 0) sink.Expect(std::min<int64_t>(query.page_size, kMostRowsExpected));
@@ -2332,8 +2491,9 @@ absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSin
     while (true) {
       ASSIGN_OR_RETURN(bool more, q.Step());
       if (!more) return absl::OkStatus();
-      if (!page.Keeps(static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2)),
-                      SeedFromDb(q.ColumnInt(3)))) {
+      if (!page.Keeps(static_cast<int>(q.ColumnInt(QueryCol::kHeadIndex)),
+                      static_cast<int>(q.ColumnInt(QueryCol::kRank)),
+                      SeedFromDb(q.ColumnInt(QueryCol::kSeed)))) {
         continue;
       }
       if (!page.Add(QueryRow(q, query.sweep_id, labels))) return absl::OkStatus();
@@ -2346,27 +2506,35 @@ absl::StatusOr<std::vector<WorkerInfo>> Coordinator::ListWorkers() {
   const int64_t now = clock_->NowMs();
   std::vector<WorkerInfo> workers;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    static const std::string* sql = new std::string(absl::StrCat(
-        "SELECT w.id, w.hostname, w.device, w.device_name, w.memory_bytes, w.slots, "
-        "w.build_id, w.torch_version, w.cuda_version, w.registered_ms, w.last_seen_ms, "
-        "w.completed, (SELECT COUNT(*) FROM cells c WHERE c.worker_id = w.id AND c.state = ",
-        kCellLeased, ") FROM workers w ORDER BY w.id"));
+    enum Col : int {
+      kId, kHostname, kDevice, kDeviceName, kMemoryBytes, kSlots, kBuildId, kTorchVersion,
+      kCudaVersion, kRegisteredMs, kLastSeenMs, kCompleted, kLeased, kCount
+    };
+    static const std::string* leased = new std::string(absl::StrCat(
+        "(SELECT COUNT(*) FROM cells c WHERE c.worker_id = w.id AND c.state = ", kCellLeased,
+        ")"));
+    static const std::string* sql = NewSelect<kCount>(
+        {"w.id", "w.hostname", "w.device", "w.device_name", "w.memory_bytes", "w.slots",
+         "w.build_id", "w.torch_version", "w.cuda_version", "w.registered_ms", "w.last_seen_ms",
+         "w.completed", leased->c_str()},
+        "FROM workers w ORDER BY w.id");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
       WorkerInfo w;
-      w.worker_id = q.ColumnText(0);
-      w.hostname = q.ColumnText(1);
-      w.device = q.ColumnText(2);
-      w.device_name = q.ColumnText(3);
-      w.memory_bytes = q.ColumnInt(4);
-      w.slots = static_cast<int>(q.ColumnInt(5));
-      w.version = {q.ColumnText(6), q.ColumnText(7), q.ColumnText(8)};
-      w.registered_unix_ms = q.ColumnInt(9);
-      w.last_seen_unix_ms = q.ColumnInt(10);
-      w.completed_cells = q.ColumnInt(11);
-      w.leased_cells = static_cast<int>(q.ColumnInt(12));
+      w.worker_id = q.ColumnText(kId);
+      w.hostname = q.ColumnText(kHostname);
+      w.device = q.ColumnText(kDevice);
+      w.device_name = q.ColumnText(kDeviceName);
+      w.memory_bytes = q.ColumnInt(kMemoryBytes);
+      w.slots = static_cast<int>(q.ColumnInt(kSlots));
+      w.version = {q.ColumnText(kBuildId), q.ColumnText(kTorchVersion),
+                   q.ColumnText(kCudaVersion)};
+      w.registered_unix_ms = q.ColumnInt(kRegisteredMs);
+      w.last_seen_unix_ms = q.ColumnInt(kLastSeenMs);
+      w.completed_cells = q.ColumnInt(kCompleted);
+      w.leased_cells = static_cast<int>(q.ColumnInt(kLeased));
       w.alive = now - w.last_seen_unix_ms <= 3 * options_.lease_ms;
       workers.push_back(std::move(w));
     }

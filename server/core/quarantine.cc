@@ -10,6 +10,7 @@
 #include "common/spec/result_validation.h"
 #include "common/status_macros.h"
 #include "server/core/packed_row.h"
+#include "server/core/sql_columns.h"
 
 namespace ranksweep::server {
 namespace {
@@ -123,21 +124,23 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
     for (int64_t cell_id : *ids) {
       std::string sweep_id;
       {
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT r.sweep_id, r.head_index, r.rank, r.worker_id, "
-                                   "p.packed FROM results r JOIN result_packs p "
-                                   "ON p.cell_id = r.cell_id WHERE r.cell_id = ?1"));
+        enum Col : int { kSweepId, kHeadIndex, kRank, kWorkerId, kPacked, kCount };
+        static const std::string* sql = NewSelect<kCount>(
+            {"r.sweep_id", "r.head_index", "r.rank", "r.worker_id", "p.packed"},
+            "FROM results r JOIN result_packs p ON p.cell_id = r.cell_id WHERE r.cell_id = ?1");
+        ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
         q.Bind(1, cell_id);
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) return absl::InternalError(absl::StrCat("result of cell ", cell_id, " vanished"));
-        sweep_id = q.ColumnText(0);
-        groups.insert({sweep_id, static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2))});
+        sweep_id = q.ColumnText(kSweepId);
+        groups.insert({sweep_id, static_cast<int>(q.ColumnInt(kHeadIndex)),
+                       static_cast<int>(q.ColumnInt(kRank))});
         ASSIGN_OR_RETURN(Statement ins,
                          c.Prepare("INSERT INTO invalid_results (cell_id, sweep_id, worker_id, "
                                    "packed, invalid_ms, invalid_by, quarantine_id) "
                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
-        ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, q.ColumnText(3));
-        ins.BindBlob(4, q.ColumnBlob(4)).Bind(5, now_ms).Bind(6, by).Bind(7, out.quarantine_id);
+        ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, q.ColumnText(kWorkerId));
+        ins.BindBlob(4, q.ColumnBlob(kPacked)).Bind(5, now_ms).Bind(6, by).Bind(7, out.quarantine_id);
         RETURN_IF_ERROR(ins.Run());
       }
       for (const char* table : {"results", "result_packs"}) {
@@ -198,32 +201,36 @@ absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,
                              int64_t page_size, int64_t after_id, RowSink& sink,
                              int64_t* next_after) {
   *next_after = 0;
-  ASSIGN_OR_RETURN(Statement q,
-                   c.Prepare("SELECT i.id, i.cell_id, i.packed, i.invalid_ms, i.invalid_by, "
-                             "i.quarantine_id, q.worker_id FROM invalid_results i "
-                             "JOIN quarantines q ON q.id = i.quarantine_id "
-                             "WHERE i.sweep_id = ?1 AND i.id > ?2 ORDER BY i.id"));
+  enum Col : int {
+    kId, kCellId, kPacked, kInvalidMs, kInvalidBy, kQuarantineId, kWorkerId, kCount
+  };
+  static const std::string* sql = NewSelect<kCount>(
+      {"i.id", "i.cell_id", "i.packed", "i.invalid_ms", "i.invalid_by", "i.quarantine_id",
+       "q.worker_id"},
+      "FROM invalid_results i JOIN quarantines q ON q.id = i.quarantine_id "
+      "WHERE i.sweep_id = ?1 AND i.id > ?2 ORDER BY i.id");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, sweep_id).Bind(2, after_id);
   int64_t sent = 0, last_sent = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool found, q.Step());
     if (!found) return absl::OkStatus();
     ResultRow row;
-    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(2), &row));
+    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(kPacked), &row));
     if (!keep(row.head_index, row.rank, row.seed)) continue;
     if (page_size > 0 && sent == page_size) {
       *next_after = last_sent;
       return absl::OkStatus();
     }
     row.sweep_id = sweep_id;
-    row.cell_id = q.ColumnInt(1);
+    row.cell_id = q.ColumnInt(kCellId);
     row.state = CellState::kInvalid;
-    row.failure = absl::StrCat("invalidated ", FormatMs(q.ColumnInt(3)), " by ",
-                               q.ColumnText(4), ": quarantine ", q.ColumnInt(5), " of worker ",
-                               q.ColumnText(6));
+    row.failure = absl::StrCat("invalidated ", FormatMs(q.ColumnInt(kInvalidMs)), " by ",
+                               q.ColumnText(kInvalidBy), ": quarantine ",
+                               q.ColumnInt(kQuarantineId), " of worker ", q.ColumnText(kWorkerId));
     sink.Add(row);
     ++sent;
-    last_sent = q.ColumnInt(0);
+    last_sent = q.ColumnInt(kId);
   }
 }
 
