@@ -26,7 +26,9 @@
 #include "server/core/log.h"
 #include "server/core/packed_row.h"
 #include "server/core/quarantine.h"
+#include "server/core/rank_search.h"
 #include "server/core/sql_columns.h"
+#include "server/core/statistics.h"
 
 namespace ranksweep::server {
 
@@ -245,29 +247,6 @@ bool ValidWorkerId(const std::string& id) {
   });
 }
 
-// Two-sided 95% quantiles of Student's t for df = 1..30.
-constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                            2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                            2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                            2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
-
-double TQuantile975(int64_t df) {
-  if (df <= 0) return 0;
-  if (df <= 30) return kT975[df - 1];
-  // Beyond the table: interpolate between 30, 40, 60, 120 and infinity.
-  struct Knot {
-    double df, t;
-  };
-  constexpr Knot kKnots[] = {{30, 2.042}, {40, 2.021}, {60, 2.000}, {120, 1.980}};
-  for (size_t i = 0; i + 1 < std::size(kKnots); ++i) {
-    if (df <= kKnots[i + 1].df) {
-      double f = (df - kKnots[i].df) / (kKnots[i + 1].df - kKnots[i].df);
-      return kKnots[i].t + f * (kKnots[i + 1].t - kKnots[i].t);
-    }
-  }
-  return 1.960;
-}
-
 // InvalidArgument when one seed of some (head, rank) cell of `spec` is
 // estimated above `limit` bytes (0 = no limit).
 absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
@@ -353,60 +332,6 @@ const char* Name(CellState s) {
   }
   return "unknown";
 }
-
-// Sample statistics of `xs` (mean, n-1 std, min, max, t-interval half-width).
-Aggregate Summarize(const std::vector<double>& xs) {
-  Aggregate a;
-  if (xs.empty()) return a;
-  const double n = static_cast<double>(xs.size());
-  double sum = 0;
-  a.min = xs[0];
-  a.max = xs[0];
-  for (double x : xs) {
-    sum += x;
-    a.min = std::min(a.min, x);
-    a.max = std::max(a.max, x);
-  }
-  a.mean = sum / n;
-  if (xs.size() >= 2) {
-    double ss = 0;
-    for (double x : xs) ss += (x - a.mean) * (x - a.mean);
-    a.std = std::sqrt(ss / (n - 1));
-    a.ci95 = TQuantile975(static_cast<int64_t>(xs.size()) - 1) * a.std / std::sqrt(n);
-  }
-  return a;
-}
-
-// A metric's running aggregate over a group's done cells (Welford: the
-// mean and the sum of squared deviations from it, updated one value at a
-// time), as result_groups stores it (schema version 5).
-struct RunningStats {
-  int64_t n = 0;
-  double mean = 0, m2 = 0, min = 0, max = 0;
-
-  void Add(double x) {
-    ++n;
-    const double delta = x - mean;
-    mean += delta / static_cast<double>(n);
-    m2 += delta * (x - mean);
-    min = n == 1 ? x : std::min(min, x);
-    max = n == 1 ? x : std::max(max, x);
-  }
-  // The same Aggregate that Summarize gives for the same values (up to
-  // rounding in the last bits).
-  Aggregate Summary() const {
-    Aggregate a;
-    if (n == 0) return a;
-    a.mean = mean;
-    a.min = min;
-    a.max = max;
-    if (n >= 2) {
-      a.std = std::sqrt(std::max(m2, 0.0) / static_cast<double>(n - 1));
-      a.ci95 = TQuantile975(n - 1) * a.std / std::sqrt(static_cast<double>(n));
-    }
-    return a;
-  }
-};
 
 // One row of result_groups.
 struct GroupStats {
@@ -735,20 +660,13 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
 
 absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::string& sweep_id,
                                                    const SweepSpec& spec, Events& events) {
-  std::vector<int> ranks = spec.ranks;
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  const int k = static_cast<int>(ranks.size());
   // The split the search judges: test when the dataset has one (the OOD
   // presets' question), else train.
   const bool test_split = spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
   int64_t created_total = 0;
   while (true) {
-    // Per (head, rank) probed so far: cells still open, cells exact, cells.
-    struct Probe {
-      int64_t open = 0, exact = 0, cells = 0;
-    };
-    std::map<std::pair<int, int>, Probe> probes;
+    // Per head, the ranks probed so far (rank_search.h decides the next).
+    std::map<int, std::map<int, RankProbe>> probes;
     {
       enum Col : int { kHeadIndex, kRank, kOpen, kExact, kCells, kCount };
       auto probe_sql = [](const char* error_column) {
@@ -767,35 +685,18 @@ absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::str
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
-        probes[{static_cast<int>(q.ColumnInt(kHeadIndex)), static_cast<int>(q.ColumnInt(kRank))}] =
-            Probe{q.ColumnInt(kOpen), q.ColumnInt(kExact), q.ColumnInt(kCells)};
+        probes[static_cast<int>(q.ColumnInt(kHeadIndex))][static_cast<int>(q.ColumnInt(kRank))] =
+            RankProbe{q.ColumnInt(kOpen), q.ColumnInt(kExact), q.ColumnInt(kCells)};
       }
     }
     int64_t created = 0;
     for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
-      if (!HeadHasRank(spec.heads[h]) || k == 0) continue;
-      // Bisection over ranks[0..k): hi is the smallest probed rank on which
-      // every seed is exact, lo the largest probed rank below it on which
-      // some seed is not (or failed). Ranks between them are unknown; a
-      // probe still running decides nothing yet.
-      int lo = -1, hi = k;
-      bool running = false;
-      for (int i = 0; i < k; ++i) {
-        auto it = probes.find({h, ranks[i]});
-        if (it == probes.end()) continue;
-        if (it->second.open > 0) running = true;
-        else if (it->second.exact == it->second.cells && i < hi) hi = i;
-      }
-      if (running) continue;
-      for (int i = 0; i < hi; ++i) {
-        auto it = probes.find({h, ranks[i]});
-        if (it != probes.end()) lo = i;  // probed, complete, below hi: not exact
-      }
-      if (hi - lo <= 1) continue;  // found (or every rank fails)
-      const int mid = (lo + hi) / 2;
-      ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, h, ranks[mid]));
+      if (!HeadHasRank(spec.heads[h])) continue;
+      const std::optional<int> rank = NextRankToProbe(spec.ranks, probes[h]);
+      if (!rank.has_value()) continue;
+      ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, h, *rank));
       events.Log("sweep %s search: %s probes rank %d (%d cells, %d from the cache)", sweep_id,
-                 HeadLabel(spec.heads[h]), ranks[mid], made.first, made.second);
+                 HeadLabel(spec.heads[h]), *rank, made.first, made.second);
       created += made.first;
     }
     created_total += created;

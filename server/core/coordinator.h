@@ -54,6 +54,7 @@
 #include "absl/status/statusor.h"
 #include "common/spec/spec.h"
 #include "server/core/clock.h"
+#include "server/core/statistics.h"  // Summarize, for callers of this header
 #include "server/core/store.h"
 #include "server/core/types.h"
 
@@ -86,11 +87,6 @@ struct CoordinatorOptions {
 // The cache key of one (head, rank) of a sweep: SHA-256 (hex) of the task
 // spec with its seeds removed, so every field that shapes training counts.
 std::string TaskKey(const SweepSpec& spec, int head_index, int rank);
-
-// Sample statistics of `xs`: mean, standard deviation (n-1), min, max and
-// the half-width of the 95% Student-t interval. All zero for an empty list;
-// std and ci95 are 0 when there is a single value.
-Aggregate Summarize(const std::vector<double>& xs);
 
 class Coordinator {
  public:
