@@ -433,23 +433,6 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
   return up.Run();
 }
 
-// What a transaction has to say once it has committed: a transaction may
-// run more than once (store.h, group commit) or be rolled back, so nothing
-// inside it tells listeners or writes the log directly.
-struct Coordinator::Events {
-  std::vector<SweepChange> changes;
-  std::vector<std::string> log_lines;
-  bool work_available = false;
-
-  void Add(const std::string& sweep_id, std::string message, bool final = false) {
-    changes.push_back(SweepChange{sweep_id, std::move(message), final});
-  }
-  template <typename... Args>
-  void Log(const absl::FormatSpec<Args...>& format, const Args&... args) {
-    log_lines.push_back(absl::StrFormat(format, args...));
-  }
-};
-
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store), clock_(clock), options_(options) {}
 
@@ -839,64 +822,17 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
   return MaybeFinishSweep(c, sweep_id, events);
 }
 
-void Coordinator::Dispatch(Events& events) {
-  for (const std::string& line : events.log_lines) LogLine(line);
-  std::vector<std::shared_ptr<ListenerEntry>> targets;
-  std::shared_ptr<ListenerEntry> work;
-  {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
-    for (auto& [id, entry] : listeners_) targets.push_back(entry);
-    work = work_listener_;
-  }
-  for (const SweepChange& change : events.changes) {
-    for (auto& entry : targets) {
-      if (entry->sweep_id != change.sweep_id) continue;
-      std::lock_guard<std::mutex> lock(entry->mu);
-      if (entry->active) entry->on_change(change);
-    }
-  }
-  if (events.work_available && work != nullptr) {
-    std::lock_guard<std::mutex> lock(work->mu);
-    if (work->active && work->on_work) work->on_work();
-  }
-}
+// Events: server/core/events.h.
+void Coordinator::Dispatch(Events& events) { listeners_.Dispatch(events); }
 
 int64_t Coordinator::Subscribe(const std::string& sweep_id, SweepListener listener) {
-  auto entry = std::make_shared<ListenerEntry>();
-  entry->sweep_id = sweep_id;
-  entry->on_change = std::move(listener);
-  std::lock_guard<std::mutex> lock(listeners_mu_);
-  const int64_t id = next_subscription_++;
-  listeners_.emplace(id, std::move(entry));
-  return id;
+  return listeners_.Subscribe(sweep_id, std::move(listener));
 }
 
-void Coordinator::Unsubscribe(int64_t subscription) {
-  std::shared_ptr<ListenerEntry> entry;
-  {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
-    auto it = listeners_.find(subscription);
-    if (it == listeners_.end()) return;
-    entry = std::move(it->second);
-    listeners_.erase(it);
-  }
-  std::lock_guard<std::mutex> lock(entry->mu);  // waits for a call in progress
-  entry->active = false;
-}
+void Coordinator::Unsubscribe(int64_t subscription) { listeners_.Unsubscribe(subscription); }
 
 void Coordinator::SetWorkListener(WorkListener listener) {
-  auto entry = std::make_shared<ListenerEntry>();
-  entry->on_work = std::move(listener);
-  std::shared_ptr<ListenerEntry> old;
-  {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
-    old = std::move(work_listener_);
-    work_listener_ = std::move(entry);
-  }
-  if (old != nullptr) {
-    std::lock_guard<std::mutex> lock(old->mu);
-    old->active = false;
-  }
+  listeners_.SetWorkListener(std::move(listener));
 }
 
 // ------------------------------------------------------------------ recovery

@@ -54,6 +54,7 @@
 #include "absl/status/statusor.h"
 #include "common/spec/spec.h"
 #include "server/core/clock.h"
+#include "server/core/events.h"
 #include "server/core/statistics.h"  // Summarize, for callers of this header
 #include "server/core/store.h"
 #include "server/core/types.h"
@@ -255,7 +256,7 @@ class Coordinator {
   const CoordinatorOptions& options() const { return options_; }
 
  private:
-  struct Events;  // changes collected inside a transaction, sent after it
+  using Events = TransactionEvents;  // collected inside a transaction, sent after it
 
   // The sweep's spec, shared from the cache (specs never change), so that
   // the per-call paths (Acquire, Complete) do not copy it.
@@ -327,19 +328,7 @@ class Coordinator {
   // per completion otherwise). Guarded by spec_mu_.
   std::map<std::tuple<std::string, int, int>, std::string> task_key_cache_;
 
-  // A listener is called under its own mutex, so that Unsubscribe can wait
-  // for a call in progress without serializing unrelated listeners.
-  struct ListenerEntry {
-    std::string sweep_id;
-    SweepListener on_change;
-    WorkListener on_work;
-    std::mutex mu;
-    bool active = true;
-  };
-  std::mutex listeners_mu_;
-  int64_t next_subscription_ = 1;
-  std::map<int64_t, std::shared_ptr<ListenerEntry>> listeners_;
-  std::shared_ptr<ListenerEntry> work_listener_;
+  ChangeListeners listeners_;
 };
 
 }  // namespace ranksweep::server
