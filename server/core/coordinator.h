@@ -55,6 +55,8 @@
 #include "common/spec/spec.h"
 #include "server/core/clock.h"
 #include "server/core/events.h"
+#include "server/core/result_queries.h"
+#include "server/core/spec_cache.h"
 #include "server/core/statistics.h"  // Summarize, for callers of this header
 #include "server/core/store.h"
 #include "server/core/types.h"
@@ -262,7 +264,6 @@ class Coordinator {
   // the per-call paths (Acquire, Complete) do not copy it.
   absl::StatusOr<std::shared_ptr<const SweepSpec>> SpecOf(Connection& c,
                                                          const std::string& sweep_id);
-  absl::StatusOr<SweepInfo> LoadSweep(Connection& c, const std::string& sweep_id);
   // Checks `want` and fills in its defaults (0 tasks = 1, 0 seeds = the
   // default); InvalidArgument names the field after `field_prefix`.
   absl::Status CheckWant(TaskWant& want, const char* field_prefix) const;
@@ -315,15 +316,15 @@ class Coordinator {
   absl::Status ReturnCell(Connection& c, int64_t cell_id, const std::string& reason,
                           bool use_attempt, Events& events);
   absl::StatusOr<int64_t> ExpireLeasesLocked(Connection& c, int64_t now_ms, Events& events);
-  std::string CellLabel(const SweepSpec& spec, int head_index, int rank, uint64_t seed) const;
   void Dispatch(Events& events);
 
   Store* const store_;
   const Clock* const clock_;
   const CoordinatorOptions options_;
 
+  SpecCache specs_;
+  SweepQueries queries_;  // the read side, on the store's read connection
   std::mutex spec_mu_;
-  std::map<std::string, std::shared_ptr<const SweepSpec>> spec_cache_;  // specs never change
   // TaskKey of (sweep, head, rank), computed once (a JSON dump and a SHA-256
   // per completion otherwise). Guarded by spec_mu_.
   std::map<std::tuple<std::string, int, int>, std::string> task_key_cache_;
