@@ -30,7 +30,6 @@ constexpr int kMaxRecentFailures = 10;
 constexpr int kDefaultListLimit = 100;
 const std::string kNoLabel;
 
-
 // Columns of a query row (cells c LEFT JOIN results r): the cell as
 // `cells` has it (for a finished cell, `results` has the same), its result
 // row's fields when it has one (kHasResult), the result's fields from

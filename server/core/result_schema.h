@@ -55,6 +55,7 @@ struct ResultCol {
     kCount
   };
 };
+
 // The ResultCol columns as SQL: "train_sequences, ..., facts_rank_upper_bound".
 const std::string& ResultColumns();
 
@@ -92,6 +93,7 @@ struct PackedCol {
 struct StateCountCol {
   enum : int { kState, kCells, kCount };
 };
+
 // "SELECT state, COUNT(*) FROM cells WHERE sweep_id = ?1 GROUP BY state".
 const std::string& StateCountSql();
 
