@@ -1,52 +1,35 @@
 #include "server/core/coordinator.h"
 
 #include <algorithm>
-#include <cmath>
-#include <condition_variable>
-#include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <set>
-#include <thread>
 #include <tuple>
 #include <utility>
 
 #include <openssl/sha.h>
 
-#include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/spec/result_validation.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
-#include "server/core/analysis.h"
 #include "server/core/log.h"
 #include "server/core/packed_row.h"
 #include "server/core/quarantine.h"
+#include "server/core/rank_search.h"
+#include "server/core/result_schema.h"
+#include "server/core/sql_columns.h"
 
 namespace ranksweep::server {
 
-// Values of the state columns; equal to the enums (and the proto's).
-// cells.state: 1 pending, 2 leased, 3 done, 4 failed, 5 cancelled.
-// sweeps.state: 1 running, 2 done, 3 failed, 4 cancelled.
+// The state columns hold the enums' numbers (types.h, kCellDone and the
+// like); statements that name a state are built from those once, in a
+// function-local static.
 namespace {
-
-constexpr int kCellPending = static_cast<int>(CellState::kPending);
-constexpr int kCellLeased = static_cast<int>(CellState::kLeased);
-constexpr int kCellDone = static_cast<int>(CellState::kDone);
-constexpr int kCellFailed = static_cast<int>(CellState::kFailed);
-constexpr int kCellCancelled = static_cast<int>(CellState::kCancelled);
-constexpr int kSweepRunning = static_cast<int>(SweepState::kRunning);
-
-constexpr int kMaxRecentFailures = 10;
-constexpr int kDefaultListLimit = 100;
-
-// Seeds are uint64 in the spec and INTEGER (int64) in SQLite: stored bit for bit.
-int64_t SeedToDb(uint64_t seed) { return static_cast<int64_t>(seed); }
-uint64_t SeedFromDb(int64_t v) { return static_cast<uint64_t>(v); }
 
 std::string RandomId(const char* prefix) {
   static std::mutex mu;
@@ -54,19 +37,6 @@ std::string RandomId(const char* prefix) {
   std::lock_guard<std::mutex> lock(mu);
   return absl::StrFormat("%s%08x", prefix, static_cast<uint32_t>(gen()));
 }
-
-// A result's fields as columns of `results` (schema version 3), in the
-// order BindResultColumns and ReadResultColumns use. The seed has its own
-// column, shared with the cell.
-constexpr char kResultColumns[] =
-    "train_sequences, train_position_accuracy, train_exact_accuracy, train_error, "
-    "train_max_abs_error, test_sequences, test_position_accuracy, test_exact_accuracy, "
-    "test_error, test_max_abs_error, final_loss, steps, wall_seconds, device, "
-    "facts_train_sequences, facts_test_sequences, facts_distinct_queries, "
-    "facts_rank_lower_bound, facts_rank_upper_bound";
-constexpr int kResultColumnCount = 19;
-
-const std::string kNoLabel;
 
 // A finished cell's row as Complete and the failure path store it, without
 // its result or failure.
@@ -86,17 +56,6 @@ ResultRow FinishedRow(int head_index, int rank, uint64_t seed, CellState state, 
   return row;
 }
 
-// The packed copy of a result row just written to `results` (schema 6,
-// server/core/packed_row.h); replaces the cell's earlier one, as the
-// failure path's INSERT OR REPLACE does in `results`.
-absl::Status InsertPack(Connection& c, int64_t cell_id, const std::string& sweep_id,
-                        const ResultRow& row) {
-  ASSIGN_OR_RETURN(Statement ins, c.Prepare("INSERT OR REPLACE INTO result_packs (cell_id, "
-                                            "sweep_id, packed) VALUES (?1, ?2, ?3)"));
-  ins.Bind(1, cell_id).Bind(2, sweep_id).BindBlob(3, PackResultRow(row));
-  return ins.Run();
-}
-
 // The result the cache serves for (task key, seed) under `build_id`: the
 // first trained (not copied) DONE row, in cell order, whose result passes
 // ValidateSeedResult, unpacked into `row`. 0 when there is none.
@@ -105,77 +64,22 @@ absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, u
                                         ResultRow* row) {
   // "task_key != ''" and the other constant terms let SQLite use the
   // partial index results_by_task.
-  static const std::string* sql = new std::string(absl::StrCat(
-      "SELECT r.cell_id, p.packed FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
-      "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND r.task_key != '' "
-      "AND r.cached_from = 0 AND r.state = ", kCellDone, " ORDER BY r.cell_id"));
+  static const std::string* sql = NewSelect<PackedCol::kCount>(
+      {"r.cell_id", "p.packed"},
+      absl::StrCat("FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
+                   "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND "
+                   "r.task_key != '' AND r.cached_from = 0 AND r.state = ", kCellDone,
+                   " ORDER BY r.cell_id"));
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, build_id);
   while (true) {
     ASSIGN_OR_RETURN(bool found, q.Step());
     if (!found) return 0;
-    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(1), row));
+    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(PackedCol::kPacked), row));
     if (row->result.has_value() && ValidateSeedResult(*row->result, max_steps).ok()) {
-      return q.ColumnInt(0);
+      return q.ColumnInt(PackedCol::kCellId);
     }
   }
-}
-
-const std::string& InsertResultSql() {
-  static const std::string* sql = [] {
-    // ?13.. are the result columns, then the task key.
-    std::string values = "?1, ?2, ?3, ?4, ?5, 3, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
-    for (int i = 13; i <= 13 + kResultColumnCount; ++i) absl::StrAppend(&values, ", ?", i);
-    return new std::string(absl::StrCat(
-        "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
-        "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
-        "finished_ms, ",
-        kResultColumns, ", task_key) VALUES (", values, ")"));
-  }();
-  return *sql;
-}
-
-// test_error is NULL when there is no test split (sequences == 0), so that
-// aggregates over it skip such rows; it reads back as the default, 1.
-void BindResultColumns(Statement& st, int first, const SeedResult& r) {
-  int i = first;
-  st.Bind(i++, r.train.sequences).Bind(i++, r.train.position_accuracy);
-  st.Bind(i++, r.train.exact_accuracy).Bind(i++, r.train.error);
-  st.Bind(i++, r.train.max_abs_error).Bind(i++, r.test.sequences);
-  st.Bind(i++, r.test.position_accuracy).Bind(i++, r.test.exact_accuracy);
-  if (r.test.sequences > 0) {
-    st.Bind(i++, r.test.error);
-  } else {
-    st.BindNull(i++);
-  }
-  st.Bind(i++, r.test.max_abs_error).Bind(i++, r.final_loss).Bind(i++, r.steps);
-  st.Bind(i++, r.wall_seconds).Bind(i++, r.device).Bind(i++, r.facts.train_sequences);
-  st.Bind(i++, r.facts.test_sequences).Bind(i++, r.facts.distinct_queries);
-  st.Bind(i++, r.facts.rank_lower_bound).Bind(i++, r.facts.rank_upper_bound);
-}
-
-void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
-  int i = first;
-  r->train.sequences = st.ColumnInt(i++);
-  r->train.position_accuracy = st.ColumnDouble(i++);
-  r->train.exact_accuracy = st.ColumnDouble(i++);
-  r->train.error = st.ColumnDouble(i++);
-  r->train.max_abs_error = st.ColumnDouble(i++);
-  r->test.sequences = st.ColumnInt(i++);
-  r->test.position_accuracy = st.ColumnDouble(i++);
-  r->test.exact_accuracy = st.ColumnDouble(i++);
-  r->test.error = st.ColumnIsNull(i) ? 1.0 : st.ColumnDouble(i);
-  ++i;
-  r->test.max_abs_error = st.ColumnDouble(i++);
-  r->final_loss = st.ColumnDouble(i++);
-  r->steps = st.ColumnInt(i++);
-  r->wall_seconds = st.ColumnDouble(i++);
-  r->device = st.ColumnText(i++);
-  r->facts.train_sequences = st.ColumnInt(i++);
-  r->facts.test_sequences = st.ColumnInt(i++);
-  r->facts.distinct_queries = st.ColumnInt(i++);
-  r->facts.rank_lower_bound = st.ColumnInt(i++);
-  r->facts.rank_upper_bound = st.ColumnInt(i++);
 }
 
 bool ValidWorkerId(const std::string& id) {
@@ -183,29 +87,6 @@ bool ValidWorkerId(const std::string& id) {
   return std::all_of(id.begin(), id.end(), [](char ch) {
     return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
   });
-}
-
-// Two-sided 95% quantiles of Student's t for df = 1..30.
-constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                            2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                            2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                            2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
-
-double TQuantile975(int64_t df) {
-  if (df <= 0) return 0;
-  if (df <= 30) return kT975[df - 1];
-  // Beyond the table: interpolate between 30, 40, 60, 120 and infinity.
-  struct Knot {
-    double df, t;
-  };
-  constexpr Knot kKnots[] = {{30, 2.042}, {40, 2.021}, {60, 2.000}, {120, 1.980}};
-  for (size_t i = 0; i + 1 < std::size(kKnots); ++i) {
-    if (df <= kKnots[i + 1].df) {
-      double f = (df - kKnots[i].df) / (kKnots[i + 1].df - kKnots[i].df);
-      return kKnots[i].t + f * (kKnots[i + 1].t - kKnots[i].t);
-    }
-  }
-  return 1.960;
 }
 
 // InvalidArgument when one seed of some (head, rank) cell of `spec` is
@@ -232,12 +113,15 @@ absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
 // worker. Every result row records it.
 absl::StatusOr<std::optional<VersionManifest>> FindWorkerVersion(Connection& c,
                                                                  const std::string& worker_id) {
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT build_id, torch_version, cuda_version "
-                                          "FROM workers WHERE id = ?1"));
+  enum Col : int { kBuildId, kTorchVersion, kCudaVersion, kCount };
+  static const std::string* sql = NewSelect<kCount>(
+      {"build_id", "torch_version", "cuda_version"}, "FROM workers WHERE id = ?1");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, worker_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return std::optional<VersionManifest>();
-  return VersionManifest{q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)};
+  return VersionManifest{q.ColumnText(kBuildId), q.ColumnText(kTorchVersion),
+                         q.ColumnText(kCudaVersion)};
 }
 
 // FindWorkerVersion, empty for an unknown worker.
@@ -291,279 +175,17 @@ const char* Name(CellState s) {
   return "unknown";
 }
 
-// Sample statistics of `xs` (mean, n-1 std, min, max, t-interval half-width).
-Aggregate Summarize(const std::vector<double>& xs) {
-  Aggregate a;
-  if (xs.empty()) return a;
-  const double n = static_cast<double>(xs.size());
-  double sum = 0;
-  a.min = xs[0];
-  a.max = xs[0];
-  for (double x : xs) {
-    sum += x;
-    a.min = std::min(a.min, x);
-    a.max = std::max(a.max, x);
-  }
-  a.mean = sum / n;
-  if (xs.size() >= 2) {
-    double ss = 0;
-    for (double x : xs) ss += (x - a.mean) * (x - a.mean);
-    a.std = std::sqrt(ss / (n - 1));
-    a.ci95 = TQuantile975(static_cast<int64_t>(xs.size()) - 1) * a.std / std::sqrt(n);
-  }
-  return a;
-}
-
-// A metric's running aggregate over a group's done cells (Welford: the
-// mean and the sum of squared deviations from it, updated one value at a
-// time), as result_groups stores it (schema version 5).
-struct RunningStats {
-  int64_t n = 0;
-  double mean = 0, m2 = 0, min = 0, max = 0;
-
-  void Add(double x) {
-    ++n;
-    const double delta = x - mean;
-    mean += delta / static_cast<double>(n);
-    m2 += delta * (x - mean);
-    min = n == 1 ? x : std::min(min, x);
-    max = n == 1 ? x : std::max(max, x);
-  }
-  // The same Aggregate that Summarize gives for the same values (up to
-  // rounding in the last bits).
-  Aggregate Summary() const {
-    Aggregate a;
-    if (n == 0) return a;
-    a.mean = mean;
-    a.min = min;
-    a.max = max;
-    if (n >= 2) {
-      a.std = std::sqrt(std::max(m2, 0.0) / static_cast<double>(n - 1));
-      a.ci95 = TQuantile975(n - 1) * a.std / std::sqrt(static_cast<double>(n));
-    }
-    return a;
-  }
-};
-
-// One row of result_groups.
-struct GroupStats {
-  int64_t exact_seeds = 0, test_exact_seeds = 0;
-  RunningStats train_error, exact, position, test_error;  // n: done; test_error.n: with test
-  // Done cells trained (not copied from the cache), their summed wall
-  // seconds, and done cells copied from the cache (schema 7).
-  int64_t trained_n = 0, cached_n = 0;
-  double trained_seconds = 0;
-};
-
-// The columns of result_groups after the key, in the order of
-// ReadGroupStats and the ?4.. bindings of the upsert.
-constexpr char kGroupColumns[] =
-    "n, exact_seeds, test_n, test_exact_seeds, train_error_mean, train_error_m2, "
-    "train_error_min, train_error_max, exact_mean, exact_m2, exact_min, exact_max, "
-    "position_mean, position_m2, position_min, position_max, test_error_mean, test_error_m2, "
-    "test_error_min, test_error_max, trained_n, trained_seconds, cached_n";
-
-GroupStats ReadGroupStats(const Statement& st, int first) {
-  GroupStats g;
-  int i = first;
-  const int64_t n = st.ColumnInt(i++);
-  g.exact_seeds = st.ColumnInt(i++);
-  g.test_error.n = st.ColumnInt(i++);
-  g.test_exact_seeds = st.ColumnInt(i++);
-  g.train_error.n = g.exact.n = g.position.n = n;
-  for (RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
-    m->mean = st.ColumnDouble(i++);
-    m->m2 = st.ColumnDouble(i++);
-    m->min = st.ColumnDouble(i++);
-    m->max = st.ColumnDouble(i++);
-  }
-  g.trained_n = st.ColumnInt(i++);
-  g.trained_seconds = st.ColumnDouble(i++);
-  g.cached_n = st.ColumnInt(i++);
-  return g;
-}
-
-// Adds one done cell's result to its group's running aggregates. Called in
-// the transaction that stores the result, for every DONE result row
-// (trained or copied from the cache); DONE rows are never removed or
-// changed, so the aggregates stay equal to those of the rows.
-absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int head_index,
-                              int rank, const SeedResult& r, bool cached) {
-  GroupStats g;
-  {
-    static const std::string* sql = new std::string(
-        absl::StrCat("SELECT ", kGroupColumns,
-                     " FROM result_groups WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3"));
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) g = ReadGroupStats(q, 0);
-  }
-  g.train_error.Add(r.train.error);
-  g.exact.Add(r.train.exact_accuracy);
-  g.position.Add(r.train.position_accuracy);
-  if (r.train.error == 0) ++g.exact_seeds;
-  if (r.test.sequences > 0) {
-    g.test_error.Add(r.test.error);
-    if (r.test.error == 0) ++g.test_exact_seeds;
-  }
-  if (cached) {
-    ++g.cached_n;
-  } else {
-    ++g.trained_n;
-    g.trained_seconds += r.wall_seconds;
-  }
-  static const std::string* sql = [] {
-    std::string values = "?1, ?2, ?3";
-    for (int i = 4; i <= 26; ++i) absl::StrAppend(&values, ", ?", i);
-    return new std::string(absl::StrCat("INSERT OR REPLACE INTO result_groups (sweep_id, "
-                                        "head_index, rank, ",
-                                        kGroupColumns, ") VALUES (", values, ")"));
-  }();
-  ASSIGN_OR_RETURN(Statement up, c.Prepare(*sql));
-  up.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
-  up.Bind(4, g.train_error.n).Bind(5, g.exact_seeds).Bind(6, g.test_error.n);
-  up.Bind(7, g.test_exact_seeds);
-  int i = 8;
-  for (const RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
-    up.Bind(i++, m->mean).Bind(i++, m->m2).Bind(i++, m->min).Bind(i++, m->max);
-  }
-  up.Bind(i++, g.trained_n).Bind(i++, g.trained_seconds).Bind(i++, g.cached_n);
-  return up.Run();
-}
-
-// What a transaction has to say once it has committed: a transaction may
-// run more than once (store.h, group commit) or be rolled back, so nothing
-// inside it tells listeners or writes the log directly.
-struct Coordinator::Events {
-  std::vector<SweepChange> changes;
-  std::vector<std::string> log_lines;
-  bool work_available = false;
-
-  void Add(const std::string& sweep_id, std::string message, bool final = false) {
-    changes.push_back(SweepChange{sweep_id, std::move(message), final});
-  }
-  template <typename... Args>
-  void Log(const absl::FormatSpec<Args...>& format, const Args&... args) {
-    log_lines.push_back(absl::StrFormat(format, args...));
-  }
-};
-
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
-    : store_(store), clock_(clock), options_(options) {}
-
-std::string Coordinator::CellLabel(const SweepSpec& spec, int head_index, int rank,
-                                   uint64_t seed) const {
-  std::string head = head_index >= 0 && head_index < static_cast<int>(spec.heads.size())
-                         ? HeadLabel(spec.heads[head_index])
-                         : absl::StrCat("head#", head_index);
-  if (rank > 0) return absl::StrFormat("%s r=%d seed=%d", head, rank, seed);
-  return absl::StrFormat("%s seed=%d", head, seed);
-}
+    : store_(store),
+      clock_(clock),
+      options_(options),
+      queries_(store, clock, &specs_, options.lease_ms, options.two_thread_query_rows) {}
 
 // ------------------------------------------------------------------ helpers
 
 absl::StatusOr<std::shared_ptr<const SweepSpec>> Coordinator::SpecOf(
     Connection& c, const std::string& sweep_id) {
-  {
-    std::lock_guard<std::mutex> lock(spec_mu_);
-    auto it = spec_cache_.find(sweep_id);
-    if (it != spec_cache_.end()) return it->second;
-  }
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT spec_json FROM sweeps WHERE id = ?1"));
-  q.Bind(1, sweep_id);
-  ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
-  absl::StatusOr<SweepSpec> spec = SweepSpecFromJson(q.ColumnText(0));
-  if (!spec.ok()) {
-    return absl::DataLossError(
-        absl::StrCat("sweep ", sweep_id, ": stored spec does not parse: ", spec.status().message()));
-  }
-  auto shared = std::make_shared<const SweepSpec>(*std::move(spec));
-  std::lock_guard<std::mutex> lock(spec_mu_);
-  return spec_cache_.emplace(sweep_id, std::move(shared)).first->second;
-}
-
-absl::StatusOr<SweepInfo> Coordinator::LoadSweep(Connection& c, const std::string& sweep_id) {
-  SweepInfo info;
-  {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT name, owner, priority, state, created_ms, finished_ms "
-                               "FROM sweeps WHERE id = ?1"));
-    q.Bind(1, sweep_id);
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
-    info.sweep_id = sweep_id;
-    info.name = q.ColumnText(0);
-    info.owner = q.ColumnText(1);
-    info.priority = static_cast<int>(q.ColumnInt(2));
-    info.state = static_cast<SweepState>(q.ColumnInt(3));
-    info.created_unix_ms = q.ColumnInt(4);
-    info.finished_unix_ms = q.ColumnInt(5);
-  }
-  {
-    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, SpecOf(c, sweep_id));
-    info.spec = *spec;
-  }
-  {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells "
-                                            "WHERE sweep_id = ?1 GROUP BY state"));
-    q.Bind(1, sweep_id);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      const int64_t n = q.ColumnInt(1);
-      info.counts.total += n;
-      switch (static_cast<CellState>(q.ColumnInt(0))) {
-        case CellState::kPending: info.counts.pending += n; break;
-        case CellState::kLeased: info.counts.leased += n; break;
-        case CellState::kDone: info.counts.done += n; break;
-        case CellState::kFailed: info.counts.failed += n; break;
-        case CellState::kCancelled: info.counts.cancelled += n; break;
-        case CellState::kInvalid: break;  // rows only, never a cell
-      }
-    }
-  }
-  {
-    // From the running sums of the sweep's groups, one row per (head, rank)
-    // however many results it has. Cached rows repeat another cell's
-    // training time: left out of the mean.
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT TOTAL(trained_seconds), TOTAL(trained_n), "
-                               "TOTAL(cached_n) FROM result_groups WHERE sweep_id = ?1"));
-    q.Bind(1, sweep_id);
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) {
-      const double trained = q.ColumnDouble(1);
-      info.mean_cell_seconds = trained > 0 ? q.ColumnDouble(0) / trained : 0;
-      info.cached_cells = q.ColumnInt(2);
-    }
-  }
-  {
-    int64_t ranked = 0, unranked = 0;
-    for (const HeadSpec& h : info.spec.heads) ++(HeadHasRank(h) ? ranked : unranked);
-    std::set<int> ranks(info.spec.ranks.begin(), info.spec.ranks.end());
-    const std::vector<uint64_t> seed_list = SweepSeeds(info.spec);
-    const std::set<uint64_t> seeds(seed_list.begin(), seed_list.end());
-    info.grid_cells = (ranked * static_cast<int64_t>(ranks.size()) + unranked) *
-                      static_cast<int64_t>(seeds.size());
-  }
-  {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT head_index, rank, seed, failure FROM results "
-                               "WHERE sweep_id = ?1 AND state = 4 "
-                               "ORDER BY finished_ms DESC, cell_id DESC LIMIT ?2"));
-    q.Bind(1, sweep_id).Bind(2, kMaxRecentFailures);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      info.recent_failures.push_back(absl::StrCat(
-          CellLabel(info.spec, static_cast<int>(q.ColumnInt(0)), static_cast<int>(q.ColumnInt(1)),
-                    SeedFromDb(q.ColumnInt(2))),
-          ": ", q.ColumnText(3)));
-    }
-  }
-  return info;
+  return specs_.Get(c, sweep_id);
 }
 
 std::string TaskKey(const SweepSpec& spec, int head_index, int rank) {
@@ -599,9 +221,10 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
   for (uint64_t seed : SweepSeeds(spec)) {
     int64_t cell_id = 0;
     {
-      ASSIGN_OR_RETURN(Statement ins,
-                       c.Prepare("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, seed, "
-                                 "state) VALUES (?1, ?2, ?3, ?4, 1)"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, seed, "
+                       "state) VALUES (?1, ?2, ?3, ?4, ", kCellPending, ")"));
+      ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
       ins.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, SeedToDb(seed));
       RETURN_IF_ERROR(ins.Run());
       if (c.Changes() == 0) continue;  // a repeated seed
@@ -627,10 +250,11 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
           "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
           "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
           "finished_ms, task_key, cached_from, ",
-          kResultColumns,
-          ") SELECT ?1, ?2, ?3, ?4, seed, 3, lease_id, attempt, worker_id, worker_build_id, "
+          ResultColumns(),
+          ") SELECT ?1, ?2, ?3, ?4, seed, ", kCellDone,
+          ", lease_id, attempt, worker_id, worker_build_id, "
           "worker_torch_version, worker_cuda_version, ?5, task_key, cell_id, ",
-          kResultColumns, " FROM results WHERE cell_id = ?6"));
+          ResultColumns(), " FROM results WHERE cell_id = ?6"));
       ASSIGN_OR_RETURN(Statement ins, c.Prepare(*copy));
       ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, now);
       ins.Bind(6, source);
@@ -639,7 +263,9 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
     RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, copied));
     RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, *copied.result, true));
     {
-      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3 WHERE id = ?1"));
+      static const std::string* sql =
+          new std::string(absl::StrCat("UPDATE cells SET state = ", kCellDone, " WHERE id = ?1"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       u.Bind(1, cell_id);
       RETURN_IF_ERROR(u.Run());
     }
@@ -650,65 +276,43 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
 
 absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::string& sweep_id,
                                                    const SweepSpec& spec, Events& events) {
-  std::vector<int> ranks = spec.ranks;
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  const int k = static_cast<int>(ranks.size());
   // The split the search judges: test when the dataset has one (the OOD
   // presets' question), else train.
   const bool test_split = spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
   int64_t created_total = 0;
   while (true) {
-    // Per (head, rank) probed so far: cells still open, cells exact, cells.
-    struct Probe {
-      int64_t open = 0, exact = 0, cells = 0;
-    };
-    std::map<std::pair<int, int>, Probe> probes;
+    // Per head, the ranks probed so far (rank_search.h decides the next).
+    std::map<int, std::map<int, RankProbe>> probes;
     {
-      ASSIGN_OR_RETURN(
-          Statement q,
-          c.Prepare(test_split
-                        ? "SELECT c.head_index, c.rank, SUM(c.state IN (1, 2)), "
-                          "SUM(c.state = 3 AND r.test_error = 0), COUNT(*) FROM cells c "
-                          "LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
-                          "GROUP BY c.head_index, c.rank"
-                        : "SELECT c.head_index, c.rank, SUM(c.state IN (1, 2)), "
-                          "SUM(c.state = 3 AND r.train_error = 0), COUNT(*) FROM cells c "
-                          "LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
-                          "GROUP BY c.head_index, c.rank"));
+      enum Col : int { kHeadIndex, kRank, kOpen, kExact, kCells, kCount };
+      auto probe_sql = [](const char* error_column) {
+        return NewSelect<kCount>(
+            {"c.head_index", "c.rank",
+             absl::StrCat("SUM(c.state IN (", kCellPending, ", ", kCellLeased, "))"),
+             absl::StrCat("SUM(c.state = ", kCellDone, " AND r.", error_column, " = 0)"),
+             "COUNT(*)"},
+            "FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
+            "GROUP BY c.head_index, c.rank");
+      };
+      static const std::string* test_sql = probe_sql("test_error");
+      static const std::string* train_sql = probe_sql("train_error");
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(test_split ? *test_sql : *train_sql));
       q.Bind(1, sweep_id);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
-        probes[{static_cast<int>(q.ColumnInt(0)), static_cast<int>(q.ColumnInt(1))}] =
-            Probe{q.ColumnInt(2), q.ColumnInt(3), q.ColumnInt(4)};
+        probes[static_cast<int>(q.ColumnInt(kHeadIndex))][static_cast<int>(q.ColumnInt(kRank))] =
+            RankProbe{q.ColumnInt(kOpen), q.ColumnInt(kExact), q.ColumnInt(kCells)};
       }
     }
     int64_t created = 0;
     for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
-      if (!HeadHasRank(spec.heads[h]) || k == 0) continue;
-      // Bisection over ranks[0..k): hi is the smallest probed rank on which
-      // every seed is exact, lo the largest probed rank below it on which
-      // some seed is not (or failed). Ranks between them are unknown; a
-      // probe still running decides nothing yet.
-      int lo = -1, hi = k;
-      bool running = false;
-      for (int i = 0; i < k; ++i) {
-        auto it = probes.find({h, ranks[i]});
-        if (it == probes.end()) continue;
-        if (it->second.open > 0) running = true;
-        else if (it->second.exact == it->second.cells && i < hi) hi = i;
-      }
-      if (running) continue;
-      for (int i = 0; i < hi; ++i) {
-        auto it = probes.find({h, ranks[i]});
-        if (it != probes.end()) lo = i;  // probed, complete, below hi: not exact
-      }
-      if (hi - lo <= 1) continue;  // found (or every rank fails)
-      const int mid = (lo + hi) / 2;
-      ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, h, ranks[mid]));
+      if (!HeadHasRank(spec.heads[h])) continue;
+      const std::optional<int> rank = NextRankToProbe(spec.ranks, probes[h]);
+      if (!rank.has_value()) continue;
+      ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, h, *rank));
       events.Log("sweep %s search: %s probes rank %d (%d cells, %d from the cache)", sweep_id,
-                 HeadLabel(spec.heads[h]), ranks[mid], made.first, made.second);
+                 HeadLabel(spec.heads[h]), *rank, made.first, made.second);
       created += made.first;
     }
     created_total += created;
@@ -737,24 +341,27 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
     // decides the common case (cells still open) without counting. A range,
     // not IN (1, 2), which SQLite runs by building a table of the two values
     // on every call.
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM cells WHERE sweep_id = ?1 AND "
-                                            "state BETWEEN 1 AND 2 LIMIT 1"));
+    static_assert(kCellLeased == kCellPending + 1, "the open states must be one range");
+    static const std::string* sql =
+        new std::string(absl::StrCat("SELECT 1 FROM cells WHERE sweep_id = ?1 AND state BETWEEN ",
+                                     kCellPending, " AND ", kCellLeased, " LIMIT 1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(bool open, q.Step());
     if (open) return absl::OkStatus();
   }
   int64_t open = 0, done = 0, failed = 0;
   {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells "
-                                            "WHERE sweep_id = ?1 GROUP BY state"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(StateCountSql()));
     q.Bind(1, sweep_id);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      const int state = static_cast<int>(q.ColumnInt(0));
-      if (state == kCellPending || state == kCellLeased) open += q.ColumnInt(1);
-      if (state == kCellDone) done += q.ColumnInt(1);
-      if (state == kCellFailed) failed += q.ColumnInt(1);
+      const int state = static_cast<int>(q.ColumnInt(StateCountCol::kState));
+      const int64_t n = q.ColumnInt(StateCountCol::kCells);
+      if (state == kCellPending || state == kCellLeased) open += n;
+      if (state == kCellDone) done += n;
+      if (state == kCellFailed) failed += n;
     }
   }
   if (open > 0) return absl::OkStatus();
@@ -779,29 +386,32 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
   uint64_t seed = 0;
   int64_t lease_id = 0;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT sweep_id, head_index, rank, seed, attempt, worker_id, "
-                               "lease_id FROM cells WHERE id = ?1"));
+    enum Col : int { kSweepId, kHeadIndex, kRank, kSeed, kAttempt, kWorkerId, kLeaseId, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"sweep_id", "head_index", "rank", "seed", "attempt", "worker_id", "lease_id"},
+        "FROM cells WHERE id = ?1");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, cell_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::NotFoundError(absl::StrCat("no cell ", cell_id));
-    sweep_id = q.ColumnText(0);
-    head_index = static_cast<int>(q.ColumnInt(1));
-    rank = static_cast<int>(q.ColumnInt(2));
-    seed = SeedFromDb(q.ColumnInt(3));
-    attempt = static_cast<int>(q.ColumnInt(4));
-    worker_id = q.ColumnText(5);
-    lease_id = q.ColumnInt(6);
+    sweep_id = q.ColumnText(kSweepId);
+    head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+    rank = static_cast<int>(q.ColumnInt(kRank));
+    seed = SeedFromDb(q.ColumnInt(kSeed));
+    attempt = static_cast<int>(q.ColumnInt(kAttempt));
+    worker_id = q.ColumnText(kWorkerId);
+    lease_id = q.ColumnInt(kLeaseId);
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
   const SweepSpec& spec = *spec_ptr;
   const std::string label = CellLabel(spec, head_index, rank, seed);
 
   if (!use_attempt || attempt < options_.max_attempts) {
-    ASSIGN_OR_RETURN(Statement u,
-                     c.Prepare("UPDATE cells SET state = 1, attempt = ?2, lease_id = 0, "
-                               "lease_deadline_ms = 0, worker_id = '', last_failure = ?3 "
-                               "WHERE id = ?1"));
+    static const std::string* sql = new std::string(
+        absl::StrCat("UPDATE cells SET state = ", kCellPending,
+                     ", attempt = ?2, lease_id = 0, lease_deadline_ms = 0, worker_id = '', "
+                     "last_failure = ?3 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
     u.Bind(1, cell_id).Bind(2, use_attempt ? attempt : std::max(attempt - 1, 0));
     u.Bind(3, use_attempt ? reason : std::string());
     RETURN_IF_ERROR(u.Run());
@@ -815,19 +425,21 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
   const std::string failure =
       absl::StrFormat("%s (attempt %d of %d)", reason, attempt, options_.max_attempts);
   {
-    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 4, lease_deadline_ms = 0, "
-                                            "last_failure = ?2 WHERE id = ?1"));
+    static const std::string* sql =
+        new std::string(absl::StrCat("UPDATE cells SET state = ", kCellFailed,
+                                     ", lease_deadline_ms = 0, last_failure = ?2 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
     u.Bind(1, cell_id).Bind(2, failure);
     RETURN_IF_ERROR(u.Run());
   }
   ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
   {
-    ASSIGN_OR_RETURN(
-        Statement ins,
-        c.Prepare("INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, "
-                  "state, lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
-                  "worker_cuda_version, failure, finished_ms) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, 4, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+    static const std::string* sql = new std::string(absl::StrCat(
+        "INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+        "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
+        "worker_cuda_version, failure, finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, ",
+        kCellFailed, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+    ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
     ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, SeedToDb(seed));
     ins.Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id).Bind(9, version.build_id);
     ins.Bind(10, version.torch_version).Bind(11, version.cuda_version).Bind(12, failure);
@@ -843,64 +455,17 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
   return MaybeFinishSweep(c, sweep_id, events);
 }
 
-void Coordinator::Dispatch(Events& events) {
-  for (const std::string& line : events.log_lines) LogLine(line);
-  std::vector<std::shared_ptr<ListenerEntry>> targets;
-  std::shared_ptr<ListenerEntry> work;
-  {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
-    for (auto& [id, entry] : listeners_) targets.push_back(entry);
-    work = work_listener_;
-  }
-  for (const SweepChange& change : events.changes) {
-    for (auto& entry : targets) {
-      if (entry->sweep_id != change.sweep_id) continue;
-      std::lock_guard<std::mutex> lock(entry->mu);
-      if (entry->active) entry->on_change(change);
-    }
-  }
-  if (events.work_available && work != nullptr) {
-    std::lock_guard<std::mutex> lock(work->mu);
-    if (work->active && work->on_work) work->on_work();
-  }
-}
+// Events: server/core/events.h.
+void Coordinator::Dispatch(Events& events) { listeners_.Dispatch(events); }
 
 int64_t Coordinator::Subscribe(const std::string& sweep_id, SweepListener listener) {
-  auto entry = std::make_shared<ListenerEntry>();
-  entry->sweep_id = sweep_id;
-  entry->on_change = std::move(listener);
-  std::lock_guard<std::mutex> lock(listeners_mu_);
-  const int64_t id = next_subscription_++;
-  listeners_.emplace(id, std::move(entry));
-  return id;
+  return listeners_.Subscribe(sweep_id, std::move(listener));
 }
 
-void Coordinator::Unsubscribe(int64_t subscription) {
-  std::shared_ptr<ListenerEntry> entry;
-  {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
-    auto it = listeners_.find(subscription);
-    if (it == listeners_.end()) return;
-    entry = std::move(it->second);
-    listeners_.erase(it);
-  }
-  std::lock_guard<std::mutex> lock(entry->mu);  // waits for a call in progress
-  entry->active = false;
-}
+void Coordinator::Unsubscribe(int64_t subscription) { listeners_.Unsubscribe(subscription); }
 
 void Coordinator::SetWorkListener(WorkListener listener) {
-  auto entry = std::make_shared<ListenerEntry>();
-  entry->on_work = std::move(listener);
-  std::shared_ptr<ListenerEntry> old;
-  {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
-    old = std::move(work_listener_);
-    work_listener_ = std::move(entry);
-  }
-  if (old != nullptr) {
-    std::lock_guard<std::mutex> lock(old->mu);
-    old->active = false;
-  }
+  listeners_.SetWorkListener(std::move(listener));
 }
 
 // ------------------------------------------------------------------ recovery
@@ -915,7 +480,9 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     ASSIGN_OR_RETURN(report.leases_expired, ExpireLeasesLocked(c, now, events));
     std::vector<std::string> running;
     {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT id FROM sweeps WHERE state = 1"));
+      static const std::string* sql =
+          new std::string(absl::StrCat("SELECT id FROM sweeps WHERE state = ", kSweepRunning));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -929,20 +496,23 @@ absl::StatusOr<RecoveryReport> Coordinator::Recover() {
     for (const SweepChange& change : events.changes) {
       if (change.final) ++report.sweeps_finished;
     }
-    ASSIGN_OR_RETURN(Statement q,
-                     // Pending cells belong to running sweeps only: counted per
-                     // running sweep through cells_by_state, not over all cells;
-                     // leased cells through the index that holds only them.
-                     c.Prepare("SELECT (SELECT COUNT(*) FROM sweeps WHERE state = 1), "
-                               "(SELECT COUNT(*) FROM sweeps s JOIN cells c ON "
-                               "c.sweep_id = s.id AND c.state = 1 WHERE s.state = 1), "
-                               "(SELECT COUNT(*) FROM cells INDEXED BY cells_leased "
-                               "WHERE state = 2)"));
+    // Pending cells belong to running sweeps only: counted per running
+    // sweep through cells_by_state, not over all cells; leased cells
+    // through the index that holds only them.
+    enum Col : int { kRunningSweeps, kPendingCells, kLeasedCells, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {absl::StrCat("(SELECT COUNT(*) FROM sweeps WHERE state = ", kSweepRunning, ")"),
+         absl::StrCat("(SELECT COUNT(*) FROM sweeps s JOIN cells c ON c.sweep_id = s.id AND "
+                      "c.state = ", kCellPending, " WHERE s.state = ", kSweepRunning, ")"),
+         absl::StrCat("(SELECT COUNT(*) FROM cells INDEXED BY cells_leased WHERE state = ",
+                      kCellLeased, ")")},
+        "");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
-      report.running_sweeps = q.ColumnInt(0);
-      report.pending_cells = q.ColumnInt(1);
-      report.leases_kept = q.ColumnInt(2);
+      report.running_sweeps = q.ColumnInt(kRunningSweeps);
+      report.pending_cells = q.ColumnInt(kPendingCells);
+      report.leases_kept = q.ColumnInt(kLeasedCells);
     }
     return absl::OkStatus();
   }));
@@ -977,9 +547,10 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
       if (tries > 100) return absl::InternalError("cannot find a free sweep id");
     }
     {
-      ASSIGN_OR_RETURN(Statement ins,
-                       c.Prepare("INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
-                                 "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6)"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
+                       "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ", kSweepRunning, ", ?6)"));
+      ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
       ins.Bind(1, out.sweep_id).Bind(2, spec.name).Bind(3, owner).Bind(4, spec_json);
       ins.Bind(5, spec.priority).Bind(6, now);
       RETURN_IF_ERROR(ins.Run());
@@ -998,22 +569,22 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
     // Advances a search (its first probes) and ends a sweep whose cells all
     // came from the cache.
     RETURN_IF_ERROR(MaybeFinishSweep(c, out.sweep_id, events));
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT COUNT(*), COALESCE(SUM(state = 3), 0), "
-                                            "COALESCE(SUM(state = 1), 0) FROM cells "
-                                            "WHERE sweep_id = ?1"));
+    enum Col : int { kCells, kDone, kPending, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"COUNT(*)", absl::StrCat("COALESCE(SUM(state = ", kCellDone, "), 0)"),
+         absl::StrCat("COALESCE(SUM(state = ", kCellPending, "), 0)")},
+        "FROM cells WHERE sweep_id = ?1");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, out.sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
-      out.cells = q.ColumnInt(0);
-      out.cached_cells = q.ColumnInt(1);
-      events.work_available = q.ColumnInt(2) > 0;
+      out.cells = q.ColumnInt(kCells);
+      out.cached_cells = q.ColumnInt(kDone);  // a new sweep's done cells came from the cache
+      events.work_available = q.ColumnInt(kPending) > 0;
     }
     return absl::OkStatus();
   }));
-  {
-    std::lock_guard<std::mutex> lock(spec_mu_);
-    spec_cache_.emplace(out.sweep_id, std::make_shared<const SweepSpec>(spec));
-  }
+  specs_.Put(out.sweep_id, spec);
   LogEvent("sweep %s submitted: name=%s owner=%s priority=%d mode=%s cells=%d cached=%d",
            out.sweep_id, spec.name, owner, spec.priority, Name(spec.mode), out.cells,
            out.cached_cells);
@@ -1021,61 +592,30 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
   return out;
 }
 
+// The reads: server/core/result_queries.h.
 absl::StatusOr<SweepInfo> Coordinator::GetSweep(const std::string& sweep_id) {
-  if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
-  SweepInfo info;
-  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(info, LoadSweep(c, sweep_id));
-    return absl::OkStatus();
-  }));
-  return info;
+  return queries_.GetSweep(sweep_id);
 }
 
 absl::StatusOr<std::vector<SweepInfo>> Coordinator::ListSweeps(
     std::optional<SweepState> state, int limit, const std::optional<std::string>& owner) {
-  if (limit <= 0) limit = kDefaultListLimit;
-  std::vector<SweepInfo> sweeps;
-  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    std::vector<std::string> ids;
-    {
-      ASSIGN_OR_RETURN(Statement q,
-                       c.Prepare("SELECT id FROM sweeps WHERE (?1 = 0 OR state = ?1) "
-                                 "AND (?3 IS NULL OR owner = ?3) "
-                                 "ORDER BY created_ms DESC, rowid DESC LIMIT ?2"));
-      q.Bind(1, state.has_value() ? static_cast<int>(*state) : 0).Bind(2, limit);
-      if (owner.has_value()) {
-        q.Bind(3, *owner);
-      } else {
-        q.BindNull(3);
-      }
-      while (true) {
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) break;
-        ids.push_back(q.ColumnText(0));
-      }
-    }
-    for (const std::string& id : ids) {
-      ASSIGN_OR_RETURN(SweepInfo info, LoadSweep(c, id));
-      sweeps.push_back(std::move(info));
-    }
-    return absl::OkStatus();
-  }));
-  return sweeps;
+  return queries_.ListSweeps(state, limit, owner);
 }
 
 absl::StatusOr<std::string> Coordinator::SweepOwner(const std::string& sweep_id) {
-  if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
-  std::string owner;
-  // A primary-key lookup: it does not need to queue behind long queries.
-  RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT owner FROM sweeps WHERE id = ?1"));
-    q.Bind(1, sweep_id);
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
-    owner = q.ColumnText(0);
-    return absl::OkStatus();
-  }));
-  return owner;
+  return queries_.SweepOwner(sweep_id);
+}
+
+absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
+  return queries_.Query(query);
+}
+
+absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSink& sink) {
+  return queries_.Query(query, sink);
+}
+
+absl::StatusOr<std::vector<WorkerInfo>> Coordinator::ListWorkers() {
+  return queries_.ListWorkers();
 }
 
 absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
@@ -1100,15 +640,18 @@ absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
     {
       // Leased cells keep their lease id and worker so that Heartbeat can
       // tell the worker to stop.
-      ASSIGN_OR_RETURN(Statement u,
-                       c.Prepare("UPDATE cells SET state = 5, lease_deadline_ms = 0 "
-                                 "WHERE sweep_id = ?1 AND state IN (1, 2)"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("UPDATE cells SET state = ", kCellCancelled,
+                       ", lease_deadline_ms = 0 WHERE sweep_id = ?1 AND state IN (",
+                       kCellPending, ", ", kCellLeased, ")"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       u.Bind(1, sweep_id);
       RETURN_IF_ERROR(u.Run());
       cancelled = c.Changes();
     }
-    ASSIGN_OR_RETURN(Statement u,
-                     c.Prepare("UPDATE sweeps SET state = 4, finished_ms = ?2 WHERE id = ?1"));
+    static const std::string* sql = new std::string(absl::StrCat(
+        "UPDATE sweeps SET state = ", kSweepCancelled, ", finished_ms = ?2 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
     u.Bind(1, sweep_id).Bind(2, clock_->NowMs());
     RETURN_IF_ERROR(u.Run());
     events.Add(sweep_id, absl::StrFormat("sweep %s cancelled: %d cells cancelled", sweep_id,
@@ -1161,8 +704,9 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
       // The previous process of this worker is gone: what it held is released.
       std::vector<int64_t> cells;
       {
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT id FROM cells WHERE worker_id = ?1 AND state = 2"));
+        static const std::string* sql = new std::string(
+            absl::StrCat("SELECT id FROM cells WHERE worker_id = ?1 AND state = ", kCellLeased));
+        ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
         q.Bind(1, worker_id);
         while (true) {
           ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1235,13 +779,15 @@ struct LeaseRow {
 // The cell whose current or last lease is `lease_id`, if any.
 absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_id) {
   // "lease_id != 0" lets SQLite use the partial index cells_by_lease.
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT id, state, worker_id FROM cells "
-                                          "WHERE lease_id = ?1 AND lease_id != 0"));
+  enum Col : int { kId, kState, kWorkerId, kCount };
+  static const std::string* sql = NewSelect<kCount>(
+      {"id", "state", "worker_id"}, "FROM cells WHERE lease_id = ?1 AND lease_id != 0");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, lease_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return std::optional<LeaseRow>();
-  return std::optional<LeaseRow>(
-      LeaseRow{q.ColumnInt(0), static_cast<int>(q.ColumnInt(1)), q.ColumnText(2)});
+  return std::optional<LeaseRow>(LeaseRow{q.ColumnInt(kId), static_cast<int>(q.ColumnInt(kState)),
+                                          q.ColumnText(kWorkerId)});
 }
 
 absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::string& worker_id) {
@@ -1335,13 +881,16 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
   int leased = 0;
   int64_t next_lease = 0, serve_counter = 0;
   {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT (SELECT value FROM meta WHERE key = "
-                                            "'next_lease_id'), (SELECT value FROM meta WHERE "
-                                            "key = 'serve_counter')"));
+    enum Col : int { kNextLeaseId, kServeCounter, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"(SELECT value FROM meta WHERE key = 'next_lease_id')",
+         "(SELECT value FROM meta WHERE key = 'serve_counter')"},
+        "");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::DataLossError("meta table is missing its counters");
-    next_lease = q.ColumnInt(0);
-    serve_counter = q.ColumnInt(1);
+    next_lease = q.ColumnInt(kNextLeaseId);
+    serve_counter = q.ColumnInt(kServeCounter);
   }
   // The memory the tasks of this call share: the request's, else the
   // worker's registered memory, else unlimited (budget < 0).
@@ -1363,13 +912,13 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     // group none of whose seeds fits is left for a larger worker.
     std::vector<std::string> sweep_ids;
     {
-      ASSIGN_OR_RETURN(
-          Statement q,
-          c.Prepare("SELECT s.id FROM sweeps s WHERE s.state = 1 AND EXISTS "
-                    "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND c.state = 1) "
-                    "ORDER BY s.priority DESC, (SELECT MAX(o.served) FROM sweeps o WHERE "
-                    "o.owner = s.owner AND o.state = 1 AND o.priority = s.priority) ASC, "
-                    "s.served ASC, s.rowid ASC"));
+      static const std::string* sql = new std::string(absl::StrCat(
+          "SELECT s.id FROM sweeps s WHERE s.state = ", kSweepRunning, " AND EXISTS "
+          "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND c.state = ", kCellPending, ") "
+          "ORDER BY s.priority DESC, (SELECT MAX(o.served) FROM sweeps o WHERE "
+          "o.owner = s.owner AND o.state = ", kSweepRunning, " AND o.priority = s.priority) ASC, "
+          "s.served ASC, s.rowid ASC"));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -1383,18 +932,22 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
       std::vector<std::pair<int, int>> groups;
       {
         // Unlimited, only the first group is needed: the cheap query.
-        ASSIGN_OR_RETURN(
-            Statement q,
-            c.Prepare(limited ? "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
-                                "state = 1 GROUP BY head_index, rank ORDER BY MIN(id)"
-                              : "SELECT head_index, rank FROM cells WHERE sweep_id = ?1 AND "
-                                "state = 1 ORDER BY id LIMIT 1"));
+        enum Col : int { kHeadIndex, kRank, kCount };
+        static const std::string* all_groups = NewSelect<kCount>(
+            {"head_index", "rank"},
+            absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
+                         " GROUP BY head_index, rank ORDER BY MIN(id)"));
+        static const std::string* first_group = NewSelect<kCount>(
+            {"head_index", "rank"},
+            absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
+                         " ORDER BY id LIMIT 1"));
+        ASSIGN_OR_RETURN(Statement q, c.Prepare(limited ? *all_groups : *first_group));
         q.Bind(1, sweep_id);
         while (true) {
           ASSIGN_OR_RETURN(bool row, q.Step());
           if (!row) break;
-          groups.emplace_back(static_cast<int>(q.ColumnInt(0)),
-                              static_cast<int>(q.ColumnInt(1)));
+          groups.emplace_back(static_cast<int>(q.ColumnInt(kHeadIndex)),
+                              static_cast<int>(q.ColumnInt(kRank)));
           if (!limited) break;
         }
       }
@@ -1423,26 +976,29 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     if (seeds_to_lease == 0) break;
     const std::string& sweep_id = task.sweep_id;
     {
-      ASSIGN_OR_RETURN(Statement q,
-                       c.Prepare("SELECT id, seed, attempt FROM cells WHERE sweep_id = ?1 AND "
-                                 "state = 1 AND head_index = ?2 AND rank = ?3 "
-                                 "ORDER BY id LIMIT ?4"));
+      enum Col : int { kId, kSeed, kAttempt, kCount };
+      static const std::string* sql = NewSelect<kCount>(
+          {"id", "seed", "attempt"},
+          absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
+                       " AND head_index = ?2 AND rank = ?3 ORDER BY id LIMIT ?4"));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, seeds_to_lease);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
-        task.cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(1)), 0,
-                                        static_cast<int>(q.ColumnInt(2)) + 1});
+        task.cells.push_back(LeasedCell{q.ColumnInt(kId), SeedFromDb(q.ColumnInt(kSeed)), 0,
+                                        static_cast<int>(q.ColumnInt(kAttempt)) + 1});
       }
     }
     if (task.cells.empty()) {
       return absl::InternalError("pending cell vanished inside a transaction");
     }
     {
-      ASSIGN_OR_RETURN(Statement u,
-                       c.Prepare("UPDATE cells SET state = 2, attempt = attempt + 1, "
-                                 "lease_id = ?2, lease_deadline_ms = ?3, worker_id = ?4, "
-                                 "next_of = ?5, next_task = ?6 WHERE id = ?1"));
+      static const std::string* sql = new std::string(
+          absl::StrCat("UPDATE cells SET state = ", kCellLeased,
+                       ", attempt = attempt + 1, lease_id = ?2, lease_deadline_ms = ?3, "
+                       "worker_id = ?4, next_of = ?5, next_task = ?6 WHERE id = ?1"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       for (LeasedCell& cell : task.cells) {
         cell.lease_id = next_lease++;
         u.Reset();
@@ -1483,26 +1039,31 @@ absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_
   const int64_t deadline = now + options_.lease_ms;
   const size_t first = tasks.size();
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT id, sweep_id, head_index, rank, seed, attempt, lease_id, "
-                               "next_task FROM cells INDEXED BY cells_leased WHERE worker_id = ?1 "
-                               "AND state = 2 AND next_of = ?2 ORDER BY next_task, id"));
+    enum Col : int {
+      kId, kSweepId, kHeadIndex, kRank, kSeed, kAttempt, kLeaseId, kNextTask, kCount
+    };
+    static const std::string* sql = NewSelect<kCount>(
+        {"id", "sweep_id", "head_index", "rank", "seed", "attempt", "lease_id", "next_task"},
+        absl::StrCat("FROM cells INDEXED BY cells_leased WHERE worker_id = ?1 AND state = ",
+                     kCellLeased, " AND next_of = ?2 ORDER BY next_task, id"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, worker_id).Bind(2, next_of);
     int64_t task_index = -1;
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      if (tasks.size() == first || q.ColumnInt(7) != task_index) {
-        task_index = q.ColumnInt(7);
+      if (tasks.size() == first || q.ColumnInt(kNextTask) != task_index) {
+        task_index = q.ColumnInt(kNextTask);
         Task task;
-        task.sweep_id = q.ColumnText(1);
-        task.head_index = static_cast<int>(q.ColumnInt(2));
-        task.rank = static_cast<int>(q.ColumnInt(3));
+        task.sweep_id = q.ColumnText(kSweepId);
+        task.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+        task.rank = static_cast<int>(q.ColumnInt(kRank));
         task.deadline_unix_ms = deadline;
         tasks.push_back(std::move(task));
       }
-      tasks.back().cells.push_back(LeasedCell{q.ColumnInt(0), SeedFromDb(q.ColumnInt(4)),
-                                              q.ColumnInt(6), static_cast<int>(q.ColumnInt(5))});
+      tasks.back().cells.push_back(LeasedCell{q.ColumnInt(kId), SeedFromDb(q.ColumnInt(kSeed)),
+                                              q.ColumnInt(kLeaseId),
+                                              static_cast<int>(q.ColumnInt(kAttempt))});
     }
   }
   if (tasks.size() == first) return absl::OkStatus();
@@ -1624,20 +1185,25 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     uint64_t seed = 0;
     int64_t lease_id = 0;
     {
-      ASSIGN_OR_RETURN(Statement q,
-                       c.Prepare("SELECT sweep_id, head_index, rank, seed, state, attempt, "
-                                 "lease_id, worker_id FROM cells WHERE id = ?1"));
+      enum Col : int {
+        kSweepId, kHeadIndex, kRank, kSeed, kState, kAttempt, kLeaseId, kWorkerId, kCount
+      };
+      static const std::string* sql = NewSelect<kCount>(
+          {"sweep_id", "head_index", "rank", "seed", "state", "attempt", "lease_id",
+           "worker_id"},
+          "FROM cells WHERE id = ?1");
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       q.Bind(1, r.cell_id);
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return absl::NotFoundError(absl::StrCat("no cell ", r.cell_id));
-      sweep_id = q.ColumnText(0);
-      head_index = static_cast<int>(q.ColumnInt(1));
-      rank = static_cast<int>(q.ColumnInt(2));
-      seed = SeedFromDb(q.ColumnInt(3));
-      state = static_cast<int>(q.ColumnInt(4));
-      attempt = static_cast<int>(q.ColumnInt(5));
-      lease_id = q.ColumnInt(6);
-      holder = q.ColumnText(7);
+      sweep_id = q.ColumnText(kSweepId);
+      head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+      rank = static_cast<int>(q.ColumnInt(kRank));
+      seed = SeedFromDb(q.ColumnInt(kSeed));
+      state = static_cast<int>(q.ColumnInt(kState));
+      attempt = static_cast<int>(q.ColumnInt(kAttempt));
+      lease_id = q.ColumnInt(kLeaseId);
+      holder = q.ColumnText(kWorkerId);
     }
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
     const SweepSpec& spec = *spec_ptr;
@@ -1680,9 +1246,9 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
       ins.Bind(9, version.build_id).Bind(10, version.torch_version);
       ins.Bind(11, version.cuda_version).Bind(12, now);
-      BindResultColumns(ins, 13, r.result);
+      BindResultColumns(ins, kInsertResultFirst, r.result);
       ASSIGN_OR_RETURN(std::string key, TaskKeyOf(c, sweep_id, head_index, rank));
-      ins.Bind(13 + kResultColumnCount, key);
+      ins.Bind(kInsertTaskKey, key);
       ResultRow row = FinishedRow(head_index, rank, seed, CellState::kDone, attempt, lease_id,
                                   worker_id, version, now);
       row.result = r.result;
@@ -1691,8 +1257,10 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     }
     RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result, false));
     {
-      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE cells SET state = 3, lease_deadline_ms "
-                                              "= 0, last_failure = '' WHERE id = ?1"));
+      static const std::string* sql =
+          new std::string(absl::StrCat("UPDATE cells SET state = ", kCellDone,
+                                       ", lease_deadline_ms = 0, last_failure = '' WHERE id = ?1"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       u.Bind(1, r.cell_id);
       RETURN_IF_ERROR(u.Run());
     }
@@ -1764,14 +1332,18 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeasesLocked(Connection& c, int64_t n
     // Reads the whole (partial, leased-only) cells_leased index: it holds
     // only the cells out on workers. No ORDER BY: SQLite would rather scan
     // every cell in id order than sort what the index finds.
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT id, lease_id, worker_id FROM cells INDEXED BY "
-                               "cells_leased WHERE state = 2 AND lease_deadline_ms <= ?1"));
+    enum Col : int { kId, kLeaseId, kWorkerId, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"id", "lease_id", "worker_id"},
+        absl::StrCat("FROM cells INDEXED BY cells_leased WHERE state = ", kCellLeased,
+                     " AND lease_deadline_ms <= ?1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, now_ms);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      expired.push_back(Expired{q.ColumnInt(0), q.ColumnInt(1), q.ColumnText(2)});
+      expired.push_back(
+          Expired{q.ColumnInt(kId), q.ColumnInt(kLeaseId), q.ColumnText(kWorkerId)});
     }
     std::sort(expired.begin(), expired.end(),
               [](const Expired& a, const Expired& b) { return a.cell_id < b.cell_id; });
@@ -1796,9 +1368,10 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeases() {
   // the common case (nothing expired) never takes the write lock.
   bool any = false;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM cells INDEXED BY cells_leased "
-                                            "WHERE state = 2 AND lease_deadline_ms <= ?1 "
-                                            "LIMIT 1"));
+    static const std::string* sql = new std::string(
+        absl::StrCat("SELECT 1 FROM cells INDEXED BY cells_leased WHERE state = ", kCellLeased,
+                     " AND lease_deadline_ms <= ?1 LIMIT 1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, now);
     ASSIGN_OR_RETURN(any, q.Step());
     return absl::OkStatus();
@@ -1813,545 +1386,6 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeases() {
   }));
   Dispatch(events);
   return n;
-}
-
-// ------------------------------------------------------------------ queries
-
-namespace {
-
-// Columns of a query row: 0..7 describe the cell (as `cells` or, for a
-// finished cell, equally `results` has them), 8..16 its result row, then the
-// result's fields from kQueryResultFirst on and the cache source.
-constexpr int kQueryResultFirst = 17;
-const std::string& QueryResultColumns() {
-  static const std::string* columns = new std::string(absl::StrCat(
-      "r.lease_id, r.attempt, r.worker_id, r.worker_build_id, r.worker_torch_version, "
-      "r.worker_cuda_version, r.failure, r.finished_ms, r.cell_id IS NOT NULL, ",
-      kResultColumns, ", r.cached_from"));
-  return *columns;
-}
-constexpr char kQueryCellColumns[] =
-    "c.id, c.head_index, c.rank, c.seed, c.state, c.attempt, c.lease_id, c.worker_id, ";
-
-const std::string& LabelOf(const std::vector<std::string>& labels, int head_index) {
-  return head_index < static_cast<int>(labels.size()) ? labels[head_index] : kNoLabel;
-}
-
-ResultRow QueryRow(const Statement& q, const std::string& sweep_id,
-                   const std::vector<std::string>& labels) {
-  ResultRow row;
-  row.sweep_id = sweep_id;
-  row.cell_id = q.ColumnInt(0);
-  row.head_index = static_cast<int>(q.ColumnInt(1));
-  row.head = LabelOf(labels, row.head_index);
-  row.rank = static_cast<int>(q.ColumnInt(2));
-  row.seed = SeedFromDb(q.ColumnInt(3));
-  row.state = static_cast<CellState>(q.ColumnInt(4));
-  if (q.ColumnInt(16) != 0) {
-    row.lease_id = q.ColumnInt(8);
-    row.attempt = static_cast<int>(q.ColumnInt(9));
-    row.worker_id = q.ColumnText(10);
-    row.worker_version = {q.ColumnText(11), q.ColumnText(12), q.ColumnText(13)};
-    row.failure = q.ColumnText(14);
-    row.finished_unix_ms = q.ColumnInt(15);
-    if (row.state == CellState::kDone) {
-      SeedResult result;
-      ReadResultColumns(q, kQueryResultFirst, &result);
-      result.seed = row.seed;
-      row.result = std::move(result);
-      row.cached_from_cell_id = q.ColumnInt(kQueryResultFirst + kResultColumnCount);
-    }
-  } else {
-    row.attempt = static_cast<int>(q.ColumnInt(5));
-    row.lease_id = q.ColumnInt(6);
-    row.worker_id = q.ColumnText(7);
-  }
-  return row;
-}
-
-// Which cells a query asks for, besides its sweep and state.
-struct CellFilter {
-  std::set<int> heads, ranks;
-  std::set<uint64_t> seeds;
-  bool Keeps(int head_index, int rank) const {
-    return (heads.empty() || heads.count(head_index) > 0) &&
-           (ranks.empty() || ranks.count(rank) > 0);
-  }
-  bool Keeps(int head_index, int rank, uint64_t seed) const {
-    return Keeps(head_index, rank) && (seeds.empty() || seeds.count(seed) > 0);
-  }
-};
-
-ResultGroup& GroupFor(std::map<std::pair<int, int>, ResultGroup>& groups, int head_index,
-                      int rank, const std::vector<std::string>& labels) {
-  ResultGroup& g = groups[{head_index, rank}];
-  if (g.head.empty()) {
-    g.head = LabelOf(labels, head_index);
-    g.head_index = head_index;
-    g.rank = rank;
-  }
-  return g;
-}
-
-// Steps through `q`, whose columns 0 and 1 are head_index and rank, and
-// calls `fn` with the group of each row that `filter` keeps, `q` on that row.
-absl::Status ForEachKeptGroupRow(Statement& q, const CellFilter& filter,
-                                 const std::vector<std::string>& labels,
-                                 std::map<std::pair<int, int>, ResultGroup>* groups,
-                                 absl::FunctionRef<void(ResultGroup&)> fn) {
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, q.Step());
-    if (!more) return absl::OkStatus();
-    const int head_index = static_cast<int>(q.ColumnInt(0));
-    const int rank = static_cast<int>(q.ColumnInt(1));
-    if (filter.Keeps(head_index, rank)) fn(GroupFor(*groups, head_index, rank, labels));
-  }
-}
-
-// Groups from the running aggregates (result_groups) and the seeds of the
-// cells that are not done: one row per group plus one per open cell,
-// however many results the sweep has.
-absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
-                                 const std::vector<std::string>& labels, const CellFilter& filter,
-                                 std::map<std::pair<int, int>, ResultGroup>* groups) {
-  {
-    static const std::string* sql = new std::string(absl::StrCat(
-        "SELECT head_index, rank, ", kGroupColumns, " FROM result_groups WHERE sweep_id = ?1"));
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, sweep_id);
-    RETURN_IF_ERROR(ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
-      const GroupStats stats = ReadGroupStats(q, 2);
-      g.n = stats.train_error.n;
-      g.expected += stats.train_error.n;
-      g.exact_seeds = stats.exact_seeds;
-      g.test_exact_seeds = stats.test_exact_seeds;
-      g.train_error = stats.train_error.Summary();
-      g.test_error = stats.test_error.Summary();
-      g.train_exact_accuracy = stats.exact.Summary();
-      g.train_position_accuracy = stats.position.Summary();
-    }));
-  }
-  // Every state but done, so that SQLite reads only those ranges of
-  // cells_by_state.
-  static const std::string* sql = new std::string(absl::StrCat(
-      "SELECT head_index, rank, seed FROM cells WHERE sweep_id = ?1 AND state IN (",
-      kCellPending, ", ", kCellLeased, ", ", kCellFailed, ", ", kCellCancelled, ")"));
-  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, sweep_id);
-  return ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
-    ++g.expected;
-    g.missing_seeds.push_back(SeedFromDb(q.ColumnInt(2)));
-  });
-}
-
-// RowSink::Expect's bound never exceeds this, so that a sink may reserve
-// room for all of it.
-constexpr int64_t kMostRowsExpected = 100'000;
-
-// One page of a row query: the rows it keeps go to `sink` until page_size
-// of them have gone; the next kept row sets out->next_after_cell_id.
-class RowPage {
- public:
-  RowPage(const ResultQuery& query, const CellFilter& filter, RowSink& sink, QueryOutcome* out)
-      : page_size_(query.page_size), filter_(filter), sink_(sink), out_(out) {}
-
-  bool Keeps(int head_index, int rank, uint64_t seed) const {
-    return filter_.Keeps(head_index, rank, seed);
-  }
-
-  // Hands on a kept row; false, with the next page's start set, when the
-  // page is already full.
-  bool Add(const ResultRow& row) {
-    if (page_size_ > 0 && added_ == page_size_) {
-      out_->next_after_cell_id = last_cell_id_;
-      return false;
-    }
-    sink_.Add(row);
-    ++added_;
-    last_cell_id_ = row.cell_id;
-    return true;
-  }
-
- private:
-  const int64_t page_size_;
-  const CellFilter& filter_;
-  RowSink& sink_;
-  QueryOutcome* out_;
-  int64_t added_ = 0, last_cell_id_ = 0;
-};
-
-// The finished rows of a row query, handed in cell id order as (cell id,
-// packed row): unpacks them and hands them on to `page`.
-class FinishedRows {
- public:
-  FinishedRows(const std::string& sweep_id, const std::vector<std::string>& labels,
-               RowPage& page)
-      : labels_(labels), page_(page) {
-    row_.sweep_id = sweep_id;
-  }
-
-  // False when no more rows are wanted: the page is full, or `packed` is
-  // not a packed row (status() says so).
-  bool Take(int64_t cell_id, std::string_view packed) {
-    row_.cell_id = cell_id;
-    absl::Status unpacked = UnpackResultRow(packed, &row_);
-    if (!unpacked.ok()) {
-      status_ = absl::InternalError(absl::StrCat("result of cell ", cell_id, ": ",
-                                                 unpacked.message()));
-      return false;
-    }
-    if (!page_.Keeps(row_.head_index, row_.rank, row_.seed)) return true;
-    row_.head = LabelOf(labels_, row_.head_index);
-    return page_.Add(row_);
-  }
-
-  const absl::Status& status() const { return status_; }
-
- private:
-  const std::vector<std::string>& labels_;
-  RowPage& page_;
-  ResultRow row_;
-  absl::Status status_;
-};
-
-// Steps `q` (columns: cell id, packed row) into `rows` on this thread.
-absl::Status ReadFinishedRows(Statement& q, FinishedRows& rows) {
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, q.Step());
-    if (!more || !rows.Take(q.ColumnInt(0), q.ColumnBlob(1))) return rows.status();
-  }
-}
-
-// The same, with the unpacking and the sink on a second thread while this
-// one steps SQLite: chunks of rows are copied out of SQLite and handed over
-// through a short queue, so both cores work on one large query.
-absl::Status ReadFinishedRowsOnTwoThreads(Statement& q, FinishedRows& rows) {
-  struct Chunk {
-    std::vector<int64_t> cell_ids;
-    std::vector<size_t> ends;  // of each packed row in `bytes`
-    std::string bytes;
-  };
-  constexpr size_t kChunkRows = 2048, kQueuedChunks = 4;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Chunk> queue;
-  bool read_all = false, enough = false;  // guarded by mu
-  std::thread unpacker([&] {
-    while (true) {
-      Chunk chunk;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return !queue.empty() || read_all; });
-        if (queue.empty()) return;
-        chunk = std::move(queue.front());
-        queue.pop_front();
-      }
-      cv.notify_all();
-      size_t begin = 0;
-      for (size_t i = 0; i < chunk.cell_ids.size(); ++i) {
-        const std::string_view packed(chunk.bytes.data() + begin, chunk.ends[i] - begin);
-        begin = chunk.ends[i];
-        if (!rows.Take(chunk.cell_ids[i], packed)) {
-          {
-            std::lock_guard<std::mutex> lock(mu);
-            enough = true;
-          }
-          cv.notify_all();
-          return;
-        }
-      }
-    }
-  });
-  absl::Status read;
-  Chunk chunk;
-  auto hand_over = [&]() -> bool {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return queue.size() < kQueuedChunks || enough; });
-    if (enough) return false;
-    queue.push_back(std::move(chunk));
-    chunk = Chunk();
-    lock.unlock();
-    cv.notify_all();
-    return true;
-  };
-  while (true) {
-    absl::StatusOr<bool> more = q.Step();
-    if (!more.ok()) {
-      read = more.status();
-      break;
-    }
-    if (!*more) {
-      if (!chunk.cell_ids.empty()) hand_over();
-      break;
-    }
-    const std::string_view packed = q.ColumnBlob(1);
-    chunk.cell_ids.push_back(q.ColumnInt(0));
-    chunk.bytes.append(packed.data(), packed.size());
-    chunk.ends.push_back(chunk.bytes.size());
-    if (chunk.cell_ids.size() == kChunkRows && !hand_over()) break;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    read_all = true;
-  }
-  cv.notify_all();
-  unpacker.join();
-  RETURN_IF_ERROR(read);
-  return rows.status();
-}
-
-// Groups aggregated from the result rows themselves: for a seed filter,
-// which the running aggregates cannot answer. Sets `facts` from the first
-// done cell kept.
-absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
-                            const std::vector<std::string>& labels, const CellFilter& filter,
-                            std::map<std::pair<int, int>, ResultGroup>* groups,
-                            std::optional<DatasetFacts>* facts) {
-  static const std::string* sql = new std::string(
-      absl::StrCat("SELECT ", kQueryCellColumns, QueryResultColumns(),
-                   " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
-  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, sweep_id);
-  struct Values {
-    std::vector<double> train_error, test_error, exact, position;
-  };
-  std::map<std::pair<int, int>, Values> values;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, q.Step());
-    if (!more) break;
-    const int head_index = static_cast<int>(q.ColumnInt(1));
-    const int rank = static_cast<int>(q.ColumnInt(2));
-    const uint64_t seed = SeedFromDb(q.ColumnInt(3));
-    if (!filter.Keeps(head_index, rank, seed)) continue;
-    ResultGroup& g = GroupFor(*groups, head_index, rank, labels);
-    ++g.expected;
-    if (q.ColumnInt(4) != kCellDone || q.ColumnInt(16) == 0) {
-      g.missing_seeds.push_back(seed);
-      continue;
-    }
-    ++g.n;
-    Values& v = values[{head_index, rank}];
-    // Only the columns the aggregates need (offsets in kResultColumns).
-    const int f = kQueryResultFirst;
-    const double train_error = q.ColumnDouble(f + 3);
-    v.train_error.push_back(train_error);
-    v.exact.push_back(q.ColumnDouble(f + 2));
-    v.position.push_back(q.ColumnDouble(f + 1));
-    if (q.ColumnInt(f + 5) > 0) {
-      const double test_error = q.ColumnDouble(f + 8);
-      v.test_error.push_back(test_error);
-      if (test_error == 0) ++g.test_exact_seeds;
-    }
-    if (train_error == 0) ++g.exact_seeds;
-    if (!facts->has_value()) {
-      SeedResult result;
-      ReadResultColumns(q, f, &result);
-      *facts = result.facts;
-    }
-  }
-  for (auto& [key, v] : values) {
-    ResultGroup& g = (*groups)[key];
-    g.train_error = Summarize(v.train_error);
-    g.test_error = Summarize(v.test_error);
-    g.train_exact_accuracy = Summarize(v.exact);
-    g.train_position_accuracy = Summarize(v.position);
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
-  struct Collect final : RowSink {
-    std::vector<ResultRow> rows;
-    void Expect(int64_t at_most) override {
-      rows.reserve(static_cast<size_t>(at_most));
-    }
-    void Add(const ResultRow& row) override { rows.push_back(row); }
-  } collect;
-  absl::StatusOr<QueryOutcome> out = Query(query, collect);
-  if (out.ok()) out->rows = std::move(collect.rows);
-  return out;
-}
-
-absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query, RowSink& sink) {
-  if (query.sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
-  const bool grouped = query.group_by == GroupBy::kHeadRank;
-  if (query.page_size < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page_size: ", query.page_size, " is negative; use 0 (every row) or more"));
-  }
-  if (query.after_cell_id < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_token: cell id ", query.after_cell_id, " is negative"));
-  }
-  if (grouped && query.after_cell_id != 0) {
-    return absl::InvalidArgumentError(
-        "page_token: grouped queries return every group in one reply; only rows are paged");
-  }
-  QueryOutcome out;
-  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, query.sweep_id));
-    const SweepSpec& spec = *spec_ptr;
-    std::vector<std::string> labels;
-    for (const HeadSpec& h : spec.heads) labels.push_back(HeadLabel(h));
-    CellFilter filter;
-    if (!query.head.empty()) {
-      for (int i = 0; i < static_cast<int>(labels.size()); ++i) {
-        if (labels[i] == query.head) filter.heads.insert(i);
-      }
-      if (filter.heads.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat("head: sweep ", Clip(query.sweep_id),
-                                                       " has no head \"", Clip(query.head),
-                                                       "\"; its heads are ",
-                                                       absl::StrJoin(labels, ", ")));
-      }
-    }
-    filter.ranks.insert(query.ranks.begin(), query.ranks.end());
-    filter.seeds.insert(query.seeds.begin(), query.seeds.end());
-
-    if (query.state == CellState::kInvalid) {
-      if (grouped) {
-        return absl::InvalidArgumentError(
-            "state: invalid rows never count in groups; query them without group_by");
-      }
-      return ReadInvalidRows(
-          c, query.sweep_id,
-          [&](int head_index, int rank, uint64_t seed) {
-            return filter.Keeps(head_index, rank, seed);
-          },
-          query.page_size, query.after_cell_id, sink, &out.next_after_cell_id);
-    }
-    if (grouped) {
-      std::map<std::pair<int, int>, ResultGroup> groups;
-      if (filter.seeds.empty()) {
-        RETURN_IF_ERROR(GroupsFromSummaries(c, query.sweep_id, labels, filter, &groups));
-        bool any_done = false;
-        for (const auto& [key, g] : groups) any_done = any_done || g.n > 0;
-        if (any_done) {
-          // The facts describe the dataset, the same for every cell.
-          static const std::string* sql = new std::string(
-              absl::StrCat("SELECT ", kResultColumns,
-                           " FROM results WHERE sweep_id = ?1 AND state = 3 LIMIT 1"));
-          ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-          q.Bind(1, query.sweep_id);
-          ASSIGN_OR_RETURN(bool row, q.Step());
-          if (row) {
-            SeedResult result;
-            ReadResultColumns(q, 0, &result);
-            out.facts = result.facts;
-          }
-        }
-      } else {
-        RETURN_IF_ERROR(
-            GroupsFromRows(c, query.sweep_id, labels, filter, &groups, &out.facts));
-      }
-      for (auto& [key, g] : groups) {
-        std::sort(g.missing_seeds.begin(), g.missing_seeds.end());
-        out.groups.push_back(std::move(g));
-      }
-      const bool has_test_split =
-          spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
-      out.heads = SummarizeHeads(out.groups, has_test_split);
-      for (HeadSummary& h : out.heads) {
-        if (h.head_index < static_cast<int>(spec.heads.size()) &&
-            ReadoutEscapesRankBound(spec.heads[h.head_index], spec.train)) {
-          h.caveat = "loss ce: the argmax readout is not the paper's model, so this head's "
-                     "transition does not test the rank bound";
-        }
-      }
-      return absl::OkStatus();
-    }
-
-    // Rows in cell id order from after_cell_id on. Done and failed cells
-    // (the default) are exactly the sweep's result rows, each read from its
-    // packed copy: a walk of result_packs over the cell ids between the
-    // sweep's first and last result (from results_by_sweep), from
-    // after_cell_id on, without touching `cells`.
-    if (!query.state.has_value()) {
-      int64_t first_result = 0, last_result = 0;
-      {
-        // Two subqueries: each is one index lookup, where MIN and MAX in
-        // one SELECT would read every entry of the sweep.
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT (SELECT MIN(cell_id) FROM results WHERE sweep_id = ?1), "
-                                   "(SELECT MAX(cell_id) FROM results WHERE sweep_id = ?1)"));
-        q.Bind(1, query.sweep_id);
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (row) {
-          first_result = q.ColumnInt(0);
-          last_result = q.ColumnInt(1);
-        }
-      }
-      const int64_t after = std::max(query.after_cell_id, first_result - 1);
-      // "+sweep_id" keeps SQLite on the cell id range: cells of other
-      // sweeps fall inside it only when a search sweep added cells later.
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT cell_id, packed FROM result_packs WHERE "
-                                              "cell_id > ?2 AND cell_id <= ?3 AND "
-                                              "+sweep_id = ?1 ORDER BY cell_id"));
-      q.Bind(1, query.sweep_id).Bind(2, after).Bind(3, last_result);
-      const int64_t in_range = std::max<int64_t>(0, last_result - after);
-      const int64_t at_most = query.page_size > 0 ? std::min(query.page_size, in_range) : in_range;
-      sink.Expect(std::min<int64_t>(at_most, kMostRowsExpected));
-      RowPage page(query, filter, sink, &out);
-      FinishedRows rows(query.sweep_id, labels, page);
-      const int64_t two_threads = options_.two_thread_query_rows;
-      return two_threads > 0 && at_most >= two_threads ? ReadFinishedRowsOnTwoThreads(q, rows)
-                                                       : ReadFinishedRows(q, rows);
-    }
-    // A state filter walks cells_by_state.
-    static const std::string* state_sql = new std::string(absl::StrCat(
-        "SELECT ", kQueryCellColumns, QueryResultColumns(),
-        " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 AND "
-        "c.id > ?2 AND c.state = ?3 ORDER BY c.id"));
-    if (query.page_size > 0) sink.Expect(std::min<int64_t>(query.page_size, kMostRowsExpected));
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(*state_sql));
-    q.Bind(1, query.sweep_id).Bind(2, query.after_cell_id).Bind(3, static_cast<int>(*query.state));
-    RowPage page(query, filter, sink, &out);
-    while (true) {
-      ASSIGN_OR_RETURN(bool more, q.Step());
-      if (!more) return absl::OkStatus();
-      if (!page.Keeps(static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2)),
-                      SeedFromDb(q.ColumnInt(3)))) {
-        continue;
-      }
-      if (!page.Add(QueryRow(q, query.sweep_id, labels))) return absl::OkStatus();
-    }
-  }));
-  return out;
-}
-
-absl::StatusOr<std::vector<WorkerInfo>> Coordinator::ListWorkers() {
-  const int64_t now = clock_->NowMs();
-  std::vector<WorkerInfo> workers;
-  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        c.Prepare("SELECT w.id, w.hostname, w.device, w.device_name, w.memory_bytes, w.slots, "
-                  "w.build_id, w.torch_version, w.cuda_version, w.registered_ms, "
-                  "w.last_seen_ms, w.completed, (SELECT COUNT(*) FROM cells c WHERE "
-                  "c.worker_id = w.id AND c.state = 2) FROM workers w ORDER BY w.id"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      WorkerInfo w;
-      w.worker_id = q.ColumnText(0);
-      w.hostname = q.ColumnText(1);
-      w.device = q.ColumnText(2);
-      w.device_name = q.ColumnText(3);
-      w.memory_bytes = q.ColumnInt(4);
-      w.slots = static_cast<int>(q.ColumnInt(5));
-      w.version = {q.ColumnText(6), q.ColumnText(7), q.ColumnText(8)};
-      w.registered_unix_ms = q.ColumnInt(9);
-      w.last_seen_unix_ms = q.ColumnInt(10);
-      w.completed_cells = q.ColumnInt(11);
-      w.leased_cells = static_cast<int>(q.ColumnInt(12));
-      w.alive = now - w.last_seen_unix_ms <= 3 * options_.lease_ms;
-      workers.push_back(std::move(w));
-    }
-    return absl::OkStatus();
-  }));
-  return workers;
 }
 
 absl::StatusOr<QuarantineOutcome> Coordinator::Quarantine(const std::string& worker_id,

@@ -54,6 +54,10 @@
 #include "absl/status/statusor.h"
 #include "common/spec/spec.h"
 #include "server/core/clock.h"
+#include "server/core/events.h"
+#include "server/core/result_queries.h"
+#include "server/core/spec_cache.h"
+#include "server/core/statistics.h"  // Summarize, for callers of this header
 #include "server/core/store.h"
 #include "server/core/types.h"
 
@@ -86,11 +90,6 @@ struct CoordinatorOptions {
 // The cache key of one (head, rank) of a sweep: SHA-256 (hex) of the task
 // spec with its seeds removed, so every field that shapes training counts.
 std::string TaskKey(const SweepSpec& spec, int head_index, int rank);
-
-// Sample statistics of `xs`: mean, standard deviation (n-1), min, max and
-// the half-width of the 95% Student-t interval. All zero for an empty list;
-// std and ci95 are 0 when there is a single value.
-Aggregate Summarize(const std::vector<double>& xs);
 
 class Coordinator {
  public:
@@ -259,13 +258,12 @@ class Coordinator {
   const CoordinatorOptions& options() const { return options_; }
 
  private:
-  struct Events;  // changes collected inside a transaction, sent after it
+  using Events = TransactionEvents;  // collected inside a transaction, sent after it
 
   // The sweep's spec, shared from the cache (specs never change), so that
   // the per-call paths (Acquire, Complete) do not copy it.
   absl::StatusOr<std::shared_ptr<const SweepSpec>> SpecOf(Connection& c,
                                                          const std::string& sweep_id);
-  absl::StatusOr<SweepInfo> LoadSweep(Connection& c, const std::string& sweep_id);
   // Checks `want` and fills in its defaults (0 tasks = 1, 0 seeds = the
   // default); InvalidArgument names the field after `field_prefix`.
   absl::Status CheckWant(TaskWant& want, const char* field_prefix) const;
@@ -318,32 +316,20 @@ class Coordinator {
   absl::Status ReturnCell(Connection& c, int64_t cell_id, const std::string& reason,
                           bool use_attempt, Events& events);
   absl::StatusOr<int64_t> ExpireLeasesLocked(Connection& c, int64_t now_ms, Events& events);
-  std::string CellLabel(const SweepSpec& spec, int head_index, int rank, uint64_t seed) const;
   void Dispatch(Events& events);
 
   Store* const store_;
   const Clock* const clock_;
   const CoordinatorOptions options_;
 
+  SpecCache specs_;
+  SweepQueries queries_;  // the read side, on the store's read connection
   std::mutex spec_mu_;
-  std::map<std::string, std::shared_ptr<const SweepSpec>> spec_cache_;  // specs never change
   // TaskKey of (sweep, head, rank), computed once (a JSON dump and a SHA-256
   // per completion otherwise). Guarded by spec_mu_.
   std::map<std::tuple<std::string, int, int>, std::string> task_key_cache_;
 
-  // A listener is called under its own mutex, so that Unsubscribe can wait
-  // for a call in progress without serializing unrelated listeners.
-  struct ListenerEntry {
-    std::string sweep_id;
-    SweepListener on_change;
-    WorkListener on_work;
-    std::mutex mu;
-    bool active = true;
-  };
-  std::mutex listeners_mu_;
-  int64_t next_subscription_ = 1;
-  std::map<int64_t, std::shared_ptr<ListenerEntry>> listeners_;
-  std::shared_ptr<ListenerEntry> work_listener_;
+  ChangeListeners listeners_;
 };
 
 }  // namespace ranksweep::server

@@ -1847,24 +1847,6 @@ TEST_F(CoordinatorTest, SearchModeStopsAtTheTopRankWhenNothingIsExact) {
   EXPECT_EQ(info.grid_cells, 4);
 }
 
-TEST(SummarizeTest, SingleValueHasNoSpread) {
-  Aggregate a = Summarize({0.5});
-  EXPECT_DOUBLE_EQ(a.mean, 0.5);
-  EXPECT_DOUBLE_EQ(a.std, 0.0);
-  EXPECT_DOUBLE_EQ(a.ci95, 0.0);
-  EXPECT_DOUBLE_EQ(a.min, 0.5);
-  EXPECT_DOUBLE_EQ(a.max, 0.5);
-  Aggregate none = Summarize({});
-  EXPECT_DOUBLE_EQ(none.mean, 0.0);
-}
-
-TEST(SummarizeTest, TwoValuesUseTwelvePointSevenOhSix) {
-  Aggregate a = Summarize({1.0, 3.0});
-  EXPECT_DOUBLE_EQ(a.mean, 2.0);
-  EXPECT_DOUBLE_EQ(a.std, std::sqrt(2.0));
-  EXPECT_NEAR(a.ci95, 12.706 * std::sqrt(2.0) / std::sqrt(2.0), 1e-12);
-}
-
 // ------------------------------------------------------------------ durability
 
 TEST_F(CoordinatorTest, ResultsAreDurableAcrossCloseAndReopen) {

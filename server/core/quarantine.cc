@@ -10,16 +10,10 @@
 #include "common/spec/result_validation.h"
 #include "common/status_macros.h"
 #include "server/core/packed_row.h"
+#include "server/core/sql_columns.h"
 
 namespace ranksweep::server {
 namespace {
-
-// The state columns' values (the enums' numbers, as every table stores
-// them), as SQL text.
-const std::string kDone = std::to_string(static_cast<int>(CellState::kDone));
-const std::string kPending = std::to_string(static_cast<int>(CellState::kPending));
-const std::string kCancelled = std::to_string(static_cast<int>(CellState::kCancelled));
-const std::string kSweepRunning = std::to_string(static_cast<int>(SweepState::kRunning));
 
 using GroupKey = std::tuple<std::string, int, int>;  // sweep, head_index, rank
 
@@ -51,8 +45,8 @@ absl::Status RebuildGroup(Connection& c, const GroupKey& key) {
       "FROM results r, (SELECT AVG(train_error) AS te, AVG(train_exact_accuracy) AS ea, "
       "AVG(train_position_accuracy) AS pa, "
       "AVG(CASE WHEN test_sequences > 0 THEN test_error END) AS ts FROM results "
-      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND state = ", kDone, ") a "
-      "WHERE r.sweep_id = ?1 AND r.head_index = ?2 AND r.rank = ?3 AND r.state = ", kDone,
+      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND state = ", kCellDone, ") a "
+      "WHERE r.sweep_id = ?1 AND r.head_index = ?2 AND r.rank = ?3 AND r.state = ", kCellDone,
       " GROUP BY r.sweep_id, r.head_index, r.rank"));
   {
     ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_groups WHERE sweep_id = ?1 "
@@ -101,7 +95,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   {
     static const std::string* sql = new std::string(
         absl::StrCat("SELECT cell_id FROM results WHERE worker_id = ?1 AND cached_from = 0 "
-                     "AND state = ", kDone, " AND finished_ms >= ?2"));
+                     "AND state = ", kCellDone, " AND finished_ms >= ?2"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, worker_id).Bind(2, since_ms);
     while (true) {
@@ -130,21 +124,23 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
     for (int64_t cell_id : *ids) {
       std::string sweep_id;
       {
-        ASSIGN_OR_RETURN(Statement q,
-                         c.Prepare("SELECT r.sweep_id, r.head_index, r.rank, r.worker_id, "
-                                   "p.packed FROM results r JOIN result_packs p "
-                                   "ON p.cell_id = r.cell_id WHERE r.cell_id = ?1"));
+        enum Col : int { kSweepId, kHeadIndex, kRank, kWorkerId, kPacked, kCount };
+        static const std::string* sql = NewSelect<kCount>(
+            {"r.sweep_id", "r.head_index", "r.rank", "r.worker_id", "p.packed"},
+            "FROM results r JOIN result_packs p ON p.cell_id = r.cell_id WHERE r.cell_id = ?1");
+        ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
         q.Bind(1, cell_id);
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) return absl::InternalError(absl::StrCat("result of cell ", cell_id, " vanished"));
-        sweep_id = q.ColumnText(0);
-        groups.insert({sweep_id, static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2))});
+        sweep_id = q.ColumnText(kSweepId);
+        groups.insert({sweep_id, static_cast<int>(q.ColumnInt(kHeadIndex)),
+                       static_cast<int>(q.ColumnInt(kRank))});
         ASSIGN_OR_RETURN(Statement ins,
                          c.Prepare("INSERT INTO invalid_results (cell_id, sweep_id, worker_id, "
                                    "packed, invalid_ms, invalid_by, quarantine_id) "
                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
-        ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, q.ColumnText(3));
-        ins.BindBlob(4, q.ColumnBlob(4)).Bind(5, now_ms).Bind(6, by).Bind(7, out.quarantine_id);
+        ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, q.ColumnText(kWorkerId));
+        ins.BindBlob(4, q.ColumnBlob(kPacked)).Bind(5, now_ms).Bind(6, by).Bind(7, out.quarantine_id);
         RETURN_IF_ERROR(ins.Run());
       }
       for (const char* table : {"results", "result_packs"}) {
@@ -163,12 +159,12 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
       }
       // A cancelled sweep hands out nothing more: its cell stays without a
       // result, as the cells it cancelled are.
-      const bool reset = state->second != static_cast<int>(SweepState::kCancelled);
+      const bool reset = state->second != kSweepCancelled;
       static const std::string* pending = new std::string(absl::StrCat(
-          "UPDATE cells SET state = ", kPending, ", lease_id = 0, lease_deadline_ms = 0, "
+          "UPDATE cells SET state = ", kCellPending, ", lease_id = 0, lease_deadline_ms = 0, "
           "worker_id = '', last_failure = ?2 WHERE id = ?1"));
       static const std::string* cancelled = new std::string(
-          absl::StrCat("UPDATE cells SET state = ", kCancelled, ", lease_deadline_ms = 0, "
+          absl::StrCat("UPDATE cells SET state = ", kCellCancelled, ", lease_deadline_ms = 0, "
                        "last_failure = ?2 WHERE id = ?1"));
       ASSIGN_OR_RETURN(Statement u, c.Prepare(reset ? *pending : *cancelled));
       u.Bind(1, cell_id).Bind(2, absl::StrCat("result invalidated by quarantine ",
@@ -180,8 +176,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   }
   for (const GroupKey& key : groups) RETURN_IF_ERROR(RebuildGroup(c, key));
   for (const auto& [sweep_id, state] : sweep_states) {
-    if (state != static_cast<int>(SweepState::kDone) &&
-        state != static_cast<int>(SweepState::kFailed)) {
+    if (state != kSweepDone && state != kSweepFailed) {
       continue;
     }
     static const std::string* reopen = new std::string(
@@ -206,32 +201,36 @@ absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,
                              int64_t page_size, int64_t after_id, RowSink& sink,
                              int64_t* next_after) {
   *next_after = 0;
-  ASSIGN_OR_RETURN(Statement q,
-                   c.Prepare("SELECT i.id, i.cell_id, i.packed, i.invalid_ms, i.invalid_by, "
-                             "i.quarantine_id, q.worker_id FROM invalid_results i "
-                             "JOIN quarantines q ON q.id = i.quarantine_id "
-                             "WHERE i.sweep_id = ?1 AND i.id > ?2 ORDER BY i.id"));
+  enum Col : int {
+    kId, kCellId, kPacked, kInvalidMs, kInvalidBy, kQuarantineId, kWorkerId, kCount
+  };
+  static const std::string* sql = NewSelect<kCount>(
+      {"i.id", "i.cell_id", "i.packed", "i.invalid_ms", "i.invalid_by", "i.quarantine_id",
+       "q.worker_id"},
+      "FROM invalid_results i JOIN quarantines q ON q.id = i.quarantine_id "
+      "WHERE i.sweep_id = ?1 AND i.id > ?2 ORDER BY i.id");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, sweep_id).Bind(2, after_id);
   int64_t sent = 0, last_sent = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool found, q.Step());
     if (!found) return absl::OkStatus();
     ResultRow row;
-    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(2), &row));
+    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(kPacked), &row));
     if (!keep(row.head_index, row.rank, row.seed)) continue;
     if (page_size > 0 && sent == page_size) {
       *next_after = last_sent;
       return absl::OkStatus();
     }
     row.sweep_id = sweep_id;
-    row.cell_id = q.ColumnInt(1);
+    row.cell_id = q.ColumnInt(kCellId);
     row.state = CellState::kInvalid;
-    row.failure = absl::StrCat("invalidated ", FormatMs(q.ColumnInt(3)), " by ",
-                               q.ColumnText(4), ": quarantine ", q.ColumnInt(5), " of worker ",
-                               q.ColumnText(6));
+    row.failure = absl::StrCat("invalidated ", FormatMs(q.ColumnInt(kInvalidMs)), " by ",
+                               q.ColumnText(kInvalidBy), ": quarantine ",
+                               q.ColumnInt(kQuarantineId), " of worker ", q.ColumnText(kWorkerId));
     sink.Add(row);
     ++sent;
-    last_sent = q.ColumnInt(0);
+    last_sent = q.ColumnInt(kId);
   }
 }
 

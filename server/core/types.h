@@ -35,6 +35,19 @@ enum class CellState : int {
   kInvalid = 6,
 };
 
+// The states' numbers as the `state` columns of sweeps, cells and results
+// store them. SQL text is built from these (absl::StrCat, once per
+// statement), never written with a state number by hand.
+inline constexpr int kSweepRunning = static_cast<int>(SweepState::kRunning);
+inline constexpr int kSweepDone = static_cast<int>(SweepState::kDone);
+inline constexpr int kSweepFailed = static_cast<int>(SweepState::kFailed);
+inline constexpr int kSweepCancelled = static_cast<int>(SweepState::kCancelled);
+inline constexpr int kCellPending = static_cast<int>(CellState::kPending);
+inline constexpr int kCellLeased = static_cast<int>(CellState::kLeased);
+inline constexpr int kCellDone = static_cast<int>(CellState::kDone);
+inline constexpr int kCellFailed = static_cast<int>(CellState::kFailed);
+inline constexpr int kCellCancelled = static_cast<int>(CellState::kCancelled);
+
 const char* Name(SweepState s);  // "running" "done" "failed" "cancelled"
 const char* Name(CellState s);   // "pending" "leased" "done" "failed" "cancelled" "invalid"
 
