@@ -203,7 +203,7 @@ TEST(ServiceE2ETest, SweepThroughCliAndTwoWorkersStoresEveryCellOnce) {
   std::set<std::string> workers;
   for (const Json& row : rows) {
     EXPECT_EQ(row.at("sweep_id"), id);
-    EXPECT_EQ(row.at("state"), "CELL_STATE_DONE");
+    EXPECT_EQ(row.at("state"), "DONE");
     EXPECT_EQ(row.at("attempt"), 1);
     EXPECT_GT(row.at("lease_id").get<int64_t>(), 0);
     ASSERT_FALSE(row.at("worker_id").get<std::string>().empty());
@@ -328,7 +328,7 @@ TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) 
   std::map<std::tuple<std::string, int, int64_t>, double> errors;
   std::set<int> probed;
   for (const Json& row : rows) {
-    EXPECT_EQ(row.at("state"), "CELL_STATE_DONE");
+    EXPECT_EQ(row.at("state"), "DONE");
     EXPECT_EQ(row.value("cached_from_cell_id", 0), 0);
     const int rank = row.value("rank", 0);
     if (rank > 0) probed.insert(rank);
