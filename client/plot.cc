@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 namespace ranksweep::client {
 namespace {
@@ -90,6 +91,7 @@ double Mean(const std::vector<double>& v) {
 
 constexpr double kFontSize = 13;
 constexpr double kLegendFontSize = 12;
+constexpr double kCaptionFontSize = 12;
 
 }  // namespace
 
@@ -232,8 +234,37 @@ PlotLayout ComputePlotLayout(const PlotInput& input) {
   }
   l.legend = {lx - 6, l.top, lx + widest + 6, std::max(y + 8, l.top + 20)};
   l.width = std::max(900.0, std::ceil(l.legend.x1 + 16));
-  l.height = l.bottom + 72 + 16 * static_cast<double>(input.caption.size());
-  l.height = std::max(l.height, std::ceil(l.legend.y1 + 16));
+
+  // The caption under the x label, each line broken at spaces to fit the
+  // figure's width.
+  const double caption_width = l.width - l.left - 16;
+  double cy = l.bottom + 66;
+  for (const std::string& line : input.caption) {
+    std::vector<std::string> words = absl::StrSplit(line, ' ');
+    std::string current;
+    auto flush = [&] {
+      PlotLabel label;
+      label.text = current;
+      label.x = l.left;
+      label.y = cy;
+      label.box = {l.left, cy - kCaptionFontSize,
+                   l.left + EstimateTextWidth(current, kCaptionFontSize), cy + 4};
+      l.caption_labels.push_back(std::move(label));
+      cy += 16;
+      current.clear();
+    };
+    for (const std::string& word : words) {
+      const std::string longer = current.empty() ? word : absl::StrCat(current, " ", word);
+      if (!current.empty() && EstimateTextWidth(longer, kCaptionFontSize) > caption_width) {
+        flush();
+        current = word;
+      } else {
+        current = longer;
+      }
+    }
+    flush();
+  }
+  l.height = std::max(cy + 6, std::ceil(l.legend.y1 + 16));
   return l;
 }
 
@@ -305,10 +336,9 @@ std::string RenderPlotSvg(const PlotInput& input) {
   absl::StrAppend(&svg, "<text class=\"ylabel\" transform=\"translate(22,",
                   Num((l.top + l.bottom) / 2), ") rotate(-90)\" text-anchor=\"middle\">",
                   Escape(input.y_label), "</text>\n");
-  for (size_t i = 0; i < input.caption.size(); ++i) {
-    absl::StrAppend(&svg, "<text class=\"caption\" x=\"", Num(l.left), "\" y=\"",
-                    Num(l.bottom + 66 + 16 * static_cast<double>(i)),
-                    "\" fill=\"#333\" font-size=\"12\">", Escape(input.caption[i]), "</text>\n");
+  for (const PlotLabel& t : l.caption_labels) {
+    absl::StrAppend(&svg, "<text class=\"caption\" x=\"", Num(t.x), "\" y=\"", Num(t.y),
+                    "\" fill=\"#333\" font-size=\"12\">", Escape(t.text), "</text>\n");
   }
 
   // Theory bounds.

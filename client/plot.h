@@ -99,6 +99,7 @@ struct PlotLayout {
   std::vector<PlotLabel> bound_labels;
   PlotBox legend;                     // right of the plot area
   std::vector<PlotLabel> legend_labels;
+  std::vector<PlotLabel> caption_labels;  // the caption, wrapped to the figure's width
 
   PlotBox Area() const { return {left, top, right, bottom}; }
   double XForLog2(double log2_rank) const;

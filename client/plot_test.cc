@@ -174,6 +174,14 @@ TEST(PlotTest, LabelsNeverOverlapEachOtherOrTheLegend) {
     }
   }
   EXPECT_FALSE(l.legend.Overlaps(l.Area()));
+  // A caption longer than the figure is wrapped, never cut off.
+  in.caption = {std::string(40, 'x') + " " + PlotCriterion("error", false, 3)};
+  const PlotLayout wrapped = ComputePlotLayout(in);
+  EXPECT_GE(wrapped.caption_labels.size(), 2u);
+  for (const PlotLabel& t : wrapped.caption_labels) {
+    EXPECT_TRUE(t.box.Inside({0, 0, wrapped.width, wrapped.height})) << t.text;
+    EXPECT_FALSE(t.box.Overlaps(wrapped.legend)) << t.text;
+  }
   EXPECT_TRUE(l.legend.Inside(figure));
   for (const PlotLabel& t : l.legend_labels) EXPECT_TRUE(t.box.Inside(l.legend)) << t.text;
   EXPECT_GT(l.width, 900);  // widened for the long label
