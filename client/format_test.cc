@@ -283,6 +283,17 @@ TEST(FormatTest, AppendMessageJsonWritesWhatTheTreeDumps) {
   EXPECT_THAT(failure, ::testing::HasSubstr("\"seed\":18446744073709551615,"));
 }
 
+// kernel/elu1 at rank 4, all three seeds done, mean train error 0.25.
+v1::ResultGroup CompleteGroup() {
+  v1::ResultGroup g;
+  g.set_head("kernel/elu1");
+  g.set_rank(4);
+  g.set_n(3);
+  g.set_expected(3);
+  g.mutable_train_error()->set_mean(0.25);
+  return g;
+}
+
 // One convention across table, CSV and JSON: a state is its short name
 // everywhere, and a value that does not exist (no test split, no rank, no
 // result) is "-" in the table, an empty cell in CSV and null in JSON, never
@@ -325,12 +336,7 @@ TEST(FormatTest, TableCsvAndJsonAgreeOnStateNamesAndMissingValues) {
 // group without a done seed has none at all: empty in CSV, null in JSON
 // (they used to read 0, as if every seed were exact).
 TEST(FormatTest, GroupCsvAndJsonLeaveMissingAggregatesEmpty) {
-  v1::ResultGroup g;
-  g.set_head("kernel/elu1");
-  g.set_rank(4);
-  g.set_n(3);
-  g.set_expected(3);
-  g.mutable_train_error()->set_mean(0.25);
+  const v1::ResultGroup g = CompleteGroup();
   v1::ResultGroup empty;
   empty.set_head("softmax");
   empty.set_head_index(1);
@@ -370,12 +376,7 @@ TEST(FormatTest, CsvFloatsReadBackAsTheSameDouble) {
 }
 
 TEST(FormatTest, ResultGroupsTable) {
-  v1::ResultGroup g;
-  g.set_head("kernel/elu1");
-  g.set_rank(4);
-  g.set_n(3);
-  g.set_expected(3);
-  g.mutable_train_error()->set_mean(0.25);
+  v1::ResultGroup g = CompleteGroup();
   g.mutable_train_error()->set_std(0.1);
   g.mutable_train_error()->set_min(0.125);
   g.mutable_train_error()->set_max(0.375);

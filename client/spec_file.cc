@@ -397,8 +397,9 @@ std::vector<std::string> SweepCostLines(const SweepCost& cost) {
                        cost.test_sequences > 0
                            ? absl::StrCat(WithThousands(cost.test_sequences), " test sequences")
                            : "no test split"),
-          absl::StrCat("memory: about ", FormatBytes(cost.task_memory_bytes),
-                       " for the largest task (", cost.largest_task, ")")};
+          absl::StrCat("memory: up to ", FormatBytes(cost.task_memory_bytes),
+                       " for the largest task (", cost.largest_task,
+                       "; an upper-bound estimate, docs/LIMITS.md)")};
 }
 
 std::vector<std::string> SweepCostWarnings(const SweepSpec& spec, const SweepCost& cost) {
@@ -414,8 +415,9 @@ std::vector<std::string> SweepCostWarnings(const SweepSpec& spec, const SweepCos
                                     " makes it smaller"));
   }
   if (cost.task_memory_bytes > kLargeTaskMemoryBytes) {
-    warnings.push_back(absl::StrCat("the largest task (", cost.largest_task, ") needs about ",
-                                    FormatBytes(cost.task_memory_bytes), ", more than ",
+    warnings.push_back(absl::StrCat("the largest task (", cost.largest_task,
+                                    ") may need up to ", FormatBytes(cost.task_memory_bytes),
+                                    " (an upper-bound estimate), more than ",
                                     FormatBytes(kLargeTaskMemoryBytes),
                                     "; --batch-size or a smaller dataset lowers it"));
   }

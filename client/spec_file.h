@@ -120,8 +120,9 @@ SweepCost EstimateSweepCost(const SweepSpec& spec);
 constexpr int64_t kLargeDatasetSequences = 200'000;
 constexpr int64_t kLargeTaskMemoryBytes = int64_t{1} << 30;
 
-// "dataset: 1,150,203 train sequences, no test split" and "memory: about
-// 1.4 GiB for the largest task (kernel/elu1 at rank 64, 3 seeds)": what
+// "dataset: 1,151,403 train sequences, no test split" and "memory: up to
+// 42.1 GiB for the largest task (kernel/elu1 at rank 64, 3 seeds; an
+// upper-bound estimate, docs/LIMITS.md)": what
 // `submit --dry-run` prints on stderr.
 std::vector<std::string> SweepCostLines(const SweepCost& cost);
 // One warning per limit above that `cost` passes, naming the flags that

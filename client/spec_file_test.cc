@@ -228,7 +228,7 @@ TEST(SweepCostTest, AWitnessWithoutNumQueriesAtM24IsReportedAndWarnedAbout) {
   const std::vector<std::string> lines = SweepCostLines(cost);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], "dataset: 1,151,403 train sequences, no test split");
-  EXPECT_THAT(lines[1], ::testing::StartsWith("memory: about "));
+  EXPECT_THAT(lines[1], ::testing::StartsWith("memory: up to "));
   const std::vector<std::string> warnings = SweepCostWarnings(spec, cost);
   ASSERT_EQ(warnings.size(), 2u);
   EXPECT_EQ(warnings[0],

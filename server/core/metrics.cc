@@ -23,27 +23,14 @@ std::string FormatValue(double v) {
   return std::string(buffer, end);
 }
 
-std::string EscapeLabelValue(const std::string& s) {
+// Backslash and newline escaped, as the format wants in help text; label
+// values escape the double quote as well.
+std::string Escape(const std::string& s, bool quote) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
+    if (c == '\\' || (quote && c == '"')) {
+      out += '\\';
       out += c;
-    }
-  }
-  return out;
-}
-
-std::string EscapeHelp(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
     } else {
@@ -59,7 +46,7 @@ std::string LabelText(const MetricLabels& labels, const std::string& extra = "")
   std::string out = "{";
   for (size_t i = 0; i < labels.size(); ++i) {
     absl::StrAppend(&out, i == 0 ? "" : ",", labels[i].first, "=\"",
-                    EscapeLabelValue(labels[i].second), "\"");
+                    Escape(labels[i].second, /*quote=*/true), "\"");
   }
   if (!extra.empty()) absl::StrAppend(&out, labels.empty() ? "" : ",", extra);
   return out + "}";
@@ -157,7 +144,7 @@ std::string MetricsRegistry::Render() {
     const char* type = f.kind == Kind::kCounter ? "counter"
                        : f.kind == Kind::kGauge ? "gauge"
                                                 : "histogram";
-    absl::StrAppend(&out, "# HELP ", name, " ", EscapeHelp(f.help), "\n# TYPE ", name, " ",
+    absl::StrAppend(&out, "# HELP ", name, " ", Escape(f.help, /*quote=*/false), "\n# TYPE ", name, " ",
                     type, "\n");
     for (const auto& [labels, value] : f.values) {
       absl::StrAppend(&out, name, LabelText(labels), " ", FormatValue(value), "\n");

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/process.h"
+#include "tests/support/small_sweep.h"
 
 namespace ranksweep {
 namespace {
@@ -29,18 +30,8 @@ using ::ranksweep::testing::TempDir;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-// Exhaustive m=2, N=3 (64 sequences): two kernel ranks and softmax, 3 seeds.
-// 2 ranks x 3 seeds + 3 softmax seeds = 9 cells. Small enough to train in
-// well under a second per task on one CPU core.
-constexpr char kSpec[] = R"({
-  "name": "e2e",
-  "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
-  "heads": [{"kind": "kernel", "feature_map": "elu1"}, {"kind": "softmax"}],
-  "ranks": [1, 4],
-  "seed_count": 3,
-  "train": {"max_steps": 300, "eval_every": 50, "lr": 0.02}
-})";
-constexpr int kCells = 9;
+const std::string kSpec = ranksweep::testing::SmallSweepSpec("e2e");
+constexpr int kCells = ranksweep::testing::kSmallSweepCells;
 
 class Cluster {
  public:
@@ -123,6 +114,9 @@ class Cluster {
   std::unique_ptr<Process> server_;
   std::vector<std::unique_ptr<Process>> workers_;
 };
+
+// A JSON row's rank; 0 for a head without one (softmax), whose rank is null.
+int RankOf(const Json& row) { return row.at("rank").is_null() ? 0 : row.at("rank").get<int>(); }
 
 // Rows of the results table for `sweep`, read straight from the SQLite file.
 struct DbRow {
@@ -330,7 +324,7 @@ TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) 
   for (const Json& row : rows) {
     EXPECT_EQ(row.at("state"), "DONE");
     EXPECT_EQ(row.value("cached_from_cell_id", 0), 0);
-    const int rank = row.value("rank", 0);
+    const int rank = RankOf(row);
     if (rank > 0) probed.insert(rank);
     errors[{row.at("head").get<std::string>(), rank, row.value("seed", int64_t{0})}] =
         row.at("result").at("train").at("error").get<double>();
@@ -367,7 +361,7 @@ TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) 
   ASSERT_EQ(again_rows.size(), rows.size());
   for (const Json& row : again_rows) {
     EXPECT_GT(row.value("cached_from_cell_id", 0), 0) << row.dump();
-    auto key = std::make_tuple(row.at("head").get<std::string>(), row.value("rank", 0),
+    auto key = std::make_tuple(row.at("head").get<std::string>(), RankOf(row),
                                row.value("seed", int64_t{0}));
     ASSERT_TRUE(errors.count(key)) << row.dump();
     EXPECT_EQ(row.at("result").at("train").at("error").get<double>(), errors[key]);
