@@ -242,6 +242,24 @@ TEST(SweepCostTest, AWitnessWithoutNumQueriesAtM24IsReportedAndWarnedAbout) {
   EXPECT_TRUE(SweepCostWarnings(spec, small).empty());
 }
 
+// The demo sweeps every power of two from 1 to 64 (it swept 1 and 64 only,
+// so its table showed no transition), softmax, three seeds, a small witness
+// family: within the size a first run on a laptop should see.
+TEST(DemoSpecTest, TheDemoSweepsEveryPowerOfTwoToRank64WithSoftmaxAndThreeSeeds) {
+  absl::StatusOr<SweepSpec> demo =
+      LoadSweepSpecFile(std::string(RANKSWEEP_SOURCE_DIR) + "/examples/demo.yaml");
+  ASSERT_TRUE(demo.ok()) << demo.status();
+  EXPECT_TRUE(ValidateSweepSpec(*demo).ok());
+  EXPECT_EQ(demo->ranks, (std::vector<int>{1, 2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(SweepSeeds(*demo).size(), 3u);
+  ASSERT_EQ(demo->heads.size(), 2u);
+  EXPECT_EQ(demo->heads[0].kind, HeadKind::kKernel);
+  EXPECT_EQ(demo->heads[1].kind, HeadKind::kSoftmax);
+  const SweepCost cost = EstimateSweepCost(*demo);
+  EXPECT_EQ(cost.train_sequences, 12 * 23);  // 12 queries: n(2n-1)
+  EXPECT_TRUE(SweepCostWarnings(*demo, cost).empty());
+}
+
 TEST(OverridesTest, FlagsReplaceFileFields) {
   absl::StatusOr<SweepSpec> spec = ParseSweepSpecText(kYaml, SpecFormat::kYaml, "s.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();

@@ -265,7 +265,10 @@ absl::Status Main(int argc, char** argv) {
                    "  trains every task of a grid sweep (JSON, as `ranksweep submit --dry-run` "
                    "prints it), N seeds fused per task (default 64, 1..1024), K tasks at once "
                    "(default 1, 1..64, as a worker's --slots), and prints a JSON line per task "
-                   "as it finishes and one for the whole sweep (its wall time).\n";
+                   "as it finishes and one for the whole sweep (its wall time).\n"
+                   "       ranksweep-train --version\n"
+                   "  prints the version, the build id, the LibTorch version and whether CUDA "
+                   "is available.\n";
       return absl::OkStatus();
     }
     if (arg.rfind("--", 0) != 0) {
