@@ -149,10 +149,11 @@ std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool ha
 // theory part reads "(theory: no bound for this dataset)" when both bounds
 // are 0, and is left out when no cell is done (no facts).
 std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split);
-// One row per group: head, head_index, rank, n, expected, train error
-// mean/ci95/std, exact_seeds, test error mean, test_exact_seeds,
-// missing_seeds ("3;5"), then the head's transition_rank ("" when undefined),
-// transition_reason, rank_lower_bound, rank_upper_bound.
+// One row per group: head, head_index, rank (empty for a head without
+// one), n, expected, train error mean/ci95/std (empty when missing), exact
+// seeds, test error mean and test exact seeds (empty without a test split),
+// missing_seeds ("3;5"), then the head's transition_rank ("" when
+// undefined), transition_reason, rank_lower_bound, rank_upper_bound.
 Table SummaryCsvTable(const v1::QueryResultsResponse& response);
 // {"facts": {...} or null, "heads": [{HeadSummary fields..., "groups": [...]}]}
 // with every field of the messages (proto field names, 64-bit as numbers).
