@@ -351,6 +351,10 @@ std::string RenderPlotSvg(const PlotInput& input) {
                     "\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n");
   }
   for (const PlotLabel& t : l.bound_labels) {
+    // On a white ground, so that another bound's line does not strike it out.
+    absl::StrAppend(&svg, "<rect class=\"bound-label-ground\" x=\"", Num(t.box.x0), "\" y=\"",
+                    Num(t.box.y0), "\" width=\"", Num(t.box.x1 - t.box.x0), "\" height=\"",
+                    Num(t.box.y1 - t.box.y0), "\" fill=\"white\" fill-opacity=\"0.85\"/>\n");
     svg += label_text(t, "bound-label", " fill=\"#333\"");
   }
 

@@ -24,7 +24,8 @@
 //     rank (never at rank 0, which a log2 axis cannot show);
 //   * the theory bounds as dashed vertical <line class="bound">, labelled
 //     inside the top of the plot area in rows chosen so that no two labels
-//     collide;
+//     collide, each on a white ground so another bound's line never strikes
+//     it out;
 //   * the legend outside the plot area, right of it (the figure widens to fit
 //     the longest label), so it never covers a label or a point;
 //   * title, subtitle, axis labels, and a caption under the x axis with the

@@ -53,6 +53,7 @@ TEST(PlotTest, EverySeedIsADotAndEveryRankedHeadALineWithAMarkerPerRank) {
   EXPECT_EQ(Count(svg, "<path class=\"gap\""), 0);  // every power of two swept
   EXPECT_EQ(Count(svg, "<line class=\"flat\""), 1);
   EXPECT_EQ(Count(svg, "<line class=\"bound\""), 2);
+  EXPECT_EQ(Count(svg, "<rect class=\"bound-label-ground\""), 2);
   EXPECT_THAT(svg, HasSubstr(">lower bound 8</text>"));
   EXPECT_THAT(svg, HasSubstr(">upper bound 24</text>"));
   EXPECT_THAT(svg, HasSubstr(">witness-m24</text>"));
