@@ -35,8 +35,10 @@ std::string ShortestCell(bool shown, double v) {
 }
 
 std::string RankText(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : "-"; }
-// The CSV forms of a rank and an aggregate: empty when missing.
+// The CSV forms of a rank, a theory bound and an aggregate: empty when
+// missing.
 std::string RankCell(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : ""; }
+std::string BoundCell(int64_t bound) { return bound > 0 ? absl::StrCat(bound) : ""; }
 
 bool IsDone(const v1::ResultRow& row) {
   return row.state() == v1::CELL_STATE_DONE && row.has_result();
@@ -807,7 +809,7 @@ Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
                       absl::StrJoin(missing, ";"),
                       defined ? absl::StrCat(head->transition_rank()) : "",
                       head != nullptr ? head->reason() : "",
-                      absl::StrCat(f.rank_lower_bound()), absl::StrCat(f.rank_upper_bound())});
+                      BoundCell(f.rank_lower_bound()), BoundCell(f.rank_upper_bound())});
   }
   return t;
 }
@@ -836,9 +838,16 @@ std::string SummaryJson(const v1::QueryResultsResponse& response) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   out["facts"] =
       response.has_facts() ? MessageJsonTree(response.facts()) : nlohmann::ordered_json();
+  // A bound of 0 is no bound for this dataset.
+  for (const char* bound : {"rank_lower_bound", "rank_upper_bound"}) {
+    if (out["facts"].is_object() && out["facts"][bound] == 0) out["facts"][bound] = nullptr;
+  }
   nlohmann::ordered_json heads = nlohmann::ordered_json::array();
   for (const v1::HeadSummary& h : response.heads()) {
     nlohmann::ordered_json head = MessageJsonTree(h);
+    // An undefined transition has no rank (it reads 0 on the wire).
+    if (!h.transition_defined()) head["transition_rank"] = nullptr;
+    if (!h.test_transition_defined()) head["test_transition_rank"] = nullptr;
     nlohmann::ordered_json groups = nlohmann::ordered_json::array();
     for (const v1::ResultGroup& g : response.groups()) {
       if (g.head_index() == h.head_index()) groups.push_back(GroupJson(g, h.has_test_split()));

@@ -153,10 +153,13 @@ std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_
 // one), n, expected, train error mean/ci95/std (empty when missing), exact
 // seeds, test error mean and test exact seeds (empty without a test split),
 // missing_seeds ("3;5"), then the head's transition_rank ("" when
-// undefined), transition_reason, rank_lower_bound, rank_upper_bound.
+// undefined), transition_reason, rank_lower_bound, rank_upper_bound (""
+// when the dataset has none).
 Table SummaryCsvTable(const v1::QueryResultsResponse& response);
 // {"facts": {...} or null, "heads": [{HeadSummary fields..., "groups": [...]}]}
-// with every field of the messages (proto field names, 64-bit as numbers).
+// with every field of the messages (proto field names, 64-bit as numbers);
+// missing values null: a bound the dataset lacks, the rank of an undefined
+// transition, the aggregates GroupJson leaves out.
 std::string SummaryJson(const v1::QueryResultsResponse& response);
 
 // `ranksweep workers`: id, host, device, slots, leased, completed, alive,

@@ -471,6 +471,18 @@ TEST(FormatTest, SummaryCsvAndJson) {
   EXPECT_EQ(t.rows[1][15], "24");
   const std::string json = SummaryJson(r);
   EXPECT_THAT(json, ::testing::HasSubstr("\"rank_lower_bound\": 8"));
+  // Missing values are null: the undefined transition's rank, the softmax
+  // head's rank, and bounds the dataset does not have.
+  const nlohmann::json tree = nlohmann::json::parse(json);
+  EXPECT_TRUE(tree["heads"][0]["transition_rank"].is_null());
+  EXPECT_TRUE(tree["heads"][1]["groups"][0]["rank"].is_null());
+  EXPECT_EQ(t.rows[3][2], "");  // softmax's rank in CSV
+  r.mutable_facts()->set_rank_lower_bound(0);
+  r.mutable_facts()->set_rank_upper_bound(0);
+  const nlohmann::json unbounded = nlohmann::json::parse(SummaryJson(r));
+  EXPECT_TRUE(unbounded["facts"]["rank_lower_bound"].is_null());
+  EXPECT_TRUE(unbounded["facts"]["rank_upper_bound"].is_null());
+  EXPECT_EQ(SummaryCsvTable(r).rows[1][14], "");
   EXPECT_THAT(json, ::testing::HasSubstr("\"missing_seeds\": [\n"));
   EXPECT_THAT(json, ::testing::HasSubstr("\"transition_defined\": false"));
 }
