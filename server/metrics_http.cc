@@ -22,6 +22,8 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   }
   std::unique_ptr<MetricsHttpServer> s(new MetricsHttpServer());
   s->server_ = std::make_unique<httplib::Server>();
+  // A scraper or two: two threads, not cpp-httplib's default of one per core.
+  s->server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
   s->server_->Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
