@@ -1,10 +1,12 @@
 #include "client/format.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -18,7 +20,25 @@ namespace {
 
 std::string Fixed(double v, int digits) { return absl::StrFormat("%.*f", digits, v); }
 
+void AppendShortest(double v, std::string* out) {
+  if (!std::isfinite(v)) return;  // missing: an empty cell
+  char buffer[32];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  (void)ec;  // 32 bytes hold any double
+  out->append(buffer, static_cast<size_t>(end - buffer));
+}
+
+std::string ShortestCell(bool shown, double v) {
+  std::string out;
+  if (shown) AppendShortest(v, &out);
+  return out;
+}
+
 std::string RankText(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : "-"; }
+// The CSV forms of a rank, a theory bound and an aggregate: empty when
+// missing.
+std::string RankCell(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : ""; }
+std::string BoundCell(int64_t bound) { return bound > 0 ? absl::StrCat(bound) : ""; }
 
 // A row with metrics: done, or invalidated by a quarantine (its metrics as
 // they were stored).
@@ -33,11 +53,55 @@ std::string TestErrorText(const v1::SeedResult& r) {
 
 }  // namespace
 
+namespace {
+
+// The one convention of every output form for a value that does not exist:
+// null in JSON, an empty cell in CSV, "-" in tables. A value is missing when
+// it is an unset message (the result of a failed cell), a split without
+// sequences (the test split of a dataset that has none: its error would read
+// 1.0) or the rank of a head without one (softmax: 0 would break a log axis).
+bool IsMissingField(const google::protobuf::Message& m,
+                    const google::protobuf::FieldDescriptor* f) {
+  using google::protobuf::FieldDescriptor;
+  if (f->is_repeated()) return false;
+  const auto* refl = m.GetReflection();
+  if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+    // An aggregate's presence means nothing (the group decides whether it
+    // exists: GroupJson); any other unset message is missing.
+    if (!refl->HasField(m, f)) return f->message_type()->name() != "Aggregate";
+    const auto* split = dynamic_cast<const v1::SplitMetrics*>(&refl->GetMessage(m, f));
+    return split != nullptr && split->sequences() == 0;
+  }
+  if (f->name() == "rank" && f->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
+    const std::string& type = m.GetDescriptor()->name();
+    return (type == "ResultRow" || type == "ResultGroup") && refl->GetInt32(m, f) == 0;
+  }
+  return false;
+}
+
+// An enum value by its short name, the name the tables and CSV print:
+// CELL_STATE_DONE -> "DONE", HEAD_KIND_SOFTMAX -> "SOFTMAX". The prefix is
+// the enum type's name in upper snake case, as the proto style guide has it.
+std::string EnumShortName(const google::protobuf::EnumValueDescriptor* v) {
+  std::string prefix;
+  for (char c : v->type()->name()) {
+    if (absl::ascii_isupper(static_cast<unsigned char>(c)) && !prefix.empty()) prefix += '_';
+    prefix += absl::ascii_toupper(static_cast<unsigned char>(c));
+  }
+  prefix += '_';
+  const std::string& name = v->name();
+  return absl::StartsWith(name, prefix) && name.size() > prefix.size()
+             ? name.substr(prefix.size())
+             : name;
+}
+
+}  // namespace
+
 // Proto → JSON by reflection rather than MessageToJsonString: the latter
 // prints 64-bit integers as strings, and rows are meant for jq and
 // nlohmann-style readers that expect numbers (lease ids, sequence counts).
-// Proto field names, every field printed (unset ones with their zero value),
-// enums by name.
+// Proto field names, every field printed (missing ones as null), enums by
+// short name.
 nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
   using google::protobuf::FieldDescriptor;
   const auto* desc = m.GetDescriptor();
@@ -66,7 +130,7 @@ nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
           return rep ? refl->GetRepeatedString(m, f, index) : refl->GetString(m, f);
         case FieldDescriptor::CPPTYPE_ENUM: {
           const auto* v = rep ? refl->GetRepeatedEnum(m, f, index) : refl->GetEnum(m, f);
-          return v->name();
+          return EnumShortName(v);
         }
         case FieldDescriptor::CPPTYPE_MESSAGE:
           return MessageJsonTree(rep ? refl->GetRepeatedMessage(m, f, index)
@@ -79,7 +143,7 @@ nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
       for (int k = 0; k < refl->FieldSize(m, f); ++k) arr.push_back(one(k));
       out[f->name()] = std::move(arr);
     } else {
-      out[f->name()] = one(0);
+      out[f->name()] = IsMissingField(m, f) ? nlohmann::ordered_json() : one(0);
     }
   }
   return out;
@@ -114,17 +178,55 @@ void AppendJsonString(const std::string& s, std::string* out) {
 }
 
 // A double as nlohmann's dump() writes it: null for NaN and infinities,
-// else the shortest text that reads back the same, "1.0" for integral
-// values. This is the formatter dump() itself calls (its detail::to_chars),
-// without building a json value and a string per number.
+// else the shortest digits that read back the same (std::to_chars), laid out
+// as dump() lays them out: plain decimals for exponents -4..15, "1.0" for
+// integral values, otherwise d.ddde+XX. No json value or string per number.
 void AppendJsonDouble(double v, std::string* out) {
   if (!std::isfinite(v)) {
     *out += "null";
     return;
   }
   char buffer[64];
-  const char* end = nlohmann::detail::to_chars(buffer, buffer + sizeof buffer, v);
-  out->append(buffer, static_cast<size_t>(end - buffer));
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v,
+                                       std::chars_format::scientific);
+  (void)ec;  // 64 bytes hold any double
+  // buffer: [-]d[.ddd]e(+|-)XX
+  std::string_view text(buffer, static_cast<size_t>(end - buffer));
+  const size_t e = text.find('e');
+  std::string_view mantissa = text.substr(0, e);
+  int exponent = 0;
+  std::from_chars(text.data() + e + 1 + (text[e + 1] == '+' ? 1 : 0), text.data() + text.size(),
+                  exponent);
+  if (!mantissa.empty() && mantissa[0] == '-') {
+    out->push_back('-');
+    mantissa.remove_prefix(1);
+  }
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits.push_back(c);
+  }
+  const int k = static_cast<int>(digits.size());
+  const int n = exponent + 1;  // digits before the decimal point
+  if (k <= n && n <= 15) {
+    *out += digits;
+    out->append(static_cast<size_t>(n - k), '0');
+    *out += ".0";
+  } else if (0 < n && n <= 15) {
+    out->append(digits, 0, static_cast<size_t>(n));
+    out->push_back('.');
+    out->append(digits, static_cast<size_t>(n));
+  } else if (-4 < n && n <= 0) {
+    *out += "0.";
+    out->append(static_cast<size_t>(-n), '0');
+    *out += digits;
+  } else {
+    out->push_back(digits[0]);
+    if (k > 1) {
+      out->push_back('.');
+      out->append(digits, 1);
+    }
+    absl::StrAppendFormat(out, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+  }
 }
 
 }  // namespace
@@ -140,6 +242,10 @@ void AppendMessageJson(const google::protobuf::Message& m, std::string* out) {
     AppendJsonString(f->name(), out);
     out->push_back(':');
     const bool rep = f->is_repeated();
+    if (IsMissingField(m, f)) {
+      *out += "null";
+      continue;
+    }
     auto one = [&](int index) {
       switch (f->cpp_type()) {
         case FieldDescriptor::CPPTYPE_INT32:
@@ -177,7 +283,8 @@ void AppendMessageJson(const google::protobuf::Message& m, std::string* out) {
         }
         case FieldDescriptor::CPPTYPE_ENUM:
           AppendJsonString(
-              (rep ? refl->GetRepeatedEnum(m, f, index) : refl->GetEnum(m, f))->name(), out);
+              EnumShortName(rep ? refl->GetRepeatedEnum(m, f, index) : refl->GetEnum(m, f)),
+              out);
           return;
         case FieldDescriptor::CPPTYPE_MESSAGE:
           AppendMessageJson(rep ? refl->GetRepeatedMessage(m, f, index) : refl->GetMessage(m, f),
@@ -501,14 +608,14 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
   };
   auto number = [out](auto v) { absl::StrAppend(out, v, ","); };
   auto metric = [out](bool shown, double v) {
-    if (shown) absl::StrAppendFormat(out, "%.6g", v);
+    if (shown) AppendShortest(v, out);
     out->push_back(',');
   };
   text(r.sweep_id());
   number(r.cell_id());
   text(r.head());
   number(r.head_index());
-  number(r.rank());
+  text(RankCell(r.rank()));
   number(r.seed());
   text(CellStateName(r.state()));
   metric(done, res.train().error());
@@ -694,31 +801,60 @@ Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
     std::vector<std::string> missing;
     for (uint64_t seed : g.missing_seeds()) missing.push_back(absl::StrCat(seed));
     const bool defined = head != nullptr && head->transition_defined();
-    t.rows.push_back({g.head(), absl::StrCat(g.head_index()), absl::StrCat(g.rank()),
+    const bool any = g.n() > 0;
+    const bool test = any && head != nullptr && head->has_test_split();
+    t.rows.push_back({g.head(), absl::StrCat(g.head_index()), RankCell(g.rank()),
                       absl::StrCat(g.n()), absl::StrCat(g.expected()),
-                      absl::StrFormat("%.6g", g.train_error().mean()),
-                      absl::StrFormat("%.6g", g.train_error().ci95()),
-                      absl::StrFormat("%.6g", g.train_error().std()),
-                      absl::StrCat(g.exact_seeds()),
-                      absl::StrFormat("%.6g", g.test_error().mean()),
-                      absl::StrCat(g.test_exact_seeds()), absl::StrJoin(missing, ";"),
+                      ShortestCell(any, g.train_error().mean()),
+                      ShortestCell(g.n() >= 2, g.train_error().ci95()),
+                      ShortestCell(g.n() >= 2, g.train_error().std()),
+                      absl::StrCat(g.exact_seeds()), ShortestCell(test, g.test_error().mean()),
+                      test ? absl::StrCat(g.test_exact_seeds()) : "",
+                      absl::StrJoin(missing, ";"),
                       defined ? absl::StrCat(head->transition_rank()) : "",
                       head != nullptr ? head->reason() : "",
-                      absl::StrCat(f.rank_lower_bound()), absl::StrCat(f.rank_upper_bound())});
+                      BoundCell(f.rank_lower_bound()), BoundCell(f.rank_upper_bound())});
   }
   return t;
 }
+
+namespace {
+
+// A group's aggregates, with the missing ones (no done seed; no test split)
+// as null.
+nlohmann::ordered_json GroupJson(const v1::ResultGroup& g, bool has_test_split) {
+  nlohmann::ordered_json j = MessageJsonTree(g);
+  if (g.n() == 0) {
+    for (const char* a : {"train_error", "train_exact_accuracy", "train_position_accuracy"}) {
+      j[a] = nullptr;
+    }
+  }
+  if (g.n() == 0 || !has_test_split) {
+    j["test_error"] = nullptr;
+    j["test_exact_seeds"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace
 
 std::string SummaryJson(const v1::QueryResultsResponse& response) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   out["facts"] =
       response.has_facts() ? MessageJsonTree(response.facts()) : nlohmann::ordered_json();
+  // A bound of 0 is no bound for this dataset.
+  for (const char* bound : {"rank_lower_bound", "rank_upper_bound"}) {
+    if (out["facts"].is_object() && out["facts"][bound] == 0) out["facts"][bound] = nullptr;
+  }
   nlohmann::ordered_json heads = nlohmann::ordered_json::array();
   for (const v1::HeadSummary& h : response.heads()) {
     nlohmann::ordered_json head = MessageJsonTree(h);
+    // An undefined transition has no rank (it reads 0 on the wire).
+    if (!h.transition_defined()) head["transition_rank"] = nullptr;
+    if (!h.test_transition_defined()) head["test_transition_rank"] = nullptr;
     nlohmann::ordered_json groups = nlohmann::ordered_json::array();
     for (const v1::ResultGroup& g : response.groups()) {
-      if (g.head_index() == h.head_index()) groups.push_back(MessageJsonTree(g));
+      if (g.head_index() == h.head_index()) groups.push_back(GroupJson(g, h.has_test_split()));
     }
     head["groups"] = std::move(groups);
     heads.push_back(std::move(head));
@@ -727,7 +863,7 @@ std::string SummaryJson(const v1::QueryResultsResponse& response) {
   return out.dump(2) + "\n";
 }
 
-Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups) {
+Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
   Table t;
   t.header = {"head", "head_index", "rank", "n", "expected", "exact_seeds"};
   const char* kAggs[] = {"train_error", "test_error", "train_exact_accuracy",
@@ -740,14 +876,15 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups) {
   for (const auto& g : groups) {
     std::vector<std::string> row = {g.head(),
                                     absl::StrCat(g.head_index()),
-                                    absl::StrCat(g.rank()),
+                                    RankCell(g.rank()),
                                     absl::StrCat(g.n()),
                                     absl::StrCat(g.expected()),
                                     absl::StrCat(g.exact_seeds())};
     for (const v1::Aggregate* a : {&g.train_error(), &g.test_error(), &g.train_exact_accuracy(),
                                    &g.train_position_accuracy()}) {
+      const bool shown = g.n() > 0 && (a != &g.test_error() || has_test_split);
       for (double v : {a->mean(), a->std(), a->min(), a->max(), a->ci95()}) {
-        row.push_back(absl::StrFormat("%.6g", v));
+        row.push_back(ShortestCell(shown, v));
       }
     }
     t.rows.push_back(std::move(row));
@@ -755,8 +892,13 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups) {
   return t;
 }
 
-std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups) {
-  return JsonArray(groups);
+std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
+  // One object per line, as JsonArray writes the rows.
+  std::string out = "[";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ", GroupJson(groups[i], has_test_split).dump());
+  }
+  return out + JsonArrayClose(groups.empty());
 }
 
 Table WorkersTable(const std::vector<v1::WorkerInfo>& workers, absl::Time now) {

@@ -88,10 +88,17 @@ std::string SweepStatusText(const v1::SweepInfo& sweep, absl::TimeZone tz);
 // "-" for failed cells and the test error is "-" without a test split.
 Table ResultRowsTable(const std::vector<v1::ResultRow>& rows);
 // The CSV form carries every field of a row, for analysis tools: a header
-// line, then one line per row.
+// line, then one line per row. Floats are the shortest text that reads back
+// as the same double; a missing value (the metrics of a failed cell, the
+// test metrics without a test split, the rank of a rank-less head) is an
+// empty cell; states by their short names ("DONE").
 std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows);
 // One JSON array of row objects: proto field names, every field printed,
-// enums by name, 64-bit integers as JSON numbers; one object per line.
+// enums by their short names ("DONE", as the table and CSV print them),
+// 64-bit integers as JSON numbers; one object per line. A missing value is
+// null: an unset message (the result of a failed cell), a split without
+// sequences (the test split of a dataset without one), rank 0 (a head
+// without a rank).
 std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows);
 
 // The same CSV or JSON written a piece at a time, so that the rows of a
@@ -112,7 +119,7 @@ class ResultRowsWriter {
 };
 
 // Proto -> JSON by reflection, in that form (every field, proto field names,
-// enums by name, 64-bit integers as numbers). MessageJsonTree builds an
+// enums by short name, missing values null, 64-bit integers as numbers). MessageJsonTree builds an
 // nlohmann tree, for output that adds fields of its own; AppendMessageJson
 // writes the same text as MessageJsonTree(m).dump() straight into `out`,
 // without the tree (the per-row form: ten times less work for 100,000 rows).
@@ -123,9 +130,12 @@ void AppendMessageJson(const google::protobuf::Message& m, std::string* out);
 // test error mean ("-" unless `has_test_split`: a group cannot tell a
 // missing test split from a perfect one), exact seeds.
 Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
-// The CSV form carries every aggregate.
-Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups);
-std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups);
+// The CSV form carries every aggregate. A missing value (docs: "Output
+// formats") is an empty cell in CSV and null in JSON: the aggregates of a
+// group without a done seed, the test ones without a test split, the rank
+// of a head without one.
+Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
+std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
 
 // `ranksweep results --summary`, from a grouped QueryResultsResponse (groups,
 // heads, facts). Per head: a title line, then a table with rank ("-" for
@@ -139,13 +149,17 @@ std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups);
 // theory part reads "(theory: no bound for this dataset)" when both bounds
 // are 0, and is left out when no cell is done (no facts).
 std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split);
-// One row per group: head, head_index, rank, n, expected, train error
-// mean/ci95/std, exact_seeds, test error mean, test_exact_seeds,
-// missing_seeds ("3;5"), then the head's transition_rank ("" when undefined),
-// transition_reason, rank_lower_bound, rank_upper_bound.
+// One row per group: head, head_index, rank (empty for a head without
+// one), n, expected, train error mean/ci95/std (empty when missing), exact
+// seeds, test error mean and test exact seeds (empty without a test split),
+// missing_seeds ("3;5"), then the head's transition_rank ("" when
+// undefined), transition_reason, rank_lower_bound, rank_upper_bound (""
+// when the dataset has none).
 Table SummaryCsvTable(const v1::QueryResultsResponse& response);
 // {"facts": {...} or null, "heads": [{HeadSummary fields..., "groups": [...]}]}
-// with every field of the messages (proto field names, 64-bit as numbers).
+// with every field of the messages (proto field names, 64-bit as numbers);
+// missing values null: a bound the dataset lacks, the rank of an undefined
+// transition, the aggregates GroupJson leaves out.
 std::string SummaryJson(const v1::QueryResultsResponse& response);
 
 // `ranksweep workers`: id, host, device, slots, leased, completed, alive,

@@ -1,12 +1,15 @@
 #include "client/format.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace ranksweep::client {
 namespace {
@@ -41,6 +44,7 @@ v1::ResultRow DoneRow(const std::string& head, int rank, uint64_t seed, double t
   r.set_lease_id(42);
   auto* res = r.mutable_result();
   res->set_seed(seed);
+  res->mutable_train()->set_sequences(64);
   res->mutable_train()->set_error(train_err);
   res->mutable_train()->set_position_accuracy(1.0 - train_err / 2);
   res->mutable_test()->set_sequences(test_sequences);
@@ -225,7 +229,7 @@ TEST(FormatTest, ResultRowsJsonHasWorkerAttemptAndLease) {
   EXPECT_THAT(json, ::testing::HasSubstr("\"worker_version\":{\"build_id\":\"0.1.0+abc\""));
   EXPECT_THAT(json, ::testing::HasSubstr("\"attempt\":1"));
   EXPECT_THAT(json, ::testing::HasSubstr("\"lease_id\":42,"));  // int64 as a JSON number
-  EXPECT_THAT(json, ::testing::HasSubstr("\"state\":\"CELL_STATE_DONE\""));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"state\":\"DONE\""));
   EXPECT_THAT(json, ::testing::HasSubstr("\"test\":{\"sequences\":100,"));
   EXPECT_EQ(ResultRowsJson({}), "[]\n");
 }
@@ -279,13 +283,100 @@ TEST(FormatTest, AppendMessageJsonWritesWhatTheTreeDumps) {
   EXPECT_THAT(failure, ::testing::HasSubstr("\"seed\":18446744073709551615,"));
 }
 
-TEST(FormatTest, ResultGroupsTable) {
+// kernel/elu1 at rank 4, all three seeds done, mean train error 0.25.
+v1::ResultGroup CompleteGroup() {
   v1::ResultGroup g;
   g.set_head("kernel/elu1");
   g.set_rank(4);
   g.set_n(3);
   g.set_expected(3);
   g.mutable_train_error()->set_mean(0.25);
+  return g;
+}
+
+// One convention across table, CSV and JSON: a state is its short name
+// everywhere, and a value that does not exist (no test split, no rank, no
+// result) is "-" in the table, an empty cell in CSV and null in JSON, never
+// a number (a missing test split used to read 1.0 in JSON).
+TEST(FormatTest, TableCsvAndJsonAgreeOnStateNamesAndMissingValues) {
+  v1::ResultRow no_test = DoneRow("softmax", 0, 0, 0.25, 0, 0);
+  no_test.mutable_result()->mutable_test()->set_error(1.0);  // what a worker reports
+  v1::ResultRow failed = DoneRow("kernel/elu1", 4, 1, 0, 0, 0);
+  failed.set_state(v1::CELL_STATE_FAILED);
+  failed.clear_result();
+
+  const Table table = ResultRowsTable({no_test, failed});
+  EXPECT_EQ(table.rows[0][1], "-");     // rank
+  EXPECT_EQ(table.rows[0][3], "DONE");  // state
+  EXPECT_EQ(table.rows[0][5], "-");     // test error
+
+  const std::string csv = ResultRowsCsv({no_test, failed});
+  EXPECT_THAT(csv, ::testing::HasSubstr("\ns-1,10,softmax,0,,0,DONE,0.25,0,0.875,0,0,,,0,150,"));
+  EXPECT_THAT(csv, ::testing::HasSubstr("\ns-1,11,kernel/elu1,0,4,1,FAILED,,,,,,,,,,,"));
+
+  const nlohmann::json json = nlohmann::json::parse(ResultRowsJson({no_test, failed}));
+  ASSERT_EQ(json.size(), 2u);
+  EXPECT_EQ(json[0]["state"], "DONE");
+  EXPECT_TRUE(json[0]["rank"].is_null());
+  EXPECT_TRUE(json[0]["result"]["test"].is_null());
+  EXPECT_EQ(json[0]["result"]["train"]["error"], 0.25);
+  EXPECT_EQ(json[1]["state"], "FAILED");
+  EXPECT_EQ(json[1]["rank"], 4);
+  EXPECT_TRUE(json[1]["result"].is_null());
+
+  v1::SweepInfo sweep;
+  sweep.set_state(v1::SWEEP_STATE_CANCELLED);
+  sweep.mutable_spec()->add_heads()->set_kind(v1::HEAD_KIND_MULTIHEAD_KERNEL);
+  const nlohmann::ordered_json tree = MessageJsonTree(sweep);
+  EXPECT_EQ(tree["state"], SweepStateName(v1::SWEEP_STATE_CANCELLED));
+  EXPECT_EQ(tree["spec"]["heads"][0]["kind"], "MULTIHEAD_KERNEL");
+}
+
+// Groups of a dataset without a test split have no test aggregates, and a
+// group without a done seed has none at all: empty in CSV, null in JSON
+// (they used to read 0, as if every seed were exact).
+TEST(FormatTest, GroupCsvAndJsonLeaveMissingAggregatesEmpty) {
+  const v1::ResultGroup g = CompleteGroup();
+  v1::ResultGroup empty;
+  empty.set_head("softmax");
+  empty.set_head_index(1);
+  empty.set_expected(3);
+  const Table csv = ResultGroupsCsvTable({g, empty}, /*has_test_split=*/false);
+  ASSERT_EQ(csv.header[6], "train_error_mean");
+  ASSERT_EQ(csv.header[11], "test_error_mean");
+  EXPECT_EQ(csv.rows[0][2], "4");
+  EXPECT_EQ(csv.rows[0][6], "0.25");
+  EXPECT_EQ(csv.rows[0][11], "");
+  EXPECT_EQ(csv.rows[1][2], "");  // softmax has no rank
+  EXPECT_EQ(csv.rows[1][6], "");  // no done seed
+  EXPECT_EQ(ResultGroupsCsvTable({g}, /*has_test_split=*/true).rows[0][11], "0");
+
+  const nlohmann::json json = nlohmann::json::parse(ResultGroupsJson({g, empty}, false));
+  EXPECT_EQ(json[0]["train_error"]["mean"], 0.25);
+  EXPECT_TRUE(json[0]["test_error"].is_null());
+  EXPECT_TRUE(json[1]["rank"].is_null());
+  EXPECT_TRUE(json[1]["train_error"].is_null());
+  const nlohmann::json with_test = nlohmann::json::parse(ResultGroupsJson({g}, true));
+  EXPECT_EQ(with_test[0]["test_error"]["mean"], 0.0);
+}
+
+// CSV floats are the shortest text that reads back as the same double (they
+// were cut to 6 significant digits).
+TEST(FormatTest, CsvFloatsReadBackAsTheSameDouble) {
+  const double values[] = {0.1 + 0.2, 1.0 / 3, 2.0 / 3 * 1e-7, 123456.789012345, 0.5, 0};
+  for (double v : values) {
+    const std::string csv = ResultRowsCsv({DoneRow("kernel/elu1", 8, 1, v, 0, 0)});
+    const std::string line = csv.substr(csv.find('\n') + 1);
+    const std::vector<std::string> cells = absl::StrSplit(line, ',');
+    ASSERT_GT(cells.size(), 7u);
+    EXPECT_EQ(std::strtod(cells[7].c_str(), nullptr), v) << cells[7];
+  }
+  const std::string csv = ResultRowsCsv({DoneRow("kernel/elu1", 8, 1, 0.1 + 0.2, 0, 0)});
+  EXPECT_THAT(csv, ::testing::HasSubstr(",DONE,0.30000000000000004,"));
+}
+
+TEST(FormatTest, ResultGroupsTable) {
+  v1::ResultGroup g = CompleteGroup();
   g.mutable_train_error()->set_std(0.1);
   g.mutable_train_error()->set_min(0.125);
   g.mutable_train_error()->set_max(0.375);
@@ -380,6 +471,18 @@ TEST(FormatTest, SummaryCsvAndJson) {
   EXPECT_EQ(t.rows[1][15], "24");
   const std::string json = SummaryJson(r);
   EXPECT_THAT(json, ::testing::HasSubstr("\"rank_lower_bound\": 8"));
+  // Missing values are null: the undefined transition's rank, the softmax
+  // head's rank, and bounds the dataset does not have.
+  const nlohmann::json tree = nlohmann::json::parse(json);
+  EXPECT_TRUE(tree["heads"][0]["transition_rank"].is_null());
+  EXPECT_TRUE(tree["heads"][1]["groups"][0]["rank"].is_null());
+  EXPECT_EQ(t.rows[3][2], "");  // softmax's rank in CSV
+  r.mutable_facts()->set_rank_lower_bound(0);
+  r.mutable_facts()->set_rank_upper_bound(0);
+  const nlohmann::json unbounded = nlohmann::json::parse(SummaryJson(r));
+  EXPECT_TRUE(unbounded["facts"]["rank_lower_bound"].is_null());
+  EXPECT_TRUE(unbounded["facts"]["rank_upper_bound"].is_null());
+  EXPECT_EQ(SummaryCsvTable(r).rows[1][14], "");
   EXPECT_THAT(json, ::testing::HasSubstr("\"missing_seeds\": [\n"));
   EXPECT_THAT(json, ::testing::HasSubstr("\"transition_defined\": false"));
 }

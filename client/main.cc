@@ -18,22 +18,28 @@
 #include "CLI/CLI.hpp"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/format.h"
+#include "client/hints.h"
 #include "client/plot.h"
 #include "client/presets.h"
 #include "client/spec_file.h"
 #include "client/ui/ui_command.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
+#include "common/version.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
 #include "proto/columns.h"
 #include "proto/convert.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
 
 namespace ranksweep::client {
 namespace {
@@ -223,6 +229,9 @@ struct SubmitArgs {
       early_stop_evals = 0, priority = 0;
   bool final_query_only = false;
   uint64_t data_seed = 0;
+  int code_weight = 0, max_overlap = 0, num_queries = 0, weight = 0, pool_size = 0,
+      train_size = 0, test_size = 0;
+  double bernoulli_p = 0, test_pool_share = 0, hard_share = 0;
   double lr = 0;
   std::vector<std::string> heads;
   std::vector<int> ranks;
@@ -262,6 +271,16 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   if (given("--seq-len")) o.seq_len = a.seq_len;
   if (given("--final-query-only")) o.final_query_only = a.final_query_only;
   if (given("--data-seed")) o.data_seed = a.data_seed;
+  if (given("--code-weight")) o.code_weight = a.code_weight;
+  if (given("--max-overlap")) o.max_overlap = a.max_overlap;
+  if (given("--num-queries")) o.num_queries = a.num_queries;
+  if (given("--weight")) o.weight = a.weight;
+  if (given("--bernoulli-p")) o.bernoulli_p = a.bernoulli_p;
+  if (given("--pool-size")) o.pool_size = a.pool_size;
+  if (given("--test-pool-share")) o.test_pool_share = a.test_pool_share;
+  if (given("--train-size")) o.train_size = a.train_size;
+  if (given("--test-size")) o.test_size = a.test_size;
+  if (given("--hard-share")) o.hard_share = a.hard_share;
   if (given("--heads")) o.heads = a.heads;
   if (given("--ranks")) o.ranks = a.ranks;
   if (given("--seeds")) o.seed_count = a.seed_count;
@@ -291,12 +310,30 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     for (const std::string& line : resolution) std::cerr << "  " << line << "\n";
   }
   for (const SweepSpec& one : specs) {
-    for (const std::string& w : SpecWarnings(one)) {
+    const SweepCost cost = EstimateSweepCost(one);
+    if (a.dry_run) {
+      for (const std::string& line : SweepCostLines(cost)) {
+        std::cerr << one.name << ": " << line << "\n";
+      }
+    }
+    std::vector<std::string> warnings = SpecWarnings(one);
+    for (std::string& w : SweepCostWarnings(one, cost)) warnings.push_back(std::move(w));
+    for (const std::string& w : warnings) {
       std::cerr << "warning: " << one.name << ": " << w << "\n";
     }
   }
   if (a.dry_run) {
-    for (const SweepSpec& one : specs) std::cout << SweepSpecToJson(one, 2) << "\n";
+    // Always one JSON value on stdout: the spec, or an array of them for a
+    // preset of several sweeps.
+    if (specs.size() == 1) {
+      std::cout << SweepSpecToJson(specs[0], 2) << "\n";
+    } else {
+      nlohmann::ordered_json all = nlohmann::ordered_json::array();
+      for (const SweepSpec& one : specs) {
+        all.push_back(nlohmann::ordered_json::parse(SweepSpecToJson(one, -1)));
+      }
+      std::cout << all.dump(2) << "\n";
+    }
     return kExitOk;
   }
   if (a.watch && specs.size() > 1) {
@@ -496,9 +533,13 @@ int Results(Client* client, const ResultsArgs& a) {
     return kExitOk;
   }
   std::vector<v1::ResultGroup> groups(resp.groups().begin(), resp.groups().end());
+  // Every head of a sweep shares its dataset, so one says for all.
+  const bool test_split = !resp.heads().empty() && resp.heads(0).has_test_split();
   switch (*format) {
-    case OutputFormat::kJson: std::cout << ResultGroupsJson(groups); break;
-    case OutputFormat::kCsv: std::cout << RenderCsv(ResultGroupsCsvTable(groups)); break;
+    case OutputFormat::kJson: std::cout << ResultGroupsJson(groups, test_split); break;
+    case OutputFormat::kCsv:
+      std::cout << RenderCsv(ResultGroupsCsvTable(groups, test_split));
+      break;
     case OutputFormat::kTable: {
       int code = kExitOk;
       absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
@@ -513,11 +554,13 @@ int Results(Client* client, const ResultsArgs& a) {
 }
 
 struct PlotArgs {
-  std::string sweep_id, output, metric = "error", split = "train";
+  std::vector<std::string> sweep_ids;
+  std::string output, metric = "error", split = "train";
 };
 
-// Fetches the sweep, its done rows and its summary (for the theory bounds)
-// and writes the SVG of RenderPlotSvg.
+// Fetches each sweep, its done rows and its summary (for the theory bounds)
+// and writes the figure of RenderPlotSvg: SVG, or PNG for a name ending in
+// ".png". Several sweeps share one figure, their heads labelled "NAME: HEAD".
 int Plot(Client* client, const PlotArgs& a) {
   if (a.metric != "error" && a.metric != "exact_accuracy") {
     return ReportLocal(absl::InvalidArgumentError(
@@ -527,44 +570,88 @@ int Plot(Client* client, const PlotArgs& a) {
     return ReportLocal(absl::InvalidArgumentError(
         absl::StrCat("--split: \"", a.split, "\" is not one of train, test")));
   }
-  int code = kExitOk;
-  absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
-  if (!sweep.ok()) return code;
-  v1::QueryResultsRequest req;
-  req.set_sweep_id(a.sweep_id);
-  req.set_state(v1::CELL_STATE_DONE);
-  std::vector<v1::ResultRow> rows;
-  grpc::Status status = QueryAllRows(client, req, &rows);
-  if (!status.ok()) return Report(client->globals(), status, "plot");
-  req.set_state(v1::CELL_STATE_UNSPECIFIED);
-  req.set_group_by(v1::GROUP_BY_HEAD_RANK);
-  v1::QueryResultsResponse summary;
-  auto ctx2 = client->Context();
-  status = client->stub().QueryResults(ctx2.get(), req, &summary);
-  if (!status.ok()) return Report(client->globals(), status, "plot");
-
-  const SweepSpec spec = FromProto(sweep->spec());
+  const bool png = absl::EndsWithIgnoreCase(a.output, ".png");
+  if (!png && !absl::EndsWithIgnoreCase(a.output, ".svg")) {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("-o: \"", a.output, "\" must end in .svg or .png")));
+  }
   const bool test = a.split == "test";
+  const bool several = a.sweep_ids.size() > 1;
   PlotInput in;
-  in.title = spec.name;
-  in.subtitle = PlotSubtitle(spec, test);
+  std::vector<std::string> names;
+  int max_seeds = 0;
+  for (const std::string& id : a.sweep_ids) {
+    int code = kExitOk;
+    absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, id, &code);
+    if (!sweep.ok()) return code;
+    const SweepSpec spec = FromProto(sweep->spec());
+    if (test && !(spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0)) {
+      return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+          "--split test: sweep ", id, " (", spec.name,
+          ") has no test split; only pool datasets with test_size > 0 have one")));
+    }
+    v1::QueryResultsRequest req;
+    req.set_sweep_id(id);
+    req.set_state(v1::CELL_STATE_DONE);
+    std::vector<v1::ResultRow> rows;
+    grpc::Status status = QueryAllRows(client, req, &rows);
+    if (!status.ok()) return Report(client->globals(), status, "plot");
+    req.set_state(v1::CELL_STATE_UNSPECIFIED);
+    req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+    v1::QueryResultsResponse summary;
+    auto ctx = client->Context();
+    status = client->stub().QueryResults(ctx.get(), req, &summary);
+    if (!status.ok()) return Report(client->globals(), status, "plot");
+
+    const int base = static_cast<int>(in.heads.size());
+    for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
+      const std::string label = HeadLabel(spec.heads[i]);
+      in.heads.push_back({base + i, several ? absl::StrCat(spec.name, ": ", label) : label,
+                          HeadHasRank(spec.heads[i]), spec.ranks});
+    }
+    for (const v1::ResultRow& row : rows) {
+      if (!row.has_result()) continue;
+      const v1::SplitMetrics& m = test ? row.result().test() : row.result().train();
+      in.points.push_back({base + row.head_index(), row.rank(), row.seed(),
+                           a.metric == "error" ? m.error() : m.exact_accuracy()});
+    }
+    const std::string prefix = several ? absl::StrCat(spec.name, ": ") : "";
+    if (const int64_t lo = summary.facts().rank_lower_bound(); lo > 0) {
+      in.bounds.push_back({lo, absl::StrCat(prefix, "lower bound ", lo)});
+    }
+    if (const int64_t hi = summary.facts().rank_upper_bound(); hi > 0) {
+      in.bounds.push_back({hi, absl::StrCat(prefix, "upper bound ", hi)});
+    }
+    names.push_back(spec.name);
+    max_seeds = std::max(max_seeds, static_cast<int>(SweepSeeds(spec).size()));
+    in.caption.push_back(absl::StrCat("sweep ", id, " (", spec.name, "): ",
+                                      PlotSubtitle(spec, test)));
+    if (!several) {
+      in.title = spec.name;
+      in.subtitle = PlotSubtitle(spec, test);
+      in.caption.back() = absl::StrCat("sweep ", id);
+    }
+  }
+  if (in.points.empty()) {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("plot: no done cell to plot yet in ", absl::StrJoin(a.sweep_ids, ", "))));
+  }
+  if (several) {
+    in.title = absl::StrJoin(names, " vs ");
+    in.subtitle = absl::StrCat(a.sweep_ids.size(), " sweeps, ", a.split, " split");
+  }
+  in.caption.push_back(PlotCriterion(a.metric, test, max_seeds));
   in.y_label = a.metric == "error"
                    ? absl::StrCat(a.split, " error (1 - exact-sequence accuracy)")
                    : absl::StrCat(a.split, " exact-sequence accuracy");
-  for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
-    in.heads.push_back({i, HeadLabel(spec.heads[i]), HeadHasRank(spec.heads[i])});
+  std::string bytes = RenderPlotSvg(in);
+  if (png) {
+    absl::StatusOr<std::string> rendered = RenderSvgToPng(bytes);
+    if (!rendered.ok()) return ReportLocal(rendered.status());
+    bytes = *std::move(rendered);
   }
-  for (const v1::ResultRow& row : rows) {
-    if (!row.has_result()) continue;
-    const v1::SplitMetrics& m = test ? row.result().test() : row.result().train();
-    if (test && m.sequences() == 0) continue;
-    in.points.push_back({row.head_index(), row.rank(), row.seed(),
-                         a.metric == "error" ? m.error() : m.exact_accuracy()});
-  }
-  in.lower_bound = summary.facts().rank_lower_bound();
-  in.upper_bound = summary.facts().rank_upper_bound();
   std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
-  out << RenderPlotSvg(in);
+  out << bytes;
   out.close();
   if (!out) {
     return ReportLocal(absl::InvalidArgumentError(absl::StrCat("-o: cannot write ", a.output)));
@@ -607,6 +694,19 @@ int Quarantine(Client* client, const std::string& worker_id, const std::string& 
   }
   std::cout << "\n";
   return kExitOk;
+// The first argument that is neither an option nor the value of a global
+// option: where a subcommand belongs.
+std::optional<std::string> FirstPositional(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--addr" || arg == "--timeout" || arg == "--tls_ca") {
+      ++i;
+      continue;
+    }
+    if (!arg.empty() && arg[0] == '-') continue;
+    return arg;
+  }
+  return std::nullopt;
 }
 
 int Main(int argc, char** argv) {
@@ -614,6 +714,11 @@ int Main(int argc, char** argv) {
   app.footer(kFooter);
   app.require_subcommand(1);
   app.fallthrough();
+  app.set_version_flag("--version", [] {
+    std::string text = VersionText("ranksweep", RANKSWEEP_BUILD_ID);
+    text.pop_back();  // CLI11 ends the line itself
+    return text;
+  }, "Print the version and build id and exit");
   Globals g;
   g.addr = DefaultAddr();
   app.add_option("--addr", g.addr, "Coordinator address host:port (env RANKSWEEP_ADDR)")
@@ -627,6 +732,7 @@ int Main(int argc, char** argv) {
 
   int exit_code = kExitOk;
   std::function<int(Client*)> action;
+  bool action_needs_addr = true;  // false for what never calls the coordinator
 
   // ---- submit
   SubmitArgs sa;
@@ -652,6 +758,20 @@ int Main(int argc, char** argv) {
   submit->add_option("--seq-len", sa.seq_len, "Tokens per sequence N, 1..64");
   submit->add_flag("--final-query-only", sa.final_query_only, "Score only the last position");
   submit->add_option("--data-seed", sa.data_seed, "Dataset seed");
+  submit->add_option("--code-weight", sa.code_weight, "witness: codeword weight w, 1..m");
+  submit->add_option("--max-overlap", sa.max_overlap,
+                     "witness: most coordinates two codewords share, 0..w-1");
+  submit->add_option("--num-queries", sa.num_queries,
+                     "witness: codewords used as queries; 0 = the whole code (can be large: "
+                     "--dry-run shows the size)");
+  submit->add_option("--weight", sa.weight, "pool: token weight, 0..m (0 = Bernoulli tokens)");
+  submit->add_option("--bernoulli-p", sa.bernoulli_p, "pool: Bernoulli probability, (0, 1]");
+  submit->add_option("--pool-size", sa.pool_size, "pool: distinct token vectors drawn");
+  submit->add_option("--test-pool-share", sa.test_pool_share,
+                     "pool: share of the vectors held out for the test split, [0, 1)");
+  submit->add_option("--train-size", sa.train_size, "pool: train sequences");
+  submit->add_option("--test-size", sa.test_size, "pool: test sequences; 0 = no test split");
+  submit->add_option("--hard-share", sa.hard_share, "pool: share of hard triples, [0, 1]");
   submit->add_option("--heads", sa.heads, "Comma-separated heads, e.g. kernel:elu1,softmax")
       ->delimiter(',');
   submit->add_option("--ranks", sa.ranks, "Comma-separated ranks, e.g. 1,2,4,8")->delimiter(',');
@@ -672,14 +792,20 @@ int Main(int argc, char** argv) {
                    "Train every cell, even those already trained by this build");
   submit->add_flag("--watch", sa.watch, "Follow the sweep after submitting (as `watch`)");
   AddReconnectOption(submit, &sa.reconnect);
-  submit->add_flag("--dry-run", sa.dry_run, "Print the spec as JSON instead of submitting");
-  submit->callback([&] { action = [&](Client* c) { return Submit(c, sa, submit); }; });
+  submit->add_flag("--dry-run", sa.dry_run,
+                   "Print the spec as JSON (an array for several sweeps) instead of submitting; "
+                   "the dataset's size and a memory estimate go to stderr");
+  submit->callback([&] {
+    action_needs_addr = !sa.dry_run;
+    action = [&](Client* c) { return Submit(c, sa, submit); };
+  });
 
   // ---- presets
   CLI::App* presets = app.add_subcommand(
       "presets", "List the named sweeps `submit --preset` knows (examples/presets/)");
   presets->footer(kFooter);
   presets->callback([&] {
+    action_needs_addr = false;
     action = [&](Client*) {
       std::cout << PresetsListText();
       return static_cast<int>(kExitOk);
@@ -763,10 +889,11 @@ int Main(int argc, char** argv) {
   // ---- plot
   PlotArgs pa;
   CLI::App* plot = app.add_subcommand(
-      "plot", "Write an SVG of error (or exact accuracy) against rank, one line per head");
+      "plot", "Write an SVG or PNG of error (or exact accuracy) against rank, one line per head "
+              "of each sweep");
   plot->footer(kFooter);
-  plot->add_option("sweep", pa.sweep_id, "Sweep id")->required();
-  plot->add_option("-o,--output", pa.output, "SVG file to write")->required();
+  plot->add_option("sweep", pa.sweep_ids, "Sweep ids: several share one figure")->required();
+  plot->add_option("-o,--output", pa.output, "File to write: NAME.svg or NAME.png")->required();
   plot->add_option("--metric", pa.metric, "error | exact_accuracy")->capture_default_str();
   plot->add_option("--split", pa.split, "train | test (pool datasets)")->capture_default_str();
   plot->callback([&] { action = [&](Client* c) { return Plot(c, pa); }; });
@@ -783,6 +910,17 @@ int Main(int argc, char** argv) {
       v1::CancelSweepResponse resp;
       auto ctx = c->Context();
       grpc::Status status = c->stub().CancelSweep(ctx.get(), req, &resp);
+      if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        // Already ended: what the user asked for holds, so this is no error.
+        int code = kExitOk;
+        absl::StatusOr<v1::SweepInfo> sweep = GetSweep(c, cancel_id, &code);
+        if (!sweep.ok()) return code;
+        if (sweep->state() != v1::SWEEP_STATE_RUNNING) {
+          std::cout << "sweep " << cancel_id << " has already ended "
+                    << SweepStateName(sweep->state()) << "; nothing to cancel\n";
+          return static_cast<int>(kExitOk);
+        }
+      }
       if (!status.ok()) return Report(c->globals(), status, "cancel");
       std::cout << "cancelled " << resp.cells_cancelled() << " cells of " << cancel_id << "\n";
       return static_cast<int>(kExitOk);
@@ -857,9 +995,23 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty()) {
+      if (const std::optional<std::string> word = FirstPositional(argc, argv)) {
+        std::vector<std::string> names;
+        for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+        if (std::find(names.begin(), names.end(), *word) == names.end()) {
+          std::cerr << "ranksweep: unknown subcommand \"" << *word << "\""
+                    << DidYouMeanSuffix(*word, names) << " (ranksweep --help lists them)\n";
+          return kExitUsage;
+        }
+      }
+    }
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   if (!action) return kExitUsage;
+  if (absl::Status s = CheckAddressHasPort(g.addr, "--addr"); !s.ok() && action_needs_addr) {
+    return ReportLocal(s);
+  }
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (!g.tls_ca.empty()) {
     std::ifstream in(g.tls_ca, std::ios::binary);

@@ -1,20 +1,35 @@
-// `ranksweep plot`: a sweep's metric against feature rank as a standalone
-// SVG. Input is plain data (one point per done seed); output is the SVG text,
-// so the drawing is unit-tested element by element. No RPCs, no I/O.
+// `ranksweep plot`: sweeps' metric against feature rank as a standalone SVG
+// a paper can print. Input is plain data (one point per done seed, one head
+// per line, any number of sweeps); output is the SVG text, so the drawing is
+// unit-tested element by element, and its geometry (where each label and the
+// legend go) is computed apart from the drawing so tests can check that
+// nothing overlaps. No RPCs, no I/O.
 //
 // What is drawn (docs/ANALYSIS.md, "The plot"):
-//   * x: feature rank on a log2 axis, ticks at the powers of two in range;
+//   * x: feature rank on a log2 axis with a tick at every swept rank;
 //     y: the metric, 0..1;
-//   * one <polyline class="mean"> per head with a rank, through the mean
-//     over seeds at each rank, in the head's colour;
-//   * one <circle> per point (every seed), jittered sideways by a few pixels
-//     (deterministically, from head and seed) so equal values stay visible;
+//   * per head with a rank: a marker at the mean over seeds at each swept
+//     rank (<circle class="mean-marker">), a solid <path class="mean">
+//     between adjacent swept ranks, and the 95% t interval of the mean as a
+//     shaded <path class="band"> along it (a vertical <line class="ci"> at a
+//     rank with no neighbour to join). A "gap" — adjacent swept ranks more
+//     than a factor of two apart, or a swept rank without a done seed in
+//     between — is a thin dotted <path class="gap">: the markers carry the
+//     data, and the dotted line claims nothing about the ranks it crosses;
+//   * one <circle class="seed"> per point (every seed), jittered sideways by
+//     a few pixels (deterministically, from head and seed);
 //   * heads without a rank (softmax, rank-less constructions): a dashed
-//     horizontal <line class="flat"> at their mean across the plot, their
-//     seeds as circles in a "no rank" column right of the largest rank;
-//   * the theory bounds (when > 0) as dashed vertical <line class="bound">
-//     with a label ("lower bound 8", "upper bound 24");
-//   * a legend (one entry per head), axis labels, the title and subtitle.
+//     horizontal reference <line class="flat"> at their mean across the plot,
+//     their seeds and mean at a marked "no rank" column right of the largest
+//     rank (never at rank 0, which a log2 axis cannot show);
+//   * the theory bounds as dashed vertical <line class="bound">, labelled
+//     inside the top of the plot area in rows chosen so that no two labels
+//     collide, each on a white ground so another bound's line never strikes
+//     it out;
+//   * the legend outside the plot area, right of it (the figure widens to fit
+//     the longest label), so it never covers a label or a point;
+//   * title, subtitle, axis labels, and a caption under the x axis with the
+//     sweep id(s) and the criterion.
 //
 // Thread-safety: free functions, no state.
 #ifndef RANKSWEEP_CLIENT_PLOT_H_
@@ -24,14 +39,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "common/spec/spec.h"
 
 namespace ranksweep::client {
 
+// One line of the figure: a head of a sweep.
 struct PlotHead {
-  int head_index = 0;
-  std::string label;     // e.g. "kernel/elu1"
-  bool has_rank = true;  // false: drawn as a horizontal line
+  int head_index = 0;    // the id points refer to; unique within a PlotInput
+  std::string label;     // e.g. "kernel/elu1", or "demo: kernel/elu1" with several sweeps
+  bool has_rank = true;  // false: drawn as a horizontal reference line
+  std::vector<int> ranks;  // the ranks its sweep swept; empty = those of its points
 };
 
 struct PlotPoint {
@@ -41,35 +59,68 @@ struct PlotPoint {
   double value = 0;  // the metric, expected in [0, 1]
 };
 
+struct PlotBound {
+  int64_t rank = 0;   // > 0
+  std::string label;  // e.g. "upper bound 24"
+};
+
 struct PlotInput {
   std::string title;     // e.g. "witness-m24"
   std::string subtitle;  // e.g. "witness dataset, m = 24, N = 3, 5 seeds"
   std::string y_label;   // e.g. "error (1 - exact-sequence accuracy)"
-  std::vector<PlotHead> heads;    // legend order; points of unknown heads are dropped
-  std::vector<PlotPoint> points;  // one per done seed
-  int64_t lower_bound = 0;        // theory bounds; 0 = none
-  int64_t upper_bound = 0;
+  std::vector<std::string> caption;  // lines under the x axis: sweep ids, criterion
+  std::vector<PlotHead> heads;       // legend order; points of unknown heads are dropped
+  std::vector<PlotPoint> points;     // one per done seed
+  std::vector<PlotBound> bounds;     // theory bounds; equal ones are drawn once
 };
 
-// Where things go; exposed so tests can check positions.
+// An axis-aligned box in SVG pixels.
+struct PlotBox {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool Overlaps(const PlotBox& other) const;
+  bool Inside(const PlotBox& other) const;
+};
+
+struct PlotLabel {
+  std::string text;
+  double x = 0, y = 0;      // the text's anchor point (baseline)
+  bool anchor_end = false;  // text-anchor="end": the text ends at x
+  PlotBox box;              // where the text lies (estimated glyph widths)
+};
+
+// Where things go; exposed so tests can check positions and overlaps.
 struct PlotLayout {
-  double width = 900, height = 540;
+  double width = 900, height = 560;
   double left = 70, right = 690, top = 70, bottom = 470;  // the plot area
   double log2_min = 0, log2_max = 1;  // x range in log2(rank)
   double no_rank_log2 = 0;            // x of the "no rank" column (log2 units)
   bool has_no_rank_column = false;
+  std::vector<int> tick_ranks;        // swept ranks, ascending: one tick each
+  std::vector<PlotLabel> tick_labels; // the ticks whose labels fit (no two overlap)
+  std::vector<PlotLabel> bound_labels;
+  PlotBox legend;                     // right of the plot area
+  std::vector<PlotLabel> legend_labels;
+  std::vector<PlotLabel> caption_labels;  // the caption, wrapped to the figure's width
 
+  PlotBox Area() const { return {left, top, right, bottom}; }
   double XForLog2(double log2_rank) const;
   double XForRank(double rank) const;
   double YForValue(double value) const;  // value 0 at the bottom, 1 at the top
 };
 
-// The x range covers the ranks of the points and the bounds, with half a
-// power of two to spare on each side (and room for the "no rank" column
-// when a head has no rank); ranks 1..2 when there are none.
+// Text width at the plot's 13 px sans-serif, on the safe side (wide glyphs).
+double EstimateTextWidth(const std::string& text, double font_size = 13);
+
+// The x range covers the swept ranks and the bounds, with half a power of
+// two to spare on each side (and room for the "no rank" column when a head
+// has no rank); ranks 1..2 when there are none.
 PlotLayout ComputePlotLayout(const PlotInput& input);
 
 std::string RenderPlotSvg(const PlotInput& input);
+
+// The 95% interval half-width of the mean of `values` (Student's t, n-1
+// degrees of freedom); 0 for fewer than two values.
+double MeanCi95(const std::vector<double>& values);
 
 // The subtitle of a sweep's plot: "witness dataset, m = 24, N = 3, 5 seeds"
 // (", test split" when plotting it). A sweep trained with loss ce that has a
@@ -77,6 +128,15 @@ std::string RenderPlotSvg(const PlotInput& input);
 // the rank bound", since its argmax readout is not the paper's model
 // (docs/TRAINER.md) and a plot travels without the summary's caveat.
 std::string PlotSubtitle(const SweepSpec& spec, bool test_split);
+
+// The caption's criterion line: what is plotted and how the transition rank
+// is read off it.
+std::string PlotCriterion(const std::string& metric, bool test_split, int seeds);
+
+// The PNG of an SVG document (librsvg renders, cairo encodes), at `scale`
+// device pixels per SVG pixel (2: 1800 px wide for the default figure).
+// InvalidArgument when librsvg cannot read the document.
+absl::StatusOr<std::string> RenderSvgToPng(const std::string& svg, double scale = 2);
 
 }  // namespace ranksweep::client
 

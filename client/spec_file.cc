@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/hints.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -240,7 +241,13 @@ absl::StatusOr<SweepSpec> LoadSweepSpecFile(const std::string& path) {
 absl::StatusOr<HeadSpec> ParseHeadShorthand(const std::string& text, const std::string& field) {
   std::vector<std::string> parts = absl::StrSplit(text, ':');
   HeadSpec head;
-  ASSIGN_OR_RETURN(head.kind, ParseHeadKind(parts[0], field));
+  absl::StatusOr<HeadKind> kind = ParseHeadKind(parts[0], field);
+  if (!kind.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kind.status().message(),
+        DidYouMeanSuffix(parts[0], {"kernel", "softmax", "signed_kernel", "multihead_kernel"})));
+  }
+  head.kind = *kind;
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& part = parts[i];
     if (absl::StartsWith(part, "h=")) {
@@ -275,7 +282,9 @@ absl::StatusOr<HeadSpec> ParseHeadShorthand(const std::string& text, const std::
     return absl::InvalidArgumentError(absl::StrCat(
         field, ": unknown part \"", part, "\" in \"", text,
         "\"; expected a feature map (elu1 relu_eps softplus exp favor), a construction "
-        "(none rank1 indicator softmax_exact), xN or h=W1/W2"));
+        "(none rank1 indicator softmax_exact), xN or h=W1/W2",
+        DidYouMeanSuffix(part, {"elu1", "relu_eps", "softplus", "exp", "favor", "none", "rank1",
+                                "indicator", "softmax_exact"})));
   }
   return head;
 }
@@ -299,6 +308,17 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   if (o.seq_len) spec->dataset.seq_len = *o.seq_len;
   if (o.final_query_only) spec->dataset.final_query_only = *o.final_query_only;
   if (o.data_seed) spec->dataset.data_seed = *o.data_seed;
+  DatasetSpec& d = spec->dataset;
+  if (o.code_weight) d.code_weight = *o.code_weight;
+  if (o.max_overlap) d.max_overlap = *o.max_overlap;
+  if (o.num_queries) d.num_queries = *o.num_queries;
+  if (o.weight) d.weight = *o.weight;
+  if (o.bernoulli_p) d.bernoulli_p = *o.bernoulli_p;
+  if (o.pool_size) d.pool_size = *o.pool_size;
+  if (o.test_pool_share) d.test_pool_share = *o.test_pool_share;
+  if (o.train_size) d.train_size = *o.train_size;
+  if (o.test_size) d.test_size = *o.test_size;
+  if (o.hard_share) d.hard_share = *o.hard_share;
   if (o.heads) {
     ASSIGN_OR_RETURN(spec->heads, ParseHeadList(*o.heads));
   }
@@ -333,6 +353,73 @@ std::vector<std::string> SpecWarnings(const SweepSpec& spec) {
         "output within 1/2 of the target); under ce a trained rank-1 kernel head is exact on the "
         "witness family, so transition ranks here do not test the rank bound. Use loss mse for "
         "that (docs/TRAINER.md)."));
+  }
+  return warnings;
+}
+
+SweepCost EstimateSweepCost(const SweepSpec& spec) {
+  SweepCost cost;
+  const DatasetSize size = EstimateDatasetSize(spec.dataset);
+  cost.train_sequences = size.train;
+  cost.test_sequences = size.test;
+  std::vector<uint64_t> seeds = SweepSeeds(spec);
+  constexpr size_t kFusedSeeds = 64;  // a worker's default --max_seeds
+  if (seeds.size() > kFusedSeeds) seeds.resize(kFusedSeeds);
+  for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
+    const std::vector<int> ranks = HeadHasRank(spec.heads[h]) ? spec.ranks : std::vector<int>{0};
+    for (int rank : ranks) {
+      const int64_t bytes = EstimateTaskMemoryBytes(MakeTaskSpec(spec, h, rank, seeds));
+      if (bytes <= cost.task_memory_bytes) continue;
+      cost.task_memory_bytes = bytes;
+      cost.largest_task = absl::StrCat(HeadLabel(spec.heads[h]),
+                                       rank > 0 ? absl::StrCat(" at rank ", rank) : "", ", ",
+                                       seeds.size(), seeds.size() == 1 ? " seed" : " seeds");
+    }
+  }
+  return cost;
+}
+
+namespace {
+
+// 1150203 -> "1,150,203".
+std::string WithThousands(int64_t n) {
+  std::string digits = absl::StrCat(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > (n < 0 ? 1 : 0); i -= 3) {
+    digits.insert(static_cast<size_t>(i), ",");
+  }
+  return digits;
+}
+
+}  // namespace
+
+std::vector<std::string> SweepCostLines(const SweepCost& cost) {
+  return {absl::StrCat("dataset: ", WithThousands(cost.train_sequences), " train sequences, ",
+                       cost.test_sequences > 0
+                           ? absl::StrCat(WithThousands(cost.test_sequences), " test sequences")
+                           : "no test split"),
+          absl::StrCat("memory: up to ", FormatBytes(cost.task_memory_bytes),
+                       " for the largest task (", cost.largest_task,
+                       "; an upper-bound estimate, docs/LIMITS.md)")};
+}
+
+std::vector<std::string> SweepCostWarnings(const SweepSpec& spec, const SweepCost& cost) {
+  std::vector<std::string> warnings;
+  const int64_t sequences = cost.train_sequences + cost.test_sequences;
+  if (sequences > kLargeDatasetSequences) {
+    std::string shrink = "--m or --seq-len";
+    if (spec.dataset.kind == DatasetKind::kWitness) shrink = "--num-queries (or --m)";
+    if (spec.dataset.kind == DatasetKind::kPool) shrink = "--train-size and --test-size";
+    warnings.push_back(absl::StrCat("the dataset has ", WithThousands(sequences),
+                                    " sequences, more than ", WithThousands(kLargeDatasetSequences),
+                                    ": every step and evaluation goes over it; ", shrink,
+                                    " makes it smaller"));
+  }
+  if (cost.task_memory_bytes > kLargeTaskMemoryBytes) {
+    warnings.push_back(absl::StrCat("the largest task (", cost.largest_task,
+                                    ") may need up to ", FormatBytes(cost.task_memory_bytes),
+                                    " (an upper-bound estimate), more than ",
+                                    FormatBytes(kLargeTaskMemoryBytes),
+                                    "; --batch-size or a smaller dataset lowers it"));
   }
   return warnings;
 }

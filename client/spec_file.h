@@ -65,6 +65,18 @@ struct SpecOverrides {
   std::optional<int> seq_len;
   std::optional<bool> final_query_only;
   std::optional<uint64_t> data_seed;
+  // witness
+  std::optional<int> code_weight;
+  std::optional<int> max_overlap;
+  std::optional<int> num_queries;
+  // pool
+  std::optional<int> weight;
+  std::optional<double> bernoulli_p;
+  std::optional<int> pool_size;
+  std::optional<double> test_pool_share;
+  std::optional<int> train_size;
+  std::optional<int> test_size;
+  std::optional<double> hard_share;
   std::optional<std::vector<std::string>> heads;  // ParseHeadShorthand items
   std::optional<std::vector<int>> ranks;
   std::optional<int> seed_count;                 // also clears explicit seeds
@@ -89,6 +101,33 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, SweepSpec* spec);
 // paper's model (one affine readout within 1/2 of the target); on the witness
 // family a trained rank-1 kernel head is exact under it (docs/TRAINER.md).
 std::vector<std::string> SpecWarnings(const SweepSpec& spec);
+
+// What a sweep will cost, as far as the spec tells (common/spec/spec.h
+// EstimateDatasetSize and EstimateTaskMemory): the dataset's train and test
+// sequences, and the memory of its largest task, one (head, rank) with every
+// seed trained together as a worker fuses them (up to 64).
+struct SweepCost {
+  int64_t train_sequences = 0;
+  int64_t test_sequences = 0;
+  int64_t task_memory_bytes = 0;
+  std::string largest_task;  // e.g. "kernel/elu1 at rank 64, 3 seeds"
+};
+SweepCost EstimateSweepCost(const SweepSpec& spec);
+
+// Past these a sweep is large enough to surprise someone trying things on a
+// laptop (a witness family at m = 24 without num_queries is 1.15 million
+// sequences: minutes per task and 1.4 GiB); `submit` warns, and submits.
+constexpr int64_t kLargeDatasetSequences = 200'000;
+constexpr int64_t kLargeTaskMemoryBytes = int64_t{1} << 30;
+
+// "dataset: 1,151,403 train sequences, no test split" and "memory: up to
+// 42.1 GiB for the largest task (kernel/elu1 at rank 64, 3 seeds; an
+// upper-bound estimate, docs/LIMITS.md)": what
+// `submit --dry-run` prints on stderr.
+std::vector<std::string> SweepCostLines(const SweepCost& cost);
+// One warning per limit above that `cost` passes, naming the flags that
+// shrink it; empty when none.
+std::vector<std::string> SweepCostWarnings(const SweepSpec& spec, const SweepCost& cost);
 
 }  // namespace ranksweep::client
 

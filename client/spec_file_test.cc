@@ -162,6 +162,104 @@ TEST(HeadShorthandTest, ErrorsNameTheItemAndPart) {
   EXPECT_THAT(std::string(heads.status().message()), ::testing::HasSubstr("--heads[0]"));
 }
 
+TEST(HeadShorthandTest, AMisspelledKindOrPartSuggestsTheNearestName) {
+  absl::StatusOr<std::vector<HeadSpec>> heads = ParseHeadList({"kernel:elu2"});
+  EXPECT_THAT(std::string(heads.status().message()),
+              ::testing::EndsWith("; did you mean \"elu1\"?"));
+  heads = ParseHeadList({"kernel:sofplus"});
+  EXPECT_THAT(std::string(heads.status().message()),
+              ::testing::EndsWith("; did you mean \"softplus\"?"));
+  heads = ParseHeadList({"kernal:elu1"});
+  EXPECT_THAT(std::string(heads.status().message()),
+              ::testing::EndsWith("; did you mean \"kernel\"?"));
+  heads = ParseHeadList({"kernel:tanh"});
+  EXPECT_THAT(std::string(heads.status().message()),
+              ::testing::Not(::testing::HasSubstr("did you mean")));
+}
+
+TEST(OverridesTest, WitnessAndPoolFieldsHaveFlags) {
+  SweepSpec spec;
+  SpecOverrides o;
+  o.dataset = "pool";
+  o.weight = 3;
+  o.bernoulli_p = 0.25;
+  o.pool_size = 5000;
+  o.test_pool_share = 0.2;
+  o.train_size = 4000;
+  o.test_size = 1000;
+  o.hard_share = 0.75;
+  o.code_weight = 6;
+  o.max_overlap = 2;
+  o.num_queries = 40;
+  ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
+  EXPECT_EQ(spec.dataset.kind, DatasetKind::kPool);
+  EXPECT_EQ(spec.dataset.weight, 3);
+  EXPECT_EQ(spec.dataset.bernoulli_p, 0.25);
+  EXPECT_EQ(spec.dataset.pool_size, 5000);
+  EXPECT_EQ(spec.dataset.test_pool_share, 0.2);
+  EXPECT_EQ(spec.dataset.train_size, 4000);
+  EXPECT_EQ(spec.dataset.test_size, 1000);
+  EXPECT_EQ(spec.dataset.hard_share, 0.75);
+  EXPECT_EQ(spec.dataset.code_weight, 6);
+  EXPECT_EQ(spec.dataset.max_overlap, 2);
+  EXPECT_EQ(spec.dataset.num_queries, 40);
+}
+
+// A witness family at m = 24 without num_queries silently took the whole
+// code (1.15 million sequences); --dry-run now says so, and submit warns.
+TEST(SweepCostTest, AWitnessWithoutNumQueriesAtM24IsReportedAndWarnedAbout) {
+  SweepSpec spec;
+  spec.name = "w";
+  spec.dataset.kind = DatasetKind::kWitness;
+  spec.dataset.m = 24;
+  spec.dataset.seq_len = 3;
+  spec.dataset.code_weight = 8;
+  spec.dataset.max_overlap = 4;
+  HeadSpec softmax;
+  softmax.kind = HeadKind::kSoftmax;
+  spec.heads = {HeadSpec(), softmax};
+  spec.ranks = {1, 64};
+  spec.seed_count = 3;
+  const SweepCost cost = EstimateSweepCost(spec);
+  // C(24, 5) / C(8, 5) = 759 codewords, 759 * (2 * 759 - 1) sequences.
+  EXPECT_EQ(cost.train_sequences, 759 * 1517);
+  EXPECT_EQ(cost.test_sequences, 0);
+  EXPECT_GT(cost.task_memory_bytes, kLargeTaskMemoryBytes);
+  const std::vector<std::string> lines = SweepCostLines(cost);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "dataset: 1,151,403 train sequences, no test split");
+  EXPECT_THAT(lines[1], ::testing::StartsWith("memory: up to "));
+  const std::vector<std::string> warnings = SweepCostWarnings(spec, cost);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "the dataset has 1,151,403 sequences, more than 200,000: every step and evaluation "
+            "goes over it; --num-queries (or --m) makes it smaller");
+
+  spec.dataset.num_queries = 12;  // the demo's family
+  const SweepCost small = EstimateSweepCost(spec);
+  EXPECT_EQ(small.train_sequences, 12 * 23);
+  EXPECT_LT(small.task_memory_bytes, kLargeTaskMemoryBytes);
+  EXPECT_TRUE(SweepCostWarnings(spec, small).empty());
+}
+
+// The demo sweeps every power of two from 1 to 64 (it swept 1 and 64 only,
+// so its table showed no transition), softmax, three seeds, a small witness
+// family: within the size a first run on a laptop should see.
+TEST(DemoSpecTest, TheDemoSweepsEveryPowerOfTwoToRank64WithSoftmaxAndThreeSeeds) {
+  absl::StatusOr<SweepSpec> demo =
+      LoadSweepSpecFile(std::string(RANKSWEEP_SOURCE_DIR) + "/examples/demo.yaml");
+  ASSERT_TRUE(demo.ok()) << demo.status();
+  EXPECT_TRUE(ValidateSweepSpec(*demo).ok());
+  EXPECT_EQ(demo->ranks, (std::vector<int>{1, 2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(SweepSeeds(*demo).size(), 3u);
+  ASSERT_EQ(demo->heads.size(), 2u);
+  EXPECT_EQ(demo->heads[0].kind, HeadKind::kKernel);
+  EXPECT_EQ(demo->heads[1].kind, HeadKind::kSoftmax);
+  const SweepCost cost = EstimateSweepCost(*demo);
+  EXPECT_EQ(cost.train_sequences, 12 * 23);  // 12 queries: n(2n-1)
+  EXPECT_TRUE(SweepCostWarnings(*demo, cost).empty());
+}
+
 TEST(OverridesTest, FlagsReplaceFileFields) {
   absl::StatusOr<SweepSpec> spec = ParseSweepSpecText(kYaml, SpecFormat::kYaml, "s.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();

@@ -27,6 +27,7 @@
 #include <iostream>
 #include <sstream>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -45,16 +46,23 @@
 #include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/version.h"
+#include "common/status_macros.h"
 #include "server/core/auth.h"
 #include "server/core/clock.h"
 #include "server/core/coordinator.h"
 #include "server/core/db_lock.h"
 #include "server/core/log.h"
 #include "server/core/store.h"
+#include "server/core/metrics.h"
+#include "server/metrics_http.h"
+#include "server/service/metrics_interceptor.h"
 #include "server/service/sweep_service.h"
 #include "server/service/worker_service.h"
 
@@ -79,6 +87,9 @@ ABSL_FLAG(bool, insecure_local, false,
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain to serve TLS with (needs --tls_key); empty = plaintext");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/DEPLOY.md); port 0 picks "
+          "a free port (printed at start-up); empty = no metrics endpoint");
 ABSL_FLAG(std::string, name, "", "token create/revoke: the token's name, 1..64 of [A-Za-z0-9._-]");
 ABSL_FLAG(std::string, role, "", "token create: admin, user or worker");
 
@@ -340,6 +351,55 @@ int Serve() {
     return 1;
   }
 
+  // Operators' metrics (--metrics_listen): counted whether served or not,
+  // which costs a map update per call.
+  MetricsRegistry metrics;
+  DefineCoordinatorMetrics(&metrics);
+  store->SetCommitObserver(
+      [&metrics](double seconds) { metrics.Observe("ranksweep_store_commit_seconds", {}, seconds); });
+  metrics.AddCollector([&store, &coordinator](MetricsRegistry* m) {
+    m->ClearGauge("ranksweep_cells");
+    for (CellState state : {CellState::kPending, CellState::kLeased, CellState::kDone,
+                            CellState::kFailed, CellState::kCancelled}) {
+      m->Set("ranksweep_cells", {{"state", Name(state)}}, 0);
+    }
+    absl::Status read = store->Read([&](Connection& c) -> absl::Status {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells GROUP BY state"));
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) return absl::OkStatus();
+        m->Set("ranksweep_cells", {{"state", Name(static_cast<CellState>(q.ColumnInt(0)))}},
+               static_cast<double>(q.ColumnInt(1)));
+      }
+    });
+    if (!read.ok()) LogEvent("metrics: cannot count cells: %s", read.ToString());
+    m->ClearGauge("ranksweep_workers_alive");
+    absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator.ListWorkers();
+    if (!workers.ok()) {
+      LogEvent("metrics: cannot list workers: %s", workers.status().ToString());
+      return;
+    }
+    std::map<std::string, int> alive;
+    for (const WorkerInfo& w : *workers) alive[w.device] += w.alive ? 1 : 0;
+    for (const auto& [device, n] : alive) {
+      m->Set("ranksweep_workers_alive", {{"device", device}}, n);
+    }
+  });
+  metrics.Add("ranksweep_leases_expired_total", {}, static_cast<double>(recovered->leases_expired));
+  std::unique_ptr<MetricsHttpServer> metrics_http;
+  if (const std::string address = absl::GetFlag(FLAGS_metrics_listen); !address.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =
+        MetricsHttpServer::Start(address, &metrics);
+    if (!started.ok()) {
+      std::cerr << "ranksweepd: " << started.status().message() << "\n";
+      return started.status().code() == absl::StatusCode::kInvalidArgument ? kUsageError : 1;
+    }
+    metrics_http = *std::move(started);
+    LogEvent("metrics on http://%s/metrics", metrics_http->address());
+    // Before the "listening" line, which tells scripts that all is up.
+    std::cout << "ranksweepd metrics on http://" << metrics_http->address() << "/metrics\n";
+  }
+
   TokenStore tokens(store.get(), &clock);
   const Authorizer authorizer = insecure_local ? Authorizer::InsecureLocal() : Authorizer(&tokens);
   if (insecure_local) {
@@ -378,6 +438,9 @@ int Serve() {
   builder.SetMaxSendMessageSize(max_message_bytes);
   builder.RegisterService(&sweep_service);
   builder.RegisterService(&worker_service);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&metrics));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     std::cerr << "ranksweepd: cannot listen on " << listen
@@ -397,6 +460,7 @@ int Serve() {
       lock.unlock();
       absl::StatusOr<int64_t> n = coordinator.ExpireLeases();
       if (!n.ok()) LogEvent("lease expiry failed: %s", n.status().ToString());
+      if (n.ok()) metrics.Add("ranksweep_leases_expired_total", {}, static_cast<double>(*n));
       lock.lock();
     }
   });
@@ -416,6 +480,7 @@ int Serve() {
   }
   expiry_cv.notify_all();
   expiry.join();
+  if (metrics_http != nullptr) metrics_http->Stop();
   server->GetHealthCheckService()->SetServingStatus(false);
   // Parked long-polls and open watches end first, so that the server's
   // shutdown does not wait on them.
@@ -452,6 +517,14 @@ int main(int argc, char** argv) {
       "       ranksweepd token create --db=FILE --name=NAME --role=admin|user|worker\n"
       "       ranksweepd token list --db=FILE\n"
       "       ranksweepd token revoke --db=FILE --name=NAME");
+  // --help lists this file's flags (Abseil's default looks for a file named
+  // after the program); --version prints what every ranksweep binary prints.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/main.cc");
+  };
+  usage.version_string = [] { return ranksweep::VersionText("ranksweepd", RANKSWEEP_BUILD_ID); };
+  absl::SetFlagsUsageConfig(usage);
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   const std::vector<std::string> args(positional.begin() + 1, positional.end());
   if (args.empty()) return ranksweep::server::Serve();

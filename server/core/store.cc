@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -644,6 +645,10 @@ void Store::WriterLoop() {
   }
 }
 
+void Store::SetCommitObserver(std::function<void(double seconds)> observer) {
+  commit_observer_ = std::move(observer);
+}
+
 Store::WriteStats Store::write_stats() {
   std::lock_guard<std::mutex> lock(queue_mu_);
   return stats_;
@@ -739,7 +744,13 @@ void Store::RunBatch(const std::vector<WriteRequest*>& batch) {
     if (aborted || run_again) continue;
     // One COMMIT, one sync, for every request that succeeded. A batch whose
     // requests all failed has nothing to keep.
+    const auto commit_start = std::chrono::steady_clock::now();
     absl::Status commit = applied.empty() ? w.Exec("ROLLBACK") : RunCached(w, kCommit);
+    if (commit.ok() && !applied.empty() && commit_observer_) {
+      commit_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                     commit_start)
+                           .count());
+    }
     if (!commit.ok()) {
       w.Exec("ROLLBACK").IgnoreError();
       for (WriteRequest* r : applied) r->status = commit;

@@ -188,6 +188,12 @@ class Store {
     int64_t reruns = 0;
   };
   WriteStats write_stats();
+  // Called on the writer thread after every COMMIT that succeeded, with the
+  // seconds it took (its sync included): the operators' commit latency
+  // (server/core/metrics.h). Set it before the first write; it must be short
+  // and must not block.
+  void SetCommitObserver(std::function<void(double seconds)> observer);
+
   // Writes waiting for the writer thread right now (not counting a batch
   // being run). For tests and diagnostics.
   size_t queued_writes();
@@ -230,6 +236,7 @@ class Store {
   std::deque<WriteRequest*> queue_;   // waiting, in arrival order
   bool closing_ = false;              // guarded by queue_mu_
   WriteStats stats_;                  // guarded by queue_mu_
+  std::function<void(double)> commit_observer_;  // set before the first write
   std::thread writer_thread_;
   std::unique_ptr<Connection> writer_;
   std::mutex read_mu_;

@@ -132,6 +132,28 @@ TEST(StoreTest, WriterUsesSynchronousFull) {
   EXPECT_EQ(sync, 2);  // FULL
 }
 
+// The operators' commit latency histogram is fed by this observer: one call
+// per COMMIT that kept something, none for a write that failed.
+TEST(StoreTest, CommitObserverSeesEveryCommitThatKeptAWrite) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<double> seconds;  // the writer thread calls it; read after the writes return
+  (*store)->SetCommitObserver([&seconds](double s) { seconds.push_back(s); });
+  auto insert = [](Connection& c) { return c.Exec("INSERT INTO meta VALUES ('k', 1)"); };
+  ASSERT_TRUE((*store)->Write(insert).ok());
+  EXPECT_FALSE((*store)->Write(insert).ok());  // duplicate key: rolled back, no commit
+  ASSERT_TRUE(
+      (*store)->Write([](Connection& c) { return c.Exec("DELETE FROM meta WHERE key = 'k'"); })
+          .ok());
+  ASSERT_EQ(seconds.size(), 2u);
+  for (double s : seconds) {
+    EXPECT_GT(s, 0);
+    EXPECT_LT(s, 60);
+  }
+  EXPECT_EQ((*store)->write_stats().commits, 2);
+}
+
 TEST(StoreTest, ReopenKeepsDataAndDoesNotMigrateAgain) {
   TempDir dir;
   {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
@@ -22,6 +23,8 @@
 #include "server/core/coordinator.h"
 #include "server/core/log.h"
 #include "server/core/store.h"
+#include "server/core/metrics.h"
+#include "server/service/metrics_interceptor.h"
 #include "server/service/sweep_service.h"
 #include "server/service/translate.h"
 #include "server/service/worker_service.h"
@@ -77,6 +80,11 @@ class ServiceTest : public ::testing::Test {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(sweeps_.get());
     builder.RegisterService(workers_.get());
+    // The operators' metrics, counted by the interceptor ranksweepd installs.
+    DefineCoordinatorMetrics(&metrics_);
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counters;
+    counters.push_back(std::make_unique<MetricsInterceptorFactory>(&metrics_));
+    builder.experimental().SetInterceptorCreators(std::move(counters));
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_GT(port, 0);
@@ -182,6 +190,7 @@ class ServiceTest : public ::testing::Test {
   const Authorizer authorizer_ = Authorizer::InsecureLocal();
   std::unique_ptr<SweepServiceImpl> sweeps_;
   std::unique_ptr<WorkerServiceImpl> workers_;
+  MetricsRegistry metrics_;  // outlives the server
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::SweepService::Stub> sweep_stub_;
   std::unique_ptr<v1::WorkerService::Stub> worker_stub_;
@@ -874,6 +883,59 @@ TEST_F(ServiceTest, ShutdownEndsOpenWatches) {
   while (reader->Read(&event)) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// The metrics interceptor counts from the calls themselves, the refused
+// ones included: a stale lease's results as rejected, a heartbeat naming an
+// unknown lease as one lost lease, and results sent again after a lost reply
+// as acknowledged but not accepted twice.
+TEST_F(ServiceTest, MetricsCountLeasesResultsAndCallsIncludingTheRefusedOnes) {
+  SubmitKernelCells("metrics", 3);  // one task of 3 cells
+  const std::string worker = Register();
+  v1::AcquireTasksResponse acquired;
+  ASSERT_TRUE(Acquire(worker, 0, &acquired).ok());
+  ASSERT_EQ(acquired.tasks_size(), 1);
+  const v1::Task& task = acquired.tasks(0);
+  ASSERT_EQ(task.cells_size(), 3);
+  EXPECT_EQ(metrics_.Value("ranksweep_leases_granted_total", {}), 3);
+
+  v1::HeartbeatRequest beat;
+  beat.set_worker_id(worker);
+  beat.add_lease_ids(task.cells(0).lease_id());
+  beat.add_lease_ids(987654321);
+  v1::HeartbeatResponse beaten;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(worker_stub_->Heartbeat(&ctx, beat, &beaten).ok());
+  }
+  EXPECT_EQ(beaten.lost_lease_ids_size(), 1);
+  EXPECT_EQ(metrics_.Value("ranksweep_leases_lost_total", {}), 1);
+
+  const v1::CompleteTasksRequest results = ResultsFor(worker, task);
+  v1::CompleteTasksRequest stale = results;
+  for (v1::CellResult& r : *stale.mutable_results()) r.set_lease_id(r.lease_id() + 1000);
+  v1::CompleteTasksResponse done;
+  EXPECT_EQ(Complete(stale, &done).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(metrics_.Value("ranksweep_results_rejected_total", {{"reason", "FAILED_PRECONDITION"}}),
+            3);
+  EXPECT_EQ(metrics_.Value("ranksweep_results_accepted_total", {}), 0);
+  ASSERT_TRUE(Complete(results, &done).ok());
+  EXPECT_EQ(done.recorded(), 3);
+  ASSERT_TRUE(Complete(results, &done).ok());  // the reply was lost: sent again
+  EXPECT_EQ(done.duplicates(), 3);
+  EXPECT_EQ(metrics_.Value("ranksweep_results_accepted_total", {}), 3);
+
+  const std::string complete = "/ranksweep.v1.WorkerService/CompleteTasks";
+  EXPECT_EQ(metrics_.Value("ranksweep_rpcs_total", {{"method", complete}, {"code", "OK"}}), 2);
+  EXPECT_EQ(metrics_.Value("ranksweep_rpcs_total",
+                           {{"method", complete}, {"code", "FAILED_PRECONDITION"}}),
+            1);
+  EXPECT_EQ(metrics_.Value("ranksweep_rpcs_total",
+                           {{"method", "/ranksweep.v1.SweepService/SubmitSweep"}, {"code", "OK"}}),
+            1);
+  EXPECT_EQ(metrics_.Value("ranksweep_leases_granted_total", {}), 3);
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::UNAUTHENTICATED), "UNAUTHENTICATED");
+  EXPECT_EQ(StatusCodeName(static_cast<grpc::StatusCode>(99)), "UNKNOWN");
 }
 
 }  // namespace

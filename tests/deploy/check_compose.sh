@@ -17,7 +17,8 @@ command -v docker-compose >/dev/null 2>&1 ||
 echo "using $(docker-compose version --short 2>/dev/null || docker-compose version | head -n1)"
 
 # Interpolation defaults must be enough: run without the caller's overrides.
-unset RANKSWEEP_IMAGE_PREFIX RANKSWEEP_TAG RANKSWEEP_PORT RANKSWEEP_GPU_SLOTS RANKSWEEP_CUDA_ARCH
+unset RANKSWEEP_IMAGE_PREFIX RANKSWEEP_TAG RANKSWEEP_PORT RANKSWEEP_METRICS_PORT RANKSWEEP_GPU_SLOTS \
+  RANKSWEEP_CUDA_ARCH
 export COMPOSE_PROJECT_NAME=ranksweep-check
 
 out=$(docker-compose -f docker-compose.yml config -q 2>&1) ||

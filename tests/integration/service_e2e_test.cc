@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/process.h"
+#include "tests/support/small_sweep.h"
 
 namespace ranksweep {
 namespace {
@@ -30,18 +31,8 @@ using ::ranksweep::testing::TempDir;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-// Exhaustive m=2, N=3 (64 sequences): two kernel ranks and softmax, 3 seeds.
-// 2 ranks x 3 seeds + 3 softmax seeds = 9 cells. Small enough to train in
-// well under a second per task on one CPU core.
-constexpr char kSpec[] = R"({
-  "name": "e2e",
-  "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
-  "heads": [{"kind": "kernel", "feature_map": "elu1"}, {"kind": "softmax"}],
-  "ranks": [1, 4],
-  "seed_count": 3,
-  "train": {"max_steps": 300, "eval_every": 50, "lr": 0.02}
-})";
-constexpr int kCells = 9;
+const std::string kSpec = ranksweep::testing::SmallSweepSpec("e2e");
+constexpr int kCells = ranksweep::testing::kSmallSweepCells;
 // Steps of OneLongCell (below) for a task that outlasts the test's kill of
 // the coordinator by seconds: 20,000 steps took 14.7 s on one core of a
 // 2-core machine under a load of 12, so this is about 4 s there.
@@ -142,6 +133,9 @@ class Cluster {
   std::vector<std::unique_ptr<Process>> workers_;
 };
 
+// A JSON row's rank; 0 for a head without one (softmax), whose rank is null.
+int RankOf(const Json& row) { return row.at("rank").is_null() ? 0 : row.at("rank").get<int>(); }
+
 // Rows of the results table for `sweep`, read straight from the SQLite file.
 struct DbRow {
   int head_index;
@@ -230,7 +224,7 @@ TEST(ServiceE2ETest, SweepThroughCliAndTwoWorkersStoresEveryCellOnce) {
   std::set<std::string> workers;
   for (const Json& row : rows) {
     EXPECT_EQ(row.at("sweep_id"), id);
-    EXPECT_EQ(row.at("state"), "CELL_STATE_DONE");
+    EXPECT_EQ(row.at("state"), "DONE");
     EXPECT_EQ(row.at("attempt"), 1);
     EXPECT_GT(row.at("lease_id").get<int64_t>(), 0);
     ASSERT_FALSE(row.at("worker_id").get<std::string>().empty());
@@ -355,9 +349,9 @@ TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) 
   std::map<std::tuple<std::string, int, int64_t>, double> errors;
   std::set<int> probed;
   for (const Json& row : rows) {
-    EXPECT_EQ(row.at("state"), "CELL_STATE_DONE");
+    EXPECT_EQ(row.at("state"), "DONE");
     EXPECT_EQ(row.value("cached_from_cell_id", 0), 0);
-    const int rank = row.value("rank", 0);
+    const int rank = RankOf(row);
     if (rank > 0) probed.insert(rank);
     errors[{row.at("head").get<std::string>(), rank, row.value("seed", int64_t{0})}] =
         row.at("result").at("train").at("error").get<double>();
@@ -394,7 +388,7 @@ TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) 
   ASSERT_EQ(again_rows.size(), rows.size());
   for (const Json& row : again_rows) {
     EXPECT_GT(row.value("cached_from_cell_id", 0), 0) << row.dump();
-    auto key = std::make_tuple(row.at("head").get<std::string>(), row.value("rank", 0),
+    auto key = std::make_tuple(row.at("head").get<std::string>(), RankOf(row),
                                row.value("seed", int64_t{0}));
     ASSERT_TRUE(errors.count(key)) << row.dump();
     EXPECT_EQ(row.at("result").at("train").at("error").get<double>(), errors[key]);

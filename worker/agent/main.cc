@@ -18,11 +18,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
 #include "absl/time/time.h"
+#include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/grpc_client.h"
 #include "worker/agent/trainer_runner.h"
@@ -85,6 +87,20 @@ int Main(int argc, char** argv) {
       "  ranksweep-worker --coordinator=host:50051 --device=cuda --slots=2\n"
       "SIGTERM/SIGINT drain: stop acquiring, release unstarted tasks, let running ones "
       "finish within --drain_seconds, exit 0.");
+  // --help lists this file's flags (Abseil's default looks for a file named
+  // after the program); --version prints what every ranksweep binary prints.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "worker/agent/main.cc");
+  };
+  usage.version_string = [] {
+    const trainer::BuildInfo build = trainer::GetBuildInfo();
+    const absl::StatusOr<std::string> cuda = trainer::ResolveDeviceName("cuda");
+    return VersionText("ranksweep-worker", RANKSWEEP_BUILD_ID,
+                       TorchVersionLine(build.torch_version, build.cuda_version,
+                                        cuda.ok() ? *cuda : ""));
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
 
   std::string address = absl::GetFlag(FLAGS_coordinator);

@@ -30,6 +30,8 @@
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
+#include "common/version.h"
+#include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
 #include "worker/trainer/dataset.h"
 #include "worker/trainer/trainer.h"
 
@@ -239,6 +241,14 @@ absl::Status Main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--version") {
+      const trainer::BuildInfo build = trainer::GetBuildInfo();
+      const absl::StatusOr<std::string> cuda = trainer::ResolveDeviceName("cuda");
+      std::cout << VersionText("ranksweep-train", RANKSWEEP_BUILD_ID,
+                               TorchVersionLine(build.torch_version, build.cuda_version,
+                                                cuda.ok() ? *cuda : ""));
+      return absl::OkStatus();
+    }
     if (arg == "--help" || arg == "-h") {
       std::cout << "usage: ranksweep-train [--spec task.json] [--FIELD VALUE ...]\n"
                    "FIELD: any TaskSpec field by its JSON name, e.g. dataset m seq_len "
@@ -255,7 +265,10 @@ absl::Status Main(int argc, char** argv) {
                    "  trains every task of a grid sweep (JSON, as `ranksweep submit --dry-run` "
                    "prints it), N seeds fused per task (default 64, 1..1024), K tasks at once "
                    "(default 1, 1..64, as a worker's --slots), and prints a JSON line per task "
-                   "as it finishes and one for the whole sweep (its wall time).\n";
+                   "as it finishes and one for the whole sweep (its wall time).\n"
+                   "       ranksweep-train --version\n"
+                   "  prints the version, the build id, the LibTorch version and whether CUDA "
+                   "is available.\n";
       return absl::OkStatus();
     }
     if (arg.rfind("--", 0) != 0) {

@@ -1,0 +1,198 @@
+#include "server/core/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace ranksweep::server {
+namespace {
+
+std::string FormatValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    return absl::StrCat(static_cast<int64_t>(v));
+  }
+  char buffer[32];
+  // Shortest round trip, in %g style (0.0005, not 5e-04).
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v,
+                                       std::chars_format::general);
+  (void)ec;  // 32 bytes hold any double
+  return std::string(buffer, end);
+}
+
+// Backslash and newline escaped, as the format wants in help text; label
+// values escape the double quote as well.
+std::string Escape(const std::string& s, bool quote) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || (quote && c == '"')) {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// {a="1",b="2"}, or "" without labels; `extra` (le="0.1") goes last.
+std::string LabelText(const MetricLabels& labels, const std::string& extra = "") {
+  if (labels.empty() && extra.empty()) return "";
+  std::string out = "{";
+  for (size_t i = 0; i < labels.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ",", labels[i].first, "=\"",
+                    Escape(labels[i].second, /*quote=*/true), "\"");
+  }
+  if (!extra.empty()) absl::StrAppend(&out, labels.empty() ? "" : ",", extra);
+  return out + "}";
+}
+
+}  // namespace
+
+MetricLabels MetricsRegistry::Sorted(MetricLabels labels) {
+  std::sort(labels.begin(), labels.end());
+  return labels;
+}
+
+void MetricsRegistry::Define(const std::string& name, Kind kind, const std::string& help,
+                             std::vector<double> bounds) {
+  absl::MutexLock lock(&mu_);
+  if (families_.count(name) > 0) return;
+  order_.push_back(name);
+  Family& f = families_[name];
+  f.kind = kind;
+  f.help = help;
+  std::sort(bounds.begin(), bounds.end());
+  f.bounds = std::move(bounds);
+}
+
+void MetricsRegistry::DefineCounter(const std::string& name, const std::string& help) {
+  Define(name, Kind::kCounter, help, {});
+}
+
+void MetricsRegistry::DefineGauge(const std::string& name, const std::string& help) {
+  Define(name, Kind::kGauge, help, {});
+}
+
+void MetricsRegistry::DefineHistogram(const std::string& name, const std::string& help,
+                                      std::vector<double> bounds) {
+  Define(name, Kind::kHistogram, help, std::move(bounds));
+}
+
+MetricsRegistry::Family* MetricsRegistry::Find(const std::string& name, Kind kind) {
+  auto it = families_.find(name);
+  return it != families_.end() && it->second.kind == kind ? &it->second : nullptr;
+}
+
+void MetricsRegistry::Add(const std::string& name, const MetricLabels& labels, double delta) {
+  if (!(delta >= 0)) return;
+  absl::MutexLock lock(&mu_);
+  if (Family* f = Find(name, Kind::kCounter)) f->values[Sorted(labels)] += delta;
+}
+
+void MetricsRegistry::Set(const std::string& name, const MetricLabels& labels, double value) {
+  absl::MutexLock lock(&mu_);
+  if (Family* f = Find(name, Kind::kGauge)) f->values[Sorted(labels)] = value;
+}
+
+void MetricsRegistry::ClearGauge(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  if (Family* f = Find(name, Kind::kGauge)) f->values.clear();
+}
+
+void MetricsRegistry::Observe(const std::string& name, const MetricLabels& labels,
+                              double value) {
+  absl::MutexLock lock(&mu_);
+  Family* f = Find(name, Kind::kHistogram);
+  if (f == nullptr) return;
+  Histogram& h = f->histograms[Sorted(labels)];
+  if (h.counts.empty()) h.counts.assign(f->bounds.size() + 1, 0);
+  const size_t bucket = static_cast<size_t>(
+      std::lower_bound(f->bounds.begin(), f->bounds.end(), value) - f->bounds.begin());
+  h.counts[bucket] += 1;
+  h.sum += value;
+  h.count += 1;
+}
+
+void MetricsRegistry::AddCollector(std::function<void(MetricsRegistry*)> collector) {
+  absl::MutexLock lock(&collectors_mu_);
+  collectors_.push_back(std::move(collector));
+}
+
+double MetricsRegistry::Value(const std::string& name, const MetricLabels& labels) const {
+  absl::MutexLock lock(&mu_);
+  auto it = families_.find(name);
+  if (it == families_.end()) return 0;
+  auto v = it->second.values.find(Sorted(labels));
+  return v == it->second.values.end() ? 0 : v->second;
+}
+
+std::string MetricsRegistry::Render() {
+  {
+    absl::MutexLock lock(&collectors_mu_);
+    for (const auto& collect : collectors_) collect(this);
+  }
+  absl::MutexLock lock(&mu_);
+  std::string out;
+  for (const std::string& name : order_) {
+    const Family& f = families_.at(name);
+    const char* type = f.kind == Kind::kCounter ? "counter"
+                       : f.kind == Kind::kGauge ? "gauge"
+                                                : "histogram";
+    absl::StrAppend(&out, "# HELP ", name, " ", Escape(f.help, /*quote=*/false), "\n# TYPE ", name, " ",
+                    type, "\n");
+    for (const auto& [labels, value] : f.values) {
+      absl::StrAppend(&out, name, LabelText(labels), " ", FormatValue(value), "\n");
+    }
+    for (const auto& [labels, h] : f.histograms) {
+      double cumulative = 0;
+      for (size_t i = 0; i < h.counts.size(); ++i) {
+        cumulative += h.counts[i];
+        const std::string le =
+            i < f.bounds.size() ? FormatValue(f.bounds[i]) : std::string("+Inf");
+        absl::StrAppend(&out, name, "_bucket", LabelText(labels, absl::StrCat("le=\"", le, "\"")),
+                        " ", FormatValue(cumulative), "\n");
+      }
+      absl::StrAppend(&out, name, "_sum", LabelText(labels), " ", FormatValue(h.sum), "\n");
+      absl::StrAppend(&out, name, "_count", LabelText(labels), " ", FormatValue(h.count), "\n");
+    }
+  }
+  return out;
+}
+
+void DefineCoordinatorMetrics(MetricsRegistry* r) {
+  r->DefineGauge("ranksweep_cells", "Cells of every sweep in the store, by state.");
+  r->DefineCounter("ranksweep_leases_granted_total",
+                   "Cells leased to workers (AcquireTasks, and CompleteTasks asking for more).");
+  r->DefineCounter("ranksweep_leases_expired_total",
+                   "Leases that ran past their deadline without a heartbeat and were reclaimed.");
+  r->DefineCounter("ranksweep_leases_lost_total",
+                   "Leases a worker heartbeated that had expired, been reassigned or never "
+                   "existed.");
+  r->DefineCounter("ranksweep_results_accepted_total",
+                   "Per-seed results stored by CompleteTasks (duplicates of a stored result "
+                   "included once).");
+  r->DefineCounter("ranksweep_results_rejected_total",
+                   "Per-seed results CompleteTasks refused, by the status code of the refusal.");
+  r->DefineGauge("ranksweep_workers_alive",
+                 "Workers seen within three lease periods, by device (cpu, cuda).");
+  r->DefineHistogram("ranksweep_store_commit_seconds",
+                     "Time of one SQLite COMMIT (with its sync) of the store's writer; one "
+                     "commit may carry many calls' writes.",
+                     {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
+  r->DefineCounter("ranksweep_rpcs_total",
+                   "gRPC calls finished, by full method name and status code.");
+  // Counters without labels exist from the start, at 0, so that a rate()
+  // over a fresh coordinator has a first sample.
+  for (const char* name : {"ranksweep_leases_granted_total", "ranksweep_leases_expired_total",
+                           "ranksweep_leases_lost_total", "ranksweep_results_accepted_total"}) {
+    r->Add(name, {}, 0);
+  }
+}
+
+}  // namespace ranksweep::server

@@ -1,0 +1,119 @@
+#include "server/core/metrics.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(MetricsTest, RendersCountersAndGaugesInThePrometheusTextFormat) {
+  MetricsRegistry r;
+  r.DefineCounter("rs_results_total", "Results stored.");
+  r.DefineGauge("rs_cells", "Cells by state.");
+  r.Add("rs_results_total", {}, 3);
+  r.Add("rs_results_total", {}, 2);
+  r.Set("rs_cells", {{"state", "pending"}}, 7);
+  r.Set("rs_cells", {{"state", "done"}}, 12);
+  EXPECT_EQ(r.Render(),
+            "# HELP rs_results_total Results stored.\n"
+            "# TYPE rs_results_total counter\n"
+            "rs_results_total 5\n"
+            "# HELP rs_cells Cells by state.\n"
+            "# TYPE rs_cells gauge\n"
+            "rs_cells{state=\"done\"} 12\n"
+            "rs_cells{state=\"pending\"} 7\n");
+}
+
+TEST(MetricsTest, SeriesAreKeyedBySortedLabelsAndEscaped) {
+  MetricsRegistry r;
+  r.DefineCounter("rs_rpcs_total", "Calls.\nBy method and \\code.");
+  r.Add("rs_rpcs_total", {{"method", "/a.B/C"}, {"code", "OK"}});
+  r.Add("rs_rpcs_total", {{"code", "OK"}, {"method", "/a.B/C"}});  // the same series
+  r.Add("rs_rpcs_total", {{"code", "say \"hi\"\\\n"}, {"method", "m"}});
+  r.Add("rs_rpcs_total", {{"code", "OK"}, {"method", "m"}}, -1);  // counters never go down
+  EXPECT_EQ(r.Render(),
+            "# HELP rs_rpcs_total Calls.\\nBy method and \\\\code.\n"
+            "# TYPE rs_rpcs_total counter\n"
+            "rs_rpcs_total{code=\"OK\",method=\"/a.B/C\"} 2\n"
+            "rs_rpcs_total{code=\"say \\\"hi\\\"\\\\\\n\",method=\"m\"} 1\n");
+  EXPECT_EQ(r.Value("rs_rpcs_total", {{"method", "/a.B/C"}, {"code", "OK"}}), 2);
+  EXPECT_EQ(r.Value("rs_rpcs_total", {{"method", "nope"}}), 0);
+}
+
+TEST(MetricsTest, HistogramBucketsAreCumulativeWithSumAndCount) {
+  MetricsRegistry r;
+  r.DefineHistogram("rs_commit_seconds", "Commit time.", {0.01, 0.1, 1});
+  for (double v : {0.005, 0.01, 0.05, 0.5, 3.0}) r.Observe("rs_commit_seconds", {}, v);
+  EXPECT_EQ(r.Render(),
+            "# HELP rs_commit_seconds Commit time.\n"
+            "# TYPE rs_commit_seconds histogram\n"
+            "rs_commit_seconds_bucket{le=\"0.01\"} 2\n"
+            "rs_commit_seconds_bucket{le=\"0.1\"} 3\n"
+            "rs_commit_seconds_bucket{le=\"1\"} 4\n"
+            "rs_commit_seconds_bucket{le=\"+Inf\"} 5\n"
+            "rs_commit_seconds_sum 3.565\n"
+            "rs_commit_seconds_count 5\n");
+}
+
+TEST(MetricsTest, CollectorsRefreshGaugesBeforeEachRender) {
+  MetricsRegistry r;
+  r.DefineGauge("rs_workers_alive", "Workers.");
+  int calls = 0;
+  r.AddCollector([&calls](MetricsRegistry* m) {
+    ++calls;
+    m->ClearGauge("rs_workers_alive");
+    if (calls == 1) m->Set("rs_workers_alive", {{"device", "cuda"}}, 2);
+    m->Set("rs_workers_alive", {{"device", "cpu"}}, calls);
+  });
+  EXPECT_THAT(r.Render(), HasSubstr("rs_workers_alive{device=\"cuda\"} 2\n"));
+  const std::string second = r.Render();
+  EXPECT_THAT(second, HasSubstr("rs_workers_alive{device=\"cpu\"} 2\n"));
+  EXPECT_THAT(second, ::testing::Not(HasSubstr("cuda")));  // gone since
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(MetricsTest, UndefinedNamesAndWrongKindsRecordNothing) {
+  MetricsRegistry r;
+  r.DefineGauge("rs_g", "A gauge.");
+  r.Add("rs_g", {}, 1);        // not a counter
+  r.Observe("rs_g", {}, 1);    // not a histogram
+  r.Set("rs_missing", {}, 1);  // never defined
+  r.Set("rs_g", {}, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(r.Render(), "# HELP rs_g A gauge.\n# TYPE rs_g gauge\nrs_g +Inf\n");
+  r.Set("rs_g", {}, 0.1 + 0.2);
+  EXPECT_THAT(r.Render(), HasSubstr("rs_g 0.30000000000000004\n"));
+}
+
+TEST(MetricsTest, TheCoordinatorFamiliesAreAllDefined) {
+  MetricsRegistry r;
+  DefineCoordinatorMetrics(&r);
+  const std::string text = r.Render();
+  for (const char* family :
+       {"ranksweep_cells gauge", "ranksweep_leases_granted_total counter",
+        "ranksweep_leases_expired_total counter", "ranksweep_leases_lost_total counter",
+        "ranksweep_results_accepted_total counter", "ranksweep_results_rejected_total counter",
+        "ranksweep_workers_alive gauge", "ranksweep_store_commit_seconds histogram",
+        "ranksweep_rpcs_total counter"}) {
+    EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + "\n"));
+  }
+  EXPECT_THAT(text, HasSubstr("\nranksweep_results_accepted_total 0\n"));
+  EXPECT_THAT(text, HasSubstr("\nranksweep_leases_granted_total 0\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("\nranksweep_rpcs_total ")));  // labelled only
+}
+
+TEST(MetricsTest, BucketBoundsAndFractionsArePlainDecimals) {
+  MetricsRegistry r;
+  r.DefineHistogram("rs_h", "H.", {0.0005});
+  r.Observe("rs_h", {}, 0.0001);
+  EXPECT_THAT(r.Render(), HasSubstr("rs_h_bucket{le=\"0.0005\"} 1\nrs_h_bucket{le=\"+Inf\"} 1\n"
+                                    "rs_h_sum 0.0001\n"));
+}
+
+}  // namespace
+}  // namespace ranksweep::server

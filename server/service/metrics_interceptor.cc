@@ -1,0 +1,94 @@
+#include "server/service/metrics_interceptor.h"
+
+#include "ranksweep/v1/ranksweep.grpc.pb.h"
+
+namespace ranksweep::server {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+constexpr char kAcquire[] = "/ranksweep.v1.WorkerService/AcquireTasks";
+constexpr char kComplete[] = "/ranksweep.v1.WorkerService/CompleteTasks";
+constexpr char kHeartbeat[] = "/ranksweep.v1.WorkerService/Heartbeat";
+
+int64_t CellsIn(const google::protobuf::RepeatedPtrField<v1::Task>& tasks) {
+  int64_t cells = 0;
+  for (const v1::Task& t : tasks) cells += t.cells_size();
+  return cells;
+}
+
+class MetricsInterceptor : public grpc::experimental::Interceptor {
+ public:
+  MetricsInterceptor(grpc::experimental::ServerRpcInfo* info, MetricsRegistry* metrics)
+      : method_(info->method() != nullptr ? info->method() : ""), metrics_(metrics) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
+        method_ == kComplete) {
+      if (const void* m = methods->GetRecvMessage(); m != nullptr) {
+        results_ = static_cast<const v1::CompleteTasksRequest*>(m)->results_size();
+      }
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+      // The reply, before it is serialized: only sent when the call is OK.
+      const void* m = methods->GetSendMessage();
+      if (m != nullptr && method_ == kAcquire) {
+        const auto* reply = static_cast<const v1::AcquireTasksResponse*>(m);
+        metrics_->Add("ranksweep_leases_granted_total", {}, CellsIn(reply->tasks()));
+      } else if (m != nullptr && method_ == kComplete) {
+        const auto* reply = static_cast<const v1::CompleteTasksResponse*>(m);
+        metrics_->Add("ranksweep_results_accepted_total", {}, reply->recorded());
+        metrics_->Add("ranksweep_leases_granted_total", {}, CellsIn(reply->next_tasks()));
+      } else if (m != nullptr && method_ == kHeartbeat) {
+        const auto* reply = static_cast<const v1::HeartbeatResponse*>(m);
+        metrics_->Add("ranksweep_leases_lost_total", {}, reply->lost_lease_ids_size());
+      }
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status status = methods->GetSendStatus();
+      const std::string code = StatusCodeName(status.error_code());
+      metrics_->Add("ranksweep_rpcs_total", {{"method", method_}, {"code", code}});
+      if (!status.ok() && method_ == kComplete && results_ > 0) {
+        metrics_->Add("ranksweep_results_rejected_total", {{"reason", code}}, results_);
+      }
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string method_;
+  MetricsRegistry* const metrics_;
+  int results_ = 0;  // CompleteTasks: results in the request
+};
+
+}  // namespace
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+grpc::experimental::Interceptor* MetricsInterceptorFactory::CreateServerInterceptor(
+    grpc::experimental::ServerRpcInfo* info) {
+  return new MetricsInterceptor(info, metrics_);
+}
+
+}  // namespace ranksweep::server

@@ -1,0 +1,43 @@
+// A gRPC server interceptor that counts what the operators' metrics need
+// (server/core/metrics.h) from the calls themselves, so that the service
+// adapters stay as they are:
+//
+//   ranksweep_rpcs_total{method,code}      every finished call
+//   ranksweep_leases_granted_total         cells in the tasks AcquireTasks and
+//                                          CompleteTasks (next_tasks) return
+//   ranksweep_leases_lost_total            Heartbeat's lost_lease_ids
+//   ranksweep_results_accepted_total       CompleteTasks' `recorded`
+//   ranksweep_results_rejected_total{reason}  the results of a CompleteTasks
+//                                          call that failed, by status code
+//
+// Thread-safety: the factory is shared by every call; each interceptor
+// belongs to one call. The registry must outlive the server.
+#ifndef RANKSWEEP_SERVER_SERVICE_METRICS_INTERCEPTOR_H_
+#define RANKSWEEP_SERVER_SERVICE_METRICS_INTERCEPTOR_H_
+
+#include <memory>
+#include <string>
+
+#include "grpcpp/support/server_interceptor.h"
+#include "grpcpp/support/status.h"
+#include "server/core/metrics.h"
+
+namespace ranksweep::server {
+
+// "OK", "INVALID_ARGUMENT", ...: the names of grpc::StatusCode.
+std::string StatusCodeName(grpc::StatusCode code);
+
+class MetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  // `metrics` is not owned; DefineCoordinatorMetrics must have run on it.
+  explicit MetricsInterceptorFactory(MetricsRegistry* metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override;
+
+ private:
+  MetricsRegistry* const metrics_;
+};
+
+}  // namespace ranksweep::server
+
+#endif  // RANKSWEEP_SERVER_SERVICE_METRICS_INTERCEPTOR_H_

@@ -1,0 +1,305 @@
+// The command-line surface through real processes: every binary's --version
+// and --help, the CLI's hints for what a newcomer mistypes, --dry-run's one
+// JSON value and its size estimate, cancelling an ended sweep, plotting, and
+// `ranksweepd --metrics_listen` scraped during a real sweep (ranksweepd on a
+// temporary SQLite file, a real ranksweep-worker training small heads).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/process.h"
+#include "tests/support/small_sweep.h"
+
+namespace ranksweep {
+namespace {
+
+using ::ranksweep::testing::CommandResult;
+using ::ranksweep::testing::Process;
+using ::ranksweep::testing::RunCommand;
+using ::ranksweep::testing::TempDir;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kSpec = ranksweep::testing::SmallSweepSpec("cli");
+constexpr int kCells = ranksweep::testing::kSmallSweepCells;
+
+CommandResult RunIn(const TempDir& dir, std::vector<std::string> argv,
+                  std::chrono::milliseconds timeout = 60s) {
+  static int runs = 0;
+  return RunCommand(argv, dir.path() + "/run" + std::to_string(runs++), timeout);
+}
+
+// A coordinator on a fresh database, with its metrics endpoint on.
+class Coordinator {
+ public:
+  explicit Coordinator(const TempDir& dir) : dir_(dir) {
+    server_ = std::make_unique<Process>(
+        std::vector<std::string>{RANKSWEEPD_BIN, "--listen=127.0.0.1:0",
+                                 "--db=" + dir.path() + "/ranksweep.db", "--insecure_local",
+                                 "--metrics_listen=127.0.0.1:0"},
+        dir.path() + "/server");
+    auto bound = server_->WaitForStdout(std::regex("listening on (\\S+)"), 30s);
+    EXPECT_TRUE(bound.has_value()) << server_->Stderr();
+    addr_ = bound.value_or("");
+    auto metrics = server_->WaitForStdout(std::regex("metrics on http://([0-9.]+:[0-9]+)/"), 1s);
+    EXPECT_TRUE(metrics.has_value()) << server_->Stdout();
+    metrics_ = metrics.value_or("");
+  }
+
+  CommandResult Cli(std::vector<std::string> args, std::chrono::milliseconds timeout = 120s) {
+    std::vector<std::string> argv = {RANKSWEEP_CLI_BIN, "--addr=" + addr_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunIn(dir_, argv, timeout);
+  }
+
+  std::string Submit(const std::string& spec = kSpec) {
+    const std::string path = dir_.path() + "/spec.json";
+    std::ofstream(path) << spec;
+    CommandResult r = Cli({"submit", "-f", path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = r.out;
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    return id;
+  }
+
+  // GET /metrics over a plain socket: the body of the reply.
+  std::string Scrape() {
+    const size_t colon = metrics_.rfind(':');
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(std::stoi(metrics_.substr(colon + 1))));
+    inet_pton(AF_INET, metrics_.substr(0, colon).c_str(), &sa.sin_addr);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    const std::string request = "GET /metrics HTTP/1.0\r\nHost: " + metrics_ + "\r\n\r\n";
+    EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    std::string reply;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<size_t>(n));
+    close(fd);
+    EXPECT_THAT(reply, StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_THAT(reply, HasSubstr("Content-Type: text/plain; version=0.0.4"));
+    const size_t body = reply.find("\r\n\r\n");
+    return body == std::string::npos ? "" : reply.substr(body + 4);
+  }
+
+  const std::string& addr() const { return addr_; }
+  Process& server() { return *server_; }
+
+ private:
+  const TempDir& dir_;
+  std::string addr_;
+  std::string metrics_;
+  std::unique_ptr<Process> server_;
+};
+
+// One sample's value from Prometheus text, e.g. Sample(text,
+// "ranksweep_cells{state=\"done\"}"); -1 when absent.
+double Sample(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST(CliTest, EveryBinaryPrintsItsVersionAndBuildIdAndTheTrainersTheirLibTorch) {
+  TempDir dir;
+  const std::map<std::string, std::string> binaries = {
+      {"ranksweep", RANKSWEEP_CLI_BIN},
+      {"ranksweepd", RANKSWEEPD_BIN},
+      {"ranksweep-worker", RANKSWEEP_WORKER_BIN},
+      {"ranksweep-train", RANKSWEEP_TRAIN_BIN}};
+  for (const auto& [name, bin] : binaries) {
+    CommandResult r = RunIn(dir, {bin, "--version"});
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_THAT(r.out, MatchesRegex(name + " [0-9]+\\.[0-9]+\\.[0-9]+\nbuild id: [0-9.]+\\+"
+                                           "[0-9a-z]+\\.[0-9a-f]{12}\n(LibTorch: .*\n)?"))
+        << name;
+    const bool links_torch = name == "ranksweep-worker" || name == "ranksweep-train";
+    EXPECT_EQ(r.out.find("\nLibTorch: ") != std::string::npos, links_torch) << r.out;
+    if (links_torch) EXPECT_THAT(r.out, HasSubstr(", CUDA: ")) << r.out;
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr("NDEBUG"))) << name;
+  }
+}
+
+TEST(CliTest, TheDaemonsHelpListsTheirOwnFlags) {
+  TempDir dir;
+  CommandResult d = RunIn(dir, {RANKSWEEPD_BIN, "--help"});
+  EXPECT_THAT(d.out + d.err, HasSubstr("--lease_seconds"));
+  EXPECT_THAT(d.out + d.err, HasSubstr("--metrics_listen"));
+  EXPECT_THAT(d.out + d.err, ::testing::Not(HasSubstr("No flags matched")));
+  CommandResult w = RunIn(dir, {RANKSWEEP_WORKER_BIN, "--help"});
+  EXPECT_THAT(w.out + w.err, HasSubstr("--slots"));
+  EXPECT_THAT(w.out + w.err, HasSubstr("--drain_seconds"));
+  EXPECT_THAT(w.out + w.err, ::testing::Not(HasSubstr("No flags matched")));
+}
+
+TEST(CliTest, AMisspelledSubcommandSuggestsTheNearestOne) {
+  TempDir dir;
+  CommandResult r = RunIn(dir, {RANKSWEEP_CLI_BIN, "sumbit", "-f", "x.yaml"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("unknown subcommand \"sumbit\"; did you mean \"submit\"?"));
+  r = RunIn(dir, {RANKSWEEP_CLI_BIN, "--addr", "127.0.0.1:1", "reslts", "abc"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("did you mean \"results\"?"));
+  r = RunIn(dir, {RANKSWEEP_CLI_BIN, "frobnicate"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("unknown subcommand \"frobnicate\" (ranksweep --help"));
+}
+
+TEST(CliTest, AnAddressWithoutAPortIsAnErrorThatSaysSo) {
+  TempDir dir;
+  CommandResult r = RunIn(dir, {RANKSWEEP_CLI_BIN, "--addr", "localhost", "list"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep: --addr: \"localhost\" has no port; use HOST:PORT, e.g. "
+                   "localhost:50051\n");
+}
+
+TEST(CliTest, DryRunAlwaysPrintsOneJsonValueAndTheSweepsSize) {
+  TempDir dir;
+  // A preset of three sweeps: one JSON array (it was three documents).
+  CommandResult r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--preset", "lengths", "--scale",
+                              "0.1", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json all = Json::parse(r.out);
+  ASSERT_TRUE(all.is_array());
+  EXPECT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0]["name"], "lengths-n1-s0.1");
+  // One sweep: one object.
+  r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--name", "one", "--dataset", "exhaustive", "--m",
+                "2", "--seq-len", "3", "--heads", "softmax", "--seeds", "1", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Json::parse(r.out).is_object());
+  EXPECT_THAT(r.err, HasSubstr("one: dataset: 64 train sequences, no test split\n"));
+  EXPECT_THAT(r.err, HasSubstr("one: memory: up to "));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("warning")));
+}
+
+TEST(CliTest, DryRunOfAWitnessWithoutNumQueriesWarnsAboutItsSize) {
+  TempDir dir;
+  std::vector<std::string> argv = {RANKSWEEP_CLI_BIN, "submit",      "--name",   "w",
+                                   "--dataset",       "witness",     "--m",      "24",
+                                   "--seq-len",       "3",           "--code-weight", "8",
+                                   "--max-overlap",   "4",           "--heads",  "kernel:elu1",
+                                   "--ranks",         "64",          "--seeds",  "3",
+                                   "--dry-run"};
+  CommandResult r = RunIn(dir, argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("w: dataset: 1,151,403 train sequences, no test split\n"));
+  EXPECT_THAT(r.err, HasSubstr("warning: w: the dataset has 1,151,403 sequences, more than "
+                               "200,000"));
+  EXPECT_EQ(Json::parse(r.out)["dataset"]["code_weight"], 8);
+  argv.insert(argv.end() - 1, {"--num-queries", "12"});
+  r = RunIn(dir, argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("w: dataset: 276 train sequences, no test split\n"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("warning")));
+  EXPECT_EQ(Json::parse(r.out)["dataset"]["num_queries"], 12);
+}
+
+TEST(CliTest, CancellingAnEndedSweepSaysSoAndExitsZero) {
+  TempDir dir;
+  Coordinator c(dir);
+  const std::string id = c.Submit();
+  CommandResult r = c.Cli({"cancel", id});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "cancelled " + std::to_string(kCells) + " cells of " + id + "\n");
+  r = c.Cli({"cancel", id});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "sweep " + id + " has already ended CANCELLED; nothing to cancel\n");
+  r = c.Cli({"cancel", "no-such-sweep"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+
+TEST(CliTest, PlottingTheTestSplitOfADatasetWithoutOneIsAnError) {
+  TempDir dir;
+  Coordinator c(dir);
+  const std::string id = c.Submit();
+  const std::string out = dir.path() + "/t.svg";
+  CommandResult r = c.Cli({"plot", id, "--split", "test", "-o", out});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--split test: sweep " + id + " (cli) has no test split"));
+  EXPECT_NE(access(out.c_str(), F_OK), 0);  // nothing written
+  r = c.Cli({"plot", id, "-o", dir.path() + "/x.pdf"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("must end in .svg or .png"));
+}
+
+// A real sweep, scraped while it runs and after: the counters are exact.
+TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
+  TempDir dir;
+  Coordinator c(dir);
+  const std::string before = c.Scrape();
+  EXPECT_EQ(Sample(before, "ranksweep_results_accepted_total"), 0);
+  EXPECT_THAT(before, HasSubstr("# TYPE ranksweep_store_commit_seconds histogram\n"));
+
+  const std::string id = c.Submit();
+  const std::string during = c.Scrape();
+  double cells = 0;
+  for (const char* state : {"pending", "leased", "done", "failed", "cancelled"}) {
+    cells += Sample(during, std::string("ranksweep_cells{state=\"") + state + "\"}");
+  }
+  EXPECT_EQ(cells, kCells);
+
+  Process worker({RANKSWEEP_WORKER_BIN, "--coordinator=" + c.addr(), "--device=cpu",
+                  "--slots=1", "--once", "--idle_exit_seconds=2"},
+                 dir.path() + "/worker", {"RANKSWEEP_TORCH_THREADS=1"});
+  CommandResult watch = c.Cli({"watch", id}, 300s);
+  ASSERT_EQ(watch.exit_code, 0) << watch.out << watch.err;
+  const std::string mid = c.Scrape();
+  EXPECT_EQ(Sample(mid, "ranksweep_workers_alive{device=\"cpu\"}"), 1) << mid;
+  ASSERT_TRUE(worker.Wait(60s).has_value()) << worker.Stderr();
+
+  const std::string after = c.Scrape();
+  EXPECT_EQ(Sample(after, "ranksweep_cells{state=\"done\"}"), kCells) << after;
+  EXPECT_EQ(Sample(after, "ranksweep_cells{state=\"pending\"}"), 0);
+  EXPECT_EQ(Sample(after, "ranksweep_results_accepted_total"), kCells);
+  EXPECT_EQ(Sample(after, "ranksweep_leases_granted_total"), kCells);
+  EXPECT_EQ(Sample(after, "ranksweep_leases_expired_total"), 0);
+  EXPECT_EQ(Sample(after, "ranksweep_leases_lost_total"), 0);
+  EXPECT_THAT(after, ::testing::Not(HasSubstr("ranksweep_results_rejected_total{")));
+  EXPECT_EQ(Sample(after, "ranksweep_rpcs_total{code=\"OK\",method=\"/ranksweep.v1."
+                          "SweepService/SubmitSweep\"}"),
+            1);
+  EXPECT_EQ(Sample(after, "ranksweep_rpcs_total{code=\"OK\",method=\"/ranksweep.v1."
+                          "WorkerService/RegisterWorker\"}"),
+            1);
+  EXPECT_GE(Sample(after, "ranksweep_store_commit_seconds_count"), 3);
+  EXPECT_EQ(Sample(after, "ranksweep_store_commit_seconds_bucket{le=\"+Inf\"}"),
+            Sample(after, "ranksweep_store_commit_seconds_count"));
+
+  // The finished sweep through the other outputs: one convention for
+  // states and missing values, and a PNG plot.
+  CommandResult json = c.Cli({"results", id, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Json rows = Json::parse(json.out);
+  ASSERT_EQ(rows.size(), static_cast<size_t>(kCells));
+  for (const Json& row : rows) {
+    EXPECT_EQ(row["state"], "DONE");
+    EXPECT_TRUE(row["result"]["test"].is_null());  // exhaustive: no test split
+    EXPECT_EQ(row["rank"].is_null(), row["head"] == "softmax");
+  }
+  const std::string png = dir.path() + "/sweep.png";
+  CommandResult plot = c.Cli({"plot", id, id, "-o", png});
+  ASSERT_EQ(plot.exit_code, 0) << plot.err;
+  EXPECT_EQ(plot.err, "wrote " + png + " (" + std::to_string(2 * kCells) + " points)\n");
+  EXPECT_EQ(testing::ReadFile(png).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+}  // namespace
+}  // namespace ranksweep
