@@ -694,6 +694,8 @@ int Quarantine(Client* client, const std::string& worker_id, const std::string& 
   }
   std::cout << "\n";
   return kExitOk;
+}
+
 // The first argument that is neither an option nor the value of a global
 // option: where a subcommand belongs.
 std::optional<std::string> FirstPositional(int argc, char** argv) {
