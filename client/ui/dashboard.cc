@@ -177,10 +177,21 @@ HttpReply Dashboard::Api(const Route& route, const HttpRequest& request) const {
       if (const std::string* head = Param(request, "head")) req.set_head(*head);
       if (const std::string* state = Param(request, "state")) {
         absl::StatusOr<v1::CellState> parsed = ParseCellState(*state);
-        if (!parsed.ok() || (*parsed != v1::CELL_STATE_DONE && *parsed != v1::CELL_STATE_FAILED)) {
-          return ErrorReply(400, absl::StrCat("state: \"", *state, "\" is not one of done, failed"));
+        if (!parsed.ok() || (*parsed != v1::CELL_STATE_DONE && *parsed != v1::CELL_STATE_FAILED &&
+                             *parsed != v1::CELL_STATE_INVALID)) {
+          return ErrorReply(400, absl::StrCat("state: \"", *state,
+                                              "\" is not one of done, failed, invalid"));
         }
         req.set_state(*parsed);
+      }
+      bool include_invalid = false;
+      if (const std::string* flag = Param(request, "include_invalid")) {
+        if (*flag == "true" || *flag == "1") {
+          include_invalid = true;
+        } else if (*flag != "false" && *flag != "0") {
+          return ErrorReply(400, absl::StrCat("include_invalid: \"", *flag,
+                                              "\" is not one of true, false"));
+        }
       }
       if (const std::string* rank = Param(request, "rank")) {
         int r = 0;
@@ -195,6 +206,14 @@ HttpReply Dashboard::Api(const Route& route, const HttpRequest& request) const {
       }
       auto rows = backend_->QueryRows(req);
       if (!rows.ok()) return ErrorReply(rows.status());
+      // As `ranksweep results --include-invalid`: the rows of the query, then
+      // those a quarantine invalidated (state INVALID) under the same filters.
+      if (include_invalid && req.state() != v1::CELL_STATE_INVALID) {
+        req.set_state(v1::CELL_STATE_INVALID);
+        auto invalid = backend_->QueryRows(req);
+        if (!invalid.ok()) return ErrorReply(invalid.status());
+        rows->insert(rows->end(), invalid->begin(), invalid->end());
+      }
       if (format == nullptr) return JsonReply(200, RowsView(*rows));
       HttpReply reply;
       if (*format == "csv") {

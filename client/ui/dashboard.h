@@ -11,9 +11,14 @@
 //   /assets/NAME                        the embedded scripts and styles
 //   /api/sweeps[?limit=N]               SweepsView, newest first
 //   /api/sweeps/ID                      SweepView
-//   /api/sweeps/ID/results[?format=json|csv&head=H&state=done|failed&rank=R]
+//   /api/sweeps/ID/results[?format=json|csv&head=H&state=done|failed|invalid
+//                          &rank=R&include_invalid=true|false]
 //                                       per-seed rows (RowsView / RowsCsv);
-//                                       format= makes it a download
+//                                       include_invalid=true appends the rows
+//                                       a quarantine invalidated (state
+//                                       INVALID), as the CLI's
+//                                       --include-invalid; format= makes it a
+//                                       download
 //   /api/sweeps/ID/summary              SummaryView
 //   /api/sweeps/ID/events               progress as Server-Sent Events: one
 //                                       "progress" event per SweepEvent

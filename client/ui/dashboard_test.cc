@@ -30,6 +30,12 @@ class FakeBackend : public Backend {
     row.mutable_result()->mutable_train()->set_error(0.5);
     rows = {row, row};
     rows[1].set_seed(1);
+    // Seed 0's first result, invalidated by a quarantine.
+    invalid_rows = {row};
+    invalid_rows[0].set_state(v1::CELL_STATE_INVALID);
+    invalid_rows[0].mutable_result()->mutable_train()->set_error(0.25);
+    invalid_rows[0].set_failure(
+        "invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad");
   }
 
   absl::StatusOr<std::vector<v1::SweepInfo>> ListSweeps(int limit) override {
@@ -45,8 +51,9 @@ class FakeBackend : public Backend {
   }
   absl::StatusOr<std::vector<v1::ResultRow>> QueryRows(const v1::QueryResultsRequest& r) override {
     last_query = r;
+    queries.push_back(r);
     if (r.sweep_id() != "s1") return absl::NotFoundError("no sweep " + r.sweep_id());
-    return rows;
+    return r.state() == v1::CELL_STATE_INVALID ? invalid_rows : rows;
   }
   absl::StatusOr<v1::QueryResultsResponse> QueryGroups(const std::string& id) override {
     if (id != "s1") return absl::NotFoundError("no sweep " + id);
@@ -64,9 +71,11 @@ class FakeBackend : public Backend {
 
   std::vector<v1::SweepInfo> sweeps;
   std::vector<v1::ResultRow> rows;
+  std::vector<v1::ResultRow> invalid_rows;  // QueryResults state INVALID
   absl::Status error;
   int last_limit = -1;
   v1::QueryResultsRequest last_query;
+  std::vector<v1::QueryResultsRequest> queries;
 };
 
 int64_t FixedClock() { return 4000; }
@@ -207,12 +216,63 @@ TEST_F(DashboardTest, ResultsDownloads) {
 
 TEST_F(DashboardTest, ResultsBadParameters) {
   EXPECT_EQ(json::parse(Get("/api/sweeps/s1/results", {{"state", "pending"}}).body)["error"],
-            "state: \"pending\" is not one of done, failed");
+            "state: \"pending\" is not one of done, failed, invalid");
+  EXPECT_EQ(json::parse(Get("/api/sweeps/s1/results", {{"include_invalid", "yes"}}).body)["error"],
+            "include_invalid: \"yes\" is not one of true, false");
   EXPECT_EQ(json::parse(Get("/api/sweeps/s1/results", {{"rank", "x"}}).body)["error"],
             "rank: \"x\" must be in 0..65536");
   HttpReply reply = Get("/api/sweeps/s1/results", {{"format", "xml"}});
   EXPECT_EQ(reply.status, 400);
   EXPECT_EQ(json::parse(reply.body)["error"], "format: \"xml\" is not one of json, csv");
+}
+
+TEST_F(DashboardTest, InvalidRowsOnlyWhenAskedFor) {
+  json plain = json::parse(Get("/api/sweeps/s1/results").body);
+  EXPECT_EQ(plain.size(), 2u);
+  EXPECT_EQ(backend_.queries.size(), 1u);
+  EXPECT_EQ(json::parse(Get("/api/sweeps/s1/results", {{"include_invalid", "false"}}).body).size(),
+            2u);
+  EXPECT_EQ(backend_.queries.size(), 2u);
+
+  // The query's rows, then the invalidated ones under the same filters.
+  backend_.queries.clear();
+  json rows = json::parse(Get("/api/sweeps/s1/results",
+                              {{"include_invalid", "true"}, {"head", "kernel/elu1"},
+                               {"state", "done"}})
+                              .body);
+  ASSERT_EQ(backend_.queries.size(), 2u);
+  EXPECT_EQ(backend_.queries[0].state(), v1::CELL_STATE_DONE);
+  EXPECT_EQ(backend_.queries[1].state(), v1::CELL_STATE_INVALID);
+  EXPECT_EQ(backend_.queries[1].head(), "kernel/elu1");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["state"], "DONE");
+  EXPECT_EQ(rows[1]["state"], "DONE");
+  EXPECT_EQ(rows[2]["state"], "INVALID");
+  EXPECT_EQ(rows[2]["train_error"], 0.25);  // its metrics as stored
+  EXPECT_EQ(rows[2]["failure"],
+            "invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad");
+
+  // state=invalid alone asks once, for those rows only.
+  backend_.queries.clear();
+  json only = json::parse(
+      Get("/api/sweeps/s1/results", {{"state", "invalid"}, {"include_invalid", "1"}}).body);
+  ASSERT_EQ(backend_.queries.size(), 1u);
+  EXPECT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0]["state"], "INVALID");
+
+  // The downloads follow the same parameter.
+  HttpReply csv = Get("/api/sweeps/s1/results", {{"format", "csv"}, {"include_invalid", "true"}});
+  EXPECT_EQ(csv.status, 200);
+  EXPECT_EQ(std::count(csv.body.begin(), csv.body.end(), '\n'), 4);  // header and three rows
+  EXPECT_NE(csv.body.find(",INVALID,"), std::string::npos);
+  EXPECT_NE(csv.body.find("quarantine 1 of worker w-bad"), std::string::npos);
+  EXPECT_EQ(json::parse(Get("/api/sweeps/s1/results",
+                            {{"format", "json"}, {"include_invalid", "true"}})
+                            .body)
+                .size(),
+            3u);
+  EXPECT_EQ(Get("/api/sweeps/s1/results", {{"format", "csv"}}).body.find("INVALID"),
+            std::string::npos);
 }
 
 TEST_F(DashboardTest, SummaryAndWorkers) {

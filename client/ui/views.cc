@@ -100,7 +100,11 @@ const std::vector<std::string>& RowColumns() {
 }
 
 Json RowView(const v1::ResultRow& row) {
-  const bool done = row.state() == v1::CELL_STATE_DONE && row.has_result();
+  // A row a quarantine invalidated keeps the metrics it was stored with
+  // (the CLI prints them too); only the pages leave it out of plots.
+  const bool done =
+      (row.state() == v1::CELL_STATE_DONE || row.state() == v1::CELL_STATE_INVALID) &&
+      row.has_result();
   const v1::SeedResult& r = row.result();
   auto metric = [done](double v) { return done ? Json(v) : Json(nullptr); };
   const bool has_test = done && r.test().sequences() > 0;

@@ -35,7 +35,9 @@ const std::vector<std::string>& RowColumns();
 // A per-seed row: cell_id, head, head_index, rank, seed, state, the train
 // and test error, train exact and position accuracy, final loss, steps,
 // wall seconds, device, worker_id, attempt, finished time, cached (served
-// from the result cache), failure.
+// from the result cache), failure. A row a quarantine invalidated (state
+// INVALID) keeps its metrics as stored, and `failure` says who invalidated
+// it and when; such a row never counts in a plot or summary.
 Json RowView(const v1::ResultRow& row);
 Json RowsView(const std::vector<v1::ResultRow>& rows);
 // The same rows as RFC 4180 CSV (header RowColumns()); null is an empty

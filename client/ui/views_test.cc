@@ -98,6 +98,26 @@ TEST(RowViewTest, FailedRankLessRowHasNullMetrics) {
   EXPECT_EQ(v["failure"], "boom");
 }
 
+TEST(RowViewTest, InvalidatedRowKeepsItsMetricsAndNote) {
+  const auto row = Parse<v1::ResultRow>(R"pb(
+    cell_id: 7 head: "kernel/elu1" head_index: 0 rank: 2 seed: 1 state: CELL_STATE_INVALID
+    worker_id: "w-bad" attempt: 1 finished_unix_ms: 1700000002000
+    failure: "invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad"
+    result { train { sequences: 64 error: 0.25 exact_accuracy: 0.75 position_accuracy: 0.9 }
+             final_loss: 0.125 steps: 300 wall_seconds: 1.5 device: "cpu" })pb");
+  const Json v = RowView(row);
+  EXPECT_EQ(v["state"], "INVALID");
+  EXPECT_EQ(v["train_error"], 0.25);
+  EXPECT_EQ(v["train_exact_accuracy"], 0.75);
+  EXPECT_EQ(v["steps"], 300);
+  EXPECT_EQ(v["device"], "cpu");
+  EXPECT_TRUE(v["test_error"].is_null());
+  EXPECT_EQ(v["failure"], "invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad");
+  EXPECT_EQ(RowsCsv({row}).substr(RowsCsv({row}).find('\n') + 1),
+            "7,kernel/elu1,0,2,1,INVALID,0.25,,0.75,0.9,0.125,300,1.5,cpu,w-bad,1,1700000002000,"
+            "false,invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad\n");
+}
+
 TEST(RowsCsvTest, HeaderNullsAndShortestFloats) {
   const auto done = Parse<v1::ResultRow>(R"pb(
     cell_id: 1 head: "kernel/elu1" rank: 4 seed: 0 state: CELL_STATE_DONE cached_from_cell_id: 9

@@ -8,6 +8,7 @@
     df = rs.results(sweep)                   # one row per (head, rank, seed)
     rs.groups(sweep)                         # mean/std/min/max/ci95 per (head, rank)
     rs.summary(sweep)                        # transition rank and theory bounds per head
+    rs.quarantine("worker-id")               # admins: invalidate a bad worker's results
 
 Connection settings are the CLI's: the address is `addr`, else
 $RANKSWEEP_ADDR, else 127.0.0.1:50051; the token is `token`, else
@@ -22,7 +23,11 @@ Thread-safety: a Client may be shared by threads (gRPC channels are); the
 iterator watch() returns belongs to one thread.
 """
 
+import datetime
+import math
+import numbers
 import os
+import re
 import time
 
 import grpc
@@ -55,6 +60,46 @@ def _state(arg, value, enum, prefix, allowed):
     if value.lower() not in allowed:
         raise ValueError(f'{arg}: "{value}" is not one of {", ".join(allowed)}')
     return enum.Value(f"{prefix}{value.upper()}")
+
+
+_RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+                     r"([Zz]|[+-][0-9]{2}:[0-9]{2})")
+
+
+def _since_unix_ms(since):
+    """QuarantineWorkerRequest.since_unix_ms of quarantine()'s `since`, read
+    as the CLI reads `workers quarantine --since`: Unix seconds >= 0 or an
+    RFC 3339 time; from Python also a datetime with a time zone."""
+    if since is None:
+        return 0
+    if isinstance(since, str):
+        text = since.strip()
+        if re.fullmatch(r"[0-9]+", text):
+            return int(text) * 1000
+        since = None
+        if _RFC3339.fullmatch(text):
+            try:
+                since = datetime.datetime.fromisoformat(text.upper())
+            except ValueError:  # a month 13, a day 32
+                pass
+        if since is None:
+            raise ValueError(f'since: "{text[:64]}" is not an RFC 3339 time '
+                             f'(2026-12-01T13:00:00Z) or Unix seconds >= 0')
+    if isinstance(since, datetime.datetime):
+        if since.tzinfo is None:
+            raise ValueError(f"since: {since} has no time zone; give one (e.g. "
+                             f"datetime.timezone.utc)")
+        ms = math.floor(since.timestamp() * 1000)
+    elif isinstance(since, numbers.Real) and not isinstance(since, bool):
+        if not math.isfinite(since):
+            raise ValueError(f"since: {since} is not a time")
+        ms = math.floor(since * 1000)
+    else:
+        raise TypeError(f"since is None, Unix seconds, a datetime or an RFC 3339 string, not "
+                        f"{type(since).__name__}")
+    if ms < 0:
+        raise ValueError("since: must be 1970 or later")
+    return ms
 
 
 def _group_by(by):
@@ -140,6 +185,27 @@ class Client:
         reply = self._call("workers", self._stub.ListWorkers, pb.ListWorkersRequest())
         return frames.workers_frame(reply.workers)
 
+    def quarantine(self, worker_id, since=None):
+        """Invalidates the DONE results `worker_id` trained (those finished at
+        or after `since`: None for all, Unix seconds, an RFC 3339 string or a
+        datetime with a time zone) and every copy the result cache served of
+        them, as `ranksweep workers quarantine` does: the rows leave the
+        results, groups and summaries (results(include_invalid=True) still
+        shows them, state INVALID), and their cells are pending again for
+        another worker. One transaction. Admin only: PERMISSION_DENIED for
+        any other token (docs/SECURITY.md); NOT_FOUND for a worker that
+        never registered. Returns the counts as a dict: quarantine_id,
+        results_invalidated, copies_invalidated, cells_reset and
+        sweeps_reopened (ids of done or failed sweeps now running again)."""
+        request = pb.QuarantineWorkerRequest(worker_id=worker_id,
+                                             since_unix_ms=_since_unix_ms(since))
+        reply = self._call("quarantine", self._stub.QuarantineWorker, request)
+        return {"quarantine_id": reply.quarantine_id,
+                "results_invalidated": reply.results_invalidated,
+                "copies_invalidated": reply.copies_invalidated,
+                "cells_reset": reply.cells_reset,
+                "sweeps_reopened": list(reply.sweeps_reopened)}
+
     def watch(self, sweep_id, reconnect=DEFAULT_RECONNECT_SECONDS):
         """Yields a frames.Progress at once, whenever a cell of the sweep
         changes state, and a last time when the sweep ends (Progress.ended);
@@ -190,23 +256,38 @@ class Client:
         return request
 
     def results(self, sweep_id, head=None, ranks=None, seeds=None, state=None,
-                page_size=PAGE_SIZE):
+                include_invalid=False, page_size=PAGE_SIZE):
         """Per-seed results: one row per finished (done or failed) cell, in
         cell id order, as a DataFrame (frames.RESULT_COLUMNS; missing values
         are NaN / <NA> / None, see ranksweep.frames). Filters: `head` label
-        ("kernel/elu1"), `ranks`, `seeds`, `state` ("done" or "failed")."""
+        ("kernel/elu1"), `ranks`, `seeds`, `state` ("done", "failed", or
+        "invalid" for the invalidated rows only).
+
+        `include_invalid` appends the rows a quarantine invalidated, as
+        `ranksweep results --include-invalid` does: state INVALID, their
+        metrics as they were stored, and in `failure` who invalidated them
+        and when. They never count in groups() or summary()."""
         request = self._query(sweep_id, head, ranks, seeds)
         if state:
-            request.state = _state("state", state, pb.CellState, "CELL_STATE_", ("done", "failed"))
+            request.state = _state("state", state, pb.CellState, "CELL_STATE_",
+                                   ("done", "failed", "invalid"))
         request.page_size = page_size
         request.columns = True
+        requests = [request]
+        if include_invalid and request.state != pb.CELL_STATE_INVALID:
+            invalid = pb.QueryResultsRequest()
+            invalid.CopyFrom(request)
+            invalid.state = pb.CELL_STATE_INVALID
+            requests.append(invalid)
         replies = []
-        while True:
-            reply = self._call("results", self._stub.QueryResults, request)
-            replies.append(reply)
-            if not reply.next_page_token:
-                return frames.results_frame(replies)
-            request.page_token = reply.next_page_token
+        for request in requests:
+            while True:
+                reply = self._call("results", self._stub.QueryResults, request)
+                replies.append(reply)
+                if not reply.next_page_token:
+                    break
+                request.page_token = reply.next_page_token
+        return frames.results_frame(replies)
 
     def _grouped(self, what, sweep_id, head, ranks, seeds):
         request = self._query(sweep_id, head, ranks, seeds)

@@ -4,7 +4,9 @@ Pure functions of the reply messages (no network), so every frame is tested
 from fixed replies. The conventions, the same in every frame:
 
 - A value that does not exist is missing, never a stand-in number: metrics
-  of a cell that is not DONE, test metrics of a dataset without a test split,
+  of a row that is not DONE (or INVALID: a result a quarantine invalidated
+  keeps its metrics as they were stored), test metrics of a dataset without
+  a test split,
   std and ci95 of a group with fewer than two done seeds, times that have not
   happened. Floats hold NaN; integer columns are pandas' nullable "Int64"
   and hold <NA>; strings hold None. On the wire these are 0 or 1.0.
@@ -158,11 +160,15 @@ def _columns(c):
 
 def results_frame(replies):
     """The per-seed rows of QueryResults replies (pages, in order) as one
-    DataFrame with RESULT_COLUMNS, one row per cell."""
+    DataFrame with RESULT_COLUMNS, one row per cell (per result: a cell that
+    was trained again after a quarantine has its DONE row and its INVALID
+    one). `failure` holds a failed cell's reason, and for an INVALID row who
+    invalidated it and when."""
     parts = [_reply_columns(r) for r in replies]
     cols = {k: [v for part in parts for v in part[k]] for k in _ROW_FIELDS}
     state = np.asarray(cols["state"], dtype=np.int64)
-    not_done = state != pb.CELL_STATE_DONE
+    # Rows without metrics: failed cells. Invalidated rows keep theirs.
+    not_done = (state != pb.CELL_STATE_DONE) & (state != pb.CELL_STATE_INVALID)
     no_test = not_done | (np.asarray(cols["test_sequences"], dtype=np.int64) == 0)
     rank = np.asarray(cols["rank"], dtype=np.int64)
     data = {

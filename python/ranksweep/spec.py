@@ -12,13 +12,15 @@ enums are named as in the spec files ("kernel", "elu1", "ce"), a missing or
 null key keeps the default, and YAML follows the YAML 1.2 core schema the CLI
 uses (`lr: 3e-3` is a number, `yes` is a string, duplicate keys are errors).
 Errors are SpecError naming the field, with "FILE:LINE:COLUMN: " in front for
-a YAML file. Ranges (m in 1..64, ...) are checked by the coordinator, which
-answers INVALID_ARGUMENT naming the field.
+a YAML file. Ranges (m in 1..64, ...) are checked by the coordinator with the
+CLI's own validator, which answers INVALID_ARGUMENT naming the field and the
+range in the words the CLI prints ("dataset.m must be in 1..64, got 0").
 
-One rule is the wire's own: ranksweep.v1 reads 0 as "the default" for fields
-whose default is not 0 (docs/PROTOCOL.md), so an explicit 0 in such a field
-(dataset.m, dataset.max_overlap, train.lr, ...) cannot reach the coordinator
-as 0; it is refused here rather than silently replaced.
+A value given is sent as given, 0 included: the fields whose default is not
+0 (dataset.m, dataset.max_overlap, train.max_steps, ...) have presence on the
+wire (proto3 `optional`), so `max_steps: 0` reaches the worker as 0 steps and
+`m: 0` is refused by the coordinator, never replaced by the default. A
+missing or null key leaves the field absent: the coordinator's default.
 
 No network here; the functions have no state and are safe from any thread.
 """
@@ -45,55 +47,55 @@ SWEEP_MODES = ("grid", "search")
 _INT32 = (-(2**31), 2**31 - 1)
 _UINT64 = (0, 2**64 - 1)
 
-# Per message: key -> (type, zero-means-default value or None). Types:
-# "int" (int32), "uint64", "number", "bool", "string", ints (a list of int32),
-# uint64s (a list of uint64), or a tuple of enum names.
+# Per message: key -> type: "int" (int32), "uint64", "number", "bool",
+# "string", ints (a list of int32), uint64s (a list of uint64), or a tuple of
+# enum names.
 _DATASET_FIELDS = {
-    "kind": (DATASET_KINDS, None),
-    "m": ("int", 3),
-    "seq_len": ("int", 3),
-    "final_query_only": ("bool", None),
-    "data_seed": ("uint64", None),
-    "code_weight": ("int", 8),
-    "max_overlap": ("int", 4),
-    "num_queries": ("int", None),
-    "weight": ("int", None),
-    "bernoulli_p": ("number", 0.5),
-    "pool_size": ("int", None),
-    "test_pool_share": ("number", 0.5),
-    "train_size": ("int", None),
-    "test_size": ("int", None),
-    "hard_share": ("number", 0.5),
+    "kind": DATASET_KINDS,
+    "m": "int",
+    "seq_len": "int",
+    "final_query_only": "bool",
+    "data_seed": "uint64",
+    "code_weight": "int",
+    "max_overlap": "int",
+    "num_queries": "int",
+    "weight": "int",
+    "bernoulli_p": "number",
+    "pool_size": "int",
+    "test_pool_share": "number",
+    "train_size": "int",
+    "test_size": "int",
+    "hard_share": "number",
 }
 _HEAD_FIELDS = {
-    "kind": (HEAD_KINDS, None),
-    "feature_map": (FEATURE_MAPS, None),
-    "hidden": ("ints", None),
-    "num_heads": ("int", 1),
-    "value_dim": ("int", None),
-    "score_dim": ("int", None),
-    "relu_eps": ("number", 1e-3),
-    "construction": (CONSTRUCTIONS, None),
-    "beta": ("number", None),
+    "kind": HEAD_KINDS,
+    "feature_map": FEATURE_MAPS,
+    "hidden": "ints",
+    "num_heads": "int",
+    "value_dim": "int",
+    "score_dim": "int",
+    "relu_eps": "number",
+    "construction": CONSTRUCTIONS,
+    "beta": "number",
 }
 _TRAIN_FIELDS = {
-    "lr": ("number", 1e-2),
-    "beta1": ("number", 0.9),
-    "beta2": ("number", 0.999),
-    "weight_decay": ("number", None),
-    "batch_size": ("int", None),
-    "max_steps": ("int", 2000),
-    "eval_every": ("int", 50),
-    "early_stop_evals": ("int", None),  # 0 = never: sent as -1, see below
-    "loss": (LOSS_KINDS, None),
+    "lr": "number",
+    "beta1": "number",
+    "beta2": "number",
+    "weight_decay": "number",
+    "batch_size": "int",
+    "max_steps": "int",
+    "eval_every": "int",
+    "early_stop_evals": "int",  # 0 = never: sent as -1, see below
+    "loss": LOSS_KINDS,
 }
 _SWEEP_SCALARS = {
-    "name": ("string", None),
-    "ranks": ("ints", None),
-    "seeds": ("uint64s", None),
-    "seed_count": ("int", None),
-    "priority": ("int", None),
-    "mode": (SWEEP_MODES, None),
+    "name": "string",
+    "ranks": "ints",
+    "seeds": "uint64s",
+    "seed_count": "int",
+    "priority": "int",
+    "mode": SWEEP_MODES,
 }
 _SWEEP_KEYS = ("name", "dataset", "heads", "ranks", "seeds", "seed_count", "train",
                "priority", "mode", "reuse_results")
@@ -175,7 +177,7 @@ def _check_unknown(path, obj, known):
 def _fill(msg, path, obj, fields):
     """Sets the fields of proto `msg` from `obj` by the table `fields`."""
     _check_object(path, obj)
-    for key, (kind, zero_default) in fields.items():
+    for key, kind in fields.items():
         v = obj.get(key)
         if v is None:
             continue
@@ -205,10 +207,7 @@ def _fill(msg, path, obj, fields):
         elif kind == "uint64s":
             getattr(msg, key).extend(_read_list(field, v, _UINT64))
             continue
-        if zero_default is not None and v == 0:
-            raise SpecError(
-                f"{field} = 0 cannot be sent: the ranksweep.v1 protocol reads 0 as the "
-                f"default ({zero_default:g}) (docs/PROTOCOL.md)")
+        # Setting an `optional` field gives it presence, 0 included.
         setattr(msg, key, v)
     _check_unknown(path, obj, fields)
 

@@ -2,9 +2,11 @@
 temporary SQLite file (port 0), one ranksweep-worker training real (small)
 heads, and the ranksweep CLI, whose JSON every DataFrame is checked against.
 
-Two sweeps: a witness family (no test split, theory bounds) with a kernel
+Three sweeps: a witness family (no test split, theory bounds) with a kernel
 head at two ranks and softmax (no rank), submitted from a dict; a pool
-dataset with a test split, submitted from a YAML file.
+dataset with a test split, submitted from a YAML file; one cell whose spec
+sets fields to 0 that default to other values. Apart from them, a quarantine
+of a worker's results and the retraining of its cells by another worker.
 RANKSWEEP_BIN_DIR names the directory of the three binaries.
 """
 
@@ -23,6 +25,7 @@ import pandas as pd
 
 import ranksweep
 from ranksweep import RanksweepError, SpecError
+from ranksweep.v1 import ranksweep_pb2 as pb
 
 from frames_test import RESULT_DTYPES  # this directory is on sys.path
 
@@ -53,6 +56,18 @@ seed_count: 2
 train: {lr: 3e-2, max_steps: 200, eval_every: 50}
 """
 POOL_CELLS = 2
+
+# Zeros where the defaults are not zero (max_steps 2000, hard_share 0.5):
+# the coordinator stores and the worker trains them as 0.
+ZERO = {
+    "name": "py-zero",
+    "dataset": {"kind": "pool", "m": 6, "seq_len": 3, "pool_size": 40, "train_size": 64,
+                "test_size": 32, "hard_share": 0},
+    "heads": [{"kind": "kernel", "feature_map": "elu1"}],
+    "ranks": [4],
+    "seed_count": 1,
+    "train": {"max_steps": 0},
+}
 
 
 def wait_for_line(path, pattern, proc, timeout=60):
@@ -90,9 +105,20 @@ class Cluster:
     def start(self, worker=True, port=0):
         self.start_server(port)
         if worker:
-            self.spawn("worker", [f"{BIN}/ranksweep-worker", f"--coordinator={self.addr}",
-                                  "--device=cpu", "--slots=1"],
-                       env={"RANKSWEEP_TORCH_THREADS": "1"})
+            self.start_worker()
+
+    def start_worker(self):
+        """A ranksweep-worker of one slot and one thread; returns its process."""
+        return self.spawn(f"worker{len(self.procs)}",
+                          [f"{BIN}/ranksweep-worker", f"--coordinator={self.addr}",
+                           "--device=cpu", "--slots=1"],
+                          env={"RANKSWEEP_TORCH_THREADS": "1"})
+
+    @staticmethod
+    def stop_process(proc):
+        """SIGTERM, as an operator stops a worker: it ends its work and exits 0."""
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=60)
 
     def start_server(self, port=0):
         args = [f"{BIN}/ranksweepd", f"--listen=127.0.0.1:{port}", f"--db={self.db}",
@@ -138,8 +164,60 @@ class Cluster:
 
 
 def cli_state(text):
-    """The CLI's JSON spells states as the proto does (CELL_STATE_DONE)."""
+    """A state of the CLI's JSON, which spells it "DONE" or, as the proto
+    does, "CELL_STATE_DONE", as the frames spell it ("DONE")."""
     return text.replace("CELL_STATE_", "", 1)
+
+
+def check_rows_match_cli(test, cluster, df, sweep, *cli_args):
+    """Asserts that `df` holds the rows `ranksweep results SWEEP --format json
+    CLI_ARGS` prints, value for value. The CLI may print a missing value as
+    null or as the wire's 0."""
+    r = cluster.cli("results", sweep, "--format", "json", *cli_args)
+    rows = json.loads(r.stdout)
+    test.assertEqual(len(df), len(rows))
+    for (_, got), want in zip(df.iterrows(), rows):
+        res = want["result"]
+        # Without a test split the CLI prints test sequences 0 (or leaves
+        # the split out as null).
+        test_split = res.get("test") or {}
+        has_test = (test_split.get("sequences") or 0) > 0
+        test.assertEqual(got["cell_id"], want["cell_id"])
+        test.assertEqual(got["sweep_id"], want["sweep_id"])
+        test.assertEqual(got["head"], want["head"])
+        test.assertEqual(got["head_index"], want["head_index"])
+        if want["rank"] in (0, None):
+            test.assertIs(got["rank"], pd.NA)
+        else:
+            test.assertEqual(got["rank"], want["rank"])
+        test.assertEqual(got["seed"], want["seed"])
+        test.assertEqual(got["state"], cli_state(want["state"]))
+        for m in ("error", "exact_accuracy", "position_accuracy", "max_abs_error"):
+            test.assertEqual(got[f"train_{m}"], res["train"][m], m)
+            if has_test:
+                test.assertEqual(got[f"test_{m}"], test_split[m], m)
+            else:
+                test.assertTrue(math.isnan(got[f"test_{m}"]), m)
+        test.assertEqual(got["train_sequences"], res["train"]["sequences"])
+        if has_test:
+            test.assertEqual(got["test_sequences"], test_split["sequences"])
+        else:
+            test.assertIs(got["test_sequences"], pd.NA)
+        for f in ("final_loss", "steps", "wall_seconds", "device"):
+            test.assertEqual(got[f], res[f], f)
+        test.assertEqual(got["distinct_queries"], res["facts"]["distinct_queries"])
+        for bound in ("rank_lower_bound", "rank_upper_bound"):
+            if res["facts"][bound] in (0, None):
+                test.assertIs(got[bound], pd.NA)
+            else:
+                test.assertEqual(got[bound], res["facts"][bound])
+        for f in ("worker_id", "attempt", "lease_id"):
+            test.assertEqual(got[f], want[f], f)
+        for f in ("build_id", "torch_version"):
+            test.assertEqual(got[f], want["worker_version"][f], f)
+        test.assertEqual(got["finished"],
+                         pd.Timestamp(want["finished_unix_ms"], unit="ms", tz="UTC"))
+        test.assertEqual(got["failure"], want.get("failure") or None)
 
 
 class ClientEndToEndTest(unittest.TestCase):
@@ -156,6 +234,8 @@ class ClientEndToEndTest(unittest.TestCase):
                 f.write(POOL_YAML)
             cls.pool = cls.client.submit(pool_path)
             cls.pool_last = cls.client.wait(cls.pool)
+            cls.zero = cls.client.submit(ZERO)
+            cls.zero_last = cls.client.wait(cls.zero)
         except BaseException:
             cls.cluster.stop()
             raise
@@ -191,52 +271,6 @@ class ClientEndToEndTest(unittest.TestCase):
 
     # ------------------------------------------------------------ results
 
-    def check_rows_match_cli(self, df, sweep):
-        rows = self.cli_json("results", sweep, "--format", "json")
-        self.assertEqual(len(df), len(rows))
-        for (_, got), want in zip(df.iterrows(), rows):
-            res = want["result"]
-            # Without a test split the CLI prints test sequences 0 (or leaves
-            # the split out as null).
-            test = res.get("test") or {}
-            has_test = (test.get("sequences") or 0) > 0
-            self.assertEqual(got["cell_id"], want["cell_id"])
-            self.assertEqual(got["sweep_id"], want["sweep_id"])
-            self.assertEqual(got["head"], want["head"])
-            self.assertEqual(got["head_index"], want["head_index"])
-            if want["rank"] in (0, None):
-                self.assertIs(got["rank"], pd.NA)
-            else:
-                self.assertEqual(got["rank"], want["rank"])
-            self.assertEqual(got["seed"], want["seed"])
-            self.assertEqual(got["state"], cli_state(want["state"]))
-            for m in ("error", "exact_accuracy", "position_accuracy", "max_abs_error"):
-                self.assertEqual(got[f"train_{m}"], res["train"][m], m)
-                if has_test:
-                    self.assertEqual(got[f"test_{m}"], test[m], m)
-                else:
-                    self.assertTrue(math.isnan(got[f"test_{m}"]), m)
-            self.assertEqual(got["train_sequences"], res["train"]["sequences"])
-            if has_test:
-                self.assertEqual(got["test_sequences"], test["sequences"])
-            else:
-                self.assertIs(got["test_sequences"], pd.NA)
-            for f in ("final_loss", "steps", "wall_seconds", "device"):
-                self.assertEqual(got[f], res[f], f)
-            self.assertEqual(got["distinct_queries"], res["facts"]["distinct_queries"])
-            for bound in ("rank_lower_bound", "rank_upper_bound"):
-                if res["facts"][bound] == 0:
-                    self.assertIs(got[bound], pd.NA)
-                else:
-                    self.assertEqual(got[bound], res["facts"][bound])
-            for f in ("worker_id", "attempt", "lease_id"):
-                self.assertEqual(got[f], want[f], f)
-            for f in ("build_id", "torch_version"):
-                self.assertEqual(got[f], want["worker_version"][f], f)
-            self.assertEqual(got["finished"],
-                             pd.Timestamp(want["finished_unix_ms"], unit="ms", tz="UTC"))
-            self.assertIsNone(got["failure"])
-
     def test_witness_results(self):
         df = self.client.results(self.witness)
         self.assertEqual(len(df), WITNESS_CELLS)
@@ -260,7 +294,7 @@ class ClientEndToEndTest(unittest.TestCase):
         self.assertEqual(df["rank_upper_bound"].tolist(), [8] * WITNESS_CELLS)
         self.assertTrue(df["rank_lower_bound"].notna().all())
         self.assertEqual(df["device"].tolist(), ["cpu"] * WITNESS_CELLS)
-        self.check_rows_match_cli(df, self.witness)
+        check_rows_match_cli(self, self.cluster, df, self.witness)
 
     def test_pool_results_keep_the_test_split(self):
         df = self.client.results(self.pool)
@@ -270,7 +304,7 @@ class ClientEndToEndTest(unittest.TestCase):
         self.assertEqual(df["test_sequences"].tolist(), [32, 32])
         self.assertTrue(df["test_error"].notna().all())
         self.assertTrue(df["rank_lower_bound"].isna().all())  # no theory bound here
-        self.check_rows_match_cli(df, self.pool)
+        check_rows_match_cli(self, self.cluster, df, self.pool)
 
     def test_results_filters_and_pages(self):
         df = self.client.results(self.witness, head="kernel/elu1", ranks=[8], page_size=1)
@@ -281,9 +315,14 @@ class ClientEndToEndTest(unittest.TestCase):
             self.client.results(self.witness))
         self.assertEqual(len(self.client.results(self.witness, state="failed")), 0)
         self.assertEqual(len(self.client.results(self.witness, state="DONE")), WITNESS_CELLS)
+        # Nothing invalidated here: include_invalid adds no row.
+        self.assertEqual(len(self.client.results(self.witness, state="invalid")), 0)
+        pd.testing.assert_frame_equal(self.client.results(self.witness, include_invalid=True),
+                                      self.client.results(self.witness))
         with self.assertRaises(ValueError) as ctx:
             self.client.results(self.witness, state="leased")
-        self.assertEqual(str(ctx.exception), 'state: "leased" is not one of done, failed')
+        self.assertEqual(str(ctx.exception),
+                         'state: "leased" is not one of done, failed, invalid')
 
     def test_groups_match_the_cli(self):
         df = self.client.groups(self.witness, by="head,rank")
@@ -338,9 +377,10 @@ class ClientEndToEndTest(unittest.TestCase):
 
     def test_list_and_workers(self):
         sweeps = self.client.list(state="done")
-        self.assertEqual(sorted(sweeps["sweep_id"]), sorted([self.witness, self.pool]))
-        self.assertEqual(sweeps["state"].tolist(), ["DONE", "DONE"])
-        self.assertEqual(sweeps["owner"].tolist(), ["local", "local"])
+        self.assertEqual(sorted(sweeps["sweep_id"]),
+                         sorted([self.witness, self.pool, self.zero]))
+        self.assertEqual(sweeps["state"].tolist(), ["DONE"] * 3)
+        self.assertEqual(sweeps["owner"].tolist(), ["local"] * 3)
         by_id = sweeps.set_index("sweep_id")
         self.assertEqual(by_id.loc[self.witness, "done"], WITNESS_CELLS)
         self.assertEqual(by_id.loc[self.witness, "total"], WITNESS_CELLS)
@@ -351,7 +391,59 @@ class ClientEndToEndTest(unittest.TestCase):
         self.assertEqual(workers["device"][0], "cpu")
         self.assertEqual(workers["slots"][0], 1)
         self.assertTrue(workers["alive"][0])
-        self.assertGreaterEqual(workers["completed_cells"][0], WITNESS_CELLS + POOL_CELLS)
+        self.assertGreaterEqual(workers["completed_cells"][0], WITNESS_CELLS + POOL_CELLS + 1)
+
+    # ------------------------------------------------------------ zeros
+
+    def test_explicit_zeros_are_stored_and_trained_as_zero(self):
+        self.assertEqual((self.zero_last.state, self.zero_last.done), ("DONE", 1))
+        # The stored spec, as GetSweep returns it: the zeros are present.
+        stored = self.client._stub.GetSweep(pb.GetSweepRequest(sweep_id=self.zero)).sweep.spec
+        self.assertTrue(stored.train.HasField("max_steps"))
+        self.assertTrue(stored.dataset.HasField("hard_share"))
+        self.assertEqual(stored.train.max_steps, 0)
+        self.assertEqual(stored.dataset.hard_share, 0.0)
+        # Fields the spec left out get their defaults, not 0.
+        self.assertEqual((stored.train.lr, stored.dataset.test_pool_share), (0.01, 0.5))
+        # The spec `submit --dry-run` shows for the same file says the same.
+        path = os.path.join(self.cluster.dir.name, "zero.json")
+        with open(path, "w") as f:
+            json.dump(ZERO, f)
+        shown = self.cli_json("submit", "-f", path, "--dry-run")
+        self.assertEqual((shown["train"]["max_steps"], shown["dataset"]["hard_share"]), (0, 0))
+        self.assertEqual((shown["train"]["lr"], shown["dataset"]["test_pool_share"]),
+                         (0.01, 0.5))
+        # The worker trained 0 steps (the default would have trained >= 150),
+        # evaluating the initial weights on both splits.
+        df = self.client.results(self.zero)
+        self.assertEqual(df["steps"].tolist(), [0])
+        self.assertEqual(df["train_sequences"].tolist(), [64])
+        self.assertEqual(df["test_sequences"].tolist(), [32])
+
+    def test_zeros_out_of_range_get_the_coordinator_s_error_as_the_cli_prints_it(self):
+        cases = (
+            (dict(WITNESS, name="py-zero-m", dataset=dict(WITNESS["dataset"], m=0)),
+             "dataset.m must be in 1..64, got 0"),
+            (dict(WITNESS, name="py-zero-lr", train=dict(WITNESS["train"], lr=0)), None),
+            (dict(WITNESS, name="py-zero-eval", train=dict(WITNESS["train"], eval_every=0)),
+             None),
+        )
+        for spec, message in cases:
+            with self.assertRaises(RanksweepError) as ctx:
+                self.client.submit(spec)
+            self.assertNotIsInstance(ctx.exception, SpecError)  # the coordinator's answer
+            self.assertEqual(ctx.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertEqual(ctx.exception.call, "submit")
+            if message is not None:
+                self.assertEqual(ctx.exception.message, message)
+            path = os.path.join(self.cluster.dir.name, f"{spec['name']}.json")
+            with open(path, "w") as f:
+                json.dump(spec, f)
+            cli = self.cluster.cli("submit", "-f", path, "--dry-run", check=False)
+            self.assertEqual(cli.returncode, 1, spec["name"])
+            self.assertEqual(cli.stderr, f"ranksweep: {ctx.exception.message}\n", spec["name"])
+            # Nothing was stored.
+            self.assertNotIn(spec["name"], self.client.list()["name"].tolist())
 
     def test_cancel(self):
         spec = dict(WITNESS, name="py-cancel",
@@ -398,6 +490,85 @@ class ClientEndToEndTest(unittest.TestCase):
             cli = self.cluster.cli("submit", "-f", path, "--dry-run", check=False)
             self.assertEqual(cli.returncode, 1, name)
             self.assertEqual(cli.stderr, f"ranksweep: {ctx.exception.message}\n", name)
+
+
+class ClientQuarantineTest(unittest.TestCase):
+    """quarantine() of a real worker's results, and the rows before and
+    after another worker trains its cells again."""
+
+    def setUp(self):
+        self.cluster = Cluster()
+        self.addCleanup(self.cluster.stop)
+
+    def test_quarantined_results_leave_until_retrained_and_stay_queryable(self):
+        c = self.cluster
+        c.start_server()
+        first = c.start_worker()
+        client = ranksweep.Client(addr=c.addr)
+        self.addCleanup(client.close)
+        sweep = client.submit(dict(WITNESS, name="py-quarantine"))
+        self.assertEqual(client.wait(sweep).done, WITNESS_CELLS)
+        # The worker that went bad leaves before its cells come back.
+        self.assertEqual(c.stop_process(first), 0)
+        trained = client.results(sweep)
+        self.assertEqual(trained["state"].tolist(), ["DONE"] * WITNESS_CELLS)
+        (bad,) = trained["worker_id"].unique()
+        groups = client.groups(sweep)
+        self.assertEqual(groups["n"].tolist(), [2, 2, 2])
+
+        # --insecure_local: every caller is "local", an admin.
+        self.assertEqual(client.quarantine(bad), {
+            "quarantine_id": 1, "results_invalidated": WITNESS_CELLS, "copies_invalidated": 0,
+            "cells_reset": WITNESS_CELLS, "sweeps_reopened": [sweep]})
+        status = client.status(sweep)
+        self.assertEqual((status["state"], status["pending"], status["done"]),
+                         ("RUNNING", WITNESS_CELLS, 0))
+        self.assertEqual(len(client.results(sweep)), 0)
+        groups = client.groups(sweep)
+        self.assertEqual((groups["n"].tolist(), groups["expected"].tolist()),
+                         ([0, 0, 0], [2, 2, 2]))
+        self.assertTrue(groups["train_error_mean"].isna().all())
+        invalid = client.results(sweep, include_invalid=True)
+        self.assertEqual(invalid["state"].tolist(), ["INVALID"] * WITNESS_CELLS)
+        self.assertEqual(sorted(invalid["cell_id"]), sorted(trained["cell_id"]))
+        # The rows as they were stored, and who invalidated them.
+        by_cell = trained.set_index("cell_id")
+        for _, row in invalid.iterrows():
+            was = by_cell.loc[row["cell_id"]]
+            for f in ("head", "head_index", "rank", "seed", "train_error",
+                      "train_exact_accuracy", "final_loss", "steps", "worker_id", "lease_id"):
+                if pd.isna(was[f]):  # softmax has no rank
+                    self.assertIs(row[f], pd.NA, f)
+                else:
+                    self.assertEqual(row[f], was[f], f)
+            self.assertRegex(row["failure"],
+                             rf"^invalidated \S+ by local: quarantine 1 of worker {re.escape(bad)}$")
+        pd.testing.assert_frame_equal(client.results(sweep, state="invalid"), invalid)
+        pd.testing.assert_frame_equal(client.results(sweep, state="invalid",
+                                                     include_invalid=True), invalid)
+        check_rows_match_cli(self, c, invalid, sweep, "--include-invalid")
+        # A time after every result invalidates nothing more.
+        self.assertEqual(client.quarantine(bad, since="2100-01-01T00:00:00Z"), {
+            "quarantine_id": 2, "results_invalidated": 0, "copies_invalidated": 0,
+            "cells_reset": 0, "sweeps_reopened": []})
+
+        # Another worker trains the cells again.
+        c.start_worker()
+        self.assertEqual(client.wait(sweep).done, WITNESS_CELLS)
+        again = client.results(sweep)
+        self.assertEqual(again["state"].tolist(), ["DONE"] * WITNESS_CELLS)
+        self.assertEqual(len(again["worker_id"].unique()), 1)
+        self.assertNotEqual(again["worker_id"][0], bad)
+        self.assertEqual(client.groups(sweep)["n"].tolist(), [2, 2, 2])
+        both = client.results(sweep, include_invalid=True)
+        self.assertEqual(both["state"].tolist(),
+                         ["DONE"] * WITNESS_CELLS + ["INVALID"] * WITNESS_CELLS)
+        pd.testing.assert_frame_equal(both.iloc[WITNESS_CELLS:].reset_index(drop=True), invalid)
+        check_rows_match_cli(self, c, both, sweep, "--include-invalid")
+        with self.assertRaises(RanksweepError) as ctx:
+            client.quarantine("no-such-worker")
+        self.assertEqual((ctx.exception.code, ctx.exception.call),
+                         (grpc.StatusCode.NOT_FOUND, "quarantine"))
 
 
 class ClientWatchRestartTest(unittest.TestCase):
@@ -470,6 +641,18 @@ class ClientAuthTest(unittest.TestCase):
             with self.assertRaises(RanksweepError) as ctx:
                 wrong.list()
             self.assertEqual(ctx.exception.code, grpc.StatusCode.UNAUTHENTICATED)
+
+    def test_quarantine_is_for_admins(self):
+        admin = self.cluster.create_token("ops", "admin")
+        self.cluster.start(worker=False)
+        with ranksweep.Client(addr=self.cluster.addr, token=self.token) as alice:
+            with self.assertRaises(RanksweepError) as ctx:
+                alice.quarantine("w-any")
+            self.assertEqual(ctx.exception.code, grpc.StatusCode.PERMISSION_DENIED)
+        with ranksweep.Client(addr=self.cluster.addr, token=admin) as ops:
+            with self.assertRaises(RanksweepError) as ctx:
+                ops.quarantine("w-any")  # allowed; no such worker
+            self.assertEqual(ctx.exception.code, grpc.StatusCode.NOT_FOUND)
 
     def test_tls(self):
         # A self-signed certificate for 127.0.0.1 is its own CA (docs/SECURITY.md).

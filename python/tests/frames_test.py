@@ -62,7 +62,7 @@ def as_columns(rows):
                          worker_versions=[VERSION], devices=["", "cpu"],
                          facts_table=[pb.DatasetFacts(), FACTS])
     for i, r in enumerate(rows):
-        done = r.state == pb.CELL_STATE_DONE
+        done = r.state in (pb.CELL_STATE_DONE, pb.CELL_STATE_INVALID)
         c.cell_id.append(r.cell_id)
         c.head_index.append(r.head_index)
         c.rank.append(r.rank)
@@ -143,6 +143,29 @@ class ResultsFrameTest(unittest.TestCase):
         with self.assertRaises(RanksweepError) as ctx:
             frames.results_frame([reply])
         self.assertEqual(ctx.exception.code, grpc.StatusCode.INTERNAL)
+
+    def test_an_invalidated_row_keeps_its_metrics_and_note(self):
+        # What QueryResults state INVALID returns after a quarantine: the
+        # result as it was stored, who invalidated it in `failure`.
+        note = ("invalidated 2026-12-01T14:00:00Z by local: quarantine 1 of worker w-1")
+        rows = witness_rows()
+        bad = pb.ResultRow()
+        bad.CopyFrom(rows[0])
+        bad.state = pb.CELL_STATE_INVALID
+        bad.failure = note
+        for reply in (pb.QueryResultsResponse(rows=rows[:1] + [bad]),
+                      as_columns(rows[:1] + [bad])):
+            df = frames.results_frame([reply])
+            self.assertEqual({c: str(t) for c, t in df.dtypes.items()}, RESULT_DTYPES)
+            self.assertEqual(df["state"].tolist(), ["DONE", "INVALID"])
+            self.assertEqual(df["cell_id"].tolist(), [1, 1])
+            self.assertEqual(df["train_error"].tolist(), [0.25, 0.25])
+            self.assertEqual(df["train_sequences"].tolist(), [64, 64])
+            self.assertEqual(df["steps"].tolist(), [300, 300])
+            self.assertEqual(df["device"].tolist(), ["cpu", "cpu"])
+            self.assertEqual(df["rank_upper_bound"].tolist(), [4, 4])
+            self.assertEqual(df["failure"].tolist(), [None, note])
+            self.assertTrue(df["test_error"].isna().all())
 
     def test_test_split_values_are_kept(self):
         row = pb.ResultRow(

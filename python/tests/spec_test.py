@@ -55,7 +55,7 @@ class SpecTest(unittest.TestCase):
         self.assertEqual(p.seed_count, 3)
         self.assertEqual((p.train.lr, p.train.max_steps, p.train.eval_every,
                           p.train.early_stop_evals), (0.02, 600, 50, 1))
-        self.assertEqual(p.train.beta1, 0.0)  # unset: the default on the wire
+        self.assertFalse(p.train.HasField("beta1"))  # unset: absent, the default
         self.assertFalse(p.no_result_cache)
         self.assertEqual(p.mode, pb.SWEEP_MODE_UNSPECIFIED)
 
@@ -139,18 +139,46 @@ class SpecTest(unittest.TestCase):
         self.assertSpecError({"heads": [{"kind": "kernel", "rank": 4}]},
                              'unknown field "heads[0].rank"')
 
-    def test_a_zero_the_wire_cannot_carry_is_refused(self):
-        self.assertSpecError({"dataset": {"max_overlap": 0}},
-                             "dataset.max_overlap = 0 cannot be sent: the ranksweep.v1 protocol "
-                             "reads 0 as the default (4) (docs/PROTOCOL.md)")
-        self.assertSpecError({"train": {"lr": 0.0}},
-                             "train.lr = 0 cannot be sent: the ranksweep.v1 protocol reads 0 "
-                             "as the default (0.01) (docs/PROTOCOL.md)")
-        self.assertSpecError({"train": {"early_stop_evals": -1}},
-                             "train.early_stop_evals must be in 0..1000, got -1")
-        # Zero is fine where it is the default.
+    def test_an_explicit_zero_is_sent_with_presence(self):
+        p = spec_lib.to_proto({
+            "dataset": {"kind": "pool", "m": 0, "max_overlap": 0, "test_pool_share": 0,
+                        "hard_share": 0.0, "bernoulli_p": 0},
+            "heads": [{"kind": "multihead_kernel", "num_heads": 0, "relu_eps": 0}],
+            "train": {"lr": 0, "beta1": 0.0, "beta2": 0, "max_steps": 0, "eval_every": 0}})
+        # Every field with a non-zero default is `optional`: a 0 given is
+        # sent as 0 (the coordinator validates it), never as "absent".
+        for msg, fields in ((p.dataset, ("m", "max_overlap", "test_pool_share", "hard_share",
+                                         "bernoulli_p")),
+                            (p.heads[0], ("num_heads", "relu_eps")),
+                            (p.train, ("lr", "beta1", "beta2", "max_steps", "eval_every"))):
+            for f in fields:
+                self.assertTrue(msg.HasField(f), f)
+                self.assertEqual(getattr(msg, f), 0, f)
+        # It survives the wire: a parsed copy keeps the presence.
+        again = pb.SweepSpec.FromString(p.SerializeToString())
+        self.assertTrue(again.train.HasField("max_steps"))
+        self.assertTrue(again.dataset.HasField("hard_share"))
+        self.assertEqual((again.train.max_steps, again.dataset.hard_share), (0, 0.0))
+        # A key left out (or null) stays absent: the coordinator's default.
+        q = spec_lib.to_proto({"dataset": {"m": None}, "train": {"lr": 0.5}})
+        self.assertFalse(q.dataset.HasField("m"))
+        for f in ("beta1", "beta2", "max_steps", "eval_every"):
+            self.assertFalse(q.train.HasField(f), f)
+        self.assertTrue(q.train.HasField("lr"))
+        self.assertFalse(spec_lib.to_proto(DEMO).dataset.HasField("hard_share"))
+        # Zero is fine where it is the default, which needs no presence.
         self.assertEqual(spec_lib.to_proto({"dataset": {"num_queries": 0}}).dataset.num_queries,
                          0)
+
+    def test_early_stop_evals_keeps_its_own_wire_numbers(self):
+        # Spec 0 = never stop early: -1 on the wire, where 0 is the default.
+        self.assertEqual(spec_lib.to_proto({"train": {"early_stop_evals": 0}})
+                         .train.early_stop_evals, -1)
+        self.assertEqual(spec_lib.to_proto({"train": {"early_stop_evals": 7}})
+                         .train.early_stop_evals, 7)
+        # The CLI's validator's words (common/spec), as a submit of the CLI prints them.
+        self.assertSpecError({"train": {"early_stop_evals": -1}},
+                             "train.early_stop_evals must be in 0..1000, got -1")
 
     def test_yaml_errors_say_where(self):
         path = self.write("bad.yaml", "name: x\ndataset:\n  kind: witness\n  mm: 3\n")

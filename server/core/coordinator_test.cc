@@ -2170,6 +2170,7 @@ TEST_F(QuarantineTest, TakesBackAWorkersResultsAndTheirCopiesAndTrainsTheCellsAg
   ASSERT_EQ(rows->rows.size(), 2u);
   for (const ResultRow& r : rows->rows) {
     EXPECT_EQ(r.state, CellState::kInvalid);
+    EXPECT_EQ(r.head, "kernel/elu1");  // labelled, though stored by index
     EXPECT_EQ(r.worker_id, bad_);
     ASSERT_TRUE(r.result.has_value());
     EXPECT_EQ(r.result->train.error, 0.5);

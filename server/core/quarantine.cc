@@ -197,6 +197,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
 }
 
 absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,
+                             const std::vector<std::string>& head_labels,
                              const std::function<bool(int, int, uint64_t)>& keep,
                              int64_t page_size, int64_t after_id, RowSink& sink,
                              int64_t* next_after) {
@@ -225,6 +226,9 @@ absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,
     row.sweep_id = sweep_id;
     row.cell_id = q.ColumnInt(kCellId);
     row.state = CellState::kInvalid;
+    if (row.head_index >= 0 && row.head_index < static_cast<int>(head_labels.size())) {
+      row.head = head_labels[row.head_index];
+    }
     row.failure = absl::StrCat("invalidated ", FormatMs(q.ColumnInt(kInvalidMs)), " by ",
                                q.ColumnText(kInvalidBy), ": quarantine ",
                                q.ColumnInt(kQuarantineId), " of worker ", q.ColumnText(kWorkerId));

@@ -52,10 +52,13 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
 // The invalidated rows of `sweep_id` in the order they were invalidated,
 // from after `after_id` (an invalid_results id; 0 = from the start), that
 // `keep` accepts (head_index, rank, seed), to `sink`: at most `page_size`
-// (0 = all). Each row has state kInvalid, its result as it was stored, and
-// in `failure` who invalidated it and when. `*next_after` is set to the
-// id to continue after when more rows match, else 0.
+// (0 = all). Each row has state kInvalid, its result as it was stored, its
+// head labelled from `head_labels` (the sweep's, by head index: the stored
+// result keeps the index only) and in `failure` who invalidated it and
+// when. `*next_after` is set to the id to continue after when more rows
+// match, else 0.
 absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,
+                             const std::vector<std::string>& head_labels,
                              const std::function<bool(int, int, uint64_t)>& keep,
                              int64_t page_size, int64_t after_id, RowSink& sink,
                              int64_t* next_after);

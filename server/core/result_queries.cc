@@ -609,7 +609,7 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
             "state: invalid rows never count in groups; query them without group_by");
       }
       return ReadInvalidRows(
-          c, query.sweep_id,
+          c, query.sweep_id, labels,
           [&](int head_index, int rank, uint64_t seed) {
             return filter.Keeps(head_index, rank, seed);
           },

@@ -8,8 +8,9 @@ person sees: live progress reaching DONE on an open page (pushed by
 Server-Sent Events: the worker starts only after the page is open), the
 exact number of rows in the per-seed table, one plot line per head, a column
 that sorts on a click, filters and downloads, two sweeps overlaid on the
-compare page, the worker on the workers page. Screenshots of every page go
-to --out.
+compare page, the worker on the workers page, and after a quarantine of that
+worker the invalidated rows: out of the plot and the summary, listed (marked
+INVALID) only when asked for. Screenshots of every page go to --out.
 
 Exit codes: 0 pass, 1 fail, 77 skip (no Chromium or ChromeDriver installed).
 """
@@ -355,6 +356,52 @@ def main():
         check(cells["alive"] == "alive", str(cells))
         check(re.fullmatch(r"\d+ s ago", cells["last_seen"]) is not None, str(cells))
         shot("workers.png")
+
+        # ---- a quarantine of that worker (stopped first, so its cells stay
+        # pending): the second sweep's rows leave the plot and the summary;
+        # the table lists them, marked INVALID, only when asked to.
+        check(worker.stop() == 0, f"worker exited {worker.p.returncode} after SIGTERM")
+        r = cli("workers", "quarantine", cells["id"])
+        check(r.returncode == 0 and f": {CELLS_A + CELLS_B} results" in r.stdout,
+              f"quarantine: {r.stdout} {r.stderr}")
+        open_page(f"#/sweep/{sweep_b}")
+        check(driver.find_element(By.ID, "progress").get_attribute("data-state") == "RUNNING",
+              "the sweep is not running again")
+        check(not driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr"), "invalid rows listed unasked")
+        check(driver.find_element(By.ID, "row-count").text == f"0 of 0 rows ({CELLS_B} invalid not shown)",
+              driver.find_element(By.ID, "row-count").text)
+        check(not driver.find_elements(By.CSS_SELECTOR, "#plot .point"), "an invalid result is plotted")
+        check(driver.find_element(By.ID, "theory").text == "theory: no cell done yet",
+              driver.find_element(By.ID, "theory").text)
+        group_n = [r.find_elements(By.CSS_SELECTOR, "td")[2].text
+                   for r in driver.find_elements(By.CSS_SELECTOR, "#groups tbody tr")]
+        check(group_n == ["0/2", "0/2"], f"summary groups n: {group_n}")
+        driver.find_element(By.ID, "filter-invalid").click()
+        invalid_rows = driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")
+        check(len(invalid_rows) == CELLS_B and all(r.get_attribute("class") == "invalid" for r in invalid_rows),
+              f"{len(invalid_rows)} invalid rows, want {CELLS_B}")
+        keys = [c.get_attribute("data-key") for c in driver.find_elements(By.CSS_SELECTOR, "#rows thead th")]
+        for row in invalid_rows:
+            tds = row.find_elements(By.CSS_SELECTOR, "td")
+            check(tds[keys.index("state")].text == "INVALID", row.text)
+            check(tds[keys.index("head")].text == "kernel/relu_eps", row.text)
+            check(re.fullmatch(rf"invalidated \S+ by local: quarantine 1 of worker {re.escape(cells['id'])}",
+                               tds[keys.index("failure")].text) is not None, row.text)
+        check(driver.find_element(By.ID, "row-count").text == f"{CELLS_B} of {CELLS_B} rows ({CELLS_B} invalid)",
+              driver.find_element(By.ID, "row-count").text)
+        check(not driver.find_elements(By.CSS_SELECTOR, "#plot .point"), "an invalid result is plotted")
+        href = driver.find_element(By.ID, "download-csv").get_attribute("href")
+        status, _, body = http_get(href)
+        csv_rows = list(csv.DictReader(io.StringIO(body)))
+        check(status == 200 and [(r["head"], r["state"]) for r in csv_rows] ==
+              [("kernel/relu_eps", "INVALID")] * CELLS_B,
+              f"CSV download with invalid rows: {status} {body}")
+        shot("sweep-invalid.png")
+        driver.find_element(By.ID, "filter-invalid").click()
+        status, _, body = http_get(driver.find_element(By.ID, "download-csv").get_attribute("href"))
+        check(status == 200 and not list(csv.DictReader(io.StringIO(body))),
+              f"CSV download without invalid rows: {body}")
+        open_page("#/workers")  # leave the live page
 
         # The pages ran without a script error or a blocked resource.
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]

@@ -96,10 +96,12 @@ function errorCard(err) {
 }
 
 // A table whose columns sort on a click of their header. columns:
-// [{key, label, num, value(row) -> sort key, cell(row) -> node or text}].
+// [{key, label, num, wrap, value(row) -> sort key, cell(row) -> node or text}];
+// rowClass(row) -> a class for the row's <tr>, or null.
 class SortableTable {
-  constructor(id, columns) {
+  constructor(id, columns, rowClass) {
     this.columns = columns;
+    this.rowClass = rowClass || (() => null);
     this.rows = [];
     this.sortKey = null;
     this.sortDir = 1;
@@ -146,10 +148,10 @@ class SortableTable {
     const rows = this.sorted();
     this.table.dataset.hidden = Math.max(0, rows.length - MAX_TABLE_ROWS);
     for (const row of rows.slice(0, MAX_TABLE_ROWS)) {
-      const tr = el('tr');
+      const tr = el('tr', {class: this.rowClass(row)});
       for (const col of this.columns) {
         const content = col.cell ? col.cell(row) : fmtNum(row[col.key]);
-        tr.append(el('td', {class: col.num ? 'num' : null}, content));
+        tr.append(el('td', {class: col.num ? 'num' : (col.wrap ? 'wrap' : null)}, content));
       }
       body.append(tr);
     }
@@ -266,6 +268,8 @@ function renderPlot(series, bounds, opts) {
 
 // The series of one sweep for renderPlot: per head, train (and test when the
 // dataset has a test split), means from the summary, points from the rows.
+// Rows a quarantine invalidated (state INVALID) are never drawn, as the
+// summary never counts them.
 function sweepSeries(sweep, summary, rows, colorOffset, labelPrefix) {
   const series = [];
   const splits = sweep.has_test_split ? ['train', 'test'] : ['train'];
@@ -275,7 +279,7 @@ function sweepSeries(sweep, summary, rows, colorOffset, labelPrefix) {
       const key = `${split}_error`;
       const means = h.groups.filter(g => g[key] !== null)
           .map(g => ({rank: g.rank, mean: g[key].mean, ci95: g[key].ci95}));
-      const points = rows.filter(r => r.head_index === h.head_index && r[key] !== null)
+      const points = rows.filter(r => r.head_index === h.head_index && r.state !== 'INVALID' && r[key] !== null)
           .map(r => ({rank: r.rank, seed: r.seed, value: r[key]}));
       series.push({label: (labelPrefix || '') + h.head, color, split, hasRank: h.has_rank, means, points});
     }
@@ -354,6 +358,11 @@ pages.sweep = async (main, id) => {
   const stateSelect = el('select', {id: 'filter-state'}, el('option', {value: ''}, 'done and failed'),
                          el('option', {value: 'DONE'}, 'done'), el('option', {value: 'FAILED'}, 'failed'));
   const textFilter = el('input', {id: 'filter-text', type: 'search', placeholder: 'filter: any cell contains…'});
+  // Rows a quarantine invalidated: listed on request, never in the plot or
+  // the summary; the downloads follow the toggle.
+  const invalidToggle = el('input', {id: 'filter-invalid', type: 'checkbox'});
+  const invalidLabel = el('label', {class: 'toggle', title: 'results a quarantine invalidated: listed here, never in the plot or the summary'},
+                          invalidToggle, ' include invalid');
   const csv = el('a', {id: 'download-csv', class: 'button', download: true}, 'CSV');
   const json = el('a', {id: 'download-json', class: 'button', download: true}, 'JSON');
   const count = el('span', {id: 'row-count', class: 'muted'});
@@ -369,28 +378,37 @@ pages.sweep = async (main, id) => {
     {key: 'steps', label: 'Steps', num: true},
     {key: 'wall_seconds', label: 'Seconds', num: true},
     {key: 'worker_id', label: 'Worker', cell: r => r.cached ? 'cache' : r.worker_id},
+    // A failed cell's reason; for an INVALID row, who invalidated it and when.
+    {key: 'failure', label: 'Note', wrap: true, cell: r => r.failure ? el('span', {class: 'muted'}, r.failure) : '–'},
   ];
   // Without a test split every test error is missing: no column for it.
   if (!sweep.has_test_split) columns.splice(columns.findIndex(c => c.key === 'test_error'), 1);
-  const rowsTable = new SortableTable('rows', columns);
-  let rows = [];
+  const rowsTable = new SortableTable('rows', columns, r => r.state === 'INVALID' ? 'invalid' : null);
+  let rows = [];  // with the invalid ones, which come last
   const applyFilters = () => {
     const head = headSelect.value, state = stateSelect.value, text = textFilter.value.trim().toLowerCase();
-    const shown = rows.filter(r => (!head || r.head === head) && (!state || r.state === state) &&
+    const withInvalid = invalidToggle.checked;
+    const invalid = rows.filter(r => r.state === 'INVALID').length;
+    const listed = withInvalid ? rows : rows.filter(r => r.state !== 'INVALID');
+    // The state filter keeps the invalid rows, as the downloads (and the
+    // CLI's --state with --include-invalid) do.
+    const shown = listed.filter(r => (!head || r.head === head) && (!state || r.state === state || r.state === 'INVALID') &&
         (!text || columns.some(c => String(r[c.key] ?? '').toLowerCase().includes(text))));
     rowsTable.setRows(shown);
-    count.textContent = `${shown.length} of ${rows.length} rows` +
+    count.textContent = `${shown.length} of ${listed.length} rows` +
+        (invalid ? (withInvalid ? ` (${invalid} invalid)` : ` (${invalid} invalid not shown)`) : '') +
         (shown.length > MAX_TABLE_ROWS ? ` (the first ${MAX_TABLE_ROWS} shown; sort, filter or download for the rest)` : '');
     const q = new URLSearchParams();
     if (head) q.set('head', head);
     if (state) q.set('state', state.toLowerCase());
+    if (withInvalid) q.set('include_invalid', 'true');
     q.set('format', 'csv'); csv.href = `/api/sweeps/${id}/results?${q}`;
     q.set('format', 'json'); json.href = `/api/sweeps/${id}/results?${q}`;
   };
-  for (const f of [headSelect, stateSelect]) f.addEventListener('change', applyFilters);
+  for (const f of [headSelect, stateSelect, invalidToggle]) f.addEventListener('change', applyFilters);
   textFilter.addEventListener('input', applyFilters);
   const tableCard = el('div', {class: 'card'}, el('h2', {}, 'Per-seed results'),
-                       el('div', {class: 'filters'}, headSelect, stateSelect, textFilter, count,
+                       el('div', {class: 'filters'}, headSelect, stateSelect, textFilter, invalidLabel, count,
                           el('span', {class: 'right'}, 'Download ', csv, ' ', json)),
                        el('div', {class: 'scroll'}, rowsTable.table));
   main.append(header, el('div', {class: 'card'}, el('h2', {}, 'Progress'), progress, events),
@@ -452,7 +470,8 @@ pages.sweep = async (main, id) => {
   let left = false;  // the page was left: late loads draw nothing
   onLeave(() => { left = true; });
   const loadResults = async () => {
-    const [summary, newRows] = await Promise.all([api(`/api/sweeps/${id}/summary`), api(`/api/sweeps/${id}/results`)]);
+    const [summary, newRows] = await Promise.all([api(`/api/sweeps/${id}/summary`),
+                                                  api(`/api/sweeps/${id}/results?include_invalid=true`)]);
     if (left) return;
     rows = newRows;
     applyFilters();
