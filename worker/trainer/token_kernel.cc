@@ -57,6 +57,16 @@ RANKSWEEP_INLINE void Axpy(float alpha, const float* __restrict x, float* __rest
 // (the sequences of the OOD sweeps have three tokens).
 RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int64_t r, float* a) {
   constexpr int kLanes = 16;
+  if (r < kLanes) {  // low ranks: no vector accumulators to set up and reduce
+    for (int ij = 0; ij < 9; ++ij) {
+      const float* qi = q + (ij / 3) * stride;
+      const float* kj = k + (ij % 3) * stride;
+      float sum = 0;
+      for (int64_t t = 0; t < r; ++t) sum += qi[t] * kj[t];
+      a[ij] = sum;
+    }
+    return;
+  }
   float acc[9][kLanes] = {};
   int64_t c = 0;
   for (; c + kLanes <= r; c += kLanes) {
@@ -70,8 +80,11 @@ RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int6
   }
   for (int ij = 0; ij < 9; ++ij) {
     const int i = ij / 3, j = ij % 3;
-    float sum = 0;
-    for (int l = 0; l < kLanes; ++l) sum += acc[ij][l];
+    float* v = acc[ij];
+    for (int width = kLanes / 2; width >= 1; width /= 2) {  // a tree, not 15 dependent adds
+      for (int l = 0; l < width; ++l) v[l] += v[l + width];
+    }
+    float sum = v[0];
     for (int64_t t = c; t < r; ++t) sum += q[i * stride + t] * k[j * stride + t];
     a[ij] = sum;
   }
@@ -233,8 +246,7 @@ Features Maps(const Problem& p, int64_t seed, int64_t t0, int64_t tb, Scratch& s
 // Attention and readout of one sequence (rows r0 .. r0+n-1 of the block):
 // fills sc.a (scores or kernel values), sc.wts (softmax weights), sc.den,
 // sc.num, sc.y, and writes the readouts when out is given.
-RANKSWEEP_VECTOR_CLONES
-void SequenceForward(const Problem& p, int64_t seed, const Features& fe, const float* z,
+RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const Features& fe, const float* z,
                      int64_t r0, Scratch& sc, float* out) {
   const int64_t n = p.n, dv = p.shape.dv, r = p.shape.score, kk = p.shape.k;
   const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
@@ -290,8 +302,7 @@ void SequenceForward(const Problem& p, int64_t seed, const Features& fe, const f
 // Map gradients of one sequence into gz (zeroed rows of the block) from the
 // readouts' gradient go [n * k]; returns the sequence's share of
 // d loss / d inv_tau (softmax).
-RANKSWEEP_VECTOR_CLONES
-float SequenceBackward(const Problem& p, int64_t seed, const Features& fe, const float* z,
+RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Features& fe, const float* z,
                        int64_t r0, Scratch& sc, const float* go, float* gz) {
   const int64_t n = p.n, dv = p.shape.dv, r = p.shape.score, kk = p.shape.k;
   const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
@@ -347,6 +358,58 @@ float SequenceBackward(const Problem& p, int64_t seed, const Features& fe, const
     }
   }
   return gt;
+}
+
+// Readouts of the block's nq sequences into out (k per position). One call
+// per block: the sequence loops inline into each instruction-set clone.
+RANKSWEEP_VECTOR_CLONES
+void BlockForward(const Problem& p, int64_t seed, const Features& fe, const float* z, int64_t nq,
+                  Scratch& sc, float* out) {
+  for (int64_t q = 0; q < nq; ++q) {
+    SequenceForward(p, seed, fe, z, q * p.n, sc, out + q * p.n * p.shape.k);
+  }
+}
+
+// Where the readouts' gradient comes from: given per position ([S, T, k]),
+// or formed from the squared error against targets ([S or 1, T]) with a
+// weight per position in the sequence ([n]), whose loss is summed too.
+struct GradSource {
+  const float* gout = nullptr;
+  const float* targets = nullptr;
+  int64_t targets_seed_stride = 0;  // 0: the same targets for every seed
+  const float* weight = nullptr;
+};
+
+// The map gradients of the block's nq sequences (positions t0 ..) into gz;
+// adds the block's share of d loss / d inv_tau to *gt and, for the squared
+// error, its loss to *loss.
+RANKSWEEP_VECTOR_CLONES
+void BlockBackward(const Problem& p, int64_t seed, const Features& fe, const float* z,
+                   int64_t t0, int64_t nq, const GradSource& src, Scratch& sc, float* gz,
+                   float* gt, double* loss) {
+  float gt_sum = 0;
+  double loss_sum = 0;
+  float* out = sc.out.data();
+  float* go = sc.go.data();
+  for (int64_t q = 0; q < nq; ++q) {
+    const int64_t t = t0 + q * p.n;  // the sequence's first position
+    if (src.gout != nullptr) {
+      SequenceForward(p, seed, fe, z, q * p.n, sc, nullptr);
+      gt_sum += SequenceBackward(p, seed, fe, z, q * p.n, sc,
+                                 src.gout + (seed * p.t + t) * p.shape.k, gz);
+      continue;
+    }
+    SequenceForward(p, seed, fe, z, q * p.n, sc, out);
+    const float* target = src.targets + seed * src.targets_seed_stride + t;
+    for (int64_t i = 0; i < p.n; ++i) {
+      const float d = out[i] - target[i];
+      loss_sum += static_cast<double>(src.weight[i]) * d * d;
+      go[i] = 2.0f * src.weight[i] * d;
+    }
+    gt_sum += SequenceBackward(p, seed, fe, z, q * p.n, sc, go, gz);
+  }
+  *gt += gt_sum;
+  *loss += loss_sum;
 }
 
 // The feature map's derivative on the query/key columns of the block's gz.
@@ -416,23 +479,11 @@ torch::Tensor RunForward(const Problem& p) {
   ForEachBlock(p, MakePlan(p), [&](int64_t seed, int64_t q0, int64_t nq, Scratch& sc, int64_t) {
     const int64_t t0 = q0 * p.n, tb = nq * p.n;
     const Features fe = Maps(p, seed, t0, tb, sc);
-    const float* z = sc.z.data_ptr<float>();
-    for (int64_t q = 0; q < nq; ++q) {
-      SequenceForward(p, seed, fe, z, q * p.n, sc, o + (seed * p.t + t0 + q * p.n) * p.shape.k);
-    }
+    BlockForward(p, seed, fe, sc.z.data_ptr<float>(), nq, sc,
+                 o + (seed * p.t + t0) * p.shape.k);
   });
   return out;
 }
-
-// Where the readouts' gradient comes from: given per position ([S, T, k]),
-// or formed from the squared error against targets ([S or 1, T]) with a
-// weight per position in the sequence ([n]), whose loss is summed too.
-struct GradSource {
-  const float* gout = nullptr;
-  const float* targets = nullptr;
-  int64_t targets_seed_stride = 0;  // 0: the same targets for every seed
-  const float* weight = nullptr;
-};
 
 struct Gradients {
   torch::Tensor w, inv_tau, loss;  // [S, m+1, F], [S], [] (squared error only)
@@ -454,29 +505,7 @@ Gradients RunBackward(const Problem& p, const GradSource& src) {
     torch::Tensor gzb = sc.gz.narrow(0, 0, tb);
     float* gz = gzb.data_ptr<float>();
     std::memset(gz, 0, sizeof(float) * tb * p.f);
-    float gt_sum = 0;
-    double loss_sum = 0;
-    float* out = sc.out.data();
-    float* go = sc.go.data();
-    for (int64_t q = 0; q < nq; ++q) {
-      const int64_t t = t0 + q * p.n;  // the sequence's first position
-      if (src.gout != nullptr) {
-        SequenceForward(p, seed, fe, z, q * p.n, sc, nullptr);
-        gt_sum += SequenceBackward(p, seed, fe, z, q * p.n, sc,
-                                   src.gout + (seed * p.t + t) * p.shape.k, gz);
-        continue;
-      }
-      SequenceForward(p, seed, fe, z, q * p.n, sc, out);
-      const float* target = src.targets + seed * src.targets_seed_stride + t;
-      for (int64_t i = 0; i < p.n; ++i) {
-        const float d = out[i] - target[i];
-        loss_sum += static_cast<double>(src.weight[i]) * d * d;
-        go[i] = 2.0f * src.weight[i] * d;
-      }
-      gt_sum += SequenceBackward(p, seed, fe, z, q * p.n, sc, go, gz);
-    }
-    gtp[item] += gt_sum;
-    lossp[item] += loss_sum;
+    BlockBackward(p, seed, fe, z, t0, nq, src, sc, gz, gtp + item, lossp + item);
     FeatureMapBackward(p, sc, tb, gz);
     torch::Tensor acc = gw[seed][item % plan.chunks];
     const torch::Tensor xa = p.xa[p.shared_tokens ? 0 : seed].narrow(0, t0, tb);
