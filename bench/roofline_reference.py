@@ -32,45 +32,13 @@ import time
 
 import torch
 
-MASK64 = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
-STREAM_INIT = 2
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in bench/ from the import below
+# The trainer's SplitMix64 streams, as the per-seed reference replays them.
+from train_reference import STREAM_INIT, SplitMix64  # noqa: E402
+
 STREAM_BATCHES = 3
-
-
-class SplitMix64:
-    """worker/trainer/rng.h's Rng."""
-
-    def __init__(self, state):
-        self.state = state & MASK64
-
-    @classmethod
-    def for_stream(cls, seed, tag):
-        mixer = cls(seed ^ ((tag * GOLDEN) & MASK64))
-        mixer.next()
-        return cls(mixer.next() ^ tag)
-
-    def next(self):
-        self.state = (self.state + GOLDEN) & MASK64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        return z ^ (z >> 31)
-
-    def uniform(self):
-        return (self.next() >> 11) * 2.0**-53
-
-    def below(self, n):
-        limit = MASK64 - MASK64 % n
-        while True:
-            x = self.next()
-            if x < limit:
-                return x % n
-
-    def shuffle(self, v):
-        for i in range(len(v), 1, -1):
-            j = self.below(i)
-            v[i - 1], v[j] = v[j], v[i - 1]
 
 
 def draw(rngs, rows, cols, bound):

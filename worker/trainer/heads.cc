@@ -302,7 +302,8 @@ bool AttentionHeadImpl::UsesTokenKernel(const torch::Tensor& table, int64_t n) c
          n <= kShortAttentionMaxLen && TokenKernelShapeOf(&shape);
 }
 
-bool AttentionHeadImpl::FusedByDefault(const torch::Tensor& table, const torch::Tensor& idx) const {
+bool AttentionHeadImpl::FusedByDefault(const torch::Tensor& table,
+                                       const torch::Tensor& idx) const {
   const int64_t d = table.size(0), b = idx.size(1), n = idx.size(2);
   return UsesTokenKernel(table, n) && (2 * d > b * n || !UsesPairs(d, b, n));
 }
@@ -321,7 +322,8 @@ torch::Tensor AttentionHeadImpl::IndexedMseLoss(const torch::Tensor& table,
                             weight);
 }
 
-torch::Tensor AttentionHeadImpl::FusedForward(const torch::Tensor& table, const torch::Tensor& idx) {
+torch::Tensor AttentionHeadImpl::FusedForward(const torch::Tensor& table,
+                                              const torch::Tensor& idx) {
   TokenKernelShape shape;
   TORCH_CHECK(UsesTokenKernel(table, idx.size(2)) && TokenKernelShapeOf(&shape),
               "ForwardIndexed: the fused path does not apply to this head or table");

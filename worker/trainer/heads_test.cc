@@ -475,6 +475,23 @@ TEST(ShortAttentionTest, HeadsAgreeOnEitherPath) {
   }
 }
 
+// Each of `fused` (output or loss, then every parameter gradient) as close
+// to `want` (the unfused head in double) as the unfused head in float is,
+// within rounding.
+void ExpectAsCloseAsUnfused(const std::vector<torch::Tensor>& want,
+                            const std::vector<torch::Tensor>& unfused,
+                            const std::vector<torch::Tensor>& fused, const std::string& what) {
+  ASSERT_EQ(fused.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(fused[i].sizes(), want[i].sizes()) << what << " tensor " << i;
+    const double scale = std::max(1.0, want[i].abs().max().item<double>());
+    const double unfused_error = (unfused[i] - want[i]).abs().max().item<double>();
+    EXPECT_LE((fused[i] - want[i]).abs().max().item<double>(),
+              std::max(4 * unfused_error, 1e-5 * scale))
+        << what << " tensor " << i << " (0 = output or loss)";
+  }
+}
+
 // The fused CPU head (token_kernel.h) against the unfused head in double,
 // output and every parameter gradient: as close as the unfused head in
 // float is, within rounding. Rank 200 makes several blocks per seed, one
@@ -541,19 +558,10 @@ TEST(TokenKernelTest, FusedPathMatchesTheUnfusedHeadInDouble) {
       const std::vector<torch::Tensor> want = run(torch::kFloat64, false);
       const std::vector<torch::Tensor> unfused = run(torch::kFloat32, false);
       ASSERT_TRUE(head->UsesTokenKernel(ti.table, n));
-      const std::vector<torch::Tensor> fused = run(torch::kFloat32, true);
-      ASSERT_EQ(fused.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i) {
-        const std::string what = absl::StrCat("kind ", Name(c.kind), " map ", Name(c.map),
-                                              " rank ", c.rank, " out ", c.out_dim, " seeds ",
-                                              s, " shared ", shared, " tensor ", i);
-        ASSERT_EQ(fused[i].sizes(), want[i].sizes()) << what;
-        const double scale = std::max(1.0, want[i].abs().max().item<double>());
-        const double unfused_error = (unfused[i] - want[i]).abs().max().item<double>();
-        EXPECT_LE((fused[i] - want[i]).abs().max().item<double>(),
-                  std::max(4 * unfused_error, 1e-5 * scale))
-            << what;
-      }
+      ExpectAsCloseAsUnfused(want, unfused, run(torch::kFloat32, true),
+                             absl::StrCat("kind ", Name(c.kind), " map ", Name(c.map), " rank ",
+                                          c.rank, " out ", c.out_dim, " seeds ", s, " shared ",
+                                          shared));
     }
   }
   at::set_num_threads(threads);
@@ -601,16 +609,8 @@ TEST(TokenKernelTest, OnePassMseLossMatchesTheUnfusedLossInDouble) {
       };
       const std::vector<torch::Tensor> want = run(torch::kFloat64, false);
       const std::vector<torch::Tensor> unfused = run(torch::kFloat32, false);
-      const std::vector<torch::Tensor> fused = run(torch::kFloat32, true);
-      ASSERT_EQ(fused.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i) {
-        const double scale = std::max(1.0, want[i].abs().max().item<double>());
-        const double unfused_error = (unfused[i] - want[i]).abs().max().item<double>();
-        EXPECT_LE((fused[i] - want[i]).abs().max().item<double>(),
-                  std::max(4 * unfused_error, 1e-5 * scale))
-            << "kind " << Name(kind) << " shared " << shared << " tensor " << i
-            << " (0 = loss)";
-      }
+      ExpectAsCloseAsUnfused(want, unfused, run(torch::kFloat32, true),
+                             absl::StrCat("kind ", Name(kind), " shared ", shared));
     }
   }
   // Cross-entropy readouts (out_dim > 1) are not this path's.

@@ -8,6 +8,8 @@
 #include <limits>
 #include <vector>
 
+#include "worker/trainer/loop_math.h"
+
 namespace ranksweep::trainer {
 namespace {
 
@@ -25,37 +27,21 @@ using Shape = TokenKernelShape;
 #define RANKSWEEP_VECTOR_CLONES
 #endif
 
-// The floor of the nonnegative quotient's denominator, as in the unfused head.
-constexpr float kDenFloor = 1e-30f;
 // Floats of one block's maps (~384 KB): the block's maps, features and map
 // gradient together stay within a core's L2 cache.
 constexpr int64_t kBlockFloats = 96 * 1024;
 
-// The helpers are inlined into the multiversioned loops below, so that each
-// clone gets them compiled for its instruction set.
-#define RANKSWEEP_INLINE inline __attribute__((always_inline))
-
-// Eight partial sums, so that the compiler can keep them in vector registers.
-RANKSWEEP_INLINE float Dot(const float* a, const float* b, int64_t len) {
-  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t k = 0;
-  for (; k + 8 <= len; k += 8) {
-    for (int l = 0; l < 8; ++l) p[l] += a[k + l] * b[k + l];
-  }
-  float tail = 0;
-  for (; k < len; ++k) tail += a[k] * b[k];
-  return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7])) + tail;
-}
-
-RANKSWEEP_INLINE void Axpy(float alpha, const float* __restrict x, float* __restrict y, int64_t len) {
-  for (int64_t k = 0; k < len; ++k) y[k] += alpha * x[k];
-}
+using loops::Axpy;
+using loops::Dot;
+using loops::Quotient;
+using loops::QuotientOf;
 
 // a[i * 3 + j] = <q_i, k_j> for a sequence of three tokens, rows `stride`
 // floats apart: the nine dot products in one pass over the features, nine
 // independent vector accumulators instead of nine dependent reductions
 // (the sequences of the OOD sweeps have three tokens).
-RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int64_t r, float* a) {
+RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int64_t r,
+                             float* a) {
   constexpr int kLanes = 16;
   if (r < kLanes) {  // low ranks: no vector accumulators to set up and reduce
     for (int ij = 0; ij < 9; ++ij) {
@@ -88,19 +74,6 @@ RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int6
     for (int64_t t = c; t < r; ++t) sum += q[i * stride + t] * k[j * stride + t];
     a[ij] = sum;
   }
-}
-
-struct Quotient {
-  float c, dc;
-};
-
-inline Quotient QuotientOf(float den, float delta2) {
-  if (delta2 > 0) {
-    const float q = den * den + delta2;
-    return {den / q, (delta2 - den * den) / q / q};
-  }
-  if (den > kDenFloor) return {1.0f / den, -1.0f / (den * den)};
-  return {1.0f / kDenFloor, 0.0f};  // clamped: no gradient through den
 }
 
 // Everything one call shares, read-only.
@@ -246,8 +219,8 @@ Features Maps(const Problem& p, int64_t seed, int64_t t0, int64_t tb, Scratch& s
 // Attention and readout of one sequence (rows r0 .. r0+n-1 of the block):
 // fills sc.a (scores or kernel values), sc.wts (softmax weights), sc.den,
 // sc.num, sc.y, and writes the readouts when out is given.
-RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const Features& fe, const float* z,
-                     int64_t r0, Scratch& sc, float* out) {
+RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const Features& fe,
+                                      const float* z, int64_t r0, Scratch& sc, float* out) {
   const int64_t n = p.n, dv = p.shape.dv, r = p.shape.score, kk = p.shape.k;
   const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
   const float tau = softmax ? p.inv_tau[seed] : 0.0f;
@@ -302,8 +275,9 @@ RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const Feat
 // Map gradients of one sequence into gz (zeroed rows of the block) from the
 // readouts' gradient go [n * k]; returns the sequence's share of
 // d loss / d inv_tau (softmax).
-RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Features& fe, const float* z,
-                       int64_t r0, Scratch& sc, const float* go, float* gz) {
+RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Features& fe,
+                                        const float* z, int64_t r0, Scratch& sc, const float* go,
+                                        float* gz) {
   const int64_t n = p.n, dv = p.shape.dv, r = p.shape.score, kk = p.shape.k;
   const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
   const float tau = softmax ? p.inv_tau[seed] : 0.0f;
