@@ -35,7 +35,8 @@ import torch
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in bench/ from the import below
-# The trainer's SplitMix64 streams, as the per-seed reference replays them.
+# The per-seed reference's replay of the trainer's SplitMix64 streams and data.
+import train_reference  # noqa: E402
 from train_reference import STREAM_INIT, SplitMix64  # noqa: E402
 
 STREAM_BATCHES = 3
@@ -110,18 +111,9 @@ class Batched(torch.nn.Module):
 
 
 def load(path):
-    with open(path) as f:
-        d = json.load(f)
-    m = d["m"]
-    tokens = torch.tensor(d["train"]["tokens"], dtype=torch.int64)
-    x = ((tokens.unsqueeze(-1) >> torch.arange(m)) & 1).float()
-    xa = torch.cat([x, torch.ones_like(x[..., :1])], -1)  # [B, N, m+1]
-    t = torch.tensor(d["train"]["targets"], dtype=torch.float32)
-    scored = torch.ones(d["seq_len"])
-    if d["final_query_only"]:
-        scored.zero_()
-        scored[-1] = 1
-    return m, xa, t, scored
+    """train_reference.load with a ones column: xa [B, N, m+1]."""
+    m, x, t, scored = train_reference.load(path)
+    return m, torch.cat([x, torch.ones_like(x[..., :1])], -1), t, scored
 
 
 def evaluate(model, xa, t, scored, chunk=4096):

@@ -475,6 +475,23 @@ TEST(ShortAttentionTest, HeadsAgreeOnEitherPath) {
   }
 }
 
+// A minibatch of the sequences of `ti`: the same for every seed (shared)
+// or drawn per seed, as indices [1 or S, B, N] and tokens [S, B, N, m].
+struct Minibatch {
+  torch::Tensor idx, x;
+};
+Minibatch MinibatchOf(const TokenIndex& ti, bool shared, int64_t s) {
+  const int64_t b = ti.index.size(0), n = ti.index.size(1), m = ti.table.size(1);
+  Minibatch mb;
+  mb.idx = shared ? ti.index.unsqueeze(0)
+                  : ti.index.index_select(0, torch::randint(0, b, {s * b}).to(torch::kLong))
+                        .view({s, b, n});
+  mb.x = ti.table.index_select(0, mb.idx.reshape({-1}))
+             .view({mb.idx.size(0), b, n, m})
+             .expand({s, b, n, m});
+  return mb;
+}
+
 // Each of `fused` (output or loss, then every parameter gradient) as close
 // to `want` (the unfused head in double) as the unfused head in float is,
 // within rounding.
@@ -530,13 +547,9 @@ TEST(TokenKernelTest, FusedPathMatchesTheUnfusedHeadInDouble) {
     for (int s = 0; s < c.seeds; ++s) seeds.push_back(20 + s);
     const int64_t s = c.seeds;
     for (bool shared : {true, false}) {
-      const torch::Tensor idx =
-          shared ? ti.index.unsqueeze(0)
-                 : ti.index.index_select(0, torch::randint(0, b, {s * b}).to(torch::kLong))
-                       .view({s, b, n});
-      const torch::Tensor x = ti.table.index_select(0, idx.reshape({-1}))
-                                  .view({idx.size(0), b, n, m})
-                                  .expand({s, b, n, m});
+      const Minibatch mb = MinibatchOf(ti, shared, s);
+      const torch::Tensor& idx = mb.idx;
+      const torch::Tensor& x = mb.x;
       const torch::Tensor weight = torch::randn({s, b, n, c.out_dim}, torch::kFloat64);
       auto head = MakeHead(config, seeds);
       if (c.kind == HeadKind::kSoftmax) {  // sharper than at the start of training
@@ -581,13 +594,9 @@ TEST(TokenKernelTest, OnePassMseLossMatchesTheUnfusedLossInDouble) {
     for (bool shared : {true, false}) {
       HeadConfig config = Config(kind, FeatureMap::kEluPlusOne, 150);
       config.hidden = {};
-      const torch::Tensor idx =
-          shared ? ti.index.unsqueeze(0)
-                 : ti.index.index_select(0, torch::randint(0, b, {s * b}).to(torch::kLong))
-                       .view({s, b, n});
-      const torch::Tensor x = ti.table.index_select(0, idx.reshape({-1}))
-                                  .view({idx.size(0), b, n, m})
-                                  .expand({s, b, n, m});
+      const Minibatch mb = MinibatchOf(ti, shared, s);
+      const torch::Tensor& idx = mb.idx;
+      const torch::Tensor& x = mb.x;
       const torch::Tensor targets = torch::randint(0, 4, {idx.size(0), b, n}).to(torch::kFloat32);
       const torch::Tensor weight = torch::tensor({0.0f, 0.5f, 1.5f}) / static_cast<float>(b);
       auto head = MakeHead(config, {30, 31, 32});
