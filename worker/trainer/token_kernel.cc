@@ -147,8 +147,9 @@ struct Features {
 };
 
 // e^x for x <= 0 (Cephes' expf: range reduction by ln 2 in two parts, a
-// degree-6 polynomial, the exponent set by integer arithmetic), within
-// 2 ulp of std::exp, 0 below -87. Branch-free, so the loop that calls it
+// degree-6 polynomial, the exponent set by integer arithmetic): within
+// 1.02 ulp of e^x on [-87, 0] (checked against the double exp, with and
+// without FMA contraction), 0 below -87 where e^x < 1.7e-38. Branch-free, so the loop that calls it
 // vectorizes: LibTorch's exp (Sleef, 8 lanes, one call per block) was a
 // fifth of the training step.
 RANKSWEEP_INLINE float ExpNonPositive(float x) {
