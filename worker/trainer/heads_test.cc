@@ -583,16 +583,19 @@ TEST(TokenKernelTest, FusedPathMatchesTheUnfusedHeadInDouble) {
 // The one-pass training loss (IndexedMseLoss) against the loss formed from
 // the unfused head's readouts in double: value and every parameter
 // gradient, as close as the unfused head in float is. Per-seed and shared
-// targets; a weight that scores only the last position.
+// targets; a weight that leaves the first position unscored; ranks below
+// and above one vector of features.
 TEST(TokenKernelTest, OnePassMseLossMatchesTheUnfusedLossInDouble) {
   torch::manual_seed(9);
   const int64_t b = 120, n = 3, m = 5, s = 3;
   std::vector<uint64_t> tokens;
   for (int64_t i = 0; i < b * n; ++i) tokens.push_back(static_cast<uint64_t>(i * 7 % 32));
   const TokenIndex ti = IndexTokens(tokens, b, n, m, torch::kCPU);
-  for (HeadKind kind : {HeadKind::kKernel, HeadKind::kSoftmax}) {
+  for (auto [kind, rank] : {std::pair{HeadKind::kKernel, 150}, std::pair{HeadKind::kKernel, 4},
+                            std::pair{HeadKind::kSignedKernel, 20},
+                            std::pair{HeadKind::kSoftmax, 0}}) {
     for (bool shared : {true, false}) {
-      HeadConfig config = Config(kind, FeatureMap::kEluPlusOne, 150);
+      HeadConfig config = Config(kind, FeatureMap::kEluPlusOne, rank);
       config.hidden = {};
       const Minibatch mb = MinibatchOf(ti, shared, s);
       const torch::Tensor& idx = mb.idx;
@@ -619,7 +622,8 @@ TEST(TokenKernelTest, OnePassMseLossMatchesTheUnfusedLossInDouble) {
       const std::vector<torch::Tensor> want = run(torch::kFloat64, false);
       const std::vector<torch::Tensor> unfused = run(torch::kFloat32, false);
       ExpectAsCloseAsUnfused(want, unfused, run(torch::kFloat32, true),
-                             absl::StrCat("kind ", Name(kind), " shared ", shared));
+                             absl::StrCat("kind ", Name(kind), " rank ", rank, " shared ",
+                                          shared));
     }
   }
   // Cross-entropy readouts (out_dim > 1) are not this path's.

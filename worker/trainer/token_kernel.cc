@@ -335,13 +335,72 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Fe
   return gt;
 }
 
+// Kernel heads on three tokens with the scalar readout: with
+// P_ij = <u_i, v_j>, the readout out_i = c_i sum_j a_ij P_ij + b_i needs no
+// value-width vector, and in the backward (go_i = d loss / d out_i)
+//   gden_i = dc_i go_i sum_j a_ij P_ij,  ga_ij = c_i go_i P_ij + gden_i,
+//   gv_j += a_ij c_i go_i u_i,  gu_i = c_i go_i sum_j a_ij v_j,  gb_i = go_i,
+// and the feature gradients as in SequenceBackward: two passes of nine dot
+// products and scaled row sums, where the general loops reduce a
+// value-width dot product per (i, j). Fills out (3 readouts). With gz
+// given, forms go from the squared error against target with weight (3
+// each), adds the map gradients to gz and returns the weighted squared error.
+RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, const float* z,
+                                        int64_t r0, float* out, const float* target,
+                                        const float* weight, float* gz) {
+  const int64_t r = p.shape.score, dv = p.shape.dv;
+  const float* q0 = fe.base + r0 * fe.stride + (p.features() ? 0 : p.q);
+  const float* k0 = fe.base + r0 * fe.stride + (p.features() ? r : p.k);
+  const float* zs = z + r0 * p.f;
+  float a[9], pv[9];
+  Dots3(q0, k0, fe.stride, r, a);
+  Dots3(zs + p.u, zs + p.v, p.f, dv, pv);
+  Quotient quot[3];
+  float sum[3];
+  for (int i = 0; i < 3; ++i) {
+    const float* ai = a + 3 * i;
+    quot[i] = QuotientOf((ai[0] + ai[1]) + ai[2], p.delta2);
+    sum[i] = ai[0] * pv[3 * i] + ai[1] * pv[3 * i + 1] + ai[2] * pv[3 * i + 2];
+    out[i] = quot[i].c * sum[i] + zs[i * p.f + p.b];
+  }
+  if (gz == nullptr) return 0;
+  double loss = 0;
+  float* gzs = gz + r0 * p.f;
+  for (int i = 0; i < 3; ++i) {
+    const float d = out[i] - target[i];
+    loss += static_cast<double>(weight[i]) * d * d;
+    const float go = 2.0f * weight[i] * d;
+    const float coef = quot[i].c * go;
+    const float gden = quot[i].dc * go * sum[i];
+    float* gzi = gzs + i * p.f;
+    gzi[p.b] = go;
+    const float* qi = q0 + i * fe.stride;
+    const float* ui = zs + i * p.f + p.u;
+    for (int j = 0; j < 3; ++j) {
+      const float aij = a[3 * i + j];
+      float* gzj = gzs + j * p.f;
+      Axpy(coef * aij, zs + j * p.f + p.v, gzi + p.u, dv);
+      Axpy(coef * aij, ui, gzj + p.v, dv);
+      const float ga = coef * pv[3 * i + j] + gden;
+      Axpy(ga, k0 + j * fe.stride, gzi + p.q, r);
+      Axpy(ga, qi, gzj + p.k, r);
+    }
+  }
+  return loss;
+}
+
 // Readouts of the block's nq sequences into out (k per position). One call
 // per block: the sequence loops inline into each instruction-set clone.
 RANKSWEEP_VECTOR_CLONES
 void BlockForward(const Problem& p, int64_t seed, const Features& fe, const float* z, int64_t nq,
                   Scratch& sc, float* out) {
+  const bool kernel3 = p.shape.kind != Shape::Kind::kSoftmax && p.n == 3 && p.shape.k == 1;
   for (int64_t q = 0; q < nq; ++q) {
-    SequenceForward(p, seed, fe, z, q * p.n, sc, out + q * p.n * p.shape.k);
+    if (kernel3) {
+      KernelSequence3(p, fe, z, q * 3, out + q * 3, nullptr, nullptr, nullptr);
+    } else {
+      SequenceForward(p, seed, fe, z, q * p.n, sc, out + q * p.n * p.shape.k);
+    }
   }
 }
 
@@ -366,8 +425,16 @@ void BlockBackward(const Problem& p, int64_t seed, const Features& fe, const flo
   double loss_sum = 0;
   float* out = sc.out.data();
   float* go = sc.go.data();
+  const bool kernel3 = src.gout == nullptr && p.shape.kind != Shape::Kind::kSoftmax &&
+                       p.n == 3 && p.shape.k == 1;
   for (int64_t q = 0; q < nq; ++q) {
     const int64_t t = t0 + q * p.n;  // the sequence's first position
+    if (kernel3) {
+      loss_sum += KernelSequence3(p, fe, z, q * 3, out,
+                                  src.targets + seed * src.targets_seed_stride + t, src.weight,
+                                  gz);
+      continue;
+    }
     if (src.gout != nullptr) {
       SequenceForward(p, seed, fe, z, q * p.n, sc, nullptr);
       gt_sum += SequenceBackward(p, seed, fe, z, q * p.n, sc,
