@@ -58,6 +58,20 @@ class SplitMix64:
     def uniform(self):
         return (self.next() >> 11) * 2.0**-53
 
+    def below(self, n):
+        """Uniform in [0, n) without modulo bias (Rng::Below)."""
+        limit = MASK64 - MASK64 % n
+        while True:
+            x = self.next()
+            if x < limit:
+                return x % n
+
+    def shuffle(self, v):
+        """Rng::Shuffle, in place."""
+        for i in range(len(v), 1, -1):
+            j = self.below(i)
+            v[i - 1], v[j] = v[j], v[i - 1]
+
 
 def draw_uniform(rng, rows, cols, bound, init):
     if init == "torch":

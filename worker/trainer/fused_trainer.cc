@@ -482,10 +482,18 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
         x = train.tokens.index.index_select(0, idx).view({s_count, batch, n});
         t = train.targets.index_select(0, idx).view({s_count, batch, n});
       }
-      torch::Tensor out = head->ForwardIndexed(train.tokens.table, x);
       // Sum over seeds of each seed's mean loss: seed s's gradient is its
       // single-seed gradient. Frozen seeds get gradients too; Adam masks them.
-      torch::Tensor total = (ElementLoss(out, t, loss) * loss_weight).sum();
+      // The fused CPU head forms the squared error and its gradient in one
+      // pass (heads.h, IndexedMseLoss); elsewhere the loss follows the readouts.
+      torch::Tensor total;
+      if (loss == LossKind::kMse) {
+        total = head->IndexedMseLoss(train.tokens.table, x, t, loss_weight);
+      }
+      if (!total.defined()) {
+        torch::Tensor out = head->ForwardIndexed(train.tokens.table, x);
+        total = (ElementLoss(out, t, loss) * loss_weight).sum();
+      }
       adam.ZeroGrad();
       total.backward();
       adam.Step();

@@ -1,6 +1,8 @@
 #include "worker/trainer/heads.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -254,6 +256,9 @@ torch::Tensor AttentionHeadImpl::ForwardIndexed(const torch::Tensor& table,
                                                 const torch::Tensor& idx, Path path) {
   const int64_t s = num_seeds_, d = table.size(0);
   const int64_t b = idx.size(1), n = idx.size(2);
+  if (path == Path::kFused || (path == Path::kAuto && FusedByDefault(table, idx))) {
+    return FusedForward(table, idx);
+  }
   if (path == Path::kAuto && 2 * d > b * n) {
     // Hardly any repeats (or a minibatch of a split with many distinct
     // tokens): maps on the table would cost more than on the positions.
@@ -284,6 +289,66 @@ torch::Tensor AttentionHeadImpl::ForwardIndexed(const torch::Tensor& table,
   at.u = GatherRows(maps.u, flat);
   at.b = GatherRows(maps.b, flat);
   return Attend(at, b, n);
+}
+
+bool AttentionHeadImpl::UsesTokenKernel(const torch::Tensor& table, int64_t n) const {
+  // RANKSWEEP_TOKEN_KERNEL=0 turns the fused path off (docs/TRAINER.md).
+  static const bool enabled = [] {
+    const char* env = std::getenv("RANKSWEEP_TOKEN_KERNEL");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  TokenKernelShape shape;
+  return enabled && table.device().is_cpu() && table.scalar_type() == torch::kFloat32 &&
+         n <= kShortAttentionMaxLen && TokenKernelShapeOf(&shape);
+}
+
+bool AttentionHeadImpl::FusedByDefault(const torch::Tensor& table,
+                                       const torch::Tensor& idx) const {
+  const int64_t d = table.size(0), b = idx.size(1), n = idx.size(2);
+  return UsesTokenKernel(table, n) && (2 * d > b * n || !UsesPairs(d, b, n));
+}
+
+torch::Tensor AttentionHeadImpl::IndexedMseLoss(const torch::Tensor& table,
+                                                const torch::Tensor& idx,
+                                                const torch::Tensor& targets,
+                                                const torch::Tensor& weight) {
+  TokenKernelShape shape;
+  if (config_.out_dim != 1 || !FusedByDefault(table, idx) || !TokenKernelShapeOf(&shape)) {
+    return torch::Tensor();
+  }
+  torch::Tensor inv_tau;
+  const torch::Tensor w = TokenKernelWeights(&inv_tau);
+  return TokenKernelMseLoss(TokensWithOnes(table, idx), w, inv_tau, idx.size(2), shape, targets,
+                            weight);
+}
+
+torch::Tensor AttentionHeadImpl::FusedForward(const torch::Tensor& table,
+                                              const torch::Tensor& idx) {
+  TokenKernelShape shape;
+  TORCH_CHECK(UsesTokenKernel(table, idx.size(2)) && TokenKernelShapeOf(&shape),
+              "ForwardIndexed: the fused path does not apply to this head or table");
+  torch::Tensor inv_tau;
+  const torch::Tensor w = TokenKernelWeights(&inv_tau);
+  return TokenKernelForward(TokensWithOnes(table, idx), w, inv_tau, idx.size(2), shape);
+}
+
+torch::Tensor AttentionHeadImpl::TokensWithOnes(const torch::Tensor& table,
+                                                const torch::Tensor& idx) {
+  // Tokens with a column of ones (the bias input), kept for the training
+  // table, which every step passes again. Not from inference mode.
+  torch::Tensor ones_table;
+  if (cached_table_.defined() && cached_table_.is_same(table)) {
+    ones_table = cached_table_ones_;
+  } else {
+    ones_table = torch::cat({table, torch::ones({table.size(0), 1}, table.options())}, 1);
+    if (!c10::InferenceMode::is_enabled()) {
+      cached_table_ = table;
+      cached_table_ones_ = ones_table;
+    }
+  }
+  const int64_t b = idx.size(1), n = idx.size(2);
+  return ones_table.index_select(0, idx.reshape({-1}))
+      .view({idx.size(0), b * n, table.size(1) + 1});
 }
 
 KernelHeadImpl::KernelHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds)
@@ -403,6 +468,36 @@ torch::Tensor KernelHeadImpl::PairForward(const TokenMaps& maps, const PairGathe
   return (h == 1 ? y.squeeze(-1) : y.sum(-1)) + g.Rows(maps.b);
 }
 
+bool KernelHeadImpl::TokenKernelShapeOf(TokenKernelShape* shape) const {
+  const HeadConfig& c = config_;
+  if (c.num_heads != 1 || !c.hidden.empty() || attention_impl_ != AttentionImpl::kAuto) {
+    return false;
+  }
+  shape->kind = TokenKernelShape::Kind::kKernel;
+  if (c.kind == HeadKind::kSignedKernel) {
+    shape->kind = TokenKernelShape::Kind::kSignedKernel;
+    shape->signed_delta = kSignedDelta;
+  } else if (c.feature_map == FeatureMap::kEluPlusOne) {
+    shape->map = TokenKernelShape::Map::kEluPlusOne;
+  } else if (c.feature_map == FeatureMap::kReluEps) {
+    shape->map = TokenKernelShape::Map::kReluEps;
+    shape->relu_eps = c.relu_eps;
+  } else if (c.feature_map == FeatureMap::kExp) {
+    shape->map = TokenKernelShape::Map::kExp;
+  } else {
+    return false;  // softplus, FAVOR+: the unfused path
+  }
+  shape->score = c.rank;
+  shape->dv = c.value_dim;
+  shape->k = c.out_dim;
+  return true;
+}
+
+torch::Tensor KernelHeadImpl::TokenKernelWeights(torch::Tensor* inv_tau) const {
+  *inv_tau = torch::Tensor();
+  return torch::cat({query_layers_[0], key_layers_[0], value(), readout_u(), readout_b()}, 2);
+}
+
 SoftmaxHeadImpl::SoftmaxHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds)
     : AttentionHeadImpl(config, seeds) {
   const int m = config.m, ds = config.score_dim;
@@ -446,6 +541,24 @@ torch::Tensor SoftmaxHeadImpl::PairForward(const TokenMaps& maps, const PairGath
   torch::Tensor weights = torch::softmax(g.Pairs(scores), 0);  // over j: [N, S, B, N, 1]
   torch::Tensor w = PairValues(maps).squeeze(-1);               // [S, D, D, K]
   return (weights * g.Pairs(w)).sum(0) + g.Rows(maps.b);
+}
+
+bool SoftmaxHeadImpl::TokenKernelShapeOf(TokenKernelShape* shape) const {
+  if (attention_impl_ != AttentionImpl::kAuto) return false;
+  shape->kind = TokenKernelShape::Kind::kSoftmax;
+  shape->score = config_.score_dim;
+  shape->dv = config_.value_dim;
+  shape->k = config_.out_dim;
+  return true;
+}
+
+torch::Tensor SoftmaxHeadImpl::TokenKernelWeights(torch::Tensor* inv_tau) const {
+  *inv_tau = inv_tau_;
+  // The score maps have no bias: a zero row for the ones column.
+  const torch::Tensor zero = torch::zeros({num_seeds_, 1, config_.score_dim}, w_q_.options());
+  return torch::cat({torch::cat({w_q_, zero}, 1), torch::cat({w_k_, zero}, 1), value(),
+                     readout_u(), readout_b()},
+                    2);
 }
 
 std::shared_ptr<AttentionHeadImpl> MakeHead(const HeadConfig& config,

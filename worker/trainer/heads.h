@@ -25,6 +25,7 @@
 #include "common/spec/spec.h"
 #include "worker/trainer/rng.h"
 #include "worker/trainer/short_attention.h"
+#include "worker/trainer/token_kernel.h"
 
 namespace ranksweep::trainer {
 
@@ -82,6 +83,11 @@ struct TokenMaps {
 //    when pairs would cost more, e.g. many distinct tokens or long sequences)
 //    the maps gathered per position and the forward(x) attention after it.
 //    Results agree with forward(x) up to float rounding (heads_test.cc).
+//  * ForwardIndexed on the CPU in float, for single-layer kernel, signed
+//    and softmax heads on short sequences, wherever it would not take the
+//    pair path: the whole head in one fused pass over blocks of positions
+//    (token_kernel.h), every map computed per position and nothing of size
+//    B*N*width kept for the backward.
 class AttentionHeadImpl : public torch::nn::Module {
  public:
   // x: [S, B, N, m]. Returns [S, B, N, out_dim].
@@ -92,9 +98,20 @@ class AttentionHeadImpl : public torch::nn::Module {
   // it is forward on the gathered tokens. `path` forces one path (tests).
   // The gather indices of the last index tensor are kept, keyed by the
   // tensor itself: do not modify an index tensor in place after a call.
-  enum class Path { kAuto, kPairs, kTokens };
+  enum class Path { kAuto, kPairs, kTokens, kFused };
   torch::Tensor ForwardIndexed(const torch::Tensor& table, const torch::Tensor& idx,
                                Path path = Path::kAuto);
+  // Whether ForwardIndexed can take the fused path (kFused) for `table`
+  // and sequences of length n.
+  bool UsesTokenKernel(const torch::Tensor& table, int64_t n) const;
+  // The training loss of the scalar readout in one fused pass
+  // (TokenKernelMseLoss): sum over seeds, sequences and positions i of
+  // weight[i] * (out - targets)^2, out as ForwardIndexed(table, idx) returns
+  // it, targets [S or 1, B, N] and weight [N] float. An undefined tensor
+  // where ForwardIndexed would not take the fused path by itself (the
+  // caller then forms the loss from ForwardIndexed).
+  torch::Tensor IndexedMseLoss(const torch::Tensor& table, const torch::Tensor& idx,
+                               const torch::Tensor& targets, const torch::Tensor& weight);
   // Whether ForwardIndexed takes the pair path for D distinct tokens and
   // B sequences of length N (a cost estimate; both paths are exact).
   bool UsesPairs(int64_t d, int64_t b, int64_t n) const;
@@ -135,6 +152,14 @@ class AttentionHeadImpl : public torch::nn::Module {
   virtual torch::Tensor Attend(const TokenMaps& maps, int64_t b, int64_t n) const = 0;
   // The pair path from maps on the D distinct tokens. Returns [S, B, N, K].
   virtual torch::Tensor PairForward(const TokenMaps& maps, const PairGather& g) const = 0;
+  // The fused head's description (token_kernel.h) when it applies to this
+  // head's configuration, else false.
+  virtual bool TokenKernelShapeOf(TokenKernelShape* shape) const = 0;
+  // All first-layer weights side by side, [S, m+1, shape.width()], in the
+  // fused head's column order (a differentiable function of the parameters);
+  // inv_tau receives the softmax head's [S] inverse temperatures (else an
+  // undefined tensor).
+  virtual torch::Tensor TokenKernelWeights(torch::Tensor* inv_tau) const = 0;
   // Features per query/key row, for the cost estimate.
   virtual int64_t score_width() const = 0;
   // Affine maps of `rows` by each weight [S, din or din+1, F] (with din+1,
@@ -159,6 +184,12 @@ class AttentionHeadImpl : public torch::nn::Module {
   // Gather indices kept for the last training index seen (full-batch
   // steps pass the same index tensor every step).
   PairGather MakePairGather(const torch::Tensor& idx, int64_t d) const;
+  bool FusedByDefault(const torch::Tensor& table, const torch::Tensor& idx) const;
+  torch::Tensor FusedForward(const torch::Tensor& table, const torch::Tensor& idx);
+  // [S or 1, B*N, m+1]: the tokens of every position and a column of ones.
+  torch::Tensor TokensWithOnes(const torch::Tensor& table, const torch::Tensor& idx);
+  // The last training table with a column of ones appended.
+  torch::Tensor cached_table_, cached_table_ones_;
   torch::Tensor cached_idx_;
   PairGather cached_gather_;
   torch::Tensor value_, readout_u_, readout_b_;
@@ -186,6 +217,8 @@ class KernelHeadImpl : public AttentionHeadImpl {
   TokenMaps Maps(const torch::Tensor& rows) const override;
   torch::Tensor Attend(const TokenMaps& maps, int64_t b, int64_t n) const override;
   torch::Tensor PairForward(const TokenMaps& maps, const PairGather& g) const override;
+  bool TokenKernelShapeOf(TokenKernelShape* shape) const override;
+  torch::Tensor TokenKernelWeights(torch::Tensor* inv_tau) const override;
   int64_t score_width() const override {
     return static_cast<int64_t>(config_.num_heads) * config_.rank;
   }
@@ -226,6 +259,8 @@ class SoftmaxHeadImpl : public AttentionHeadImpl {
   TokenMaps Maps(const torch::Tensor& rows) const override;
   torch::Tensor Attend(const TokenMaps& maps, int64_t b, int64_t n) const override;
   torch::Tensor PairForward(const TokenMaps& maps, const PairGather& g) const override;
+  bool TokenKernelShapeOf(TokenKernelShape* shape) const override;
+  torch::Tensor TokenKernelWeights(torch::Tensor* inv_tau) const override;
   int64_t score_width() const override { return config_.score_dim; }
 
  private:

@@ -475,5 +475,192 @@ TEST(ShortAttentionTest, HeadsAgreeOnEitherPath) {
   }
 }
 
+// A minibatch of the sequences of `ti`: the same for every seed (shared)
+// or drawn per seed, as indices [1 or S, B, N] and tokens [S, B, N, m].
+struct Minibatch {
+  torch::Tensor idx, x;
+};
+Minibatch MinibatchOf(const TokenIndex& ti, bool shared, int64_t s) {
+  const int64_t b = ti.index.size(0), n = ti.index.size(1), m = ti.table.size(1);
+  Minibatch mb;
+  mb.idx = shared ? ti.index.unsqueeze(0)
+                  : ti.index.index_select(0, torch::randint(0, b, {s * b}).to(torch::kLong))
+                        .view({s, b, n});
+  mb.x = ti.table.index_select(0, mb.idx.reshape({-1}))
+             .view({mb.idx.size(0), b, n, m})
+             .expand({s, b, n, m});
+  return mb;
+}
+
+// Each of `fused` (output or loss, then every parameter gradient) as close
+// to `want` (the unfused head in double) as the unfused head in float is,
+// within rounding.
+void ExpectAsCloseAsUnfused(const std::vector<torch::Tensor>& want,
+                            const std::vector<torch::Tensor>& unfused,
+                            const std::vector<torch::Tensor>& fused, const std::string& what) {
+  ASSERT_EQ(fused.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(fused[i].sizes(), want[i].sizes()) << what << " tensor " << i;
+    const double scale = std::max(1.0, want[i].abs().max().item<double>());
+    const double unfused_error = (unfused[i] - want[i]).abs().max().item<double>();
+    EXPECT_LE((fused[i] - want[i]).abs().max().item<double>(),
+              std::max(4 * unfused_error, 1e-5 * scale))
+        << what << " tensor " << i << " (0 = output or loss)";
+  }
+}
+
+// The fused CPU head (token_kernel.h) against the unfused head in double,
+// output and every parameter gradient: as close as the unfused head in
+// float is, within rounding. Rank 200 makes several blocks per seed, one
+// seed with two threads several chunks per seed; shared and per-seed
+// minibatches, both readouts, every kind it applies to.
+TEST(TokenKernelTest, FusedPathMatchesTheUnfusedHeadInDouble) {
+  struct Case {
+    HeadKind kind;
+    FeatureMap map;
+    int rank;
+    int out_dim;
+    int seeds;
+  };
+  std::vector<Case> cases;
+  for (FeatureMap f : {FeatureMap::kEluPlusOne, FeatureMap::kReluEps, FeatureMap::kExp}) {
+    cases.push_back({HeadKind::kKernel, f, 4, 1, 3});
+    cases.push_back({HeadKind::kKernel, f, 4, 6, 3});
+  }
+  cases.push_back({HeadKind::kKernel, FeatureMap::kEluPlusOne, 200, 1, 3});
+  cases.push_back({HeadKind::kKernel, FeatureMap::kEluPlusOne, 200, 1, 1});
+  cases.push_back({HeadKind::kSignedKernel, FeatureMap::kEluPlusOne, 4, 1, 3});
+  cases.push_back({HeadKind::kSoftmax, FeatureMap::kEluPlusOne, 0, 1, 3});
+  cases.push_back({HeadKind::kSoftmax, FeatureMap::kEluPlusOne, 0, 6, 1});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::manual_seed(8);
+  const int64_t b = 150, n = 3, m = 5;
+  std::vector<uint64_t> tokens;
+  for (int64_t i = 0; i < b * n; ++i) tokens.push_back(static_cast<uint64_t>(i * 11 % 32));
+  const TokenIndex ti = IndexTokens(tokens, b, n, m, torch::kCPU);
+  for (const Case& c : cases) {
+    HeadConfig config = Config(c.kind, c.map, c.rank);
+    config.hidden = {};
+    config.out_dim = c.out_dim;
+    std::vector<uint64_t> seeds;
+    for (int s = 0; s < c.seeds; ++s) seeds.push_back(20 + s);
+    const int64_t s = c.seeds;
+    for (bool shared : {true, false}) {
+      const Minibatch mb = MinibatchOf(ti, shared, s);
+      const torch::Tensor& idx = mb.idx;
+      const torch::Tensor& x = mb.x;
+      const torch::Tensor weight = torch::randn({s, b, n, c.out_dim}, torch::kFloat64);
+      auto head = MakeHead(config, seeds);
+      if (c.kind == HeadKind::kSoftmax) {  // sharper than at the start of training
+        auto* softmax = dynamic_cast<SoftmaxHeadImpl*>(head.get());
+        torch::NoGradGuard no_grad;
+        softmax->inv_tau().copy_(torch::linspace(0.5, 2.0, s));
+      }
+      auto run = [&](torch::ScalarType type, bool fused) {
+        head->to(type);
+        for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
+        torch::Tensor out =
+            fused ? head->ForwardIndexed(ti.table, idx, AttentionHeadImpl::Path::kFused)
+                  : head->forward(x.to(type));
+        (out * weight.to(type)).sum().backward();
+        std::vector<torch::Tensor> got = {out.detach().to(torch::kFloat64)};
+        for (auto& p : head->parameters()) got.push_back(p.grad().to(torch::kFloat64));
+        return got;
+      };
+      const std::vector<torch::Tensor> want = run(torch::kFloat64, false);
+      const std::vector<torch::Tensor> unfused = run(torch::kFloat32, false);
+      ASSERT_TRUE(head->UsesTokenKernel(ti.table, n));
+      ExpectAsCloseAsUnfused(want, unfused, run(torch::kFloat32, true),
+                             absl::StrCat("kind ", Name(c.kind), " map ", Name(c.map), " rank ",
+                                          c.rank, " out ", c.out_dim, " seeds ", s, " shared ",
+                                          shared));
+    }
+  }
+  at::set_num_threads(threads);
+}
+
+// The one-pass training loss (IndexedMseLoss) against the loss formed from
+// the unfused head's readouts in double: value and every parameter
+// gradient, as close as the unfused head in float is. Per-seed and shared
+// targets; a weight that leaves the first position unscored; ranks below
+// and above one vector of features.
+TEST(TokenKernelTest, OnePassMseLossMatchesTheUnfusedLossInDouble) {
+  torch::manual_seed(9);
+  const int64_t b = 120, n = 3, m = 5, s = 3;
+  std::vector<uint64_t> tokens;
+  for (int64_t i = 0; i < b * n; ++i) tokens.push_back(static_cast<uint64_t>(i * 7 % 32));
+  const TokenIndex ti = IndexTokens(tokens, b, n, m, torch::kCPU);
+  for (auto [kind, rank] : {std::pair{HeadKind::kKernel, 150}, std::pair{HeadKind::kKernel, 4},
+                            std::pair{HeadKind::kSignedKernel, 20},
+                            std::pair{HeadKind::kSoftmax, 0}}) {
+    for (bool shared : {true, false}) {
+      HeadConfig config = Config(kind, FeatureMap::kEluPlusOne, rank);
+      config.hidden = {};
+      const Minibatch mb = MinibatchOf(ti, shared, s);
+      const torch::Tensor& idx = mb.idx;
+      const torch::Tensor& x = mb.x;
+      const torch::Tensor targets = torch::randint(0, 4, {idx.size(0), b, n}).to(torch::kFloat32);
+      const torch::Tensor weight = torch::tensor({0.0f, 0.5f, 1.5f}) / static_cast<float>(b);
+      auto head = MakeHead(config, {30, 31, 32});
+      auto run = [&](torch::ScalarType type, bool fused) {
+        head->to(type);
+        for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
+        torch::Tensor loss;
+        if (fused) {
+          loss = head->IndexedMseLoss(ti.table, idx, targets, weight);
+          EXPECT_TRUE(loss.defined());
+        } else {
+          const torch::Tensor d = head->forward(x.to(type)).squeeze(-1) - targets.to(type);
+          loss = (d * d * weight.to(type)).sum();
+        }
+        loss.backward();
+        std::vector<torch::Tensor> got = {loss.detach().to(torch::kFloat64)};
+        for (auto& p : head->parameters()) got.push_back(p.grad().to(torch::kFloat64));
+        return got;
+      };
+      const std::vector<torch::Tensor> want = run(torch::kFloat64, false);
+      const std::vector<torch::Tensor> unfused = run(torch::kFloat32, false);
+      ExpectAsCloseAsUnfused(want, unfused, run(torch::kFloat32, true),
+                             absl::StrCat("kind ", Name(kind), " rank ", rank, " shared ",
+                                          shared));
+    }
+  }
+  // Cross-entropy readouts (out_dim > 1) are not this path's.
+  HeadConfig config = Config(HeadKind::kKernel, FeatureMap::kEluPlusOne, 4);
+  config.hidden = {};
+  config.out_dim = 6;
+  EXPECT_FALSE(MakeHead(config, {1})
+                   ->IndexedMseLoss(ti.table, ti.index.unsqueeze(0),
+                                    torch::zeros({1, b, n}), torch::ones({n}))
+                   .defined());
+}
+
+// Where the fused path applies: single-layer kernel heads with elu+1,
+// relu+eps or exp features, signed kernels and softmax heads, float on the
+// CPU; not hidden layers, several heads, softplus or FAVOR+, double.
+TEST(TokenKernelTest, AppliesToSingleLayerHeadsInFloat) {
+  const torch::Tensor table = torch::randint(0, 2, {10, 5}).to(torch::kFloat32);
+  auto uses = [&](HeadKind kind, FeatureMap map, std::vector<int> hidden, int heads) {
+    HeadConfig config = Config(kind, map, 4, heads);
+    config.hidden = hidden;
+    return MakeHead(config, {1})->UsesTokenKernel(table, 3);
+  };
+  EXPECT_TRUE(uses(HeadKind::kKernel, FeatureMap::kEluPlusOne, {}, 1));
+  EXPECT_TRUE(uses(HeadKind::kKernel, FeatureMap::kReluEps, {}, 1));
+  EXPECT_TRUE(uses(HeadKind::kKernel, FeatureMap::kExp, {}, 1));
+  EXPECT_TRUE(uses(HeadKind::kSignedKernel, FeatureMap::kEluPlusOne, {}, 1));
+  EXPECT_TRUE(uses(HeadKind::kSoftmax, FeatureMap::kEluPlusOne, {}, 1));
+  EXPECT_FALSE(uses(HeadKind::kKernel, FeatureMap::kEluPlusOne, {7}, 1));
+  EXPECT_FALSE(uses(HeadKind::kKernel, FeatureMap::kSoftplus, {}, 1));
+  EXPECT_FALSE(uses(HeadKind::kKernel, FeatureMap::kFavorPlus, {}, 1));
+  EXPECT_FALSE(uses(HeadKind::kMultiheadKernel, FeatureMap::kEluPlusOne, {}, 2));
+  HeadConfig config = Config(HeadKind::kKernel, FeatureMap::kEluPlusOne, 4);
+  config.hidden = {};
+  auto head = MakeHead(config, {1});
+  EXPECT_FALSE(head->UsesTokenKernel(table.to(torch::kFloat64), 3));
+  EXPECT_FALSE(head->UsesTokenKernel(table, kShortAttentionMaxLen + 1));
+}
+
 }  // namespace
 }  // namespace ranksweep::trainer

@@ -8,47 +8,22 @@
 #include <limits>
 #include <vector>
 
+#include "worker/trainer/loop_math.h"
+
 namespace ranksweep::trainer {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-// The floor of the nonnegative quotient's denominator, as on the bmm path.
-constexpr float kDenFloor = 1e-30f;
 // Groups per parallel chunk: a group is a few hundred multiply-adds.
 constexpr int64_t kGrain = 256;
 
-// c(den) and dc/dden.
-struct Quotient {
-  float c, dc;
-};
-
-inline Quotient QuotientOf(float den, float delta2) {
-  if (delta2 > 0) {
-    const float q = den * den + delta2;
-    return {den / q, (delta2 - den * den) / q / q};
-  }
-  if (den > kDenFloor) return {1.0f / den, -1.0f / (den * den)};
-  return {1.0f / kDenFloor, 0.0f};  // clamped: no gradient through den
-}
-
-// Eight partial sums, so that the compiler can keep them in vector
-// registers (a float sum is not reassociated on its own).
-inline float Dot(const float* a, const float* b, int64_t len) {
-  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t k = 0;
-  for (; k + 8 <= len; k += 8) {
-    for (int l = 0; l < 8; ++l) p[l] += a[k + l] * b[k + l];
-  }
-  float tail = 0;
-  for (; k < len; ++k) tail += a[k] * b[k];
-  return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7])) + tail;
-}
-
-inline void Axpy(float alpha, const float* __restrict x, float* __restrict y, int64_t len) {
-  for (int64_t k = 0; k < len; ++k) y[k] += alpha * x[k];
-}
+using loops::Axpy;
+using loops::Dot;
+using loops::kDenFloor;
+using loops::Quotient;
+using loops::QuotientOf;
 
 struct Sizes {
   int64_t g, n, r, dv;

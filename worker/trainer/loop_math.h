@@ -1,0 +1,55 @@
+// Small float helpers shared by the written-out CPU loops
+// (short_attention.cc, token_kernel.cc). Always inlined, so that each
+// instruction-set clone of a calling loop compiles them for its own
+// instruction set.
+//
+// Internal to the trainer library.
+#ifndef RANKSWEEP_WORKER_TRAINER_LOOP_MATH_H_
+#define RANKSWEEP_WORKER_TRAINER_LOOP_MATH_H_
+
+#include <cstdint>
+
+#define RANKSWEEP_INLINE inline __attribute__((always_inline))
+
+namespace ranksweep::trainer::loops {
+
+// The floor of the nonnegative quotient's denominator, as on the bmm path.
+inline constexpr float kDenFloor = 1e-30f;
+
+// c(den) and dc/dden of the normalized attention's quotient: 1 / den for
+// nonnegative features (floored, no gradient below the floor), and
+// den / (den^2 + delta2) for signed kernels (delta2 > 0).
+struct Quotient {
+  float c, dc;
+};
+
+RANKSWEEP_INLINE Quotient QuotientOf(float den, float delta2) {
+  if (delta2 > 0) {
+    const float q = den * den + delta2;
+    return {den / q, (delta2 - den * den) / q / q};
+  }
+  if (den > kDenFloor) return {1.0f / den, -1.0f / (den * den)};
+  return {1.0f / kDenFloor, 0.0f};  // clamped: no gradient through den
+}
+
+// Eight partial sums, so that the compiler can keep them in vector
+// registers (a float sum is not reassociated on its own).
+RANKSWEEP_INLINE float Dot(const float* a, const float* b, int64_t len) {
+  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= len; k += 8) {
+    for (int l = 0; l < 8; ++l) p[l] += a[k + l] * b[k + l];
+  }
+  float tail = 0;
+  for (; k < len; ++k) tail += a[k] * b[k];
+  return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7])) + tail;
+}
+
+RANKSWEEP_INLINE void Axpy(float alpha, const float* __restrict x, float* __restrict y,
+                           int64_t len) {
+  for (int64_t k = 0; k < len; ++k) y[k] += alpha * x[k];
+}
+
+}  // namespace ranksweep::trainer::loops
+
+#endif  // RANKSWEEP_WORKER_TRAINER_LOOP_MATH_H_
