@@ -35,7 +35,7 @@
 //   readout      2 T K dv forward, twice that backward.
 // Elementwise work (feature maps, softmax, loss, Adam) is not counted. This
 // is the work of a dense implementation (the PyTorch peer's); the trainer
-// may do less (docs/TRAINER.md, "Minibatch kernels").
+// may do less (docs/TRAINER.md describes the minibatch kernels).
 #include <torch/torch.h>
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 # %% [markdown]
 # # ranksweep from Python
 #
-# The demo sweep (`examples/demo.yaml`: a witness family, a kernel head at a small and a large
-# rank, softmax, three seeds) submitted, followed and read back as pandas DataFrames.
+# The demo sweep (`examples/demo.yaml`: a witness family, a kernel head at every power of two
+# from rank 1 to 64, softmax, three seeds) submitted, followed and read back as pandas DataFrames.
 #
 # Run it cell by cell in an editor that knows `# %%` cells (VS Code, Spyder, JupyterLab with
 # jupytext), or whole from the repository root after `./scripts/build`:

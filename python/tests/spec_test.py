@@ -17,9 +17,9 @@ DEMO = {
     "dataset": {"kind": "witness", "m": 24, "seq_len": 3, "code_weight": 8,
                 "max_overlap": 4, "num_queries": 12},
     "heads": [{"kind": "kernel", "feature_map": "elu1"}, {"kind": "softmax"}],
-    "ranks": [1, 64],
+    "ranks": [1, 2, 4, 8, 16, 32, 64],
     "seed_count": 3,
-    "train": {"lr": 0.02, "max_steps": 600, "eval_every": 50, "early_stop_evals": 1},
+    "train": {"lr": 0.02, "max_steps": 3000, "eval_every": 50, "early_stop_evals": 1},
 }
 
 
@@ -51,10 +51,10 @@ class SpecTest(unittest.TestCase):
         self.assertEqual(p.heads[0].feature_map, pb.FEATURE_MAP_ELU1)
         # Unnamed enums stay UNSPECIFIED: the coordinator's default.
         self.assertEqual(p.heads[1].feature_map, pb.FEATURE_MAP_UNSPECIFIED)
-        self.assertEqual(list(p.ranks), [1, 64])
+        self.assertEqual(list(p.ranks), [1, 2, 4, 8, 16, 32, 64])
         self.assertEqual(p.seed_count, 3)
         self.assertEqual((p.train.lr, p.train.max_steps, p.train.eval_every,
-                          p.train.early_stop_evals), (0.02, 600, 50, 1))
+                          p.train.early_stop_evals), (0.02, 3000, 50, 1))
         self.assertFalse(p.train.HasField("beta1"))  # unset: absent, the default
         self.assertFalse(p.no_result_cache)
         self.assertEqual(p.mode, pb.SWEEP_MODE_UNSPECIFIED)

@@ -41,7 +41,8 @@ struct Row {
 };
 
 std::vector<Row> ReadTable() {
-  std::ifstream in(std::string(RANKSWEEP_SOURCE_DIR) + "/docs/LIMITS.md");
+  const char kLimitsDoc[] = "docs/LIMITS.md";
+  std::ifstream in(std::string(RANKSWEEP_SOURCE_DIR) + "/" + kLimitsDoc);
   EXPECT_TRUE(in.good());
   std::vector<Row> rows;
   std::string line;
