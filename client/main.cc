@@ -29,6 +29,7 @@
 #include "client/presets.h"
 #include "client/spec_file.h"
 #include "client/ui/ui_command.h"
+#include "common/flag_names.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "common/version.h"
@@ -701,7 +702,7 @@ int Quarantine(Client* client, const std::string& worker_id, const std::string& 
 std::optional<std::string> FirstPositional(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--addr" || arg == "--timeout" || arg == "--tls_ca") {
+    if (arg == "--addr" || arg == "--timeout" || arg == "--tls-ca") {
       ++i;
       continue;
     }
@@ -712,6 +713,11 @@ std::optional<std::string> FirstPositional(int argc, char** argv) {
 }
 
 int Main(int argc, char** argv) {
+  // `--max_steps` reads as `--max-steps` (common/flag_names.h).
+  std::vector<std::string> dashed = DashFlagNames(argc, argv);
+  std::vector<char*> dashed_argv = ArgvOf(dashed);
+  argc = static_cast<int>(dashed.size());
+  argv = dashed_argv.data();
   CLI::App app{"ranksweep: submit rank sweeps to the coordinator and query their results"};
   app.footer(kFooter);
   app.require_subcommand(1);
@@ -729,7 +735,7 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   if (const char* token = std::getenv("RANKSWEEP_TOKEN"); token != nullptr) g.token = token;
-  app.add_option("--tls_ca", g.tls_ca,
+  app.add_option("--tls-ca", g.tls_ca,
                  "PEM file of the CA that signed the coordinator's certificate; enables TLS");
 
   int exit_code = kExitOk;
@@ -1018,7 +1024,7 @@ int Main(int argc, char** argv) {
   if (!g.tls_ca.empty()) {
     std::ifstream in(g.tls_ca, std::ios::binary);
     if (!in) {
-      std::cerr << "ranksweep: --tls_ca: cannot read " << g.tls_ca << "\n";
+      std::cerr << "ranksweep: --tls-ca: cannot read " << g.tls_ca << "\n";
       return kExitUsage;
     }
     std::ostringstream pem;

@@ -52,6 +52,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/flag_names.h"
 #include "common/version.h"
 #include "common/status_macros.h"
 #include "server/core/auth.h"
@@ -525,7 +526,11 @@ int main(int argc, char** argv) {
   };
   usage.version_string = [] { return ranksweep::VersionText("ranksweepd", RANKSWEEP_BUILD_ID); };
   absl::SetFlagsUsageConfig(usage);
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // Flags may be written with dashes too (common/flag_names.h).
+  std::vector<std::string> underscored = ranksweep::UnderscoreFlagNames(argc, argv);
+  std::vector<char*> parsed_argv = ranksweep::ArgvOf(underscored);
+  const std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(underscored.size()), parsed_argv.data());
   const std::vector<std::string> args(positional.begin() + 1, positional.end());
   if (args.empty()) return ranksweep::server::Serve();
   if (args[0] == "token") return ranksweep::server::TokenCommand(args);

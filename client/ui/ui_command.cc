@@ -32,7 +32,7 @@ CLI::App* AddUiSubcommand(CLI::App* app, UiFlags* flags) {
   CLI::App* ui = app->add_subcommand(
       "ui", "Serve a web dashboard of the coordinator's sweeps and workers on this machine");
   ui->footer(
-      "The dashboard calls the coordinator with --addr, --tls_ca and RANKSWEEP_TOKEN, so the\n"
+      "The dashboard calls the coordinator with --addr, --tls-ca and RANKSWEEP_TOKEN, so the\n"
       "browser holds no token and the coordinator opens no port. Whoever reaches the dashboard\n"
       "acts as you: it listens on loopback only unless --allow-remote. Stop it with Ctrl-C.");
   ui->add_option("--listen", flags->listen, "HOST:PORT to serve on; port 0 = any free port")

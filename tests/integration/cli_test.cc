@@ -45,14 +45,15 @@ CommandResult RunIn(const TempDir& dir, std::vector<std::string> argv,
   return RunCommand(argv, dir.path() + "/run" + std::to_string(runs++), timeout);
 }
 
-// A coordinator on a fresh database, with its metrics endpoint on.
+// A coordinator on a fresh database, with its metrics endpoint on (the flag
+// spelled with dashes, as operators may write any flag).
 class Coordinator {
  public:
   explicit Coordinator(const TempDir& dir) : dir_(dir) {
     server_ = std::make_unique<Process>(
         std::vector<std::string>{RANKSWEEPD_BIN, "--listen=127.0.0.1:0",
                                  "--db=" + dir.path() + "/ranksweep.db", "--insecure_local",
-                                 "--metrics_listen=127.0.0.1:0"},
+                                 "--metrics-listen=127.0.0.1:0"},
         dir.path() + "/server");
     auto bound = server_->WaitForStdout(std::regex("listening on (\\S+)"), 30s);
     EXPECT_TRUE(bound.has_value()) << server_->Stderr();
@@ -188,6 +189,23 @@ TEST(CliTest, DryRunAlwaysPrintsOneJsonValueAndTheSweepsSize) {
   EXPECT_THAT(r.err, HasSubstr("one: dataset: 64 train sequences, no test split\n"));
   EXPECT_THAT(r.err, HasSubstr("one: memory: up to "));
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("warning")));
+}
+
+TEST(CliTest, FlagsReadTheSameWithDashesOrUnderscores) {
+  TempDir dir;
+  // The CLI names its flags with dashes and takes underscores as well.
+  CommandResult r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--name", "flags", "--dataset",
+                              "exhaustive", "--m", "2", "--seq_len", "3", "--heads", "softmax",
+                              "--seeds", "1", "--max_steps=0", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json spec = Json::parse(r.out);
+  EXPECT_EQ(spec["dataset"]["seq_len"], 3);
+  EXPECT_EQ(spec["train"]["max_steps"], 0);
+  // ranksweepd (Abseil's flags, underscored) takes dashes: a bad value under
+  // the dashed name is reported under the flag's own name, exit 1.
+  r = RunIn(dir, {RANKSWEEPD_BIN, "--lease-seconds=abc"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("Illegal value 'abc' specified for flag 'lease_seconds'"));
 }
 
 TEST(CliTest, DryRunOfAWitnessWithoutNumQueriesWarnsAboutItsSize) {

@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
 #include "absl/time/time.h"
+#include "common/flag_names.h"
 #include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/grpc_client.h"
@@ -101,7 +102,10 @@ int Main(int argc, char** argv) {
                                         cuda.ok() ? *cuda : ""));
   };
   absl::SetFlagsUsageConfig(usage);
-  absl::ParseCommandLine(argc, argv);
+  // Flags may be written with dashes too (common/flag_names.h).
+  std::vector<std::string> underscored = UnderscoreFlagNames(argc, argv);
+  std::vector<char*> parsed_argv = ArgvOf(underscored);
+  absl::ParseCommandLine(static_cast<int>(underscored.size()), parsed_argv.data());
 
   std::string address = absl::GetFlag(FLAGS_coordinator);
   if (address.empty()) {

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/flag_names.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
@@ -276,10 +277,11 @@ absl::Status Main(int argc, char** argv) {
     }
     arg = arg.substr(2);
     const size_t eq = arg.find('=');
+    // --max-steps and --max_steps alike (common/flag_names.h).
     if (eq != std::string::npos) {
-      flags.emplace_back(arg.substr(0, eq), arg.substr(eq + 1));
+      flags.emplace_back(UnderscoreFlagName(arg.substr(0, eq)), arg.substr(eq + 1));
     } else if (i + 1 < argc) {
-      flags.emplace_back(arg, argv[++i]);
+      flags.emplace_back(UnderscoreFlagName(arg), argv[++i]);
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--", arg, " needs a value"));
     }

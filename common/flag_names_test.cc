@@ -1,0 +1,48 @@
+#include "common/flag_names.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ranksweep {
+namespace {
+
+std::vector<std::string> Underscored(std::vector<std::string> args) {
+  std::vector<char*> argv = ArgvOf(args);
+  return UnderscoreFlagNames(static_cast<int>(args.size()), argv.data());
+}
+
+TEST(FlagNamesTest, DashedNamesBecomeUnderscoredAndValuesStayAsWritten) {
+  EXPECT_EQ(Underscored({"ranksweepd", "--metrics-listen=127.0.0.1:9090", "--lease-seconds", "5",
+                         "--db=/tmp/my-sweeps.db", "--insecure_local"}),
+            (std::vector<std::string>{"ranksweepd", "--metrics_listen=127.0.0.1:9090",
+                                      "--lease_seconds", "5", "--db=/tmp/my-sweeps.db",
+                                      "--insecure_local"}));
+}
+
+TEST(FlagNamesTest, ProgramNamePositionalsShortFlagsAndAnythingAfterDoubleDashAreUntouched) {
+  EXPECT_EQ(Underscored({"ranksweep-worker", "token", "-h", "my-name", "--", "--not-a-flag"}),
+            (std::vector<std::string>{"ranksweep-worker", "token", "-h", "my-name", "--",
+                                      "--not-a-flag"}));
+  EXPECT_EQ(UnderscoreFlagName("max-steps"), "max_steps");
+}
+
+TEST(FlagNamesTest, TheCliGetsDashesInNamesOnly) {
+  std::vector<std::string> args = {"ranksweep", "submit", "--max_steps=5", "--tls_ca", "my_ca.pem"};
+  std::vector<char*> argv = ArgvOf(args);
+  EXPECT_EQ(DashFlagNames(static_cast<int>(args.size()), argv.data()),
+            (std::vector<std::string>{"ranksweep", "submit", "--max-steps=5", "--tls-ca",
+                                      "my_ca.pem"}));
+}
+
+TEST(FlagNamesTest, ArgvOfPointsIntoTheStringsAndEndsWithNull) {
+  std::vector<std::string> args = {"a", "--b-c"};
+  std::vector<char*> argv = ArgvOf(args);
+  ASSERT_EQ(argv.size(), 3u);
+  EXPECT_EQ(argv[1], args[1].data());
+  EXPECT_EQ(argv[2], nullptr);
+}
+
+}  // namespace
+}  // namespace ranksweep
