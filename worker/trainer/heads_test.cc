@@ -636,6 +636,70 @@ TEST(TokenKernelTest, OnePassMseLossMatchesTheUnfusedLossInDouble) {
                    .defined());
 }
 
+// The OOD sweeps' widths (m = 12, 16, 24; score and value width m), which
+// the fused path runs with the widths as compile-time constants: the
+// softmax head and the kernel head at rank 1 (and rank 16: constant widths
+// at m = 16, run-time ones otherwise), readouts and gradients through
+// ForwardIndexed and the one-pass loss through IndexedMseLoss, each against
+// the unfused head in double.
+TEST(TokenKernelTest, OodWidthsMatchTheUnfusedHeadInDouble) {
+  torch::manual_seed(10);
+  const int64_t b = 90, n = 3, s = 2;
+  for (int m : {12, 16, 24}) {
+    std::vector<uint64_t> tokens;
+    for (int64_t i = 0; i < b * n; ++i) {
+      tokens.push_back(static_cast<uint64_t>((i * 2654435761u) % (uint64_t{1} << m)));
+    }
+    const TokenIndex ti = IndexTokens(tokens, b, n, m, torch::kCPU);
+    for (auto [kind, rank] : {std::pair{HeadKind::kSoftmax, 0}, std::pair{HeadKind::kKernel, 1},
+                              std::pair{HeadKind::kKernel, 16}}) {
+      HeadConfig config = Config(kind, FeatureMap::kEluPlusOne, rank);
+      config.m = m;
+      config.value_dim = m;
+      config.score_dim = m;
+      config.hidden = {};
+      const Minibatch mb = MinibatchOf(ti, /*shared=*/false, s);
+      const torch::Tensor targets = torch::randint(0, 4, {s, b, n}).to(torch::kFloat32);
+      const torch::Tensor weight = torch::tensor({0.0f, 0.5f, 1.5f}) / static_cast<float>(b);
+      const torch::Tensor out_weight = torch::randn({s, b, n, 1}, torch::kFloat64);
+      auto head = MakeHead(config, {40, 41});
+      if (kind == HeadKind::kSoftmax) {  // sharper than at the start of training
+        auto* softmax = dynamic_cast<SoftmaxHeadImpl*>(head.get());
+        torch::NoGradGuard no_grad;
+        softmax->inv_tau().copy_(torch::linspace(0.7, 1.6, s));
+      }
+      ASSERT_TRUE(head->UsesTokenKernel(ti.table, n));
+      // loss: the one-pass loss (fused) or its unfused value; else the
+      // readouts, with sum(out * out_weight) backpropagated.
+      auto run = [&](torch::ScalarType type, bool fused, bool loss) {
+        head->to(type);
+        for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
+        torch::Tensor value;
+        if (loss && fused) {
+          value = head->IndexedMseLoss(ti.table, mb.idx, targets, weight);
+        } else if (loss) {
+          const torch::Tensor d = head->forward(mb.x.to(type)).squeeze(-1) - targets.to(type);
+          value = (d * d * weight.to(type)).sum();
+        } else {
+          value = fused ? head->ForwardIndexed(ti.table, mb.idx, AttentionHeadImpl::Path::kFused)
+                        : head->forward(mb.x.to(type));
+        }
+        (loss ? value : (value * out_weight.to(type)).sum()).backward();
+        std::vector<torch::Tensor> got = {value.detach().to(torch::kFloat64)};
+        for (auto& p : head->parameters()) got.push_back(p.grad().to(torch::kFloat64));
+        return got;
+      };
+      for (bool loss : {false, true}) {
+        const std::vector<torch::Tensor> want = run(torch::kFloat64, false, loss);
+        const std::vector<torch::Tensor> unfused = run(torch::kFloat32, false, loss);
+        ExpectAsCloseAsUnfused(want, unfused, run(torch::kFloat32, true, loss),
+                               absl::StrCat("kind ", Name(kind), " rank ", rank, " m ", m,
+                                            loss ? " loss" : " readouts"));
+      }
+    }
+  }
+}
+
 // Where the fused path applies: single-layer kernel heads with elu+1,
 // relu+eps or exp features, signed kernels and softmax heads, float on the
 // CPU; not hidden layers, several heads, softplus or FAVOR+, double.

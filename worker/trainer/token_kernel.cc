@@ -36,12 +36,63 @@ using loops::Dot;
 using loops::Quotient;
 using loops::QuotientOf;
 
+// y += alpha x for a length kLen known at compile time (0: len at run
+// time). Every load before any store: once the loop is unrolled GCC no
+// longer knew that x and y do not overlap and wrote it out lane by lane.
+template <int kLen>
+RANKSWEEP_INLINE void AxpyFixed(float alpha, const float* x, float* y, int64_t len) {
+  if constexpr (kLen > 0) {
+    float t[kLen];
+    for (int l = 0; l < kLen; ++l) t[l] = y[l] + alpha * x[l];
+    for (int l = 0; l < kLen; ++l) y[l] = t[l];
+  } else {
+    Axpy(alpha, x, y, len);
+  }
+}
+
+// The sum of a vector accumulator's kLanes lanes, halves added as whole
+// vectors (constant trip counts: GCC kept a loop over the halving width
+// in memory, lane by lane, and it was a fifth of the backward).
+template <int kLanes>
+RANKSWEEP_INLINE float SumLanes(float* v) {
+  if constexpr (kLanes == 1) {
+    return v[0];
+  } else {
+    for (int l = 0; l < kLanes / 2; ++l) v[l] += v[l + kLanes / 2];
+    return SumLanes<kLanes / 2>(v);
+  }
+}
+
 // a[i * 3 + j] = <q_i, k_j> for a sequence of three tokens, rows `stride`
 // floats apart: the nine dot products in one pass over the features, nine
 // independent vector accumulators instead of nine dependent reductions
-// (the sequences of the OOD sweeps have three tokens).
+// (the sequences of the OOD sweeps have three tokens). kR > 0: the width r
+// known at compile time (the loops unroll into whole vectors, accumulators
+// in registers, lanes a divisor of r); 0: r at run time.
+template <int kR = 0>
 RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int64_t r,
                              float* a) {
+  if constexpr (kR > 0) {
+    constexpr int kLanes = kR % 16 == 0 ? 16 : kR % 8 == 0 ? 8 : kR % 4 == 0 ? 4 : 0;
+    if constexpr (kLanes > 0) {
+      float acc[9][kLanes];
+      for (int ij = 0; ij < 9; ++ij) {
+        for (int l = 0; l < kLanes; ++l) acc[ij][l] = 0.0f;
+      }
+      for (int c = 0; c < kR; c += kLanes) {
+        for (int i = 0; i < 3; ++i) {
+          for (int j = 0; j < 3; ++j) {
+            for (int l = 0; l < kLanes; ++l) {
+              acc[i * 3 + j][l] += q[i * stride + c + l] * k[j * stride + c + l];
+            }
+          }
+        }
+      }
+      for (int ij = 0; ij < 9; ++ij) a[ij] = SumLanes<kLanes>(acc[ij]);
+      return;
+    }
+    r = kR;
+  }
   constexpr int kLanes = 16;
   if (r < kLanes) {  // low ranks: no vector accumulators to set up and reduce
     for (int ij = 0; ij < 9; ++ij) {
@@ -66,11 +117,7 @@ RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int6
   }
   for (int ij = 0; ij < 9; ++ij) {
     const int i = ij / 3, j = ij % 3;
-    float* v = acc[ij];
-    for (int width = kLanes / 2; width >= 1; width /= 2) {  // a tree, not 15 dependent adds
-      for (int l = 0; l < width; ++l) v[l] += v[l + width];
-    }
-    float sum = v[0];
+    float sum = SumLanes<kLanes>(acc[ij]);  // a tree, not 15 dependent adds
     for (int64_t t = c; t < r; ++t) sum += q[i * stride + t] * k[j * stride + t];
     a[ij] = sum;
   }
@@ -345,16 +392,17 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Fe
 // value-width dot product per (i, j). Fills out (3 readouts). With gz
 // given, forms go from the squared error against target with weight (3
 // each), adds the map gradients to gz and returns the weighted squared error.
+template <int kR = 0, int kDv = 0>
 RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, const float* z,
                                         int64_t r0, float* out, const float* target,
                                         const float* weight, float* gz) {
-  const int64_t r = p.shape.score, dv = p.shape.dv;
+  const int64_t r = kR > 0 ? kR : p.shape.score, dv = kDv > 0 ? kDv : p.shape.dv;
   const float* q0 = fe.base + r0 * fe.stride + (p.features() ? 0 : p.q);
   const float* k0 = fe.base + r0 * fe.stride + (p.features() ? r : p.k);
   const float* zs = z + r0 * p.f;
   float a[9], pv[9];
-  Dots3(q0, k0, fe.stride, r, a);
-  Dots3(zs + p.u, zs + p.v, p.f, dv, pv);
+  Dots3<kR>(q0, k0, fe.stride, r, a);
+  Dots3<kDv>(zs + p.u, zs + p.v, p.f, dv, pv);
   Quotient quot[3];
   float sum[3];
   for (int i = 0; i < 3; ++i) {
@@ -379,29 +427,75 @@ RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, co
     for (int j = 0; j < 3; ++j) {
       const float aij = a[3 * i + j];
       float* gzj = gzs + j * p.f;
-      Axpy(coef * aij, zs + j * p.f + p.v, gzi + p.u, dv);
-      Axpy(coef * aij, ui, gzj + p.v, dv);
+      AxpyFixed<kDv>(coef * aij, zs + j * p.f + p.v, gzi + p.u, dv);
+      AxpyFixed<kDv>(coef * aij, ui, gzj + p.v, dv);
       const float ga = coef * pv[3 * i + j] + gden;
-      Axpy(ga, k0 + j * fe.stride, gzi + p.q, r);
-      Axpy(ga, qi, gzj + p.k, r);
+      AxpyFixed<kR>(ga, k0 + j * fe.stride, gzi + p.q, r);
+      AxpyFixed<kR>(ga, qi, gzj + p.k, r);
     }
   }
   return loss;
 }
 
-// Readouts of the block's nq sequences into out (k per position). One call
-// per block: the sequence loops inline into each instruction-set clone.
-RANKSWEEP_VECTOR_CLONES
-void BlockForward(const Problem& p, int64_t seed, const Features& fe, const float* z, int64_t nq,
-                  Scratch& sc, float* out) {
-  const bool kernel3 = p.shape.kind != Shape::Kind::kSoftmax && p.n == 3 && p.shape.k == 1;
-  for (int64_t q = 0; q < nq; ++q) {
-    if (kernel3) {
-      KernelSequence3(p, fe, z, q * 3, out + q * 3, nullptr, nullptr, nullptr);
-    } else {
-      SequenceForward(p, seed, fe, z, q * p.n, sc, out + q * p.n * p.shape.k);
+// The softmax head on three tokens with the scalar readout, the same
+// shortcut: with P_ij = <u_i, v_j> and the weights w_ij = softmax_j(tau
+// a_ij), out_i = sum_j w_ij P_ij + b_i, and in the backward (go_i = d loss
+// / d out_i, o_i = sum_j w_ij P_ij)
+//   gs_ij = w_ij go_i (P_ij - o_i)  (the scores' gradient over tau),
+//   gv_j += w_ij go_i u_i,  gu_i = go_i sum_j w_ij v_j,  gb_i = go_i,
+//   gq_i += tau gs_ij k_j,  gk_j += tau gs_ij q_i,  d/dtau += gs_ij a_ij:
+// no value-width vector and no per-pair value-width reduction. Fills out;
+// with gz given, as KernelSequence3, and adds d loss / d tau to *gt.
+template <int kR = 0, int kDv = 0>
+RANKSWEEP_INLINE double SoftmaxSequence3(const Problem& p, float tau, const float* z, int64_t r0,
+                                         float* out, const float* target, const float* weight,
+                                         float* gz, float* gt) {
+  const int64_t r = kR > 0 ? kR : p.shape.score, dv = kDv > 0 ? kDv : p.shape.dv, f = p.f;
+  const float* zs = z + r0 * f;
+  const float* q0 = zs + p.q;
+  const float* k0 = zs + p.k;
+  float a[9], pv[9], w[9], o[3];
+  Dots3<kR>(q0, k0, f, r, a);
+  Dots3<kDv>(zs + p.u, zs + p.v, f, dv, pv);
+  for (int i = 0; i < 3; ++i) {
+    const float s0 = tau * a[3 * i], s1 = tau * a[3 * i + 1], s2 = tau * a[3 * i + 2];
+    const float top = std::max(std::max(s0, s1), s2);
+    // Arguments at or below 0: the branch-free exp vectorizes where
+    // std::exp is a call per weight.
+    const float e0 = ExpNonPositive(s0 - top), e1 = ExpNonPositive(s1 - top),
+                e2 = ExpNonPositive(s2 - top);
+    const float inv = 1.0f / ((e0 + e1) + e2);
+    w[3 * i] = e0 * inv;
+    w[3 * i + 1] = e1 * inv;
+    w[3 * i + 2] = e2 * inv;
+    o[i] = w[3 * i] * pv[3 * i] + w[3 * i + 1] * pv[3 * i + 1] + w[3 * i + 2] * pv[3 * i + 2];
+    out[i] = o[i] + zs[i * f + p.b];
+  }
+  if (gz == nullptr) return 0;
+  double loss = 0;
+  float gt_sum = 0;
+  float* gzs = gz + r0 * f;
+  for (int i = 0; i < 3; ++i) {
+    const float d = out[i] - target[i];
+    loss += static_cast<double>(weight[i]) * d * d;
+    const float go = 2.0f * weight[i] * d;
+    float* gzi = gzs + i * f;
+    gzi[p.b] = go;
+    const float* qi = q0 + i * f;
+    const float* ui = zs + i * f + p.u;
+    for (int j = 0; j < 3; ++j) {
+      const float wij = w[3 * i + j];
+      const float gs = wij * go * (pv[3 * i + j] - o[i]);
+      gt_sum += gs * a[3 * i + j];
+      float* gzj = gzs + j * f;
+      AxpyFixed<kDv>(go * wij, zs + j * f + p.v, gzi + p.u, dv);
+      AxpyFixed<kDv>(go * wij, ui, gzj + p.v, dv);
+      AxpyFixed<kR>(tau * gs, k0 + j * f, gzi + p.q, r);
+      AxpyFixed<kR>(tau * gs, qi, gzj + p.k, r);
     }
   }
+  *gt += gt_sum;
+  return loss;
 }
 
 // Where the readouts' gradient comes from: given per position ([S, T, k]),
@@ -414,6 +508,70 @@ struct GradSource {
   const float* weight = nullptr;
 };
 
+// The three-token scalar-readout loops of one block (kernel or softmax),
+// for widths kR, kDv known at compile time (0: at run time). Forward only
+// when src is null; otherwise the squared error's loss (returned) and map
+// gradients into gz, d loss / d inv_tau into *gt.
+template <int kR, int kDv>
+RANKSWEEP_INLINE double Block3(const Problem& p, int64_t seed, const Features& fe, const float* z,
+                               int64_t t0, int64_t nq, const GradSource* src, float* out,
+                               float* gz, float* gt) {
+  const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
+  const float tau = softmax ? p.inv_tau[seed] : 0.0f;
+  double loss = 0;
+  for (int64_t q = 0; q < nq; ++q) {
+    const float* target = nullptr;
+    float* o = out + q * 3;
+    if (src != nullptr) {
+      target = src->targets + seed * src->targets_seed_stride + t0 + q * 3;
+      o = out;
+    }
+    const float* weight = src != nullptr ? src->weight : nullptr;
+    if (softmax) {
+      loss += SoftmaxSequence3<kR, kDv>(p, tau, z, q * 3, o, target, weight,
+                                        src != nullptr ? gz : nullptr, gt);
+    } else {
+      loss += KernelSequence3<kR, kDv>(p, fe, z, q * 3, o, target, weight,
+                                       src != nullptr ? gz : nullptr);
+    }
+  }
+  return loss;
+}
+
+// Block3 with the widths of the OOD sweeps' heads as constants (m = 12,
+// 16, 24: the softmax head's r = dv = m, the kernel head's rank 1 with dv
+// = m, where the run-time loops' set-up and tails cost as much as the
+// arithmetic), at run time otherwise.
+RANKSWEEP_INLINE double Block3Dispatch(const Problem& p, int64_t seed, const Features& fe,
+                                       const float* z, int64_t t0, int64_t nq,
+                                       const GradSource* src, float* out, float* gz, float* gt) {
+  const int64_t r = p.shape.score, dv = p.shape.dv;
+#define RANKSWEEP_BLOCK3(R, DV) \
+  if (r == R && dv == DV) return Block3<R, DV>(p, seed, fe, z, t0, nq, src, out, gz, gt)
+  RANKSWEEP_BLOCK3(12, 12);
+  RANKSWEEP_BLOCK3(16, 16);
+  RANKSWEEP_BLOCK3(24, 24);
+  RANKSWEEP_BLOCK3(1, 12);
+  RANKSWEEP_BLOCK3(1, 16);
+  RANKSWEEP_BLOCK3(1, 24);
+#undef RANKSWEEP_BLOCK3
+  return Block3<0, 0>(p, seed, fe, z, t0, nq, src, out, gz, gt);
+}
+
+// Readouts of the block's nq sequences into out (k per position). One call
+// per block: the sequence loops inline into each instruction-set clone.
+RANKSWEEP_VECTOR_CLONES
+void BlockForward(const Problem& p, int64_t seed, const Features& fe, const float* z, int64_t nq,
+                  Scratch& sc, float* out) {
+  if (p.n == 3 && p.shape.k == 1) {
+    Block3Dispatch(p, seed, fe, z, 0, nq, nullptr, out, nullptr, nullptr);
+    return;
+  }
+  for (int64_t q = 0; q < nq; ++q) {
+    SequenceForward(p, seed, fe, z, q * p.n, sc, out + q * p.n * p.shape.k);
+  }
+}
+
 // The map gradients of the block's nq sequences (positions t0 ..) into gz;
 // adds the block's share of d loss / d inv_tau to *gt and, for the squared
 // error, its loss to *loss.
@@ -425,16 +583,12 @@ void BlockBackward(const Problem& p, int64_t seed, const Features& fe, const flo
   double loss_sum = 0;
   float* out = sc.out.data();
   float* go = sc.go.data();
-  const bool kernel3 = src.gout == nullptr && p.shape.kind != Shape::Kind::kSoftmax &&
-                       p.n == 3 && p.shape.k == 1;
+  if (src.gout == nullptr && p.n == 3 && p.shape.k == 1) {
+    *loss += Block3Dispatch(p, seed, fe, z, t0, nq, &src, out, gz, gt);
+    return;
+  }
   for (int64_t q = 0; q < nq; ++q) {
     const int64_t t = t0 + q * p.n;  // the sequence's first position
-    if (kernel3) {
-      loss_sum += KernelSequence3(p, fe, z, q * 3, out,
-                                  src.targets + seed * src.targets_seed_stride + t, src.weight,
-                                  gz);
-      continue;
-    }
     if (src.gout != nullptr) {
       SequenceForward(p, seed, fe, z, q * p.n, sc, nullptr);
       gt_sum += SequenceBackward(p, seed, fe, z, q * p.n, sc,
