@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "worker/trainer/loop_math.h"
 #include "worker/trainer/short_attention.h"
 
 namespace ranksweep::trainer {
@@ -463,7 +464,7 @@ torch::Tensor KernelHeadImpl::PairForward(const TokenMaps& maps, const PairGathe
   if (config_.kind == HeadKind::kSignedKernel) {
     y = num * den / (den * den + kSignedDelta * kSignedDelta);
   } else {
-    y = num / den.clamp_min(1e-30);  // see Attend
+    y = num / den.clamp_min(loops::kDenFloor);  // see Attend
   }
   return (h == 1 ? y.squeeze(-1) : y.sum(-1)) + g.Rows(maps.b);
 }

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/trainer/dataset.h"
+#include "worker/trainer/loop_math.h"
 #include "worker/trainer/trainer.h"
 
 namespace ranksweep::trainer {
@@ -41,6 +42,26 @@ struct Shape {
   int m;
   int n;
 };
+
+// A rank-1 kernel head trained long on the witness family drives some rows'
+// denominators towards 0. Their quotient's gradient, -1 / den^2, must stay
+// finite for every denominator the floor lets through: with the floor at
+// 1e-30 a den of 1e-25 squared to 0 in float, the gradient became -inf, and
+// the seed's loss NaN.
+TEST(QuotientTest, GradientIsFiniteForEveryDenominatorAboveAndBelowTheFloor) {
+  for (float den = 1e-37f; den < 10.0f; den *= 3.0f) {
+    const loops::Quotient q = loops::QuotientOf(den, 0.0f);
+    EXPECT_TRUE(std::isfinite(q.c)) << den;
+    EXPECT_TRUE(std::isfinite(q.dc)) << den;
+  }
+  // The bmm path floors the same denominator with clamp_min: its backward
+  // divides by the floored denominator squared.
+  torch::Tensor den = torch::full({1}, 1e-25f, torch::requires_grad());
+  torch::Tensor num = torch::full({1}, 1e-26f, torch::requires_grad());
+  (num / den.clamp_min(loops::kDenFloor)).sum().backward();
+  EXPECT_TRUE(std::isfinite(num.grad().item<float>()));
+  EXPECT_TRUE(std::isfinite(den.grad().item<float>()));
+}
 
 TEST(ConstructionTest, Rank1IsExactForNAtMost2) {
   for (Shape s : {Shape{12, 1}, Shape{8, 2}, Shape{9, 2}}) {

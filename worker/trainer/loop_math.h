@@ -13,8 +13,10 @@
 
 namespace ranksweep::trainer::loops {
 
-// The floor of the nonnegative quotient's denominator, as on the bmm path.
-inline constexpr float kDenFloor = 1e-30f;
+// The floor of the nonnegative quotient's denominator, on every path (the bmm
+// path clamps with it too). 1e-18 and not smaller: its square, 1e-36, is still
+// a normal float, so -1 / den^2 stays finite for every den above the floor.
+inline constexpr float kDenFloor = 1e-18f;
 
 // c(den) and dc/dden of the normalized attention's quotient: 1 / den for
 // nonnegative features (floored, no gradient below the floor), and

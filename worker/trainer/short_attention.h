@@ -4,7 +4,7 @@
 //
 //   a_ij = <fq_i, fk_j>,  den_i = sum_j a_ij,  y_i = c(den_i) sum_j a_ij v_j,
 //
-// with c(d) = 1 / max(d, 1e-30) for nonnegative features and
+// with c(d) = 1 / max(d, 1e-18) for nonnegative features and
 // c(d) = d / (d^2 + delta^2) for signed kernels (delta > 0).
 //
 // LibTorch's CPU bmm computes a product of fewer than 400 multiply-adds per
