@@ -56,7 +56,7 @@ class CheckFileReferencesTest(unittest.TestCase):
             "intro\n"
             "The science is in docs/SCIENCE.md.\n"
             "See fused_trainer_test.cc and ../MISSING.md.\n"
-            "Background: /work/shared/NOTES.md.\n"
+            "Background: /srv/notes/NOTES.md.\n"
             "As in docs/GUIDE.md, \"Tearing\n"
             "down\".\n")
         tree["worker/heads.cc"] = "// (SCIENCE.md, \"Metrics\")\n"
@@ -68,7 +68,7 @@ class CheckFileReferencesTest(unittest.TestCase):
             "docs/USE.md:2: cites docs/SCIENCE.md, which is not in the repository",
             "docs/USE.md:3: cites fused_trainer_test.cc, which is not in the repository",
             "docs/USE.md:3: cites ../MISSING.md, which is not in the repository",
-            "docs/USE.md:4: cites /work/shared/NOTES.md, a document outside the repository",
+            "docs/USE.md:4: cites /srv/notes/NOTES.md, a document outside the repository",
             "docs/USE.md:5: cites section \"Tearing down\" of docs/GUIDE.md, "
             "which has no such heading",
             "worker/heads.cc:1: cites SCIENCE.md, which is not in the repository",
