@@ -358,22 +358,20 @@ int Serve() {
   DefineCoordinatorMetrics(&metrics);
   store->SetCommitObserver(
       [&metrics](double seconds) { metrics.Observe("ranksweep_store_commit_seconds", {}, seconds); });
-  metrics.AddCollector([&store, &coordinator](MetricsRegistry* m) {
+  metrics.AddCollector([&coordinator](MetricsRegistry* m) {
     m->ClearGauge("ranksweep_cells");
     for (CellState state : {CellState::kPending, CellState::kLeased, CellState::kDone,
                             CellState::kFailed, CellState::kCancelled}) {
       m->Set("ranksweep_cells", {{"state", Name(state)}}, 0);
     }
-    absl::Status read = store->Read([&](Connection& c) -> absl::Status {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state, COUNT(*) FROM cells GROUP BY state"));
-      while (true) {
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) return absl::OkStatus();
-        m->Set("ranksweep_cells", {{"state", Name(static_cast<CellState>(q.ColumnInt(0)))}},
-               static_cast<double>(q.ColumnInt(1)));
+    absl::StatusOr<std::map<CellState, int64_t>> cells = coordinator.CountCellsByState();
+    if (cells.ok()) {
+      for (const auto& [state, n] : *cells) {
+        m->Set("ranksweep_cells", {{"state", Name(state)}}, static_cast<double>(n));
       }
-    });
-    if (!read.ok()) LogEvent("metrics: cannot count cells: %s", read.ToString());
+    } else {
+      LogEvent("metrics: cannot count cells: %s", cells.status().ToString());
+    }
     m->ClearGauge("ranksweep_workers_alive");
     absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator.ListWorkers();
     if (!workers.ok()) {

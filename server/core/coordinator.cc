@@ -618,6 +618,10 @@ absl::StatusOr<std::vector<WorkerInfo>> Coordinator::ListWorkers() {
   return queries_.ListWorkers();
 }
 
+absl::StatusOr<std::map<CellState, int64_t>> Coordinator::CountCellsByState() {
+  return queries_.CountCellsByState();
+}
+
 absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
   if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
   int64_t cancelled = 0;

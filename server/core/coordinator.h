@@ -232,6 +232,10 @@ class Coordinator {
   // Every registered worker, by id.
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
 
+  // The cells of every sweep in the store, by state (states with no cell are
+  // absent); read on the read connection, for the operators' metrics.
+  absl::StatusOr<std::map<CellState, int64_t>> CountCellsByState();
+
   // Takes back the results of `worker_id` (server/core/quarantine.h): its
   // DONE results that finished at or after `since_ms` (0 = all) and every
   // copy the result cache served of them become invalid rows (a Query with

@@ -216,6 +216,20 @@ TEST_F(CoordinatorTest, SubmitExpandsRankedHeadsByRanksAndRanklessHeadsBySeedsOn
   EXPECT_EQ(info.spec.heads.size(), 2u);
 }
 
+TEST_F(CoordinatorTest, CellsAreCountedByStateAcrossSweeps) {
+  auto empty = coordinator_->CountCellsByState();
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->empty());
+  auto first = coordinator_->Submit(MakeSpec("grid"), "local");
+  auto second = coordinator_->Submit(MakeSpec("grid2"), "local");
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE(coordinator_->Cancel(second->sweep_id).ok());
+  auto counts = coordinator_->CountCellsByState();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(*counts, (std::map<CellState, int64_t>{{CellState::kPending, 16},
+                                                   {CellState::kCancelled, 16}}));
+}
+
 TEST_F(CoordinatorTest, SubmitRejectsBadSpecNamingTheFieldAndStoresNothing) {
   SweepSpec spec = MakeSpec("bad");
   spec.dataset.m = 0;

@@ -721,6 +721,23 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
   return out;
 }
 
+absl::StatusOr<std::map<CellState, int64_t>> SweepQueries::CountCellsByState() {
+  std::map<CellState, int64_t> counts;
+  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
+    counts.clear();
+    enum Col : int { kState, kCells, kCount };
+    static const std::string* sql =
+        NewSelect<kCount>({"state", "COUNT(*)"}, "FROM cells GROUP BY state");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return absl::OkStatus();
+      counts[static_cast<CellState>(q.ColumnInt(kState))] = q.ColumnInt(kCells);
+    }
+  }));
+  return counts;
+}
+
 absl::StatusOr<std::vector<WorkerInfo>> SweepQueries::ListWorkers() {
   const int64_t now = clock_->NowMs();
   std::vector<WorkerInfo> workers;

@@ -9,6 +9,7 @@
 #define RANKSWEEP_SERVER_CORE_RESULT_QUERIES_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@ class SweepQueries {
                                                     const std::optional<std::string>& owner);
   absl::StatusOr<std::string> SweepOwner(const std::string& sweep_id);
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
+  absl::StatusOr<std::map<CellState, int64_t>> CountCellsByState();
   absl::StatusOr<QueryOutcome> Query(const ResultQuery& query);
   absl::StatusOr<QueryOutcome> Query(const ResultQuery& query, RowSink& sink);
 
