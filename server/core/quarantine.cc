@@ -4,12 +4,14 @@
 #include <set>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/spec/result_validation.h"
 #include "common/status_macros.h"
 #include "server/core/packed_row.h"
+#include "server/core/result_schema.h"
 #include "server/core/sql_columns.h"
 
 namespace ranksweep::server {
@@ -20,43 +22,36 @@ using GroupKey = std::tuple<std::string, int, int>;  // sweep, head_index, rank
 // Sums one (sweep, head, rank) group up again from its DONE rows, as
 // migrations 5 and 7 do for every group: the mean, then the squared
 // deviations from it. No row is written when no DONE row is left.
+// Rebuilds a group's row of result_groups from the DONE results left in it,
+// through AddToResultGroup, the one update every stored result goes through.
 absl::Status RebuildGroup(Connection& c, const GroupKey& key) {
-  static const std::string* sql = new std::string(absl::StrCat(
-      "INSERT INTO result_groups (sweep_id, head_index, rank, n, exact_seeds, test_n, "
-      "test_exact_seeds, train_error_mean, train_error_m2, train_error_min, train_error_max, "
-      "exact_mean, exact_m2, exact_min, exact_max, position_mean, position_m2, position_min, "
-      "position_max, test_error_mean, test_error_m2, test_error_min, test_error_max, trained_n, "
-      "trained_seconds, cached_n) "
-      "SELECT r.sweep_id, r.head_index, r.rank, COUNT(*), TOTAL(r.train_error = 0), "
-      "TOTAL(r.test_sequences > 0), TOTAL(r.test_sequences > 0 AND r.test_error = 0), "
-      "a.te, TOTAL((r.train_error - a.te) * (r.train_error - a.te)), "
-      "MIN(r.train_error), MAX(r.train_error), "
-      "a.ea, TOTAL((r.train_exact_accuracy - a.ea) * (r.train_exact_accuracy - a.ea)), "
-      "MIN(r.train_exact_accuracy), MAX(r.train_exact_accuracy), "
-      "a.pa, TOTAL((r.train_position_accuracy - a.pa) * (r.train_position_accuracy - a.pa)), "
-      "MIN(r.train_position_accuracy), MAX(r.train_position_accuracy), "
-      "COALESCE(a.ts, 0), "
-      "TOTAL(CASE WHEN r.test_sequences > 0 THEN (r.test_error - a.ts) * (r.test_error - a.ts) "
-      "END), "
-      "COALESCE(MIN(CASE WHEN r.test_sequences > 0 THEN r.test_error END), 0), "
-      "COALESCE(MAX(CASE WHEN r.test_sequences > 0 THEN r.test_error END), 0), "
-      "TOTAL(r.cached_from = 0), TOTAL(CASE WHEN r.cached_from = 0 THEN r.wall_seconds END), "
-      "TOTAL(r.cached_from != 0) "
-      "FROM results r, (SELECT AVG(train_error) AS te, AVG(train_exact_accuracy) AS ea, "
-      "AVG(train_position_accuracy) AS pa, "
-      "AVG(CASE WHEN test_sequences > 0 THEN test_error END) AS ts FROM results "
-      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND state = ", kCellDone, ") a "
-      "WHERE r.sweep_id = ?1 AND r.head_index = ?2 AND r.rank = ?3 AND r.state = ", kCellDone,
-      " GROUP BY r.sweep_id, r.head_index, r.rank"));
+  const auto& [sweep_id, head_index, rank] = key;
   {
     ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_groups WHERE sweep_id = ?1 "
                                               "AND head_index = ?2 AND rank = ?3"));
-    del.Bind(1, std::get<0>(key)).Bind(2, std::get<1>(key)).Bind(3, std::get<2>(key));
+    del.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
     RETURN_IF_ERROR(del.Run());
   }
-  ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
-  ins.Bind(1, std::get<0>(key)).Bind(2, std::get<1>(key)).Bind(3, std::get<2>(key));
-  return ins.Run();
+  static const std::string* sql = new std::string(absl::StrCat(
+      "SELECT ", ResultColumns(), ", cached_from FROM results "
+      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND state = ", kCellDone,
+      " ORDER BY cell_id"));
+  std::vector<std::pair<SeedResult, bool>> rows;  // (result, served from the cache)
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      SeedResult r;
+      ReadResultColumns(q, 0, &r);
+      rows.emplace_back(std::move(r), q.ColumnInt(ResultCol::kCount) != 0);
+    }
+  }
+  for (const auto& [r, cached] : rows) {
+    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r, cached));
+  }
+  return absl::OkStatus();
 }
 
 std::string FormatMs(int64_t ms) {
