@@ -1,22 +1,15 @@
-// The coordinator's SQLite database: opening it, the versioned schema and its
-// migrations, and transactions on two connections.
+// The coordinator's SQLite database: opening it, bringing its schema up to
+// date, and transactions on three connections.
 //
-//  * One writer connection, used only by the store's writer thread. Write()
-//    and WriteAsync() queue a function; the thread runs it inside BEGIN
-//    IMMEDIATE ... COMMIT and rolls it back when it returns an error. The
-//    writer runs with journal_mode=WAL and synchronous=FULL: in WAL mode FULL
-//    syncs the log on every commit, so an OK outcome means the transaction
-//    is durable and survives a crash or power loss.
-//  * Group commit: the thread takes every function queued while it was busy
-//    (up to kMaxWriteBatch) into one transaction and commits them under one
-//    sync. Under load a commit serves many calls. A function that fails
-//    keeps only its error: the others' changes stay. They first run with
-//    nothing around each; when one fails, the transaction is rolled back and
-//    the others run again from its start, each in a savepoint from then on.
-//    So a function may run more than once, and must start from nothing each
-//    time: set what it hands back, never add to what an earlier run left,
-//    and leave anything that must happen once (a log line) until after the
-//    commit.
+//  * One writer connection, used only by the writer thread of a GroupCommit
+//    (server/core/group_commit.h). Write() and WriteAsync() queue a function;
+//    the thread runs it inside BEGIN IMMEDIATE ... COMMIT, several callers'
+//    functions under one commit, and rolls it back when it returns an error.
+//    The writer runs with journal_mode=WAL and synchronous=FULL: in WAL mode
+//    FULL syncs the log on every commit, so an OK outcome means the
+//    transaction is durable and survives a crash or power loss. A function
+//    may run more than once, and must start from nothing each time (see
+//    group_commit.h).
 //  * One read-only connection (SQLITE_OPEN_READONLY), guarded by its own
 //    mutex. Read() runs a function inside one read transaction, a consistent
 //    snapshot. In WAL mode readers never block the writer and the writer never
@@ -25,13 +18,8 @@
 //    indexed lookups made on every call (bearer-token checks), so that they
 //    never queue behind a long query on the first one.
 //
-// Prepared statements are cached per connection, keyed by their SQL text;
-// Connection::Prepare hands one out reset and unbound, and the Statement
-// handle resets it again when it goes out of scope.
-//
-// Schema: the table `schema_version` holds the version the file is at; Open()
-// applies every migration above it, each in its own transaction, and refuses
-// a file written by a newer binary (FailedPrecondition).
+// The connections and statements are server/core/sqlite.h's; the schema and
+// its migrations are server/core/schema.h's, which Open() applies.
 //
 // Errors: SQLite failures become absl::Status (kUnavailable for SQLITE_BUSY,
 // kInternal otherwise) whose message holds SQLite's message and the SQL.
@@ -42,94 +30,20 @@
 #ifndef RANKSWEEP_SERVER_CORE_STORE_H_
 #define RANKSWEEP_SERVER_CORE_STORE_H_
 
-#include <condition_variable>
-#include <cstdint>
-#include <deque>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <string_view>
-#include <thread>
-#include <unordered_map>
-#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
+#include "server/core/group_commit.h"
+#include "server/core/schema.h"
+#include "server/core/sqlite.h"
 
 namespace ranksweep::server {
-
-// A prepared statement checked out of a connection's cache. Move-only; resets
-// the statement and clears its bindings on destruction. Bind indexes are
-// 1-based, column indexes 0-based (SQLite's convention).
-class Statement {
- public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
-    other.stmt_ = nullptr;
-  }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  Statement& operator=(Statement&&) = delete;
-  ~Statement();
-
-  Statement& Bind(int index, int64_t value);
-  Statement& Bind(int index, int value) { return Bind(index, static_cast<int64_t>(value)); }
-  Statement& Bind(int index, double value);
-  Statement& Bind(int index, std::string_view value);
-  Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
-  Statement& BindBlob(int index, std::string_view value);
-  Statement& BindNull(int index);
-
-  // Rewinds the statement so it can run again; bindings are kept.
-  Statement& Reset();
-
-  // Advances to the next row: true when there is one, false when done.
-  absl::StatusOr<bool> Step();
-  // Runs a statement that returns no rows (or ignores them) to completion.
-  absl::Status Run();
-
-  int64_t ColumnInt(int column) const;
-  double ColumnDouble(int column) const;
-  std::string ColumnText(int column) const;
-  // Valid until the next Step, Reset or column call on this column.
-  std::string_view ColumnBlob(int column) const;
-  bool ColumnIsNull(int column) const;
-
- private:
-  absl::Status Error(int rc) const;
-
-  sqlite3* db_;
-  sqlite3_stmt* stmt_;
-};
-
-// One SQLite connection with its statement cache. Handed out by Store.
-class Connection {
- public:
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
-  // Returns the cached statement for `sql`, preparing it on first use. One
-  // SQL text must not be checked out twice at the same time.
-  absl::StatusOr<Statement> Prepare(const std::string& sql);
-  // Runs one or more statements without caching (schema, pragmas).
-  absl::Status Exec(const std::string& sql);
-  // Rows changed by the last INSERT/UPDATE/DELETE.
-  int64_t Changes() const;
-  int64_t LastInsertRowId() const;
-
- private:
-  friend class Store;
-  explicit Connection(sqlite3* db) : db_(db) {}
-
-  sqlite3* db_;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
-};
 
 struct StoreOptions {
   // How long a connection waits for a lock held by another connection (for
@@ -139,8 +53,8 @@ struct StoreOptions {
 
 class Store {
  public:
-  // The schema version this binary writes.
-  static constexpr int kSchemaVersion = 10;
+  // The schema version this binary writes (server/core/schema.h).
+  static constexpr int kSchemaVersion = ::ranksweep::server::kSchemaVersion;
 
   // Opens (creating if needed) the database at `path`, migrates it to
   // kSchemaVersion, then opens the read-only connections.
@@ -151,10 +65,10 @@ class Store {
   ~Store();
 
   // Runs `fn` in a write transaction on the writer thread, possibly together
-  // with other callers' functions (group commit, above), and waits for the
-  // outcome. Keeps its changes when `fn` returns OK and the commit succeeds;
+  // with other callers' functions (server/core/group_commit.h), and waits
+  // for the outcome. Keeps its changes when `fn` returns OK and the commit succeeds;
   // rolls them back and returns the error otherwise. Writes are serialized.
-  // `fn` may run more than once (group commit, above). OK means durable.
+  // `fn` may run more than once (group_commit.h). OK means durable.
   // Must not be called on the writer thread (from a function or a `done`
   // below): that is FailedPrecondition, not a deadlock.
   absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> fn);
@@ -165,8 +79,8 @@ class Store {
   // the call, with no hand-over to a waiting thread. `done` holds up the
   // next commit while it runs, so it must be short and must not block; it
   // may queue more writes with WriteAsync().
-  using WriteFn = std::function<absl::Status(Connection&)>;
-  using WriteDone = std::function<void(absl::Status)>;
+  using WriteFn = GroupCommit::WriteFn;
+  using WriteDone = GroupCommit::WriteDone;
   void WriteAsync(WriteFn fn, WriteDone done);
 
   // Runs `fn` in one read transaction on the read-only connection. Read
@@ -181,12 +95,8 @@ class Store {
   // Counters of the writer since Open: functions run by Write() and the
   // transactions committed for them (fewer when calls shared a commit), and
   // the transactions rolled back because a function in them failed, after
-  // which the others ran again (group commit, above).
-  struct WriteStats {
-    int64_t writes = 0;
-    int64_t commits = 0;
-    int64_t reruns = 0;
-  };
+  // which the others ran again (server/core/group_commit.h).
+  using WriteStats = GroupCommit::WriteStats;
   WriteStats write_stats();
   // Called on the writer thread after every COMMIT that succeeded, with the
   // seconds it took (its sync included): the operators' commit latency
@@ -211,34 +121,11 @@ class Store {
   const std::string& path() const { return path_; }
 
  private:
-  // One function waiting in the group-commit queue, owned by the queue until
-  // the writer thread has run its `done`.
-  struct WriteRequest {
-    WriteFn fn;
-    WriteDone done;
-    absl::Status status;
-  };
-  // The most functions one commit takes; the rest wait for the next one.
-  static constexpr size_t kMaxWriteBatch = 256;
-
   Store(std::string path, std::unique_ptr<Connection> writer);
-  absl::Status Migrate();
-  // The writer thread: takes what is queued, runs it, finishes it; until
-  // the store closes and the queue is empty.
-  void WriterLoop();
-  // Runs `batch` as described above and sets every request's status. Only
-  // the writer thread runs it.
-  void RunBatch(const std::vector<WriteRequest*>& batch);
 
   const std::string path_;
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;  // work queued, or closing
-  std::deque<WriteRequest*> queue_;   // waiting, in arrival order
-  bool closing_ = false;              // guarded by queue_mu_
-  WriteStats stats_;                  // guarded by queue_mu_
-  std::function<void(double)> commit_observer_;  // set before the first write
-  std::thread writer_thread_;
   std::unique_ptr<Connection> writer_;
+  std::unique_ptr<GroupCommit> group_commit_;  // the only user of writer_ once set
   std::mutex read_mu_;
   std::unique_ptr<Connection> reader_;
   std::mutex quick_mu_;

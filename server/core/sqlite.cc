@@ -1,0 +1,153 @@
+#include "server/core/sqlite.h"
+
+#include <sqlite3.h>
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ranksweep::server {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, int rc, std::string_view what) {
+  const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  std::string text = absl::StrCat("sqlite: ", msg, " (", sqlite3_errstr(rc), ") in: ", std::string(what));
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return absl::UnavailableError(text);
+  return absl::InternalError(text);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ Statement
+
+Statement::~Statement() {
+  if (stmt_ != nullptr) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+}
+
+Statement& Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, std::string_view value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
+                    SQLITE_TRANSIENT);
+  return *this;
+}
+
+Statement& Statement::BindBlob(int index, std::string_view value) {
+  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Statement& Statement::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+Statement& Statement::Reset() {
+  sqlite3_reset(stmt_);
+  return *this;
+}
+
+absl::Status Statement::Error(int rc) const { return SqliteError(db_, rc, sqlite3_sql(stmt_)); }
+
+absl::StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Error(rc);
+}
+
+absl::Status Statement::Run() {
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, Step());
+    if (!row) return absl::OkStatus();
+  }
+}
+
+int64_t Statement::ColumnInt(int column) const { return sqlite3_column_int64(stmt_, column); }
+
+double Statement::ColumnDouble(int column) const { return sqlite3_column_double(stmt_, column); }
+
+std::string Statement::ColumnText(int column) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, column);
+  if (text == nullptr) return std::string();
+  return std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, column));
+}
+
+std::string_view Statement::ColumnBlob(int column) const {
+  const void* blob = sqlite3_column_blob(stmt_, column);
+  if (blob == nullptr) return std::string_view();
+  return std::string_view(static_cast<const char*>(blob),
+                          static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+bool Statement::ColumnIsNull(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+// ------------------------------------------------------------------ Connection
+
+Connection::~Connection() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  sqlite3_close_v2(db_);
+}
+
+absl::StatusOr<Statement> Connection::Prepare(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, sql);
+    it = cache_.emplace(sql, stmt).first;
+  }
+  return Statement(db_, it->second);
+}
+
+absl::Status Connection::Exec(const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string what = absl::StrCat(err != nullptr ? err : "", " in: ", sql.substr(0, 200));
+    sqlite3_free(err);
+    return SqliteError(db_, rc, what);
+  }
+  return absl::OkStatus();
+}
+
+int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
+
+int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+
+bool Connection::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
+
+absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode,
+                                                             int busy_timeout_ms) {
+  const int flags = mode == Mode::kReadWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                                             : SQLITE_OPEN_READONLY;
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = SqliteError(db, rc, absl::StrCat("open ", path));
+    sqlite3_close_v2(db);
+    return s;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, busy_timeout_ms);
+  return std::unique_ptr<Connection>(new Connection(db));
+}
+
+}  // namespace ranksweep::server

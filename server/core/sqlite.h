@@ -1,0 +1,120 @@
+// A thin C++ face of SQLite: one connection with its statement cache, and a
+// prepared statement checked out of that cache.
+//
+// Prepared statements are cached per connection, keyed by their SQL text;
+// Connection::Prepare hands one out reset and unbound, and the Statement
+// handle resets it again when it goes out of scope.
+//
+// Errors: SQLite failures become absl::Status (kUnavailable for SQLITE_BUSY
+// and SQLITE_LOCKED, kInternal otherwise) whose message holds SQLite's
+// message and the SQL.
+//
+// Thread-safety: none. A Connection is opened with SQLITE_OPEN_NOMUTEX and
+// must be used by one thread at a time; its owner (server/core/store.h)
+// serializes the calls. A Statement belongs to the call that prepared it and
+// must not outlive its Connection.
+#ifndef RANKSWEEP_SERVER_CORE_SQLITE_H_
+#define RANKSWEEP_SERVER_CORE_SQLITE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace ranksweep::server {
+
+// A prepared statement checked out of a connection's cache. Move-only; resets
+// the statement and clears its bindings on destruction. Bind indexes are
+// 1-based, column indexes 0-based (SQLite's convention).
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+    other.stmt_ = nullptr;
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  Statement& operator=(Statement&&) = delete;
+  ~Statement();
+
+  Statement& Bind(int index, int64_t value);
+  Statement& Bind(int index, int value) { return Bind(index, static_cast<int64_t>(value)); }
+  Statement& Bind(int index, double value);
+  Statement& Bind(int index, std::string_view value);
+  Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
+  Statement& BindBlob(int index, std::string_view value);
+  Statement& BindNull(int index);
+
+  // Rewinds the statement so it can run again; bindings are kept.
+  Statement& Reset();
+
+  // Advances to the next row: true when there is one, false when done.
+  absl::StatusOr<bool> Step();
+  // Runs a statement that returns no rows (or ignores them) to completion.
+  absl::Status Run();
+
+  int64_t ColumnInt(int column) const;
+  double ColumnDouble(int column) const;
+  std::string ColumnText(int column) const;
+  // Valid until the next Step, Reset or column call on this column.
+  std::string_view ColumnBlob(int column) const;
+  bool ColumnIsNull(int column) const;
+
+ private:
+  absl::Status Error(int rc) const;
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+// One SQLite connection with its statement cache. Closes the connection,
+// and finalizes every cached statement, on destruction.
+class Connection {
+ public:
+  enum class Mode {
+    kReadWrite,  // creates the file when it does not exist
+    kReadOnly,
+  };
+  // Opens `path` with extended result codes and a busy timeout of
+  // `busy_timeout_ms` (how long a call waits for a lock another connection
+  // holds before it fails with kUnavailable).
+  static absl::StatusOr<std::unique_ptr<Connection>> Open(const std::string& path, Mode mode,
+                                                          int busy_timeout_ms);
+
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Returns the cached statement for `sql`, preparing it on first use. One
+  // SQL text must not be checked out twice at the same time.
+  absl::StatusOr<Statement> Prepare(const std::string& sql);
+  // Runs one or more statements without caching (schema, pragmas).
+  absl::Status Exec(const std::string& sql);
+  // Rows changed by the last INSERT/UPDATE/DELETE.
+  int64_t Changes() const;
+  int64_t LastInsertRowId() const;
+  // Whether a transaction is open: false after COMMIT or ROLLBACK, and after
+  // SQLite rolled a transaction back by itself (an I/O error, a full disk).
+  bool InTransaction() const;
+
+  // The SQLite handle, for registering SQL functions
+  // (server/core/packed_row.h). The Connection keeps owning it.
+  sqlite3* handle() const { return db_; }
+
+ private:
+  explicit Connection(sqlite3* db) : db_(db) {}
+
+  sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+};
+
+}  // namespace ranksweep::server
+
+#endif  // RANKSWEEP_SERVER_CORE_SQLITE_H_
