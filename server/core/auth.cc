@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
+#include "server/core/sql_columns.h"
 
 namespace ranksweep::server {
 namespace {
@@ -55,17 +56,34 @@ std::string RoleList(const std::vector<Role>& roles) {
   return absl::StrJoin(roles, ", ", [](std::string* out, Role r) { out->append(RoleName(r)); });
 }
 
+// A token's record, read by ReadRecord() in this order.
+enum RecordCol : int { kName, kRole, kCreatedMs, kRevokedMs, kRecordColCount };
+constexpr absl::string_view kRecordCols[] = {"name", "role", "created_ms", "revoked_ms"};
+
+// "SELECT <a token's record> FROM tokens <rest>", built once per statement.
+const std::string* NewRecordSelect(absl::string_view rest) {
+  return NewSelect<kRecordColCount>(kRecordCols, absl::StrCat("FROM tokens ", rest));
+}
+
+// Whether a token of that name exists and when it was revoked (0: active).
+enum RevokedCol : int { kRevokedOnly, kRevokedColCount };
+const std::string& RevokedByNameSql() {
+  static const std::string* sql =
+      NewSelect<kRevokedColCount>({"revoked_ms"}, "FROM tokens WHERE name = ?1");
+  return *sql;
+}
+
 absl::StatusOr<TokenRecord> ReadRecord(const Statement& q) {
   TokenRecord r;
-  r.name = q.ColumnText(0);
-  absl::StatusOr<Role> role = ParseRole(q.ColumnText(1));
+  r.name = q.ColumnText(kName);
+  absl::StatusOr<Role> role = ParseRole(q.ColumnText(kRole));
   if (!role.ok()) {
     return absl::InternalError(absl::StrCat(
         "token '", r.name, "' has a bad role in the database: ", role.status().message()));
   }
   r.role = *role;
-  r.created_unix_ms = q.ColumnInt(2);
-  r.revoked_unix_ms = q.ColumnInt(3);
+  r.created_unix_ms = q.ColumnInt(kCreatedMs);
+  r.revoked_unix_ms = q.ColumnInt(kRevokedMs);
   return r;
 }
 
@@ -130,13 +148,14 @@ absl::StatusOr<std::string> TokenStore::Create(const std::string& name, Role rol
   const std::string hash = HashToken(token);
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT revoked_ms FROM tokens WHERE name = ?1"));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(RevokedByNameSql()));
       q.Bind(1, name);
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (row) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "a token named \"", name, "\" already exists",
-            q.ColumnInt(0) != 0 ? " (revoked; names of revoked tokens stay taken)" : ""));
+        const bool revoked = q.ColumnInt(kRevokedOnly) != 0;
+        return absl::AlreadyExistsError(
+            absl::StrCat("a token named \"", name, "\" already exists",
+                         revoked ? " (revoked; names of revoked tokens stay taken)" : ""));
       }
     }
     ASSIGN_OR_RETURN(Statement ins,
@@ -151,8 +170,8 @@ absl::StatusOr<std::string> TokenStore::Create(const std::string& name, Role rol
 absl::StatusOr<std::vector<TokenRecord>> TokenStore::List() {
   std::vector<TokenRecord> records;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT name, role, created_ms, revoked_ms FROM tokens "
-                                            "ORDER BY created_ms, name"));
+    static const std::string* sql = NewRecordSelect("ORDER BY created_ms, name");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -170,11 +189,11 @@ absl::StatusOr<bool> TokenStore::Revoke(const std::string& name) {
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     revoked = false;
     {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT revoked_ms FROM tokens WHERE name = ?1"));
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(RevokedByNameSql()));
       q.Bind(1, name);
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return absl::NotFoundError(absl::StrCat("no token named \"", name, "\""));
-      if (q.ColumnInt(0) != 0) return absl::OkStatus();
+      if (q.ColumnInt(kRevokedOnly) != 0) return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE tokens SET revoked_ms = ?2 WHERE name = ?1"));
     // Never 0, which means "active", even on a clock at the epoch.
@@ -190,8 +209,8 @@ absl::StatusOr<std::optional<TokenRecord>> TokenStore::Lookup(std::string_view t
   const std::string hash = HashToken(token);
   std::optional<TokenRecord> record;
   RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT name, role, created_ms, revoked_ms "
-                                            "FROM tokens WHERE hash = ?1"));
+    static const std::string* sql = NewRecordSelect("WHERE hash = ?1");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, hash);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
