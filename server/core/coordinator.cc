@@ -23,6 +23,7 @@
 #include "server/core/rank_search.h"
 #include "server/core/result_schema.h"
 #include "server/core/sql_columns.h"
+#include "server/core/worker_registry.h"
 
 namespace ranksweep::server {
 
@@ -82,13 +83,6 @@ absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, u
   }
 }
 
-bool ValidWorkerId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  return std::all_of(id.begin(), id.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
-  });
-}
-
 // InvalidArgument when one seed of some (head, rank) cell of `spec` is
 // estimated above `limit` bytes (0 = no limit).
 absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
@@ -109,71 +103,7 @@ absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
   return absl::OkStatus();
 }
 
-// The version manifest `worker_id` registered with; nullopt for an unknown
-// worker. Every result row records it.
-absl::StatusOr<std::optional<VersionManifest>> FindWorkerVersion(Connection& c,
-                                                                 const std::string& worker_id) {
-  enum Col : int { kBuildId, kTorchVersion, kCudaVersion, kCount };
-  static const std::string* sql = NewSelect<kCount>(
-      {"build_id", "torch_version", "cuda_version"}, "FROM workers WHERE id = ?1");
-  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, worker_id);
-  ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return std::optional<VersionManifest>();
-  return VersionManifest{q.ColumnText(kBuildId), q.ColumnText(kTorchVersion),
-                         q.ColumnText(kCudaVersion)};
-}
-
-// FindWorkerVersion, empty for an unknown worker.
-absl::StatusOr<VersionManifest> WorkerVersion(Connection& c, const std::string& worker_id) {
-  ASSIGN_OR_RETURN(std::optional<VersionManifest> version, FindWorkerVersion(c, worker_id));
-  return version.value_or(VersionManifest{});
-}
-
-// The free-text fields of a registration against their length limits.
-absl::Status CheckRegistrationText(const WorkerRegistration& reg) {
-  const struct {
-    const char* field;
-    const std::string& value;
-  } texts[] = {{"hostname", reg.hostname},
-               {"device", reg.device},
-               {"device_name", reg.device_name},
-               {"version.build_id", reg.version.build_id},
-               {"version.torch_version", reg.version.torch_version},
-               {"version.cuda_version", reg.version.cuda_version}};
-  for (const auto& t : texts) {
-    RETURN_IF_ERROR(CheckTextLength(t.field, t.value, ResultLimits::kMaxLabelLength));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status UnknownWorker(const std::string& worker_id) {
-  return absl::NotFoundError(absl::StrCat("unknown worker ", Clip(worker_id), "; register first"));
-}
-
 }  // namespace
-
-const char* Name(SweepState s) {
-  switch (s) {
-    case SweepState::kRunning: return "running";
-    case SweepState::kDone: return "done";
-    case SweepState::kFailed: return "failed";
-    case SweepState::kCancelled: return "cancelled";
-  }
-  return "unknown";
-}
-
-const char* Name(CellState s) {
-  switch (s) {
-    case CellState::kPending: return "pending";
-    case CellState::kLeased: return "leased";
-    case CellState::kDone: return "done";
-    case CellState::kFailed: return "failed";
-    case CellState::kCancelled: return "cancelled";
-    case CellState::kInvalid: return "invalid";
-  }
-  return "unknown";
-}
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store),
@@ -671,15 +601,7 @@ absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
 // ------------------------------------------------------------------ workers
 
 absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration& reg) {
-  int slots = reg.slots == 0 ? 1 : reg.slots;
-  if (slots < 1 || slots > 64) {
-    return absl::InvalidArgumentError(absl::StrCat("slots: must be 1..64, got ", reg.slots));
-  }
-  if (!reg.worker_id.empty() && !ValidWorkerId(reg.worker_id)) {
-    return absl::InvalidArgumentError(
-        "worker_id: must be 1..64 characters of [A-Za-z0-9._-]");
-  }
-  RETURN_IF_ERROR(CheckRegistrationText(reg));
+  ASSIGN_OR_RETURN(const int slots, CheckRegistration(reg));
   const int64_t now = clock_->NowMs();
   std::string worker_id = reg.worker_id;
   bool known = false;
@@ -691,88 +613,26 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
     released = 0;
     events = Events();
     if (!worker_id.empty()) {
-      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = ?1"));
-      q.Bind(1, worker_id);
-      ASSIGN_OR_RETURN(known, q.Step());
+      ASSIGN_OR_RETURN(known, WorkerExists(c, worker_id));
     } else {
-      for (int tries = 0;; ++tries) {
-        worker_id = RandomId("wk-");
-        ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = ?1"));
-        q.Bind(1, worker_id);
-        ASSIGN_OR_RETURN(bool taken, q.Step());
-        if (!taken) break;
-        if (tries > 100) return absl::InternalError("cannot find a free worker id");
-      }
+      ASSIGN_OR_RETURN(worker_id, NewWorkerId(c, [] { return RandomId("wk-"); }));
     }
     if (known) {
       // The previous process of this worker is gone: what it held is released.
-      std::vector<int64_t> cells;
-      {
-        static const std::string* sql = new std::string(
-            absl::StrCat("SELECT id FROM cells WHERE worker_id = ?1 AND state = ", kCellLeased));
-        ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-        q.Bind(1, worker_id);
-        while (true) {
-          ASSIGN_OR_RETURN(bool row, q.Step());
-          if (!row) break;
-          cells.push_back(q.ColumnInt(0));
-        }
-      }
+      ASSIGN_OR_RETURN(const std::vector<int64_t> cells, LeasedCellsOf(c, worker_id));
       for (int64_t cell : cells) {
         RETURN_IF_ERROR(ReturnCell(c, cell, "worker re-registered", /*use_attempt=*/false, events));
       }
       released = static_cast<int64_t>(cells.size());
     }
-    // One statement for both cases; a known worker keeps its registered_ms.
-    ASSIGN_OR_RETURN(Statement up,
-                     c.Prepare("INSERT INTO workers (id, hostname, device, device_name, "
-                               "memory_bytes, slots, build_id, torch_version, cuda_version, "
-                               "registered_ms, last_seen_ms) "
-                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) "
-                               "ON CONFLICT(id) DO UPDATE SET hostname = excluded.hostname, "
-                               "device = excluded.device, device_name = excluded.device_name, "
-                               "memory_bytes = excluded.memory_bytes, slots = excluded.slots, "
-                               "build_id = excluded.build_id, "
-                               "torch_version = excluded.torch_version, "
-                               "cuda_version = excluded.cuda_version, "
-                               "last_seen_ms = excluded.last_seen_ms"));
-    up.Bind(1, worker_id).Bind(2, reg.hostname).Bind(3, reg.device).Bind(4, reg.device_name);
-    up.Bind(5, reg.memory_bytes).Bind(6, slots).Bind(7, reg.version.build_id);
-    up.Bind(8, reg.version.torch_version).Bind(9, reg.version.cuda_version).Bind(10, now);
-    return up.Run();
+    return SaveWorker(c, worker_id, reg, slots, now);
   }));
-  LogEvent("worker %s %s: host=%s device=%s (%s) slots=%d build=%s torch=%s cuda=%s%s", worker_id,
-           known ? "re-registered" : "registered", Clip(reg.hostname), Clip(reg.device),
-           Clip(reg.device_name), slots, Clip(reg.version.build_id),
-           Clip(reg.version.torch_version),
-           reg.version.cuda_version.empty() ? "-" : Clip(reg.version.cuda_version),
-           released > 0 ? absl::StrCat(", released ", released, " leased cells") : "");
+  LogRegistration(reg, worker_id, slots, known, released);
   Dispatch(events);
   return worker_id;
 }
 
 namespace {
-
-// NotFound unless `worker_id` is registered; marks it seen at `now`.
-absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t now) {
-  if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
-  ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET last_seen_ms = ?2 WHERE id = ?1"));
-  u.Bind(1, worker_id).Bind(2, now);
-  RETURN_IF_ERROR(u.Run());
-  if (c.Changes() == 0) {
-    return UnknownWorker(worker_id);
-  }
-  return absl::OkStatus();
-}
-
-// The version manifest of a registered worker; NotFound, as TouchWorker
-// says it, for an unknown one. Writes nothing.
-absl::StatusOr<VersionManifest> KnownWorkerVersion(Connection& c, const std::string& worker_id) {
-  if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
-  ASSIGN_OR_RETURN(std::optional<VersionManifest> version, FindWorkerVersion(c, worker_id));
-  if (!version.has_value()) return UnknownWorker(worker_id);
-  return *std::move(version);
-}
 
 struct LeaseRow {
   int64_t cell_id = 0;
@@ -900,10 +760,7 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
   // worker's registered memory, else unlimited (budget < 0).
   int64_t budget = want.memory_bytes;
   if (budget == 0) {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT memory_bytes FROM workers WHERE id = ?1"));
-    q.Bind(1, worker_id);
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) budget = q.ColumnInt(0);
+    ASSIGN_OR_RETURN(budget, RegisteredMemoryBytes(c, worker_id));
   }
   const bool limited = budget > 0;
   // Groups that did not fit this call's (only shrinking) budget.
