@@ -1,0 +1,624 @@
+// Reading results back: rows, grouped aggregates, filters and pages, and
+// search-mode sweeps.
+#include <string>
+#include <vector>
+
+#include "server/core/coordinator_test_fixture.h"
+
+namespace ranksweep::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+// ------------------------------------------------------------------ results
+
+TEST_F(CoordinatorTest, SweepIsDoneWhenEveryCellIsDoneAndRowsCarryProvenance) {
+  std::string sweep = Submit(MakeSpec("small", {1}, 2, 0, false));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 64);
+  ASSERT_EQ(tasks.size(), 1u);
+  clock_.AdvanceMs(500);
+  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 0.5)).ok());
+  SweepInfo info = Get(sweep);
+  EXPECT_EQ(info.state, SweepState::kDone);
+  EXPECT_EQ(info.counts.done, 2);
+  EXPECT_EQ(info.finished_unix_ms, clock_.NowMs());
+  EXPECT_DOUBLE_EQ(info.mean_cell_seconds, 2.0);
+
+  auto q = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->rows.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const ResultRow& row = q->rows[i];
+    EXPECT_EQ(row.sweep_id, sweep);
+    EXPECT_EQ(row.cell_id, tasks[0].cells[i].cell_id);
+    EXPECT_EQ(row.head, "kernel/elu1");
+    EXPECT_EQ(row.rank, 1);
+    EXPECT_EQ(row.seed, i);
+    EXPECT_EQ(row.state, CellState::kDone);
+    EXPECT_EQ(row.worker_id, w);
+    EXPECT_EQ(row.worker_version.build_id, "0.1.0+abc");
+    EXPECT_EQ(row.worker_version.torch_version, "2.1.0");
+    EXPECT_EQ(row.attempt, 1);
+    EXPECT_EQ(row.lease_id, tasks[0].cells[i].lease_id);
+    EXPECT_EQ(row.finished_unix_ms, clock_.NowMs());
+    ASSERT_TRUE(row.result.has_value());
+    EXPECT_EQ(row.result->seed, i);
+    EXPECT_DOUBLE_EQ(row.result->train.error, 0.5);
+    EXPECT_EQ(row.result->train.sequences, 64);
+  }
+}
+
+TEST_F(CoordinatorTest, EveryResultFieldComesBackFromTheStoreUnchanged) {
+  std::string sweep = Submit(MakeSpec("fields", {1}, 2, 0, false));
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 64);
+  ASSERT_EQ(tasks.size(), 1u);
+  std::vector<CellResult> results;
+  for (const LeasedCell& c : tasks[0].cells) {
+    SeedResult r;
+    r.seed = c.seed;
+    r.train = {276, 0.75, 0.5, 0.5, 1.25};
+    // Seed 0 has a test split; seed 1 has none (its test_error is stored as
+    // NULL and reads back as the default, 1).
+    r.test = c.seed == 0 ? SplitMetrics{50, 0.875, 0.625, 0.375, 2.5} : SplitMetrics{};
+    r.final_loss = 0.0625;
+    r.steps = 1234;
+    r.wall_seconds = 3.25;
+    r.device = "cuda:0 (NVIDIA H200)";
+    r.facts = {276, c.seed == 0 ? 50 : 0, 12, 6, 12};
+    results.push_back(CellResult{c.cell_id, c.lease_id, r});
+  }
+  ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  auto q = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->rows.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(q->rows[i].result.has_value());
+    ranksweep::testing::ExpectSameSeedResult(*q->rows[i].result, results[i].result);
+  }
+}
+
+TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
+  std::string sweep = Submit(MakeSpec("agg", {1, 2}, 3));
+  std::string w = Register();
+  // Group (kernel, r=1): train errors 0, 0.25, 0.5; test errors 0.1, 0.2, 0.3.
+  std::vector<Task> tasks = Acquire(w, 1, 64);
+  ASSERT_EQ(tasks[0].rank, 1);
+  std::vector<CellResult> results;
+  const double train[] = {0, 0.25, 0.5};
+  const double test[] = {0.1, 0.2, 0.3};
+  for (size_t i = 0; i < 3; ++i) {
+    const LeasedCell& c = tasks[0].cells[i];
+    results.push_back(CellResult{c.cell_id, c.lease_id, MakeResult(c.seed, train[i], test[i], 10)});
+  }
+  ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  // Group (kernel, r=2): one seed done out of 3, no test split.
+  tasks = Acquire(w, 1, 1);
+  ASSERT_EQ(tasks[0].rank, 2);
+  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 0.0)).ok());
+
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_THAT(q->rows, IsEmpty());
+  ASSERT_EQ(q->groups.size(), 3u);
+
+  const ResultGroup& g = q->groups[0];
+  EXPECT_EQ(g.head, "kernel/elu1");
+  EXPECT_EQ(g.head_index, 0);
+  EXPECT_EQ(g.rank, 1);
+  EXPECT_EQ(g.n, 3);
+  EXPECT_EQ(g.expected, 3);
+  EXPECT_EQ(g.exact_seeds, 1);
+  EXPECT_DOUBLE_EQ(g.train_error.mean, 0.25);
+  EXPECT_DOUBLE_EQ(g.train_error.std, 0.25);
+  EXPECT_DOUBLE_EQ(g.train_error.min, 0.0);
+  EXPECT_DOUBLE_EQ(g.train_error.max, 0.5);
+  EXPECT_NEAR(g.train_error.ci95, 4.303 * 0.25 / std::sqrt(3.0), 1e-12);
+  EXPECT_NEAR(g.test_error.mean, 0.2, 1e-12);
+  EXPECT_NEAR(g.test_error.std, 0.1, 1e-12);
+  EXPECT_NEAR(g.train_exact_accuracy.mean, 0.75, 1e-12);
+  EXPECT_NEAR(g.train_position_accuracy.mean, 0.875, 1e-12);
+
+  const ResultGroup& g2 = q->groups[1];
+  EXPECT_EQ(g2.rank, 2);
+  EXPECT_EQ(g2.n, 1);
+  EXPECT_EQ(g2.expected, 3);
+  EXPECT_EQ(g2.exact_seeds, 1);
+  EXPECT_DOUBLE_EQ(g2.train_error.mean, 0.0);
+  EXPECT_DOUBLE_EQ(g2.train_error.std, 0.0);
+  EXPECT_DOUBLE_EQ(g2.train_error.ci95, 0.0);
+  EXPECT_DOUBLE_EQ(g2.test_error.mean, 0.0);  // no test split
+
+  const ResultGroup& g3 = q->groups[2];
+  EXPECT_EQ(g3.head, "softmax");
+  EXPECT_EQ(g3.rank, 0);
+  EXPECT_EQ(g3.n, 0);
+  EXPECT_EQ(g3.expected, 3);
+
+  // Completeness and the transition: r=1 is decided (seeds 1, 2 not exact);
+  // r=2 has its one done seed exact but seeds 1, 2 missing, so undecided.
+  EXPECT_THAT(g.missing_seeds, IsEmpty());
+  EXPECT_THAT(g2.missing_seeds, ElementsAre(1u, 2u));
+  EXPECT_THAT(g3.missing_seeds, ElementsAre(0u, 1u, 2u));
+  ASSERT_EQ(q->heads.size(), 2u);
+  EXPECT_EQ(q->heads[0].head, "kernel/elu1");
+  EXPECT_TRUE(q->heads[0].has_rank);
+  EXPECT_FALSE(q->heads[0].transition_defined);
+  EXPECT_EQ(q->heads[0].reason,
+            "undecided: rank 2 is incomplete (1/3 seeds; seeds 1, 2 missing) and every done "
+            "seed there is exact");
+  EXPECT_FALSE(q->heads[1].has_rank);
+  EXPECT_EQ(q->heads[1].reason, "no rank; exact on 0/3 seeds (seeds 0, 1, 2 missing)");
+  ASSERT_TRUE(q->facts.has_value());
+}
+
+TEST_F(CoordinatorTest, GroupedQueryReportsTransitionAndDatasetFacts) {
+  std::string sweep = Submit(MakeSpec("transition", {1, 2, 4}, 2));
+  std::string w = Register();
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto empty = coordinator_->Query(query);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->facts.has_value());  // nothing done yet
+
+  // r=1 fails on both seeds, r=2 and r=4 are exact, softmax exact.
+  for (const Task& t : Acquire(w, 64, 64)) {
+    std::vector<CellResult> results;
+    for (const LeasedCell& c : t.cells) {
+      SeedResult r = MakeResult(c.seed, t.rank == 1 ? 0.5 : 0.0);
+      r.facts.train_sequences = 64;
+      r.facts.distinct_queries = 12;
+      r.facts.rank_lower_bound = 2;
+      r.facts.rank_upper_bound = 12;
+      results.push_back(CellResult{c.cell_id, c.lease_id, r});
+    }
+    ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  }
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->heads.size(), 2u);
+  EXPECT_TRUE(q->heads[0].transition_defined);
+  EXPECT_EQ(q->heads[0].transition_rank, 2);
+  EXPECT_FALSE(q->heads[0].has_test_split);
+  EXPECT_EQ(q->heads[1].reason, "no rank; exact on 2/2 seeds");
+  ASSERT_TRUE(q->facts.has_value());
+  EXPECT_EQ(q->facts->rank_lower_bound, 2);
+  EXPECT_EQ(q->facts->rank_upper_bound, 12);
+  EXPECT_EQ(q->facts->distinct_queries, 12);
+
+  // A rank filter changes what the transition is computed over.
+  query.ranks = {4};
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->heads.size(), 1u);
+  EXPECT_EQ(q->heads[0].transition_rank, 4);
+
+  // Per-seed queries carry no summaries.
+  q = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(q.ok());
+  EXPECT_THAT(q->heads, IsEmpty());
+  EXPECT_FALSE(q->facts.has_value());
+}
+
+TEST_F(CoordinatorTest, CrossEntropySummariesSayTheyDoNotTestTheBound) {
+  SweepSpec spec = MakeSpec("ce", {1, 2}, 2);
+  spec.train.loss = LossKind::kCrossEntropy;
+  std::string sweep = Submit(spec);
+  std::string w = Register();
+  for (const Task& t : Acquire(w, 64, 64)) {
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
+  }
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->heads.size(), 2u);
+  EXPECT_EQ(q->heads[0].caveat,
+            "loss ce: the argmax readout is not the paper's model, so this head's transition "
+            "does not test the rank bound");
+  EXPECT_EQ(q->heads[1].caveat, "");  // softmax: not bounded
+
+  // The same sweep under MSE carries no such note.
+  spec.name = "mse";
+  spec.train.loss = LossKind::kMse;
+  std::string plain = Submit(spec);
+  for (const Task& t : Acquire(w, 64, 64)) {
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
+  }
+  query.sweep_id = plain;
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->heads.size(), 2u);
+  EXPECT_EQ(q->heads[0].caveat, "");
+}
+
+TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {
+  std::string sweep = Submit(MakeSpec("filters", {1, 2}, 3));
+  std::string w = Register();
+  for (const Task& t : Acquire(w, 64, 64)) {
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
+  }
+  ResultQuery query{sweep};
+  query.head = "softmax";
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->rows.size(), 3u);
+
+  query = ResultQuery{sweep};
+  query.ranks = {2};
+  query.seeds = {0, 2};
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->rows.size(), 2u);
+  EXPECT_EQ(q->rows[0].seed, 0u);
+  EXPECT_EQ(q->rows[1].seed, 2u);
+
+  query = ResultQuery{sweep};
+  query.state = CellState::kFailed;
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  EXPECT_THAT(q->rows, IsEmpty());
+
+  query = ResultQuery{sweep};
+  query.head = "nope";
+  EXPECT_EQ(coordinator_->Query(query).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->Query(ResultQuery{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->Query(ResultQuery{"sw-00000000"}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(CoordinatorTest, GroupsFromTheRunningAggregatesEqualGroupsFromTheRows) {
+  // 2 ranks x 6 seeds + softmax: three tasks of up to 4 seeds done with
+  // varied errors, with and without a test split; two cells failed for
+  // good, one leased, the rest pending.
+  std::string sweep = Submit(MakeSpec("agree", {1, 2}, 6));
+  std::string w = Register();
+  int k = 0;
+  for (const Task& t : Acquire(w, 3, 4)) {
+    std::vector<CellResult> results;
+    for (const LeasedCell& c : t.cells) {
+      ++k;
+      const double train = (k % 5) * 0.125;
+      results.push_back(CellResult{c.cell_id, c.lease_id,
+                                   MakeResult(c.seed, train, (k % 3) * 0.3, k % 2 ? 16 : 0)});
+    }
+    ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  }
+  for (const Task& t : Acquire(w, 1, 2)) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      std::vector<int64_t> leases;
+      for (const Task& again : attempt == 0 ? std::vector<Task>{t} : Acquire(w, 1, 2)) {
+        for (int64_t id : LeaseIds(again)) leases.push_back(id);
+      }
+      ASSERT_TRUE(coordinator_->Fail(w, leases, "diverged", false).ok());
+    }
+  }
+  Acquire(w, 1, 1);  // one cell stays leased
+  ASSERT_GE(k, 8);
+  ASSERT_EQ(Cells(sweep, CellState::kDone), k);
+  ASSERT_EQ(Cells(sweep, CellState::kFailed), 2);
+  ASSERT_EQ(Cells(sweep, CellState::kLeased), 1);
+  ASSERT_EQ(Cells(sweep, CellState::kPending), 18 - k - 3);
+
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto fast = coordinator_->Query(query);
+  query.seeds = {0, 1, 2, 3, 4, 5};  // every seed: aggregated from the rows
+  auto slow = coordinator_->Query(query);
+  ASSERT_TRUE(fast.ok() && slow.ok()) << fast.status() << slow.status();
+  ASSERT_EQ(fast->groups.size(), 3u);
+  ASSERT_EQ(slow->groups.size(), 3u);
+  int64_t done = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const ResultGroup& a = fast->groups[i];
+    const ResultGroup& b = slow->groups[i];
+    SCOPED_TRACE(a.head + " rank " + std::to_string(a.rank));
+    EXPECT_EQ(a.head, b.head);
+    EXPECT_EQ(a.rank, b.rank);
+    EXPECT_EQ(a.n, b.n);
+    EXPECT_EQ(a.expected, 6);
+    EXPECT_EQ(b.expected, 6);
+    EXPECT_EQ(a.exact_seeds, b.exact_seeds);
+    EXPECT_EQ(a.test_exact_seeds, b.test_exact_seeds);
+    EXPECT_EQ(a.missing_seeds, b.missing_seeds);
+    EXPECT_EQ(static_cast<int64_t>(a.missing_seeds.size()), 6 - a.n);
+    done += a.n;
+    const std::pair<const Aggregate*, const Aggregate*> pairs[] = {
+        {&a.train_error, &b.train_error},
+        {&a.test_error, &b.test_error},
+        {&a.train_exact_accuracy, &b.train_exact_accuracy},
+        {&a.train_position_accuracy, &b.train_position_accuracy}};
+    for (const auto& [x, y] : pairs) {
+      EXPECT_NEAR(x->mean, y->mean, 1e-12);
+      EXPECT_NEAR(x->std, y->std, 1e-12);
+      EXPECT_EQ(x->min, y->min);
+      EXPECT_EQ(x->max, y->max);
+      EXPECT_NEAR(x->ci95, y->ci95, 1e-12);
+    }
+  }
+  EXPECT_EQ(done, k);
+  ASSERT_EQ(fast->heads.size(), slow->heads.size());
+  for (size_t i = 0; i < fast->heads.size(); ++i) {
+    EXPECT_EQ(fast->heads[i].reason, slow->heads[i].reason);
+  }
+  EXPECT_EQ(fast->facts.has_value(), slow->facts.has_value());
+}
+
+TEST_F(CoordinatorTest, RowsComeInPagesInCellOrder) {
+  std::string sweep = Submit(MakeSpec("pages", {1, 2}, 3));  // 9 cells
+  std::string w = Register();
+  for (const Task& t : Acquire(w, 64, 64)) {
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
+  }
+  auto all = coordinator_->Query(ResultQuery{sweep});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->rows.size(), 9u);
+  EXPECT_EQ(all->next_after_cell_id, 0);
+
+  ResultQuery query{sweep};
+  query.page_size = 4;
+  std::vector<int64_t> ids;
+  std::vector<size_t> page_sizes;
+  for (int page = 0; page < 10; ++page) {
+    auto q = coordinator_->Query(query);
+    ASSERT_TRUE(q.ok()) << q.status();
+    page_sizes.push_back(q->rows.size());
+    for (const ResultRow& r : q->rows) ids.push_back(r.cell_id);
+    if (q->next_after_cell_id == 0) break;
+    EXPECT_EQ(q->next_after_cell_id, q->rows.back().cell_id);
+    query.after_cell_id = q->next_after_cell_id;
+  }
+  EXPECT_THAT(page_sizes, ElementsAre(4u, 4u, 1u));
+  ASSERT_EQ(ids.size(), 9u);
+  for (size_t i = 0; i < 9; ++i) EXPECT_EQ(ids[i], all->rows[i].cell_id);
+
+  // Filters apply before the page is cut: rank 2 has 3 rows, a page of 3
+  // holds them all and says there is no more.
+  query = ResultQuery{sweep};
+  query.ranks = {2};
+  query.page_size = 3;
+  auto q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->rows.size(), 3u);
+  EXPECT_EQ(q->next_after_cell_id, 0);
+
+  // A state filter pages through `cells`.
+  std::string open = Submit(MakeSpec("open", {1}, 3, 0, false));  // 3 pending
+  query = ResultQuery{open};
+  query.state = CellState::kPending;
+  query.page_size = 2;
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->rows.size(), 2u);
+  query.after_cell_id = q->next_after_cell_id;
+  q = coordinator_->Query(query);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->rows.size(), 1u);
+  EXPECT_EQ(q->rows[0].seed, 2u);
+  EXPECT_EQ(q->next_after_cell_id, 0);
+
+  query = ResultQuery{sweep};
+  query.page_size = -1;
+  auto bad = coordinator_->Query(query);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "page_size: -1 is negative; use 0 (every row) or more");
+  query = ResultQuery{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  query.after_cell_id = 3;
+  bad = coordinator_->Query(query);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("page_token: grouped queries"));
+}
+
+// ------------------------------------------------------------------ search mode
+
+TEST_F(CoordinatorTest, SearchModeBisectsToTheTransitionAndCountsTheCellsSaved) {
+  SweepSpec spec = MakeSpec("search", {1, 2, 4, 8, 16, 32, 64, 128, 256}, 2);
+  spec.mode = SweepMode::kSearch;
+  auto sub = coordinator_->Submit(spec, "local");
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  // The first probe is the middle rank (16) for the kernel head, plus the
+  // softmax head's cells.
+  EXPECT_EQ(sub->cells, 4);
+  std::string w = Register();
+  std::vector<int> probed;
+  while (true) {
+    std::vector<Task> tasks = Acquire(w, 1, 64);
+    if (tasks.empty()) break;
+    const Task& t = tasks[0];
+    if (t.rank > 0) probed.push_back(t.rank);
+    // The kernel head is exact from rank 8 on; softmax always.
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t, t.rank == 0 || t.rank >= 8 ? 0 : 0.5))
+                    .ok());
+  }
+  // 16 exact -> 2 not -> 4 not -> 8 exact: the transition is 8.
+  EXPECT_THAT(probed, ::testing::ElementsAre(16, 2, 4, 8));
+  SweepInfo info = Get(sub->sweep_id);
+  EXPECT_EQ(info.state, SweepState::kDone);
+  EXPECT_EQ(info.counts.total, 10);  // 4 ranks x 2 seeds + softmax x 2
+  EXPECT_EQ(info.grid_cells, 20);    // (9 ranks + softmax) x 2 seeds
+  ResultQuery q{sub->sweep_id};
+  q.group_by = GroupBy::kHeadRank;
+  auto out = coordinator_->Query(q);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->heads.size(), 2u);
+  EXPECT_TRUE(out->heads[0].transition_defined);
+  EXPECT_EQ(out->heads[0].transition_rank, 8);
+}
+
+// A search sweep adds cells as it goes, so its cell ids interleave with a
+// sweep submitted after it; each sweep's rows are still exactly its own, in
+// cell id order, whole or in pages.
+TEST_F(CoordinatorTest, RowsOfSweepsWhoseCellsInterleaveAreEachTheirOwn) {
+  SweepSpec spec = MakeSpec("search", {1, 2, 4, 8, 16, 32, 64, 128, 256}, 2);
+  spec.mode = SweepMode::kSearch;
+  const std::string a = Submit(spec);
+  const std::string b = Submit(MakeSpec("plain", {1, 2}, 2, 0, /*with_softmax=*/false));
+  std::string w = Register();
+  while (true) {
+    std::vector<Task> tasks = Acquire(w, 1, 64);
+    if (tasks.empty()) break;
+    const Task& t = tasks[0];
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t, t.rank == 0 || t.rank >= 8 ? 0 : 0.5))
+                    .ok());
+  }
+  // Cells of b lie between the first and the last cell of a.
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE sweep_id = '" + b +
+                  "' AND id > (SELECT MIN(id) FROM cells WHERE sweep_id = '" + a +
+                  "') AND id < (SELECT MAX(id) FROM cells WHERE sweep_id = '" + a + "')"),
+            4);
+  for (const auto& [sweep, cells] : {std::make_pair(a, 10), std::make_pair(b, 4)}) {
+    std::vector<int64_t> want;
+    {
+      absl::Status s = store_->Read([&, sweep = sweep](Connection& c) -> absl::Status {
+        ASSIGN_OR_RETURN(Statement q,
+                         c.Prepare("SELECT id FROM cells WHERE sweep_id = ?1 ORDER BY id"));
+        q.Bind(1, sweep);
+        while (true) {
+          ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) return absl::OkStatus();
+          want.push_back(q.ColumnInt(0));
+        }
+      });
+      ASSERT_TRUE(s.ok()) << s;
+    }
+    ASSERT_EQ(want.size(), static_cast<size_t>(cells));
+    for (int64_t page_size : {0, 3}) {
+      ResultQuery q{sweep};
+      q.page_size = page_size;
+      std::vector<int64_t> got;
+      int pages = 0;
+      while (true) {
+        auto out = coordinator_->Query(q);
+        ASSERT_TRUE(out.ok()) << out.status();
+        ++pages;
+        for (const ResultRow& row : out->rows) {
+          EXPECT_EQ(row.sweep_id, sweep);
+          EXPECT_EQ(row.state, CellState::kDone);
+          got.push_back(row.cell_id);
+        }
+        if (out->next_after_cell_id == 0) break;
+        q.after_cell_id = out->next_after_cell_id;
+      }
+      EXPECT_EQ(got, want) << sweep << " page_size " << page_size;
+      EXPECT_EQ(pages, page_size == 0 ? 1 : (cells + 2) / 3) << sweep;
+    }
+  }
+}
+
+// Large row queries read SQLite on one thread and unpack on another; they
+// must give exactly the rows of the one-thread read, whole, in pages that
+// end inside and across the chunks handed over, and filtered, and report a
+// damaged packed row the same way.
+TEST_F(CoordinatorTest, RowsReadOnTwoThreadsAreTheRowsReadOnOne) {
+  const std::string sweep = Submit(MakeSpec("big", {1, 2, 4}, 1000));  // 4,000 cells
+  std::string w = Register();
+  while (true) {
+    std::vector<Task> tasks = Acquire(w, 1, 1024);
+    if (tasks.empty()) break;
+    std::vector<CellResult> results;
+    for (const LeasedCell& c : tasks[0].cells) {
+      results.push_back(CellResult{c.cell_id, c.lease_id,
+                                   MakeResult(c.seed, static_cast<double>(c.seed % 7) / 8)});
+    }
+    ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  }
+  CoordinatorOptions one_thread, two_threads;
+  one_thread.two_thread_query_rows = 0;
+  two_threads.two_thread_query_rows = 1;
+  Coordinator one(store_.get(), &clock_, one_thread);
+  Coordinator two(store_.get(), &clock_, two_threads);
+  // Every row (cell id, seed, train error) of `query`, page by page.
+  auto rows = [&](Coordinator& c, ResultQuery query, int* pages) {
+    std::vector<std::tuple<int64_t, uint64_t, double>> got;
+    *pages = 0;
+    while (true) {
+      auto out = c.Query(query);
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (!out.ok()) break;
+      ++*pages;
+      for (const ResultRow& r : out->rows) {
+        got.emplace_back(r.cell_id, r.seed, r.result.has_value() ? r.result->train.error : -1);
+      }
+      if (out->next_after_cell_id == 0) break;
+      query.after_cell_id = out->next_after_cell_id;
+    }
+    return got;
+  };
+  ResultQuery all{sweep};
+  ResultQuery pages_of_3000{sweep};
+  pages_of_3000.page_size = 3000;
+  ResultQuery pages_of_7{sweep};
+  pages_of_7.page_size = 7;
+  pages_of_7.seeds = {5, 500, 999};
+  ResultQuery kernel_only{sweep};
+  kernel_only.head = "kernel/elu1";
+  kernel_only.page_size = 2100;
+  const struct {
+    const ResultQuery* query;
+    size_t rows;
+    int pages;
+  } cases[] = {{&all, 4000, 1}, {&pages_of_3000, 4000, 2}, {&pages_of_7, 12, 2},
+               {&kernel_only, 3000, 2}};
+  for (const auto& c : cases) {
+    int one_pages = 0, two_pages = 0;
+    const auto want = rows(one, *c.query, &one_pages);
+    const auto got = rows(two, *c.query, &two_pages);
+    EXPECT_EQ(want.size(), c.rows);
+    EXPECT_EQ(one_pages, c.pages);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(two_pages, one_pages);
+  }
+  // A damaged packed row in the second chunk fails both reads alike.
+  int64_t damaged = 0;
+  ASSERT_TRUE(store_
+                  ->Write([&](Connection& c) -> absl::Status {
+                    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT MIN(cell_id) + 3000 FROM "
+                                                            "result_packs WHERE sweep_id = ?1"));
+                    q.Bind(1, sweep);
+                    ASSIGN_OR_RETURN(bool row, q.Step());
+                    if (row) damaged = q.ColumnInt(0);
+                    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE result_packs SET packed = "
+                                                            "x'02' WHERE cell_id = ?1"));
+                    u.Bind(1, damaged);
+                    return u.Run();
+                  })
+                  .ok());
+  for (Coordinator* c : {&one, &two}) {
+    auto out = c->Query(all);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInternal);
+    EXPECT_EQ(out.status().message(),
+              absl::StrCat("result of cell ", damaged,
+                           ": packed result row: unknown version 2 (1 bytes)"));
+  }
+}
+
+TEST_F(CoordinatorTest, SearchModeStopsAtTheTopRankWhenNothingIsExact) {
+  SweepSpec spec = MakeSpec("never", {1, 2, 4, 8}, 1, 0, /*with_softmax=*/false);
+  spec.mode = SweepMode::kSearch;
+  auto sub = coordinator_->Submit(spec, "local");
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  std::string w = Register();
+  std::vector<int> probed;
+  while (true) {
+    std::vector<Task> tasks = Acquire(w, 1, 64);
+    if (tasks.empty()) break;
+    probed.push_back(tasks[0].rank);
+    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 1.0)).ok());
+  }
+  EXPECT_THAT(probed, ::testing::ElementsAre(2, 4, 8));
+  SweepInfo info = Get(sub->sweep_id);
+  EXPECT_EQ(info.state, SweepState::kDone);
+  EXPECT_EQ(info.counts.total, 3);
+  EXPECT_EQ(info.grid_cells, 4);
+}
+
+}  // namespace
+}  // namespace ranksweep::server
