@@ -17,6 +17,7 @@
 #include "common/spec/result_validation.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
+#include "server/core/lease_order.h"
 #include "server/core/log.h"
 #include "server/core/packed_row.h"
 #include "server/core/quarantine.h"
@@ -764,77 +765,17 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
   }
   const bool limited = budget > 0;
   // Groups that did not fit this call's (only shrinking) budget.
-  std::set<std::tuple<std::string, int, int>> too_big;
+  TooBigGroups too_big;
   while (leased < want.max_tasks) {
-    // Highest priority first. Among equals, the owner whose running
-    // sweeps of that priority were served longest ago, so that people,
-    // not sweeps, take turns; then that owner's sweep served longest ago.
-    // Inside a sweep, groups in the order their cells were created. A
-    // group none of whose seeds fits is left for a larger worker.
-    std::vector<std::string> sweep_ids;
-    {
-      static const std::string* sql = new std::string(absl::StrCat(
-          "SELECT s.id FROM sweeps s WHERE s.state = ", kSweepRunning, " AND EXISTS "
-          "(SELECT 1 FROM cells c WHERE c.sweep_id = s.id AND c.state = ", kCellPending, ") "
-          "ORDER BY s.priority DESC, (SELECT MAX(o.served) FROM sweeps o WHERE "
-          "o.owner = s.owner AND o.state = ", kSweepRunning, " AND o.priority = s.priority) ASC, "
-          "s.served ASC, s.rowid ASC"));
-      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-      while (true) {
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) break;
-        sweep_ids.push_back(q.ColumnText(0));
-        if (!limited) break;  // the first group of the first sweep always fits
-      }
-    }
+    // Serving order and memory fit: server/core/lease_order.h.
+    ASSIGN_OR_RETURN(std::optional<LeasePick> pick,
+                     NextGroupToLease(c, specs_, want.max_seeds, limited, budget, too_big));
+    if (!pick.has_value()) break;
     Task task;
-    int64_t seeds_to_lease = 0;
-    for (const std::string& sweep_id : sweep_ids) {
-      std::vector<std::pair<int, int>> groups;
-      {
-        // Unlimited, only the first group is needed: the cheap query.
-        enum Col : int { kHeadIndex, kRank, kCount };
-        static const std::string* all_groups = NewSelect<kCount>(
-            {"head_index", "rank"},
-            absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
-                         " GROUP BY head_index, rank ORDER BY MIN(id)"));
-        static const std::string* first_group = NewSelect<kCount>(
-            {"head_index", "rank"},
-            absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
-                         " ORDER BY id LIMIT 1"));
-        ASSIGN_OR_RETURN(Statement q, c.Prepare(limited ? *all_groups : *first_group));
-        q.Bind(1, sweep_id);
-        while (true) {
-          ASSIGN_OR_RETURN(bool row, q.Step());
-          if (!row) break;
-          groups.emplace_back(static_cast<int>(q.ColumnInt(kHeadIndex)),
-                              static_cast<int>(q.ColumnInt(kRank)));
-          if (!limited) break;
-        }
-      }
-      ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
-      const SweepSpec& spec = *spec_ptr;
-      for (const auto& [head_index, rank] : groups) {
-        if (too_big.count({sweep_id, head_index, rank}) > 0) continue;
-        int64_t fit = want.max_seeds;
-        MemoryEstimate estimate;
-        if (limited) {
-          estimate = EstimateTaskMemory(MakeTaskSpec(spec, head_index, rank, {}));
-          fit = std::min<int64_t>(fit, estimate.SeedsThatFit(budget));
-        }
-        if (fit < 1) {
-          too_big.insert({sweep_id, head_index, rank});
-          continue;
-        }
-        task.sweep_id = sweep_id;
-        task.head_index = head_index;
-        task.rank = rank;
-        seeds_to_lease = fit;
-        break;
-      }
-      if (seeds_to_lease > 0) break;
-    }
-    if (seeds_to_lease == 0) break;
+    task.sweep_id = pick->sweep_id;
+    task.head_index = pick->head_index;
+    task.rank = pick->rank;
+    const int64_t seeds_to_lease = pick->seeds;
     const std::string& sweep_id = task.sweep_id;
     {
       enum Col : int { kId, kSeed, kAttempt, kCount };

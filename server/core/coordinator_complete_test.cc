@@ -9,10 +9,8 @@
 namespace ranksweep::server {
 namespace {
 
-using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::SizeIs;
 
 // ------------------------------------------------------------------ fencing
 

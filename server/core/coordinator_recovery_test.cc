@@ -8,10 +8,7 @@
 namespace ranksweep::server {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::SizeIs;
 
 // ------------------------------------------------------------------ durability
 
