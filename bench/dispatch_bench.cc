@@ -514,7 +514,7 @@ int main(int argc, char** argv) {
   ranksweep::TempDir dir;
   ranksweep::subprocess::Process server(
       {flags.ranksweepd, "--listen=127.0.0.1:0", "--db=" + dir.path() + "/bench.db",
-       "--lease_seconds=600", "--insecure_local"},
+       "--lease-seconds=600", "--insecure-local"},
       dir.path() + "/ranksweepd");
   g_server = &server;
   auto addr = server.WaitForStdout(std::regex("listening on (\\S+)"), 30s);
