@@ -67,9 +67,10 @@
 #include <vector>
 
 #include "absl/synchronization/blocking_counter.h"
+#include "common/subprocess.h"
+#include "common/temp_dir.h"
 #include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
-#include "tests/support/process.h"
 
 namespace {
 
@@ -151,7 +152,7 @@ void WaitForReady(grpc::ClientContext* ctx) { ctx->set_wait_for_ready(true); }
 
 // The server this run started; a failed call stops it before exiting, so
 // that no ranksweepd outlives the bench.
-ranksweep::testing::Process* g_server = nullptr;
+ranksweep::subprocess::Process* g_server = nullptr;
 
 [[noreturn]] void Fail() {
   if (g_server != nullptr) g_server->Signal(SIGKILL);
@@ -510,10 +511,10 @@ QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, i
 
 int main(int argc, char** argv) {
   Flags flags = ParseFlags(argc, argv);
-  ranksweep::testing::TempDir dir;
-  ranksweep::testing::Process server(
+  ranksweep::TempDir dir;
+  ranksweep::subprocess::Process server(
       {flags.ranksweepd, "--listen=127.0.0.1:0", "--db=" + dir.path() + "/bench.db",
-       "--lease_seconds=600", "--insecure_local"},
+       "--lease-seconds=600", "--insecure-local"},
       dir.path() + "/ranksweepd");
   g_server = &server;
   auto addr = server.WaitForStdout(std::regex("listening on (\\S+)"), 30s);

@@ -15,7 +15,7 @@ compare seed by seed:
 The minibatch indices of every step are drawn before the clock starts (the
 C++ trainer draws them in microseconds; Python would not).
 
-The dataset comes from `ranksweep-train --spec TASK --dump_dataset FILE`.
+The dataset comes from `ranksweep-train --spec TASK --dump-dataset FILE`.
 
   roofline_reference.py --dataset data.json --head kernel --rank 16 --seeds 10
                         --batch 2048 --warmup 2 --steps 20 [--threads 1]

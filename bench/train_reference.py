@@ -14,7 +14,7 @@ the same draw order, so seed s starts from the same weights as in C++ and the
 per-seed results can be compared one to one. --init torch uses
 torch.manual_seed instead (results then agree only in distribution).
 
-The dataset comes from `ranksweep-train ... --dump_dataset FILE`.
+The dataset comes from `ranksweep-train ... --dump-dataset FILE`.
 
   train_reference.py --dataset data.json [--counts 1,4,16,64] [--rank 16]
                      [--lr 0.01] [--max_steps 500] [--eval_every 50]

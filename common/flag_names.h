@@ -22,6 +22,13 @@ inline std::string UnderscoreFlagName(std::string name) {
   return name;
 }
 
+// `name` without its leading dashes, e.g. "lease_seconds" -> "lease-seconds":
+// how help and documentation spell a flag.
+inline std::string DashFlagName(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
 // argv with `from` replaced by `to` in the NAME of every "--NAME" or
 // "--NAME=VALUE" argument. Arguments that are not flags ("-h", values,
 // positional words) and every argument after a bare "--" are copied unchanged.

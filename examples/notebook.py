@@ -40,7 +40,7 @@ if not os.environ.get("RANKSWEEP_ADDR"):
     with open(f"{work}/ranksweepd.out", "w") as out:
         server = subprocess.Popen(
             [f"{bin_dir}/ranksweepd", "--listen=127.0.0.1:0", f"--db={work}/ranksweep.db",
-             "--insecure_local"], stdout=out, stderr=open(f"{work}/ranksweepd.log", "w"))
+             "--insecure-local"], stdout=out, stderr=open(f"{work}/ranksweepd.log", "w"))
     for _ in range(300):
         log = pathlib.Path(f"{work}/ranksweepd.out").read_text()
         found = re.search(r"listening on (\S+)", log)

@@ -8,8 +8,8 @@
 // database it cannot write, exits 1 at start-up (docs/ARCHITECTURE.md).
 //
 // Every ranksweep.v1 call needs a bearer token (docs/SECURITY.md) unless the
-// server runs with --insecure_local, which only a loopback --listen address
-// may use. --tls_cert/--tls_key serve TLS.
+// server runs with --insecure-local, which only a loopback --listen address
+// may use. --tls-cert/--tls-key serve TLS.
 //
 // `ranksweepd token create|list|revoke` manages the tokens in the same
 // database, also while a server runs on it: a new or revoked token takes
@@ -52,6 +52,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/flag_help.h"
 #include "common/flag_names.h"
 #include "common/version.h"
 #include "common/status_macros.h"
@@ -86,8 +87,8 @@ ABSL_FLAG(bool, insecure_local, false,
           "Serve without authentication: every caller is the admin \"local\". Only with a "
           "loopback --listen address (127.0.0.0/8, [::1], localhost)");
 ABSL_FLAG(std::string, tls_cert, "",
-          "PEM certificate chain to serve TLS with (needs --tls_key); empty = plaintext");
-ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+          "PEM certificate chain to serve TLS with (needs --tls-key); empty = plaintext");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
 ABSL_FLAG(std::string, metrics_listen, "",
           "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/DEPLOY.md); port 0 picks "
           "a free port (printed at start-up); empty = no metrics endpoint");
@@ -111,7 +112,7 @@ int ExitCodeFor(const absl::Status& status) {
   return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : 1;
 }
 
-// Opens (and migrates) the database of --db with --busy_timeout_ms; on
+// Opens (and migrates) the database of --db with --busy-timeout-ms; on
 // failure says why on stderr and returns null.
 std::unique_ptr<Store> OpenStore(const std::string& db) {
   StoreOptions options;
@@ -139,16 +140,16 @@ absl::Status CheckKeyPair(const std::string& cert_pem, const std::string& key_pe
       BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())), &BIO_free);
   std::unique_ptr<X509, decltype(&X509_free)> cert(
       PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr), &X509_free);
-  if (cert == nullptr) return absl::InvalidArgumentError("--tls_cert: no PEM certificate");
+  if (cert == nullptr) return absl::InvalidArgumentError("--tls-cert: no PEM certificate");
   std::unique_ptr<BIO, decltype(&BIO_free)> key_bio(
       BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())), &BIO_free);
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
       PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
   if (key == nullptr) {
-    return absl::InvalidArgumentError("--tls_key: no unencrypted PEM private key");
+    return absl::InvalidArgumentError("--tls-key: no unencrypted PEM private key");
   }
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
-    return absl::InvalidArgumentError("--tls_key is not the private key of --tls_cert");
+    return absl::InvalidArgumentError("--tls-key is not the private key of --tls-cert");
   }
   return absl::OkStatus();
 }
@@ -256,25 +257,25 @@ int Serve() {
   const int max_attempts = absl::GetFlag(FLAGS_max_attempts);
   const int max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   if (lease_seconds < 1 || lease_seconds > 86400) {
-    std::cerr << "ranksweepd: --lease_seconds must be 1..86400\n";
+    std::cerr << "ranksweepd: --lease-seconds must be 1..86400\n";
     return 2;
   }
   if (max_attempts < 1 || max_attempts > 100) {
-    std::cerr << "ranksweepd: --max_attempts must be 1..100\n";
+    std::cerr << "ranksweepd: --max-attempts must be 1..100\n";
     return 2;
   }
   const int64_t max_task_memory_bytes = absl::GetFlag(FLAGS_max_task_memory_bytes);
   if (max_task_memory_bytes < 0) {
-    std::cerr << "ranksweepd: --max_task_memory_bytes must be >= 0 (0 = no limit)\n";
+    std::cerr << "ranksweepd: --max-task-memory-bytes must be >= 0 (0 = no limit)\n";
     return 2;
   }
   if (max_message_bytes < 1 << 20) {
-    std::cerr << "ranksweepd: --max_message_bytes must be at least 1 MiB\n";
+    std::cerr << "ranksweepd: --max-message-bytes must be at least 1 MiB\n";
     return 2;
   }
   const int call_threads = absl::GetFlag(FLAGS_call_threads);
   if (call_threads < 1 || call_threads > 1024) {
-    std::cerr << "ranksweepd: --call_threads must be 1..1024, got " << call_threads << "\n";
+    std::cerr << "ranksweepd: --call-threads must be 1..1024, got " << call_threads << "\n";
     return 2;
   }
   if (!absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_role).empty()) {
@@ -284,23 +285,23 @@ int Serve() {
   const bool insecure_local = absl::GetFlag(FLAGS_insecure_local);
   const bool loopback = IsLoopbackListenAddress(listen);
   if (insecure_local && !loopback) {
-    std::cerr << "ranksweepd: --insecure_local turns authentication off and is allowed only on "
+    std::cerr << "ranksweepd: --insecure-local turns authentication off and is allowed only on "
                  "a loopback address (127.0.0.1, [::1], localhost), not --listen="
               << listen
               << ". To serve other machines, create tokens with `ranksweepd token create` "
-                 "and drop --insecure_local (docs/SECURITY.md).\n";
+                 "and drop --insecure-local (docs/SECURITY.md).\n";
     return kUsageError;
   }
   const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert);
   const std::string tls_key = absl::GetFlag(FLAGS_tls_key);
   if (tls_cert.empty() != tls_key.empty()) {
-    std::cerr << "ranksweepd: --tls_cert and --tls_key go together\n";
+    std::cerr << "ranksweepd: --tls-cert and --tls-key go together\n";
     return kUsageError;
   }
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!tls_cert.empty()) {
-    absl::StatusOr<std::string> cert = ReadFile(tls_cert, "--tls_cert");
-    absl::StatusOr<std::string> key = ReadFile(tls_key, "--tls_key");
+    absl::StatusOr<std::string> cert = ReadFile(tls_cert, "--tls-cert");
+    absl::StatusOr<std::string> key = ReadFile(tls_key, "--tls-key");
     absl::Status pair = !cert.ok() ? cert.status()
                         : !key.ok() ? key.status()
                                     : CheckKeyPair(*cert, *key);
@@ -352,7 +353,7 @@ int Serve() {
     return 1;
   }
 
-  // Operators' metrics (--metrics_listen): counted whether served or not,
+  // Operators' metrics (--metrics-listen): counted whether served or not,
   // which costs a map update per call.
   MetricsRegistry metrics;
   DefineCoordinatorMetrics(&metrics);
@@ -402,7 +403,7 @@ int Serve() {
   TokenStore tokens(store.get(), &clock);
   const Authorizer authorizer = insecure_local ? Authorizer::InsecureLocal() : Authorizer(&tokens);
   if (insecure_local) {
-    LogEvent("WARNING: --insecure_local: no authentication; every caller is the admin \"local\"");
+    LogEvent("WARNING: --insecure-local: no authentication; every caller is the admin \"local\"");
   } else {
     absl::StatusOr<std::vector<TokenRecord>> records = tokens.List();
     if (!records.ok()) {
@@ -417,7 +418,7 @@ int Serve() {
                           "--role=admin`");
     if (!loopback && tls_cert.empty()) {
       LogEvent("WARNING: serving %s without TLS: bearer tokens cross the network in plaintext; "
-               "use --tls_cert/--tls_key",
+               "use --tls-cert/--tls-key",
                listen);
     }
   }
@@ -511,8 +512,8 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage(
       "ranksweep coordinator: serves SweepService and WorkerService over gRPC.\n"
-      "Usage: ranksweepd [--listen=HOST:PORT] [--db=FILE] [--lease_seconds=N] "
-      "[--max_attempts=N] [--tls_cert=PEM --tls_key=PEM] [--insecure_local]\n"
+      "Usage: ranksweepd [--listen=HOST:PORT] [--db=FILE] [--lease-seconds=N] "
+      "[--max-attempts=N] [--tls-cert=PEM --tls-key=PEM] [--insecure-local]\n"
       "       ranksweepd token create --db=FILE --name=NAME --role=admin|user|worker\n"
       "       ranksweepd token list --db=FILE\n"
       "       ranksweepd token revoke --db=FILE --name=NAME");
@@ -524,7 +525,12 @@ int main(int argc, char** argv) {
   };
   usage.version_string = [] { return ranksweep::VersionText("ranksweepd", RANKSWEEP_BUILD_ID); };
   absl::SetFlagsUsageConfig(usage);
-  // Flags may be written with dashes too (common/flag_names.h).
+  // --help names the flags with dashes, as the docs do (common/flag_help.h).
+  if (ranksweep::PrintFlagsHelpIfAsked(argc, argv, "ranksweepd", "server/main.cc", std::cout)) {
+    return 0;
+  }
+  // Flags are defined with underscores; the dashed spelling is rewritten to
+  // them (common/flag_names.h).
   std::vector<std::string> underscored = ranksweep::UnderscoreFlagNames(argc, argv);
   std::vector<char*> parsed_argv = ranksweep::ArgvOf(underscored);
   const std::vector<char*> positional =

@@ -14,7 +14,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
       port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--metrics_listen: \"", address, "\" is not HOST:PORT (port 0..65535)"));
+        "--metrics-listen: \"", address, "\" is not HOST:PORT (port 0..65535)"));
   }
   std::string host = address.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
                               : (s->server_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {
     return absl::UnavailableError(
-        absl::StrCat("--metrics_listen: cannot listen on ", address));
+        absl::StrCat("--metrics-listen: cannot listen on ", address));
   }
   s->address_ = absl::StrCat(address.substr(0, colon), ":", bound);
   httplib::Server* server = s->server_.get();

@@ -1,4 +1,4 @@
-// The HTTP endpoint of `ranksweepd --metrics_listen=HOST:PORT`: GET /metrics
+// The HTTP endpoint of `ranksweepd --metrics-listen=HOST:PORT`: GET /metrics
 // answers MetricsRegistry::Render() as Prometheus text (version 0.0.4);
 // every other path is 404. No authentication: the numbers name no sweep
 // and no user, but bind it to an address only the scraper reaches
@@ -25,7 +25,7 @@ namespace ranksweep::server {
 class MetricsHttpServer {
  public:
   // Binds HOST:PORT (port 0 picks a free one) and starts serving.
-  // InvalidArgument naming --metrics_listen for an address without a port;
+  // InvalidArgument naming --metrics-listen for an address without a port;
   // Unavailable when it cannot bind.
   static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(const std::string& address,
                                                                   MetricsRegistry* metrics);

@@ -1,6 +1,6 @@
 // The real ranksweepd binary with authentication: the `ranksweepd token`
 // subcommands, tokens created and revoked while a server runs, the rule that
-// --insecure_local needs a loopback address, and TLS with a CA and a server
+// --insecure-local needs a loopback address, and TLS with a CA and a server
 // certificate made during the test (OpenSSL's C API, no openssl tool).
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -221,7 +221,7 @@ TEST_F(RanksweepdAuthTest, InsecureLocalIsRefusedOffLoopback) {
     CommandResult r = RunCommand({RANKSWEEPD_BIN, "--db=" + Db(), listen, "--insecure_local"},
                                  dir_.path() + "/refused" + std::to_string(runs_++), 30s);
     EXPECT_EQ(r.exit_code, 2) << listen;
-    EXPECT_THAT(r.err, HasSubstr("--insecure_local turns authentication off and is allowed only "
+    EXPECT_THAT(r.err, HasSubstr("--insecure-local turns authentication off and is allowed only "
                                  "on a loopback address"))
         << listen;
     EXPECT_EQ(r.out, "") << listen;
@@ -248,7 +248,7 @@ TEST_F(RanksweepdAuthTest, InsecureLocalServesEveryoneAsTheLocalAdmin) {
   EXPECT_EQ(listed.sweeps(0).owner(), "local");
   channel.reset();
   EXPECT_EQ(Stop(), 0);
-  EXPECT_THAT(server_->Stderr(), HasSubstr("--insecure_local: no authentication"));
+  EXPECT_THAT(server_->Stderr(), HasSubstr("--insecure-local: no authentication"));
 }
 
 // ------------------------------------------------------------------ TLS
@@ -343,16 +343,16 @@ TEST_F(RanksweepdAuthTest, TlsFlagsAreCheckedAtStartUp) {
   };
   CommandResult r = start({"--tls_cert=" + cert});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--tls_cert and --tls_key go together"));
+  EXPECT_THAT(r.err, HasSubstr("--tls-cert and --tls-key go together"));
   r = start({"--tls_cert=" + cert, "--tls_key=" + wrong_key});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--tls_key is not the private key of --tls_cert"));
+  EXPECT_THAT(r.err, HasSubstr("--tls-key is not the private key of --tls-cert"));
   r = start({"--tls_cert=" + dir_.path() + "/missing.pem", "--tls_key=" + key});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--tls_cert: cannot read"));
+  EXPECT_THAT(r.err, HasSubstr("--tls-cert: cannot read"));
   r = start({"--tls_cert=" + key, "--tls_key=" + key});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--tls_cert: no PEM certificate"));
+  EXPECT_THAT(r.err, HasSubstr("--tls-cert: no PEM certificate"));
 }
 
 TEST_F(RanksweepdAuthTest, ServesTlsWithACertificateMadeInTheTest) {

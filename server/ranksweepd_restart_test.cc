@@ -16,6 +16,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 
@@ -120,8 +121,8 @@ v1::Task AcquireOne(Stubs& s, const std::string& worker) {
 }
 
 TEST(RanksweepdRestartTest, SigkillBetweenSubmitAndCompletionLosesAndDuplicatesNoCell) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "restart_test.XXXXXX").string();
-  const std::string dir = mkdtemp(tmpl.data());
+  TempDir temp;
+  const std::string dir = temp.path();
   const std::string db = dir + "/ranksweep.db";
 
   std::string sweep, worker;

@@ -47,7 +47,7 @@ DEFAULT_RECONNECT_SECONDS = 300.0
 
 _CHANNEL_OPTIONS = [
     # A large sweep's rows may exceed gRPC's 4 MiB default; accept what the
-    # coordinator may send (its --max_message_bytes default, 64 MiB).
+    # coordinator may send (its --max-message-bytes default, 64 MiB).
     ("grpc.max_receive_message_length", 64 << 20),
     # A lost coordinator is tried again at least every 10 s, so watch()
     # notices a restart soon.

@@ -49,7 +49,7 @@ struct Principal {
   Role role = Role::kUser;
 };
 
-// Every caller of a server run with --insecure_local: "local", an admin.
+// Every caller of a server run with --insecure-local: "local", an admin.
 Principal LocalPrincipal();
 
 // A token as the tokens table keeps it; the token itself is never kept.
@@ -126,7 +126,7 @@ class Authorizer {
   // owned and must outlive this object.
   explicit Authorizer(TokenStore* tokens);
 
-  // --insecure_local: nothing is checked and every caller, with a token or
+  // --insecure-local: nothing is checked and every caller, with a token or
   // without, is LocalPrincipal(). Only for a server bound to loopback.
   static Authorizer InsecureLocal();
 

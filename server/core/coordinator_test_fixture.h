@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/clock.h"
@@ -39,19 +40,7 @@ namespace ranksweep::server {
 
 inline constexpr int64_t kLeaseMs = 10'000;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "coordinator_test.XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::ranksweep::TempDir;
 
 // Exhaustive m=2, N=3; a kernel head and a softmax head unless told otherwise.
 inline SweepSpec MakeSpec(const std::string& name, std::vector<int> ranks = {1, 2, 4},

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace ranksweep::server {
@@ -13,12 +14,8 @@ namespace {
 
 class DatabaseLockTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "db_lock_test.XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  TempDir temp_;
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(DatabaseLockTest, CreatesAMissingFileAndLocksIt) {

@@ -27,6 +27,7 @@
 #include "absl/strings/strip.h"
 #include "common/spec/result_validation.h"
 #include "common/spec/spec.h"
+#include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "server/core/clock.h"
 #include "server/core/coordinator.h"
@@ -188,9 +189,7 @@ struct Probe {
 class CoordinatorUnderTest {
  public:
   CoordinatorUnderTest() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "limits_doc.XXXXXX").string();
-    dir_ = mkdtemp(tmpl.data());
-    store_ = std::move(*Store::Open(dir_ + "/limits.db"));
+    store_ = std::move(*Store::Open(dir_.File("limits.db")));
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_);
     WorkerRegistration reg;
     reg.hostname = "h";
@@ -199,13 +198,12 @@ class CoordinatorUnderTest {
   ~CoordinatorUnderTest() {
     coordinator_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
   Coordinator& c() { return *coordinator_; }
   const std::string& worker() const { return worker_; }
 
  private:
-  std::string dir_;
+  TempDir dir_;
   ManualClock clock_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;

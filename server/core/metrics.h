@@ -1,6 +1,6 @@
 // The operator's metrics of ranksweepd, kept in memory and rendered in the
 // Prometheus text exposition format (version 0.0.4) for `ranksweepd
-// --metrics_listen`. No gRPC and no HTTP here: the adapters count into a
+// --metrics-listen`. No gRPC and no HTTP here: the adapters count into a
 // MetricsRegistry, the HTTP endpoint (server/metrics_http.h) serves
 // Render(), so the format is unit-tested byte for byte.
 //

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
@@ -25,19 +26,7 @@
 namespace ranksweep::server {
 namespace {
 
-// A fresh directory under the test temp dir, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "store_test.XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::ranksweep::TempDir;
 
 std::string Pragma(const std::string& db_path, const std::string& pragma) {
   sqlite3* db = nullptr;

@@ -11,6 +11,7 @@
 #include <google/protobuf/descriptor.h>
 #include <grpcpp/grpcpp.h>
 
+#include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
@@ -28,19 +29,7 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "service_auth_test.XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::ranksweep::TempDir;
 
 // kernel on exhaustive m=2, N=3, ranks {1, 2}, 2 seeds: 4 cells.
 v1::SweepSpec Spec(const std::string& name) {

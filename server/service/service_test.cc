@@ -12,6 +12,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
 
+#include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "common/spec/spec_json.h"
@@ -35,18 +36,7 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "service_test.XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::ranksweep::TempDir;
 
 // kernel + softmax on exhaustive m=2, N=3; `ranks` x `seeds` kernel cells plus
 // `seeds` softmax cells.

@@ -1,7 +1,7 @@
 // The command-line surface through real processes: every binary's --version
 // and --help, the CLI's hints for what a newcomer mistypes, --dry-run's one
 // JSON value and its size estimate, cancelling an ended sweep, plotting, and
-// `ranksweepd --metrics_listen` scraped during a real sweep (ranksweepd on a
+// `ranksweepd --metrics-listen` scraped during a real sweep (ranksweepd on a
 // temporary SQLite file, a real ranksweep-worker training small heads).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -138,16 +138,42 @@ TEST(CliTest, EveryBinaryPrintsItsVersionAndBuildIdAndTheTrainersTheirLibTorch) 
   }
 }
 
-TEST(CliTest, TheDaemonsHelpListsTheirOwnFlags) {
+TEST(CliTest, TheDaemonsHelpListsTheirOwnFlagsWithDashes) {
   TempDir dir;
   CommandResult d = RunIn(dir, {RANKSWEEPD_BIN, "--help"});
-  EXPECT_THAT(d.out + d.err, HasSubstr("--lease_seconds"));
-  EXPECT_THAT(d.out + d.err, HasSubstr("--metrics_listen"));
-  EXPECT_THAT(d.out + d.err, ::testing::Not(HasSubstr("No flags matched")));
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_THAT(d.out, StartsWith("ranksweepd: ranksweep coordinator"));
+  EXPECT_THAT(d.out, HasSubstr("\n  Flags from server/main.cc:\n"));
+  EXPECT_THAT(d.out, HasSubstr("\n    --lease-seconds (How long a lease lasts"));
+  EXPECT_THAT(d.out, HasSubstr("\n    --metrics-listen (Serve Prometheus metrics"));
+  EXPECT_THAT(d.out, HasSubstr("\n    --insecure-local (Serve without authentication"));
+  EXPECT_THAT(d.out, HasSubstr("default: \"127.0.0.1:50051\";"));
+  // No underscored flag name anywhere: not in the list, the usage line or a
+  // flag's help text; and no other file's flags (Abseil's --flagfile).
+  EXPECT_FALSE(std::regex_search(d.out, std::regex("--[a-z]+_"))) << d.out;
+  EXPECT_THAT(d.out, ::testing::Not(HasSubstr("--flagfile")));
   CommandResult w = RunIn(dir, {RANKSWEEP_WORKER_BIN, "--help"});
-  EXPECT_THAT(w.out + w.err, HasSubstr("--slots"));
-  EXPECT_THAT(w.out + w.err, HasSubstr("--drain_seconds"));
-  EXPECT_THAT(w.out + w.err, ::testing::Not(HasSubstr("No flags matched")));
+  EXPECT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_THAT(w.out, HasSubstr("\n  Flags from worker/agent/main.cc:\n"));
+  EXPECT_THAT(w.out, HasSubstr("\n    --slots (Tasks trained at once"));
+  EXPECT_THAT(w.out, HasSubstr("\n    --drain-seconds ("));
+  EXPECT_THAT(w.out, HasSubstr("\n    --max-seeds ("));
+  EXPECT_FALSE(std::regex_search(w.out, std::regex("--[a-z]+_"))) << w.out;
+  // --helpfull lists every flag, Abseil's too, also with dashes.
+  CommandResult full = RunIn(dir, {RANKSWEEPD_BIN, "--helpfull"});
+  EXPECT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_THAT(full.out, HasSubstr("\n    --lease-seconds ("));
+  EXPECT_THAT(full.out, HasSubstr("\n    --flagfile ("));
+  EXPECT_FALSE(std::regex_search(full.out, std::regex("--[a-z]+_"))) << full.out;
+  CommandResult t = RunIn(dir, {RANKSWEEP_TRAIN_BIN, "--help"});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_THAT(t.out, HasSubstr(" seq-len final-query-only "));
+  EXPECT_THAT(t.out, HasSubstr("[--max-seeds N]"));
+  // The one underscored name in the help is the deprecation note's example.
+  EXPECT_THAT(t.out, HasSubstr("written with underscores instead of dashes (--max_steps)"));
+  EXPECT_EQ(std::regex_replace(t.out, std::regex("\\(--max_steps\\)"), "").find("_"),
+            std::string::npos)
+      << t.out;
 }
 
 TEST(CliTest, AMisspelledSubcommandSuggestsTheNearestOne) {
@@ -206,6 +232,20 @@ TEST(CliTest, FlagsReadTheSameWithDashesOrUnderscores) {
   r = RunIn(dir, {RANKSWEEPD_BIN, "--lease-seconds=abc"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("Illegal value 'abc' specified for flag 'lease_seconds'"));
+  // The deprecated underscored spellings still reach the flag, whose range
+  // check then answers under the dashed name.
+  r = RunIn(dir, {RANKSWEEPD_BIN, "--lease_seconds=0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "ranksweepd: --lease-seconds must be 1..86400\n");
+  r = RunIn(dir, {RANKSWEEP_WORKER_BIN, "--max_seeds=0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep-worker: --max-seeds must be in 1..1024, got 0\n");
+  for (const char* flag : {"--max_steps=abc", "--max-steps=abc"}) {
+    r = RunIn(dir, {RANKSWEEP_TRAIN_BIN, flag});
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_EQ(r.err, "ranksweep-train: INVALID_ARGUMENT: --max-steps: cannot parse \"abc\"\n")
+        << flag;
+  }
 }
 
 TEST(CliTest, DryRunOfAWitnessWithoutNumQueriesWarnsAboutItsSize) {

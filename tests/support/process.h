@@ -1,78 +1,19 @@
-// Real child processes for integration tests: start a binary with its output
-// captured to files, wait for a line it prints, signal it, wait for its exit.
-// Used to run ranksweepd, ranksweep-worker and the ranksweep CLI on loopback.
-//
-// Thread-safety: one Process per thread; not internally synchronized.
+// The tests' names for the child-process helpers (common/subprocess.h) and
+// the temporary directory (common/temp_dir.h): integration tests write
+// `testing::Process`, `testing::RunCommand` and `testing::TempDir`.
 #ifndef RANKSWEEP_TESTS_SUPPORT_PROCESS_H_
 #define RANKSWEEP_TESTS_SUPPORT_PROCESS_H_
 
-#include <sys/types.h>
-
-#include <chrono>
-#include <optional>
-#include <regex>
-#include <string>
-#include <vector>
+#include "common/subprocess.h"
+#include "common/temp_dir.h"
 
 namespace ranksweep::testing {
 
-class Process {
- public:
-  // Starts argv[0] with the given arguments; stdout and stderr go to
-  // `log_prefix`.out / .err. `env` entries ("K=V") are added to the
-  // environment. Aborts the test binary if fork/exec fails.
-  Process(std::vector<std::string> argv, std::string log_prefix,
-          std::vector<std::string> env = {});
-  ~Process();  // SIGKILLs the child if it still runs
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool running();
-
-  // Waits until stdout has a line matching `re`; returns its first capture
-  // group (or the whole line) or nullopt on timeout or exit.
-  std::optional<std::string> WaitForStdout(const std::regex& re,
-                                           std::chrono::milliseconds timeout);
-
-  void Signal(int sig);
-  // Waits for exit; returns the exit code (128+signal when killed) or nullopt
-  // on timeout.
-  std::optional<int> Wait(std::chrono::milliseconds timeout);
-
-  std::string Stdout() const;
-  std::string Stderr() const;
-
- private:
-  pid_t pid_ = -1;
-  std::optional<int> exit_code_;
-  std::string out_path_;
-  std::string err_path_;
-};
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs a command to completion (at most `timeout`), capturing its output.
-CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& log_prefix,
-                         std::chrono::milliseconds timeout = std::chrono::seconds(120),
-                         std::vector<std::string> env = {});
-
-// A fresh temporary directory, removed (recursively) when destroyed.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path);
+using ::ranksweep::TempDir;
+using ::ranksweep::subprocess::CommandResult;
+using ::ranksweep::subprocess::Process;
+using ::ranksweep::subprocess::ReadFile;
+using ::ranksweep::subprocess::RunCommand;
 
 }  // namespace ranksweep::testing
 

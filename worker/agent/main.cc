@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
 #include "absl/time/time.h"
+#include "common/flag_help.h"
 #include "common/flag_names.h"
 #include "common/version.h"
 #include "worker/agent/agent.h"
@@ -44,7 +45,7 @@ ABSL_FLAG(std::string, hostname, "", "Host name to report; empty = gethostname()
 ABSL_FLAG(int64_t, memory_bytes, 0,
           "Memory to report; 0 = the GPU's total memory on cuda, physical RAM on cpu");
 ABSL_FLAG(bool, once, false,
-          "Exit 0 once no work has been available for --idle_exit_seconds and nothing is "
+          "Exit 0 once no work has been available for --idle-exit-seconds and nothing is "
           "running (for tests and batch jobs)");
 ABSL_FLAG(int, idle_exit_seconds, 5, "Idle time before --once exits");
 ABSL_FLAG(int, drain_seconds, 30,
@@ -87,7 +88,7 @@ int Main(int argc, char** argv) {
       "Trains ranksweep tasks from a coordinator.\n"
       "  ranksweep-worker --coordinator=host:50051 --device=cuda --slots=2\n"
       "SIGTERM/SIGINT drain: stop acquiring, release unstarted tasks, let running ones "
-      "finish within --drain_seconds, exit 0.");
+      "finish within --drain-seconds, exit 0.");
   // --help lists this file's flags (Abseil's default looks for a file named
   // after the program); --version prints what every ranksweep binary prints.
   absl::FlagsUsageConfig usage;
@@ -102,7 +103,12 @@ int Main(int argc, char** argv) {
                                         cuda.ok() ? *cuda : ""));
   };
   absl::SetFlagsUsageConfig(usage);
-  // Flags may be written with dashes too (common/flag_names.h).
+  // --help names the flags with dashes, as the docs do (common/flag_help.h).
+  if (PrintFlagsHelpIfAsked(argc, argv, "ranksweep-worker", "worker/agent/main.cc", std::cout)) {
+    return 0;
+  }
+  // Flags are defined with underscores; the dashed spelling is rewritten to
+  // them (common/flag_names.h).
   std::vector<std::string> underscored = UnderscoreFlagNames(argc, argv);
   std::vector<char*> parsed_argv = ArgvOf(underscored);
   absl::ParseCommandLine(static_cast<int>(underscored.size()), parsed_argv.data());
@@ -120,11 +126,11 @@ int Main(int argc, char** argv) {
     return 1;
   }
   if (max_seeds < 1 || max_seeds > 1024) {
-    std::cerr << "ranksweep-worker: --max_seeds must be in 1..1024, got " << max_seeds << "\n";
+    std::cerr << "ranksweep-worker: --max-seeds must be in 1..1024, got " << max_seeds << "\n";
     return 1;
   }
   if (poll_ms < 0 || poll_ms > 60000) {
-    std::cerr << "ranksweep-worker: --poll_ms must be in 0..60000, got " << poll_ms << "\n";
+    std::cerr << "ranksweep-worker: --poll-ms must be in 0..60000, got " << poll_ms << "\n";
     return 1;
   }
 
@@ -174,7 +180,7 @@ int Main(int argc, char** argv) {
 
   std::string tls_ca_pem;
   if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
-    absl::StatusOr<std::string> pem = ReadFile(absl::GetFlag(FLAGS_tls_ca), "--tls_ca");
+    absl::StatusOr<std::string> pem = ReadFile(absl::GetFlag(FLAGS_tls_ca), "--tls-ca");
     if (!pem.ok()) {
       std::cerr << "ranksweep-worker: " << pem.status().message() << "\n";
       return 1;
@@ -184,7 +190,7 @@ int Main(int argc, char** argv) {
   std::string token;
   if (const char* env = std::getenv("RANKSWEEP_TOKEN"); env != nullptr) token = env;
   if (!absl::GetFlag(FLAGS_token_file).empty()) {
-    absl::StatusOr<std::string> file = ReadFile(absl::GetFlag(FLAGS_token_file), "--token_file");
+    absl::StatusOr<std::string> file = ReadFile(absl::GetFlag(FLAGS_token_file), "--token-file");
     if (!file.ok()) {
       std::cerr << "ranksweep-worker: " << file.status().message() << "\n";
       return 1;

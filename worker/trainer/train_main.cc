@@ -2,10 +2,10 @@
 // as JSON: {"facts": {...}, "seeds": [SeedResult, ...]}.
 //
 //   ranksweep-train [--spec task.json] [--dataset witness] [--head kernel]
-//                   [--feature_map elu1] [--rank 8] [--seeds 0,1,2]
-//                   [--max_steps 2000] [--device auto] ...
-//   ranksweep-train ... --dump_dataset data.json   (writes the dataset, trains nothing)
-//   ranksweep-train --sweep sweep.json [--device cuda] [--max_seeds 64] [--slots 1]
+//                   [--feature-map elu1] [--rank 8] [--seeds 0,1,2]
+//                   [--max-steps 2000] [--device auto] ...
+//   ranksweep-train ... --dump-dataset data.json   (writes the dataset, trains nothing)
+//   ranksweep-train --sweep sweep.json [--device cuda] [--max-seeds 64] [--slots 1]
 //       (every task of a grid sweep, --slots of them at once: a JSON line per
 //        task with its time as it finishes, then the wall time of the whole
 //        run; the sweep as `ranksweep submit --dry-run` prints it)
@@ -50,7 +50,8 @@ absl::Status ParseNumber(const std::string& flag, const std::string& v, T* out) 
     ok = absl::SimpleAtoi(v, out);
   }
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot parse \"", v, "\""));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", DashFlagName(flag), ": cannot parse \"", v, "\""));
 }
 
 template <typename T>
@@ -72,10 +73,10 @@ std::map<std::string, Setter> MakeSetters(TaskSpec& t, trainer::RunOptions& run,
   std::map<std::string, Setter> s;
 #define RS_NUM(name, field) \
   s[name] = [&t](const std::string& v) { return ParseNumber(name, v, &t.field); }
-#define RS_ENUM(name, field, parser)                      \
-  s[name] = [&t](const std::string& v) -> absl::Status {   \
-    ASSIGN_OR_RETURN(t.field, parser(v, "--" name));       \
-    return absl::OkStatus();                               \
+#define RS_ENUM(name, field, parser)                               \
+  s[name] = [&t](const std::string& v) -> absl::Status {           \
+    ASSIGN_OR_RETURN(t.field, parser(v, DashFlagName("--" name))); \
+    return absl::OkStatus();                                       \
   }
   RS_ENUM("dataset", dataset.kind, ParseDatasetKind);
   RS_NUM("m", dataset.m);
@@ -124,7 +125,9 @@ std::map<std::string, Setter> MakeSetters(TaskSpec& t, trainer::RunOptions& run,
 
 absl::Status ReadFile(const std::string& flag, const std::string& path, std::string* out) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot open ", path));
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("--", DashFlagName(flag), ": cannot open ", path));
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   *out = ss.str();
@@ -159,12 +162,12 @@ std::string SplitToJson(const trainer::Split& split, int seq_len) {
 absl::Status DumpDataset(const TaskSpec& spec, const std::string& path) {
   ASSIGN_OR_RETURN(const trainer::Dataset data, trainer::BuildDataset(spec.dataset));
   std::ofstream out(path);
-  if (!out) return absl::NotFoundError(absl::StrCat("--dump_dataset: cannot write ", path));
+  if (!out) return absl::NotFoundError(absl::StrCat("--dump-dataset: cannot write ", path));
   out << "{\"m\":" << data.m << ",\"seq_len\":" << data.seq_len
       << ",\"final_query_only\":" << (data.final_query_only ? "true" : "false")
       << ",\"train\":" << SplitToJson(data.train, data.seq_len)
       << ",\"test\":" << SplitToJson(data.test, data.seq_len) << "}\n";
-  if (!out) return absl::InternalError(absl::StrCat("--dump_dataset: write failed: ", path));
+  if (!out) return absl::InternalError(absl::StrCat("--dump-dataset: write failed: ", path));
   return absl::OkStatus();
 }
 
@@ -192,8 +195,9 @@ absl::Status RunSweepFile(const std::vector<std::pair<std::string, std::string>>
       RETURN_IF_ERROR(ParseNumber("slots", value, &how.slots));
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--", name, " does not apply with --sweep (only --device, --max_seeds and --slots "
-          "do); edit the sweep file instead"));
+          "--", DashFlagName(name),
+          " does not apply with --sweep (only --device, --max-seeds and --slots do); edit the "
+          "sweep file instead"));
     }
   }
   std::string text;
@@ -252,16 +256,16 @@ absl::Status Main(int argc, char** argv) {
     }
     if (arg == "--help" || arg == "-h") {
       std::cout << "usage: ranksweep-train [--spec task.json] [--FIELD VALUE ...]\n"
-                   "FIELD: any TaskSpec field by its JSON name, e.g. dataset m seq_len "
-                   "final_query_only data_seed code_weight max_overlap num_queries weight "
-                   "bernoulli_p pool_size test_pool_share train_size test_size hard_share "
-                   "head feature_map construction hidden num_heads value_dim score_dim "
-                   "relu_eps beta rank seeds lr beta1 beta2 weight_decay batch_size "
-                   "max_steps eval_every early_stop_evals loss; plus device "
+                   "FIELD: any TaskSpec field by its JSON name with dashes, e.g. dataset m "
+                   "seq-len final-query-only data-seed code-weight max-overlap num-queries "
+                   "weight bernoulli-p pool-size test-pool-share train-size test-size "
+                   "hard-share head feature-map construction hidden num-heads value-dim "
+                   "score-dim relu-eps beta rank seeds lr beta1 beta2 weight-decay batch-size "
+                   "max-steps eval-every early-stop-evals loss; plus device "
                    "(auto|cpu|cuda|cuda:N), indent (JSON indent, -1 = compact) and "
-                   "dump_dataset FILE (write the dataset as JSON to FILE instead of "
+                   "dump-dataset FILE (write the dataset as JSON to FILE instead of "
                    "training).\n"
-                   "       ranksweep-train --sweep sweep.json [--device D] [--max_seeds N] "
+                   "       ranksweep-train --sweep sweep.json [--device D] [--max-seeds N] "
                    "[--slots K]\n"
                    "  trains every task of a grid sweep (JSON, as `ranksweep submit --dry-run` "
                    "prints it), N seeds fused per task (default 64, 1..1024), K tasks at once "
@@ -269,7 +273,9 @@ absl::Status Main(int argc, char** argv) {
                    "as it finishes and one for the whole sweep (its wall time).\n"
                    "       ranksweep-train --version\n"
                    "  prints the version, the build id, the LibTorch version and whether CUDA "
-                   "is available.\n";
+                   "is available.\n"
+                   "Every flag may also be written with underscores instead of dashes "
+                   "(--max_steps), the older spelling, until the next release.\n";
       return absl::OkStatus();
     }
     if (arg.rfind("--", 0) != 0) {
@@ -308,7 +314,8 @@ absl::Status Main(int argc, char** argv) {
     }
     auto it = setters.find(name);
     if (it == setters.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", DashFlagName(name), " (see --help)"));
     }
     RETURN_IF_ERROR(it->second(value));
   }

@@ -1,4 +1,4 @@
-#include "tests/support/process.h"
+#include "common/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -8,12 +8,11 @@
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
-namespace ranksweep::testing {
+namespace ranksweep::subprocess {
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -111,19 +110,4 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
   return r;
 }
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "ranksweep-test-XXXXXX").string();
-  char* p = mkdtemp(tmpl.data());
-  if (p == nullptr) {
-    perror("mkdtemp");
-    abort();
-  }
-  path_ = p;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (getenv("RANKSWEEP_KEEP_TEST_DIRS") == nullptr) std::filesystem::remove_all(path_, ec);
-}
-
-}  // namespace ranksweep::testing
+}  // namespace ranksweep::subprocess
