@@ -8,8 +8,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/spec/result_metrics.h"
 #include "client/json_writer.h"
 #include "nlohmann/json.hpp"
+#include "proto/columns.h"
+#include "proto/convert.h"
 
 namespace ranksweep::client {
 namespace {
@@ -23,6 +26,17 @@ bool IsDone(const v1::ResultRow& row) {
 
 std::string TestErrorText(const v1::SeedResult& r) {
   return r.test().sequences() > 0 ? FixedText(r.test().error(), 4) : "-";
+}
+
+// The text of an optional metric: the shortest round trip, an integer as
+// one; empty when missing.
+void AppendMetric(const ResultMetric& m, std::optional<double> v, std::string* out) {
+  if (!v.has_value()) return;
+  if (m.integer != nullptr) {
+    absl::StrAppend(out, static_cast<int64_t>(*v));
+  } else {
+    AppendShortestDouble(*v, out);
+  }
 }
 
 // Sizes `out` for `count` items printed about as long as the first one was
@@ -231,9 +245,15 @@ Table SweepsTable(const std::vector<v1::SweepInfo>& sweeps, absl::TimeZone tz) {
 
 Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
   Table t;
-  t.header = {"HEAD",      "RANK",    "SEED",  "STATE",   "TRAIN_ERR",
-              "TEST_ERR",  "POS_ACC", "STEPS", "SECONDS", "WORKER"};
-  t.right_align = {false, true, true, false, true, true, true, true, true, false};
+  t.header = {"HEAD", "RANK", "SEED", "STATE", "TRAIN_ERR", "TEST_ERR", "POS_ACC", "STEPS"};
+  t.right_align = {false, true, true, false, true, true, true, true};
+  // The optional metrics after STEPS, "-" when missing.
+  for (const ResultMetric& m : kResultMetrics) {
+    t.header.push_back(m.table_header);
+    t.right_align.push_back(true);
+  }
+  t.header.insert(t.header.end(), {"SECONDS", "WORKER"});
+  t.right_align.insert(t.right_align.end(), {true, false});
   for (const auto& r : rows) {
     std::vector<std::string> cells = {r.head(), RankText(r.rank()), absl::StrCat(r.seed()),
                                       CellStateName(r.state())};
@@ -241,10 +261,15 @@ Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
       const auto& res = r.result();
       cells.insert(cells.end(),
                    {FixedText(res.train().error(), 4), TestErrorText(res),
-                    FixedText(res.train().position_accuracy(), 4), absl::StrCat(res.steps()),
-                    FixedText(res.wall_seconds(), 1)});
+                    FixedText(res.train().position_accuracy(), 4), absl::StrCat(res.steps())});
+      for (const ResultMetric& m : kResultMetrics) {
+        std::string text;
+        AppendMetric(m, GetProtoMetric(m, res), &text);
+        cells.push_back(text.empty() ? "-" : text);
+      }
+      cells.push_back(FixedText(res.wall_seconds(), 1));
     } else {
-      cells.insert(cells.end(), {"-", "-", "-", "-", "-"});
+      cells.insert(cells.end(), 5 + kResultMetricCount, "-");
     }
     std::string worker = r.worker_id().empty() ? "-" : r.worker_id();
     if (r.cached_from_cell_id() != 0) {
@@ -258,13 +283,23 @@ Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
 
 namespace {
 
-constexpr char kResultRowsCsvHeader[] =
-    "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
-    "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
-    "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,build_id,"
-    "torch_version,cuda_version,attempt,lease_id,finished_unix_ms,cached_from_cell_id\n";
+// The optional metrics (common/spec/result_metrics.h) come last, by name.
+const std::string& ResultRowsCsvHeader() {
+  static const std::string* header = [] {
+    auto* h = new std::string(
+        "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
+        "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
+        "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,build_id,"
+        "torch_version,cuda_version,attempt,lease_id,finished_unix_ms,cached_from_cell_id");
+    for (const ResultMetric& m : kResultMetrics) absl::StrAppend(h, ",", m.name);
+    *h += "\n";
+    return h;
+  }();
+  return *header;
+}
 
-// One CSV line of every field of `r`, in kResultRowsCsvHeader's order;
+
+// One CSV line of every field of `r`, in ResultRowsCsvHeader's order;
 // metrics are empty unless the cell is done, the test ones unless it has a
 // test split.
 void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
@@ -308,7 +343,12 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
   number(r.attempt());
   number(r.lease_id());
   number(r.finished_unix_ms());
-  absl::StrAppend(out, r.cached_from_cell_id(), "\n");
+  absl::StrAppend(out, r.cached_from_cell_id());
+  for (const ResultMetric& m : kResultMetrics) {
+    out->push_back(',');
+    if (done) AppendMetric(m, GetProtoMetric(m, res), out);
+  }
+  out->push_back('\n');
 }
 
 }  // namespace
@@ -316,7 +356,7 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
 ResultRowsWriter::ResultRowsWriter(OutputFormat format) : json_(format == OutputFormat::kJson) {}
 
 void ResultRowsWriter::Begin(std::string* out) const {
-  *out += json_ ? "[" : kResultRowsCsvHeader;
+  *out += json_ ? "[" : ResultRowsCsvHeader();
 }
 
 void ResultRowsWriter::Add(const v1::ResultRow& row, std::string* out) {
@@ -328,12 +368,21 @@ void ResultRowsWriter::Add(const v1::ResultRow& row, std::string* out) {
   ++rows_;
 }
 
+void ResultRowsWriter::AddColumns(const v1::ResultColumns& columns, std::string* out) {
+  int failure = 0;
+  for (int i = 0; i < columns.cell_id_size(); ++i) {
+    failure = FailureIndex(columns, i, failure);
+    RowFromColumns(columns, i, failure, &row_);
+    Add(row_, out);
+  }
+}
+
 void ResultRowsWriter::End(std::string* out) const {
   if (json_) *out += JsonArrayClose(rows_ == 0);
 }
 
 std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows) {
-  std::string out = kResultRowsCsvHeader;
+  std::string out = ResultRowsCsvHeader();
   for (size_t i = 0; i < rows.size(); ++i) {
     const size_t before = out.size();
     AppendResultRowCsv(rows[i], &out);

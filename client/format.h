@@ -110,11 +110,15 @@ class ResultRowsWriter {
   explicit ResultRowsWriter(OutputFormat format);
   void Begin(std::string* out) const;
   void Add(const v1::ResultRow& row, std::string* out);
+  // Add for each row of `columns` (proto/columns.h's form, checked with
+  // CheckColumns), read a row at a time into one reused message.
+  void AddColumns(const v1::ResultColumns& columns, std::string* out);
   void End(std::string* out) const;
 
  private:
   bool json_;
   int64_t rows_ = 0;
+  v1::ResultRow row_;  // AddColumns' scratch row
 };
 
 // Grouped results: head, rank, n/expected, train error mean/std/min/max,

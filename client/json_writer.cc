@@ -31,6 +31,9 @@ bool IsMissingField(const google::protobuf::Message& m,
     const auto* split = dynamic_cast<const v1::SplitMetrics*>(&refl->GetMessage(m, f));
     return split != nullptr && split->sequences() == 0;
   }
+  // An `optional` scalar that is unset: a metric a row lacks
+  // (SeedResult.first_exact_step of a seed never exact).
+  if (f->has_presence() && !refl->HasField(m, f)) return true;
   if (f->name() == "rank" && f->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
     const std::string& type = m.GetDescriptor()->name();
     return (type == "ResultRow" || type == "ResultGroup") && refl->GetInt32(m, f) == 0;

@@ -4,7 +4,8 @@
 // readers expect numbers; MessageToJsonString prints them as strings), and a
 // missing value as null: an unset message (the result of a failed cell), a
 // split without sequences (the test split of a dataset without one), rank 0
-// of a row or group (a head without a rank). Doubles are written as
+// of a row or group (a head without a rank), an unset `optional` scalar (a
+// metric a seed lacks). Doubles are written as
 // nlohmann's dump() writes them (shortest round trip).
 //
 // No I/O, no state; thread-safe.

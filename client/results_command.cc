@@ -87,10 +87,11 @@ int Results(Client* client, const ResultsArgs& a) {
       grpc::Status status =
           ForEachResultPage(client, q, [&](const v1::QueryResultsResponse& page) {
             for (const v1::ResultRow& row : page.rows()) writer.Add(row, &text);
+            writer.AddColumns(page.columns(), &text);
             std::cout << text;
             text.clear();
           },
-          a.page_size);
+          a.page_size, PageRows::kColumns);
       if (!status.ok()) {
         std::cout.flush();
         return Report(client->globals(), status, "results");

@@ -92,20 +92,21 @@ absl::StatusOr<v1::SweepInfo> GetSweep(Client* client, const std::string& id, in
 
 grpc::Status ForEachResultPage(Client* client, v1::QueryResultsRequest req,
                                absl::FunctionRef<void(const v1::QueryResultsResponse&)> fn,
-                               int page_size) {
+                               int page_size, PageRows as) {
   struct Page {
     grpc::Status status;
     std::unique_ptr<google::protobuf::Arena> arena;
     v1::QueryResultsResponse* reply = nullptr;
   };
-  auto fetch = [client](v1::QueryResultsRequest r) {
+  auto fetch = [client, as](v1::QueryResultsRequest r) {
     Page page;
     page.arena = std::make_unique<google::protobuf::Arena>();
     page.reply = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(page.arena.get());
     auto ctx = client->Context();
     page.status = client->stub().QueryResults(ctx.get(), r, page.reply);
     if (page.status.ok()) {
-      absl::Status rows = RowsFromColumns(page.reply);
+      absl::Status rows = as == PageRows::kRows ? RowsFromColumns(page.reply)
+                                                : CheckColumns(page.reply->columns());
       if (!rows.ok()) {
         page.status = grpc::Status(grpc::StatusCode::INTERNAL,
                                    absl::StrCat("QueryResults reply: ", rows.message()));

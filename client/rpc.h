@@ -72,15 +72,22 @@ absl::StatusOr<v1::SweepInfo> GetSweep(Client* client, const std::string& id, in
 constexpr int kResultsPageSize = 10000;
 constexpr int kMaxResultsPageSize = 100000;
 
-// Every row `req` matches, a page at a time: `fn` gets each reply in turn,
-// its rows in `rows`. The rows travel as columns (QueryResultsRequest.columns,
-// far cheaper for both ends) and are turned back into rows on the fetching
-// thread. The next page is asked for before `fn` runs on this one, so the
-// server reads it while this process prints. Each reply is parsed onto its
-// own arena, freed in one go once `fn` returns.
+// How ForEachResultPage hands over a page's rows: in `rows`, or as they
+// came, in `columns` (checked with proto/columns.h's CheckColumns) for a
+// reader that goes through them once. A coordinator that predates columns
+// sends rows either way.
+enum class PageRows { kRows, kColumns };
+
+// Every row `req` matches, a page at a time: `fn` gets each reply in turn.
+// The rows travel as columns (QueryResultsRequest.columns, far cheaper for
+// both ends); with PageRows::kRows they are turned back into rows on the
+// fetching thread. The next page is asked for before `fn` runs on this one,
+// so the server reads it while this process prints. Each reply is parsed
+// onto its own arena, freed in one go once `fn` returns.
 grpc::Status ForEachResultPage(Client* client, v1::QueryResultsRequest req,
                                absl::FunctionRef<void(const v1::QueryResultsResponse&)> fn,
-                               int page_size = kResultsPageSize);
+                               int page_size = kResultsPageSize,
+                               PageRows as = PageRows::kRows);
 
 // Every row `req` matches, all in memory (for the table and the plot).
 grpc::Status QueryAllRows(Client* client, const v1::QueryResultsRequest& req,
