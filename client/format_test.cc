@@ -7,6 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "client/json_writer.h"
+#include "client/sweep_views.h"
+#include "proto/columns.h"
+#include "proto/convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -144,23 +148,37 @@ TEST(FormatTest, ResultRowsTable) {
   failed.set_seed(2);
   failed.set_state(v1::CELL_STATE_FAILED);
   failed.set_failure("boom");
-  EXPECT_EQ(RenderTable(ResultRowsTable({DoneRow("kernel/elu1", 8, 0, 0.125, 0, 0),
-                                         DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5), failed})),
-            "HEAD         RANK  SEED  STATE   TRAIN_ERR  TEST_ERR  POS_ACC  STEPS  SECONDS  WORKER\n"
-            "kernel/elu1     8     0  DONE       0.1250         -   0.9375    150      2.2  w-1\n"
-            "kernel/elu1     8     1  DONE       0.0000    0.5000   1.0000    150      2.2  w-1\n"
-            "softmax         -     2  FAILED          -         -        -      -        -  -\n");
+  v1::ResultRow exact = DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5);
+  exact.mutable_result()->set_first_exact_step(150);
+  EXPECT_EQ(RenderTable(ResultRowsTable({DoneRow("kernel/elu1", 8, 0, 0.125, 0, 0), exact,
+                                         failed})),
+            "HEAD         RANK  SEED  STATE   TRAIN_ERR  TEST_ERR  POS_ACC  STEPS  EXACT_AT  SECONDS  "
+            "WORKER\n"
+            "kernel/elu1     8     0  DONE       0.1250         -   0.9375    150         -      2.2  "
+            "w-1\n"
+            "kernel/elu1     8     1  DONE       0.0000    0.5000   1.0000    150       150      2.2  "
+            "w-1\n"
+            "softmax         -     2  FAILED          -         -        -      -         -        -  "
+            "-\n");
 }
 
 TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
-  const std::string csv = ResultRowsCsv({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5)});
+  v1::ResultRow exact = DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5);
+  exact.mutable_result()->set_first_exact_step(120);
+  const std::string csv = ResultRowsCsv({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5), exact});
   EXPECT_EQ(csv,
             "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
             "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
             "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
             "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
-            "cached_from_cell_id\n"
-            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,0\n");
+            "cached_from_cell_id,first_exact_step\n"
+            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,0,\n"
+            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,0,"
+            "120\n");
+  // In JSON a missing metric is null, a present one a number.
+  const std::string json = ResultRowsJson({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5), exact});
+  EXPECT_THAT(json, ::testing::HasSubstr("\"first_exact_step\":null}"));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"first_exact_step\":120}"));
 }
 
 // Written page by page (the CLI prints each page as it arrives), both forms
@@ -199,7 +217,52 @@ TEST(FormatTest, ResultRowsWriterPageByPageIsTheWholeText) {
             "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
             "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
             "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
-            "cached_from_cell_id\n");
+            "cached_from_cell_id,first_exact_step\n");
+}
+
+// `results --format csv|json` prints straight from the columns of each
+// reply: the same text as from its rows.
+TEST(FormatTest, ResultRowsWriterReadsColumnsAsItReadsRows) {
+  v1::ResultRow failed = DoneRow("softmax", 0, 2, 0, 0, 0);
+  failed.set_head_index(1);
+  failed.set_state(v1::CELL_STATE_FAILED);
+  failed.clear_result();
+  failed.set_failure("out of memory");
+  std::vector<v1::ResultRow> rows = {DoneRow("kernel/elu1", 8, 0, 0.125, 0, 0), failed,
+                                     DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5)};
+  // Columns always carry a done row's facts (a table entry).
+  rows[0].mutable_result()->mutable_facts()->set_train_sequences(64);
+  rows[2].mutable_result()->mutable_facts()->set_train_sequences(64);
+  rows[2].mutable_result()->set_first_exact_step(100);
+  v1::ResultColumns columns;
+  ResultColumnsEncoder encoder(&columns, "s-1");
+  for (const v1::ResultRow& row : rows) {
+    const SeedResult result = FromProto(row.result());
+    ResultColumnsRow r;
+    r.cell_id = row.cell_id();
+    r.head = row.head();
+    r.head_index = row.head_index();
+    r.rank = row.rank();
+    r.seed = row.seed();
+    r.state = row.state();
+    r.result = row.has_result() ? &result : nullptr;
+    r.failure = row.failure();
+    r.worker_id = row.worker_id();
+    r.build_id = row.worker_version().build_id();
+    r.attempt = row.attempt();
+    r.lease_id = row.lease_id();
+    encoder.Add(r);
+  }
+  encoder.Finish();
+  ASSERT_TRUE(CheckColumns(columns).ok());
+  for (OutputFormat format : {OutputFormat::kCsv, OutputFormat::kJson}) {
+    ResultRowsWriter writer(format);
+    std::string text;
+    writer.Begin(&text);
+    writer.AddColumns(columns, &text);
+    writer.End(&text);
+    EXPECT_EQ(text, format == OutputFormat::kCsv ? ResultRowsCsv(rows) : ResultRowsJson(rows));
+  }
 }
 
 TEST(FormatTest, SearchAndCacheLinesInStatusAndCachedRowsNameTheirSource) {

@@ -1,12 +1,27 @@
 #include "proto/columns.h"
 
+#include <algorithm>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/result_metrics.h"
+#include "proto/convert.h"
 
 namespace ranksweep {
 namespace {
+
+// Empties `list` when every value is `empty` (bit for bit: -0.0 and NaN stay).
+template <typename T>
+void ClearIfAll(google::protobuf::RepeatedField<T>* list, T empty) {
+  for (const T& v : *list) {
+    if (std::memcmp(&v, &empty, sizeof(T)) != 0) return;
+  }
+  list->Clear();
+}
+
 
 template <typename T>
 T ValueOr(const google::protobuf::RepeatedField<T>& list, int i, T empty) {
@@ -76,6 +91,22 @@ absl::Status Check(const v1::ResultColumns& c) {
     absl::Status s = CheckIndexes(*indexes, field, size, table);
     if (!s.ok()) return s;
   }
+  for (int k = 0; k < c.metrics_size(); ++k) {
+    const v1::MetricColumn& m = c.metrics(k);
+    if (m.values_size() != n) {
+      return absl::InvalidArgumentError(absl::StrCat("columns.metrics[", k, "] (", m.name(),
+                                                     "): ", m.values_size(), " values for ", n,
+                                                     " rows"));
+    }
+    for (int i = 0; i < m.missing_rows_size(); ++i) {
+      const int row = m.missing_rows(i);
+      if (row < 0 || row >= n || (i > 0 && row <= m.missing_rows(i - 1))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "columns.metrics[", k, "].missing_rows[", i, "]: ", row,
+            " is not a row after the previous one (", n, " rows)"));
+      }
+    }
+  }
   if (c.failure_row_size() != c.failure_size()) {
     return absl::InvalidArgumentError(absl::StrCat("columns.failure: ", c.failure_size(),
                                                    " texts for ", c.failure_row_size(),
@@ -94,6 +125,233 @@ absl::Status Check(const v1::ResultColumns& c) {
 
 }  // namespace
 
+ResultColumnsEncoder::ResultColumnsEncoder(v1::ResultColumns* p, const std::string& sweep_id)
+    : p_(p), workers_(p->mutable_workers()), devices_(p->mutable_devices()) {
+  p_->set_sweep_id(sweep_id);
+  // One column per metric of the table, in its order, until Finish.
+  for (const ResultMetric& m : ResultMetrics()) p_->add_metrics()->set_name(m.name);
+}
+
+void ResultColumnsEncoder::Expect(int64_t at_most) {
+  const int rows = static_cast<int>(at_most);
+  p_->mutable_cell_id()->Reserve(rows);
+  p_->mutable_head_index()->Reserve(rows);
+  p_->mutable_rank()->Reserve(rows);
+  p_->mutable_seed()->Reserve(rows);
+  p_->mutable_state()->Reserve(rows);
+  p_->mutable_attempt()->Reserve(rows);
+  p_->mutable_lease_id()->Reserve(rows);
+  p_->mutable_finished_unix_ms()->Reserve(rows);
+  p_->mutable_cached_from_cell_id()->Reserve(rows);
+  p_->mutable_worker()->Reserve(rows);
+  p_->mutable_worker_version()->Reserve(rows);
+  for (auto* f : {p_->mutable_train_sequences(), p_->mutable_test_sequences(),
+                  p_->mutable_steps()}) {
+    f->Reserve(rows);
+  }
+  for (auto* f : {p_->mutable_train_position_accuracy(), p_->mutable_train_exact_accuracy(),
+                  p_->mutable_train_error(), p_->mutable_train_max_abs_error(),
+                  p_->mutable_test_position_accuracy(), p_->mutable_test_exact_accuracy(),
+                  p_->mutable_test_error(), p_->mutable_test_max_abs_error(),
+                  p_->mutable_final_loss(), p_->mutable_wall_seconds()}) {
+    f->Reserve(rows);
+  }
+  p_->mutable_device()->Reserve(rows);
+  p_->mutable_facts()->Reserve(rows);
+  for (v1::MetricColumn& m : *p_->mutable_metrics()) m.mutable_values()->Reserve(rows);
+}
+
+int ResultColumnsEncoder::StringTable::IndexOf(std::string_view value) {
+  // Most rows repeat the previous row's values: checked before the map.
+  if (last >= 0 && values->Get(last) == value) return last;
+  auto it = index.find(value);
+  if (it != index.end()) return last = it->second;
+  const int at = values->size();
+  values->Add()->assign(value.data(), value.size());
+  index.emplace(values->Get(at), at);
+  return last = at;
+}
+
+int ResultColumnsEncoder::VersionIndex(const ResultColumnsRow& v) {
+  if (last_version_ >= 0) {
+    const v1::VersionManifest& last = p_->worker_versions(last_version_);
+    if (last.build_id() == v.build_id && last.torch_version() == v.torch_version &&
+        last.cuda_version() == v.cuda_version) {
+      return last_version_;
+    }
+  }
+  auto it = versions_.find(std::make_tuple(v.build_id, v.torch_version, v.cuda_version));
+  if (it != versions_.end()) return last_version_ = it->second;
+  const int index = p_->worker_versions_size();
+  v1::VersionManifest* added = p_->add_worker_versions();
+  added->set_build_id(std::string(v.build_id));
+  added->set_torch_version(std::string(v.torch_version));
+  added->set_cuda_version(std::string(v.cuda_version));
+  versions_.emplace(std::make_tuple(std::string_view(added->build_id()),
+                                    std::string_view(added->torch_version()),
+                                    std::string_view(added->cuda_version())),
+                    index);
+  return last_version_ = index;
+}
+
+int ResultColumnsEncoder::FactsIndex(const DatasetFacts& f) {
+  const auto key = std::make_tuple(f.train_sequences, f.test_sequences, f.distinct_queries,
+                                   f.rank_lower_bound, f.rank_upper_bound);
+  if (last_facts_ >= 0 && key == last_facts_key_) return last_facts_;
+  auto [it, added] = facts_.emplace(key, p_->facts_table_size());
+  if (added) FillProto(f, p_->add_facts_table());
+  last_facts_key_ = key;
+  return last_facts_ = it->second;
+}
+
+void ResultColumnsEncoder::Add(const ResultColumnsRow& row) {
+  v1::ResultColumns& c = *p_;
+  c.add_cell_id(row.cell_id);
+  c.add_head_index(row.head_index);
+  if (row.head_index >= 0) {
+    while (c.heads_size() <= row.head_index) c.add_heads();
+    if (c.heads(row.head_index).empty()) {
+      c.mutable_heads(row.head_index)->assign(row.head.data(), row.head.size());
+    }
+  }
+  c.add_rank(row.rank);
+  c.add_seed(row.seed);
+  c.add_state(row.state);
+  c.add_attempt(row.attempt);
+  c.add_lease_id(row.lease_id);
+  c.add_finished_unix_ms(row.finished_unix_ms);
+  c.add_cached_from_cell_id(row.cached_from_cell_id);
+  c.add_worker(workers_.IndexOf(row.worker_id));
+  c.add_worker_version(VersionIndex(row));
+  if (!row.failure.empty()) {
+    c.add_failure_row(rows_);
+    c.add_failure(std::string(row.failure));
+  }
+  static const SeedResult kNone;
+  const SeedResult& r = row.result != nullptr ? *row.result : kNone;
+  c.add_train_sequences(r.train.sequences);
+  c.add_train_position_accuracy(r.train.position_accuracy);
+  c.add_train_exact_accuracy(r.train.exact_accuracy);
+  c.add_train_error(r.train.error);
+  c.add_train_max_abs_error(r.train.max_abs_error);
+  c.add_test_sequences(r.test.sequences);
+  c.add_test_position_accuracy(r.test.position_accuracy);
+  c.add_test_exact_accuracy(r.test.exact_accuracy);
+  c.add_test_error(r.test.error);
+  c.add_test_max_abs_error(r.test.max_abs_error);
+  c.add_final_loss(r.final_loss);
+  c.add_steps(r.steps);
+  c.add_wall_seconds(r.wall_seconds);
+  c.add_device(devices_.IndexOf(r.device));
+  c.add_facts(FactsIndex(r.facts));
+  const absl::Span<const ResultMetric> metrics = ResultMetrics();
+  for (size_t k = 0; k < metrics.size(); ++k) {
+    v1::MetricColumn* column = c.mutable_metrics(static_cast<int>(k));
+    const std::optional<double> v =
+        row.result != nullptr ? GetMetric(metrics[k], r) : std::nullopt;
+    column->add_values(v.value_or(0.0));
+    if (!v.has_value()) column->add_missing_rows(rows_);
+  }
+  ++rows_;
+}
+
+
+void ResultColumnsEncoder::Finish() {
+  v1::ResultColumns& c = *p_;
+  const SplitMetrics none;  // the values of an empty result
+  ClearIfAll(c.mutable_train_sequences(), none.sequences);
+  ClearIfAll(c.mutable_train_position_accuracy(), none.position_accuracy);
+  ClearIfAll(c.mutable_train_exact_accuracy(), none.exact_accuracy);
+  ClearIfAll(c.mutable_train_error(), none.error);
+  ClearIfAll(c.mutable_train_max_abs_error(), none.max_abs_error);
+  ClearIfAll(c.mutable_test_sequences(), none.sequences);
+  ClearIfAll(c.mutable_test_position_accuracy(), none.position_accuracy);
+  ClearIfAll(c.mutable_test_exact_accuracy(), none.exact_accuracy);
+  ClearIfAll(c.mutable_test_error(), none.error);
+  ClearIfAll(c.mutable_test_max_abs_error(), none.max_abs_error);
+  const SeedResult result;
+  ClearIfAll(c.mutable_final_loss(), result.final_loss);
+  ClearIfAll(c.mutable_steps(), result.steps);
+  ClearIfAll(c.mutable_wall_seconds(), result.wall_seconds);
+  // A metric no row has is left out.
+  for (int k = c.metrics_size() - 1; k >= 0; --k) {
+    if (c.metrics(k).missing_rows_size() == rows_) c.mutable_metrics()->DeleteSubrange(k, 1);
+  }
+}
+
+absl::Status CheckColumns(const v1::ResultColumns& c) { return Check(c); }
+
+namespace {
+
+// The optional metrics of row i into `r`: from the columns sent, for the
+// metrics this build knows (a newer coordinator's others are left out);
+// the ones not sent are missing.
+void SetMetrics(const v1::ResultColumns& c, int i, v1::SeedResult* r) {
+  for (const ResultMetric& metric : ResultMetrics()) {
+    std::optional<double> value;
+    for (const v1::MetricColumn& m : c.metrics()) {
+      if (m.name() != metric.name) continue;
+      if (!std::binary_search(m.missing_rows().begin(), m.missing_rows().end(), i)) {
+        value = m.values(i);
+      }
+      break;
+    }
+    SetProtoMetric(metric, value, r);
+  }
+}
+
+}  // namespace
+
+int FailureIndex(const v1::ResultColumns& c, int row, int from) {
+  while (from < c.failure_row_size() && c.failure_row(from) < row) ++from;
+  return from;
+}
+
+void RowFromColumns(const v1::ResultColumns& c, int i, int failure, v1::ResultRow* row) {
+  row->set_sweep_id(c.sweep_id());
+  row->set_cell_id(c.cell_id(i));
+  row->set_head(c.heads(c.head_index(i)));
+  row->set_head_index(c.head_index(i));
+  row->set_rank(c.rank(i));
+  row->set_seed(c.seed(i));
+  row->set_state(c.state(i));
+  if (c.state(i) == v1::CELL_STATE_DONE || c.state(i) == v1::CELL_STATE_INVALID) {
+    v1::SeedResult* r = row->mutable_result();
+    r->set_seed(c.seed(i));
+    v1::SplitMetrics* train = r->mutable_train();
+    train->set_sequences(ValueOr<int64_t>(c.train_sequences(), i, 0));
+    train->set_position_accuracy(ValueOr(c.train_position_accuracy(), i, 0.0));
+    train->set_exact_accuracy(ValueOr(c.train_exact_accuracy(), i, 0.0));
+    train->set_error(ValueOr(c.train_error(), i, 1.0));
+    train->set_max_abs_error(ValueOr(c.train_max_abs_error(), i, 0.0));
+    v1::SplitMetrics* test = r->mutable_test();
+    test->set_sequences(ValueOr<int64_t>(c.test_sequences(), i, 0));
+    test->set_position_accuracy(ValueOr(c.test_position_accuracy(), i, 0.0));
+    test->set_exact_accuracy(ValueOr(c.test_exact_accuracy(), i, 0.0));
+    test->set_error(ValueOr(c.test_error(), i, 1.0));
+    test->set_max_abs_error(ValueOr(c.test_max_abs_error(), i, 0.0));
+    r->set_final_loss(ValueOr(c.final_loss(), i, 0.0));
+    r->set_steps(ValueOr<int64_t>(c.steps(), i, 0));
+    r->set_wall_seconds(ValueOr(c.wall_seconds(), i, 0.0));
+    r->set_device(c.devices(c.device(i)));
+    *r->mutable_facts() = c.facts_table(c.facts(i));
+    SetMetrics(c, i, r);
+  } else {
+    row->clear_result();
+  }
+  if (failure < c.failure_row_size() && c.failure_row(failure) == i) {
+    row->set_failure(c.failure(failure));
+  } else {
+    row->clear_failure();
+  }
+  row->set_worker_id(c.workers(c.worker(i)));
+  *row->mutable_worker_version() = c.worker_versions(c.worker_version(i));
+  row->set_attempt(c.attempt(i));
+  row->set_lease_id(c.lease_id(i));
+  row->set_finished_unix_ms(c.finished_unix_ms(i));
+  row->set_cached_from_cell_id(c.cached_from_cell_id(i));
+}
+
 absl::Status RowsFromColumns(v1::QueryResultsResponse* response) {
   if (!response->has_columns()) return absl::OkStatus();
   const v1::ResultColumns& c = response->columns();
@@ -101,46 +359,10 @@ absl::Status RowsFromColumns(v1::QueryResultsResponse* response) {
   const int n = c.cell_id_size();
   auto* rows = response->mutable_rows();
   rows->Reserve(rows->size() + n);
-  int next_failure = 0;
+  int failure = 0;
   for (int i = 0; i < n; ++i) {
-    v1::ResultRow* row = rows->Add();
-    row->set_sweep_id(c.sweep_id());
-    row->set_cell_id(c.cell_id(i));
-    row->set_head(c.heads(c.head_index(i)));
-    row->set_head_index(c.head_index(i));
-    row->set_rank(c.rank(i));
-    row->set_seed(c.seed(i));
-    row->set_state(c.state(i));
-    if (c.state(i) == v1::CELL_STATE_DONE || c.state(i) == v1::CELL_STATE_INVALID) {
-      v1::SeedResult* r = row->mutable_result();
-      r->set_seed(c.seed(i));
-      v1::SplitMetrics* train = r->mutable_train();
-      train->set_sequences(ValueOr<int64_t>(c.train_sequences(), i, 0));
-      train->set_position_accuracy(ValueOr(c.train_position_accuracy(), i, 0.0));
-      train->set_exact_accuracy(ValueOr(c.train_exact_accuracy(), i, 0.0));
-      train->set_error(ValueOr(c.train_error(), i, 1.0));
-      train->set_max_abs_error(ValueOr(c.train_max_abs_error(), i, 0.0));
-      v1::SplitMetrics* test = r->mutable_test();
-      test->set_sequences(ValueOr<int64_t>(c.test_sequences(), i, 0));
-      test->set_position_accuracy(ValueOr(c.test_position_accuracy(), i, 0.0));
-      test->set_exact_accuracy(ValueOr(c.test_exact_accuracy(), i, 0.0));
-      test->set_error(ValueOr(c.test_error(), i, 1.0));
-      test->set_max_abs_error(ValueOr(c.test_max_abs_error(), i, 0.0));
-      r->set_final_loss(ValueOr(c.final_loss(), i, 0.0));
-      r->set_steps(ValueOr<int64_t>(c.steps(), i, 0));
-      r->set_wall_seconds(ValueOr(c.wall_seconds(), i, 0.0));
-      r->set_device(c.devices(c.device(i)));
-      *r->mutable_facts() = c.facts_table(c.facts(i));
-    }
-    if (next_failure < c.failure_row_size() && c.failure_row(next_failure) == i) {
-      row->set_failure(c.failure(next_failure++));
-    }
-    row->set_worker_id(c.workers(c.worker(i)));
-    *row->mutable_worker_version() = c.worker_versions(c.worker_version(i));
-    row->set_attempt(c.attempt(i));
-    row->set_lease_id(c.lease_id(i));
-    row->set_finished_unix_ms(c.finished_unix_ms(i));
-    row->set_cached_from_cell_id(c.cached_from_cell_id(i));
+    failure = FailureIndex(c, i, failure);
+    RowFromColumns(c, i, failure, rows->Add());
   }
   response->clear_columns();
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "proto/convert.h"
 
 namespace ranksweep {
 namespace {
@@ -59,10 +60,8 @@ constexpr char kThreeRows[] = R"pb(
   }
 )pb";
 
-TEST(ColumnsTest, EveryRowComesBackAsItsResultRow) {
-  v1::QueryResultsResponse got = Parse(kThreeRows);
-  ASSERT_TRUE(RowsFromColumns(&got).ok());
-  const v1::QueryResultsResponse want = Parse(R"pb(
+// kThreeRows as rows.
+constexpr char kThreeRowsDecoded[] = R"pb(
     next_page_token: "c12"
     rows {
       sweep_id: "sw-1" cell_id: 10 head: "kernel/elu1" head_index: 1 rank: 8 seed: 0
@@ -97,11 +96,213 @@ TEST(ColumnsTest, EveryRowComesBackAsItsResultRow) {
       worker_id: "w-a" worker_version { build_id: "b1" torch_version: "1.13.1" }
       attempt: 1 lease_id: 5 finished_unix_ms: 3000 cached_from_cell_id: 10
     }
-  )pb");
+  )pb";
+
+std::string Diff(const google::protobuf::Message& got, const google::protobuf::Message& want) {
+  std::string diff;
+  google::protobuf::util::MessageDifferencer d;
+  d.ReportDifferencesToString(&diff);
+  return d.Compare(got, want) ? "" : diff;
+}
+
+TEST(ColumnsTest, EveryRowComesBackAsItsResultRow) {
+  v1::QueryResultsResponse got = Parse(kThreeRows);
+  ASSERT_TRUE(RowsFromColumns(&got).ok());
+  const v1::QueryResultsResponse want = Parse(kThreeRowsDecoded);
   std::string diff;
   google::protobuf::util::MessageDifferencer d;
   d.ReportDifferencesToString(&diff);
   EXPECT_TRUE(d.Compare(got, want)) << diff;
+}
+
+// The rows of kThreeRows as the coordinator hands them to the encoder.
+void EncodeThreeRows(ResultColumnsEncoder* encoder) {
+  SeedResult a;
+  a.seed = 0;
+  a.train = {64, 0.5, 0.25, 0.75, 2.5};
+  a.final_loss = 0.0625;
+  a.steps = 3000;
+  a.wall_seconds = 1.5;
+  a.device = "cpu";
+  a.facts = {64, 0, 8, 4, 8};
+  SeedResult c = a;
+  c.seed = 2;
+  c.train = {64, 1, 1, 0, 0.125};
+  c.final_loss = 0.001;
+  ResultColumnsRow row;
+  row.build_id = "b1";
+  row.torch_version = "1.13.1";
+  row.worker_id = "w-a";
+  row.attempt = 1;
+  row.lease_id = 5;
+  row.state = v1::CELL_STATE_DONE;
+  row.cell_id = 10;
+  row.head = "kernel/elu1";
+  row.head_index = 1;
+  row.rank = 8;
+  row.seed = 0;
+  row.result = &a;
+  row.finished_unix_ms = 1000;
+  encoder->Add(row);
+  ResultColumnsRow failed = row;
+  failed.cell_id = 11;
+  failed.head = "softmax";
+  failed.head_index = 0;
+  failed.rank = 0;
+  failed.seed = 1;
+  failed.state = v1::CELL_STATE_FAILED;
+  failed.result = nullptr;
+  failed.failure = "out of memory (attempt 3 of 3)";
+  failed.worker_id = "w-b";
+  failed.attempt = 3;
+  failed.lease_id = 6;
+  failed.finished_unix_ms = 2000;
+  encoder->Add(failed);
+  row.cell_id = 12;
+  row.rank = 16;
+  row.seed = 2;
+  row.result = &c;
+  row.finished_unix_ms = 3000;
+  row.cached_from_cell_id = 10;
+  encoder->Add(row);
+}
+
+TEST(ColumnsTest, WhatTheEncoderWritesTheDecoderReadsBack) {
+  v1::QueryResultsResponse got;
+  got.set_next_page_token("c12");
+  ResultColumnsEncoder encoder(got.mutable_columns(), "sw-1");
+  encoder.Expect(3);
+  EncodeThreeRows(&encoder);
+  encoder.Finish();
+  const v1::ResultColumns& c = got.columns();
+  // The tables hold each value once; the failure only where there is one.
+  EXPECT_EQ(c.workers_size(), 2);
+  EXPECT_EQ(c.worker_versions_size(), 1);
+  EXPECT_EQ(c.devices_size(), 2);  // "cpu", and "" for the failed row
+  EXPECT_EQ(c.facts_table_size(), 2);
+  ASSERT_EQ(c.failure_row_size(), 1);
+  EXPECT_EQ(c.failure_row(0), 1);
+  // No test split anywhere: those lists go empty; the others keep a value per row.
+  EXPECT_EQ(c.test_sequences_size(), 0);
+  EXPECT_EQ(c.test_error_size(), 0);
+  EXPECT_EQ(c.test_max_abs_error_size(), 0);
+  EXPECT_EQ(c.train_error_size(), 3);
+  ASSERT_TRUE(RowsFromColumns(&got).ok());
+  EXPECT_EQ(Diff(got, Parse(kThreeRowsDecoded)), "");
+}
+
+TEST(ColumnsTest, EveryMetricOfATestSplitRoundTrips) {
+  SeedResult r;
+  r.seed = 7;
+  r.train = {12, 0.875, 0.5, 0.5, 0.25};
+  r.test = {4, 0.625, 0.25, 0.75, 3.5};
+  r.final_loss = 0.03125;
+  r.steps = 250;
+  r.wall_seconds = 0.75;
+  r.device = "cuda:0";
+  r.facts = {12, 4, 6, 2, 5};
+  r.first_exact_step = 150;
+  ResultColumnsRow row;
+  row.cell_id = 3;
+  row.head = "kernel/elu1";
+  row.head_index = 0;
+  row.rank = 2;
+  row.seed = 7;
+  row.state = v1::CELL_STATE_INVALID;
+  row.result = &r;
+  row.worker_id = "w";
+  row.build_id = "b";
+  row.torch_version = "t";
+  row.cuda_version = "c";
+  row.attempt = 2;
+  row.lease_id = 9;
+  row.finished_unix_ms = 42;
+  v1::QueryResultsResponse got;
+  ResultColumnsEncoder encoder(got.mutable_columns(), "sw-2");
+  encoder.Add(row);
+  encoder.Finish();
+  ASSERT_TRUE(RowsFromColumns(&got).ok());
+  v1::ResultRow want;
+  want.set_sweep_id("sw-2");
+  want.set_cell_id(3);
+  want.set_head("kernel/elu1");
+  want.set_rank(2);
+  want.set_seed(7);
+  want.set_state(v1::CELL_STATE_INVALID);
+  FillProto(r, want.mutable_result());
+  want.set_worker_id("w");
+  want.mutable_worker_version()->set_build_id("b");
+  want.mutable_worker_version()->set_torch_version("t");
+  want.mutable_worker_version()->set_cuda_version("c");
+  want.set_attempt(2);
+  want.set_lease_id(9);
+  want.set_finished_unix_ms(42);
+  ASSERT_EQ(got.rows_size(), 1);
+  EXPECT_EQ(Diff(got.rows(0), want), "");
+}
+
+// An optional metric travels as one column with the rows that lack it; a
+// metric no row has is left out, and every row reads it as missing.
+TEST(ColumnsTest, AnOptionalMetricIsSentWhereSomeRowHasIt) {
+  v1::QueryResultsResponse some;
+  {
+    ResultColumnsEncoder encoder(some.mutable_columns(), "sw-4");
+    EncodeThreeRows(&encoder);
+    encoder.Finish();
+  }
+  EXPECT_EQ(some.columns().metrics_size(), 0);  // no row has one
+  ASSERT_TRUE(RowsFromColumns(&some).ok());
+  for (const v1::ResultRow& row : some.rows()) {
+    EXPECT_FALSE(row.result().has_first_exact_step()) << row.cell_id();
+  }
+  SeedResult exact;
+  exact.train = {8, 1, 1, 0, 0};
+  exact.first_exact_step = 60;
+  SeedResult never = exact;
+  never.train = {8, 0.5, 0, 1, 1};
+  never.first_exact_step.reset();
+  v1::QueryResultsResponse got;
+  ResultColumnsEncoder encoder(got.mutable_columns(), "sw-5");
+  ResultColumnsRow row;
+  row.state = v1::CELL_STATE_DONE;
+  row.head = "softmax";
+  for (const SeedResult* r : {&never, &exact, &never}) {
+    row.result = r;
+    encoder.Add(row);
+    ++row.cell_id;
+  }
+  encoder.Finish();
+  ASSERT_EQ(got.columns().metrics_size(), 1);
+  const v1::MetricColumn& m = got.columns().metrics(0);
+  EXPECT_EQ(m.name(), "first_exact_step");
+  EXPECT_EQ(m.values_size(), 3);
+  EXPECT_EQ(m.values(1), 60);
+  ASSERT_EQ(m.missing_rows_size(), 2);
+  EXPECT_EQ(m.missing_rows(0), 0);
+  EXPECT_EQ(m.missing_rows(1), 2);
+  v1::QueryResultsResponse bad = got;
+  bad.mutable_columns()->mutable_metrics(0)->set_missing_rows(1, 0);
+  absl::Status s = RowsFromColumns(&bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "columns.metrics[0].missing_rows[1]: 0 is not a row after the previous one (3 rows)");
+  ASSERT_TRUE(RowsFromColumns(&got).ok());
+  ASSERT_EQ(got.rows_size(), 3);
+  EXPECT_FALSE(got.rows(0).result().has_first_exact_step());
+  ASSERT_TRUE(got.rows(1).result().has_first_exact_step());
+  EXPECT_EQ(got.rows(1).result().first_exact_step(), 60);
+  EXPECT_FALSE(got.rows(2).result().has_first_exact_step());
+}
+
+TEST(ColumnsTest, NoRowsEncodeAndDecodeToNoRows) {
+  v1::QueryResultsResponse got;
+  ResultColumnsEncoder encoder(got.mutable_columns(), "sw-3");
+  encoder.Expect(100);
+  encoder.Finish();
+  EXPECT_EQ(got.columns().cell_id_size(), 0);
+  ASSERT_TRUE(RowsFromColumns(&got).ok());
+  EXPECT_EQ(got.rows_size(), 0);
+  EXPECT_FALSE(got.has_columns());
 }
 
 TEST(ColumnsTest, AnEmptyMetricListReadsAsTheEmptyValue) {

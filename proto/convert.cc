@@ -1,5 +1,8 @@
 #include "proto/convert.h"
 
+#include <cstddef>
+#include <vector>
+
 namespace ranksweep {
 namespace {
 
@@ -220,6 +223,44 @@ void FillProtoSplit(const SplitMetrics& m, v1::SplitMetrics* p) {
 }
 }  // namespace
 
+const google::protobuf::FieldDescriptor* MetricField(const ResultMetric& metric) {
+  // convert_test checks that every metric of the table has its field.
+  // Looked up once per metric of the table: this runs for every row.
+  static const auto* kFields = [] {
+    auto* fields = new std::vector<const google::protobuf::FieldDescriptor*>;
+    for (const ResultMetric& m : kResultMetrics) {
+      fields->push_back(v1::SeedResult::descriptor()->FindFieldByName(m.name));
+    }
+    return fields;
+  }();
+  const std::ptrdiff_t i = &metric - kResultMetrics;
+  if (i >= 0 && i < kResultMetricCount) return (*kFields)[static_cast<size_t>(i)];
+  return v1::SeedResult::descriptor()->FindFieldByName(metric.name);
+}
+
+std::optional<double> GetProtoMetric(const ResultMetric& metric, const v1::SeedResult& p) {
+  const google::protobuf::FieldDescriptor* f = MetricField(metric);
+  const google::protobuf::Reflection* refl = p.GetReflection();
+  if (f == nullptr || !refl->HasField(p, f)) return std::nullopt;
+  return f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64
+             ? static_cast<double>(refl->GetInt64(p, f))
+             : refl->GetDouble(p, f);
+}
+
+void SetProtoMetric(const ResultMetric& metric, std::optional<double> value,
+                    v1::SeedResult* p) {
+  const google::protobuf::FieldDescriptor* f = MetricField(metric);
+  const google::protobuf::Reflection* refl = p->GetReflection();
+  if (f == nullptr) return;
+  if (!value.has_value()) {
+    refl->ClearField(p, f);
+  } else if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
+    refl->SetInt64(p, f, static_cast<int64_t>(*value));
+  } else {
+    refl->SetDouble(p, f, *value);
+  }
+}
+
 SeedResult FromProto(const v1::SeedResult& p) {
   SeedResult r;
   r.seed = p.seed();
@@ -230,6 +271,7 @@ SeedResult FromProto(const v1::SeedResult& p) {
   r.wall_seconds = p.wall_seconds();
   r.device = p.device();
   r.facts = FromProto(p.facts());
+  for (const ResultMetric& m : ResultMetrics()) SetMetric(m, GetProtoMetric(m, p), &r);
   return r;
 }
 
@@ -242,6 +284,7 @@ void FillProto(const SeedResult& r, v1::SeedResult* p) {
   p->set_wall_seconds(r.wall_seconds);
   p->set_device(r.device);
   FillProto(r.facts, p->mutable_facts());
+  for (const ResultMetric& m : ResultMetrics()) SetProtoMetric(m, GetMetric(m, r), p);
 }
 
 v1::SeedResult ToProto(const SeedResult& r) {

@@ -5,6 +5,9 @@
 #ifndef RANKSWEEP_PROTO_CONVERT_H_
 #define RANKSWEEP_PROTO_CONVERT_H_
 
+#include <optional>
+
+#include "common/spec/result_metrics.h"
 #include "common/spec/spec.h"
 #include "ranksweep/v1/ranksweep.pb.h"
 
@@ -30,6 +33,13 @@ v1::DatasetFacts ToProto(const DatasetFacts& s);
 // same fields as ToProto. For the bulk of a query reply.
 void FillProto(const SeedResult& s, v1::SeedResult* p);
 void FillProto(const DatasetFacts& s, v1::DatasetFacts* p);
+
+// The field of v1::SeedResult that carries an optional metric (the one of
+// its name; null if there is none), and its value there: nullopt when unset. By reflection, so
+// that a metric of common/spec/result_metrics.h needs no code here.
+const google::protobuf::FieldDescriptor* MetricField(const ResultMetric& metric);
+std::optional<double> GetProtoMetric(const ResultMetric& metric, const v1::SeedResult& p);
+void SetProtoMetric(const ResultMetric& metric, std::optional<double> value, v1::SeedResult* p);
 
 }  // namespace ranksweep
 

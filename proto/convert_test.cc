@@ -308,5 +308,24 @@ TEST(ConvertTest, ExplicitZeroIsKeptAndAbsentMeansTheDefault) {
   EXPECT_EQ(got.m, DatasetSpec().m);  // absent
 }
 
+// Every optional metric of the table has its `optional` field in
+// v1::SeedResult, and a value (or its absence) survives the trip.
+TEST(ConvertTest, OptionalMetricsHaveTheirFieldAndRoundTrip) {
+  for (const ResultMetric& m : ResultMetrics()) {
+    const google::protobuf::FieldDescriptor* f = MetricField(m);
+    ASSERT_NE(f, nullptr) << m.name;
+    EXPECT_TRUE(f->has_presence()) << m.name;
+  }
+  SeedResult r;
+  r.first_exact_step = 1500;
+  const v1::SeedResult p = ToProto(r);
+  ASSERT_TRUE(p.has_first_exact_step());
+  EXPECT_EQ(p.first_exact_step(), 1500);
+  EXPECT_EQ(FromProto(p).first_exact_step, std::optional<int64_t>(1500));
+  r.first_exact_step.reset();
+  EXPECT_FALSE(ToProto(r).has_first_exact_step());
+  EXPECT_FALSE(FromProto(ToProto(r)).first_exact_step.has_value());
+}
+
 }  // namespace
 }  // namespace ranksweep

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "client/format.h"
+#include "client/sweep_views.h"
+#include "common/spec/result_metrics.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "proto/convert.h"
@@ -29,6 +31,13 @@ std::string CsvCell(const Json& value) {
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number_float()) return ShortestDouble(value.get<double>());
   return value.dump();
+}
+
+// The optional metrics as the rows page lists its columns: key and label.
+Json RowMetricsView() {
+  Json out = Json::array();
+  for (const ResultMetric& m : kResultMetrics) out.push_back({{"key", m.name}, {"label", m.label}});
+  return out;
 }
 
 }  // namespace
@@ -75,6 +84,7 @@ Json SweepView(const v1::SweepInfo& sweep) {
       {"finished_unix_ms", TimeOrNull(sweep.finished_unix_ms())},
       {"mean_cell_seconds", sweep.mean_cell_seconds()},
       {"recent_failures", failures},
+      {"row_metrics", RowMetricsView()},
       {"mode", Name(spec.mode)},
       {"dataset", Name(spec.dataset.kind)},
       {"has_test_split", has_test},
@@ -92,10 +102,16 @@ Json SweepsView(const std::vector<v1::SweepInfo>& sweeps) {
 }
 
 const std::vector<std::string>& RowColumns() {
-  static const auto* kColumns = new std::vector<std::string>{
-      "cell_id", "head", "head_index", "rank", "seed", "state", "train_error", "test_error",
-      "train_exact_accuracy", "train_position_accuracy", "final_loss", "steps", "wall_seconds",
-      "device", "worker_id", "attempt", "finished_unix_ms", "cached", "failure"};
+  static const auto* kColumns = [] {
+    auto* columns = new std::vector<std::string>{
+        "cell_id", "head", "head_index", "rank", "seed", "state", "train_error", "test_error",
+        "train_exact_accuracy", "train_position_accuracy", "final_loss", "steps"};
+    // The optional metrics (common/spec/result_metrics.h), after steps.
+    for (const ResultMetric& m : kResultMetrics) columns->push_back(m.name);
+    columns->insert(columns->end(), {"wall_seconds", "device", "worker_id", "attempt",
+                                     "finished_unix_ms", "cached", "failure"});
+    return columns;
+  }();
   return *kColumns;
 }
 
@@ -108,7 +124,7 @@ Json RowView(const v1::ResultRow& row) {
   const v1::SeedResult& r = row.result();
   auto metric = [done](double v) { return done ? Json(v) : Json(nullptr); };
   const bool has_test = done && r.test().sequences() > 0;
-  return Json{
+  Json view = Json{
       {"cell_id", row.cell_id()},
       {"head", row.head()},
       {"head_index", row.head_index()},
@@ -121,14 +137,22 @@ Json RowView(const v1::ResultRow& row) {
       {"train_position_accuracy", metric(r.train().position_accuracy())},
       {"final_loss", metric(r.final_loss())},
       {"steps", done ? Json(r.steps()) : Json(nullptr)},
-      {"wall_seconds", metric(r.wall_seconds())},
-      {"device", done ? Json(r.device()) : Json(nullptr)},
-      {"worker_id", row.worker_id()},
-      {"attempt", row.attempt()},
-      {"finished_unix_ms", TimeOrNull(row.finished_unix_ms())},
-      {"cached", row.cached_from_cell_id() != 0},
-      {"failure", row.failure().empty() ? Json(nullptr) : Json(row.failure())},
   };
+  // The optional metrics, in RowColumns' order.
+  for (const ResultMetric& m : kResultMetrics) {
+    const std::optional<double> v = done ? GetProtoMetric(m, r) : std::nullopt;
+    view[m.name] = !v.has_value()         ? Json(nullptr)
+                   : m.integer != nullptr ? Json(static_cast<int64_t>(*v))
+                                          : Json(*v);
+  }
+  view["wall_seconds"] = metric(r.wall_seconds());
+  view["device"] = done ? Json(r.device()) : Json(nullptr);
+  view["worker_id"] = row.worker_id();
+  view["attempt"] = row.attempt();
+  view["finished_unix_ms"] = TimeOrNull(row.finished_unix_ms());
+  view["cached"] = row.cached_from_cell_id() != 0;
+  view["failure"] = row.failure().empty() ? Json(nullptr) : Json(row.failure());
+  return view;
 }
 
 Json RowsView(const std::vector<v1::ResultRow>& rows) {

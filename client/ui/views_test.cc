@@ -77,7 +77,8 @@ TEST(RowViewTest, DoneRowWithoutTestSplit) {
   EXPECT_EQ(v.dump(),
             R"({"cell_id":7,"head":"kernel/elu1","head_index":0,"rank":2,"seed":1,"state":"DONE",)"
             R"("train_error":0.25,"test_error":null,"train_exact_accuracy":0.75,)"
-            R"("train_position_accuracy":0.9,"final_loss":0.125,"steps":300,"wall_seconds":1.5,)"
+            R"("train_position_accuracy":0.9,"final_loss":0.125,"steps":300,)"
+            R"("first_exact_step":null,"wall_seconds":1.5,)"
             R"("device":"cpu","worker_id":"w1","attempt":1,"finished_unix_ms":1700000002000,)"
             R"("cached":false,"failure":null})");
   std::vector<std::string> keys;
@@ -114,7 +115,7 @@ TEST(RowViewTest, InvalidatedRowKeepsItsMetricsAndNote) {
   EXPECT_TRUE(v["test_error"].is_null());
   EXPECT_EQ(v["failure"], "invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad");
   EXPECT_EQ(RowsCsv({row}).substr(RowsCsv({row}).find('\n') + 1),
-            "7,kernel/elu1,0,2,1,INVALID,0.25,,0.75,0.9,0.125,300,1.5,cpu,w-bad,1,1700000002000,"
+            "7,kernel/elu1,0,2,1,INVALID,0.25,,0.75,0.9,0.125,300,,1.5,cpu,w-bad,1,1700000002000,"
             "false,invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad\n");
 }
 
@@ -122,15 +123,16 @@ TEST(RowsCsvTest, HeaderNullsAndShortestFloats) {
   const auto done = Parse<v1::ResultRow>(R"pb(
     cell_id: 1 head: "kernel/elu1" rank: 4 seed: 0 state: CELL_STATE_DONE cached_from_cell_id: 9
     result { train { sequences: 8 error: 0.1 exact_accuracy: 0.9 position_accuracy: 0.30000000000000004 }
-             test { sequences: 4 error: 0.5 } final_loss: 1e-05 steps: 10 wall_seconds: 2 device: "cpu" })pb");
+             test { sequences: 4 error: 0.5 } final_loss: 1e-05 steps: 10 first_exact_step: 10
+             wall_seconds: 2 device: "cpu" })pb");
   const auto failed = Parse<v1::ResultRow>(R"pb(
     cell_id: 2 head: "soft,max" rank: 0 seed: 1 state: CELL_STATE_FAILED failure: "said \"no\"")pb");
   EXPECT_EQ(RowsCsv({done, failed}),
             "cell_id,head,head_index,rank,seed,state,train_error,test_error,train_exact_accuracy,"
-            "train_position_accuracy,final_loss,steps,wall_seconds,device,worker_id,attempt,"
-            "finished_unix_ms,cached,failure\n"
-            "1,kernel/elu1,0,4,0,DONE,0.1,0.5,0.9,0.30000000000000004,1e-05,10,2,cpu,,0,,true,\n"
-            "2,\"soft,max\",0,,1,FAILED,,,,,,,,,,0,,false,\"said \"\"no\"\"\"\n");
+            "train_position_accuracy,final_loss,steps,first_exact_step,wall_seconds,device,"
+            "worker_id,attempt,finished_unix_ms,cached,failure\n"
+            "1,kernel/elu1,0,4,0,DONE,0.1,0.5,0.9,0.30000000000000004,1e-05,10,10,2,cpu,,0,,true,\n"
+            "2,\"soft,max\",0,,1,FAILED,,,,,,,,,,,0,,false,\"said \"\"no\"\"\"\n");
 }
 
 TEST(ShortestDoubleTest, RoundTrips) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/result_metrics.h"
 #include "common/status_macros.h"
 
 namespace ranksweep {
@@ -65,7 +66,7 @@ absl::Status ValidateSeedResult(const SeedResult& r, int max_steps) {
                {"result.facts.rank_lower_bound", r.facts.rank_lower_bound},
                {"result.facts.rank_upper_bound", r.facts.rank_upper_bound}};
   for (const auto& f : facts) RETURN_IF_ERROR(CheckCount(f.field, f.value, 0, INT64_MAX));
-  return absl::OkStatus();
+  return ValidateResultMetrics(r, max_steps);
 }
 
 absl::Status CheckTextLength(absl::string_view field, absl::string_view value, size_t max_bytes) {

@@ -42,7 +42,8 @@ struct ResultLimits {
 // position accuracy >= exact accuracy (less kTolerance); max_abs_error and
 // final_loss >= 0; train.sequences >= 1
 // and test.sequences >= 0; steps in 0..max_steps; wall_seconds >= 0; the
-// dataset facts >= 0; device at most kMaxLabelLength bytes. Otherwise
+// dataset facts >= 0; device at most kMaxLabelLength bytes; the optional
+// metrics missing or in their range (result_metrics.h). Otherwise
 // InvalidArgument naming the first bad field ("result.train.exact_accuracy
 // must be in [0, 1], got nan").
 absl::Status ValidateSeedResult(const SeedResult& r, int max_steps);

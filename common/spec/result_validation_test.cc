@@ -94,6 +94,25 @@ TEST(ValidateSeedResultTest, RefusesImpossibleValuesNamingTheFieldAndRange) {
   }
 }
 
+// first_exact_step: missing, or a step in 0..max_steps.
+TEST(ValidateSeedResultTest, FirstExactStepIsMissingOrAStepOfTheRun) {
+  SeedResult r = Good();
+  EXPECT_FALSE(r.first_exact_step.has_value());
+  EXPECT_TRUE(ValidateSeedResult(r, 200).ok());
+  for (int64_t step : {0, 1, 120, 200}) {
+    r.first_exact_step = step;
+    EXPECT_TRUE(ValidateSeedResult(r, 200).ok()) << step;
+  }
+  r.first_exact_step = 201;
+  absl::Status s = ValidateSeedResult(r, 200);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "result.first_exact_step must be in 0..200 or missing, got 201");
+  r.first_exact_step = -1;
+  s = ValidateSeedResult(r, 200);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "result.first_exact_step must be in 0..200 or missing, got -1");
+}
+
 TEST(ValidateSeedResultTest, ToleratesRoundingOnly) {
   SeedResult r = Good();
   r.train.error = 0.25 + 1e-12;

@@ -11,6 +11,7 @@
 #define RANKSWEEP_COMMON_SPEC_SPEC_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -197,6 +198,9 @@ struct SeedResult {
   double wall_seconds = 0;
   std::string device;  // e.g. "cpu", "cuda:0 (NVIDIA H200)"
   DatasetFacts facts;
+  // The optional metrics (common/spec/result_metrics.h describes them):
+  // the first evaluated step with train exact accuracy 1; none when never.
+  std::optional<int64_t> first_exact_step;
 };
 
 // ---------------------------------------------------------------- names

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/result_metrics.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -64,6 +65,20 @@ class ObjectReader {
     const Json* v = Take(key);
     if (v == nullptr) return absl::OkStatus();
     return ReadNumber(*v, Field(key), out);
+  }
+
+  // Absent or null: nullopt.
+  template <typename T>
+  absl::Status OptionalNumber(const char* key, std::optional<T>* out) {
+    const Json* v = Take(key);
+    if (v == nullptr || v->is_null()) {
+      out->reset();
+      return absl::OkStatus();
+    }
+    T value{};
+    RETURN_IF_ERROR(ReadNumber(*v, Field(key), &value));
+    *out = value;
+    return absl::OkStatus();
   }
 
   absl::Status Bool(const char* key, bool* out) {
@@ -231,10 +246,16 @@ Json ToJ(const SplitMetrics& m) {
 }
 
 Json ToJ(const SeedResult& r) {
-  return {{"seed", r.seed},           {"train", ToJ(r.train)},
-          {"test", ToJ(r.test)},      {"final_loss", r.final_loss},
-          {"steps", r.steps},         {"wall_seconds", r.wall_seconds},
-          {"device", r.device},       {"facts", ToJ(r.facts)}};
+  Json j = {{"seed", r.seed},           {"train", ToJ(r.train)},
+            {"test", ToJ(r.test)},      {"final_loss", r.final_loss},
+            {"steps", r.steps},         {"wall_seconds", r.wall_seconds},
+            {"device", r.device},       {"facts", ToJ(r.facts)}};
+  // The optional metrics when present (a missing one is left out).
+  for (const ResultMetric& m : ResultMetrics()) {
+    if (m.integer != nullptr && (r.*m.integer).has_value()) j[m.name] = *(r.*m.integer);
+    if (m.real != nullptr && (r.*m.real).has_value()) j[m.name] = *(r.*m.real);
+  }
+  return j;
 }
 
 std::string Dump(const Json& j, int indent) { return j.dump(indent); }
@@ -332,6 +353,10 @@ absl::Status FromJ(const Json& j, const std::string& path, SeedResult* s) {
   RETURN_IF_ERROR(r.Number("wall_seconds", &s->wall_seconds));
   RETURN_IF_ERROR(r.String("device", &s->device));
   RETURN_IF_ERROR(Sub(r, "facts", &s->facts));
+  for (const ResultMetric& m : ResultMetrics()) {
+    if (m.integer != nullptr) RETURN_IF_ERROR(r.OptionalNumber(m.name, &(s->*m.integer)));
+    if (m.real != nullptr) RETURN_IF_ERROR(r.OptionalNumber(m.name, &(s->*m.real)));
+  }
   return r.Finish();
 }
 

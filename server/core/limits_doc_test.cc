@@ -361,6 +361,9 @@ std::map<std::string, Probe> Probes(CoordinatorUnderTest& cut) {
   p["SeedResult|`steps`"] = {
       result([](SeedResult& r, double v) { r.steps = static_cast<int64_t>(v); }),
       {{"max_steps", 100}}};
+  p["SeedResult|`first_exact_step`"] = {
+      result([](SeedResult& r, double v) { r.first_exact_step = static_cast<int64_t>(v); }),
+      {{"max_steps", 100}}};
   p["SeedResult|`wall_seconds`"] = {result([](SeedResult& r, double v) { r.wall_seconds = v; })};
   p["SeedResult|`device`"] = {result([&](SeedResult& r, double v) { r.device = text(v); })};
   p["SeedResult|`facts.*`"] = {result([](SeedResult& r, double v) {

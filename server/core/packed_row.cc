@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/result_metrics.h"
 
 namespace ranksweep::server {
 namespace {
@@ -150,6 +151,16 @@ std::string PackResultRow(const ResultRow& row) {
     w.Signed(r.facts.distinct_queries);
     w.Signed(r.facts.rank_lower_bound);
     w.Signed(r.facts.rank_upper_bound);
+    // The optional metrics: their count, then in table order a presence
+    // byte and the value (as a double, so a reader that knows fewer
+    // metrics can skip the rest). A row packed before the metrics existed
+    // ends after the facts; one packed before a metric, before it: missing.
+    w.Varint(kResultMetricCount);
+    for (const ResultMetric& m : kResultMetrics) {
+      const std::optional<double> v = GetMetric(m, r);
+      w.Byte(v.has_value() ? 1 : 0);
+      if (v.has_value()) w.Double(*v);
+    }
   }
   return out;
 }
@@ -191,6 +202,16 @@ absl::Status UnpackResultRow(std::string_view packed, ResultRow* row) {
     res.facts.distinct_queries = r.Signed();
     res.facts.rank_lower_bound = r.Signed();
     res.facts.rank_upper_bound = r.Signed();
+    const uint64_t known = kResultMetricCount;
+    const uint64_t packed_metrics = r.AtEnd() ? 0 : r.Varint();
+    for (uint64_t k = 0; k < packed_metrics && r.ok(); ++k) {
+      std::optional<double> v;
+      if (r.Byte() != 0) v = r.Double();
+      if (k < known) SetMetric(kResultMetrics[k], v, &res);
+    }
+    for (uint64_t k = packed_metrics; k < known; ++k) {
+      SetMetric(kResultMetrics[k], std::nullopt, &res);
+    }
   } else {
     row->result.reset();
   }

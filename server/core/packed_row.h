@@ -24,7 +24,8 @@
 namespace ranksweep::server {
 
 // Everything of `row` but sweep_id, cell_id and head (the label), which the
-// reader knows. `row.result` is stored when set; its seed is row.seed.
+// reader knows; the optional metrics (common/spec/result_metrics.h) after
+// the rest, so a row packed before one existed reads it as missing. `row.result` is stored when set; its seed is row.seed.
 // Without a test split (test.sequences <= 0) test.error is stored as 1, as
 // the columns read back.
 std::string PackResultRow(const ResultRow& row);

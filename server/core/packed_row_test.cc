@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/result_metrics.h"
 #include "gtest/gtest.h"
 #include "tests/support/result_row.h"
 
@@ -70,6 +71,29 @@ TEST(PackedRowTest, NoTestSplitStoresTestErrorAsOneLikeTheColumns) {
   ASSERT_TRUE(UnpackResultRow(PackResultRow(row), &got).ok());
   EXPECT_EQ(got.result->test.sequences, 0);
   EXPECT_EQ(got.result->test.error, 1.0);
+}
+
+// An optional metric packs as set or missing; a row packed before the
+// metric existed (its bytes end after the facts) reads it as missing.
+TEST(PackedRowTest, OptionalMetricsComeBackSetOrMissing) {
+  ResultRow row = DoneRow();
+  row.result->first_exact_step = 1200;
+  ResultRow got;
+  ASSERT_TRUE(UnpackResultRow(PackResultRow(row), &got).ok());
+  ASSERT_TRUE(got.result->first_exact_step.has_value());
+  EXPECT_EQ(*got.result->first_exact_step, 1200);
+  row.result->first_exact_step.reset();
+  const std::string packed = PackResultRow(row);
+  ResultRow reused = got;  // still holds 1200
+  ASSERT_TRUE(UnpackResultRow(packed, &reused).ok());
+  EXPECT_FALSE(reused.result->first_exact_step.has_value());
+  // The metric count and one presence byte (0) per missing metric end the
+  // row; without them it is a row packed before the metrics existed.
+  const std::string older = packed.substr(0, packed.size() - 1 - kResultMetricCount);
+  ResultRow old_row = got;
+  ASSERT_TRUE(UnpackResultRow(older, &old_row).ok());
+  EXPECT_FALSE(old_row.result->first_exact_step.has_value());
+  EXPECT_EQ(old_row.result->facts.rank_upper_bound, 64);
 }
 
 TEST(PackedRowTest, NanAndNegativeValuesSurvive) {

@@ -29,8 +29,12 @@ std::string CellLabel(const SweepSpec& spec, int head_index, int rank, uint64_t 
 }
 
 const std::string& ResultColumns() {
-  static const std::string* columns =
-      new std::string(ColumnList<ResultCol::kCount>(kResultColumnNames));
+  static const std::string* columns = [] {
+    auto* list =
+        new std::string(ColumnList<ResultCol::kMetricsFirst>(kResultColumnNames));
+    for (const ResultMetric& m : kResultMetrics) absl::StrAppend(list, ", ", m.name);
+    return list;
+  }();
   return *columns;
 }
 
@@ -83,6 +87,17 @@ void BindResultColumns(Statement& st, int first, const SeedResult& r) {
   st.Bind(first + C::kFactsDistinctQueries, r.facts.distinct_queries);
   st.Bind(first + C::kFactsRankLowerBound, r.facts.rank_lower_bound);
   st.Bind(first + C::kFactsRankUpperBound, r.facts.rank_upper_bound);
+  for (int k = 0; k < kResultMetricCount; ++k) {
+    const ResultMetric& m = kResultMetrics[k];
+    const int column = first + C::kMetricsFirst + k;
+    if (m.integer != nullptr && (r.*m.integer).has_value()) {
+      st.Bind(column, *(r.*m.integer));
+    } else if (m.real != nullptr && (r.*m.real).has_value()) {
+      st.Bind(column, *(r.*m.real));
+    } else {
+      st.BindNull(column);
+    }
+  }
 }
 
 void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
@@ -107,6 +122,17 @@ void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
   r->facts.distinct_queries = st.ColumnInt(first + C::kFactsDistinctQueries);
   r->facts.rank_lower_bound = st.ColumnInt(first + C::kFactsRankLowerBound);
   r->facts.rank_upper_bound = st.ColumnInt(first + C::kFactsRankUpperBound);
+  for (int k = 0; k < kResultMetricCount; ++k) {
+    const ResultMetric& m = kResultMetrics[k];
+    const int column = first + C::kMetricsFirst + k;
+    if (st.ColumnIsNull(column)) {
+      SetMetric(m, std::nullopt, r);
+    } else if (m.integer != nullptr) {
+      r->*m.integer = st.ColumnInt(column);
+    } else {
+      r->*m.real = st.ColumnDouble(column);
+    }
+  }
 }
 
 // The packed copy of a result row just written to `results` (schema 6,

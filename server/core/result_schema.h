@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/spec/result_metrics.h"
 #include "common/spec/spec.h"
 #include "server/core/statistics.h"
 #include "server/core/store.h"
@@ -28,7 +29,8 @@ inline uint64_t SeedFromDb(int64_t v) { return static_cast<uint64_t>(v); }
 // name a cell.
 std::string CellLabel(const SweepSpec& spec, int head_index, int rank, uint64_t seed);
 
-// A result's fields as columns of `results` (schema version 3), in the
+// A result's fields as columns of `results` (schema version 3; the
+// optional metrics each from the migration that added it), in the
 // order BindResultColumns and ReadResultColumns use. The seed has its own
 // column, shared with the cell.
 struct ResultCol {
@@ -52,7 +54,10 @@ struct ResultCol {
     kFactsDistinctQueries,
     kFactsRankLowerBound,
     kFactsRankUpperBound,
-    kCount
+    // The optional metrics, one column each (NULL: missing), in the order
+    // of kResultMetrics (common/spec/result_metrics.h).
+    kMetricsFirst,
+    kCount = kMetricsFirst + kResultMetricCount
   };
 };
 

@@ -315,6 +315,11 @@ CREATE TABLE invalid_results (
 CREATE INDEX invalid_results_by_sweep ON invalid_results(sweep_id, id);
 CREATE INDEX results_by_source ON results(cached_from) WHERE cached_from != 0;
 )sql"},
+    // The optional metrics of a result (common/spec/result_metrics.h), one
+    // column each; NULL is missing, as every row stored before reads.
+    {11, R"sql(
+ALTER TABLE results ADD COLUMN first_exact_step INTEGER;
+)sql"},
 };
 static_assert(static_cast<int>(std::size(kMigrations)) == kSchemaVersion,
               "one migration per version, the last one at kSchemaVersion");

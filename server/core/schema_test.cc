@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/packed_row.h"
+#include "server/core/result_schema.h"
 #include "server/core/sqlite.h"
 #include "server/core/store.h"
 #include "server/core/store_test_util.h"
@@ -71,8 +72,16 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created file back into what schema version 10 wrote.
+absl::Status DowngradeToVersion10(Connection& c) {
+  // Version 11: the optional metrics' columns.
+  RETURN_IF_ERROR(c.Exec("ALTER TABLE results DROP COLUMN first_exact_step"));
+  return c.Exec("UPDATE schema_version SET version = 10");
+}
+
 // Turns a freshly created file back into what schema version 9 wrote.
 absl::Status DowngradeToVersion9(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion10(c));
   // Version 10: quarantines and the rows they invalidated.
   RETURN_IF_ERROR(c.Exec("DROP TABLE invalid_results; DROP TABLE quarantines; "
                          "DROP INDEX results_by_source"));
@@ -265,6 +274,35 @@ TEST(StoreTest, MigrationToVersion5SumsUpExistingResultsPerGroup) {
   EXPECT_THAT(got, ::testing::ElementsAre(
                        "0 4 3 1 2 1 0.5 0.5 0.0 1.0 0.5 1.0 0.125 0.03125 0.25 ",
                        "1 8 1 0 0 0 0.25 0.0 0.25 0.25 0.75 0.5 0.0 0.0 0.0 "));
+}
+
+// Version 11: the optional metrics' columns. A result stored before reads
+// them as missing.
+TEST(StoreTest, MigrationToVersion11ReadsOldResultsWithoutTheOptionalMetrics) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(
+      dir, DowngradeToVersion10,
+      "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, attempt, "
+      "worker_id, worker_build_id, worker_torch_version, worker_cuda_version, failure, "
+      "finished_ms, cached_from, train_sequences, steps) VALUES "
+      "(1, 'sw-1', 0, 4, 1, 3, 11, 1, 'wk-a', 'b1', '', '', '', 1000, 0, 4, 30)");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), 11);
+  SeedResult r;
+  r.first_exact_step = 5;  // the read must clear it
+  absl::Status s = (*store)->Read([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT " + ResultColumns() + " FROM results WHERE cell_id = 1"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError("no result of cell 1");
+    ReadResultColumns(q, 0, &r);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_FALSE(r.first_exact_step.has_value());
+  EXPECT_EQ(r.steps, 30);
+  EXPECT_EQ(r.train.sequences, 4);
 }
 
 TEST(StoreTest, MigrationToVersion6PacksExistingResultRows) {

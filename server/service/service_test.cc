@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -656,6 +657,52 @@ TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
   ASSERT_TRUE(sweep_stub_->QueryResults(&gctx, grouped, &groups).ok());
   EXPECT_FALSE(groups.has_columns());
   EXPECT_EQ(groups.groups_size(), 4);
+}
+
+// An optional metric (first_exact_step) goes through validation, the store
+// and both reply forms as sent: set where the worker set it, missing where
+// it did not; one out of range fails the call, naming the field.
+TEST_F(ServiceTest, AnOptionalMetricIsStoredAndQueriedAsSentOrMissing) {
+  v1::SweepSpec spec = Spec("metric", {1}, 3);
+  spec.mutable_heads()->RemoveLast();
+  spec.mutable_train()->set_max_steps(500);
+  const std::string sweep = Submit(spec);
+  const std::string worker = Register();
+  v1::AcquireTasksResponse got;
+  ASSERT_TRUE(Acquire(worker, 0, &got).ok());
+  ASSERT_EQ(got.tasks_size(), 1);
+  ASSERT_EQ(got.tasks(0).cells_size(), 3);
+  v1::CompleteTasksRequest req = ResultsFor(worker, got.tasks(0));
+  req.mutable_results(0)->mutable_result()->set_first_exact_step(501);
+  v1::CompleteTasksResponse done;
+  grpc::Status refused = Complete(req, &done);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(),
+              ::testing::HasSubstr("result.first_exact_step must be in 0..500 or missing, got 501"));
+  req.mutable_results(0)->mutable_result()->set_first_exact_step(40);
+  req.mutable_results(2)->mutable_result()->set_first_exact_step(0);
+  ASSERT_TRUE(Complete(req, &done).ok());
+  EXPECT_EQ(done.recorded(), 3);
+  for (const bool columns : {false, true}) {
+    v1::QueryResultsRequest query;
+    query.set_sweep_id(sweep);
+    query.set_columns(columns);
+    grpc::ClientContext ctx;
+    v1::QueryResultsResponse resp;
+    ASSERT_TRUE(sweep_stub_->QueryResults(&ctx, query, &resp).ok());
+    ASSERT_TRUE(RowsFromColumns(&resp).ok());
+    ASSERT_EQ(resp.rows_size(), 3) << columns;
+    std::map<uint64_t, const v1::SeedResult*> by_seed;
+    for (const v1::ResultRow& row : resp.rows()) by_seed[row.seed()] = &row.result();
+    const uint64_t seed0 = got.tasks(0).cells(0).seed();
+    const uint64_t seed1 = got.tasks(0).cells(1).seed();
+    const uint64_t seed2 = got.tasks(0).cells(2).seed();
+    ASSERT_TRUE(by_seed[seed0]->has_first_exact_step()) << columns;
+    EXPECT_EQ(by_seed[seed0]->first_exact_step(), 40) << columns;
+    EXPECT_FALSE(by_seed[seed1]->has_first_exact_step()) << columns;
+    ASSERT_TRUE(by_seed[seed2]->has_first_exact_step()) << columns;
+    EXPECT_EQ(by_seed[seed2]->first_exact_step(), 0) << columns;
+  }
 }
 
 TEST_F(ServiceTest, CancelReachesTheWorkerThroughHeartbeat) {

@@ -139,153 +139,32 @@ void FillProto(const ResultRow& row, v1::ResultRow* p) {
 }
 
 ResultColumnsBuilder::ResultColumnsBuilder(v1::ResultColumns* p, const std::string& sweep_id)
-    : p_(p), workers_(p->mutable_workers()), devices_(p->mutable_devices()) {
-  p_->set_sweep_id(sweep_id);
-}
+    : encoder_(p, sweep_id) {}
 
-void ResultColumnsBuilder::Expect(int64_t at_most) {
-  const int rows = static_cast<int>(at_most);
-  p_->mutable_cell_id()->Reserve(rows);
-  p_->mutable_head_index()->Reserve(rows);
-  p_->mutable_rank()->Reserve(rows);
-  p_->mutable_seed()->Reserve(rows);
-  p_->mutable_state()->Reserve(rows);
-  p_->mutable_attempt()->Reserve(rows);
-  p_->mutable_lease_id()->Reserve(rows);
-  p_->mutable_finished_unix_ms()->Reserve(rows);
-  p_->mutable_cached_from_cell_id()->Reserve(rows);
-  p_->mutable_worker()->Reserve(rows);
-  p_->mutable_worker_version()->Reserve(rows);
-  for (auto* f : {p_->mutable_train_sequences(), p_->mutable_test_sequences(),
-                  p_->mutable_steps()}) {
-    f->Reserve(rows);
-  }
-  for (auto* f : {p_->mutable_train_position_accuracy(), p_->mutable_train_exact_accuracy(),
-                  p_->mutable_train_error(), p_->mutable_train_max_abs_error(),
-                  p_->mutable_test_position_accuracy(), p_->mutable_test_exact_accuracy(),
-                  p_->mutable_test_error(), p_->mutable_test_max_abs_error(),
-                  p_->mutable_final_loss(), p_->mutable_wall_seconds()}) {
-    f->Reserve(rows);
-  }
-  p_->mutable_device()->Reserve(rows);
-  p_->mutable_facts()->Reserve(rows);
-}
-
-int ResultColumnsBuilder::StringTable::IndexOf(const std::string& value) {
-  // Most rows repeat the previous row's values: checked before the map.
-  if (last >= 0 && values->Get(last) == value) return last;
-  auto it = index.find(value);
-  if (it != index.end()) return last = it->second;
-  const int at = values->size();
-  *values->Add() = value;
-  index.emplace(values->Get(at), at);
-  return last = at;
-}
-
-int ResultColumnsBuilder::VersionIndex(const VersionManifest& v) {
-  if (last_version_ >= 0) {
-    const v1::VersionManifest& last = p_->worker_versions(last_version_);
-    if (last.build_id() == v.build_id && last.torch_version() == v.torch_version &&
-        last.cuda_version() == v.cuda_version) {
-      return last_version_;
-    }
-  }
-  auto it = versions_.find(std::make_tuple(std::string_view(v.build_id),
-                                           std::string_view(v.torch_version),
-                                           std::string_view(v.cuda_version)));
-  if (it != versions_.end()) return last_version_ = it->second;
-  const int index = p_->worker_versions_size();
-  v1::VersionManifest* added = p_->add_worker_versions();
-  FillProto(v, added);
-  versions_.emplace(std::make_tuple(std::string_view(added->build_id()),
-                                    std::string_view(added->torch_version()),
-                                    std::string_view(added->cuda_version())),
-                    index);
-  return last_version_ = index;
-}
-
-int ResultColumnsBuilder::FactsIndex(const DatasetFacts& f) {
-  const auto key = std::make_tuple(f.train_sequences, f.test_sequences, f.distinct_queries,
-                                   f.rank_lower_bound, f.rank_upper_bound);
-  if (last_facts_ >= 0 && key == last_facts_key_) return last_facts_;
-  auto [it, added] = facts_.emplace(key, p_->facts_table_size());
-  if (added) FillProto(f, p_->add_facts_table());
-  last_facts_key_ = key;
-  return last_facts_ = it->second;
-}
+void ResultColumnsBuilder::Expect(int64_t at_most) { encoder_.Expect(at_most); }
 
 void ResultColumnsBuilder::Add(const ResultRow& row) {
-  v1::ResultColumns& c = *p_;
-  c.add_cell_id(row.cell_id);
-  c.add_head_index(row.head_index);
-  if (row.head_index >= 0) {
-    while (c.heads_size() <= row.head_index) c.add_heads();
-    if (c.heads(row.head_index).empty()) c.set_heads(row.head_index, row.head);
-  }
-  c.add_rank(row.rank);
-  c.add_seed(row.seed);
-  c.add_state(static_cast<v1::CellState>(static_cast<int>(row.state)));
-  c.add_attempt(row.attempt);
-  c.add_lease_id(row.lease_id);
-  c.add_finished_unix_ms(row.finished_unix_ms);
-  c.add_cached_from_cell_id(row.cached_from_cell_id);
-  c.add_worker(workers_.IndexOf(row.worker_id));
-  c.add_worker_version(VersionIndex(row.worker_version));
-  if (!row.failure.empty()) {
-    c.add_failure_row(rows_);
-    c.add_failure(row.failure);
-  }
-  static const SeedResult kNone;
-  const SeedResult& r = row.result.has_value() ? *row.result : kNone;
-  c.add_train_sequences(r.train.sequences);
-  c.add_train_position_accuracy(r.train.position_accuracy);
-  c.add_train_exact_accuracy(r.train.exact_accuracy);
-  c.add_train_error(r.train.error);
-  c.add_train_max_abs_error(r.train.max_abs_error);
-  c.add_test_sequences(r.test.sequences);
-  c.add_test_position_accuracy(r.test.position_accuracy);
-  c.add_test_exact_accuracy(r.test.exact_accuracy);
-  c.add_test_error(r.test.error);
-  c.add_test_max_abs_error(r.test.max_abs_error);
-  c.add_final_loss(r.final_loss);
-  c.add_steps(r.steps);
-  c.add_wall_seconds(r.wall_seconds);
-  c.add_device(devices_.IndexOf(r.device));
-  c.add_facts(FactsIndex(r.facts));
-  ++rows_;
+  ResultColumnsRow r;
+  r.cell_id = row.cell_id;
+  r.head = row.head;
+  r.head_index = row.head_index;
+  r.rank = row.rank;
+  r.seed = row.seed;
+  r.state = static_cast<v1::CellState>(static_cast<int>(row.state));
+  r.result = row.result.has_value() ? &*row.result : nullptr;
+  r.failure = row.failure;
+  r.worker_id = row.worker_id;
+  r.build_id = row.worker_version.build_id;
+  r.torch_version = row.worker_version.torch_version;
+  r.cuda_version = row.worker_version.cuda_version;
+  r.attempt = row.attempt;
+  r.lease_id = row.lease_id;
+  r.finished_unix_ms = row.finished_unix_ms;
+  r.cached_from_cell_id = row.cached_from_cell_id;
+  encoder_.Add(r);
 }
 
-namespace {
-
-// Empties `list` when every value is `empty` (bit for bit: -0.0 and NaN stay).
-template <typename T>
-void ClearIfAll(google::protobuf::RepeatedField<T>* list, T empty) {
-  for (const T& v : *list) {
-    if (std::memcmp(&v, &empty, sizeof(T)) != 0) return;
-  }
-  list->Clear();
-}
-
-}  // namespace
-
-void ResultColumnsBuilder::Finish() {
-  v1::ResultColumns& c = *p_;
-  const SplitMetrics none;  // the values of an empty result
-  ClearIfAll(c.mutable_train_sequences(), none.sequences);
-  ClearIfAll(c.mutable_train_position_accuracy(), none.position_accuracy);
-  ClearIfAll(c.mutable_train_exact_accuracy(), none.exact_accuracy);
-  ClearIfAll(c.mutable_train_error(), none.error);
-  ClearIfAll(c.mutable_train_max_abs_error(), none.max_abs_error);
-  ClearIfAll(c.mutable_test_sequences(), none.sequences);
-  ClearIfAll(c.mutable_test_position_accuracy(), none.position_accuracy);
-  ClearIfAll(c.mutable_test_exact_accuracy(), none.exact_accuracy);
-  ClearIfAll(c.mutable_test_error(), none.error);
-  ClearIfAll(c.mutable_test_max_abs_error(), none.max_abs_error);
-  const SeedResult result;
-  ClearIfAll(c.mutable_final_loss(), result.final_loss);
-  ClearIfAll(c.mutable_steps(), result.steps);
-  ClearIfAll(c.mutable_wall_seconds(), result.wall_seconds);
-}
+void ResultColumnsBuilder::Finish() { encoder_.Finish(); }
 
 v1::ResultGroup ToProto(const ResultGroup& group) {
   v1::ResultGroup p;

@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.pb.h"
 #include "server/core/types.h"
 
@@ -39,10 +40,9 @@ v1::Task ToProto(const Task& task);
 void FillProto(const ResultRow& row, v1::ResultRow* p);
 v1::ResultGroup ToProto(const ResultGroup& group);
 
-// Appends rows to a ResultColumns message (which may live on an arena), one
-// Add per row in reply order; the tables of repeated strings grow as new
-// values come. Expect reserves room for the rows expected. Finish, after
-// the last row, empties the metric lists that hold only the empty value.
+// A RowSink that writes the rows into a ResultColumns message (which may
+// live on an arena) through proto/columns.h's encoder: one Add per row in
+// reply order; Expect reserves room; Finish after the last row.
 class ResultColumnsBuilder final : public RowSink {
  public:
   ResultColumnsBuilder(v1::ResultColumns* p, const std::string& sweep_id);
@@ -51,31 +51,9 @@ class ResultColumnsBuilder final : public RowSink {
   void Finish();
 
  private:
-  // A table of distinct strings of the reply (workers, devices) and the
-  // index of each. The keys point into the table's own strings, which stay
-  // put as it grows.
-  struct StringTable {
-    explicit StringTable(google::protobuf::RepeatedPtrField<std::string>* v) : values(v) {}
-    int IndexOf(const std::string& value);
-    google::protobuf::RepeatedPtrField<std::string>* values;
-    absl::flat_hash_map<std::string_view, int> index;
-    int last = -1;  // the index given last (-1: none yet)
-  };
-  int VersionIndex(const VersionManifest& v);
-  int FactsIndex(const DatasetFacts& f);
-
-  v1::ResultColumns* p_;
-  int rows_ = 0;
-  StringTable workers_, devices_;
-  // Values already in the other tables -> their index.
-  absl::flat_hash_map<std::tuple<std::string_view, std::string_view, std::string_view>, int>
-      versions_;
-  using FactsKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
-  absl::flat_hash_map<FactsKey, int> facts_;
-  // The index each table gave last (-1: none yet).
-  int last_version_ = -1, last_facts_ = -1;
-  FactsKey last_facts_key_;
+  ResultColumnsEncoder encoder_;
 };
+
 v1::HeadSummary ToProto(const HeadSummary& head);
 v1::VersionManifest ToProto(const VersionManifest& version);
 void FillProto(const VersionManifest& version, v1::VersionManifest* p);

@@ -419,6 +419,8 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
 
   std::vector<int64_t> steps(s_count, 0);
   std::vector<double> stop_seconds(s_count, -1.0);
+  // The first evaluated step at which each seed was exact on train (-1: not yet).
+  std::vector<int64_t> first_exact(s_count, -1);
   const TrainSpec& ts = spec.train;
   if (!constructed && ts.max_steps > 0) {
     head->train();
@@ -520,6 +522,7 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
       for (int64_t s = 0; s < s_count; ++s) {
         if (!active[s]) continue;
         streak[s] = m[s].error == 0.0 ? streak[s] + 1 : 0;
+        if (m[s].error == 0.0 && first_exact[s] < 0) first_exact[s] = step + 1;
         if (ts.early_stop_evals > 0 && streak[s] >= ts.early_stop_evals) {
           active[s] = 0;
           stop_seconds[s] = SecondsSince(start);
@@ -549,6 +552,11 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     r.test = test_m[s];
     r.final_loss = final_loss[s];
     r.steps = steps[s];
+    if (first_exact[s] >= 0) {
+      r.first_exact_step = first_exact[s];
+    } else if (steps[s] == 0 && r.train.error == 0.0) {
+      r.first_exact_step = 0;  // exact as built, before any step
+    }
     // A frozen seed reports the time until it froze.
     r.wall_seconds = stop_seconds[s] >= 0 ? stop_seconds[s] : total;
   }

@@ -201,6 +201,31 @@ TEST(PhaseTransitionTest, Rank64KernelIsExact) {
   for (const SeedResult& s : r->seeds) EXPECT_EQ(s.train.error, 0.0) << "seed " << s.seed;
 }
 
+// first_exact_step is the first evaluated step at which train exact
+// accuracy was 1. With early_stop_evals = 1 a seed stops at that very
+// evaluation, so it equals the seed's steps and is a multiple of eval_every;
+// a seed never exact has none.
+TEST(FirstExactStepTest, TheEvaluatedStepOfTheFirstExactEvaluationOrNone) {
+  auto exact = RunTask(WitnessTask(HeadKind::kKernel, 64), kCpu);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  for (const SeedResult& s : exact->seeds) {
+    ASSERT_EQ(s.train.error, 0.0) << "seed " << s.seed;
+    ASSERT_TRUE(s.first_exact_step.has_value()) << "seed " << s.seed;
+    EXPECT_EQ(*s.first_exact_step, s.steps) << "seed " << s.seed;
+    EXPECT_EQ(*s.first_exact_step % 50, 0) << "seed " << s.seed;
+    EXPECT_GT(*s.first_exact_step, 0) << "seed " << s.seed;
+  }
+  TaskSpec t = WitnessTask(HeadKind::kKernel, 1);
+  t.train.max_steps = 100;
+  auto never = RunTask(t, kCpu);
+  ASSERT_TRUE(never.ok()) << never.status();
+  for (const SeedResult& s : never->seeds) {
+    ASSERT_GT(s.train.error, 0.0) << "seed " << s.seed;
+    EXPECT_FALSE(s.first_exact_step.has_value()) << "seed " << s.seed;
+    EXPECT_EQ(s.steps, 100) << "seed " << s.seed;
+  }
+}
+
 // Dense softmax is exact on every seed (the paper's claim 3). With the hot
 // start (inv_tau = 0.1, heads.h) seeds 0..9 all reach zero error on this
 // family by step 300 at lr 0.01; with inv_tau = 1 seeds 1 and 2 stayed at

@@ -381,6 +381,10 @@ pages.sweep = async (main, id) => {
     // A failed cell's reason; for an INVALID row, who invalidated it and when.
     {key: 'failure', label: 'Note', wrap: true, cell: r => r.failure ? el('span', {class: 'muted'}, r.failure) : '–'},
   ];
+  // The optional metrics the coordinator knows (first exact step, ...),
+  // after Steps.
+  columns.splice(columns.findIndex(c => c.key === 'steps') + 1, 0,
+                 ...(sweep.row_metrics || []).map(m => ({key: m.key, label: m.label, num: true})));
   // Without a test split every test error is missing: no column for it.
   if (!sweep.has_test_split) columns.splice(columns.findIndex(c => c.key === 'test_error'), 1);
   const rowsTable = new SortableTable('rows', columns, r => r.state === 'INVALID' ? 'invalid' : null);
