@@ -112,6 +112,8 @@ std::map<std::string, Setter> MakeSetters(TaskSpec& t, trainer::RunOptions& run,
   RS_NUM("eval_every", train.eval_every);
   RS_NUM("early_stop_evals", train.early_stop_evals);
   RS_ENUM("loss", train.loss, ParseLossKind);
+  RS_ENUM("schedule", train.schedule, ParseLrSchedule);
+  RS_NUM("warmup_steps", train.warmup_steps);
   s["device"] = [&run](const std::string& v) {
     run.device = v;
     return absl::OkStatus();
@@ -257,7 +259,7 @@ absl::Status Main(int argc, char** argv) {
                    "bernoulli_p pool_size test_pool_share train_size test_size hard_share "
                    "head feature_map construction hidden num_heads value_dim score_dim "
                    "relu_eps beta rank seeds lr beta1 beta2 weight_decay batch_size "
-                   "max_steps eval_every early_stop_evals loss; plus device "
+                   "max_steps eval_every early_stop_evals loss schedule warmup_steps; plus device "
                    "(auto|cpu|cuda|cuda:N), indent (JSON indent, -1 = compact) and "
                    "dump_dataset FILE (write the dataset as JSON to FILE instead of "
                    "training).\n"
