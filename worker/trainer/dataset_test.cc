@@ -127,6 +127,26 @@ TEST(WitnessTest, FactsAndStructure) {
   EXPECT_EQ(f->facts.rank_upper_bound, 24);
 }
 
+// The witness preset's family (examples/presets/witness.yaml): n = 26 is
+// the fewest queries whose octad family certifies the paper's bound of 8
+// (q = 7.025; n = 25 gives q = 6.956, bound 7), with 26 * 51 = 1,326 inputs.
+TEST(WitnessTest, TwentySixQueriesAreTheFewestForBoundEight) {
+  auto d25 = BuildDataset(Witness(25));
+  ASSERT_TRUE(d25.ok()) << d25.status();
+  EXPECT_EQ(d25->train.size, 1225);
+  EXPECT_EQ(d25->facts.rank_lower_bound, 7);
+  auto d26 = BuildDataset(Witness(26));
+  ASSERT_TRUE(d26.ok()) << d26.status();
+  EXPECT_EQ(d26->train.size, 1326);
+  EXPECT_EQ(d26->facts.rank_lower_bound, 8);
+  EXPECT_EQ(d26->facts.rank_upper_bound, 52);
+  double bound = 0;
+  auto code = GreedyConstantWeightCode(24, 8, 4, 26);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(WitnessRankLowerBound(*code, 8, &bound), 8);
+  EXPECT_NEAR(bound, 7.025, 5e-4);
+}
+
 TEST(WitnessTest, BoundFormula) {
   // Two disjoint weight-4 words: gap 4, eps = 1/3, bound 4 / (2 + 2/9).
   double bound = 0;
