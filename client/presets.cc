@@ -67,6 +67,14 @@ std::string Scale(SweepSpec& spec, double s) {
   spec.train.max_steps = static_cast<int>(ScaleCount(steps, s, 100, false));
   spec.train.eval_every = std::min(spec.train.eval_every, spec.train.max_steps);
   note("max_steps", spec.train.max_steps, steps);
+  if (spec.train.warmup_steps > 0 && spec.train.max_steps != steps) {
+    // The warm-up keeps its share of the budget (and must fit in it).
+    const int w = spec.train.warmup_steps;
+    spec.train.warmup_steps = static_cast<int>(std::min<int64_t>(
+        std::llround(static_cast<double>(w) * spec.train.max_steps / steps),
+        spec.train.max_steps));
+    note("warmup_steps", spec.train.warmup_steps, w);
+  }
   DatasetSpec& d = spec.dataset;
   if (d.kind == DatasetKind::kWitness && d.num_queries > 0) {
     const int q = d.num_queries;

@@ -14,7 +14,8 @@
 //              positions of the list, first and last kept
 //              (1..256 at s = 0.1: 1, 16, 256; at s = 0.5: 1, 4, 16, 64, 256)
 //   seeds      clamp(ceil(c*s), min(c, 2), c)
-//   max_steps  clamp(round(T*s), min(T, 100), T); eval_every capped at it
+//   max_steps  clamp(round(T*s), min(T, 100), T); eval_every capped at it;
+//              warmup_steps W (when > 0) scaled with it: min(round(W*T'/T), T')
 //   witness    num_queries (when > 0) clamp(round(q*s), min(q, 6), q)
 //   pool       pool_size clamp(round(p*s), min(p, 40), p),
 //              train_size clamp(round(t*s), min(t, 200), t),

@@ -336,6 +336,10 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   if (o.loss) {
     ASSIGN_OR_RETURN(spec->train.loss, ParseLossKind(*o.loss, "--loss"));
   }
+  if (o.schedule) {
+    ASSIGN_OR_RETURN(spec->train.schedule, ParseLrSchedule(*o.schedule, "--schedule"));
+  }
+  if (o.warmup_steps) spec->train.warmup_steps = *o.warmup_steps;
   if (o.priority) spec->priority = *o.priority;
   return absl::OkStatus();
 }

@@ -87,6 +87,8 @@ struct SpecOverrides {
   std::optional<int> eval_every;
   std::optional<int> early_stop_evals;
   std::optional<std::string> loss;  // a LossKind name
+  std::optional<std::string> schedule;  // an LrSchedule name
+  std::optional<int> warmup_steps;
   std::optional<int> priority;
 };
 

@@ -30,6 +30,8 @@ train:
   lr: 3e-3
   max_steps: 500
   loss: ce
+  schedule: cosine
+  warmup_steps: 50
 priority: -5
 )";
 
@@ -41,7 +43,8 @@ constexpr char kJson[] = R"({
             {"kind": "softmax"}],
   "ranks": [1, 2, 4, 8],
   "seed_count": 3,
-  "train": {"lr": 0.003, "max_steps": 500, "loss": "ce"},
+  "train": {"lr": 0.003, "max_steps": 500, "loss": "ce", "schedule": "cosine",
+            "warmup_steps": 50},
   "priority": -5
 })";
 
@@ -58,6 +61,8 @@ TEST(SpecFileTest, YamlAndJsonGiveTheSameSpec) {
   EXPECT_EQ(from_yaml->heads[0].hidden, (std::vector<int>{32, 32}));
   EXPECT_EQ(from_yaml->heads[1].kind, HeadKind::kSoftmax);
   EXPECT_EQ(from_yaml->ranks, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(from_yaml->train.schedule, LrSchedule::kCosine);
+  EXPECT_EQ(from_yaml->train.warmup_steps, 50);
   EXPECT_EQ(from_yaml->seed_count, 3);
   EXPECT_DOUBLE_EQ(from_yaml->train.lr, 3e-3);
   EXPECT_EQ(from_yaml->train.loss, LossKind::kCrossEntropy);
@@ -287,6 +292,21 @@ TEST(OverridesTest, FlagsReplaceFileFields) {
   ASSERT_TRUE(ApplyOverrides(count, &*spec).ok());
   EXPECT_EQ(spec->seed_count, 5);
   EXPECT_TRUE(spec->seeds.empty());
+}
+
+TEST(OverridesTest, ScheduleFlagsSetTheTrainSpec) {
+  SweepSpec spec;
+  SpecOverrides o;
+  o.schedule = "cosine";
+  o.warmup_steps = 200;
+  ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
+  EXPECT_EQ(spec.train.schedule, LrSchedule::kCosine);
+  EXPECT_EQ(spec.train.warmup_steps, 200);
+  o = SpecOverrides();
+  o.schedule = "linear";
+  absl::Status s = ApplyOverrides(o, &spec);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "--schedule must be one of constant, cosine; got \"linear\"");
 }
 
 TEST(OverridesTest, BadEnumNamesTheFlag) {

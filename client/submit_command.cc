@@ -25,7 +25,8 @@ struct SubmitArgs {
   bool watch = false;
   double reconnect = kDefaultReconnectSeconds;
   bool dry_run = false;
-  std::string name, dataset, loss, mode;
+  std::string name, dataset, loss, mode, schedule;
+  int warmup_steps = 0;
   bool no_cache = false;
   int m = 0, seq_len = 0, seed_count = 0, max_steps = 0, batch_size = 0, eval_every = 0,
       early_stop_evals = 0, priority = 0;
@@ -93,6 +94,8 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   if (given("--eval-every")) o.eval_every = a.eval_every;
   if (given("--early-stop-evals")) o.early_stop_evals = a.early_stop_evals;
   if (given("--loss")) o.loss = a.loss;
+  if (given("--schedule")) o.schedule = a.schedule;
+  if (given("--warmup-steps")) o.warmup_steps = a.warmup_steps;
   if (given("--priority")) o.priority = a.priority;
   std::optional<SweepMode> mode;
   if (given("--mode")) {
@@ -217,6 +220,9 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
   submit->add_option("--early-stop-evals", sa->early_stop_evals,
                      "Stop after k exact evaluations in a row; 0 = never");
   submit->add_option("--loss", sa->loss, "mse | ce");
+  submit->add_option("--schedule", sa->schedule, "Learning-rate schedule: constant | cosine");
+  submit->add_option("--warmup-steps", sa->warmup_steps,
+                     "Linear learning-rate warm-up over the first W steps; 0 = none");
   submit->add_option("--priority", sa->priority, "-100..100, higher runs first");
   submit->add_option("--mode", sa->mode,
                      "grid (every rank) | search (bisection for each head's transition rank)");

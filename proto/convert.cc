@@ -113,6 +113,8 @@ TrainSpec FromProto(const v1::TrainSpec& p) {
                        : p.early_stop_evals() < 0 ? 0
                                                   : p.early_stop_evals();
   t.loss = EnumFromProto(p.loss(), def.loss);
+  t.schedule = EnumFromProto(p.schedule(), def.schedule);
+  t.warmup_steps = p.warmup_steps();
   return t;
 }
 
@@ -127,6 +129,8 @@ v1::TrainSpec ToProto(const TrainSpec& t) {
   p.set_eval_every(t.eval_every);
   p.set_early_stop_evals(t.early_stop_evals == 0 ? -1 : t.early_stop_evals);
   p.set_loss(EnumToProto<v1::LossKind>(t.loss));
+  p.set_schedule(EnumToProto<v1::LrSchedule>(t.schedule));
+  p.set_warmup_steps(t.warmup_steps);
   return p;
 }
 

@@ -194,6 +194,12 @@ std::vector<FieldCase> FieldCases() {
        [=](SweepSpec& x, Pick p) {
          x.train.loss = Choose(p, LossKind::kMse, t.loss, LossKind::kCrossEntropy);
        }},
+      {"TrainSpec", "schedule",
+       [=](SweepSpec& x, Pick p) {
+         x.train.schedule = Choose(p, LrSchedule::kConstant, t.schedule, LrSchedule::kCosine);
+       }},
+      {"TrainSpec", "warmup_steps",
+       [=](SweepSpec& x, Pick p) { x.train.warmup_steps = Choose(p, 0, t.warmup_steps, 25); }},
       {"SweepSpec", "name",
        [=](SweepSpec& x, Pick p) { x.name = Choose<std::string>(p, "", s.name, "other"); }},
       {"SweepSpec", "dataset", [](SweepSpec&, Pick) {}},  // rows above

@@ -43,6 +43,8 @@ absl::Status CheckHead(const v1::HeadSpec& h) {
 
 absl::Status CheckTrain(const v1::TrainSpec& t) {
   RETURN_IF_ERROR(CheckEnum<LossKind>("train.loss", t.loss(), v1::LossKind_descriptor(), Name));
+  RETURN_IF_ERROR(
+      CheckEnum<LrSchedule>("train.schedule", t.schedule(), v1::LrSchedule_descriptor(), Name));
   if (t.early_stop_evals() < -1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "train.early_stop_evals must be -1 (never stop early), 0 (the default, 3) or 1..1000 "

@@ -29,6 +29,7 @@ TEST(WireCheckTest, EveryDefinedValueAndUnsetPass) {
   s.mutable_heads(1)->set_construction(v1::CONSTRUCTION_SOFTMAX_EXACT);
   s.mutable_dataset()->set_kind(v1::DATASET_KIND_POOL);
   s.mutable_train()->set_loss(v1::LOSS_KIND_CROSS_ENTROPY);
+  s.mutable_train()->set_schedule(v1::LR_SCHEDULE_COSINE);
   s.mutable_train()->set_early_stop_evals(-1);
   s.set_mode(v1::SWEEP_MODE_SEARCH);
   EXPECT_TRUE(CheckWireSweepSpec(s).ok());
@@ -53,6 +54,9 @@ TEST(WireCheckTest, AnUndefinedEnumNumberIsNamedAsSent) {
   s = Spec();
   s.mutable_train()->set_loss(static_cast<v1::LossKind>(3));
   ExpectRefused(s, "train.loss must be one of mse, ce; got value 3");
+  s = Spec();
+  s.mutable_train()->set_schedule(static_cast<v1::LrSchedule>(3));
+  ExpectRefused(s, "train.schedule must be one of constant, cosine; got value 3");
   s = Spec();
   s.set_mode(static_cast<v1::SweepMode>(3));
   ExpectRefused(s, "mode must be one of grid, search; got value 3");

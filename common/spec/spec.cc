@@ -41,6 +41,8 @@ constexpr NameTable<Construction> kConstructions[] = {
     {Construction::kSoftmaxExact, "softmax_exact"}};
 constexpr NameTable<LossKind> kLossKinds[] = {
     {LossKind::kMse, "mse"}, {LossKind::kCrossEntropy, "ce"}};
+constexpr NameTable<LrSchedule> kLrSchedules[] = {{LrSchedule::kConstant, "constant"},
+                                                  {LrSchedule::kCosine, "cosine"}};
 constexpr NameTable<SweepMode> kSweepModes[] = {{SweepMode::kGrid, "grid"},
                                                 {SweepMode::kSearch, "search"}};
 
@@ -106,6 +108,7 @@ const char* Name(HeadKind v) { return Lookup(kHeadKinds, v); }
 const char* Name(FeatureMap v) { return Lookup(kFeatureMaps, v); }
 const char* Name(Construction v) { return Lookup(kConstructions, v); }
 const char* Name(LossKind v) { return Lookup(kLossKinds, v); }
+const char* Name(LrSchedule v) { return Lookup(kLrSchedules, v); }
 const char* Name(SweepMode v) { return Lookup(kSweepModes, v); }
 
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::string& field) {
@@ -122,6 +125,9 @@ absl::StatusOr<Construction> ParseConstruction(const std::string& s, const std::
 }
 absl::StatusOr<LossKind> ParseLossKind(const std::string& s, const std::string& field) {
   return Parse(kLossKinds, s, field);
+}
+absl::StatusOr<LrSchedule> ParseLrSchedule(const std::string& s, const std::string& field) {
+  return Parse(kLrSchedules, s, field);
 }
 absl::StatusOr<SweepMode> ParseSweepMode(const std::string& s, const std::string& field) {
   return Parse(kSweepModes, s, field);
@@ -251,7 +257,26 @@ absl::Status ValidateTrain(const TrainSpec& t) {
   RS_CHECK(CheckRange("train.max_steps", t.max_steps, 0, L::kMaxSteps));
   RS_CHECK(CheckRange("train.eval_every", t.eval_every, 1, L::kMaxSteps));
   RS_CHECK(CheckRange("train.early_stop_evals", t.early_stop_evals, 0, 1000));
+  RS_CHECK(CheckEnum(kLrSchedules, t.schedule, "train.schedule"));
+  if (t.warmup_steps < 0 || t.warmup_steps > t.max_steps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train.warmup_steps must be in 0..train.max_steps (", t.max_steps,
+                     "), got ", t.warmup_steps));
+  }
   return absl::OkStatus();
+}
+
+double LearningRateAt(const TrainSpec& t, int64_t step) {
+  const int64_t last = std::max<int64_t>(t.max_steps, 1);
+  step = std::clamp<int64_t>(step, 1, last);
+  if (t.warmup_steps > 0 && step <= t.warmup_steps) {
+    return t.lr * static_cast<double>(step) / t.warmup_steps;
+  }
+  if (t.schedule == LrSchedule::kConstant) return t.lr;
+  // step > warmup_steps here, so last > warmup_steps and the division is safe.
+  const double progress =
+      static_cast<double>(step - t.warmup_steps) / static_cast<double>(last - t.warmup_steps);
+  return t.lr * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));
 }
 
 namespace {

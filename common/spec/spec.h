@@ -108,6 +108,13 @@ enum class LossKind {
   kCrossEntropy,  // m+1 logits, each affine in the attention output
 };
 
+// The learning rate over the steps (LearningRateAt); linear warm-up
+// (TrainSpec::warmup_steps) combines with either.
+enum class LrSchedule {
+  kConstant,  // lr on every step
+  kCosine,    // cosine decay from lr after the warm-up to 0 at max_steps
+};
+
 struct TrainSpec {
   double lr = 1e-2;
   double beta1 = 0.9;
@@ -118,7 +125,20 @@ struct TrainSpec {
   int eval_every = 50;       // evaluate (and read the loss) every E steps
   int early_stop_evals = 3;  // stop once train is exact on k evals in a row; 0 = never
   LossKind loss = LossKind::kMse;
+  LrSchedule schedule = LrSchedule::kConstant;
+  int warmup_steps = 0;      // linear warm-up over the first W steps; 0 = none, 0..max_steps
 };
+
+// The learning rate of the `step`-th optimizer step (1-based, 1..max_steps),
+// with T = max_steps and W = warmup_steps:
+//   warm-up, step <= W:  lr * step / W
+//   constant, step > W:  lr
+//   cosine, step > W:    lr * (1 + cos(pi * (step - W) / (T - W))) / 2
+// so the warm-up ends at lr on step W and the cosine reaches 0 on step T
+// (the decay has no floor). Steps beyond T are computed as T. Pure function
+// of the spec; the trainer calls it once per step, so a seed that stops early
+// simply stops on the schedule where it was.
+double LearningRateAt(const TrainSpec& t, int64_t step);
 
 // ---------------------------------------------------------------- tasks
 
@@ -214,6 +234,7 @@ const char* Name(HeadKind v);
 const char* Name(FeatureMap v);
 const char* Name(Construction v);
 const char* Name(LossKind v);
+const char* Name(LrSchedule v);
 const char* Name(SweepMode v);
 // Parsers return InvalidArgument naming `field` and the allowed names.
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::string& field);
@@ -221,6 +242,7 @@ absl::StatusOr<HeadKind> ParseHeadKind(const std::string& s, const std::string& 
 absl::StatusOr<FeatureMap> ParseFeatureMap(const std::string& s, const std::string& field);
 absl::StatusOr<Construction> ParseConstruction(const std::string& s, const std::string& field);
 absl::StatusOr<LossKind> ParseLossKind(const std::string& s, const std::string& field);
+absl::StatusOr<LrSchedule> ParseLrSchedule(const std::string& s, const std::string& field);
 absl::StatusOr<SweepMode> ParseSweepMode(const std::string& s, const std::string& field);
 
 // A short label for a head in tables: "kernel/elu1", "softmax",

@@ -218,15 +218,21 @@ Json ToJ(const HeadSpec& h) {
 }
 
 Json ToJ(const TrainSpec& t) {
-  return {{"lr", t.lr},
-          {"beta1", t.beta1},
-          {"beta2", t.beta2},
-          {"weight_decay", t.weight_decay},
-          {"batch_size", t.batch_size},
-          {"max_steps", t.max_steps},
-          {"eval_every", t.eval_every},
-          {"early_stop_evals", t.early_stop_evals},
-          {"loss", Name(t.loss)}};
+  Json j = {{"lr", t.lr},
+            {"beta1", t.beta1},
+            {"beta2", t.beta2},
+            {"weight_decay", t.weight_decay},
+            {"batch_size", t.batch_size},
+            {"max_steps", t.max_steps},
+            {"eval_every", t.eval_every},
+            {"early_stop_evals", t.early_stop_evals},
+            {"loss", Name(t.loss)}};
+  // Written only when they differ from the default (constant, no warm-up),
+  // so that a spec without a schedule dumps as it did before the fields
+  // existed: its task key (a hash of this JSON) and its stored results stay.
+  if (t.schedule != LrSchedule::kConstant) j["schedule"] = Name(t.schedule);
+  if (t.warmup_steps != 0) j["warmup_steps"] = t.warmup_steps;
+  return j;
 }
 
 Json ToJ(const DatasetFacts& f) {
@@ -310,6 +316,8 @@ absl::Status FromJ(const Json& j, const std::string& path, TrainSpec* t) {
   RETURN_IF_ERROR(r.Number("eval_every", &t->eval_every));
   RETURN_IF_ERROR(r.Number("early_stop_evals", &t->early_stop_evals));
   RETURN_IF_ERROR(r.Enum("loss", &t->loss, &ParseLossKind));
+  RETURN_IF_ERROR(r.Enum("schedule", &t->schedule, &ParseLrSchedule));
+  RETURN_IF_ERROR(r.Number("warmup_steps", &t->warmup_steps));
   return r.Finish();
 }
 

@@ -1,5 +1,7 @@
 #include "common/spec/spec.h"
 
+#include <cmath>
+
 #include "common/spec/spec_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -90,6 +92,58 @@ TEST(SpecTest, OutOfRangeEnumsAreRejected) {
   ExpectInvalid(ValidateTaskSpec(t), "train.loss must be one of mse, ce");
 }
 
+TEST(SpecTest, ScheduleFieldsAreValidatedWithFieldAndRange) {
+  SweepSpec s = GoodSweep();
+  s.train.max_steps = 100;
+  s.train.warmup_steps = 100;
+  s.train.schedule = LrSchedule::kCosine;
+  EXPECT_TRUE(ValidateSweepSpec(s).ok());
+  s.train.warmup_steps = 101;
+  EXPECT_EQ(ValidateSweepSpec(s).message(),
+            "train.warmup_steps must be in 0..train.max_steps (100), got 101");
+  s.train.warmup_steps = -1;
+  EXPECT_EQ(ValidateSweepSpec(s).message(),
+            "train.warmup_steps must be in 0..train.max_steps (100), got -1");
+  s.train.warmup_steps = 0;
+  s.train.schedule = static_cast<LrSchedule>(2);
+  ExpectInvalid(ValidateSweepSpec(s), "train.schedule must be one of constant, cosine; got value 2");
+}
+
+// The learning rate at given steps, for each schedule (lr 0.01, T = 100).
+TEST(SpecTest, LearningRateAtEachScheduleAndStep) {
+  TrainSpec t;
+  t.lr = 0.01;
+  t.max_steps = 100;
+  // Constant without warm-up: the spec's lr itself on every step, so the
+  // optimizer's arithmetic is the same as before schedules existed.
+  for (int64_t step = 0; step <= 101; ++step) EXPECT_EQ(LearningRateAt(t, step), 0.01) << step;
+
+  t.warmup_steps = 10;  // constant with warm-up
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 1), 0.001);
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 5), 0.005);
+  EXPECT_EQ(LearningRateAt(t, 10), 0.01);
+  EXPECT_EQ(LearningRateAt(t, 11), 0.01);
+  EXPECT_EQ(LearningRateAt(t, 100), 0.01);
+
+  t.schedule = LrSchedule::kCosine;  // cosine after 10 warm-up steps
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 5), 0.005);
+  EXPECT_EQ(LearningRateAt(t, 10), 0.01);
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 40), 0.0075);  // progress 1/3: (1 + 1/2) / 2
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 55), 0.005);   // progress 1/2
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 70), 0.0025);  // progress 2/3: (1 - 1/2) / 2
+  EXPECT_EQ(LearningRateAt(t, 100), 0.0);
+  EXPECT_EQ(LearningRateAt(t, 150), 0.0);  // beyond T: as T
+
+  t.warmup_steps = 0;  // cosine from the first step
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 1), 0.01 * 0.5 * (1 + std::cos(M_PI / 100)));
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 50), 0.005);
+  EXPECT_EQ(LearningRateAt(t, 100), 0.0);
+
+  t.warmup_steps = 100;  // warm-up over every step: the cosine never starts
+  EXPECT_DOUBLE_EQ(LearningRateAt(t, 50), 0.005);
+  EXPECT_EQ(LearningRateAt(t, 100), 0.01);
+}
+
 TEST(SpecTest, TaskRankZeroRejectedForKernelOnly) {
   TaskSpec t;
   t.rank = 0;
@@ -147,6 +201,28 @@ TEST(SpecJsonTest, SweepRoundTrip) {
   EXPECT_EQ(SweepSpecToJson(*back), SweepSpecToJson(s));
   EXPECT_EQ(back->heads[0].hidden, (std::vector<int>{16, 16}));
   EXPECT_EQ(back->train.loss, LossKind::kCrossEntropy);
+}
+
+TEST(SpecJsonTest, ScheduleRoundTripsAndIsLeftOutWhenDefault) {
+  SweepSpec s = GoodSweep();
+  // Without a schedule the JSON has neither field: specs stored before the
+  // fields existed dump, and so hash (the result cache's task key), as then.
+  EXPECT_THAT(SweepSpecToJson(s), ::testing::Not(HasSubstr("schedule")));
+  EXPECT_THAT(SweepSpecToJson(s), ::testing::Not(HasSubstr("warmup_steps")));
+  s.train.schedule = LrSchedule::kCosine;
+  s.train.warmup_steps = 150;
+  const std::string json = SweepSpecToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"schedule\":\"cosine\""));
+  EXPECT_THAT(json, HasSubstr("\"warmup_steps\":150"));
+  auto back = SweepSpecFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->train.schedule, LrSchedule::kCosine);
+  EXPECT_EQ(back->train.warmup_steps, 150);
+  EXPECT_EQ(SweepSpecToJson(*back), json);
+  auto bad = SweepSpecFromJson(R"({"name": "x", "train": {"schedule": "step"}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("must be one of constant, cosine"));
 }
 
 TEST(SpecJsonTest, SyntaxErrorHasLineAndColumn) {

@@ -42,6 +42,7 @@ HEAD_KINDS = ("kernel", "softmax", "signed_kernel", "multihead_kernel")
 FEATURE_MAPS = ("elu1", "relu_eps", "softplus", "exp", "favor")
 CONSTRUCTIONS = ("none", "rank1", "indicator", "softmax_exact")
 LOSS_KINDS = ("mse", "ce")
+LR_SCHEDULES = ("constant", "cosine")
 SWEEP_MODES = ("grid", "search")
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -88,6 +89,8 @@ _TRAIN_FIELDS = {
     "eval_every": "int",
     "early_stop_evals": "int",  # 0 = never: sent as -1, see below
     "loss": LOSS_KINDS,
+    "schedule": LR_SCHEDULES,
+    "warmup_steps": "int",
 }
 _SWEEP_SCALARS = {
     "name": "string",

@@ -68,7 +68,8 @@ class SpecTest(unittest.TestCase):
                       {"kind": "kernel", "construction": "indicator"},
                       {"kind": "softmax", "construction": "softmax_exact", "beta": 2}],
             "seeds": [7, 2**64 - 1],
-            "train": {"loss": "ce", "early_stop_evals": 0}})
+            "train": {"loss": "ce", "early_stop_evals": 0, "schedule": "cosine",
+                      "warmup_steps": 40}})
         self.assertEqual(p.mode, pb.SWEEP_MODE_SEARCH)
         self.assertTrue(p.no_result_cache)
         self.assertEqual(p.dataset.kind, pb.DATASET_KIND_POOL)
@@ -81,6 +82,8 @@ class SpecTest(unittest.TestCase):
         self.assertEqual(p.heads[2].beta, 2.0)
         self.assertEqual(list(p.seeds), [7, 2**64 - 1])
         self.assertEqual(p.train.loss, pb.LOSS_KIND_CROSS_ENTROPY)
+        self.assertEqual(p.train.schedule, pb.LR_SCHEDULE_COSINE)
+        self.assertEqual(p.train.warmup_steps, 40)
         # Spec 0 = never stop early; the wire says that with -1.
         self.assertEqual(p.train.early_stop_evals, -1)
 

@@ -323,6 +323,12 @@ std::map<std::string, Probe> Probes(CoordinatorUnderTest& cut) {
   p["TrainSpec|`eval_every`"] = {train([](TrainSpec& t, double v) { t.eval_every = I(v); })};
   p["TrainSpec|`early_stop_evals`"] = {
       train([](TrainSpec& t, double v) { t.early_stop_evals = I(v); })};
+  p["TrainSpec|`warmup_steps`"] = {
+      train([](TrainSpec& t, double v) {
+        t.max_steps = 500;
+        t.warmup_steps = I(v);
+      }),
+      {{"max_steps", 500}}};
   p["TaskSpec|`rank`"] = {[](double v) {
     TaskSpec t;
     t.dataset = Exhaustive();

@@ -3,6 +3,7 @@
 #include "worker/trainer/dataset.h"
 
 #include <set>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -125,6 +126,24 @@ TEST(WitnessTest, FactsAndStructure) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->facts.distinct_queries, 24);
   EXPECT_EQ(f->facts.rank_upper_bound, 24);
+}
+
+// The witness preset's family (examples/presets/witness.yaml): n = 26 is
+// the fewest queries whose octad family certifies the paper's bound of 8
+// (q = 7.025; n = 25 gives q = 6.956, bound 7), with 26 * 51 = 1,326 inputs.
+TEST(WitnessTest, TwentySixQueriesAreTheFewestForBoundEight) {
+  // n, n (2n - 1) inputs, the certificate q (the bound is floor(q) + 1).
+  for (auto [n, size, q] : {std::tuple{25, 1225, 6.956}, std::tuple{26, 1326, 7.025}}) {
+    auto d = BuildDataset(Witness(n));
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->train.size, size);
+    EXPECT_EQ(d->facts.rank_lower_bound, n == 26 ? 8 : 7) << n;
+    double bound = 0;
+    auto code = GreedyConstantWeightCode(24, 8, 4, n);
+    ASSERT_TRUE(code.ok());
+    WitnessRankLowerBound(*code, 8, &bound);
+    EXPECT_NEAR(bound, q, 5e-4) << n;
+  }
 }
 
 TEST(WitnessTest, BoundFormula) {

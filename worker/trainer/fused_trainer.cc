@@ -147,6 +147,9 @@ class FusedAdam {
       return;
     }
     ++step_;
+    // The constant schedule returns spec_.lr itself: its steps are the same
+    // arithmetic as before schedules existed.
+    const double lr = LearningRateAt(spec_, step_);
     const double bc1 = 1.0 - std::pow(spec_.beta1, step_);
     const double bc2 = 1.0 - std::pow(spec_.beta2, step_);
     torch::Tensor g = flat_grad_;
@@ -155,14 +158,14 @@ class FusedAdam {
       exp_avg_.lerp_(g, 1.0 - spec_.beta1);
       exp_avg_sq_.lerp_(g * g, 1.0 - spec_.beta2);
       const torch::Tensor denom = exp_avg_sq_.sqrt().div_(std::sqrt(bc2)).add_(kEps);
-      flat_.addcdiv_(exp_avg_, denom, -spec_.lr / bc1);
+      flat_.addcdiv_(exp_avg_, denom, -lr / bc1);
       return;
     }
     // Frozen seeds: weight 0 leaves moments and parameters bit-identical.
     exp_avg_.lerp_(g, w1_);
     exp_avg_sq_.lerp_(g * g, w2_);
     const torch::Tensor denom = exp_avg_sq_.sqrt().div_(std::sqrt(bc2)).add_(kEps);
-    flat_.addcmul_(exp_avg_ / denom, mask_, -spec_.lr / bc1);
+    flat_.addcmul_(exp_avg_ / denom, mask_, -lr / bc1);
   }
 
  private:
@@ -176,7 +179,24 @@ class FusedAdam {
     exp_avg_.lerp_(g, w1_);
     exp_avg_sq_.lerp_(g * g, w2_);
     const torch::Tensor denom = (exp_avg_sq_.sqrt() / bc2.sqrt()).add_(kEps);
-    flat_.sub_(exp_avg_ / denom * mask_ * (spec_.lr / bc1));
+    flat_.sub_(exp_avg_ / denom * mask_ * (LearningRateOnDevice() / bc1));
+  }
+
+  // LearningRateAt(spec_, step) computed from step_t_ on the device, so that
+  // a captured step follows the schedule on every replay.
+  torch::Tensor LearningRateOnDevice() const {
+    const double lr = spec_.lr;
+    const int64_t w = spec_.warmup_steps;
+    const int64_t last = std::max(spec_.max_steps, 1);
+    torch::Tensor t = step_t_.clamp(1.0, static_cast<double>(last));
+    torch::Tensor after = spec_.schedule == LrSchedule::kConstant
+                              ? torch::full_like(t, lr)
+                              : lr * 0.5 *
+                                    (1.0 + torch::cos(M_PI * (t - static_cast<double>(w)) /
+                                                      static_cast<double>(std::max<int64_t>(
+                                                          last - w, 1))));
+    if (w == 0) return after;
+    return torch::where(t <= static_cast<double>(w), lr * t / static_cast<double>(w), after);
   }
 
   static constexpr double kEps = 1e-8;

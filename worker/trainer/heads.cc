@@ -433,9 +433,9 @@ torch::Tensor KernelHeadImpl::Attend(const TokenMaps& maps, int64_t b, int64_t n
   auto per_head = [&](const torch::Tensor& t, int64_t width) {  // -> [S*B*H, N, width]
     return t.reshape({s, b, n, h, width}).permute({0, 1, 3, 2, 4}).reshape({s * b * h, n, width});
   };
-  const double delta = config_.kind == HeadKind::kSignedKernel ? kSignedDelta : 0.0;
+  const double eps = config_.kind == HeadKind::kSignedKernel ? kSignedEps : 0.0;
   torch::Tensor y = NormalizedAttention(per_head(maps.q, r), per_head(maps.k, r),
-                                        per_head(maps.v, dv), delta, attention_impl_);
+                                        per_head(maps.v, dv), eps, attention_impl_);
   // [S*B*H, N, dv] -> [S, B, N, H, dv] -> [S, B*N, H*dv]
   y = y.view({s, b, h, n, dv}).permute({0, 1, 3, 2, 4}).reshape({s, b * n, h * dv});
   torch::Tensor out = Readout(maps.u, maps.b, y);
@@ -462,7 +462,8 @@ torch::Tensor KernelHeadImpl::PairForward(const TokenMaps& maps, const PairGathe
   torch::Tensor den = g.Pairs(alpha).sum(0).unsqueeze(3);        // [S, B, N, 1, H]
   torch::Tensor y;
   if (config_.kind == HeadKind::kSignedKernel) {
-    y = num * den / (den * den + kSignedDelta * kSignedDelta);
+    torch::Tensor abs_sum = g.Pairs(alpha.abs()).sum(0).unsqueeze(3);  // [S, B, N, 1, H]
+    y = num * SignedQuotient(den, abs_sum, kSignedEps);
   } else {
     y = num / den.clamp_min(loops::kDenFloor);  // see Attend
   }
@@ -477,7 +478,7 @@ bool KernelHeadImpl::TokenKernelShapeOf(TokenKernelShape* shape) const {
   shape->kind = TokenKernelShape::Kind::kKernel;
   if (c.kind == HeadKind::kSignedKernel) {
     shape->kind = TokenKernelShape::Kind::kSignedKernel;
-    shape->signed_delta = kSignedDelta;
+    shape->signed_eps = kSignedEps;
   } else if (c.feature_map == FeatureMap::kEluPlusOne) {
     shape->map = TokenKernelShape::Map::kEluPlusOne;
   } else if (c.feature_map == FeatureMap::kReluEps) {

@@ -198,10 +198,11 @@ class AttentionHeadImpl : public torch::nn::Module {
 // Normalized kernel attention: kernel, signed_kernel and multihead_kernel.
 // phi(x) = feature_map(token_map(x)) per head; y_i = sum_j a_ij v_j / sum_j a_ij
 // with a_ij = <phi_Q(x_i), phi_K(x_j)>. Signed heads use the identity as the
-// feature map and the safe quotient num * den / (den^2 + kSignedDelta^2).
+// feature map and the scale-free quotient num * den / (den^2 + eps^2 S^2),
+// S = sum_j |a_ij|, eps = kSignedEps (docs/TRAINER.md, "Signed kernels").
 class KernelHeadImpl : public AttentionHeadImpl {
  public:
-  static constexpr double kSignedDelta = 1e-3;
+  static constexpr double kSignedEps = 0.1;
   KernelHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds);
   // Features of every token: [S, T, H, r] for flat_x [S, T, m].
   torch::Tensor QueryFeatures(const torch::Tensor& flat_x) const;

@@ -50,7 +50,7 @@ struct Shape {
 // the seed's loss NaN.
 TEST(QuotientTest, GradientIsFiniteForEveryDenominatorAboveAndBelowTheFloor) {
   for (float den = 1e-37f; den < 10.0f; den *= 3.0f) {
-    const loops::Quotient q = loops::QuotientOf(den, 0.0f);
+    const loops::Quotient q = loops::QuotientOf(den, 0.0f, 0.0f);
     EXPECT_TRUE(std::isfinite(q.c)) << den;
     EXPECT_TRUE(std::isfinite(q.dc)) << den;
   }
@@ -364,25 +364,29 @@ void ExpectLoopsAsCloseAsBmm(const AttentionRun& run, const std::string& what) {
 // chunk holds.
 TEST(ShortAttentionTest, LoopsMatchBmmInValueAndGradient) {
   torch::manual_seed(3);
-  for (double delta : {0.0, KernelHeadImpl::kSignedDelta}) {
+  // eps 0: nonnegative features; kSignedEps: the signed quotient, on
+  // positive features and on features of both signs (scores of both signs
+  // exercise the gradient through S = sum_j |a_ij|).
+  for (auto [eps, mixed] : {std::pair{0.0, false}, std::pair{KernelHeadImpl::kSignedEps, false},
+                            std::pair{KernelHeadImpl::kSignedEps, true}}) {
     for (int64_t n : {1, 3, 5}) {
       for (int64_t r : {1, 16, 19}) {
         for (int64_t dv : {1, 24}) {
           const int64_t g = 300;
-          // Positive features keep den away from 0, where the signed
-          // quotient would amplify rounding.
-          const torch::Tensor q0 = torch::rand({g, n, r}, torch::kFloat64) + 0.05;
-          const torch::Tensor k0 = torch::rand({g, n, r}, torch::kFloat64) + 0.05;
+          const torch::Tensor q0 = mixed ? torch::randn({g, n, r}, torch::kFloat64)
+                                         : torch::rand({g, n, r}, torch::kFloat64) + 0.05;
+          const torch::Tensor k0 = mixed ? torch::randn({g, n, r}, torch::kFloat64)
+                                         : torch::rand({g, n, r}, torch::kFloat64) + 0.05;
           const torch::Tensor v0 = torch::randn({g, n, dv}, torch::kFloat64);
           const torch::Tensor w = torch::randn({g, n, dv}, torch::kFloat64);
           ExpectLoopsAsCloseAsBmm(
               [&](torch::ScalarType type, AttentionImpl impl) {
                 torch::Tensor q = Leaf(q0, type), k = Leaf(k0, type), v = Leaf(v0, type);
-                torch::Tensor y = NormalizedAttention(q, k, v, delta, impl);
+                torch::Tensor y = NormalizedAttention(q, k, v, eps, impl);
                 (y * w.to(type)).sum().backward();
                 return std::vector<torch::Tensor>{y.detach(), q.grad(), k.grad(), v.grad()};
               },
-              absl::StrCat("delta ", delta, " n ", n, " r ", r, " dv ", dv));
+              absl::StrCat("eps ", eps, mixed ? " mixed" : "", " n ", n, " r ", r, " dv ", dv));
         }
       }
     }

@@ -7,6 +7,7 @@
 #ifndef RANKSWEEP_WORKER_TRAINER_LOOP_MATH_H_
 #define RANKSWEEP_WORKER_TRAINER_LOOP_MATH_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #define RANKSWEEP_INLINE inline __attribute__((always_inline))
@@ -18,20 +19,31 @@ namespace ranksweep::trainer::loops {
 // a normal float, so -1 / den^2 stays finite for every den above the floor.
 inline constexpr float kDenFloor = 1e-18f;
 
-// c(den) and dc/dden of the normalized attention's quotient: 1 / den for
-// nonnegative features (floored, no gradient below the floor), and
-// den / (den^2 + delta2) for signed kernels (delta2 > 0).
+// The normalized attention's quotient c and its derivatives dc/dden and
+// dc/dS, where den = sum_j a_ij and S = sum_j |a_ij|:
+//   nonnegative features (eps2 == 0): c = 1 / den, floored at kDenFloor (no
+//     gradient below the floor); dc/dS = 0;
+//   signed kernels (eps2 = eps^2 > 0): c = den / (den^2 + eps2 S^2), the
+//     scale-free regularized inverse of docs/TRAINER.md ("Signed kernels"):
+//     1 / den wherever |den| >> eps S, and |c num| <= max |v| / (2 eps).
+// q is floored at kDenFloor^2 so that a row of zero scores gives c = 0.
 struct Quotient {
-  float c, dc;
+  float c, dc, ds;
 };
 
-RANKSWEEP_INLINE Quotient QuotientOf(float den, float delta2) {
-  if (delta2 > 0) {
-    const float q = den * den + delta2;
-    return {den / q, (delta2 - den * den) / q / q};
+RANKSWEEP_INLINE Quotient QuotientOf(float den, float abs_sum, float eps2) {
+  if (eps2 > 0) {
+    const float reg = eps2 * abs_sum * abs_sum;
+    const float q = std::max(den * den + reg, kDenFloor * kDenFloor);
+    return {den / q, (reg - den * den) / q / q, -2.0f * eps2 * abs_sum * den / q / q};
   }
-  if (den > kDenFloor) return {1.0f / den, -1.0f / (den * den)};
-  return {1.0f / kDenFloor, 0.0f};  // clamped: no gradient through den
+  if (den > kDenFloor) return {1.0f / den, -1.0f / (den * den), 0.0f};
+  return {1.0f / kDenFloor, 0.0f, 0.0f};  // clamped: no gradient through den
+}
+
+// sign(a) as the derivative of |a| (0 at 0, as LibTorch's abs backward).
+RANKSWEEP_INLINE float SignOf(float a) {
+  return static_cast<float>((a > 0.0f) - (a < 0.0f));
 }
 
 // Eight partial sums, so that the compiler can keep them in vector

@@ -50,7 +50,7 @@ struct KernelOut {
 
 // Inputs contiguous float32 on the CPU.
 KernelOut KernelLoops(const torch::Tensor& fq, const torch::Tensor& fk, const torch::Tensor& v,
-                        float delta2) {
+                        float eps2) {
   const Sizes z = SizesOf(fq, v);
   KernelOut out;
   out.y = torch::empty({z.g, z.n, z.dv}, v.options());
@@ -69,16 +69,17 @@ KernelOut KernelLoops(const torch::Tensor& fq, const torch::Tensor& fk, const to
       const float* vg = val + g * z.n * z.dv;
       for (int64_t i = 0; i < z.n; ++i) {
         float* a = alpha + (g * z.n + i) * z.n;
-        float sum = 0;
+        float sum = 0, abs_sum = 0;
         for (int64_t j = 0; j < z.n; ++j) {
           a[j] = Dot(qg + i * z.r, kg + j * z.r, z.r);
           sum += a[j];
+          abs_sum += std::fabs(a[j]);
         }
         den[g * z.n + i] = sum;
         float* yi = y + (g * z.n + i) * z.dv;
         for (int64_t d = 0; d < z.dv; ++d) yi[d] = 0;
         for (int64_t j = 0; j < z.n; ++j) Axpy(a[j], vg + j * z.dv, yi, z.dv);
-        const float c = QuotientOf(sum, delta2).c;
+        const float c = QuotientOf(sum, abs_sum, eps2).c;
         for (int64_t d = 0; d < z.dv; ++d) yi[d] *= c;
       }
     }
@@ -89,20 +90,21 @@ KernelOut KernelLoops(const torch::Tensor& fq, const torch::Tensor& fk, const to
 class KernelAttentionFunction : public torch::autograd::Function<KernelAttentionFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& fq,
-                               const torch::Tensor& fk, const torch::Tensor& v, double delta2) {
-    KernelOut out = KernelLoops(fq, fk, v, static_cast<float>(delta2));
+                               const torch::Tensor& fk, const torch::Tensor& v, double eps2) {
+    KernelOut out = KernelLoops(fq, fk, v, static_cast<float>(eps2));
     ctx->save_for_backward({fq, fk, v, out.alpha, out.den});
-    ctx->saved_data["delta2"] = delta2;
+    ctx->saved_data["eps2"] = eps2;
     return out.y;
   }
 
-  // With gnum_i = c_i gy_i and gden_i = dc_i <gy_i, num_i>, num_i = y_i / c_i:
-  // ga_ij = <gnum_i, v_j> + gden_i; gv_j = sum_i a_ij gnum_i;
+  // With gnum_i = c_i gy_i, gden_i = dc_i <gy_i, num_i> and
+  // gabs_i = ds_i <gy_i, num_i> (signed kernels; 0 otherwise):
+  // ga_ij = <gnum_i, v_j> + gden_i + gabs_i sign(a_ij); gv_j = sum_i a_ij gnum_i;
   // gfq_i = sum_j ga_ij fk_j; gfk_j = sum_i ga_ij fq_i.
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &fq = saved[0], &fk = saved[1], &v = saved[2];
-    const float delta2 = static_cast<float>(ctx->saved_data["delta2"].toDouble());
+    const float eps2 = static_cast<float>(ctx->saved_data["eps2"].toDouble());
     const torch::Tensor gy_t = grads[0].contiguous();
     const Sizes z = SizesOf(fq, v);
     InputGrads grad(fq, fk, v);
@@ -120,13 +122,19 @@ class KernelAttentionFunction : public torch::autograd::Function<KernelAttention
         for (int64_t i = 0; i < z.n; ++i) {
           const float* a = alpha + (g * z.n + i) * z.n;
           const float* gyi = gy + vo + i * z.dv;
-          const Quotient quot = QuotientOf(den[g * z.n + i], delta2);
+          float abs_sum = 0;
+          if (eps2 > 0) {
+            for (int64_t j = 0; j < z.n; ++j) abs_sum += std::fabs(a[j]);
+          }
+          const Quotient quot = QuotientOf(den[g * z.n + i], abs_sum, eps2);
           std::fill(num.begin(), num.end(), 0.0f);
           for (int64_t j = 0; j < z.n; ++j) Axpy(a[j], val + vo + j * z.dv, num.data(), z.dv);
-          const float gden = quot.dc * Dot(gyi, num.data(), z.dv);
+          const float gy_num = Dot(gyi, num.data(), z.dv);
+          const float gden = quot.dc * gy_num, gabs = quot.ds * gy_num;
           for (int64_t d = 0; d < z.dv; ++d) gnum[d] = quot.c * gyi[d];
           for (int64_t j = 0; j < z.n; ++j) {
-            const float ga = Dot(gnum.data(), val + vo + j * z.dv, z.dv) + gden;
+            float ga = Dot(gnum.data(), val + vo + j * z.dv, z.dv) + gden;
+            if (eps2 > 0) ga += gabs * loops::SignOf(a[j]);
             Axpy(a[j], gnum.data(), gv + vo + j * z.dv, z.dv);
             Axpy(ga, k + qk + j * z.r, gq + qk + i * z.r, z.r);
             Axpy(ga, q + qk + i * z.r, gk + qk + j * z.r, z.r);
@@ -145,12 +153,25 @@ bool LoopsApply(const torch::Tensor& fq, const torch::Tensor& fk, const torch::T
   return cpu_float(fq) && cpu_float(fk) && cpu_float(v) && fq.size(1) <= kShortAttentionMaxLen;
 }
 
+}  // namespace
+
+torch::Tensor SignedQuotient(const torch::Tensor& den, const torch::Tensor& abs_sum,
+                             double eps) {
+  const double floor = static_cast<double>(kDenFloor) * kDenFloor;
+  return den / (den * den + (eps * eps) * abs_sum * abs_sum).clamp_min(floor);
+}
+
+namespace {
+
 torch::Tensor BmmAttention(const torch::Tensor& fq, const torch::Tensor& fk,
-                           const torch::Tensor& v, double signed_delta) {
+                           const torch::Tensor& v, double signed_eps) {
   torch::Tensor alpha = torch::bmm(fq, fk.transpose(1, 2));  // [G, N, N]
   torch::Tensor num = torch::bmm(alpha, v);                   // [G, N, dv]
   torch::Tensor den = alpha.sum(-1, /*keepdim=*/true);        // [G, N, 1]
-  if (signed_delta > 0) return num * den / (den * den + signed_delta * signed_delta);
+  if (signed_eps > 0) {
+    torch::Tensor abs_sum = alpha.abs().sum(-1, /*keepdim=*/true);
+    return num * SignedQuotient(den, abs_sum, signed_eps);
+  }
   // Features are nonnegative, so den > 0 up to float underflow; the floor
   // only keeps an underflowed row finite.
   return num / den.clamp_min(kDenFloor);
@@ -302,25 +323,25 @@ torch::Tensor SoftmaxAttention(const torch::Tensor& q, const torch::Tensor& k,
 }
 
 torch::Tensor NormalizedAttention(const torch::Tensor& fq, const torch::Tensor& fk,
-                                  const torch::Tensor& v, double signed_delta,
+                                  const torch::Tensor& v, double signed_eps,
                                   AttentionImpl impl) {
   TORCH_CHECK(fq.dim() == 3 && fk.sizes() == fq.sizes() && v.dim() == 3 &&
                   v.size(0) == fq.size(0) && v.size(1) == fq.size(1),
               "NormalizedAttention: fq, fk [G, N, r] and v [G, N, dv] expected");
   const bool loops = impl == AttentionImpl::kLoops ||
                      (impl == AttentionImpl::kAuto && LoopsApply(fq, fk, v));
-  if (!loops) return BmmAttention(fq, fk, v, signed_delta);
+  if (!loops) return BmmAttention(fq, fk, v, signed_eps);
   TORCH_CHECK(LoopsApply(fq, fk, v), "NormalizedAttention: loops need float32 CPU tensors, N <= ",
               kShortAttentionMaxLen);
-  const double delta2 = signed_delta > 0 ? signed_delta * signed_delta : 0.0;
+  const double eps2 = signed_eps > 0 ? signed_eps * signed_eps : 0.0;
   const bool needs_grad = torch::GradMode::is_enabled() &&
                           (fq.requires_grad() || fk.requires_grad() || v.requires_grad());
   if (!needs_grad) {
     return KernelLoops(fq.contiguous(), fk.contiguous(), v.contiguous(),
-                        static_cast<float>(delta2))
+                        static_cast<float>(eps2))
         .y;
   }
-  return KernelAttentionFunction::apply(fq.contiguous(), fk.contiguous(), v.contiguous(), delta2);
+  return KernelAttentionFunction::apply(fq.contiguous(), fk.contiguous(), v.contiguous(), eps2);
 }
 
 }  // namespace ranksweep::trainer

@@ -131,7 +131,7 @@ struct Problem {
   bool shared_tokens = false;                 // xa is [1, T, m+1]
   torch::Tensor xa, w;
   const float* inv_tau = nullptr;
-  float delta2 = 0, relu_eps = 0;
+  float eps2 = 0, relu_eps = 0;
   // Kernel heads with a feature map keep features apart from the maps.
   bool features() const { return shape.kind == Shape::Kind::kKernel; }
 };
@@ -166,8 +166,8 @@ Problem MakeProblem(const torch::Tensor& xa, const torch::Tensor& w, const torch
                 "TokenKernelForward: inv_tau [S] float32 expected");
     p.inv_tau = inv_tau.data_ptr<float>();
   }
-  p.delta2 = shape.kind == Shape::Kind::kSignedKernel
-                 ? static_cast<float>(shape.signed_delta * shape.signed_delta)
+  p.eps2 = shape.kind == Shape::Kind::kSignedKernel
+                 ? static_cast<float>(shape.signed_eps * shape.signed_eps)
                  : 0.0f;
   p.relu_eps = static_cast<float>(shape.relu_eps);
   return p;
@@ -304,11 +304,14 @@ RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const Feat
       for (int64_t j = 0; j < n; ++j) Axpy(w[j], z + (r0 + j) * p.f + p.v, numi, dv);
       std::copy(numi, numi + dv, yi);
     } else {
-      float den = 0;
+      float den = 0, abs_sum = 0;
       for (int64_t j = 0; j < n; ++j) den += a[j];
+      if (p.eps2 > 0) {
+        for (int64_t j = 0; j < n; ++j) abs_sum += std::fabs(a[j]);
+      }
       sc.den[i] = den;
       for (int64_t j = 0; j < n; ++j) Axpy(a[j], z + (r0 + j) * p.f + p.v, numi, dv);
-      const float c = QuotientOf(den, p.delta2).c;
+      const float c = QuotientOf(den, abs_sum, p.eps2).c;
       for (int64_t d = 0; d < dv; ++d) yi[d] = c * numi[d];
     }
     if (out != nullptr) {
@@ -366,13 +369,19 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Fe
         Axpy(tau * gs[j], qi, gzj + p.k, r);
       }
     } else {
-      const Quotient quot = QuotientOf(sc.den[i], p.delta2);
-      const float gden = quot.dc * Dot(gy, sc.num.data() + i * dv, dv);
+      float abs_sum = 0;
+      if (p.eps2 > 0) {
+        for (int64_t j = 0; j < n; ++j) abs_sum += std::fabs(a[j]);
+      }
+      const Quotient quot = QuotientOf(sc.den[i], abs_sum, p.eps2);
+      const float gy_num = Dot(gy, sc.num.data() + i * dv, dv);
+      const float gden = quot.dc * gy_num, gabs = quot.ds * gy_num;
       float* gnum = sc.gnum.data();
       for (int64_t d = 0; d < dv; ++d) gnum[d] = quot.c * gy[d];
       for (int64_t j = 0; j < n; ++j) {
         float* gzj = gz + (r0 + j) * p.f;
-        const float ga = Dot(gnum, z + (r0 + j) * p.f + p.v, dv) + gden;
+        float ga = Dot(gnum, z + (r0 + j) * p.f + p.v, dv) + gden;
+        if (p.eps2 > 0) ga += gabs * loops::SignOf(a[j]);
         Axpy(a[j], gnum, gzj + p.v, dv);
         Axpy(ga, fe.base + (r0 + j) * fe.stride + fk, gqi, r);
         Axpy(ga, qi, gzj + p.k, r);
@@ -407,7 +416,9 @@ RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, co
   float sum[3];
   for (int i = 0; i < 3; ++i) {
     const float* ai = a + 3 * i;
-    quot[i] = QuotientOf((ai[0] + ai[1]) + ai[2], p.delta2);
+    const float abs_sum =
+        p.eps2 > 0 ? (std::fabs(ai[0]) + std::fabs(ai[1])) + std::fabs(ai[2]) : 0.0f;
+    quot[i] = QuotientOf((ai[0] + ai[1]) + ai[2], abs_sum, p.eps2);
     sum[i] = ai[0] * pv[3 * i] + ai[1] * pv[3 * i + 1] + ai[2] * pv[3 * i + 2];
     out[i] = quot[i].c * sum[i] + zs[i * p.f + p.b];
   }
@@ -419,7 +430,7 @@ RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, co
     loss += static_cast<double>(weight[i]) * d * d;
     const float go = 2.0f * weight[i] * d;
     const float coef = quot[i].c * go;
-    const float gden = quot[i].dc * go * sum[i];
+    const float gden = quot[i].dc * go * sum[i], gabs = quot[i].ds * go * sum[i];
     float* gzi = gzs + i * p.f;
     gzi[p.b] = go;
     const float* qi = q0 + i * fe.stride;
@@ -429,7 +440,8 @@ RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, co
       float* gzj = gzs + j * p.f;
       AxpyFixed<kDv>(coef * aij, zs + j * p.f + p.v, gzi + p.u, dv);
       AxpyFixed<kDv>(coef * aij, ui, gzj + p.v, dv);
-      const float ga = coef * pv[3 * i + j] + gden;
+      float ga = coef * pv[3 * i + j] + gden;
+      if (p.eps2 > 0) ga += gabs * loops::SignOf(aij);
       AxpyFixed<kR>(ga, k0 + j * fe.stride, gzi + p.q, r);
       AxpyFixed<kR>(ga, qi, gzj + p.k, r);
     }
@@ -723,7 +735,7 @@ class TokenKernelFunction : public torch::autograd::Function<TokenKernelFunction
     ctx->saved_data["kind"] = static_cast<int64_t>(shape.kind);
     ctx->saved_data["map"] = static_cast<int64_t>(shape.map);
     ctx->saved_data["relu_eps"] = shape.relu_eps;
-    ctx->saved_data["signed_delta"] = shape.signed_delta;
+    ctx->saved_data["signed_eps"] = shape.signed_eps;
     ctx->saved_data["score"] = shape.score;
     ctx->saved_data["dv"] = shape.dv;
     ctx->saved_data["k"] = shape.k;
@@ -736,7 +748,7 @@ class TokenKernelFunction : public torch::autograd::Function<TokenKernelFunction
     shape.kind = static_cast<Shape::Kind>(ctx->saved_data["kind"].toInt());
     shape.map = static_cast<Shape::Map>(ctx->saved_data["map"].toInt());
     shape.relu_eps = ctx->saved_data["relu_eps"].toDouble();
-    shape.signed_delta = ctx->saved_data["signed_delta"].toDouble();
+    shape.signed_eps = ctx->saved_data["signed_eps"].toDouble();
     shape.score = ctx->saved_data["score"].toInt();
     shape.dv = ctx->saved_data["dv"].toInt();
     shape.k = ctx->saved_data["k"].toInt();

@@ -36,7 +36,7 @@ struct TokenKernelShape {
   enum class Map { kEluPlusOne, kReluEps, kExp };
   Map map = Map::kEluPlusOne;
   double relu_eps = 1e-3;
-  double signed_delta = 0;  // kSignedKernel: the quotient's delta
+  double signed_eps = 0;  // kSignedKernel: the quotient's eps (loop_math.h, QuotientOf)
   int64_t score = 1;        // rank r, or the softmax score width
   int64_t dv = 1;
   int64_t k = 1;

@@ -113,6 +113,8 @@ std::map<std::string, Setter> MakeSetters(TaskSpec& t, trainer::RunOptions& run,
   RS_NUM("eval_every", train.eval_every);
   RS_NUM("early_stop_evals", train.early_stop_evals);
   RS_ENUM("loss", train.loss, ParseLossKind);
+  RS_ENUM("schedule", train.schedule, ParseLrSchedule);
+  RS_NUM("warmup_steps", train.warmup_steps);
   s["device"] = [&run](const std::string& v) {
     run.device = v;
     return absl::OkStatus();
@@ -261,7 +263,7 @@ absl::Status Main(int argc, char** argv) {
                    "weight bernoulli-p pool-size test-pool-share train-size test-size "
                    "hard-share head feature-map construction hidden num-heads value-dim "
                    "score-dim relu-eps beta rank seeds lr beta1 beta2 weight-decay batch-size "
-                   "max-steps eval-every early-stop-evals loss; plus device "
+                   "max-steps eval-every early-stop-evals loss schedule warmup-steps; plus device "
                    "(auto|cpu|cuda|cuda:N), indent (JSON indent, -1 = compact) and "
                    "dump-dataset FILE (write the dataset as JSON to FILE instead of "
                    "training).\n"
