@@ -12,7 +12,7 @@
 #include "server/core/sqlite.h"
 #include "server/core/store.h"
 #include "server/core/store_test_util.h"
-#include "tests/support/process.h"
+#include "common/temp_dir.h"
 
 namespace ranksweep::server {
 namespace {
@@ -60,7 +60,7 @@ TEST(SchemaTest, PartialIndexesKeepTheStateNumbersTheyShippedWith) {
 // ------------------------------------------------------------------ migrations
 // Files written by older binaries, opened by this one.
 
-using TempDir = ::ranksweep::testing::TempDir;
+using ::ranksweep::TempDir;
 
 std::string File(const TempDir& dir, const std::string& name) { return dir.path() + "/" + name; }
 
