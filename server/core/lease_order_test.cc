@@ -6,8 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/core/packed_row.h"
-#include "server/core/schema.h"
+#include "server/core/store_test_util.h"
 #include "server/core/types.h"
 
 namespace ranksweep::server {
@@ -30,11 +29,8 @@ SweepSpec KernelSpec() {
 class LeaseOrderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto c = Connection::Open(":memory:", Connection::Mode::kReadWrite, 1000);
-    ASSERT_TRUE(c.ok()) << c.status();
-    c_ = std::move(*c);
-    ASSERT_TRUE(RegisterPackRowFunction(c_->handle()).ok());
-    ASSERT_TRUE(Migrate(*c_, ":memory:").ok());
+    c_ = NewMemoryDatabase();
+    ASSERT_NE(c_, nullptr);
   }
 
   void AddSweep(const std::string& id, const std::string& owner, int priority, int served,
