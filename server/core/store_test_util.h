@@ -1,18 +1,37 @@
-// Helpers the tests of the store and of its schema share (store_test.cc,
-// schema_test.cc): exact row counts and rows as text, read on the store's
-// read connection, and a row written into `meta`. Tests only.
+// Helpers the tests of the store, of its schema and of the modules that run
+// on its connections share: a fresh database in memory, exact row counts and
+// rows as text read on the store's read connection, and a row written into
+// `meta`. Tests only.
 #ifndef RANKSWEEP_SERVER_CORE_STORE_TEST_UTIL_H_
 #define RANKSWEEP_SERVER_CORE_STORE_TEST_UTIL_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "server/core/packed_row.h"
+#include "server/core/schema.h"
+#include "server/core/sqlite.h"
 #include "server/core/store.h"
 
 namespace ranksweep::server {
+
+// A database in memory at the current schema, set up as Store::Open sets up
+// its writer (with the SQL function ranksweep_pack_row); null, with the test
+// failed, when that does not work.
+inline std::unique_ptr<Connection> NewMemoryDatabase() {
+  auto c = Connection::Open(":memory:", Connection::Mode::kReadWrite, 1000);
+  EXPECT_TRUE(c.ok()) << c.status();
+  if (!c.ok()) return nullptr;
+  absl::Status s = RegisterPackRowFunction((*c)->handle());
+  if (s.ok()) s = Migrate(**c, ":memory:");
+  EXPECT_TRUE(s.ok()) << s;
+  return s.ok() ? std::move(*c) : nullptr;
+}
 
 inline int64_t CountRows(Store& store, const std::string& table) {
   int64_t n = -1;

@@ -5,9 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/core/packed_row.h"
-#include "server/core/schema.h"
-#include "server/core/sqlite.h"
+#include "server/core/store_test_util.h"
 
 namespace ranksweep::server {
 namespace {
@@ -50,11 +48,8 @@ TEST(WorkerRegistryTest, RegistrationIsCheckedFieldByFieldInOrder) {
 class WorkerRowsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto c = Connection::Open(":memory:", Connection::Mode::kReadWrite, 1000);
-    ASSERT_TRUE(c.ok()) << c.status();
-    c_ = std::move(*c);
-    ASSERT_TRUE(RegisterPackRowFunction(c_->handle()).ok());
-    ASSERT_TRUE(Migrate(*c_, ":memory:").ok());
+    c_ = NewMemoryDatabase();
+    ASSERT_NE(c_, nullptr);
   }
 
   int64_t RegisteredMs(const std::string& id) {
