@@ -60,6 +60,7 @@ absl::Status Check(const v1::ResultColumns& c) {
       {c.final_loss_size(), "final_loss", true},
       {c.steps_size(), "steps", true},
       {c.wall_seconds_size(), "wall_seconds", true},
+      {c.recipe_size(), "recipe", true},
   };
   for (const Length& l : lengths) {
     if (l.size == n || (l.metric && l.size == 0)) continue;
@@ -109,6 +110,7 @@ absl::Status RowsFromColumns(v1::QueryResultsResponse* response) {
     row->set_head(c.heads(c.head_index(i)));
     row->set_head_index(c.head_index(i));
     row->set_rank(c.rank(i));
+    row->set_recipe(ValueOr(c.recipe(), i, 0));
     row->set_seed(c.seed(i));
     row->set_state(c.state(i));
     if (c.state(i) == v1::CELL_STATE_DONE || c.state(i) == v1::CELL_STATE_INVALID) {

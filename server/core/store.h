@@ -140,7 +140,7 @@ struct StoreOptions {
 class Store {
  public:
   // The schema version this binary writes.
-  static constexpr int kSchemaVersion = 10;
+  static constexpr int kSchemaVersion = 11;
 
   // Opens (creating if needed) the database at `path`, migrates it to
   // kSchemaVersion, then opens the read-only connections.

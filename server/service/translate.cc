@@ -126,6 +126,7 @@ void FillProto(const ResultRow& row, v1::ResultRow* p) {
   p->set_head(row.head);
   p->set_head_index(row.head_index);
   p->set_rank(row.rank);
+  p->set_recipe(row.recipe);
   p->set_seed(row.seed);
   p->set_state(static_cast<v1::CellState>(static_cast<int>(row.state)));
   if (row.result.has_value()) ranksweep::FillProto(*row.result, p->mutable_result());
@@ -223,6 +224,7 @@ void ResultColumnsBuilder::Add(const ResultRow& row) {
     if (c.heads(row.head_index).empty()) c.set_heads(row.head_index, row.head);
   }
   c.add_rank(row.rank);
+  c.add_recipe(row.recipe);
   c.add_seed(row.seed);
   c.add_state(static_cast<v1::CellState>(static_cast<int>(row.state)));
   c.add_attempt(row.attempt);
@@ -285,6 +287,7 @@ void ResultColumnsBuilder::Finish() {
   ClearIfAll(c.mutable_final_loss(), result.final_loss);
   ClearIfAll(c.mutable_steps(), result.steps);
   ClearIfAll(c.mutable_wall_seconds(), result.wall_seconds);
+  ClearIfAll(c.mutable_recipe(), 0);
 }
 
 v1::ResultGroup ToProto(const ResultGroup& group) {
@@ -292,6 +295,7 @@ v1::ResultGroup ToProto(const ResultGroup& group) {
   p.set_head(group.head);
   p.set_head_index(group.head_index);
   p.set_rank(group.rank);
+  p.set_recipe(group.recipe);
   p.set_n(group.n);
   p.set_expected(group.expected);
   FillAggregate(group.train_error, p.mutable_train_error());
