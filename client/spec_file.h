@@ -88,6 +88,10 @@ struct SpecOverrides {
   std::optional<int> early_stop_evals;
   std::optional<std::string> loss;  // a LossKind name
   std::optional<int> priority;
+  // Recipe axes given by their flags (--lr 0.01,0.003): one value sets the
+  // field, several make the axis (SetAxisValues); applied after the fields
+  // above.
+  std::vector<SweepAxis> axes;
 };
 
 // Applies `overrides` to `spec`. InvalidArgument naming the flag for a bad

@@ -277,6 +277,44 @@ std::string FormatAxisValue(const std::string& name, double value) {
   return buf;
 }
 
+absl::Status SetAxisValues(const std::string& name, std::vector<double> values,
+                           SweepSpec* spec) {
+  const AxisRow* row = FindAxis(name);
+  if (row == nullptr || values.empty()) {
+    return absl::InvalidArgumentError(
+        row == nullptr ? absl::StrCat("\"", name, "\" is not an axis; axes: ",
+                                      absl::StrJoin(AxisNames(), ", "))
+                       : absl::StrCat(name, ": at least one value"));
+  }
+  std::vector<SweepAxis>& axes = spec->axes;
+  axes.erase(std::remove_if(axes.begin(), axes.end(),
+                            [&](const SweepAxis& a) { return a.name == name; }),
+             axes.end());
+  if (values.size() == 1) {
+    TaskSpec t;
+    t.dataset = spec->dataset;
+    t.train = spec->train;
+    row->apply(values[0], &t);
+    spec->dataset = t.dataset;
+    spec->train = t.train;
+    return absl::OkStatus();
+  }
+  auto at = std::find_if(axes.begin(), axes.end(), [&](const SweepAxis& a) {
+    return AxisOrder(a.name) > AxisOrder(name);
+  });
+  axes.insert(at, SweepAxis{name, std::move(values)});
+  return absl::OkStatus();
+}
+
+int64_t GridCellCount(const SweepSpec& s) {
+  int64_t cells = 0;
+  const int64_t seeds = static_cast<int64_t>(SweepSeeds(s).size());
+  for (const HeadSpec& h : s.heads) {
+    cells += (HeadHasRank(h) ? static_cast<int64_t>(s.ranks.size()) : 1) * seeds;
+  }
+  return cells * std::min<int64_t>(RecipeCount(s), int64_t{1} << 40);  // <= 2^61
+}
+
 int64_t RecipeCount(const SweepSpec& spec) {
   int64_t n = 1;
   for (const SweepAxis& axis : spec.axes) {
@@ -547,13 +585,8 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   RS_CHECK(ValidateTrain(first.train));
   RS_CHECK(CheckRange("priority", s.priority, -100, 100));
   RS_CHECK(CheckEnum(kSweepModes, s.mode, "mode"));
-  int64_t cells = 0;
-  const int64_t seeds = static_cast<int64_t>(SweepSeeds(s).size());
-  for (const HeadSpec& h : s.heads) {
-    cells += (HeadHasRank(h) ? static_cast<int64_t>(s.ranks.size()) : 1) * seeds;
-  }
+  const int64_t cells = GridCellCount(s);
   const int64_t recipes = RecipeCount(s);
-  cells *= std::min<int64_t>(recipes, int64_t{1} << 40);  // <= 2^61: no overflow
   RS_CHECK(CheckRange<int64_t>(
       s.axes.empty() ? "total cells (heads x ranks x seeds)"
                      : "total cells (heads x ranks x seeds x recipes)",

@@ -178,6 +178,10 @@ bool HeadHasRank(const HeadSpec& head);
 // rank-1 kernel solve the witness family (docs/TRAINER.md).
 bool ReadoutEscapesRankBound(const HeadSpec& head, const TrainSpec& train);
 
+// Cells of the full grid: (ranked heads x ranks + rank-less heads) x seeds
+// x recipes. Search mode creates fewer.
+int64_t GridCellCount(const SweepSpec& spec);
+
 // The seeds a sweep runs: `seeds` if given, else 0..seed_count-1.
 std::vector<uint64_t> SweepSeeds(const SweepSpec& spec);
 
@@ -207,6 +211,14 @@ absl::StatusOr<double> ParseAxisValue(const std::string& name, const std::string
 // The value as a label shows it: integers without a point, other numbers
 // in their shortest form that reads back as the same double.
 std::string FormatAxisValue(const std::string& name, double value);
+
+// Gives axis `name` of `spec` the values a command-line flag lists: one
+// value is written to the field and drops an axis of that name; several
+// make (or replace) the axis, kept in AxisNames() order. InvalidArgument
+// for a name that is not an axis or an empty list; values are checked by
+// ValidateSweepSpec.
+absl::Status SetAxisValues(const std::string& name, std::vector<double> values,
+                           SweepSpec* spec);
 
 // Number of recipes: the product of the axes' value counts (1 without axes).
 int64_t RecipeCount(const SweepSpec& spec);

@@ -474,15 +474,7 @@ absl::StatusOr<SweepInfo> SweepQueries::LoadSweep(Connection& c, const std::stri
       info.cached_cells = q.ColumnInt(kCachedN);
     }
   }
-  {
-    int64_t ranked = 0, unranked = 0;
-    for (const HeadSpec& h : info.spec.heads) ++(HeadHasRank(h) ? ranked : unranked);
-    std::set<int> ranks(info.spec.ranks.begin(), info.spec.ranks.end());
-    const std::vector<uint64_t> seed_list = SweepSeeds(info.spec);
-    const std::set<uint64_t> seeds(seed_list.begin(), seed_list.end());
-    info.grid_cells = (ranked * static_cast<int64_t>(ranks.size()) + unranked) *
-                      static_cast<int64_t>(seeds.size()) * RecipeCount(info.spec);
-  }
+  info.grid_cells = GridCellCount(info.spec);
   {
     enum Col : int { kHeadIndex, kRank, kRecipe, kSeed, kFailure, kCount };
     static const std::string* sql = NewSelect<kCount>(
