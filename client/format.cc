@@ -243,7 +243,71 @@ Table SweepsTable(const std::vector<v1::SweepInfo>& sweeps, absl::TimeZone tz) {
   return t;
 }
 
-Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
+RecipeAxes RecipeAxes::Of(const SweepSpec& spec) {
+  RecipeAxes axes;
+  for (const SweepAxis& a : spec.axes) axes.names.push_back(a.name);
+  if (axes.empty()) return axes;
+  const int64_t recipes = RecipeCount(spec);
+  axes.values.reserve(static_cast<size_t>(recipes));
+  for (int64_t k = 0; k < recipes; ++k) {
+    axes.values.push_back(RecipeValues(spec, static_cast<int>(k)));
+  }
+  return axes;
+}
+
+double RecipeAxes::Value(int recipe, size_t axis) const {
+  if (recipe < 0 || static_cast<size_t>(recipe) >= values.size()) return std::nan("");
+  return values[static_cast<size_t>(recipe)][axis];
+}
+
+std::string RecipeAxes::Text(int recipe, size_t axis) const {
+  if (recipe < 0 || static_cast<size_t>(recipe) >= values.size()) return "?";
+  return FormatAxisValue(names[axis], Value(recipe, axis));
+}
+
+namespace {
+
+// Inserts the axes' columns into a table after its first `after` columns:
+// the header (the names, upper-case in the tables people read), right-aligned,
+// and each item's values from its recipe.
+template <typename Item>
+void InsertAxisColumns(const RecipeAxes& axes, size_t after, const std::vector<Item>& items,
+                       bool upper_case, Table* t) {
+  if (axes.empty()) return;
+  for (size_t i = 0; i < axes.names.size(); ++i) {
+    t->header.insert(t->header.begin() + static_cast<std::ptrdiff_t>(after + i),
+                     upper_case ? absl::AsciiStrToUpper(axes.names[i]) : axes.names[i]);
+    if (t->right_align.size() >= after + i) {
+      t->right_align.insert(t->right_align.begin() + static_cast<std::ptrdiff_t>(after + i),
+                            true);
+    }
+  }
+  for (size_t r = 0; r < items.size(); ++r) {
+    for (size_t i = 0; i < axes.names.size(); ++i) {
+      t->rows[r].insert(t->rows[r].begin() + static_cast<std::ptrdiff_t>(after + i),
+                        axes.Text(items[r].recipe(), i));
+    }
+  }
+}
+
+// The axes' values of `recipe` as keys of a JSON object.
+void AddAxisKeys(const RecipeAxes& axes, int recipe, nlohmann::ordered_json* j) {
+  for (size_t i = 0; i < axes.names.size(); ++i) {
+    const double v = axes.Value(recipe, i);
+    if (std::isnan(v)) {
+      (*j)[axes.names[i]] = nullptr;
+    } else if (v == std::floor(v) && std::abs(v) < 1e15 &&
+               FormatAxisValue(axes.names[i], v).find_first_of(".e") == std::string::npos) {
+      (*j)[axes.names[i]] = static_cast<int64_t>(v);
+    } else {
+      (*j)[axes.names[i]] = v;
+    }
+  }
+}
+
+}  // namespace
+
+Table ResultRowsTable(const std::vector<v1::ResultRow>& rows, const RecipeAxes& axes) {
   Table t;
   t.header = {"HEAD", "RANK", "SEED", "STATE", "TRAIN_ERR", "TEST_ERR", "POS_ACC", "STEPS"};
   t.right_align = {false, true, true, false, true, true, true, true};
@@ -278,6 +342,7 @@ Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
     cells.push_back(std::move(worker));
     t.rows.push_back(std::move(cells));
   }
+  InsertAxisColumns(axes, 2, rows, true, &t);
   return t;
 }
 
@@ -353,17 +418,39 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
 
 }  // namespace
 
-ResultRowsWriter::ResultRowsWriter(OutputFormat format) : json_(format == OutputFormat::kJson) {}
+ResultRowsWriter::ResultRowsWriter(OutputFormat format, RecipeAxes axes)
+    : json_(format == OutputFormat::kJson), axes_(std::move(axes)) {}
 
 void ResultRowsWriter::Begin(std::string* out) const {
-  *out += json_ ? "[" : ResultRowsCsvHeader();
+  if (json_) {
+    *out += "[";
+    return;
+  }
+  *out += ResultRowsCsvHeader();
+  if (axes_.empty()) return;
+  out->pop_back();  // the header's newline
+  *out += ",recipe";
+  for (const std::string& name : axes_.names) absl::StrAppend(out, ",", name);
+  *out += "\n";
 }
 
 void ResultRowsWriter::Add(const v1::ResultRow& row, std::string* out) {
-  if (json_) {
+  if (json_ && axes_.empty()) {
     AppendJsonArrayItem(row, rows_ == 0, out);
+  } else if (json_) {
+    nlohmann::ordered_json j = MessageJsonTree(row);
+    AddAxisKeys(axes_, row.recipe(), &j);
+    absl::StrAppend(out, rows_ == 0 ? "\n  " : ",\n  ", j.dump());
   } else {
     AppendResultRowCsv(row, out);
+    if (!axes_.empty()) {
+      out->pop_back();  // the line's newline
+      absl::StrAppend(out, ",", row.recipe());
+      for (size_t i = 0; i < axes_.names.size(); ++i) {
+        absl::StrAppend(out, ",", axes_.Text(row.recipe(), i));
+      }
+      *out += "\n";
+    }
   }
   ++rows_;
 }
@@ -381,7 +468,14 @@ void ResultRowsWriter::End(std::string* out) const {
   if (json_) *out += JsonArrayClose(rows_ == 0);
 }
 
-std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows) {
+std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows, const RecipeAxes& axes) {
+  if (!axes.empty()) {
+    ResultRowsWriter writer(OutputFormat::kCsv, axes);
+    std::string out;
+    writer.Begin(&out);
+    for (const v1::ResultRow& row : rows) writer.Add(row, &out);
+    return out;
+  }
   std::string out = ResultRowsCsvHeader();
   for (size_t i = 0; i < rows.size(); ++i) {
     const size_t before = out.size();
@@ -391,9 +485,18 @@ std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows) {
   return out;
 }
 
-std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows) { return JsonArray(rows); }
+std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows, const RecipeAxes& axes) {
+  if (axes.empty()) return JsonArray(rows);
+  ResultRowsWriter writer(OutputFormat::kJson, axes);
+  std::string out;
+  writer.Begin(&out);
+  for (const v1::ResultRow& row : rows) writer.Add(row, &out);
+  writer.End(&out);
+  return out;
+}
 
-Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
+Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
+                        const RecipeAxes& axes) {
   Table t;
   t.header = {"HEAD",          "RANK",          "N",        "TRAIN_ERR_MEAN", "TRAIN_ERR_STD",
               "TRAIN_ERR_MIN", "TRAIN_ERR_MAX", "TEST_ERR", "EXACT_SEEDS"};
@@ -408,13 +511,16 @@ Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_tes
                       agg(g.train_error().min()), agg(g.train_error().max()),
                       has_test ? FixedText(te.mean(), 4) : "-", absl::StrCat(g.exact_seeds())});
   }
+  InsertAxisColumns(axes, 2, groups, true, &t);
   return t;
 }
 
 // A group's aggregates, with the missing ones (no done seed; no test split)
 // as null.
-nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_split) {
+nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_split,
+                                       const RecipeAxes& axes) {
   nlohmann::ordered_json j = MessageJsonTree(g);
+  AddAxisKeys(axes, g.recipe(), &j);
   if (g.n() == 0) {
     for (const char* a : {"train_error", "train_exact_accuracy", "train_position_accuracy"}) {
       j[a] = nullptr;
@@ -427,7 +533,8 @@ nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_s
   return j;
 }
 
-Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
+Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
+                           const RecipeAxes& axes) {
   Table t;
   t.header = {"head", "head_index", "rank", "n", "expected", "exact_seeds"};
   const char* kAggs[] = {"train_error", "test_error", "train_exact_accuracy",
@@ -453,14 +560,24 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_
     }
     t.rows.push_back(std::move(row));
   }
+  if (!axes.empty()) {
+    // After rank: the recipe's index, then its axes' values.
+    t.header.insert(t.header.begin() + 3, "recipe");
+    for (size_t r = 0; r < groups.size(); ++r) {
+      t.rows[r].insert(t.rows[r].begin() + 3, absl::StrCat(groups[r].recipe()));
+    }
+    InsertAxisColumns(axes, 4, groups, false, &t);
+  }
   return t;
 }
 
-std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
+std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
+                             const RecipeAxes& axes) {
   // One object per line, as JsonArray writes the rows.
   std::string out = "[";
   for (size_t i = 0; i < groups.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ", ResultGroupJson(groups[i], has_test_split).dump());
+    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ",
+                    ResultGroupJson(groups[i], has_test_split, axes).dump());
   }
   return out + JsonArrayClose(groups.empty());
 }

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/spec/spec.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
 #include "ranksweep/v1/ranksweep.pb.h"
@@ -80,25 +81,43 @@ std::string FormatUnixMs(int64_t unix_ms, absl::TimeZone tz);
 // or not finite.
 std::string FormatDuration(double seconds);
 
+// The axis columns of a sweep's rows and groups (common/spec/spec.h,
+// SweepAxis): one per axis, named as the axis, holding the value the row's
+// recipe gives it. Empty for a sweep without axes, whose outputs then have
+// no such columns (and read as they always did).
+struct RecipeAxes {
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> values;  // [recipe][axis]
+  static RecipeAxes Of(const SweepSpec& spec);
+  bool empty() const { return names.empty(); }
+  // Axis `axis` of `recipe`: its value, or the shortest text of it (an
+  // integer axis without a point); NaN and "?" for a recipe out of range.
+  double Value(int recipe, size_t axis) const;
+  std::string Text(int recipe, size_t axis) const;
+};
+
 // `ranksweep list`: id, name, state, done/total, failed, created.
 Table SweepsTable(const std::vector<v1::SweepInfo>& sweeps, absl::TimeZone tz);
 // `ranksweep results` per-seed table: head, rank, seed, state, train error,
 // test error, position accuracy (train), steps, seconds, worker. Metrics are
 // "-" for failed cells and the test error is "-" without a test split.
-Table ResultRowsTable(const std::vector<v1::ResultRow>& rows);
+// With axes, their columns follow RANK (upper-case names: LR, MAX_STEPS).
+Table ResultRowsTable(const std::vector<v1::ResultRow>& rows, const RecipeAxes& axes = {});
 // The CSV form carries every field of a row, for analysis tools: a header
 // line, then one line per row. Floats are the shortest text that reads back
 // as the same double; a missing value (the metrics of a failed cell, the
 // test metrics without a test split, the rank of a rank-less head) is an
 // empty cell; states by their short names ("DONE").
-std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows);
+// With axes, the last columns are the recipe's index and the axes' values.
+std::string ResultRowsCsv(const std::vector<v1::ResultRow>& rows, const RecipeAxes& axes = {});
 // One JSON array of row objects: proto field names, every field printed,
 // enums by their short names ("DONE", as the table and CSV print them),
 // 64-bit integers as JSON numbers; one object per line. A missing value is
 // null: an unset message (the result of a failed cell), a split without
 // sequences (the test split of a dataset without one), rank 0 (a head
 // without a rank).
-std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows);
+// With axes, each object also has one key per axis with its value.
+std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows, const RecipeAxes& axes = {});
 
 // The same CSV or JSON written a piece at a time, so that the rows of a
 // sweep of any size can be printed page by page as they arrive, in the
@@ -107,7 +126,7 @@ std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows);
 class ResultRowsWriter {
  public:
   // kCsv or kJson; the table form needs every row first, for its widths.
-  explicit ResultRowsWriter(OutputFormat format);
+  explicit ResultRowsWriter(OutputFormat format, RecipeAxes axes = {});
   void Begin(std::string* out) const;
   void Add(const v1::ResultRow& row, std::string* out);
   // Add for each row of `columns` (proto/columns.h's form, checked with
@@ -117,6 +136,7 @@ class ResultRowsWriter {
 
  private:
   bool json_;
+  RecipeAxes axes_;
   int64_t rows_ = 0;
   v1::ResultRow row_;  // AddColumns' scratch row
 };
@@ -124,17 +144,24 @@ class ResultRowsWriter {
 // Grouped results: head, rank, n/expected, train error mean/std/min/max,
 // test error mean ("-" unless `has_test_split`: a group cannot tell a
 // missing test split from a perfect one), exact seeds.
-Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
+// With axes, their columns follow RANK, as in the per-seed table.
+Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
+                        const RecipeAxes& axes = {});
 // The CSV form carries every aggregate. A missing value (docs: "Output
 // formats") is an empty cell in CSV and null in JSON: the aggregates of a
 // group without a done seed, the test ones without a test split, the rank
 // of a head without one.
-Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
+// With axes, their columns follow rank, then the recipe's index.
+Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
+                           const RecipeAxes& axes = {});
 // One group as a JSON tree (json_writer.h's form), its aggregates null when
 // missing: all of them without a done seed, the test ones without a test
 // split.
-nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_split);
-std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
+// With axes, one key per axis with its value.
+nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_split,
+                                       const RecipeAxes& axes = {});
+std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
+                             const RecipeAxes& axes = {});
 
 // `ranksweep workers`: id, host, device, slots, leased, completed, alive,
 // last seen (ago, relative to `now`), version.

@@ -18,6 +18,9 @@
 namespace ranksweep::client {
 namespace {
 
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+
 v1::SweepInfo Sweep(int64_t total, int64_t pending, int64_t leased, int64_t done,
                     int64_t failed, double mean_seconds) {
   v1::SweepInfo s;
@@ -587,6 +590,66 @@ TEST(FormatTest, ParsersNameTheFlag) {
   EXPECT_EQ(*ParseSweepState("done"), v1::SWEEP_STATE_DONE);
   EXPECT_EQ(*ParseCellState("Failed"), v1::CELL_STATE_FAILED);
   EXPECT_EQ(ParseCellState("x").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A sweep with axes: every output gets the axes' values of each row's and
+// group's recipe; without axes nothing changes.
+TEST(FormatTest, AxesBecomeColumnsInTableCsvAndJson) {
+  SweepSpec spec;
+  spec.axes = {{"lr", {0.01, 0.003}}, {"max_steps", {200, 400}}};
+  const RecipeAxes axes = RecipeAxes::Of(spec);
+  ASSERT_EQ(axes.names, (std::vector<std::string>{"lr", "max_steps"}));
+  v1::ResultRow a = DoneRow("kernel/elu1", 8, 0, 0.125, 0, 0);
+  a.set_recipe(1);  // lr 0.01, max_steps 400
+  v1::ResultRow b = DoneRow("kernel/elu1", 8, 1, 0, 0, 0);
+  b.set_recipe(2);  // lr 0.003, max_steps 200
+  const std::string table = RenderTable(ResultRowsTable({a, b}, axes));
+  EXPECT_THAT(table, HasSubstr("HEAD         RANK     LR  MAX_STEPS  SEED"));
+  EXPECT_THAT(table, HasSubstr("kernel/elu1     8   0.01        400     0"));
+  EXPECT_THAT(table, HasSubstr("kernel/elu1     8  0.003        200     1"));
+
+  const std::string csv = ResultRowsCsv({a, b}, axes);
+  std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_THAT(lines[0], EndsWith(",cached_from_cell_id,recipe,lr,max_steps"));
+  EXPECT_THAT(lines[1], EndsWith(",1,0.01,400"));
+  EXPECT_THAT(lines[2], EndsWith(",2,0.003,200"));
+  // Page by page, the same text.
+  ResultRowsWriter writer(OutputFormat::kCsv, axes);
+  std::string paged;
+  writer.Begin(&paged);
+  writer.Add(a, &paged);
+  writer.Add(b, &paged);
+  writer.End(&paged);
+  EXPECT_EQ(paged, csv);
+
+  const nlohmann::json rows = nlohmann::json::parse(ResultRowsJson({a, b}, axes));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["recipe"], 1);
+  EXPECT_EQ(rows[0]["lr"], 0.01);
+  EXPECT_EQ(rows[0]["max_steps"], 400);
+  EXPECT_TRUE(rows[0]["max_steps"].is_number_integer());
+  EXPECT_EQ(rows[1]["lr"], 0.003);
+
+  v1::ResultGroup g = CompleteGroup();
+  g.set_recipe(3);
+  const Table groups = ResultGroupsCsvTable({g}, false, axes);
+  ASSERT_EQ(groups.header.size(), 29u);  // 9 keys and counts, 4 x 5 aggregates
+  EXPECT_EQ(std::vector<std::string>(groups.header.begin(), groups.header.begin() + 9),
+            (std::vector<std::string>{"head", "head_index", "rank", "recipe", "lr", "max_steps",
+                                      "n", "expected", "exact_seeds"}));
+  EXPECT_EQ(groups.rows[0][3], "3");
+  EXPECT_EQ(groups.rows[0][4], "0.003");
+  EXPECT_EQ(groups.rows[0][5], "400");
+  const nlohmann::json gj = nlohmann::json::parse(ResultGroupsJson({g}, false, axes));
+  EXPECT_EQ(gj[0]["lr"], 0.003);
+  EXPECT_EQ(gj[0]["max_steps"], 400);
+  EXPECT_THAT(RenderTable(ResultGroupsTable({g}, false, axes)), HasSubstr("LR  MAX_STEPS"));
+
+  // Without axes: the outputs of before.
+  EXPECT_EQ(ResultRowsCsv({a}, RecipeAxes::Of(SweepSpec{})), ResultRowsCsv({a}));
+  EXPECT_EQ(RenderTable(ResultRowsTable({a}, RecipeAxes::Of(SweepSpec{}))),
+            RenderTable(ResultRowsTable({a})));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/format.h"
 #include "client/plot.h"
@@ -29,6 +30,30 @@ struct ResultsArgs {
   std::vector<uint64_t> seeds;
 };
 
+// --group-by: head and rank, and every axis of the sweep, in any order.
+// Groups are per (head, rank, recipe); pooling recipes into one group is
+// not offered, so each axis must be named.
+absl::Status CheckGroupBy(const std::string& group_by, const SweepSpec& spec) {
+  std::vector<std::string> allowed = {"head", "rank"};
+  for (const SweepAxis& axis : spec.axes) allowed.push_back(axis.name);
+  std::vector<std::string> given = absl::StrSplit(group_by, ',');
+  for (const std::string& name : given) {
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--group-by: \"", name, "\" is not a key of this sweep; its keys are ",
+          absl::StrJoin(allowed, ",")));
+    }
+  }
+  for (const std::string& name : allowed) {
+    if (std::count(given.begin(), given.end(), name) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--group-by: groups are one per ", absl::StrJoin(allowed, ", "),
+          ", so name each once: --group-by ", absl::StrJoin(allowed, ",")));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Results(Client* client, const ResultsArgs& a) {
   absl::StatusOr<OutputFormat> format = ParseOutputFormat(a.format);
   if (!format.ok()) return ReportLocal(format.status());
@@ -46,13 +71,16 @@ int Results(Client* client, const ResultsArgs& a) {
     if (!state.ok()) return ReportLocal(state.status());
     req.set_state(*state);
   }
+  // The sweep's axes label the rows and groups of each recipe.
+  int code = kExitOk;
+  absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
+  if (!sweep.ok()) return code;
+  const SweepSpec spec = FromProto(sweep->spec());
+  const RecipeAxes axes = RecipeAxes::Of(spec);
   if (a.summary) {
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
   } else if (!a.group_by.empty()) {
-    if (a.group_by != "head,rank" && a.group_by != "rank,head") {
-      return ReportLocal(absl::InvalidArgumentError(
-          absl::StrCat("--group-by: \"", a.group_by, "\" is not supported; use head,rank")));
-    }
+    if (absl::Status s = CheckGroupBy(a.group_by, spec); !s.ok()) return ReportLocal(s);
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
   }
   if (a.include_invalid && req.group_by() != v1::GROUP_BY_UNSPECIFIED) {
@@ -74,13 +102,13 @@ int Results(Client* client, const ResultsArgs& a) {
         grpc::Status status = QueryAllRows(client, q, &rows, a.page_size);
         if (!status.ok()) return Report(client->globals(), status, "results");
       }
-      std::cout << RenderTable(ResultRowsTable(rows));
+      std::cout << RenderTable(ResultRowsTable(rows, axes));
       return kExitOk;
     }
     // CSV and JSON are printed page by page as the pages arrive. A call
     // that fails part way leaves the rows printed so far, and the exit code
     // says it failed.
-    ResultRowsWriter writer(*format);
+    ResultRowsWriter writer(*format, axes);
     std::string text;
     writer.Begin(&text);
     for (const v1::QueryResultsRequest& q : queries) {
@@ -121,17 +149,14 @@ int Results(Client* client, const ResultsArgs& a) {
   // Every head of a sweep shares its dataset, so one says for all.
   const bool test_split = !resp.heads().empty() && resp.heads(0).has_test_split();
   switch (*format) {
-    case OutputFormat::kJson: std::cout << ResultGroupsJson(groups, test_split); break;
+    case OutputFormat::kJson: std::cout << ResultGroupsJson(groups, test_split, axes); break;
     case OutputFormat::kCsv:
-      std::cout << RenderCsv(ResultGroupsCsvTable(groups, test_split));
+      std::cout << RenderCsv(ResultGroupsCsvTable(groups, test_split, axes));
       break;
     case OutputFormat::kTable: {
-      int code = kExitOk;
-      absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
-      if (!sweep.ok()) return code;
-      const auto& d = sweep->spec().dataset();
-      const bool has_test = d.kind() == v1::DATASET_KIND_POOL && d.test_size() > 0;
-      std::cout << RenderTable(ResultGroupsTable(groups, has_test));
+      const DatasetSpec d = MakeTaskSpec(spec, 0, 0, {}).dataset;  // a test_size axis
+      const bool has_test = d.kind == DatasetKind::kPool && d.test_size > 0;
+      std::cout << RenderTable(ResultGroupsTable(groups, has_test, axes));
       break;
     }
   }
@@ -253,7 +278,9 @@ void AddResultsCommand(CLI::App* app, Command* command) {
   CLI::App* results = app->add_subcommand("results", "Per-seed results or per-(head, rank) groups");
   results->footer(kHelpFooter);
   results->add_option("sweep", ra->sweep_id, "Sweep id")->required();
-  results->add_option("--group-by", ra->group_by, "head,rank: mean/std/min/max/n per group");
+  results->add_option("--group-by", ra->group_by,
+                      "head,rank and the sweep's axes (e.g. head,rank,lr): mean/std/min/max/n "
+                      "per group");
   results->add_flag("--summary", ra->summary,
                     "Per head: error mean ± 95% interval per rank, completeness, the "
                     "transition rank and the dataset's theory bounds");

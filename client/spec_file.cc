@@ -1,5 +1,6 @@
 #include "client/spec_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -341,6 +342,12 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   }
   if (o.warmup_steps) spec->train.warmup_steps = *o.warmup_steps;
   if (o.priority) spec->priority = *o.priority;
+  for (const SweepAxis& axis : o.axes) {
+    std::string flag = axis.name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    absl::Status s = SetAxisValues(axis.name, axis.values, spec);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", s.message()));
+  }
   return absl::OkStatus();
 }
 
@@ -363,21 +370,32 @@ std::vector<std::string> SpecWarnings(const SweepSpec& spec) {
 
 SweepCost EstimateSweepCost(const SweepSpec& spec) {
   SweepCost cost;
-  const DatasetSize size = EstimateDatasetSize(spec.dataset);
-  cost.train_sequences = size.train;
-  cost.test_sequences = size.test;
   std::vector<uint64_t> seeds = SweepSeeds(spec);
   constexpr size_t kFusedSeeds = 64;  // a worker's default --max_seeds
   if (seeds.size() > kFusedSeeds) seeds.resize(kFusedSeeds);
-  for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
-    const std::vector<int> ranks = HeadHasRank(spec.heads[h]) ? spec.ranks : std::vector<int>{0};
-    for (int rank : ranks) {
-      const int64_t bytes = EstimateTaskMemoryBytes(MakeTaskSpec(spec, h, rank, seeds));
-      if (bytes <= cost.task_memory_bytes) continue;
-      cost.task_memory_bytes = bytes;
-      cost.largest_task = absl::StrCat(HeadLabel(spec.heads[h]),
-                                       rank > 0 ? absl::StrCat(" at rank ", rank) : "", ", ",
-                                       seeds.size(), seeds.size() == 1 ? " seed" : " seeds");
+  // With dataset axes the recipes differ in size: the largest counts.
+  const int recipes = static_cast<int>(std::min<int64_t>(RecipeCount(spec), 100000));
+  for (int recipe = 0; recipe < recipes; ++recipe) {
+    const DatasetSize size = EstimateDatasetSize(
+        spec.heads.empty() ? spec.dataset : MakeTaskSpec(spec, 0, 0, recipe, {}).dataset);
+    if (size.train + size.test > cost.train_sequences + cost.test_sequences) {
+      cost.train_sequences = size.train;
+      cost.test_sequences = size.test;
+    }
+    for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
+      const std::vector<int> ranks =
+          HeadHasRank(spec.heads[h]) ? spec.ranks : std::vector<int>{0};
+      for (int rank : ranks) {
+        const int64_t bytes =
+            EstimateTaskMemoryBytes(MakeTaskSpec(spec, h, rank, recipe, seeds));
+        if (bytes <= cost.task_memory_bytes) continue;
+        cost.task_memory_bytes = bytes;
+        const std::string label = RecipeLabel(spec, recipe);
+        cost.largest_task = absl::StrCat(
+            HeadLabel(spec.heads[h]), rank > 0 ? absl::StrCat(" at rank ", rank) : "",
+            label.empty() ? "" : absl::StrCat(" with ", label), ", ", seeds.size(),
+            seeds.size() == 1 ? " seed" : " seeds");
+      }
     }
   }
   return cost;

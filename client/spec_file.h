@@ -90,6 +90,10 @@ struct SpecOverrides {
   std::optional<std::string> schedule;  // an LrSchedule name
   std::optional<int> warmup_steps;
   std::optional<int> priority;
+  // Recipe axes given by their flags (--lr 0.01,0.003): one value sets the
+  // field, several make the axis (SetAxisValues); applied after the fields
+  // above.
+  std::vector<SweepAxis> axes;
 };
 
 // Applies `overrides` to `spec`. InvalidArgument naming the flag for a bad

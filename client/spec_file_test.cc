@@ -347,5 +347,35 @@ TEST(SpecFileTest, CrossEntropyWithTrainedKernelHeadsIsWarnedAbout) {
   EXPECT_TRUE(SpecWarnings(spec).empty());
 }
 
+TEST(SpecFileTest, AYamlListWhereAValueStoodIsAnAxisAndFlagsOverrideIt) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpecText(
+      "name: a\nheads: [{kind: kernel}]\nranks: [1]\nseed_count: 1\n"
+      "train: {lr: [0.01, 0.003], max_steps: 300}\n",
+      SpecFormat::kYaml, "s.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->axes.size(), 1u);
+  EXPECT_EQ(spec->axes[0].name, "lr");
+  EXPECT_EQ(spec->axes[0].values, (std::vector<double>{0.01, 0.003}));
+  // Flags: several values make an axis, in AxisNames() order; one value
+  // sets the field and drops the file's axis.
+  SpecOverrides o;
+  o.axes = {{"max_steps", {100, 200, 400}}, {"lr", {0.001}}};
+  ASSERT_TRUE(ApplyOverrides(o, &*spec).ok());
+  ASSERT_EQ(spec->axes.size(), 1u);
+  EXPECT_EQ(spec->axes[0].name, "max_steps");
+  EXPECT_EQ(spec->train.lr, 0.001);
+  o.axes = {{"lr", {0.1, 0.2}}};
+  ASSERT_TRUE(ApplyOverrides(o, &*spec).ok());
+  ASSERT_EQ(spec->axes.size(), 2u);
+  EXPECT_EQ(spec->axes[0].name, "lr");
+  EXPECT_EQ(spec->axes[1].name, "max_steps");
+  EXPECT_EQ(RecipeCount(*spec), 6);
+  EXPECT_TRUE(ValidateSweepSpec(*spec).ok()) << ValidateSweepSpec(*spec);
+  o.axes = {{"beta1", {0.5, 0.9}}};
+  absl::Status bad = ApplyOverrides(o, &*spec);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()), ::testing::StartsWith("--beta1: \"beta1\" is not an axis"));
+}
+
 }  // namespace
 }  // namespace ranksweep::client

@@ -1,5 +1,7 @@
 // `ranksweep submit` (with --dry-run and --watch) and `ranksweep presets`.
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +20,12 @@
 namespace ranksweep::client {
 namespace {
 
+// "--max-steps" for axis max_steps.
+std::string AxisFlag(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return "--" + name;
+}
+
 struct SubmitArgs {
   std::string file;
   std::string preset;
@@ -28,14 +36,14 @@ struct SubmitArgs {
   std::string name, dataset, loss, mode, schedule;
   int warmup_steps = 0;
   bool no_cache = false;
-  int m = 0, seq_len = 0, seed_count = 0, max_steps = 0, batch_size = 0, eval_every = 0,
-      early_stop_evals = 0, priority = 0;
+  int seq_len = 0, seed_count = 0, eval_every = 0, early_stop_evals = 0, priority = 0;
   bool final_query_only = false;
   uint64_t data_seed = 0;
-  int code_weight = 0, max_overlap = 0, num_queries = 0, weight = 0, pool_size = 0,
-      train_size = 0, test_size = 0;
+  int code_weight = 0, max_overlap = 0;
   double bernoulli_p = 0, test_pool_share = 0, hard_share = 0;
-  double lr = 0;
+  // The flags of the recipe axes (common/spec/spec.h AxisNames): each takes
+  // one value or a comma-separated list, which sweeps it.
+  std::map<std::string, std::vector<std::string>> axes;
   std::vector<std::string> heads;
   std::vector<int> ranks;
   std::vector<uint64_t> seed_list;
@@ -70,33 +78,35 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   SpecOverrides o;
   if (given("--name")) o.name = a.name;
   if (given("--dataset")) o.dataset = a.dataset;
-  if (given("--m")) o.m = a.m;
   if (given("--seq-len")) o.seq_len = a.seq_len;
   if (given("--final-query-only")) o.final_query_only = a.final_query_only;
   if (given("--data-seed")) o.data_seed = a.data_seed;
   if (given("--code-weight")) o.code_weight = a.code_weight;
   if (given("--max-overlap")) o.max_overlap = a.max_overlap;
-  if (given("--num-queries")) o.num_queries = a.num_queries;
-  if (given("--weight")) o.weight = a.weight;
   if (given("--bernoulli-p")) o.bernoulli_p = a.bernoulli_p;
-  if (given("--pool-size")) o.pool_size = a.pool_size;
   if (given("--test-pool-share")) o.test_pool_share = a.test_pool_share;
-  if (given("--train-size")) o.train_size = a.train_size;
-  if (given("--test-size")) o.test_size = a.test_size;
   if (given("--hard-share")) o.hard_share = a.hard_share;
   if (given("--heads")) o.heads = a.heads;
   if (given("--ranks")) o.ranks = a.ranks;
   if (given("--seeds")) o.seed_count = a.seed_count;
   if (given("--seed-list")) o.seeds = a.seed_list;
-  if (given("--max-steps")) o.max_steps = a.max_steps;
-  if (given("--lr")) o.lr = a.lr;
-  if (given("--batch-size")) o.batch_size = a.batch_size;
   if (given("--eval-every")) o.eval_every = a.eval_every;
   if (given("--early-stop-evals")) o.early_stop_evals = a.early_stop_evals;
   if (given("--loss")) o.loss = a.loss;
   if (given("--schedule")) o.schedule = a.schedule;
   if (given("--warmup-steps")) o.warmup_steps = a.warmup_steps;
   if (given("--priority")) o.priority = a.priority;
+  for (const std::string& name : AxisNames()) {
+    const std::string flag = AxisFlag(name);
+    if (!given(flag.c_str())) continue;
+    SweepAxis axis{name, {}};
+    for (const std::string& text : a.axes.at(name)) {
+      absl::StatusOr<double> v = ParseAxisValue(name, text, flag);
+      if (!v.ok()) return ReportLocal(v.status());
+      axis.values.push_back(*v);
+    }
+    o.axes.push_back(std::move(axis));
+  }
   std::optional<SweepMode> mode;
   if (given("--mode")) {
     absl::StatusOr<SweepMode> parsed = ParseSweepMode(a.mode, "--mode");
@@ -117,6 +127,18 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   for (const SweepSpec& one : specs) {
     const SweepCost cost = EstimateSweepCost(one);
     if (a.dry_run) {
+      std::cerr << one.name << ": " << GridCellCount(one) << " cells";
+      if (!one.axes.empty()) {
+        std::cerr << " in " << RecipeCount(one) << " recipes; axes:";
+        for (const SweepAxis& axis : one.axes) {
+          std::cerr << " " << axis.name << " ";
+          for (size_t i = 0; i < axis.values.size(); ++i) {
+            std::cerr << (i == 0 ? "" : ",") << FormatAxisValue(axis.name, axis.values[i]);
+          }
+        }
+      }
+      if (one.mode == SweepMode::kSearch) std::cerr << " (the full grid; search trains fewer)";
+      std::cerr << "\n";
       for (const std::string& line : SweepCostLines(cost)) {
         std::cerr << one.name << ": " << line << "\n";
       }
@@ -189,23 +211,30 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
       ->capture_default_str();
   submit->add_option("--name", sa->name, "Sweep name, 1..128 of [A-Za-z0-9._-]");
   submit->add_option("--dataset", sa->dataset, "exhaustive | witness | pool");
-  submit->add_option("--m", sa->m, "Token dimension m, 1..64");
+  // A recipe axis' flag takes one value or a comma-separated list (an axis).
+  auto axis_option = [&](const std::string& name, const std::string& help) {
+    submit
+        ->add_option(AxisFlag(name), sa->axes[name],
+                     help + "; a comma-separated list sweeps it (an axis)")
+        ->delimiter(',');
+  };
+  axis_option("m", "Token dimension m, 1..64");
   submit->add_option("--seq-len", sa->seq_len, "Tokens per sequence N, 1..64");
   submit->add_flag("--final-query-only", sa->final_query_only, "Score only the last position");
   submit->add_option("--data-seed", sa->data_seed, "Dataset seed");
   submit->add_option("--code-weight", sa->code_weight, "witness: codeword weight w, 1..m");
   submit->add_option("--max-overlap", sa->max_overlap,
                      "witness: most coordinates two codewords share, 0..w-1");
-  submit->add_option("--num-queries", sa->num_queries,
-                     "witness: codewords used as queries; 0 = the whole code (can be large: "
-                     "--dry-run shows the size)");
-  submit->add_option("--weight", sa->weight, "pool: token weight, 0..m (0 = Bernoulli tokens)");
+  axis_option("num_queries",
+              "witness: codewords used as queries; 0 = the whole code (can be large: "
+              "--dry-run shows the size)");
+  axis_option("weight", "pool: token weight, 0..m (0 = Bernoulli tokens)");
   submit->add_option("--bernoulli-p", sa->bernoulli_p, "pool: Bernoulli probability, (0, 1]");
-  submit->add_option("--pool-size", sa->pool_size, "pool: distinct token vectors drawn");
+  axis_option("pool_size", "pool: distinct token vectors drawn");
   submit->add_option("--test-pool-share", sa->test_pool_share,
                      "pool: share of the vectors held out for the test split, [0, 1)");
-  submit->add_option("--train-size", sa->train_size, "pool: train sequences");
-  submit->add_option("--test-size", sa->test_size, "pool: test sequences; 0 = no test split");
+  axis_option("train_size", "pool: train sequences");
+  axis_option("test_size", "pool: test sequences; 0 = no test split");
   submit->add_option("--hard-share", sa->hard_share, "pool: share of hard triples, [0, 1]");
   submit->add_option("--heads", sa->heads, "Comma-separated heads, e.g. kernel:elu1,softmax")
       ->delimiter(',');
@@ -213,9 +242,10 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
   submit->add_option("--seeds", sa->seed_count, "Number of seeds: 0..N-1");
   submit->add_option("--seed-list", sa->seed_list, "Explicit comma-separated seeds")
       ->delimiter(',');
-  submit->add_option("--max-steps", sa->max_steps, "Training steps per seed");
-  submit->add_option("--lr", sa->lr, "Adam learning rate");
-  submit->add_option("--batch-size", sa->batch_size, "Batch size; 0 = full batch");
+  axis_option("max_steps", "Training steps per seed");
+  axis_option("lr", "Adam learning rate, e.g. 0.01 or 0.01,0.003,0.001");
+  axis_option("weight_decay", "Adam weight decay, [0, 1]");
+  axis_option("batch_size", "Batch size; 0 = full batch");
   submit->add_option("--eval-every", sa->eval_every, "Evaluate every E steps");
   submit->add_option("--early-stop-evals", sa->early_stop_evals,
                      "Stop after k exact evaluations in a row; 0 = never");
@@ -232,7 +262,8 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
   AddReconnectOption(submit, &sa->reconnect);
   submit->add_flag("--dry-run", sa->dry_run,
                    "Print the spec as JSON (an array for several sweeps) instead of submitting; "
-                   "the dataset's size and a memory estimate go to stderr");
+                   "the cell count, the axes, the dataset's size and a memory estimate go to "
+                   "stderr");
   submit->callback([command, sa, submit] {
     command->needs_addr = !sa->dry_run;
     command->action = [sa, submit](Client* c) { return Submit(c, *sa, submit); };

@@ -75,6 +75,7 @@ absl::Status Check(const v1::ResultColumns& c) {
       {c.final_loss_size(), "final_loss", true},
       {c.steps_size(), "steps", true},
       {c.wall_seconds_size(), "wall_seconds", true},
+      {c.recipe_size(), "recipe", true},
   };
   for (const Length& l : lengths) {
     if (l.size == n || (l.metric && l.size == 0)) continue;
@@ -137,6 +138,7 @@ void ResultColumnsEncoder::Expect(int64_t at_most) {
   p_->mutable_cell_id()->Reserve(rows);
   p_->mutable_head_index()->Reserve(rows);
   p_->mutable_rank()->Reserve(rows);
+  p_->mutable_recipe()->Reserve(rows);
   p_->mutable_seed()->Reserve(rows);
   p_->mutable_state()->Reserve(rows);
   p_->mutable_attempt()->Reserve(rows);
@@ -215,6 +217,7 @@ void ResultColumnsEncoder::Add(const ResultColumnsRow& row) {
     }
   }
   c.add_rank(row.rank);
+  c.add_recipe(row.recipe);
   c.add_seed(row.seed);
   c.add_state(row.state);
   c.add_attempt(row.attempt);
@@ -273,6 +276,7 @@ void ResultColumnsEncoder::Finish() {
   ClearIfAll(c.mutable_final_loss(), result.final_loss);
   ClearIfAll(c.mutable_steps(), result.steps);
   ClearIfAll(c.mutable_wall_seconds(), result.wall_seconds);
+  ClearIfAll(c.mutable_recipe(), int32_t{0});
   // A metric no row has is left out.
   for (int k = c.metrics_size() - 1; k >= 0; --k) {
     if (c.metrics(k).missing_rows_size() == rows_) c.mutable_metrics()->DeleteSubrange(k, 1);
@@ -313,6 +317,7 @@ void RowFromColumns(const v1::ResultColumns& c, int i, int failure, v1::ResultRo
   row->set_head(c.heads(c.head_index(i)));
   row->set_head_index(c.head_index(i));
   row->set_rank(c.rank(i));
+  row->set_recipe(ValueOr(c.recipe(), i, 0));
   row->set_seed(c.seed(i));
   row->set_state(c.state(i));
   if (c.state(i) == v1::CELL_STATE_DONE || c.state(i) == v1::CELL_STATE_INVALID) {

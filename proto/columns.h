@@ -33,6 +33,7 @@ struct ResultColumnsRow {
   std::string_view head;  // the label of head_index
   int head_index = 0;
   int rank = 0;
+  int recipe = 0;  // index into the sweep's recipes; 0 without axes
   uint64_t seed = 0;
   v1::CellState state = v1::CELL_STATE_UNSPECIFIED;
   const SeedResult* result = nullptr;  // null: no metrics (not done)

@@ -328,6 +328,23 @@ TEST(ColumnsTest, AnEmptyMetricListReadsAsTheEmptyValue) {
   EXPECT_EQ(s.message(), "columns.test_error: 2 values for 3 rows");
 }
 
+TEST(ColumnsTest, RecipesComeBackPerRowAndAnEmptyListIsRecipe0) {
+  v1::QueryResultsResponse got = Parse(kThreeRows);
+  ASSERT_TRUE(RowsFromColumns(&got).ok());
+  for (const v1::ResultRow& row : got.rows()) EXPECT_EQ(row.recipe(), 0);
+  got = Parse(kThreeRows);
+  for (int recipe : {2, 0, 5}) got.mutable_columns()->add_recipe(recipe);
+  ASSERT_TRUE(RowsFromColumns(&got).ok());
+  ASSERT_EQ(got.rows_size(), 3);
+  EXPECT_EQ(got.rows(0).recipe(), 2);
+  EXPECT_EQ(got.rows(1).recipe(), 0);
+  EXPECT_EQ(got.rows(2).recipe(), 5);
+  got = Parse(kThreeRows);
+  got.mutable_columns()->add_recipe(1);
+  absl::Status s = RowsFromColumns(&got);
+  EXPECT_EQ(s.message(), "columns.recipe: 1 values for 3 rows");
+}
+
 TEST(ColumnsTest, RowsGoOnTheResponsesArena) {
   google::protobuf::Arena arena;
   auto* response = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(&arena);

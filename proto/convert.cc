@@ -146,6 +146,9 @@ SweepSpec FromProto(const v1::SweepSpec& p) {
   s.priority = p.priority();
   s.mode = EnumFromProto(p.mode(), SweepMode::kGrid);
   s.reuse_results = !p.no_result_cache();
+  for (const auto& a : p.axes()) {
+    s.axes.push_back(SweepAxis{a.name(), {a.values().begin(), a.values().end()}});
+  }
   return s;
 }
 
@@ -161,6 +164,11 @@ v1::SweepSpec ToProto(const SweepSpec& s) {
   p.set_priority(s.priority);
   p.set_mode(EnumToProto<v1::SweepMode>(s.mode));
   p.set_no_result_cache(!s.reuse_results);
+  for (const SweepAxis& a : s.axes) {
+    v1::SweepAxis* axis = p.add_axes();
+    axis->set_name(a.name);
+    for (double v : a.values) axis->add_values(v);
+  }
   return p;
 }
 

@@ -67,8 +67,13 @@ TEST(ConvertTest, SweepRoundTripsThroughProto) {
   s.seeds = {4, 5};
   s.train.early_stop_evals = 0;  // never
   s.train.loss = LossKind::kCrossEntropy;
+  s.axes = {{"lr", {0.01, 0.003}}, {"num_queries", {10, 12}}};
   SweepSpec back = FromProto(ToProto(s));
   EXPECT_EQ(SweepSpecToJson(back), SweepSpecToJson(s));
+  ASSERT_EQ(back.axes.size(), 2u);
+  EXPECT_EQ(back.axes[1].name, "num_queries");
+  EXPECT_EQ(back.axes[1].values, (std::vector<double>{10, 12}));
+  EXPECT_EQ(RecipeLabel(back, 3), "lr=0.003 num_queries=12");
 }
 
 TEST(ConvertTest, SeedResultRoundTrip) {
@@ -227,6 +232,10 @@ std::vector<FieldCase> FieldCases() {
       {"SweepSpec", "no_result_cache",  // the spec's reuse_results, inverted
        [=](SweepSpec& x, Pick p) {
          x.reuse_results = Choose(p, false, s.reuse_results, !s.reuse_results);
+       }},
+      {"SweepSpec", "axes",
+       [=](SweepSpec& x, Pick p) {
+         if (p == Pick::kOther) x.axes = {{"lr", {0.05, 0.0}}, {"max_steps", {0, 30}}};
        }},
       // A TaskSpec is a SweepSpec's dataset, one head, one rank, its train
       // spec and seeds; the rows above cover the messages they share.

@@ -4,9 +4,11 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iterator>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -167,6 +169,199 @@ std::string HeadLabel(const HeadSpec& head) {
   return label;
 }
 
+// ---------------------------------------------------------------- axes
+
+namespace {
+
+// One row per axis: adding an axis is adding a row. `applies` is the dataset
+// kind the field belongs to (nullptr: every kind).
+struct AxisRow {
+  const char* name;
+  const char* field;
+  bool integer;
+  const DatasetKind* only_kind;
+  void (*apply)(double v, TaskSpec* t);
+};
+
+constexpr DatasetKind kWitnessOnly = DatasetKind::kWitness;
+constexpr DatasetKind kPoolOnly = DatasetKind::kPool;
+
+int AsInt(double v) { return static_cast<int>(std::llround(v)); }
+
+const AxisRow kAxes[] = {
+    {"lr", "train.lr", false, nullptr, [](double v, TaskSpec* t) { t->train.lr = v; }},
+    {"weight_decay", "train.weight_decay", false, nullptr,
+     [](double v, TaskSpec* t) { t->train.weight_decay = v; }},
+    {"max_steps", "train.max_steps", true, nullptr,
+     [](double v, TaskSpec* t) { t->train.max_steps = AsInt(v); }},
+    {"batch_size", "train.batch_size", true, nullptr,
+     [](double v, TaskSpec* t) { t->train.batch_size = AsInt(v); }},
+    {"m", "dataset.m", true, nullptr, [](double v, TaskSpec* t) { t->dataset.m = AsInt(v); }},
+    {"weight", "dataset.weight", true, &kPoolOnly,
+     [](double v, TaskSpec* t) { t->dataset.weight = AsInt(v); }},
+    {"num_queries", "dataset.num_queries", true, &kWitnessOnly,
+     [](double v, TaskSpec* t) { t->dataset.num_queries = AsInt(v); }},
+    {"pool_size", "dataset.pool_size", true, &kPoolOnly,
+     [](double v, TaskSpec* t) { t->dataset.pool_size = AsInt(v); }},
+    {"train_size", "dataset.train_size", true, &kPoolOnly,
+     [](double v, TaskSpec* t) { t->dataset.train_size = AsInt(v); }},
+    {"test_size", "dataset.test_size", true, &kPoolOnly,
+     [](double v, TaskSpec* t) { t->dataset.test_size = AsInt(v); }},
+};
+
+const AxisRow* FindAxis(const std::string& name) {
+  for (const AxisRow& row : kAxes)
+    if (name == row.name) return &row;
+  return nullptr;
+}
+
+int AxisOrder(const std::string& name) {
+  for (size_t i = 0; i < std::size(kAxes); ++i)
+    if (name == kAxes[i].name) return static_cast<int>(i);
+  return -1;
+}
+
+// The sweep's dataset and training with `values` (one per axis) applied.
+TaskSpec ApplyAxes(const SweepSpec& sweep, const std::vector<double>& values) {
+  TaskSpec t;
+  t.dataset = sweep.dataset;
+  t.train = sweep.train;
+  for (size_t i = 0; i < sweep.axes.size() && i < values.size(); ++i) {
+    if (const AxisRow* row = FindAxis(sweep.axes[i].name)) row->apply(values[i], &t);
+  }
+  return t;
+}
+
+}  // namespace
+
+const std::vector<std::string>& AxisNames() {
+  static const std::vector<std::string>* names = [] {
+    auto* v = new std::vector<std::string>;
+    for (const AxisRow& row : kAxes) v->push_back(row.name);
+    return v;
+  }();
+  return *names;
+}
+
+bool IsAxisName(const std::string& name) { return FindAxis(name) != nullptr; }
+
+std::string AxisField(const std::string& name) {
+  const AxisRow* row = FindAxis(name);
+  return row == nullptr ? name : row->field;
+}
+
+absl::StatusOr<double> ParseAxisValue(const std::string& name, const std::string& text,
+                                      const std::string& field) {
+  const AxisRow* row = FindAxis(name);
+  if (row == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": \"", name, "\" is not an axis; axes: ",
+                                                   absl::StrJoin(AxisNames(), ", ")));
+  }
+  double v = 0;
+  const bool ok = row->integer ? [&] {
+    int64_t i = 0;
+    if (!absl::SimpleAtoi(text, &i)) return false;
+    v = static_cast<double>(i);
+    return true;
+  }()
+                               : absl::SimpleAtod(text, &v) && std::isfinite(v);
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " must be ", row->integer ? "an integer" : "a number", ", got \"", text, "\""));
+  }
+  return v;
+}
+
+std::string FormatAxisValue(const std::string& name, double value) {
+  const AxisRow* row = FindAxis(name);
+  if (row != nullptr && row->integer) return absl::StrCat(static_cast<int64_t>(std::llround(value)));
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  return buf;
+}
+
+absl::Status SetAxisValues(const std::string& name, std::vector<double> values,
+                           SweepSpec* spec) {
+  const AxisRow* row = FindAxis(name);
+  if (row == nullptr || values.empty()) {
+    return absl::InvalidArgumentError(
+        row == nullptr ? absl::StrCat("\"", name, "\" is not an axis; axes: ",
+                                      absl::StrJoin(AxisNames(), ", "))
+                       : absl::StrCat(name, ": at least one value"));
+  }
+  std::vector<SweepAxis>& axes = spec->axes;
+  axes.erase(std::remove_if(axes.begin(), axes.end(),
+                            [&](const SweepAxis& a) { return a.name == name; }),
+             axes.end());
+  if (values.size() == 1) {
+    TaskSpec t;
+    t.dataset = spec->dataset;
+    t.train = spec->train;
+    row->apply(values[0], &t);
+    spec->dataset = t.dataset;
+    spec->train = t.train;
+    return absl::OkStatus();
+  }
+  auto at = std::find_if(axes.begin(), axes.end(), [&](const SweepAxis& a) {
+    return AxisOrder(a.name) > AxisOrder(name);
+  });
+  axes.insert(at, SweepAxis{name, std::move(values)});
+  return absl::OkStatus();
+}
+
+int64_t GridCellCount(const SweepSpec& s) {
+  int64_t cells = 0;
+  const int64_t seeds = static_cast<int64_t>(SweepSeeds(s).size());
+  for (const HeadSpec& h : s.heads) {
+    cells += (HeadHasRank(h) ? static_cast<int64_t>(s.ranks.size()) : 1) * seeds;
+  }
+  return cells * std::min<int64_t>(RecipeCount(s), int64_t{1} << 40);  // <= 2^61
+}
+
+int64_t RecipeCount(const SweepSpec& spec) {
+  int64_t n = 1;
+  for (const SweepAxis& axis : spec.axes) {
+    n *= static_cast<int64_t>(axis.values.size());
+    if (n > int64_t{1} << 40) return n;  // far past any limit; no overflow
+  }
+  return n;
+}
+
+std::vector<double> RecipeValues(const SweepSpec& spec, int recipe) {
+  std::vector<double> values(spec.axes.size());
+  int64_t rest = recipe;
+  for (size_t i = spec.axes.size(); i-- > 0;) {
+    const int64_t size = static_cast<int64_t>(spec.axes[i].values.size());
+    if (size == 0) continue;
+    values[i] = spec.axes[i].values[static_cast<size_t>(rest % size)];
+    rest /= size;
+  }
+  return values;
+}
+
+std::string RecipeLabel(const SweepSpec& spec, int recipe) {
+  const std::vector<double> values = RecipeValues(spec, recipe);
+  std::string label;
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    absl::StrAppend(&label, i == 0 ? "" : " ", spec.axes[i].name, "=",
+                    FormatAxisValue(spec.axes[i].name, values[i]));
+  }
+  return label;
+}
+
+bool RecipeAxisValue(const SweepSpec& spec, int recipe, const std::string& name,
+                     double* value) {
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    if (spec.axes[i].name != name) continue;
+    *value = RecipeValues(spec, recipe)[i];
+    return true;
+  }
+  return false;
+}
+
 absl::Status ValidateDataset(const DatasetSpec& d) {
   using L = SpecLimits;
   RS_CHECK(CheckEnum(kDatasetKinds, d.kind, "dataset.kind"));
@@ -303,6 +498,68 @@ absl::Status ValidateTaskSpec(const TaskSpec& t) {
   return CheckSeeds("seeds", t.seeds);
 }
 
+namespace {
+
+// The axes' structure and each value on its own: a known name, in the
+// canonical order, once; 1..kMaxAxisValues distinct values; integral where
+// the field is an integer; each value valid in its field with the other
+// axes at their first value.
+absl::Status ValidateAxes(const SweepSpec& s) {
+  int last_order = -1;
+  for (size_t i = 0; i < s.axes.size(); ++i) {
+    const SweepAxis& axis = s.axes[i];
+    const std::string where = absl::StrCat("axes[", i, "] (", axis.name, ")");
+    const AxisRow* row = FindAxis(axis.name);
+    if (row == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "axes[", i, "]: \"", axis.name, "\" is not an axis; axes: ",
+          absl::StrJoin(AxisNames(), ", ")));
+    }
+    const int order = AxisOrder(axis.name);
+    if (order <= last_order) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": axes must be listed once each, in the order ",
+          absl::StrJoin(AxisNames(), ", ")));
+    }
+    last_order = order;
+    if (row->only_kind != nullptr && s.dataset.kind != *row->only_kind) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": ", row->field, " needs dataset.kind \"", Name(*row->only_kind),
+          "\", got \"", Name(s.dataset.kind), "\""));
+    }
+    RS_CHECK(CheckRange<size_t>(where + " values count", axis.values.size(), 1,
+                                SpecLimits::kMaxAxisValues));
+  }
+  for (size_t i = 0; i < s.axes.size(); ++i) {
+    const SweepAxis& axis = s.axes[i];
+    const std::string where = absl::StrCat("axes[", i, "] (", axis.name, ")");
+    const AxisRow* row = FindAxis(axis.name);
+    std::vector<double> values = RecipeValues(s, 0);
+    for (size_t j = 0; j < axis.values.size(); ++j) {
+      const double v = axis.values[j];
+      const std::string at = absl::StrCat(where, " values[", j, "]");
+      if (!std::isfinite(v) || (row->integer && (std::abs(v) > 1e15 || v != std::floor(v)))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, " must be ", row->integer ? "an integer" : "a finite number", ", got ", v));
+      }
+      for (size_t k = 0; k < j; ++k) {
+        if (axis.values[k] == v) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(at, ": ", FormatAxisValue(axis.name, v), " repeats values[", k, "]"));
+        }
+      }
+      values[i] = v;
+      const TaskSpec t = ApplyAxes(s, values);
+      absl::Status st = AxisField(axis.name).rfind("train.", 0) == 0 ? ValidateTrain(t.train)
+                                                                     : ValidateDataset(t.dataset);
+      if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(at, ": ", st.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateSweepSpec(const SweepSpec& s) {
   using L = SpecLimits;
   if (s.name.empty() || s.name.size() > static_cast<size_t>(L::kMaxNameLength)) {
@@ -317,11 +574,15 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
           "name must use only the characters A-Z a-z 0-9 . _ -, got \"", s.name, "\""));
     }
   }
-  RS_CHECK(ValidateDataset(s.dataset));
+  RS_CHECK(ValidateAxes(s));
+  // A field with an axis takes the axis' values, so the checks below read
+  // recipe 0's dataset and training; the other recipes are checked after.
+  const TaskSpec first = ApplyAxes(s, RecipeValues(s, 0));
+  RS_CHECK(ValidateDataset(first.dataset));
   RS_CHECK(CheckRange<size_t>("heads count", s.heads.size(), 1, L::kMaxHeads));
   bool any_ranked = false;
   for (size_t i = 0; i < s.heads.size(); ++i) {
-    absl::Status st = ValidateHead(s.heads[i], s.dataset);
+    absl::Status st = ValidateHead(s.heads[i], first.dataset);
     if (!st.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("heads[", i, "]: ", st.message()));
@@ -346,15 +607,33 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   } else {
     RS_CHECK(CheckSeeds("seeds", s.seeds));
   }
-  RS_CHECK(ValidateTrain(s.train));
+  RS_CHECK(ValidateTrain(first.train));
   RS_CHECK(CheckRange("priority", s.priority, -100, 100));
   RS_CHECK(CheckEnum(kSweepModes, s.mode, "mode"));
-  int64_t cells = 0;
-  const int64_t seeds = static_cast<int64_t>(SweepSeeds(s).size());
-  for (const HeadSpec& h : s.heads) {
-    cells += (HeadHasRank(h) ? static_cast<int64_t>(s.ranks.size()) : 1) * seeds;
+  const int64_t cells = GridCellCount(s);
+  const int64_t recipes = RecipeCount(s);
+  RS_CHECK(CheckRange<int64_t>(
+      s.axes.empty() ? "total cells (heads x ranks x seeds)"
+                     : "total cells (heads x ranks x seeds x recipes)",
+      cells, 1, L::kMaxCells));
+  // Dataset axes combine (m with weight, m with an indicator head): every
+  // recipe's dataset must hold with every head. Training axes were checked
+  // value by value in ValidateAxes.
+  const bool dataset_axes = std::any_of(s.axes.begin(), s.axes.end(), [](const SweepAxis& a) {
+    return AxisField(a.name).rfind("dataset.", 0) == 0;
+  });
+  for (int64_t k = 1; dataset_axes && k < recipes; ++k) {
+    const TaskSpec t = ApplyAxes(s, RecipeValues(s, static_cast<int>(k)));
+    absl::Status st = ValidateDataset(t.dataset);
+    for (size_t i = 0; st.ok() && i < s.heads.size(); ++i) {
+      st = ValidateHead(s.heads[i], t.dataset);
+      if (!st.ok()) st = absl::InvalidArgumentError(absl::StrCat("heads[", i, "]: ", st.message()));
+    }
+    if (!st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "recipe ", k, " (", RecipeLabel(s, static_cast<int>(k)), "): ", st.message()));
+    }
   }
-  RS_CHECK(CheckRange<int64_t>("total cells (heads x ranks x seeds)", cells, 1, L::kMaxCells));
   return absl::OkStatus();
 }
 
@@ -524,11 +803,14 @@ std::string FormatBytes(int64_t bytes) {
 
 TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank,
                       std::vector<uint64_t> seeds) {
-  TaskSpec t;
-  t.dataset = sweep.dataset;
+  return MakeTaskSpec(sweep, head_index, rank, 0, std::move(seeds));
+}
+
+TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank, int recipe,
+                      std::vector<uint64_t> seeds) {
+  TaskSpec t = ApplyAxes(sweep, RecipeValues(sweep, recipe));
   t.head = sweep.heads.at(static_cast<size_t>(head_index));
   t.rank = HeadHasRank(t.head) ? rank : 0;
-  t.train = sweep.train;
   t.seeds = std::move(seeds);
   return t;
 }

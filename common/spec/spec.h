@@ -154,6 +154,16 @@ struct TaskSpec {
 
 // ---------------------------------------------------------------- sweeps
 
+// ---------------------------------------------------------------- axes
+
+// One recipe field that a sweep lists several values for: the grid crosses
+// every value with head x rank x seed. `name` is one of AxisNames(); integer
+// fields hold integral values (exact in a double up to 2^53).
+struct SweepAxis {
+  std::string name;
+  std::vector<double> values;
+};
+
 enum class SweepMode {
   kGrid,    // every head x rank x seed
   kSearch,  // per ranked head, bisection over the sorted ranks (docs/ANALYSIS.md)
@@ -172,6 +182,10 @@ struct SweepSpec {
   // Serve cells already trained (same task and seed, same build) from the
   // store instead of training them again.
   bool reuse_results = true;
+  // Recipe axes, in AxisNames() order, each name at most once. A field with
+  // an axis takes the axis' values; its value in `dataset` / `train` is not
+  // used. Empty: one recipe, the fields as they are.
+  std::vector<SweepAxis> axes;
 };
 
 // True when cells of this head carry a rank (kernel-type heads that are
@@ -185,8 +199,59 @@ bool HeadHasRank(const HeadSpec& head);
 // rank-1 kernel solve the witness family (docs/TRAINER.md).
 bool ReadoutEscapesRankBound(const HeadSpec& head, const TrainSpec& train);
 
+// Cells of the full grid: (ranked heads x ranks + rank-less heads) x seeds
+// x recipes. Search mode creates fewer.
+int64_t GridCellCount(const SweepSpec& spec);
+
 // The seeds a sweep runs: `seeds` if given, else 0..seed_count-1.
 std::vector<uint64_t> SweepSeeds(const SweepSpec& spec);
+
+// ---------------------------------------------------------------- recipes
+//
+// A recipe is one choice of a value per axis. Recipes are numbered
+// 0..RecipeCount-1 in cross-product order, the first axis slowest:
+// with axes lr {a, b} and max_steps {x, y, z}, recipe 1 is (a, y) and 3 is
+// (b, x). A sweep without axes has the one recipe 0. The numbering is part
+// of the stored data (cells, results and groups carry it), so it never
+// changes for a stored spec.
+
+// The names that may be axes, in their canonical order: "lr",
+// "weight_decay", "max_steps", "batch_size", "m", "weight", "num_queries",
+// "pool_size", "train_size", "test_size". Every axis is one row of a table
+// in spec.cc (how it parses, validates and applies a value).
+const std::vector<std::string>& AxisNames();
+bool IsAxisName(const std::string& name);
+// Where the axis' field lives: "train.lr", "dataset.num_queries", ...
+std::string AxisField(const std::string& name);
+
+// Parses one command-line value of axis `name` ("0.003", "4000").
+// InvalidArgument naming `field` when the text is not a number of the
+// axis' type; ranges are checked by ValidateSweepSpec.
+absl::StatusOr<double> ParseAxisValue(const std::string& name, const std::string& text,
+                                      const std::string& field);
+// The value as a label shows it: integers without a point, other numbers
+// in their shortest form that reads back as the same double.
+std::string FormatAxisValue(const std::string& name, double value);
+
+// Gives axis `name` of `spec` the values a command-line flag lists: one
+// value is written to the field and drops an axis of that name; several
+// make (or replace) the axis, kept in AxisNames() order. InvalidArgument
+// for a name that is not an axis or an empty list; values are checked by
+// ValidateSweepSpec.
+absl::Status SetAxisValues(const std::string& name, std::vector<double> values,
+                           SweepSpec* spec);
+
+// Number of recipes: the product of the axes' value counts (1 without axes).
+int64_t RecipeCount(const SweepSpec& spec);
+// The axes' values of `recipe`, one per axis, in axis order.
+// `recipe` must be in 0..RecipeCount-1.
+std::vector<double> RecipeValues(const SweepSpec& spec, int recipe);
+// "lr=0.003 max_steps=4000"; empty for a sweep without axes.
+std::string RecipeLabel(const SweepSpec& spec, int recipe);
+// The value of axis `name` in `recipe`; nullopt-like false when the sweep
+// has no such axis.
+bool RecipeAxisValue(const SweepSpec& spec, int recipe, const std::string& name,
+                     double* value);
 
 // ---------------------------------------------------------------- results
 
@@ -268,6 +333,7 @@ struct SpecLimits {
   static constexpr int kMaxNameLength = 128;
   static constexpr int kMaxNumHeads = 64;
   static constexpr int kMaxWidth = 65536;
+  static constexpr int kMaxAxisValues = 64;
 };
 
 absl::Status ValidateDataset(const DatasetSpec& d);
@@ -337,8 +403,12 @@ int64_t EstimateTaskMemoryBytes(const TaskSpec& t);
 // "512 B", "3.2 KiB", "64 GiB", "210 GiB": three significant digits at most.
 std::string FormatBytes(int64_t bytes);
 
-// The task a sweep cell runs: the sweep's dataset and training settings, one
-// head, one rank, the given seeds.
+// The task a sweep cell runs: the sweep's dataset and training settings with
+// recipe `recipe`'s axis values applied, one head, one rank, the given seeds.
+// `recipe` must be in 0..RecipeCount-1.
+TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank, int recipe,
+                      std::vector<uint64_t> seeds);
+// Recipe 0: the whole task of a sweep without axes.
 TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank,
                       std::vector<uint64_t> seeds);
 

@@ -368,6 +368,49 @@ absl::Status FromJ(const Json& j, const std::string& path, SeedResult* s) {
   return r.Finish();
 }
 
+// The object ("dataset" or "train") and key of an axis' field.
+std::pair<std::string, std::string> SplitField(const std::string& field) {
+  const size_t dot = field.find('.');
+  return {field.substr(0, dot), field.substr(dot + 1)};
+}
+
+// A list where a value stood in the document's "dataset" or "train" makes
+// that field an axis (spec.h): its values are taken into `axes`, in
+// AxisNames() order, and the list is replaced by its first value so that
+// the field reads as usual.
+absl::Status TakeAxes(Json* doc, std::vector<SweepAxis>* axes) {
+  for (const std::string& name : AxisNames()) {
+    const std::string field = AxisField(name);
+    const auto [object, key] = SplitField(field);
+    auto obj = doc->find(object);
+    if (obj == doc->end() || !obj->is_object()) continue;
+    auto it = obj->find(key);
+    if (it == obj->end() || !it->is_array()) continue;
+    if (it->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " must be a number or a non-empty list of numbers, got []"));
+    }
+    SweepAxis axis;
+    axis.name = name;
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string at = absl::StrCat(field, "[", i, "]");
+      double v = 0;
+      if ((*it)[i].is_number_integer()) {
+        int64_t x = 0;
+        RETURN_IF_ERROR(ReadNumber((*it)[i], at, &x));
+        v = static_cast<double>(x);
+      } else {
+        RETURN_IF_ERROR(ReadNumber((*it)[i], at, &v));
+      }
+      axis.values.push_back(v);
+    }
+    Json first = (*it)[0];
+    *it = first;
+    axes->push_back(std::move(axis));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string SweepSpecToJson(const SweepSpec& spec, int indent) {
@@ -378,12 +421,28 @@ std::string SweepSpecToJson(const SweepSpec& spec, int indent) {
             {"seeds", spec.seeds},       {"seed_count", spec.seed_count},
             {"train", ToJ(spec.train)},  {"priority", spec.priority},
             {"mode", Name(spec.mode)},   {"reuse_results", spec.reuse_results}};
+  // An axis is its list of values where the field's value stands.
+  for (const SweepAxis& axis : spec.axes) {
+    const auto [object, key] = SplitField(AxisField(axis.name));
+    Json& slot = j[object][key];
+    const bool integer = slot.is_number_integer();
+    Json values = Json::array();
+    for (double v : axis.values) {
+      if (integer) {
+        values.push_back(static_cast<int64_t>(v));
+      } else {
+        values.push_back(v);
+      }
+    }
+    slot = std::move(values);
+  }
   return Dump(j, indent);
 }
 
 absl::StatusOr<SweepSpec> SweepSpecFromJson(const std::string& text) {
   ASSIGN_OR_RETURN(Json j, ParseText(text));
   SweepSpec s;
+  if (j.is_object()) RETURN_IF_ERROR(TakeAxes(&j, &s.axes));
   ObjectReader r(j, "");
   RETURN_IF_ERROR(r.CheckObject());
   RETURN_IF_ERROR(r.String("name", &s.name));

@@ -411,5 +411,156 @@ TEST(MemoryEstimateTest, FormatBytes) {
   EXPECT_EQ(FormatBytes((int64_t{1} << 30) * 5 / 4), "1.25 GiB");
 }
 
+// ---------------------------------------------------------------- axes
+
+SweepSpec AxesSweep() {
+  SweepSpec s = GoodSweep();
+  s.heads.push_back(HeadSpec{});  // 2 ranked heads + softmax
+  s.heads[2].feature_map = FeatureMap::kReluEps;
+  s.ranks = {1, 2, 4};
+  s.seed_count = 2;
+  s.axes = {{"lr", {0.01, 0.003, 0.001}}, {"max_steps", {200, 400}}};
+  return s;
+}
+
+TEST(AxesTest, RecipesAreTheCrossProductFirstAxisSlowest) {
+  const SweepSpec s = AxesSweep();
+  ASSERT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  EXPECT_EQ(RecipeCount(s), 6);
+  EXPECT_EQ(RecipeLabel(s, 0), "lr=0.01 max_steps=200");
+  EXPECT_EQ(RecipeLabel(s, 1), "lr=0.01 max_steps=400");
+  EXPECT_EQ(RecipeLabel(s, 3), "lr=0.003 max_steps=400");
+  EXPECT_EQ(RecipeLabel(s, 5), "lr=0.001 max_steps=400");
+  EXPECT_EQ(RecipeValues(s, 4), (std::vector<double>{0.001, 200}));
+  double v = 0;
+  EXPECT_TRUE(RecipeAxisValue(s, 2, "lr", &v));
+  EXPECT_EQ(v, 0.003);
+  EXPECT_FALSE(RecipeAxisValue(s, 2, "batch_size", &v));
+  EXPECT_EQ(RecipeLabel(GoodSweep(), 0), "");
+  EXPECT_EQ(RecipeCount(GoodSweep()), 1);
+}
+
+TEST(AxesTest, TaskSpecOfARecipeCarriesItsValues) {
+  SweepSpec s = AxesSweep();
+  s.train.lr = 0.5;  // replaced by the axis
+  const TaskSpec t = MakeTaskSpec(s, 0, 4, 3, {0, 1});
+  EXPECT_EQ(t.train.lr, 0.003);
+  EXPECT_EQ(t.train.max_steps, 400);
+  EXPECT_EQ(t.rank, 4);
+  EXPECT_EQ(t.seeds, (std::vector<uint64_t>{0, 1}));
+  // Without a recipe index: recipe 0.
+  EXPECT_EQ(MakeTaskSpec(s, 0, 4, {0}).train.lr, 0.01);
+  EXPECT_EQ(MakeTaskSpec(s, 0, 4, {0}).train.max_steps, 200);
+}
+
+TEST(AxesTest, CellCountCrossesRecipes) {
+  // 2 ranked heads x 3 ranks + softmax, x 2 seeds x 3 lr x 2 max_steps.
+  SweepSpec s = AxesSweep();
+  s.seed_count = 101;  // 7 x 6 x 101 = 4242 cells
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  s.axes[0].values.clear();
+  for (int i = 1; i <= 64; ++i) s.axes[0].values.push_back(i * 1e-3);
+  s.seed_count = 111;  // 7 x 128 x 111 = 99456
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  s.seed_count = 112;
+  ExpectInvalid(ValidateSweepSpec(s),
+                "total cells (heads x ranks x seeds x recipes) must be in 1..100000, got 100352");
+}
+
+TEST(AxesTest, BadValuesNameTheAxisTheIndexAndTheRange) {
+  SweepSpec s = AxesSweep();
+  s.axes[0].values = {0.01, 20};
+  ExpectInvalid(ValidateSweepSpec(s), "axes[0] (lr) values[1]: train.lr must be in (0, 10], got 20");
+  s = AxesSweep();
+  s.axes[1].values = {200, -5};
+  ExpectInvalid(ValidateSweepSpec(s),
+                "axes[1] (max_steps) values[1]: train.max_steps must be in 0..10000000, got -5");
+  s.axes[1].values = {200, 2.5};
+  ExpectInvalid(ValidateSweepSpec(s), "axes[1] (max_steps) values[1] must be an integer, got 2.5");
+  s.axes[1].values = {200, 200};
+  ExpectInvalid(ValidateSweepSpec(s), "axes[1] (max_steps) values[1]: 200 repeats values[0]");
+  s.axes[1].values = {};
+  ExpectInvalid(ValidateSweepSpec(s), "axes[1] (max_steps) values count must be in 1..64, got 0");
+  s = AxesSweep();
+  s.axes.push_back({"beta1", {0.5}});
+  ExpectInvalid(ValidateSweepSpec(s), "axes[2]: \"beta1\" is not an axis; axes: lr, weight_decay");
+  s = AxesSweep();
+  std::swap(s.axes[0], s.axes[1]);
+  ExpectInvalid(ValidateSweepSpec(s), "axes[1] (lr): axes must be listed once each, in the order lr");
+  s = AxesSweep();
+  s.axes = {{"pool_size", {10, 20}}};
+  ExpectInvalid(ValidateSweepSpec(s),
+                "axes[0] (pool_size): dataset.pool_size needs dataset.kind \"pool\", got "
+                "\"exhaustive\"");
+}
+
+TEST(AxesTest, DatasetAxesAreCheckedPerRecipe) {
+  SweepSpec s;
+  s.name = "pool";
+  s.dataset.kind = DatasetKind::kPool;
+  s.dataset.m = 8;
+  s.dataset.weight = 3;
+  s.dataset.pool_size = 40;
+  s.dataset.train_size = 0;  // every value comes from the axis
+  s.dataset.test_size = 10;
+  s.heads = {HeadSpec{}};
+  s.ranks = {2};
+  s.seed_count = 1;
+  s.axes = {{"m", {8, 4}}, {"weight", {3, 5}}, {"train_size", {20, 30}}};
+  // m = 4 with weight 5 is recipe 6 (m=4 weight=5 train_size=20).
+  ExpectInvalid(ValidateSweepSpec(s),
+                "recipe 6 (m=4 weight=5 train_size=20): dataset.weight must be in 0..4, got 5");
+  s.axes[1].values = {3, 4};
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  EXPECT_EQ(MakeTaskSpec(s, 0, 2, 7, {0}).dataset.train_size, 30);
+  EXPECT_EQ(MakeTaskSpec(s, 0, 2, 7, {0}).dataset.m, 4);
+}
+
+TEST(AxesTest, ParseAndFormatValues) {
+  EXPECT_EQ(*ParseAxisValue("lr", "0.003", "--lr"), 0.003);
+  EXPECT_EQ(*ParseAxisValue("max_steps", "4000", "--max-steps"), 4000);
+  ExpectInvalid(ParseAxisValue("max_steps", "4e3", "--max-steps").status(),
+                "--max-steps must be an integer, got \"4e3\"");
+  ExpectInvalid(ParseAxisValue("lr", "fast", "--lr").status(), "--lr must be a number, got \"fast\"");
+  ExpectInvalid(ParseAxisValue("seq_len", "3", "--x").status(), "\"seq_len\" is not an axis");
+  EXPECT_EQ(FormatAxisValue("lr", 0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(FormatAxisValue("lr", 1e-3), "0.001");
+  EXPECT_EQ(FormatAxisValue("max_steps", 4000), "4000");
+  EXPECT_TRUE(IsAxisName("num_queries"));
+  EXPECT_FALSE(IsAxisName("seq_len"));
+}
+
+TEST(AxesJsonTest, AListWhereAValueStoodIsAnAxis) {
+  auto s = SweepSpecFromJson(R"({"name": "a", "heads": [{"kind": "kernel"}], "ranks": [1],
+      "seed_count": 1, "train": {"max_steps": [100, 200], "lr": [0.01, 0.001]},
+      "dataset": {"kind": "witness", "m": 8, "code_weight": 3, "max_overlap": 1,
+                  "num_queries": [5, 6]}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->axes.size(), 3u);  // in AxisNames() order, whatever the document's
+  EXPECT_EQ(s->axes[0].name, "lr");
+  EXPECT_EQ(s->axes[0].values, (std::vector<double>{0.01, 0.001}));
+  EXPECT_EQ(s->axes[1].name, "max_steps");
+  EXPECT_EQ(s->axes[2].name, "num_queries");
+  EXPECT_EQ(s->axes[2].values, (std::vector<double>{5, 6}));
+  EXPECT_TRUE(ValidateSweepSpec(*s).ok()) << ValidateSweepSpec(*s);
+  const std::string json = SweepSpecToJson(*s);
+  EXPECT_THAT(json, HasSubstr("\"max_steps\":[100,200]"));
+  EXPECT_THAT(json, HasSubstr("\"num_queries\":[5,6]"));
+  auto back = SweepSpecFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(SweepSpecToJson(*back), json);
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(RecipeLabel(*back, k), RecipeLabel(*s, k));
+
+  ExpectInvalid(SweepSpecFromJson(R"({"train": {"lr": []}})").status(),
+                "train.lr must be a number or a non-empty list of numbers, got []");
+  ExpectInvalid(SweepSpecFromJson(R"({"train": {"lr": [0.1, "x"]}})").status(),
+                "train.lr[1] must be a number, got \"x\"");
+  // Fields that are not axes still take one value only.
+  ExpectInvalid(SweepSpecFromJson(R"({"train": {"beta1": [0.5, 0.9]}})").status(),
+                "train.beta1 must be a number");
+  // A task spec has no axes.
+  ExpectInvalid(TaskSpecFromJson(R"({"train": {"lr": [0.1]}})").status(), "train.lr must be a number");
+}
+
 }  // namespace
 }  // namespace ranksweep

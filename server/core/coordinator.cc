@@ -17,6 +17,7 @@
 #include "common/spec/result_validation.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
+#include "server/core/cell_plan.h"
 #include "server/core/lease_order.h"
 #include "server/core/log.h"
 #include "server/core/packed_row.h"
@@ -40,66 +41,22 @@ std::string RandomId(const char* prefix) {
   return absl::StrFormat("%s%08x", prefix, static_cast<uint32_t>(gen()));
 }
 
-// A finished cell's row as Complete and the failure path store it, without
-// its result or failure.
-ResultRow FinishedRow(int head_index, int rank, uint64_t seed, CellState state, int attempt,
-                      int64_t lease_id, const std::string& worker_id,
-                      const VersionManifest& version, int64_t finished_ms) {
-  ResultRow row;
-  row.head_index = head_index;
-  row.rank = rank;
-  row.seed = seed;
-  row.state = state;
-  row.attempt = attempt;
-  row.lease_id = lease_id;
-  row.worker_id = worker_id;
-  row.worker_version = version;
-  row.finished_unix_ms = finished_ms;
-  return row;
-}
-
-// The result the cache serves for (task key, seed) under `build_id`: the
-// first trained (not copied) DONE row, in cell order, whose result passes
-// ValidateSeedResult, unpacked into `row`. 0 when there is none.
-absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, uint64_t seed,
-                                        const std::string& build_id, int max_steps,
-                                        ResultRow* row) {
-  // "task_key != ''" and the other constant terms let SQLite use the
-  // partial index results_by_task.
-  static const std::string* sql = NewSelect<PackedCol::kCount>(
-      {"r.cell_id", "p.packed"},
-      absl::StrCat("FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
-                   "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND "
-                   "r.task_key != '' AND r.cached_from = 0 AND r.state = ", kCellDone,
-                   " ORDER BY r.cell_id"));
-  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, build_id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool found, q.Step());
-    if (!found) return 0;
-    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(PackedCol::kPacked), row));
-    if (row->result.has_value() && ValidateSeedResult(*row->result, max_steps).ok()) {
-      return q.ColumnInt(PackedCol::kCellId);
-    }
-  }
-}
-
 // InvalidArgument when one seed of some (head, rank) cell of `spec` is
 // estimated above `limit` bytes (0 = no limit).
 absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
   if (limit <= 0) return absl::OkStatus();
   const uint64_t seed = SweepSeeds(spec).front();
-  for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
-    const bool ranked = HeadHasRank(spec.heads[h]);
-    for (int rank : ranked ? spec.ranks : std::vector<int>{0}) {
-      const int64_t bytes = EstimateTaskMemoryBytes(MakeTaskSpec(spec, h, rank, {seed}));
-      if (bytes <= limit) continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          "heads[", h, "] (", HeadLabel(spec.heads[h]), ")",
-          ranked ? absl::StrCat(" at rank ", rank) : std::string(), ": estimated memory ",
-          FormatBytes(bytes), " for one seed exceeds the limit of ", FormatBytes(limit),
-          " (--max_task_memory_bytes)"));
-    }
+  for (const CellGroupKey& g : GridGroups(spec)) {
+    const int64_t bytes =
+        EstimateTaskMemoryBytes(MakeTaskSpec(spec, g.head_index, g.rank, g.recipe, {seed}));
+    if (bytes <= limit) continue;
+    const std::string recipe = RecipeLabel(spec, g.recipe);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "heads[", g.head_index, "] (", HeadLabel(spec.heads[g.head_index]), ")",
+        g.rank > 0 ? absl::StrCat(" at rank ", g.rank) : std::string(),
+        recipe.empty() ? std::string() : absl::StrCat(" with ", recipe), ": estimated memory ",
+        FormatBytes(bytes), " for one seed exceeds the limit of ", FormatBytes(limit),
+        " (--max_task_memory_bytes)"));
   }
   return absl::OkStatus();
 }
@@ -119,17 +76,9 @@ absl::StatusOr<std::shared_ptr<const SweepSpec>> Coordinator::SpecOf(
   return specs_.Get(c, sweep_id);
 }
 
-std::string TaskKey(const SweepSpec& spec, int head_index, int rank) {
-  const std::string json = TaskSpecToJson(MakeTaskSpec(spec, head_index, rank, {}));
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(json.data()), json.size(), digest);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
-}
-
 absl::StatusOr<std::string> Coordinator::TaskKeyOf(Connection& c, const std::string& sweep_id,
-                                                    int head_index, int rank) {
-  const auto group = std::make_tuple(sweep_id, head_index, rank);
+                                                    int head_index, int rank, int recipe) {
+  const auto group = std::make_tuple(sweep_id, head_index, rank, recipe);
   {
     std::lock_guard<std::mutex> lock(spec_mu_);
     auto it = task_key_cache_.find(group);
@@ -137,93 +86,35 @@ absl::StatusOr<std::string> Coordinator::TaskKeyOf(Connection& c, const std::str
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
   const SweepSpec& spec = *spec_ptr;
-  std::string key = TaskKey(spec, head_index, rank);
+  std::string key = TaskKey(spec, head_index, rank, recipe);
   std::lock_guard<std::mutex> lock(spec_mu_);
   task_key_cache_.emplace(group, key);
   return key;
 }
 
-absl::StatusOr<std::pair<int64_t, int64_t>> Coordinator::CreateCells(
-    Connection& c, const std::string& sweep_id, const SweepSpec& spec, int head_index, int rank) {
-  const bool use_cache = spec.reuse_results && !options_.code_version.empty();
-  const std::string key = use_cache ? TaskKey(spec, head_index, rank) : std::string();
-  const int64_t now = clock_->NowMs();
-  int64_t created = 0, cached = 0;
-  for (uint64_t seed : SweepSeeds(spec)) {
-    int64_t cell_id = 0;
-    {
-      static const std::string* sql = new std::string(
-          absl::StrCat("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, seed, "
-                       "state) VALUES (?1, ?2, ?3, ?4, ", kCellPending, ")"));
-      ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
-      ins.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, SeedToDb(seed));
-      RETURN_IF_ERROR(ins.Run());
-      if (c.Changes() == 0) continue;  // a repeated seed
-      cell_id = c.LastInsertRowId();
-      ++created;
-    }
-    if (!use_cache) continue;
-    // The copy's packed row is the source's with this cell's fields. Only a
-    // source that passes ValidateSeedResult is served: a row stored before
-    // results were checked at CompleteTasks may hold anything.
-    ResultRow copied;
-    ASSIGN_OR_RETURN(const int64_t source, FindCacheSource(c, key, seed, options_.code_version,
-                                                           spec.train.max_steps, &copied));
-    if (source == 0) continue;
-    {
-      copied.head_index = head_index;
-      copied.rank = rank;
-      copied.finished_unix_ms = now;
-      copied.cached_from_cell_id = source;
-    }
-    {
-      static const std::string* copy = new std::string(absl::StrCat(
-          "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
-          "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
-          "finished_ms, task_key, cached_from, ",
-          ResultColumns(),
-          ") SELECT ?1, ?2, ?3, ?4, seed, ", kCellDone,
-          ", lease_id, attempt, worker_id, worker_build_id, "
-          "worker_torch_version, worker_cuda_version, ?5, task_key, cell_id, ",
-          ResultColumns(), " FROM results WHERE cell_id = ?6"));
-      ASSIGN_OR_RETURN(Statement ins, c.Prepare(*copy));
-      ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, now);
-      ins.Bind(6, source);
-      RETURN_IF_ERROR(ins.Run());
-    }
-    RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, copied));
-    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, *copied.result, true));
-    {
-      static const std::string* sql =
-          new std::string(absl::StrCat("UPDATE cells SET state = ", kCellDone, " WHERE id = ?1"));
-      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
-      u.Bind(1, cell_id);
-      RETURN_IF_ERROR(u.Run());
-    }
-    ++cached;
-  }
-  return std::make_pair(created, cached);
-}
-
 absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::string& sweep_id,
                                                    const SweepSpec& spec, Events& events) {
   // The split the search judges: test when the dataset has one (the OOD
-  // presets' question), else train.
-  const bool test_split = spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
+  // presets' question), else train. Each (head, recipe) is searched on its
+  // own.
+  const DatasetSpec first = MakeTaskSpec(spec, 0, 0, 0, {}).dataset;  // a test_size axis
+  const bool test_split = first.kind == DatasetKind::kPool && first.test_size > 0;
+  const int recipes = static_cast<int>(RecipeCount(spec));
+  const int64_t now = clock_->NowMs();
   int64_t created_total = 0;
   while (true) {
-    // Per head, the ranks probed so far (rank_search.h decides the next).
-    std::map<int, std::map<int, RankProbe>> probes;
+    // Per (head, recipe), the ranks probed so far (rank_search.h decides the next).
+    std::map<std::pair<int, int>, std::map<int, RankProbe>> probes;
     {
-      enum Col : int { kHeadIndex, kRank, kOpen, kExact, kCells, kCount };
+      enum Col : int { kHeadIndex, kRecipe, kRank, kOpen, kExact, kCells, kCount };
       auto probe_sql = [](const char* error_column) {
         return NewSelect<kCount>(
-            {"c.head_index", "c.rank",
+            {"c.head_index", "c.recipe", "c.rank",
              absl::StrCat("SUM(c.state IN (", kCellPending, ", ", kCellLeased, "))"),
              absl::StrCat("SUM(c.state = ", kCellDone, " AND r.", error_column, " = 0)"),
              "COUNT(*)"},
             "FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
-            "GROUP BY c.head_index, c.rank");
+            "GROUP BY c.head_index, c.recipe, c.rank");
       };
       static const std::string* test_sql = probe_sql("test_error");
       static const std::string* train_sql = probe_sql("train_error");
@@ -232,19 +123,25 @@ absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::str
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
-        probes[static_cast<int>(q.ColumnInt(kHeadIndex))][static_cast<int>(q.ColumnInt(kRank))] =
+        probes[{static_cast<int>(q.ColumnInt(kHeadIndex)), static_cast<int>(q.ColumnInt(kRecipe))}]
+              [static_cast<int>(q.ColumnInt(kRank))] =
             RankProbe{q.ColumnInt(kOpen), q.ColumnInt(kExact), q.ColumnInt(kCells)};
       }
     }
     int64_t created = 0;
     for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
       if (!HeadHasRank(spec.heads[h])) continue;
-      const std::optional<int> rank = NextRankToProbe(spec.ranks, probes[h]);
-      if (!rank.has_value()) continue;
-      ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, h, *rank));
-      events.Log("sweep %s search: %s probes rank %d (%d cells, %d from the cache)", sweep_id,
-                 HeadLabel(spec.heads[h]), *rank, made.first, made.second);
-      created += made.first;
+      for (int recipe = 0; recipe < recipes; ++recipe) {
+        const std::optional<int> rank = NextRankToProbe(spec.ranks, probes[{h, recipe}]);
+        if (!rank.has_value()) continue;
+        ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, {h, *rank, recipe},
+                                                options_.code_version, now));
+        events.Log("sweep %s search: %s%s probes rank %d (%d cells, %d from the cache)",
+                   sweep_id, HeadLabel(spec.heads[h]),
+                   spec.axes.empty() ? std::string() : " " + RecipeLabel(spec, recipe), *rank,
+                   made.first, made.second);
+        created += made.first;
+      }
     }
     created_total += created;
     if (created == 0) return created_total;
@@ -313,21 +210,25 @@ absl::Status Coordinator::MaybeFinishSweep(Connection& c, const std::string& swe
 absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::string& reason,
                                      bool use_attempt, Events& events) {
   std::string sweep_id, worker_id;
-  int head_index = 0, rank = 0, attempt = 0;
+  CellGroupKey group;
+  int attempt = 0;
   uint64_t seed = 0;
   int64_t lease_id = 0;
   {
-    enum Col : int { kSweepId, kHeadIndex, kRank, kSeed, kAttempt, kWorkerId, kLeaseId, kCount };
+    enum Col : int {
+      kSweepId, kHeadIndex, kRank, kRecipe, kSeed, kAttempt, kWorkerId, kLeaseId, kCount
+    };
     static const std::string* sql = NewSelect<kCount>(
-        {"sweep_id", "head_index", "rank", "seed", "attempt", "worker_id", "lease_id"},
+        {"sweep_id", "head_index", "rank", "recipe", "seed", "attempt", "worker_id", "lease_id"},
         "FROM cells WHERE id = ?1");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, cell_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::NotFoundError(absl::StrCat("no cell ", cell_id));
     sweep_id = q.ColumnText(kSweepId);
-    head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
-    rank = static_cast<int>(q.ColumnInt(kRank));
+    group.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+    group.rank = static_cast<int>(q.ColumnInt(kRank));
+    group.recipe = static_cast<int>(q.ColumnInt(kRecipe));
     seed = SeedFromDb(q.ColumnInt(kSeed));
     attempt = static_cast<int>(q.ColumnInt(kAttempt));
     worker_id = q.ColumnText(kWorkerId);
@@ -335,7 +236,7 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
   const SweepSpec& spec = *spec_ptr;
-  const std::string label = CellLabel(spec, head_index, rank, seed);
+  const std::string label = CellLabel(spec, group.head_index, group.rank, group.recipe, seed);
 
   if (!use_attempt || attempt < options_.max_attempts) {
     static const std::string* sql = new std::string(
@@ -368,14 +269,15 @@ absl::Status Coordinator::ReturnCell(Connection& c, int64_t cell_id, const std::
     static const std::string* sql = new std::string(absl::StrCat(
         "INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
         "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
-        "worker_cuda_version, failure, finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, ",
-        kCellFailed, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+        "worker_cuda_version, failure, finished_ms, recipe) VALUES (?1, ?2, ?3, ?4, ?5, ",
+        kCellFailed, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
     ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
-    ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank).Bind(5, SeedToDb(seed));
+    ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, group.head_index).Bind(4, group.rank);
+    ins.Bind(5, SeedToDb(seed)).Bind(14, group.recipe);
     ins.Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id).Bind(9, version.build_id);
     ins.Bind(10, version.torch_version).Bind(11, version.cuda_version).Bind(12, failure);
-    ResultRow row = FinishedRow(head_index, rank, seed, CellState::kFailed, attempt, lease_id,
-                                worker_id, version, clock_->NowMs());
+    ResultRow row = FinishedRow(group, seed, CellState::kFailed, attempt, lease_id, worker_id,
+                                version, clock_->NowMs());
     row.failure = failure;
     ins.Bind(13, row.finished_unix_ms);
     RETURN_IF_ERROR(ins.Run());
@@ -489,13 +391,10 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
     // Search mode creates the cells of ranked heads as the search probes
     // ranks (MaybeFinishSweep -> AdvanceSearch, below); rank-less heads and
     // grid mode get every cell now.
-    for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
-      if (spec.mode == SweepMode::kSearch && HeadHasRank(spec.heads[h])) continue;
-      const std::vector<int> ranks =
-          HeadHasRank(spec.heads[h]) ? spec.ranks : std::vector<int>{0};
-      for (int rank : ranks) {
-        RETURN_IF_ERROR(CreateCells(c, out.sweep_id, spec, h, rank).status());
-      }
+    for (const CellGroupKey& g : GridGroups(spec)) {
+      if (spec.mode == SweepMode::kSearch && HeadHasRank(spec.heads[g.head_index])) continue;
+      RETURN_IF_ERROR(
+          CreateCells(c, out.sweep_id, spec, g, options_.code_version, now).status());
     }
     // Advances a search (its first probes) and ends a sweep whose cells all
     // came from the cache.
@@ -666,7 +565,7 @@ absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::stri
 TaskSpec LeasedTaskSpec(const SweepSpec& spec, const Task& task) {
   std::vector<uint64_t> seeds;
   for (const LeasedCell& cell : task.cells) seeds.push_back(cell.seed);
-  return MakeTaskSpec(spec, task.head_index, task.rank, std::move(seeds));
+  return MakeTaskSpec(spec, task.head_index, task.rank, task.recipe, std::move(seeds));
 }
 
 }  // namespace
@@ -775,6 +674,7 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     task.sweep_id = pick->sweep_id;
     task.head_index = pick->head_index;
     task.rank = pick->rank;
+    task.recipe = pick->recipe;
     const int64_t seeds_to_lease = pick->seeds;
     const std::string& sweep_id = task.sweep_id;
     {
@@ -782,9 +682,10 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
       static const std::string* sql = NewSelect<kCount>(
           {"id", "seed", "attempt"},
           absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
-                       " AND head_index = ?2 AND rank = ?3 ORDER BY id LIMIT ?4"));
+                       " AND head_index = ?2 AND rank = ?3 AND recipe = ?5 ORDER BY id LIMIT ?4"));
       ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
       q.Bind(1, sweep_id).Bind(2, task.head_index).Bind(3, task.rank).Bind(4, seeds_to_lease);
+      q.Bind(5, task.recipe);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -821,7 +722,7 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     task.deadline_unix_ms = deadline;
     events.Add(sweep_id, absl::StrFormat("%s: %d cells leased to %s",
                                          CellLabel(spec, task.head_index, task.rank,
-                                                   task.cells.front().seed),
+                                                   task.recipe, task.cells.front().seed),
                                          task.cells.size(), worker_id));
     tasks.push_back(std::move(task));
     ++leased;
@@ -842,10 +743,11 @@ absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_
   const size_t first = tasks.size();
   {
     enum Col : int {
-      kId, kSweepId, kHeadIndex, kRank, kSeed, kAttempt, kLeaseId, kNextTask, kCount
+      kId, kSweepId, kHeadIndex, kRank, kRecipe, kSeed, kAttempt, kLeaseId, kNextTask, kCount
     };
     static const std::string* sql = NewSelect<kCount>(
-        {"id", "sweep_id", "head_index", "rank", "seed", "attempt", "lease_id", "next_task"},
+        {"id", "sweep_id", "head_index", "rank", "recipe", "seed", "attempt", "lease_id",
+         "next_task"},
         absl::StrCat("FROM cells INDEXED BY cells_leased WHERE worker_id = ?1 AND state = ",
                      kCellLeased, " AND next_of = ?2 ORDER BY next_task, id"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
@@ -860,6 +762,7 @@ absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_
         task.sweep_id = q.ColumnText(kSweepId);
         task.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
         task.rank = static_cast<int>(q.ColumnInt(kRank));
+        task.recipe = static_cast<int>(q.ColumnInt(kRecipe));
         task.deadline_unix_ms = deadline;
         tasks.push_back(std::move(task));
       }
@@ -983,15 +886,17 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
   for (size_t i = 0; i < results.size(); ++i) {
     const CellResult& r = results[i];
     std::string sweep_id, holder;
-    int head_index = 0, rank = 0, state = 0, attempt = 0;
+    CellGroupKey group;
+    int state = 0, attempt = 0;
     uint64_t seed = 0;
     int64_t lease_id = 0;
     {
       enum Col : int {
-        kSweepId, kHeadIndex, kRank, kSeed, kState, kAttempt, kLeaseId, kWorkerId, kCount
+        kSweepId, kHeadIndex, kRank, kRecipe, kSeed, kState, kAttempt, kLeaseId, kWorkerId,
+        kCount
       };
       static const std::string* sql = NewSelect<kCount>(
-          {"sweep_id", "head_index", "rank", "seed", "state", "attempt", "lease_id",
+          {"sweep_id", "head_index", "rank", "recipe", "seed", "state", "attempt", "lease_id",
            "worker_id"},
           "FROM cells WHERE id = ?1");
       ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
@@ -999,8 +904,9 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return absl::NotFoundError(absl::StrCat("no cell ", r.cell_id));
       sweep_id = q.ColumnText(kSweepId);
-      head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
-      rank = static_cast<int>(q.ColumnInt(kRank));
+      group.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+      group.rank = static_cast<int>(q.ColumnInt(kRank));
+      group.recipe = static_cast<int>(q.ColumnInt(kRecipe));
       seed = SeedFromDb(q.ColumnInt(kSeed));
       state = static_cast<int>(q.ColumnInt(kState));
       attempt = static_cast<int>(q.ColumnInt(kAttempt));
@@ -1013,10 +919,15 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     // again for a cell already recorded: nothing of the call is stored, and
     // the lease stays with the worker until it fails the task or the lease
     // expires.
-    if (absl::Status s = ValidateSeedResult(r.result, spec.train.max_steps); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("results[", i, "] for cell ", r.cell_id, " (",
-                                                     CellLabel(spec, head_index, rank, seed),
-                                                     "): ", s.message()));
+    // The cell's recipe may set its own max_steps.
+    const int max_steps =
+        spec.axes.empty()
+            ? spec.train.max_steps
+            : MakeTaskSpec(spec, group.head_index, group.rank, group.recipe, {}).train.max_steps;
+    if (absl::Status s = ValidateSeedResult(r.result, max_steps); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "results[", i, "] for cell ", r.cell_id, " (",
+          CellLabel(spec, group.head_index, group.rank, group.recipe, seed), "): ", s.message()));
     }
     if (state == kCellDone && lease_id == r.lease_id && holder == worker_id) {
       ++out.duplicates;
@@ -1044,20 +955,22 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       ASSIGN_OR_RETURN(
           Statement ins,
           c.Prepare(InsertResultSql()));
-      ins.Bind(1, r.cell_id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank);
+      ins.Bind(1, r.cell_id).Bind(2, sweep_id).Bind(3, group.head_index).Bind(4, group.rank);
       ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
       ins.Bind(9, version.build_id).Bind(10, version.torch_version);
       ins.Bind(11, version.cuda_version).Bind(12, now);
       BindResultColumns(ins, kInsertResultFirst, r.result);
-      ASSIGN_OR_RETURN(std::string key, TaskKeyOf(c, sweep_id, head_index, rank));
-      ins.Bind(kInsertTaskKey, key);
-      ResultRow row = FinishedRow(head_index, rank, seed, CellState::kDone, attempt, lease_id,
-                                  worker_id, version, now);
+      ASSIGN_OR_RETURN(std::string key,
+                       TaskKeyOf(c, sweep_id, group.head_index, group.rank, group.recipe));
+      ins.Bind(kInsertTaskKey, key).Bind(kInsertRecipe, group.recipe);
+      ResultRow row =
+          FinishedRow(group, seed, CellState::kDone, attempt, lease_id, worker_id, version, now);
       row.result = r.result;
       RETURN_IF_ERROR(ins.Run());
       RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
     }
-    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r.result, false));
+    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, group.head_index, group.rank, group.recipe,
+                                     r.result, false));
     {
       static const std::string* sql =
           new std::string(absl::StrCat("UPDATE cells SET state = ", kCellDone,
@@ -1068,7 +981,10 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     }
     ++out.recorded;
     touched.insert(sweep_id);
-    events.Add(sweep_id, absl::StrCat("cell ", CellLabel(spec, head_index, rank, seed), " done"));
+    events.Add(sweep_id,
+               absl::StrCat("cell ",
+                            CellLabel(spec, group.head_index, group.rank, group.recipe, seed),
+                            " done"));
   }
   {
     // The worker was seen now and completed what was recorded: one UPDATE

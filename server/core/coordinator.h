@@ -53,6 +53,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/spec/spec.h"
+#include "server/core/cell_plan.h"  // TaskKey, for callers of this header
 #include "server/core/clock.h"
 #include "server/core/events.h"
 #include "server/core/result_queries.h"
@@ -87,9 +88,6 @@ struct CoordinatorOptions {
   int64_t two_thread_query_rows = 8'192;
 };
 
-// The cache key of one (head, rank) of a sweep: SHA-256 (hex) of the task
-// spec with its seeds removed, so every field that shapes training counts.
-std::string TaskKey(const SweepSpec& spec, int head_index, int rank);
 
 class Coordinator {
  public:
@@ -300,21 +298,16 @@ class Coordinator {
   // Advances a search-mode sweep (creating the cells of the next probed
   // ranks), then ends the sweep when nothing is left to run.
   absl::Status MaybeFinishSweep(Connection& c, const std::string& sweep_id, Events& events);
-  // Search mode: for every ranked head whose probes so far are complete,
+  // Search mode: for every (ranked head, recipe) whose probes so far are complete,
   // creates the cells of the next rank bisection asks for (serving them from
   // the cache where it can, which may complete them at once, so it loops).
   // Returns the cells created.
   absl::StatusOr<int64_t> AdvanceSearch(Connection& c, const std::string& sweep_id,
                                         const SweepSpec& spec, Events& events);
-  // TaskKey of one (head, rank) of a sweep, from the cache when known.
+  // TaskKey (cell_plan.h) of one (head, rank, recipe) of a sweep, from the
+  // cache when known.
   absl::StatusOr<std::string> TaskKeyOf(Connection& c, const std::string& sweep_id,
-                                        int head_index, int rank);
-  // Creates the cells of (head, rank) for every seed of the sweep, each
-  // served from the cache when it can be. Returns {created, cached}.
-  absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
-                                                          const std::string& sweep_id,
-                                                          const SweepSpec& spec, int head_index,
-                                                          int rank);
+                                        int head_index, int rank, int recipe);
   // Moves one leased cell back to pending or to FAILED. `use_attempt` false
   // gives the attempt back (release).
   absl::Status ReturnCell(Connection& c, int64_t cell_id, const std::string& reason,
@@ -329,9 +322,9 @@ class Coordinator {
   SpecCache specs_;
   SweepQueries queries_;  // the read side, on the store's read connection
   std::mutex spec_mu_;
-  // TaskKey of (sweep, head, rank), computed once (a JSON dump and a SHA-256
-  // per completion otherwise). Guarded by spec_mu_.
-  std::map<std::tuple<std::string, int, int>, std::string> task_key_cache_;
+  // TaskKey of (sweep, head, rank, recipe), computed once (a JSON dump and a
+  // SHA-256 per completion otherwise). Guarded by spec_mu_.
+  std::map<std::tuple<std::string, int, int, int>, std::string> task_key_cache_;
 
   ChangeListeners listeners_;
 };

@@ -585,7 +585,7 @@ TEST_F(CoordinatorTest, RowsReadOnTwoThreadsAreTheRowsReadOnOne) {
                     ASSIGN_OR_RETURN(bool row, q.Step());
                     if (row) damaged = q.ColumnInt(0);
                     ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE result_packs SET packed = "
-                                                            "x'02' WHERE cell_id = ?1"));
+                                                            "x'03' WHERE cell_id = ?1"));
                     u.Bind(1, damaged);
                     return u.Run();
                   })
@@ -595,7 +595,7 @@ TEST_F(CoordinatorTest, RowsReadOnTwoThreadsAreTheRowsReadOnOne) {
     EXPECT_EQ(out.status().code(), absl::StatusCode::kInternal);
     EXPECT_EQ(out.status().message(),
               absl::StrCat("result of cell ", damaged,
-                           ": packed result row: unknown version 2 (1 bytes)"));
+                           ": packed result row: unknown version 3 (1 bytes)"));
   }
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/spec/spec.h"
 #include "common/status_macros.h"
+#include "server/core/cell_plan.h"
 #include "server/core/sql_columns.h"
 #include "server/core/types.h"
 
@@ -36,16 +37,16 @@ absl::StatusOr<std::optional<LeasePick>> NextGroupToLease(Connection& c, SpecCac
     }
   }
   for (const std::string& sweep_id : sweep_ids) {
-    std::vector<std::pair<int, int>> groups;
+    std::vector<CellGroupKey> groups;
     {
       // Unlimited, only the first group is needed: the cheap query.
-      enum Col : int { kHeadIndex, kRank, kCount };
+      enum Col : int { kHeadIndex, kRank, kRecipe, kCount };
       static const std::string* all_groups = NewSelect<kCount>(
-          {"head_index", "rank"},
+          {"head_index", "rank", "recipe"},
           absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
-                       " GROUP BY head_index, rank ORDER BY MIN(id)"));
+                       " GROUP BY head_index, rank, recipe ORDER BY MIN(id)"));
       static const std::string* first_group = NewSelect<kCount>(
-          {"head_index", "rank"},
+          {"head_index", "rank", "recipe"},
           absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
                        " ORDER BY id LIMIT 1"));
       ASSIGN_OR_RETURN(Statement q, c.Prepare(limited ? *all_groups : *first_group));
@@ -53,26 +54,27 @@ absl::StatusOr<std::optional<LeasePick>> NextGroupToLease(Connection& c, SpecCac
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
-        groups.emplace_back(static_cast<int>(q.ColumnInt(kHeadIndex)),
-                            static_cast<int>(q.ColumnInt(kRank)));
+        groups.push_back({static_cast<int>(q.ColumnInt(kHeadIndex)),
+                          static_cast<int>(q.ColumnInt(kRank)),
+                          static_cast<int>(q.ColumnInt(kRecipe))});
         if (!limited) break;
       }
     }
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, specs.Get(c, sweep_id));
     const SweepSpec& spec = *spec_ptr;
-    for (const auto& [head_index, rank] : groups) {
-      if (too_big.count({sweep_id, head_index, rank}) > 0) continue;
+    for (const CellGroupKey& g : groups) {
+      if (too_big.count({sweep_id, g.head_index, g.rank, g.recipe}) > 0) continue;
       int64_t fit = max_seeds;
       if (limited) {
         const MemoryEstimate estimate =
-            EstimateTaskMemory(MakeTaskSpec(spec, head_index, rank, {}));
+            EstimateTaskMemory(MakeTaskSpec(spec, g.head_index, g.rank, g.recipe, {}));
         fit = std::min<int64_t>(fit, estimate.SeedsThatFit(budget));
       }
       if (fit < 1) {
-        too_big.insert({sweep_id, head_index, rank});
+        too_big.insert({sweep_id, g.head_index, g.rank, g.recipe});
         continue;
       }
-      return std::optional<LeasePick>(LeasePick{sweep_id, head_index, rank, fit});
+      return std::optional<LeasePick>(LeasePick{sweep_id, g.head_index, g.rank, g.recipe, fit});
     }
   }
   return std::optional<LeasePick>();

@@ -1,4 +1,4 @@
-// Which (sweep, head, rank) group a worker is leased next, and how many of
+// Which (sweep, head, rank, recipe) group a worker is leased next, and how many of
 // its pending seeds: the coordinator's serving order, apart from the
 // transaction that leases the cells (Coordinator::LeaseTasks).
 //
@@ -31,11 +31,12 @@ struct LeasePick {
   std::string sweep_id;
   int head_index = 0;
   int rank = 0;
+  int recipe = 0;
   int64_t seeds = 0;  // >= 1
 };
 
-// (sweep, head, rank) groups that did not fit one call's budget.
-using TooBigGroups = std::set<std::tuple<std::string, int, int>>;
+// (sweep, head, rank, recipe) groups that did not fit one call's budget.
+using TooBigGroups = std::set<std::tuple<std::string, int, int, int>>;
 
 // The next group in serving order that has a pending cell and fits: up to
 // `max_seeds` seeds, and when `limited`, only as many as the estimate lets

@@ -113,7 +113,7 @@ TEST_F(LeaseOrderTest, WithABudgetOnlyTheSeedsThatFitAndTooBigGroupsAreRemembere
   EXPECT_EQ(Next(1, true, rank8.Total(2)), "a 0 8 1");
   // Not even one rank-8 seed fits: the rank-1 group, created later, goes.
   EXPECT_EQ(Next(64, true, rank1.Total(1)), "a 0 1 1");
-  EXPECT_EQ(too_big_.count({"a", 0, 8}), 1u);
+  EXPECT_EQ(too_big_.count({"a", 0, 8, 0}), 1u);
   EXPECT_EQ(too_big_.size(), 1u);
   // Nothing fits at all.
   EXPECT_EQ(Next(64, true, 1), "none");

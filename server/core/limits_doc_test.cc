@@ -269,6 +269,11 @@ std::map<std::string, Probe> Probes(CoordinatorUnderTest& cut) {
   })};
   p["SweepSpec|`seed_count`"] = {sweep([](SweepSpec& s, double v) { s.seed_count = I(v); })};
   p["SweepSpec|`priority`"] = {sweep([](SweepSpec& s, double v) { s.priority = I(v); })};
+  p["SweepSpec|`axes[].values`"] = {sweep([](SweepSpec& s, double v) {
+    SweepAxis lr{"lr", {}};
+    for (int i = 1; i <= I(v); ++i) lr.values.push_back(i * 1e-3);
+    s.axes = {lr};
+  })};
   p["DatasetSpec|`m`"] = {dataset(Witness, [](DatasetSpec& d, double v) {
     d.m = I(v);
     d.code_weight = 1;

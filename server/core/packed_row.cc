@@ -10,6 +10,7 @@ namespace ranksweep::server {
 namespace {
 
 constexpr uint8_t kVersion1 = 1;
+constexpr uint8_t kVersion2 = 2;  // + recipe after rank
 constexpr uint8_t kHasResult = 1;
 
 class Writer {
@@ -123,9 +124,10 @@ std::string PackResultRow(const ResultRow& row) {
   std::string out;
   out.reserve(160);
   Writer w(&out);
-  w.Byte(kVersion1);
+  w.Byte(row.recipe == 0 ? kVersion1 : kVersion2);
   w.Signed(row.head_index);
   w.Signed(row.rank);
+  if (row.recipe != 0) w.Signed(row.recipe);
   w.Varint(row.seed);
   w.Signed(static_cast<int>(row.state));
   w.Signed(row.attempt);
@@ -168,13 +170,14 @@ std::string PackResultRow(const ResultRow& row) {
 absl::Status UnpackResultRow(std::string_view packed, ResultRow* row) {
   Reader r(packed);
   const uint8_t version = r.Byte();
-  if (!r.ok() || version != kVersion1) {
+  if (!r.ok() || (version != kVersion1 && version != kVersion2)) {
     return absl::InternalError(absl::StrCat("packed result row: unknown version ",
                                             static_cast<int>(version), " (",
                                             packed.size(), " bytes)"));
   }
   row->head_index = static_cast<int>(r.Signed());
   row->rank = static_cast<int>(r.Signed());
+  row->recipe = version == kVersion2 ? static_cast<int32_t>(r.Signed()) : 0;
   row->seed = r.Varint();
   row->state = static_cast<CellState>(r.Signed());
   row->attempt = static_cast<int>(r.Signed());

@@ -9,7 +9,9 @@
 // Layout, version 1: a version byte, then varints (signed ones zigzag) and
 // little-endian doubles in a fixed order, strings as a varint length and
 // bytes. The order is in packed_row.cc; a new field means a new version,
-// and Unpack keeps reading the old ones.
+// and Unpack keeps reading the old ones. Version 2 adds the recipe after the
+// rank; a row of recipe 0 is still written as version 1 (it reads back the
+// same), so sweeps without axes store what they always did.
 #ifndef RANKSWEEP_SERVER_CORE_PACKED_ROW_H_
 #define RANKSWEEP_SERVER_CORE_PACKED_ROW_H_
 

@@ -63,6 +63,24 @@ TEST(PackedRowTest, AFailedRowHasNoResultEvenInAReusedRow) {
   ranksweep::testing::ExpectSameResultRow(got, want);
 }
 
+TEST(PackedRowTest, ARecipeIsVersion2AndRecipe0StaysVersion1) {
+  ResultRow row = DoneRow();
+  row.recipe = 0;
+  const std::string v1 = PackResultRow(row);
+  EXPECT_EQ(v1[0], 1);
+  row.recipe = 37;
+  const std::string v2 = PackResultRow(row);
+  EXPECT_EQ(v2[0], 2);
+  EXPECT_EQ(v2.size(), v1.size() + 1);  // zigzag 37 = 74: one byte
+  ResultRow got = DoneRow();
+  got.recipe = 5;
+  ASSERT_TRUE(UnpackResultRow(v2, &got).ok());
+  ranksweep::testing::ExpectSameResultRow(got, row);
+  EXPECT_EQ(got.recipe, 37);
+  ASSERT_TRUE(UnpackResultRow(v1, &got).ok());
+  EXPECT_EQ(got.recipe, 0);
+}
+
 TEST(PackedRowTest, NoTestSplitStoresTestErrorAsOneLikeTheColumns) {
   ResultRow row = DoneRow();
   row.result->test = {};
@@ -117,10 +135,10 @@ TEST(PackedRowTest, TruncatedExtendedOrForeignBytesAreInternalErrors) {
   }
   EXPECT_EQ(UnpackResultRow(packed + "x", &row).code(), absl::StatusCode::kInternal);
   std::string other = packed;
-  other[0] = 2;
+  other[0] = 3;
   absl::Status s = UnpackResultRow(other, &row);
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_EQ(s.message(), absl::StrCat("packed result row: unknown version 2 (", packed.size(),
+  EXPECT_EQ(s.message(), absl::StrCat("packed result row: unknown version 3 (", packed.size(),
                                       " bytes)"));
 }
 

@@ -17,29 +17,30 @@
 namespace ranksweep::server {
 namespace {
 
-using GroupKey = std::tuple<std::string, int, int>;  // sweep, head_index, rank
+using GroupKey = std::tuple<std::string, int, int, int>;  // sweep, head_index, rank, recipe
 
-// Sums one (sweep, head, rank) group up again from its DONE rows, as
+// Sums one (sweep, head, rank, recipe) group up again from its DONE rows, as
 // migrations 5 and 7 do for every group: the mean, then the squared
 // deviations from it. No row is written when no DONE row is left.
 // Rebuilds a group's row of result_groups from the DONE results left in it,
 // through AddToResultGroup, the one update every stored result goes through.
 absl::Status RebuildGroup(Connection& c, const GroupKey& key) {
-  const auto& [sweep_id, head_index, rank] = key;
+  const auto& [sweep_id, head_index, rank, recipe] = key;
   {
     ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_groups WHERE sweep_id = ?1 "
-                                              "AND head_index = ?2 AND rank = ?3"));
-    del.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+                                              "AND head_index = ?2 AND rank = ?3 AND recipe = ?4"));
+    del.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
     RETURN_IF_ERROR(del.Run());
   }
   static const std::string* sql = new std::string(absl::StrCat(
       "SELECT ", ResultColumns(), ", cached_from FROM results "
-      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND state = ", kCellDone,
+      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND recipe = ?4 AND state = ",
+      kCellDone,
       " ORDER BY cell_id"));
   std::vector<std::pair<SeedResult, bool>> rows;  // (result, served from the cache)
   {
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -49,7 +50,7 @@ absl::Status RebuildGroup(Connection& c, const GroupKey& key) {
     }
   }
   for (const auto& [r, cached] : rows) {
-    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, r, cached));
+    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, head_index, rank, recipe, r, cached));
   }
   return absl::OkStatus();
 }
@@ -119,9 +120,9 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
     for (int64_t cell_id : *ids) {
       std::string sweep_id;
       {
-        enum Col : int { kSweepId, kHeadIndex, kRank, kWorkerId, kPacked, kCount };
+        enum Col : int { kSweepId, kHeadIndex, kRank, kRecipe, kWorkerId, kPacked, kCount };
         static const std::string* sql = NewSelect<kCount>(
-            {"r.sweep_id", "r.head_index", "r.rank", "r.worker_id", "p.packed"},
+            {"r.sweep_id", "r.head_index", "r.rank", "r.recipe", "r.worker_id", "p.packed"},
             "FROM results r JOIN result_packs p ON p.cell_id = r.cell_id WHERE r.cell_id = ?1");
         ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
         q.Bind(1, cell_id);
@@ -129,7 +130,8 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
         if (!row) return absl::InternalError(absl::StrCat("result of cell ", cell_id, " vanished"));
         sweep_id = q.ColumnText(kSweepId);
         groups.insert({sweep_id, static_cast<int>(q.ColumnInt(kHeadIndex)),
-                       static_cast<int>(q.ColumnInt(kRank))});
+                       static_cast<int>(q.ColumnInt(kRank)),
+                       static_cast<int>(q.ColumnInt(kRecipe))});
         ASSIGN_OR_RETURN(Statement ins,
                          c.Prepare("INSERT INTO invalid_results (cell_id, sweep_id, worker_id, "
                                    "packed, invalid_ms, invalid_by, quarantine_id) "

@@ -53,6 +53,7 @@ struct QueryCol {
     kFailure,
     kFinishedMs,
     kHasResult,
+    kRecipe,
     kResultFirst,
     kCachedFrom = kResultFirst + ResultCol::kCount,
   };
@@ -61,7 +62,7 @@ constexpr const char* kQueryColumnNames[] = {
     "c.id", "c.head_index", "c.rank", "c.seed", "c.state", "c.attempt", "c.lease_id",
     "c.worker_id", "r.lease_id", "r.attempt", "r.worker_id", "r.worker_build_id",
     "r.worker_torch_version", "r.worker_cuda_version", "r.failure", "r.finished_ms",
-    "r.cell_id IS NOT NULL"};
+    "r.cell_id IS NOT NULL", "c.recipe"};
 
 // The select list of a query row, in QueryCol order.
 const std::string& QueryColumns() {
@@ -84,6 +85,7 @@ ResultRow QueryRow(const Statement& q, const std::string& sweep_id,
   row.head_index = static_cast<int>(q.ColumnInt(C::kHeadIndex));
   row.head = LabelOf(labels, row.head_index);
   row.rank = static_cast<int>(q.ColumnInt(C::kRank));
+  row.recipe = static_cast<int32_t>(q.ColumnInt(C::kRecipe));
   row.seed = SeedFromDb(q.ColumnInt(C::kSeed));
   row.state = static_cast<CellState>(q.ColumnInt(C::kState));
   if (q.ColumnInt(C::kHasResult) != 0) {
@@ -122,13 +124,17 @@ struct CellFilter {
   }
 };
 
-ResultGroup& GroupFor(std::map<std::pair<int, int>, ResultGroup>& groups, int head_index,
-                      int rank, const std::vector<std::string>& labels) {
-  ResultGroup& g = groups[{head_index, rank}];
+// (head_index, rank, recipe): groups in this order, as the grid creates them.
+using GroupMap = std::map<std::tuple<int, int, int>, ResultGroup>;
+
+ResultGroup& GroupFor(GroupMap& groups, int head_index, int rank, int recipe,
+                      const std::vector<std::string>& labels) {
+  ResultGroup& g = groups[{head_index, rank, recipe}];
   if (g.head.empty()) {
     g.head = LabelOf(labels, head_index);
     g.head_index = head_index;
     g.rank = rank;
+    g.recipe = recipe;
   }
   return g;
 }
@@ -136,21 +142,21 @@ ResultGroup& GroupFor(std::map<std::pair<int, int>, ResultGroup>& groups, int he
 // The first columns of the statements ForEachKeptGroupRow steps through:
 // the group's key, then what each reads from kCount on.
 struct GroupKeyCol {
-  enum : int { kHeadIndex, kRank, kCount };
+  enum : int { kHeadIndex, kRank, kRecipe, kCount };
 };
 
 // Steps through `q`, whose first columns are GroupKeyCol's, and calls `fn`
 // with the group of each row that `filter` keeps, `q` on that row.
 absl::Status ForEachKeptGroupRow(Statement& q, const CellFilter& filter,
                                  const std::vector<std::string>& labels,
-                                 std::map<std::pair<int, int>, ResultGroup>* groups,
-                                 absl::FunctionRef<void(ResultGroup&)> fn) {
+                                 GroupMap* groups, absl::FunctionRef<void(ResultGroup&)> fn) {
   while (true) {
     ASSIGN_OR_RETURN(bool more, q.Step());
     if (!more) return absl::OkStatus();
     const int head_index = static_cast<int>(q.ColumnInt(GroupKeyCol::kHeadIndex));
     const int rank = static_cast<int>(q.ColumnInt(GroupKeyCol::kRank));
-    if (filter.Keeps(head_index, rank)) fn(GroupFor(*groups, head_index, rank, labels));
+    const int recipe = static_cast<int>(q.ColumnInt(GroupKeyCol::kRecipe));
+    if (filter.Keeps(head_index, rank)) fn(GroupFor(*groups, head_index, rank, recipe, labels));
   }
 }
 
@@ -159,10 +165,11 @@ absl::Status ForEachKeptGroupRow(Statement& q, const CellFilter& filter,
 // however many results the sweep has.
 absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
                                  const std::vector<std::string>& labels, const CellFilter& filter,
-                                 std::map<std::pair<int, int>, ResultGroup>* groups) {
+                                 GroupMap* groups) {
   {
     static const std::string* sql = new std::string(absl::StrCat(
-        "SELECT head_index, rank, ", GroupColumns(), " FROM result_groups WHERE sweep_id = ?1"));
+        "SELECT head_index, rank, recipe, ", GroupColumns(),
+        " FROM result_groups WHERE sweep_id = ?1"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(1, sweep_id);
     RETURN_IF_ERROR(ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
@@ -180,7 +187,7 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
   // Every state but done, so that SQLite reads only those ranges of
   // cells_by_state.
   static const std::string* sql = new std::string(absl::StrCat(
-      "SELECT head_index, rank, seed FROM cells WHERE sweep_id = ?1 AND state IN (",
+      "SELECT head_index, rank, recipe, seed FROM cells WHERE sweep_id = ?1 AND state IN (",
       kCellPending, ", ", kCellLeased, ", ", kCellFailed, ", ", kCellCancelled, ")"));
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, sweep_id);
@@ -353,8 +360,7 @@ absl::Status ReadFinishedRowsOnTwoThreads(Statement& q, FinishedRows& rows) {
 // done cell kept.
 absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
                             const std::vector<std::string>& labels, const CellFilter& filter,
-                            std::map<std::pair<int, int>, ResultGroup>* groups,
-                            std::optional<DatasetFacts>* facts) {
+                            GroupMap* groups, std::optional<DatasetFacts>* facts) {
   static const std::string* sql = new std::string(
       absl::StrCat("SELECT ", QueryColumns(),
                    " FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1"));
@@ -363,22 +369,23 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
   struct Values {
     std::vector<double> train_error, test_error, exact, position;
   };
-  std::map<std::pair<int, int>, Values> values;
+  std::map<std::tuple<int, int, int>, Values> values;
   while (true) {
     ASSIGN_OR_RETURN(bool more, q.Step());
     if (!more) break;
     const int head_index = static_cast<int>(q.ColumnInt(QueryCol::kHeadIndex));
     const int rank = static_cast<int>(q.ColumnInt(QueryCol::kRank));
+    const int recipe = static_cast<int>(q.ColumnInt(QueryCol::kRecipe));
     const uint64_t seed = SeedFromDb(q.ColumnInt(QueryCol::kSeed));
     if (!filter.Keeps(head_index, rank, seed)) continue;
-    ResultGroup& g = GroupFor(*groups, head_index, rank, labels);
+    ResultGroup& g = GroupFor(*groups, head_index, rank, recipe, labels);
     ++g.expected;
     if (q.ColumnInt(QueryCol::kState) != kCellDone || q.ColumnInt(QueryCol::kHasResult) == 0) {
       g.missing_seeds.push_back(seed);
       continue;
     }
     ++g.n;
-    Values& v = values[{head_index, rank}];
+    Values& v = values[{head_index, rank, recipe}];
     // Only the columns the aggregates need.
     const int f = QueryCol::kResultFirst;
     const double train_error = q.ColumnDouble(f + ResultCol::kTrainError);
@@ -467,19 +474,11 @@ absl::StatusOr<SweepInfo> SweepQueries::LoadSweep(Connection& c, const std::stri
       info.cached_cells = q.ColumnInt(kCachedN);
     }
   }
+  info.grid_cells = GridCellCount(info.spec);
   {
-    int64_t ranked = 0, unranked = 0;
-    for (const HeadSpec& h : info.spec.heads) ++(HeadHasRank(h) ? ranked : unranked);
-    std::set<int> ranks(info.spec.ranks.begin(), info.spec.ranks.end());
-    const std::vector<uint64_t> seed_list = SweepSeeds(info.spec);
-    const std::set<uint64_t> seeds(seed_list.begin(), seed_list.end());
-    info.grid_cells = (ranked * static_cast<int64_t>(ranks.size()) + unranked) *
-                      static_cast<int64_t>(seeds.size());
-  }
-  {
-    enum Col : int { kHeadIndex, kRank, kSeed, kFailure, kCount };
+    enum Col : int { kHeadIndex, kRank, kRecipe, kSeed, kFailure, kCount };
     static const std::string* sql = NewSelect<kCount>(
-        {"head_index", "rank", "seed", "failure"},
+        {"head_index", "rank", "recipe", "seed", "failure"},
         absl::StrCat("FROM results WHERE sweep_id = ?1 AND state = ", kCellFailed,
                      " ORDER BY finished_ms DESC, cell_id DESC LIMIT ?2"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
@@ -489,7 +488,8 @@ absl::StatusOr<SweepInfo> SweepQueries::LoadSweep(Connection& c, const std::stri
       if (!row) break;
       info.recent_failures.push_back(absl::StrCat(
           CellLabel(info.spec, static_cast<int>(q.ColumnInt(kHeadIndex)),
-                    static_cast<int>(q.ColumnInt(kRank)), SeedFromDb(q.ColumnInt(kSeed))),
+                    static_cast<int>(q.ColumnInt(kRank)), static_cast<int>(q.ColumnInt(kRecipe)),
+                    SeedFromDb(q.ColumnInt(kSeed))),
           ": ", q.ColumnText(kFailure)));
     }
   }
@@ -616,7 +616,7 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
           query.page_size, query.after_cell_id, sink, &out.next_after_cell_id);
     }
     if (grouped) {
-      std::map<std::pair<int, int>, ResultGroup> groups;
+      GroupMap groups;
       if (filter.seeds.empty()) {
         RETURN_IF_ERROR(GroupsFromSummaries(c, query.sweep_id, labels, filter, &groups));
         bool any_done = false;
@@ -644,8 +644,8 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
         std::sort(g.missing_seeds.begin(), g.missing_seeds.end());
         out.groups.push_back(std::move(g));
       }
-      const bool has_test_split =
-          spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
+      const DatasetSpec first = MakeTaskSpec(spec, 0, 0, 0, {}).dataset;  // a test_size axis
+      const bool has_test_split = first.kind == DatasetKind::kPool && first.test_size > 0;
       out.heads = SummarizeHeads(out.groups, has_test_split);
       for (HeadSummary& h : out.heads) {
         if (h.head_index < static_cast<int>(spec.heads.size()) &&

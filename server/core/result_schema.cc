@@ -20,12 +20,17 @@ constexpr const char* kResultColumnNames[] = {
 
 }  // namespace
 
-std::string CellLabel(const SweepSpec& spec, int head_index, int rank, uint64_t seed) {
+std::string CellLabel(const SweepSpec& spec, int head_index, int rank, int recipe,
+                      uint64_t seed) {
   std::string head = head_index >= 0 && head_index < static_cast<int>(spec.heads.size())
                          ? HeadLabel(spec.heads[head_index])
                          : absl::StrCat("head#", head_index);
-  if (rank > 0) return absl::StrFormat("%s r=%d seed=%d", head, rank, seed);
-  return absl::StrFormat("%s seed=%d", head, seed);
+  std::string label = rank > 0 ? absl::StrFormat("%s r=%d seed=%d", head, rank, seed)
+                               : absl::StrFormat("%s seed=%d", head, seed);
+  if (!spec.axes.empty() && recipe >= 0 && recipe < RecipeCount(spec)) {
+    absl::StrAppend(&label, " ", RecipeLabel(spec, recipe));
+  }
+  return label;
 }
 
 const std::string& ResultColumns() {
@@ -48,14 +53,14 @@ const std::string& InsertResultSql() {
   static const std::string* sql = [] {
     std::string values =
         absl::StrCat("?1, ?2, ?3, ?4, ?5, ", kCellDone, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12");
-    for (int i = kInsertResultFirst; i <= kInsertTaskKey; ++i) {
+    for (int i = kInsertResultFirst; i <= kInsertRecipe; ++i) {
       absl::StrAppend(&values, ", ?", i);
     }
     return new std::string(absl::StrCat(
         "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
         "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
         "finished_ms, ",
-        ResultColumns(), ", task_key) VALUES (", values, ")"));
+        ResultColumns(), ", task_key, recipe) VALUES (", values, ")"));
   }();
   return *sql;
 }
@@ -184,14 +189,15 @@ GroupStats ReadGroupStats(const Statement& st, int first) {
 }
 
 absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int head_index,
-                              int rank, const SeedResult& r, bool cached) {
+                              int rank, int recipe, const SeedResult& r, bool cached) {
   GroupStats g;
   {
     static const std::string* sql = new std::string(
         absl::StrCat("SELECT ", GroupColumns(),
-                     " FROM result_groups WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3"));
+                     " FROM result_groups WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3"
+                     " AND recipe = ?4"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) g = ReadGroupStats(q, 0);
   }
@@ -209,19 +215,19 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
     ++g.trained_n;
     g.trained_seconds += r.wall_seconds;
   }
-  // ?1..?3 the key, then the kGroupColumnNames columns in order.
-  constexpr int kFirstStat = 4;
+  // ?1..?4 the key, then the kGroupColumnNames columns in order.
+  constexpr int kFirstStat = 5;
   static const std::string* sql = [] {
-    std::string values = "?1, ?2, ?3";
+    std::string values = "?1, ?2, ?3, ?4";
     for (int i = kFirstStat; i < kFirstStat + kGroupColumnCount; ++i) {
       absl::StrAppend(&values, ", ?", i);
     }
     return new std::string(absl::StrCat("INSERT OR REPLACE INTO result_groups (sweep_id, "
-                                        "head_index, rank, ",
+                                        "head_index, rank, recipe, ",
                                         GroupColumns(), ") VALUES (", values, ")"));
   }();
   ASSIGN_OR_RETURN(Statement up, c.Prepare(*sql));
-  up.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+  up.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
   int i = kFirstStat;
   up.Bind(i++, g.train_error.n).Bind(i++, g.exact_seeds).Bind(i++, g.test_error.n);
   up.Bind(i++, g.test_exact_seeds);

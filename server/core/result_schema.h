@@ -25,9 +25,11 @@ namespace ranksweep::server {
 inline int64_t SeedToDb(uint64_t seed) { return static_cast<int64_t>(seed); }
 inline uint64_t SeedFromDb(int64_t v) { return static_cast<uint64_t>(v); }
 
-// "kernel/elu1 r=8 seed=2" (no "r=" for rank 0): how events and failures
-// name a cell.
-std::string CellLabel(const SweepSpec& spec, int head_index, int rank, uint64_t seed);
+// "kernel/elu1 r=8 seed=2" (no "r=" for rank 0), followed by the recipe's
+// label when the sweep has axes ("kernel/elu1 r=8 seed=2 lr=0.003"): how
+// events and failures name a cell.
+std::string CellLabel(const SweepSpec& spec, int head_index, int rank, int recipe,
+                      uint64_t seed);
 
 // A result's fields as columns of `results` (schema version 3; the
 // optional metrics each from the migration that added it), in the
@@ -74,14 +76,15 @@ void BindResultColumns(Statement& st, int first, const SeedResult& r);
 void ReadResultColumns(const Statement& st, int first, SeedResult* r);
 
 // InsertResultSql's parameters after the ?1..?12 its text names: the result
-// columns from ?kInsertResultFirst on, then the task key.
+// columns from ?kInsertResultFirst on, then the task key and the recipe.
 constexpr int kInsertResultFirst = 13;
 constexpr int kInsertTaskKey = kInsertResultFirst + ResultCol::kCount;
+constexpr int kInsertRecipe = kInsertTaskKey + 1;
 
 // INSERT of a DONE result row: cell_id, sweep_id, head_index, rank, seed,
 // lease_id, attempt, worker_id, worker_build_id, worker_torch_version,
 // worker_cuda_version and finished_ms as ?1..?12, then the result columns
-// and the task key as above.
+// the task key and the recipe as above.
 const std::string& InsertResultSql();
 
 // Writes the packed copy (server/core/packed_row.h) of a result row just
@@ -124,8 +127,9 @@ GroupStats ReadGroupStats(const Statement& st, int first);
 // (trained or copied from the cache, `cached`); DONE rows are never
 // removed or changed (but by a quarantine, which rebuilds the group), so
 // the aggregates stay equal to those of the rows.
+// A group is one (head, rank, recipe).
 absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int head_index,
-                              int rank, const SeedResult& r, bool cached);
+                              int rank, int recipe, const SeedResult& r, bool cached);
 
 }  // namespace ranksweep::server
 

@@ -320,6 +320,73 @@ CREATE INDEX results_by_source ON results(cached_from) WHERE cached_from != 0;
     {11, R"sql(
 ALTER TABLE results ADD COLUMN first_exact_step INTEGER;
 )sql"},
+    // Recipes (common/spec/spec.h, SweepAxis): a cell, its result and its
+    // group are one (head, rank, recipe); every existing row is recipe 0. A
+    // UNIQUE constraint and a primary key cannot change in place, so cells
+    // and result_groups are rebuilt (Migrate turns foreign keys off around
+    // migrations and checks them before each commit).
+    {12, R"sql(
+CREATE TABLE cells_v11 (
+  id                INTEGER PRIMARY KEY,
+  sweep_id          TEXT NOT NULL REFERENCES sweeps(id),
+  head_index        INTEGER NOT NULL,
+  rank              INTEGER NOT NULL,
+  recipe            INTEGER NOT NULL DEFAULT 0,
+  seed              INTEGER NOT NULL,  -- uint64 stored bit for bit
+  state             INTEGER NOT NULL,
+  attempt           INTEGER NOT NULL DEFAULT 0,
+  lease_id          INTEGER NOT NULL DEFAULT 0,
+  lease_deadline_ms INTEGER NOT NULL DEFAULT 0,
+  worker_id         TEXT NOT NULL DEFAULT '',
+  last_failure      TEXT NOT NULL DEFAULT '',
+  next_of           INTEGER NOT NULL DEFAULT 0,
+  next_task         INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (sweep_id, head_index, rank, recipe, seed)
+);
+INSERT INTO cells_v11 (id, sweep_id, head_index, rank, recipe, seed, state, attempt, lease_id,
+                       lease_deadline_ms, worker_id, last_failure, next_of, next_task)
+SELECT id, sweep_id, head_index, rank, 0, seed, state, attempt, lease_id, lease_deadline_ms,
+       worker_id, last_failure, next_of, next_task FROM cells;
+DROP TABLE cells;
+ALTER TABLE cells_v11 RENAME TO cells;
+CREATE INDEX cells_by_state ON cells(sweep_id, state);
+CREATE INDEX cells_by_lease ON cells(lease_id) WHERE lease_id != 0;
+CREATE INDEX cells_pending_by_group ON cells(sweep_id, head_index, rank, recipe) WHERE state = {cell_pending};
+CREATE INDEX cells_leased ON cells(worker_id, lease_deadline_ms) WHERE state = {cell_leased};
+ALTER TABLE results ADD COLUMN recipe INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE result_groups_v11 (
+  sweep_id         TEXT NOT NULL,
+  head_index       INTEGER NOT NULL,
+  rank             INTEGER NOT NULL,
+  recipe           INTEGER NOT NULL DEFAULT 0,
+  n                INTEGER NOT NULL,
+  exact_seeds      INTEGER NOT NULL,
+  test_n           INTEGER NOT NULL,
+  test_exact_seeds INTEGER NOT NULL,
+  train_error_mean REAL, train_error_m2 REAL,
+  train_error_min  REAL, train_error_max REAL,
+  exact_mean REAL, exact_m2 REAL,
+  exact_min  REAL, exact_max REAL,
+  position_mean REAL, position_m2 REAL,
+  position_min  REAL, position_max REAL,
+  test_error_mean REAL, test_error_m2 REAL,
+  test_error_min  REAL, test_error_max REAL,
+  trained_n        INTEGER NOT NULL DEFAULT 0,
+  trained_seconds  REAL NOT NULL DEFAULT 0,
+  cached_n         INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (sweep_id, head_index, rank, recipe)
+) WITHOUT ROWID;
+INSERT INTO result_groups_v11
+SELECT sweep_id, head_index, rank, 0, n, exact_seeds, test_n, test_exact_seeds,
+  train_error_mean, train_error_m2, train_error_min, train_error_max,
+  exact_mean, exact_m2, exact_min, exact_max,
+  position_mean, position_m2, position_min, position_max,
+  test_error_mean, test_error_m2, test_error_min, test_error_max,
+  trained_n, trained_seconds, cached_n
+FROM result_groups;
+DROP TABLE result_groups;
+ALTER TABLE result_groups_v11 RENAME TO result_groups;
+)sql"},
 };
 static_assert(static_cast<int>(std::size(kMigrations)) == kSchemaVersion,
               "one migration per version, the last one at kSchemaVersion");
@@ -360,10 +427,26 @@ absl::Status Migrate(Connection& w, const std::string& path) {
         absl::StrCat("database ", path, " has schema version ", current,
                      ", newer than this binary supports (", kSchemaVersion, ")"));
   }
+  // A migration that rebuilds a table (create, copy, drop, rename) needs
+  // foreign keys off: dropping the old table would otherwise delete, in
+  // effect, the rows that reference it. They are checked before each commit
+  // instead, and on again after.
+  RETURN_IF_ERROR(w.Exec("PRAGMA foreign_keys=OFF"));
   for (const Migration& m : Migrations()) {
     if (m.version <= current) continue;
     RETURN_IF_ERROR(w.Exec("BEGIN IMMEDIATE"));
     absl::Status s = w.Exec(m.sql);
+    if (s.ok()) {
+      auto check = w.Prepare("PRAGMA foreign_key_check");
+      s = check.status();
+      if (s.ok()) {
+        absl::StatusOr<bool> row = check->Step();
+        s = !row.ok() ? row.status()
+            : *row    ? absl::InternalError(absl::StrCat("a foreign key of table ",
+                                                         check->ColumnText(0), " fails"))
+                      : absl::OkStatus();
+      }
+    }
     if (s.ok()) {
       s = w.Exec(absl::StrCat("DELETE FROM schema_version; INSERT INTO schema_version VALUES (",
                               m.version, ")"));
@@ -376,7 +459,7 @@ absl::Status Migrate(Connection& w, const std::string& path) {
     }
     current = m.version;
   }
-  return absl::OkStatus();
+  return w.Exec("PRAGMA foreign_keys=ON");
 }
 
 }  // namespace ranksweep::server

@@ -27,7 +27,7 @@
 namespace ranksweep::server {
 
 // The schema version this binary writes: the last migration's.
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 
 // One migration takes the schema from `version - 1` to `version`.
 struct Migration {

@@ -70,8 +70,54 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created (empty) file back into what schema version 11 wrote.
+absl::Status DowngradeToVersion11(Connection& c) {
+  // Version 12: the recipe of cells, results and groups.
+  RETURN_IF_ERROR(c.Exec(R"sql(
+CREATE TABLE cells_v11old (
+  id                INTEGER PRIMARY KEY,
+  sweep_id          TEXT NOT NULL REFERENCES sweeps(id),
+  head_index        INTEGER NOT NULL,
+  rank              INTEGER NOT NULL,
+  seed              INTEGER NOT NULL,
+  state             INTEGER NOT NULL,
+  attempt           INTEGER NOT NULL DEFAULT 0,
+  lease_id          INTEGER NOT NULL DEFAULT 0,
+  lease_deadline_ms INTEGER NOT NULL DEFAULT 0,
+  worker_id         TEXT NOT NULL DEFAULT '',
+  last_failure      TEXT NOT NULL DEFAULT '',
+  next_of           INTEGER NOT NULL DEFAULT 0,
+  next_task         INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (sweep_id, head_index, rank, seed)
+);
+DROP TABLE cells;
+ALTER TABLE cells_v11old RENAME TO cells;
+CREATE INDEX cells_by_state ON cells(sweep_id, state);
+CREATE INDEX cells_by_lease ON cells(lease_id) WHERE lease_id != 0;
+CREATE INDEX cells_pending_by_group ON cells(sweep_id, head_index, rank) WHERE state = 1;
+CREATE INDEX cells_leased ON cells(worker_id, lease_deadline_ms) WHERE state = 2;
+ALTER TABLE results DROP COLUMN recipe;
+CREATE TABLE result_groups_v11old (
+  sweep_id TEXT NOT NULL, head_index INTEGER NOT NULL, rank INTEGER NOT NULL,
+  n INTEGER NOT NULL, exact_seeds INTEGER NOT NULL, test_n INTEGER NOT NULL,
+  test_exact_seeds INTEGER NOT NULL,
+  train_error_mean REAL, train_error_m2 REAL, train_error_min REAL, train_error_max REAL,
+  exact_mean REAL, exact_m2 REAL, exact_min REAL, exact_max REAL,
+  position_mean REAL, position_m2 REAL, position_min REAL, position_max REAL,
+  test_error_mean REAL, test_error_m2 REAL, test_error_min REAL, test_error_max REAL,
+  trained_n INTEGER NOT NULL DEFAULT 0, trained_seconds REAL NOT NULL DEFAULT 0,
+  cached_n INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (sweep_id, head_index, rank)
+) WITHOUT ROWID;
+DROP TABLE result_groups;
+ALTER TABLE result_groups_v11old RENAME TO result_groups;
+)sql"));
+  return c.Exec("UPDATE schema_version SET version = 11");
+}
+
 // Turns a freshly created file back into what schema version 10 wrote.
 absl::Status DowngradeToVersion10(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion11(c));
   // Version 11: the optional metrics' columns.
   RETURN_IF_ERROR(c.Exec("ALTER TABLE results DROP COLUMN first_exact_step"));
   return c.Exec("UPDATE schema_version SET version = 10");
@@ -286,7 +332,7 @@ TEST(StoreTest, MigrationToVersion11ReadsOldResultsWithoutTheOptionalMetrics) {
       "(1, 'sw-1', 0, 4, 1, 3, 11, 1, 'wk-a', 'b1', '', '', '', 1000, 0, 4, 30)");
   auto store = Store::Open(File(dir, "a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ(*(*store)->SchemaVersion(), 11);
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
   SeedResult r;
   r.first_exact_step = 5;  // the read must clear it
   absl::Status s = (*store)->Read([&](Connection& c) -> absl::Status {
@@ -301,6 +347,50 @@ TEST(StoreTest, MigrationToVersion11ReadsOldResultsWithoutTheOptionalMetrics) {
   EXPECT_FALSE(r.first_exact_step.has_value());
   EXPECT_EQ(r.steps, 30);
   EXPECT_EQ(r.train.sequences, 4);
+}
+
+TEST(StoreTest, MigrationToVersion12PutsEveryCellResultAndGroupInRecipe0) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(
+      dir, DowngradeToVersion11,
+      "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, attempt, "
+      "worker_id, finished_ms, train_error, task_key) VALUES "
+      "(1, 'sw-1', 0, 4, 1, 3, 1, 1, 'wk', 0, 0.0, 'k'), "
+      "(5, 'sw-1', 1, 8, 1, 3, 5, 1, 'wk', 0, 0.25, 'k2');"
+      "INSERT INTO result_groups (sweep_id, head_index, rank, n, exact_seeds, test_n, "
+      "test_exact_seeds, train_error_mean, trained_n) VALUES "
+      "('sw-1', 0, 4, 1, 1, 0, 0, 0.0, 1), ('sw-1', 1, 8, 1, 0, 0, 0, 0.25, 1)");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_THAT(RowsAsText(**store, "SELECT id, head_index, rank, recipe, seed, state FROM cells "
+                                  "ORDER BY id", 6),
+              ::testing::ElementsAre("1 0 4 0 1 3 ", "2 0 4 0 2 3 ", "3 0 4 0 3 3 ",
+                                     "4 0 4 0 4 4 ", "5 1 8 0 1 3 "));
+  EXPECT_THAT(RowsAsText(**store, "SELECT cell_id, recipe, task_key FROM results ORDER BY cell_id",
+                         3),
+              ::testing::ElementsAre("1 0 k ", "5 0 k2 "));
+  EXPECT_THAT(RowsAsText(**store, "SELECT head_index, rank, recipe, n, train_error_mean, "
+                                  "trained_n FROM result_groups ORDER BY head_index", 6),
+              ::testing::ElementsAre("0 4 0 1 0.0 1 ", "1 8 0 1 0.25 1 "));
+  // The same (head, rank, seed) may now exist once per recipe, and only once.
+  absl::Status s = (*store)->Write([](Connection& c) {
+    return c.Exec("INSERT INTO cells (sweep_id, head_index, rank, recipe, seed, state) "
+                  "VALUES ('sw-1', 0, 4, 1, 1, 1)");
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  s = (*store)->Write([](Connection& c) {
+    return c.Exec("INSERT INTO cells (sweep_id, head_index, rank, recipe, seed, state) "
+                  "VALUES ('sw-1', 0, 4, 1, 1, 1)");
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  // Foreign keys are on again after the migration.
+  s = (*store)->Write([](Connection& c) {
+    return c.Exec("INSERT INTO cells (sweep_id, head_index, rank, seed, state) "
+                  "VALUES ('sw-none', 0, 4, 1, 1)");
+  });
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("FOREIGN KEY"));
 }
 
 TEST(StoreTest, MigrationToVersion6PacksExistingResultRows) {

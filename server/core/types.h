@@ -120,6 +120,7 @@ struct Task {
   std::string sweep_id;
   int head_index = 0;
   int rank = 0;
+  int recipe = 0;  // index into the sweep's recipes (spec.h)
   TaskSpec spec;  // spec.seeds lists the cells' seeds in `cells` order
   std::vector<LeasedCell> cells;
   int64_t deadline_unix_ms = 0;
@@ -182,6 +183,7 @@ struct ResultRow {
   std::string head;  // HeadLabel
   int head_index = 0;
   int rank = 0;
+  int32_t recipe = 0;  // index into the sweep's recipes (spec.h); 0 without axes
   uint64_t seed = 0;
   CellState state = CellState::kPending;
   std::optional<SeedResult> result;  // set when done
@@ -204,10 +206,12 @@ struct Aggregate {
   double ci95 = 0;  // half-width of the 95% t interval; 0 when n < 2
 };
 
+// One (head, rank, recipe) of a sweep.
 struct ResultGroup {
   std::string head;
   int head_index = 0;
   int rank = 0;
+  int32_t recipe = 0;  // index into the sweep's recipes (spec.h); 0 without axes
   int64_t n = 0;         // done cells in the group
   int64_t expected = 0;  // cells in the group
   Aggregate train_error;

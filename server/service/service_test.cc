@@ -705,6 +705,62 @@ TEST_F(ServiceTest, AnOptionalMetricIsStoredAndQueriedAsSentOrMissing) {
   }
 }
 
+// An lr axis over the wire: each leased task trains its recipe's lr, and
+// rows (as messages and as columns) and groups carry the recipe.
+TEST_F(ServiceTest, RecipesReachTheWorkerAndComeBackOnRowsColumnsAndGroups) {
+  v1::SweepSpec spec = Spec("axes", {2}, 2);
+  spec.mutable_heads()->RemoveLast();
+  v1::SweepAxis* lr = spec.add_axes();
+  lr->set_name("lr");
+  lr->add_values(0.05);
+  lr->add_values(0.002);
+  int64_t cells = 0;
+  const std::string sweep = Submit(spec, &cells);
+  EXPECT_EQ(cells, 4);
+  const std::string w = Register();
+  std::map<double, int> cells_per_lr;
+  for (int i = 0; i < 2; ++i) {
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(Acquire(w, 0, &got).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    cells_per_lr[got.tasks(0).spec().train().lr()] += got.tasks(0).cells_size();
+    v1::CompleteTasksResponse done;
+    ASSERT_TRUE(Complete(ResultsFor(w, got.tasks(0)), &done).ok());
+  }
+  EXPECT_THAT(cells_per_lr, ::testing::ElementsAre(std::pair(0.002, 2), std::pair(0.05, 2)));
+  for (bool columns : {false, true}) {
+    grpc::ClientContext ctx;
+    v1::QueryResultsRequest req;
+    req.set_sweep_id(sweep);
+    req.set_columns(columns);
+    v1::QueryResultsResponse resp;
+    ASSERT_TRUE(sweep_stub_->QueryResults(&ctx, req, &resp).ok());
+    if (columns) {
+      EXPECT_THAT(resp.columns().recipe(), ::testing::ElementsAre(0, 0, 1, 1));
+      ASSERT_TRUE(RowsFromColumns(&resp).ok());
+    }
+    ASSERT_EQ(resp.rows_size(), 4);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(resp.rows(i).recipe(), i / 2) << columns;
+  }
+  grpc::ClientContext ctx;
+  v1::QueryResultsRequest req;
+  req.set_sweep_id(sweep);
+  req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  v1::QueryResultsResponse resp;
+  ASSERT_TRUE(sweep_stub_->QueryResults(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.groups_size(), 2);
+  EXPECT_EQ(resp.groups(0).recipe(), 0);
+  EXPECT_EQ(resp.groups(1).recipe(), 1);
+  EXPECT_EQ(resp.groups(1).n(), 2);
+  v1::GetSweepResponse info;
+  grpc::ClientContext get_ctx;
+  v1::GetSweepRequest get;
+  get.set_sweep_id(sweep);
+  ASSERT_TRUE(sweep_stub_->GetSweep(&get_ctx, get, &info).ok());
+  ASSERT_EQ(info.sweep().spec().axes_size(), 1);
+  EXPECT_THAT(info.sweep().spec().axes(0).values(), ::testing::ElementsAre(0.05, 0.002));
+}
+
 TEST_F(ServiceTest, CancelReachesTheWorkerThroughHeartbeat) {
   std::string sweep = Submit(Spec("grid"));
   std::string worker = Register();

@@ -126,6 +126,7 @@ void FillProto(const ResultRow& row, v1::ResultRow* p) {
   p->set_head(row.head);
   p->set_head_index(row.head_index);
   p->set_rank(row.rank);
+  p->set_recipe(row.recipe);
   p->set_seed(row.seed);
   p->set_state(static_cast<v1::CellState>(static_cast<int>(row.state)));
   if (row.result.has_value()) ranksweep::FillProto(*row.result, p->mutable_result());
@@ -149,6 +150,7 @@ void ResultColumnsBuilder::Add(const ResultRow& row) {
   r.head = row.head;
   r.head_index = row.head_index;
   r.rank = row.rank;
+  r.recipe = row.recipe;
   r.seed = row.seed;
   r.state = static_cast<v1::CellState>(static_cast<int>(row.state));
   r.result = row.result.has_value() ? &*row.result : nullptr;
@@ -171,6 +173,7 @@ v1::ResultGroup ToProto(const ResultGroup& group) {
   p.set_head(group.head);
   p.set_head_index(group.head_index);
   p.set_rank(group.rank);
+  p.set_recipe(group.recipe);
   p.set_n(group.n);
   p.set_expected(group.expected);
   FillAggregate(group.train_error, p.mutable_train_error());

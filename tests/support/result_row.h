@@ -14,6 +14,7 @@ inline void ExpectSameResultRow(const server::ResultRow& got, const server::Resu
   EXPECT_EQ(got.head, want.head);
   EXPECT_EQ(got.head_index, want.head_index);
   EXPECT_EQ(got.rank, want.rank);
+  EXPECT_EQ(got.recipe, want.recipe);
   EXPECT_EQ(got.seed, want.seed);
   EXPECT_EQ(got.state, want.state);
   EXPECT_EQ(got.failure, want.failure);

@@ -217,10 +217,10 @@ absl::Status RunSweepFile(const std::vector<std::pair<std::string, std::string>>
     task_seconds += r.seconds;
     if (!r.result.seeds.empty()) device_name = r.result.seeds[0].device;
     std::cout << absl::StrFormat(
-                     "{\"task\":%d,\"head\":\"%s\",\"rank\":%d,\"seeds\":%d,"
-                     "\"train_exact\":%d,\"test_exact\":%d,\"seconds\":%.3f,"
+                     "{\"task\":%d,\"head\":\"%s\",\"rank\":%d,\"recipe\":\"%s\","
+                     "\"seeds\":%d,\"train_exact\":%d,\"test_exact\":%d,\"seconds\":%.3f,"
                      "\"device\":\"%s\"}",
-                     r.index, r.head, r.rank, r.result.seeds.size(),
+                     r.index, r.head, r.rank, RecipeLabel(sweep, r.recipe), r.result.seeds.size(),
                      CountExact(r.result.seeds, false), CountExact(r.result.seeds, true),
                      r.seconds, device_name)
               << std::endl;

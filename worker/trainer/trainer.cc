@@ -201,6 +201,7 @@ absl::Status RunSweep(const SweepSpec& sweep, const SweepRunOptions& how,
   struct Pending {
     int head_index;
     int rank;
+    int recipe;
     std::vector<uint64_t> seeds;
   };
   std::vector<Pending> tasks;
@@ -210,10 +211,13 @@ absl::Status RunSweep(const SweepSpec& sweep, const SweepRunOptions& how,
     const std::vector<int> head_ranks =
         HeadHasRank(sweep.heads[h]) ? sweep.ranks : std::vector<int>{0};
     for (int rank : head_ranks) {
-      for (size_t first = 0; first < seeds.size(); first += per_task) {
-        const size_t last = std::min(seeds.size(), first + per_task);
-        tasks.push_back(Pending{h, rank, std::vector<uint64_t>(seeds.begin() + first,
-                                                               seeds.begin() + last)});
+      for (int recipe = 0; recipe < static_cast<int>(RecipeCount(sweep)); ++recipe) {
+        for (size_t first = 0; first < seeds.size(); first += per_task) {
+          const size_t last = std::min(seeds.size(), first + per_task);
+          tasks.push_back(Pending{h, rank, recipe,
+                                  std::vector<uint64_t>(seeds.begin() + first,
+                                                        seeds.begin() + last)});
+        }
       }
     }
   }
@@ -239,9 +243,10 @@ absl::Status RunSweep(const SweepSpec& sweep, const SweepRunOptions& how,
       report.head_index = t.head_index;
       report.head = HeadLabel(sweep.heads[t.head_index]);
       report.rank = t.rank;
+      report.recipe = t.recipe;
       const auto start = std::chrono::steady_clock::now();
       absl::StatusOr<TaskResult> result =
-          RunTask(MakeTaskSpec(sweep, t.head_index, t.rank, t.seeds), run);
+          RunTask(MakeTaskSpec(sweep, t.head_index, t.rank, t.recipe, t.seeds), run);
       report.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::lock_guard<std::mutex> lock(mu);

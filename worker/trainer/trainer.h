@@ -49,6 +49,7 @@ struct SweepTaskReport {
   int head_index = 0;
   std::string head;  // HeadLabel
   int rank = 0;      // 0 for a head without a rank
+  int recipe = 0;    // index into the sweep's recipes (common/spec/spec.h)
   TaskResult result;
   double seconds = 0;
 };
@@ -60,7 +61,7 @@ struct SweepRunOptions {
 };
 
 // Trains every task of a grid sweep on this machine: each head at each of
-// its ranks (once for heads without a rank), in the order of the spec, the
+// its ranks (once for heads without a rank) under each recipe, in the order of the spec, the
 // sweep's seeds fused max_seeds at a time. With slots > 1 that many tasks
 // train at once on their own threads, each taking the next task in spec
 // order when it is free, as a worker's slots do; `on_task` is then called in
