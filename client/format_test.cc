@@ -611,7 +611,7 @@ TEST(FormatTest, AxesBecomeColumnsInTableCsvAndJson) {
   const std::string csv = ResultRowsCsv({a, b}, axes);
   std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_THAT(lines[0], EndsWith(",cached_from_cell_id,recipe,lr,max_steps"));
+  EXPECT_THAT(lines[0], EndsWith(",cached_from_cell_id,first_exact_step,recipe,lr,max_steps"));
   EXPECT_THAT(lines[1], EndsWith(",1,0.01,400"));
   EXPECT_THAT(lines[2], EndsWith(",2,0.003,200"));
   // Page by page, the same text.

@@ -46,7 +46,7 @@ TEST(SchemaTest, PartialIndexesKeepTheStateNumbersTheyShippedWith) {
   ASSERT_TRUE(version.ok()) << version.status();
   EXPECT_EQ(*version, kSchemaVersion);
   EXPECT_EQ(IndexSql(*c, "cells_pending_by_group"),
-            "CREATE INDEX cells_pending_by_group ON cells(sweep_id, head_index, rank) "
+            "CREATE INDEX cells_pending_by_group ON cells(sweep_id, head_index, rank, recipe) "
             "WHERE state = 1");
   EXPECT_EQ(IndexSql(*c, "cells_leased"),
             "CREATE INDEX cells_leased ON cells(worker_id, lease_deadline_ms) WHERE state = 2");
