@@ -8,6 +8,7 @@
 #define RANKSWEEP_WORKER_TRAINER_LOOP_MATH_H_
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #define RANKSWEEP_INLINE inline __attribute__((always_inline))
@@ -39,6 +40,13 @@ RANKSWEEP_INLINE Quotient QuotientOf(float den, float abs_sum, float eps2) {
   }
   if (den > kDenFloor) return {1.0f / den, -1.0f / (den * den), 0.0f};
   return {1.0f / kDenFloor, 0.0f, 0.0f};  // clamped: no gradient through den
+}
+
+// S = sum_j |a_j| of a row of n scores, for the signed quotient.
+RANKSWEEP_INLINE float AbsSum(const float* a, int64_t n) {
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += std::fabs(a[j]);
+  return sum;
 }
 
 // sign(a) as the derivative of |a| (0 at 0, as LibTorch's abs backward).

@@ -69,12 +69,12 @@ KernelOut KernelLoops(const torch::Tensor& fq, const torch::Tensor& fk, const to
       const float* vg = val + g * z.n * z.dv;
       for (int64_t i = 0; i < z.n; ++i) {
         float* a = alpha + (g * z.n + i) * z.n;
-        float sum = 0, abs_sum = 0;
+        float sum = 0;
         for (int64_t j = 0; j < z.n; ++j) {
           a[j] = Dot(qg + i * z.r, kg + j * z.r, z.r);
           sum += a[j];
-          abs_sum += std::fabs(a[j]);
         }
+        const float abs_sum = eps2 > 0 ? loops::AbsSum(a, z.n) : 0.0f;
         den[g * z.n + i] = sum;
         float* yi = y + (g * z.n + i) * z.dv;
         for (int64_t d = 0; d < z.dv; ++d) yi[d] = 0;
@@ -122,10 +122,7 @@ class KernelAttentionFunction : public torch::autograd::Function<KernelAttention
         for (int64_t i = 0; i < z.n; ++i) {
           const float* a = alpha + (g * z.n + i) * z.n;
           const float* gyi = gy + vo + i * z.dv;
-          float abs_sum = 0;
-          if (eps2 > 0) {
-            for (int64_t j = 0; j < z.n; ++j) abs_sum += std::fabs(a[j]);
-          }
+          const float abs_sum = eps2 > 0 ? loops::AbsSum(a, z.n) : 0.0f;
           const Quotient quot = QuotientOf(den[g * z.n + i], abs_sum, eps2);
           std::fill(num.begin(), num.end(), 0.0f);
           for (int64_t j = 0; j < z.n; ++j) Axpy(a[j], val + vo + j * z.dv, num.data(), z.dv);

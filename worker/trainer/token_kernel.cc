@@ -304,11 +304,9 @@ RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const Feat
       for (int64_t j = 0; j < n; ++j) Axpy(w[j], z + (r0 + j) * p.f + p.v, numi, dv);
       std::copy(numi, numi + dv, yi);
     } else {
-      float den = 0, abs_sum = 0;
+      float den = 0;
       for (int64_t j = 0; j < n; ++j) den += a[j];
-      if (p.eps2 > 0) {
-        for (int64_t j = 0; j < n; ++j) abs_sum += std::fabs(a[j]);
-      }
+      const float abs_sum = p.eps2 > 0 ? loops::AbsSum(a, n) : 0.0f;
       sc.den[i] = den;
       for (int64_t j = 0; j < n; ++j) Axpy(a[j], z + (r0 + j) * p.f + p.v, numi, dv);
       const float c = QuotientOf(den, abs_sum, p.eps2).c;
@@ -369,10 +367,7 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Fe
         Axpy(tau * gs[j], qi, gzj + p.k, r);
       }
     } else {
-      float abs_sum = 0;
-      if (p.eps2 > 0) {
-        for (int64_t j = 0; j < n; ++j) abs_sum += std::fabs(a[j]);
-      }
+      const float abs_sum = p.eps2 > 0 ? loops::AbsSum(a, n) : 0.0f;
       const Quotient quot = QuotientOf(sc.den[i], abs_sum, p.eps2);
       const float gy_num = Dot(gy, sc.num.data() + i * dv, dv);
       const float gden = quot.dc * gy_num, gabs = quot.ds * gy_num;
@@ -416,8 +411,7 @@ RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, co
   float sum[3];
   for (int i = 0; i < 3; ++i) {
     const float* ai = a + 3 * i;
-    const float abs_sum =
-        p.eps2 > 0 ? (std::fabs(ai[0]) + std::fabs(ai[1])) + std::fabs(ai[2]) : 0.0f;
+    const float abs_sum = p.eps2 > 0 ? loops::AbsSum(ai, 3) : 0.0f;
     quot[i] = QuotientOf((ai[0] + ai[1]) + ai[2], abs_sum, p.eps2);
     sum[i] = ai[0] * pv[3 * i] + ai[1] * pv[3 * i + 1] + ai[2] * pv[3 * i + 2];
     out[i] = quot[i].c * sum[i] + zs[i * p.f + p.b];
