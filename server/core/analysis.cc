@@ -227,6 +227,14 @@ Verdict JudgeGroup(const ResultGroup& group, const Criterion& criterion, bool te
   return Judge(CountsOf(group, test), criterion);
 }
 
+void JudgeGroups(std::vector<ResultGroup>& groups, bool has_test_split,
+                 const Criterion& criterion) {
+  for (ResultGroup& g : groups) {
+    g.verdict = JudgeGroup(g, criterion, false);
+    if (has_test_split) g.test_verdict = JudgeGroup(g, criterion, true);
+  }
+}
+
 std::string MissingSeedsNote(const std::vector<uint64_t>& missing_seeds) {
   if (missing_seeds.empty()) return "";
   std::vector<std::string> listed;

@@ -69,6 +69,10 @@ std::string DefaultRecipeLabel(int32_t recipe);
 // test_error) under `criterion`, by the header's rule.
 Verdict JudgeGroup(const ResultGroup& group, const Criterion& criterion, bool test);
 
+// Sets every group's verdict (and test_verdict when `has_test_split`).
+void JudgeGroups(std::vector<ResultGroup>& groups, bool has_test_split,
+                 const Criterion& criterion);
+
 // The summary of one head from its groups (every group must have the same
 // head_index; any order, any recipes). `has_test_split` also applies the
 // rule to the test split. An empty `groups` gives a default summary.

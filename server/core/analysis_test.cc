@@ -193,6 +193,19 @@ TEST(JudgeGroupTest, MeanIsOverTheExpectedSeedsWithMissingOnesAnywhereInZeroOne)
             Verdict::kMeets);
 }
 
+TEST(JudgeGroupsTest, SetsEachGroupsVerdictsUnderTheCriterion) {
+  std::vector<ResultGroup> groups = {Group(0, 1, 3, 3, 1, {}, 3), Group(0, 2, 2, 3, 2, {2}, 0)};
+  JudgeGroups(groups, /*has_test_split=*/true, Parsed("seeds:2"));
+  EXPECT_EQ(groups[0].verdict, Verdict::kNotMet);
+  EXPECT_EQ(groups[0].test_verdict, Verdict::kMeets);
+  EXPECT_EQ(groups[1].verdict, Verdict::kMeets);
+  EXPECT_EQ(groups[1].test_verdict, Verdict::kNotMet);
+  std::vector<ResultGroup> train_only = {Group(0, 1, 3, 3, 3, {}, 3)};
+  JudgeGroups(train_only, /*has_test_split=*/false, Criterion{});
+  EXPECT_EQ(train_only[0].verdict, Verdict::kMeets);
+  EXPECT_EQ(train_only[0].test_verdict, Verdict::kUndecided);  // not judged
+}
+
 TEST(SummarizeHeadTest, SeedsCriterionTransitionAndItsWords) {
   const std::vector<ResultGroup> groups = {Group(0, 1, 3, 3, 0), Group(0, 2, 3, 3, 2),
                                            Group(0, 4, 3, 3, 3), Group(0, 8, 3, 3, 1)};

@@ -653,6 +653,7 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
       const RecipeLabeler label = DefaultRecipeLabel;
       out.criterion = CriterionText(criterion);
       for (const ResultGroup& g : out.groups) out.recipe_labels.emplace(g.recipe, label(g.recipe));
+      JudgeGroups(out.groups, has_test_split, criterion);
       out.heads = SummarizeHeads(out.groups, has_test_split, criterion, label);
       for (HeadSummary& h : out.heads) {
         if (h.head_index >= static_cast<int>(spec.heads.size())) continue;

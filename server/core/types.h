@@ -208,13 +208,16 @@ struct Aggregate {
   double ci95 = 0;  // half-width of the 95% t interval; 0 when n < 2
 };
 
+// How a (head, rank) group, or a rank over its recipes, stands under a
+// criterion (server/core/analysis.h has the rule).
+enum class Verdict { kUndecided, kMeets, kNotMet };
+
+// One (head, rank, recipe) of a sweep.
 struct ResultGroup {
   std::string head;
   int head_index = 0;
   int rank = 0;
-  // The training recipe (0..R-1) of a sweep with recipe axes; 0 without
-  // them. Groups key on (head_index, rank, recipe).
-  int32_t recipe = 0;
+  int32_t recipe = 0;  // index into the sweep's recipes (spec.h); 0 without axes
   int64_t n = 0;         // done cells in the group
   int64_t expected = 0;  // cells in the group
   Aggregate train_error;
@@ -227,11 +230,11 @@ struct ResultGroup {
   std::vector<uint64_t> missing_seeds;
   // Done cells with a test split and test error == 0.
   int64_t test_exact_seeds = 0;
+  // Grouped queries: the group's verdict under the query's criterion, on
+  // the train split and (with one) the test split (JudgeGroups).
+  Verdict verdict = Verdict::kUndecided;
+  Verdict test_verdict = Verdict::kUndecided;
 };
-
-// How a (head, rank) group, or a rank over its recipes, stands under a
-// criterion (server/core/analysis.h has the rule).
-enum class Verdict { kUndecided, kMeets, kNotMet };
 
 // One rank of a head under the query's criterion, over its recipes: the
 // recipes whose group meets it (ascending) and the verdict over recipes

@@ -287,24 +287,6 @@ void ResultColumnsBuilder::Finish() {
   ClearIfAll(c.mutable_wall_seconds(), result.wall_seconds);
 }
 
-v1::ResultGroup ToProto(const ResultGroup& group) {
-  v1::ResultGroup p;
-  p.set_head(group.head);
-  p.set_head_index(group.head_index);
-  p.set_rank(group.rank);
-  p.set_n(group.n);
-  p.set_expected(group.expected);
-  FillAggregate(group.train_error, p.mutable_train_error());
-  FillAggregate(group.test_error, p.mutable_test_error());
-  FillAggregate(group.train_exact_accuracy, p.mutable_train_exact_accuracy());
-  FillAggregate(group.train_position_accuracy, p.mutable_train_position_accuracy());
-  p.set_exact_seeds(group.exact_seeds);
-  for (uint64_t seed : group.missing_seeds) p.add_missing_seeds(seed);
-  p.set_test_exact_seeds(group.test_exact_seeds);
-  p.set_recipe(group.recipe);
-  return p;
-}
-
 namespace {
 
 v1::CriterionVerdict ToProto(Verdict v) {
@@ -317,6 +299,26 @@ v1::CriterionVerdict ToProto(Verdict v) {
 }
 
 }  // namespace
+
+v1::ResultGroup ToProto(const ResultGroup& group) {
+  v1::ResultGroup p;
+  p.set_head(group.head);
+  p.set_head_index(group.head_index);
+  p.set_rank(group.rank);
+  p.set_recipe(group.recipe);
+  p.set_n(group.n);
+  p.set_expected(group.expected);
+  FillAggregate(group.train_error, p.mutable_train_error());
+  FillAggregate(group.test_error, p.mutable_test_error());
+  FillAggregate(group.train_exact_accuracy, p.mutable_train_exact_accuracy());
+  FillAggregate(group.train_position_accuracy, p.mutable_train_position_accuracy());
+  p.set_exact_seeds(group.exact_seeds);
+  for (uint64_t seed : group.missing_seeds) p.add_missing_seeds(seed);
+  p.set_test_exact_seeds(group.test_exact_seeds);
+  p.set_verdict(ToProto(group.verdict));
+  p.set_test_verdict(ToProto(group.test_verdict));
+  return p;
+}
 
 v1::HeadSummary ToProto(const HeadSummary& head) {
   v1::HeadSummary p;
