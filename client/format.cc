@@ -6,39 +6,13 @@
 #include <string_view>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "google/protobuf/descriptor.h"
-#include "google/protobuf/message.h"
+#include "client/json_writer.h"
 #include "nlohmann/json.hpp"
 
 namespace ranksweep::client {
 namespace {
-
-std::string Fixed(double v, int digits) { return absl::StrFormat("%.*f", digits, v); }
-
-void AppendShortest(double v, std::string* out) {
-  if (!std::isfinite(v)) return;  // missing: an empty cell
-  char buffer[32];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  (void)ec;  // 32 bytes hold any double
-  out->append(buffer, static_cast<size_t>(end - buffer));
-}
-
-std::string ShortestCell(bool shown, double v) {
-  std::string out;
-  if (shown) AppendShortest(v, &out);
-  return out;
-}
-
-std::string RankText(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : "-"; }
-// The CSV forms of a rank, a theory bound and an aggregate: empty when
-// missing.
-std::string RankCell(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : ""; }
-std::string BoundCell(int64_t bound) { return bound > 0 ? absl::StrCat(bound) : ""; }
 
 // A row with metrics: done, or invalidated by a quarantine (its metrics as
 // they were stored).
@@ -48,266 +22,8 @@ bool IsDone(const v1::ResultRow& row) {
 }
 
 std::string TestErrorText(const v1::SeedResult& r) {
-  return r.test().sequences() > 0 ? Fixed(r.test().error(), 4) : "-";
+  return r.test().sequences() > 0 ? FixedText(r.test().error(), 4) : "-";
 }
-
-}  // namespace
-
-namespace {
-
-// The one convention of every output form for a value that does not exist:
-// null in JSON, an empty cell in CSV, "-" in tables. A value is missing when
-// it is an unset message (the result of a failed cell), a split without
-// sequences (the test split of a dataset that has none: its error would read
-// 1.0) or the rank of a head without one (softmax: 0 would break a log axis).
-bool IsMissingField(const google::protobuf::Message& m,
-                    const google::protobuf::FieldDescriptor* f) {
-  using google::protobuf::FieldDescriptor;
-  if (f->is_repeated()) return false;
-  const auto* refl = m.GetReflection();
-  if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-    // An aggregate's presence means nothing (the group decides whether it
-    // exists: GroupJson); any other unset message is missing.
-    if (!refl->HasField(m, f)) return f->message_type()->name() != "Aggregate";
-    const auto* split = dynamic_cast<const v1::SplitMetrics*>(&refl->GetMessage(m, f));
-    return split != nullptr && split->sequences() == 0;
-  }
-  if (f->name() == "rank" && f->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
-    const std::string& type = m.GetDescriptor()->name();
-    return (type == "ResultRow" || type == "ResultGroup") && refl->GetInt32(m, f) == 0;
-  }
-  return false;
-}
-
-// An enum value by its short name, the name the tables and CSV print:
-// CELL_STATE_DONE -> "DONE", HEAD_KIND_SOFTMAX -> "SOFTMAX". The prefix is
-// the enum type's name in upper snake case, as the proto style guide has it.
-std::string EnumShortName(const google::protobuf::EnumValueDescriptor* v) {
-  std::string prefix;
-  for (char c : v->type()->name()) {
-    if (absl::ascii_isupper(static_cast<unsigned char>(c)) && !prefix.empty()) prefix += '_';
-    prefix += absl::ascii_toupper(static_cast<unsigned char>(c));
-  }
-  prefix += '_';
-  const std::string& name = v->name();
-  return absl::StartsWith(name, prefix) && name.size() > prefix.size()
-             ? name.substr(prefix.size())
-             : name;
-}
-
-}  // namespace
-
-// Proto → JSON by reflection rather than MessageToJsonString: the latter
-// prints 64-bit integers as strings, and rows are meant for jq and
-// nlohmann-style readers that expect numbers (lease ids, sequence counts).
-// Proto field names, every field printed (missing ones as null), enums by
-// short name.
-nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
-  using google::protobuf::FieldDescriptor;
-  const auto* desc = m.GetDescriptor();
-  const auto* refl = m.GetReflection();
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (int i = 0; i < desc->field_count(); ++i) {
-    const FieldDescriptor* f = desc->field(i);
-    auto one = [&](int index) -> nlohmann::ordered_json {
-      const bool rep = f->is_repeated();
-      switch (f->cpp_type()) {
-        case FieldDescriptor::CPPTYPE_INT32:
-          return rep ? refl->GetRepeatedInt32(m, f, index) : refl->GetInt32(m, f);
-        case FieldDescriptor::CPPTYPE_INT64:
-          return rep ? refl->GetRepeatedInt64(m, f, index) : refl->GetInt64(m, f);
-        case FieldDescriptor::CPPTYPE_UINT32:
-          return rep ? refl->GetRepeatedUInt32(m, f, index) : refl->GetUInt32(m, f);
-        case FieldDescriptor::CPPTYPE_UINT64:
-          return rep ? refl->GetRepeatedUInt64(m, f, index) : refl->GetUInt64(m, f);
-        case FieldDescriptor::CPPTYPE_DOUBLE:
-          return rep ? refl->GetRepeatedDouble(m, f, index) : refl->GetDouble(m, f);
-        case FieldDescriptor::CPPTYPE_FLOAT:
-          return rep ? refl->GetRepeatedFloat(m, f, index) : refl->GetFloat(m, f);
-        case FieldDescriptor::CPPTYPE_BOOL:
-          return rep ? refl->GetRepeatedBool(m, f, index) : refl->GetBool(m, f);
-        case FieldDescriptor::CPPTYPE_STRING:
-          return rep ? refl->GetRepeatedString(m, f, index) : refl->GetString(m, f);
-        case FieldDescriptor::CPPTYPE_ENUM: {
-          const auto* v = rep ? refl->GetRepeatedEnum(m, f, index) : refl->GetEnum(m, f);
-          return EnumShortName(v);
-        }
-        case FieldDescriptor::CPPTYPE_MESSAGE:
-          return MessageJsonTree(rep ? refl->GetRepeatedMessage(m, f, index)
-                                   : refl->GetMessage(m, f));
-      }
-      return nullptr;
-    };
-    if (f->is_repeated()) {
-      nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-      for (int k = 0; k < refl->FieldSize(m, f); ++k) arr.push_back(one(k));
-      out[f->name()] = std::move(arr);
-    } else {
-      out[f->name()] = IsMissingField(m, f) ? nlohmann::ordered_json() : one(0);
-    }
-  }
-  return out;
-}
-
-namespace {
-
-// A JSON string as nlohmann's dump() writes it (UTF-8 passed through; quote,
-// backslash and control characters escaped, the latter as \u00xx). Runs of
-// characters that need no escape are copied whole.
-void AppendJsonString(const std::string& s, std::string* out) {
-  out->push_back('"');
-  size_t run = 0;  // start of the characters not yet copied
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out->append(s, run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      default: absl::StrAppendFormat(out, "\\u%04x", c);
-    }
-  }
-  out->append(s, run, s.size() - run);
-  out->push_back('"');
-}
-
-// A double as nlohmann's dump() writes it: null for NaN and infinities,
-// else the shortest digits that read back the same (std::to_chars), laid out
-// as dump() lays them out: plain decimals for exponents -4..15, "1.0" for
-// integral values, otherwise d.ddde+XX. No json value or string per number.
-void AppendJsonDouble(double v, std::string* out) {
-  if (!std::isfinite(v)) {
-    *out += "null";
-    return;
-  }
-  char buffer[64];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v,
-                                       std::chars_format::scientific);
-  (void)ec;  // 64 bytes hold any double
-  // buffer: [-]d[.ddd]e(+|-)XX
-  std::string_view text(buffer, static_cast<size_t>(end - buffer));
-  const size_t e = text.find('e');
-  std::string_view mantissa = text.substr(0, e);
-  int exponent = 0;
-  std::from_chars(text.data() + e + 1 + (text[e + 1] == '+' ? 1 : 0), text.data() + text.size(),
-                  exponent);
-  if (!mantissa.empty() && mantissa[0] == '-') {
-    out->push_back('-');
-    mantissa.remove_prefix(1);
-  }
-  std::string digits;
-  for (char c : mantissa) {
-    if (c != '.') digits.push_back(c);
-  }
-  const int k = static_cast<int>(digits.size());
-  const int n = exponent + 1;  // digits before the decimal point
-  if (k <= n && n <= 15) {
-    *out += digits;
-    out->append(static_cast<size_t>(n - k), '0');
-    *out += ".0";
-  } else if (0 < n && n <= 15) {
-    out->append(digits, 0, static_cast<size_t>(n));
-    out->push_back('.');
-    out->append(digits, static_cast<size_t>(n));
-  } else if (-4 < n && n <= 0) {
-    *out += "0.";
-    out->append(static_cast<size_t>(-n), '0');
-    *out += digits;
-  } else {
-    out->push_back(digits[0]);
-    if (k > 1) {
-      out->push_back('.');
-      out->append(digits, 1);
-    }
-    absl::StrAppendFormat(out, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
-  }
-}
-
-}  // namespace
-
-void AppendMessageJson(const google::protobuf::Message& m, std::string* out) {
-  using google::protobuf::FieldDescriptor;
-  const auto* desc = m.GetDescriptor();
-  const auto* refl = m.GetReflection();
-  out->push_back('{');
-  for (int i = 0; i < desc->field_count(); ++i) {
-    const FieldDescriptor* f = desc->field(i);
-    if (i > 0) out->push_back(',');
-    AppendJsonString(f->name(), out);
-    out->push_back(':');
-    const bool rep = f->is_repeated();
-    if (IsMissingField(m, f)) {
-      *out += "null";
-      continue;
-    }
-    auto one = [&](int index) {
-      switch (f->cpp_type()) {
-        case FieldDescriptor::CPPTYPE_INT32:
-          absl::StrAppend(out, rep ? refl->GetRepeatedInt32(m, f, index) : refl->GetInt32(m, f));
-          return;
-        case FieldDescriptor::CPPTYPE_INT64:
-          absl::StrAppend(out, rep ? refl->GetRepeatedInt64(m, f, index) : refl->GetInt64(m, f));
-          return;
-        case FieldDescriptor::CPPTYPE_UINT32:
-          absl::StrAppend(out,
-                          rep ? refl->GetRepeatedUInt32(m, f, index) : refl->GetUInt32(m, f));
-          return;
-        case FieldDescriptor::CPPTYPE_UINT64:
-          absl::StrAppend(out,
-                          rep ? refl->GetRepeatedUInt64(m, f, index) : refl->GetUInt64(m, f));
-          return;
-        case FieldDescriptor::CPPTYPE_DOUBLE:
-          AppendJsonDouble(rep ? refl->GetRepeatedDouble(m, f, index) : refl->GetDouble(m, f),
-                           out);
-          return;
-        case FieldDescriptor::CPPTYPE_FLOAT:
-          AppendJsonDouble(rep ? refl->GetRepeatedFloat(m, f, index) : refl->GetFloat(m, f),
-                           out);
-          return;
-        case FieldDescriptor::CPPTYPE_BOOL:
-          *out += (rep ? refl->GetRepeatedBool(m, f, index) : refl->GetBool(m, f)) ? "true"
-                                                                                   : "false";
-          return;
-        case FieldDescriptor::CPPTYPE_STRING: {
-          std::string scratch;
-          AppendJsonString(rep ? refl->GetRepeatedStringReference(m, f, index, &scratch)
-                               : refl->GetStringReference(m, f, &scratch),
-                           out);
-          return;
-        }
-        case FieldDescriptor::CPPTYPE_ENUM:
-          AppendJsonString(
-              EnumShortName(rep ? refl->GetRepeatedEnum(m, f, index) : refl->GetEnum(m, f)),
-              out);
-          return;
-        case FieldDescriptor::CPPTYPE_MESSAGE:
-          AppendMessageJson(rep ? refl->GetRepeatedMessage(m, f, index) : refl->GetMessage(m, f),
-                            out);
-          return;
-      }
-      *out += "null";
-    };
-    if (rep) {
-      out->push_back('[');
-      for (int k = 0; k < refl->FieldSize(m, f); ++k) {
-        if (k > 0) out->push_back(',');
-        one(k);
-      }
-      out->push_back(']');
-    } else {
-      one(0);
-    }
-  }
-  out->push_back('}');
-}
-
-namespace {
 
 // Sizes `out` for `count` items printed about as long as the first one was
 // (`first` bytes), so that 100,000 rows are not grown, and copied, again and
@@ -353,6 +69,26 @@ void AppendCsvCell(std::string_view cell, std::string* out) {
 }
 
 }  // namespace
+
+std::string FixedText(double v, int digits) { return absl::StrFormat("%.*f", digits, v); }
+
+void AppendShortestDouble(double v, std::string* out) {
+  if (!std::isfinite(v)) return;  // missing: an empty cell
+  char buffer[32];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  (void)ec;  // 32 bytes hold any double
+  out->append(buffer, static_cast<size_t>(end - buffer));
+}
+
+std::string ShortestCell(bool shown, double v) {
+  std::string out;
+  if (shown) AppendShortestDouble(v, &out);
+  return out;
+}
+
+std::string RankText(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : "-"; }
+std::string RankCell(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : ""; }
+std::string BoundCell(int64_t bound) { return bound > 0 ? absl::StrCat(bound) : ""; }
 
 int ExitCodeForStatusCode(int code) {
   switch (static_cast<absl::StatusCode>(code)) {
@@ -481,38 +217,6 @@ std::string FormatDuration(double seconds) {
   return absl::StrFormat("%dd%02dh", s / 86400, (s % 86400) / 3600);
 }
 
-double EstimateEtaSeconds(const v1::SweepInfo& sweep) {
-  const auto& c = sweep.counts();
-  const int64_t remaining = c.pending() + c.leased();
-  if (remaining == 0) return 0;
-  if (sweep.mean_cell_seconds() <= 0) return -1;
-  const int64_t parallel = std::max<int64_t>(1, c.leased());
-  return sweep.mean_cell_seconds() * static_cast<double>(remaining) /
-         static_cast<double>(parallel);
-}
-
-std::string ProgressLine(const v1::SweepInfo& sweep, int bar_width) {
-  const auto& c = sweep.counts();
-  const int64_t finished = c.done() + c.failed() + c.cancelled();
-  int filled = 0;
-  if (c.total() > 0) {
-    filled = static_cast<int>(finished * bar_width / c.total());
-  }
-  filled = std::clamp(filled, 0, bar_width);
-  std::string line = absl::StrCat("[", std::string(filled, '#'),
-                                  std::string(bar_width - filled, '.'), "] ", c.done(), "/",
-                                  c.total(), " done  ", c.leased(), " running  ", c.failed(),
-                                  " failed");
-  if (c.cancelled() > 0) absl::StrAppend(&line, "  ", c.cancelled(), " cancelled");
-  if (sweep.state() == v1::SWEEP_STATE_RUNNING || sweep.state() == v1::SWEEP_STATE_UNSPECIFIED) {
-    const double eta = EstimateEtaSeconds(sweep);
-    absl::StrAppend(&line, "  ETA ", eta < 0 ? "?" : FormatDuration(eta));
-  } else {
-    absl::StrAppend(&line, "  ", SweepStateName(sweep.state()));
-  }
-  return line;
-}
-
 Table SweepsTable(const std::vector<v1::SweepInfo>& sweeps, absl::TimeZone tz) {
   Table t;
   t.header = {"ID", "NAME", "STATE", "DONE/TOTAL", "FAILED", "CREATED"};
@@ -523,41 +227,6 @@ Table SweepsTable(const std::vector<v1::SweepInfo>& sweeps, absl::TimeZone tz) {
                       absl::StrCat(s.counts().failed()), FormatUnixMs(s.created_unix_ms(), tz)});
   }
   return t;
-}
-
-std::string SweepStatusText(const v1::SweepInfo& s, absl::TimeZone tz) {
-  const auto& c = s.counts();
-  std::string out;
-  absl::StrAppend(&out, "sweep:      ", s.sweep_id(), "\n");
-  absl::StrAppend(&out, "name:       ", s.name(), "\n");
-  absl::StrAppend(&out, "state:      ", SweepStateName(s.state()), "\n");
-  absl::StrAppend(&out, "priority:   ", s.priority(), "\n");
-  absl::StrAppend(&out, "cells:      ", c.total(), " total, ", c.done(), " done, ", c.leased(),
-                  " running, ", c.pending(), " pending, ", c.failed(), " failed, ",
-                  c.cancelled(), " cancelled\n");
-  if (s.spec().mode() == v1::SWEEP_MODE_SEARCH) {
-    absl::StrAppend(&out, "search:     ", c.total(), " of ", s.grid_cells(),
-                    " grid cells created (", s.grid_cells() - c.total(), " saved)\n");
-  }
-  if (s.cached_cells() > 0) {
-    absl::StrAppend(&out, "cached:     ", s.cached_cells(),
-                    " done cells served from the result cache\n");
-  }
-  absl::StrAppend(&out, "mean cell:  ",
-                  s.mean_cell_seconds() > 0 ? absl::StrFormat("%.2fs", s.mean_cell_seconds())
-                                            : std::string("-"),
-                  "\n");
-  if (s.state() == v1::SWEEP_STATE_RUNNING) {
-    const double eta = EstimateEtaSeconds(s);
-    absl::StrAppend(&out, "eta:        ", eta < 0 ? "?" : FormatDuration(eta), "\n");
-  }
-  absl::StrAppend(&out, "created:    ", FormatUnixMs(s.created_unix_ms(), tz), "\n");
-  absl::StrAppend(&out, "finished:   ", FormatUnixMs(s.finished_unix_ms(), tz), "\n");
-  if (s.recent_failures_size() > 0) {
-    absl::StrAppend(&out, "recent failures:\n");
-    for (const auto& f : s.recent_failures()) absl::StrAppend(&out, "  ", f, "\n");
-  }
-  return out;
 }
 
 Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
@@ -571,9 +240,9 @@ Table ResultRowsTable(const std::vector<v1::ResultRow>& rows) {
     if (IsDone(r)) {
       const auto& res = r.result();
       cells.insert(cells.end(),
-                   {Fixed(res.train().error(), 4), TestErrorText(res),
-                    Fixed(res.train().position_accuracy(), 4), absl::StrCat(res.steps()),
-                    Fixed(res.wall_seconds(), 1)});
+                   {FixedText(res.train().error(), 4), TestErrorText(res),
+                    FixedText(res.train().position_accuracy(), 4), absl::StrCat(res.steps()),
+                    FixedText(res.wall_seconds(), 1)});
     } else {
       cells.insert(cells.end(), {"-", "-", "-", "-", "-"});
     }
@@ -608,7 +277,7 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
   };
   auto number = [out](auto v) { absl::StrAppend(out, v, ","); };
   auto metric = [out](bool shown, double v) {
-    if (shown) AppendShortest(v, out);
+    if (shown) AppendShortestDouble(v, out);
     out->push_back(',');
   };
   text(r.sweep_id());
@@ -682,147 +351,20 @@ Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_tes
   t.right_align = {false, true, true, true, true, true, true, true, true};
   for (const auto& g : groups) {
     const bool any = g.n() > 0;
-    auto agg = [&](double v) { return any ? Fixed(v, 4) : std::string("-"); };
+    auto agg = [&](double v) { return any ? FixedText(v, 4) : std::string("-"); };
     const auto& te = g.test_error();
     const bool has_test = any && has_test_split;
     t.rows.push_back({g.head(), RankText(g.rank()), absl::StrCat(g.n(), "/", g.expected()),
                       agg(g.train_error().mean()), agg(g.train_error().std()),
                       agg(g.train_error().min()), agg(g.train_error().max()),
-                      has_test ? Fixed(te.mean(), 4) : "-", absl::StrCat(g.exact_seeds())});
+                      has_test ? FixedText(te.mean(), 4) : "-", absl::StrCat(g.exact_seeds())});
   }
   return t;
 }
-
-namespace {
-
-std::string MissingNote(const v1::ResultGroup& g) {
-  if (g.missing_seeds_size() == 0) return "complete";
-  constexpr int kMaxListed = 8;
-  std::vector<std::string> listed;
-  for (int i = 0; i < g.missing_seeds_size() && i < kMaxListed; ++i) {
-    listed.push_back(absl::StrCat(g.missing_seeds(i)));
-  }
-  std::string out = absl::StrCat(g.missing_seeds_size() == 1 ? "seed " : "seeds ",
-                                 absl::StrJoin(listed, ", "));
-  if (g.missing_seeds_size() > kMaxListed) {
-    absl::StrAppend(&out, " and ", g.missing_seeds_size() - kMaxListed, " more");
-  }
-  return out + " missing";
-}
-
-std::string MeanCi(const v1::Aggregate& a, int64_t n) {
-  if (n == 0) return "-";
-  if (n < 2) return Fixed(a.mean(), 3);
-  return absl::StrCat(Fixed(a.mean(), 3), " ± ", Fixed(a.ci95(), 3));
-}
-
-std::string TheoryNote(const v1::QueryResultsResponse& r) {
-  if (!r.has_facts()) return "";
-  const auto& f = r.facts();
-  if (f.rank_lower_bound() == 0 && f.rank_upper_bound() == 0) {
-    return " (theory: no bound for this dataset)";
-  }
-  return absl::StrCat(" (theory: lower bound ", f.rank_lower_bound(), ", upper bound ",
-                      f.rank_upper_bound(), ")");
-}
-
-std::string TransitionLine(const char* prefix, bool defined, int32_t rank,
-                           const std::string& reason, const std::string& theory) {
-  if (defined) return absl::StrCat(prefix, "transition rank: ", rank, theory, "\n");
-  return absl::StrCat(prefix, "transition rank: undefined (", reason, ")", theory, "\n");
-}
-
-}  // namespace
-
-std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split) {
-  std::string out;
-  const std::string theory = TheoryNote(response);
-  bool first = true;
-  for (const v1::HeadSummary& h : response.heads()) {
-    if (!first) out += "\n";
-    first = false;
-    absl::StrAppend(&out, h.head(), "\n");
-    Table t;
-    t.header = {"RANK", "N", "ERROR (MEAN ± CI95)", "STD", "EXACT"};
-    if (has_test_split) {
-      t.header.push_back("TEST ERROR (MEAN ± CI95)");
-      t.header.push_back("TEST EXACT");
-    }
-    t.header.push_back("COMPLETENESS");
-    t.right_align = {true, true, true, true, true};
-    if (has_test_split) {
-      t.right_align.push_back(true);
-      t.right_align.push_back(true);
-    }
-    for (const v1::ResultGroup& g : response.groups()) {
-      if (g.head_index() != h.head_index()) continue;
-      std::vector<std::string> row = {
-          RankText(g.rank()), absl::StrCat(g.n(), "/", g.expected()),
-          MeanCi(g.train_error(), g.n()), g.n() >= 2 ? Fixed(g.train_error().std(), 3) : "-",
-          absl::StrCat(g.exact_seeds(), "/", g.n())};
-      if (has_test_split) {
-        row.push_back(MeanCi(g.test_error(), g.n()));
-        row.push_back(absl::StrCat(g.test_exact_seeds(), "/", g.n()));
-      }
-      row.push_back(MissingNote(g));
-      t.rows.push_back(std::move(row));
-    }
-    // Indent the table under its head.
-    for (absl::string_view line : absl::StrSplit(RenderTable(t), '\n', absl::SkipEmpty())) {
-      absl::StrAppend(&out, "  ", line, "\n");
-    }
-    if (!h.has_rank()) {
-      absl::StrAppend(&out, "  ", h.reason(), "\n");
-      if (has_test_split) absl::StrAppend(&out, "  test: ", h.test_reason(), "\n");
-      continue;
-    }
-    out += TransitionLine("  ", h.transition_defined(), h.transition_rank(), h.reason(), theory);
-    if (has_test_split) {
-      out += TransitionLine("  test ", h.test_transition_defined(), h.test_transition_rank(),
-                            h.test_reason(), theory);
-    }
-    if (!h.caveat().empty()) absl::StrAppend(&out, "  caveat: ", h.caveat(), "\n");
-  }
-  return out;
-}
-
-Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
-  Table t;
-  t.header = {"head",           "head_index",       "rank",          "n",
-              "expected",       "train_error_mean", "train_error_ci95", "train_error_std",
-              "exact_seeds",    "test_error_mean",  "test_exact_seeds", "missing_seeds",
-              "transition_rank", "transition_reason", "rank_lower_bound", "rank_upper_bound"};
-  const auto& f = response.facts();
-  for (const v1::ResultGroup& g : response.groups()) {
-    const v1::HeadSummary* head = nullptr;
-    for (const auto& h : response.heads()) {
-      if (h.head_index() == g.head_index()) head = &h;
-    }
-    std::vector<std::string> missing;
-    for (uint64_t seed : g.missing_seeds()) missing.push_back(absl::StrCat(seed));
-    const bool defined = head != nullptr && head->transition_defined();
-    const bool any = g.n() > 0;
-    const bool test = any && head != nullptr && head->has_test_split();
-    t.rows.push_back({g.head(), absl::StrCat(g.head_index()), RankCell(g.rank()),
-                      absl::StrCat(g.n()), absl::StrCat(g.expected()),
-                      ShortestCell(any, g.train_error().mean()),
-                      ShortestCell(g.n() >= 2, g.train_error().ci95()),
-                      ShortestCell(g.n() >= 2, g.train_error().std()),
-                      absl::StrCat(g.exact_seeds()), ShortestCell(test, g.test_error().mean()),
-                      test ? absl::StrCat(g.test_exact_seeds()) : "",
-                      absl::StrJoin(missing, ";"),
-                      defined ? absl::StrCat(head->transition_rank()) : "",
-                      head != nullptr ? head->reason() : "",
-                      BoundCell(f.rank_lower_bound()), BoundCell(f.rank_upper_bound())});
-  }
-  return t;
-}
-
-namespace {
 
 // A group's aggregates, with the missing ones (no done seed; no test split)
 // as null.
-nlohmann::ordered_json GroupJson(const v1::ResultGroup& g, bool has_test_split) {
+nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_split) {
   nlohmann::ordered_json j = MessageJsonTree(g);
   if (g.n() == 0) {
     for (const char* a : {"train_error", "train_exact_accuracy", "train_position_accuracy"}) {
@@ -834,33 +376,6 @@ nlohmann::ordered_json GroupJson(const v1::ResultGroup& g, bool has_test_split) 
     j["test_exact_seeds"] = nullptr;
   }
   return j;
-}
-
-}  // namespace
-
-std::string SummaryJson(const v1::QueryResultsResponse& response) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  out["facts"] =
-      response.has_facts() ? MessageJsonTree(response.facts()) : nlohmann::ordered_json();
-  // A bound of 0 is no bound for this dataset.
-  for (const char* bound : {"rank_lower_bound", "rank_upper_bound"}) {
-    if (out["facts"].is_object() && out["facts"][bound] == 0) out["facts"][bound] = nullptr;
-  }
-  nlohmann::ordered_json heads = nlohmann::ordered_json::array();
-  for (const v1::HeadSummary& h : response.heads()) {
-    nlohmann::ordered_json head = MessageJsonTree(h);
-    // An undefined transition has no rank (it reads 0 on the wire).
-    if (!h.transition_defined()) head["transition_rank"] = nullptr;
-    if (!h.test_transition_defined()) head["test_transition_rank"] = nullptr;
-    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
-    for (const v1::ResultGroup& g : response.groups()) {
-      if (g.head_index() == h.head_index()) groups.push_back(GroupJson(g, h.has_test_split()));
-    }
-    head["groups"] = std::move(groups);
-    heads.push_back(std::move(head));
-  }
-  out["heads"] = std::move(heads);
-  return out.dump(2) + "\n";
 }
 
 Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split) {
@@ -896,7 +411,7 @@ std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool ha
   // One object per line, as JsonArray writes the rows.
   std::string out = "[";
   for (size_t i = 0; i < groups.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ", GroupJson(groups[i], has_test_split).dump());
+    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ", ResultGroupJson(groups[i], has_test_split).dump());
   }
   return out + JsonArrayClose(groups.empty());
 }

@@ -1,5 +1,7 @@
-// Rendering of what the CLI prints: tables, CSV, JSON and progress lines for
-// sweeps, results, groups and workers. Input is plain data (the ranksweep.v1
+// The table, CSV and JSON writers of what the CLI prints: sweeps, per-seed
+// results, groups and workers, and the exit codes. (The progress line, the
+// status text and the summary are in sweep_views.h; JSON by reflection in
+// json_writer.h.) Input is plain data (the ranksweep.v1
 // messages are used as plain structs here); output is a string, so every
 // format is unit-tested byte for byte. No RPCs, no I/O, no clocks: callers
 // pass the time zone and the current time.
@@ -50,6 +52,18 @@ std::string RenderTable(const Table& table);
 // quoted with "" escaping; lines end in '\n'.
 std::string RenderCsv(const Table& table);
 
+// The cells every form shares. FixedText: "%.*f". AppendShortestDouble: the
+// shortest text that reads back as the same double (std::to_chars), nothing
+// for NaN or infinities; ShortestCell: that text, or empty unless `shown`.
+// RankText: "-" for rank 0 (a head without a rank); RankCell and BoundCell:
+// the CSV forms, empty for 0 (a missing rank, no theory bound).
+std::string FixedText(double v, int digits);
+void AppendShortestDouble(double v, std::string* out);
+std::string ShortestCell(bool shown, double v);
+std::string RankText(int32_t rank);
+std::string RankCell(int32_t rank);
+std::string BoundCell(int64_t bound);
+
 enum class OutputFormat { kTable, kCsv, kJson };
 absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& s);
 
@@ -66,23 +80,8 @@ std::string FormatUnixMs(int64_t unix_ms, absl::TimeZone tz);
 // or not finite.
 std::string FormatDuration(double seconds);
 
-// Seconds until the sweep finishes: remaining cells (pending + leased) times
-// the mean cell time, divided by the cells running now (at least 1), which
-// stands for the parallelism the workers give the sweep. -1 when unknown (no
-// cell has finished yet).
-double EstimateEtaSeconds(const v1::SweepInfo& sweep);
-
-// One line of progress without a newline, e.g.
-// "[#####...............] 12/48 done  4 running  1 failed  ETA 8s".
-// Cancelled cells are shown when there are any; a finished sweep shows its
-// state instead of an ETA.
-std::string ProgressLine(const v1::SweepInfo& sweep, int bar_width = 20);
-
 // `ranksweep list`: id, name, state, done/total, failed, created.
 Table SweepsTable(const std::vector<v1::SweepInfo>& sweeps, absl::TimeZone tz);
-// `ranksweep status`: "key: value" lines, then recent failures.
-std::string SweepStatusText(const v1::SweepInfo& sweep, absl::TimeZone tz);
-
 // `ranksweep results` per-seed table: head, rank, seed, state, train error,
 // test error, position accuracy (train), steps, seconds, worker. Metrics are
 // "-" for failed cells and the test error is "-" without a test split.
@@ -118,14 +117,6 @@ class ResultRowsWriter {
   int64_t rows_ = 0;
 };
 
-// Proto -> JSON by reflection, in that form (every field, proto field names,
-// enums by short name, missing values null, 64-bit integers as numbers). MessageJsonTree builds an
-// nlohmann tree, for output that adds fields of its own; AppendMessageJson
-// writes the same text as MessageJsonTree(m).dump() straight into `out`,
-// without the tree (the per-row form: ten times less work for 100,000 rows).
-nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m);
-void AppendMessageJson(const google::protobuf::Message& m, std::string* out);
-
 // Grouped results: head, rank, n/expected, train error mean/std/min/max,
 // test error mean ("-" unless `has_test_split`: a group cannot tell a
 // missing test split from a perfect one), exact seeds.
@@ -135,32 +126,11 @@ Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_tes
 // group without a done seed, the test ones without a test split, the rank
 // of a head without one.
 Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
+// One group as a JSON tree (json_writer.h's form), its aggregates null when
+// missing: all of them without a done seed, the test ones without a test
+// split.
+nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_split);
 std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool has_test_split);
-
-// `ranksweep results --summary`, from a grouped QueryResultsResponse (groups,
-// heads, facts). Per head: a title line, then a table with rank ("-" for
-// rank-less heads), n/expected, train error "mean ± ci95" (just the mean when
-// n < 2; "-" when n == 0), std, exact seeds "e/n", completeness ("complete"
-// or "seed 3 missing"); with `has_test_split` also test error and test exact
-// seeds. Then one line per head: "transition rank: 32 (theory: lower bound
-// 6, upper bound 24)", "transition rank: undefined (REASON)", or for a
-// rank-less head "exact on 3/3 seeds"; with a test split a second line
-// "test transition rank: ...". Heads are separated by a blank line. The
-// theory part reads "(theory: no bound for this dataset)" when both bounds
-// are 0, and is left out when no cell is done (no facts).
-std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split);
-// One row per group: head, head_index, rank (empty for a head without
-// one), n, expected, train error mean/ci95/std (empty when missing), exact
-// seeds, test error mean and test exact seeds (empty without a test split),
-// missing_seeds ("3;5"), then the head's transition_rank ("" when
-// undefined), transition_reason, rank_lower_bound, rank_upper_bound (""
-// when the dataset has none).
-Table SummaryCsvTable(const v1::QueryResultsResponse& response);
-// {"facts": {...} or null, "heads": [{HeadSummary fields..., "groups": [...]}]}
-// with every field of the messages (proto field names, 64-bit as numbers);
-// missing values null: a bound the dataset lacks, the rank of an undefined
-// transition, the aggregates GroupJson leaves out.
-std::string SummaryJson(const v1::QueryResultsResponse& response);
 
 // `ranksweep workers`: id, host, device, slots, leased, completed, alive,
 // last seen (ago, relative to `now`), version.

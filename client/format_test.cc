@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "client/json_writer.h"
+#include "client/sweep_views.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

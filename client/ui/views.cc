@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "client/format.h"
+#include "client/sweep_views.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "proto/convert.h"

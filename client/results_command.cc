@@ -1,0 +1,290 @@
+// `ranksweep results` (per seed, --group-by, --summary; table, CSV or JSON)
+// and `ranksweep plot`.
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/commands.h"
+#include "client/format.h"
+#include "client/plot.h"
+#include "client/sweep_views.h"
+#include "common/spec/spec.h"
+#include "proto/convert.h"
+
+namespace ranksweep::client {
+namespace {
+
+struct ResultsArgs {
+  bool summary = false;
+  bool include_invalid = false;  // also the rows a quarantine invalidated
+  std::string sweep_id, group_by, format = "table", head, state;
+  int page_size = kResultsPageSize;
+  std::vector<int> ranks;
+  std::vector<uint64_t> seeds;
+};
+
+int Results(Client* client, const ResultsArgs& a) {
+  absl::StatusOr<OutputFormat> format = ParseOutputFormat(a.format);
+  if (!format.ok()) return ReportLocal(format.status());
+  if (a.page_size < 1 || a.page_size > kMaxResultsPageSize) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+        "--page-size: ", a.page_size, " is out of range; use 1 to ", kMaxResultsPageSize)));
+  }
+  v1::QueryResultsRequest req;
+  req.set_sweep_id(a.sweep_id);
+  req.set_head(a.head);
+  for (int r : a.ranks) req.add_ranks(r);
+  for (uint64_t s : a.seeds) req.add_seeds(s);
+  if (!a.state.empty()) {
+    absl::StatusOr<v1::CellState> state = ParseCellState(a.state);
+    if (!state.ok()) return ReportLocal(state.status());
+    req.set_state(*state);
+  }
+  if (a.summary) {
+    req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  } else if (!a.group_by.empty()) {
+    if (a.group_by != "head,rank" && a.group_by != "rank,head") {
+      return ReportLocal(absl::InvalidArgumentError(
+          absl::StrCat("--group-by: \"", a.group_by, "\" is not supported; use head,rank")));
+    }
+    req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  }
+  if (a.include_invalid && req.group_by() != v1::GROUP_BY_UNSPECIFIED) {
+    return ReportLocal(absl::InvalidArgumentError(
+        "--include-invalid: invalid rows never count in groups or summaries; use it without "
+        "--group-by and --summary"));
+  }
+  // With --include-invalid the rows of the query come first, then the
+  // invalidated ones (state INVALID), in the order they were invalidated.
+  std::vector<v1::QueryResultsRequest> queries = {req};
+  if (a.include_invalid) {
+    queries.push_back(req);
+    queries.back().set_state(v1::CELL_STATE_INVALID);
+  }
+  if (req.group_by() == v1::GROUP_BY_UNSPECIFIED) {
+    if (*format == OutputFormat::kTable) {
+      std::vector<v1::ResultRow> rows;
+      for (const v1::QueryResultsRequest& q : queries) {
+        grpc::Status status = QueryAllRows(client, q, &rows, a.page_size);
+        if (!status.ok()) return Report(client->globals(), status, "results");
+      }
+      std::cout << RenderTable(ResultRowsTable(rows));
+      return kExitOk;
+    }
+    // CSV and JSON are printed page by page as the pages arrive. A call
+    // that fails part way leaves the rows printed so far, and the exit code
+    // says it failed.
+    ResultRowsWriter writer(*format);
+    std::string text;
+    writer.Begin(&text);
+    for (const v1::QueryResultsRequest& q : queries) {
+      grpc::Status status =
+          ForEachResultPage(client, q, [&](const v1::QueryResultsResponse& page) {
+            for (const v1::ResultRow& row : page.rows()) writer.Add(row, &text);
+            std::cout << text;
+            text.clear();
+          },
+          a.page_size);
+      if (!status.ok()) {
+        std::cout.flush();
+        return Report(client->globals(), status, "results");
+      }
+    }
+    writer.End(&text);
+    std::cout << text;
+    return kExitOk;
+  }
+  v1::QueryResultsResponse resp;
+  auto ctx = client->Context();
+  grpc::Status status = client->stub().QueryResults(ctx.get(), req, &resp);
+  if (!status.ok()) return Report(client->globals(), status, "results");
+  if (a.summary) {
+    switch (*format) {
+      case OutputFormat::kJson: std::cout << SummaryJson(resp); break;
+      case OutputFormat::kCsv: std::cout << RenderCsv(SummaryCsvTable(resp)); break;
+      case OutputFormat::kTable: {
+        const bool has_test = !resp.heads().empty() && resp.heads(0).has_test_split();
+        std::cout << SummaryText(resp, has_test);
+        break;
+      }
+    }
+    return kExitOk;
+  }
+  std::vector<v1::ResultGroup> groups(resp.groups().begin(), resp.groups().end());
+  // Every head of a sweep shares its dataset, so one says for all.
+  const bool test_split = !resp.heads().empty() && resp.heads(0).has_test_split();
+  switch (*format) {
+    case OutputFormat::kJson: std::cout << ResultGroupsJson(groups, test_split); break;
+    case OutputFormat::kCsv:
+      std::cout << RenderCsv(ResultGroupsCsvTable(groups, test_split));
+      break;
+    case OutputFormat::kTable: {
+      int code = kExitOk;
+      absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_id, &code);
+      if (!sweep.ok()) return code;
+      const auto& d = sweep->spec().dataset();
+      const bool has_test = d.kind() == v1::DATASET_KIND_POOL && d.test_size() > 0;
+      std::cout << RenderTable(ResultGroupsTable(groups, has_test));
+      break;
+    }
+  }
+  return kExitOk;
+}
+
+struct PlotArgs {
+  std::vector<std::string> sweep_ids;
+  std::string output, metric = "error", split = "train";
+};
+
+// Fetches each sweep, its done rows and its summary (for the theory bounds)
+// and writes the figure of RenderPlotSvg: SVG, or PNG for a name ending in
+// ".png". Several sweeps share one figure, their heads labelled "NAME: HEAD".
+int Plot(Client* client, const PlotArgs& a) {
+  if (a.metric != "error" && a.metric != "exact_accuracy") {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("--metric: \"", a.metric, "\" is not one of error, exact_accuracy")));
+  }
+  if (a.split != "train" && a.split != "test") {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("--split: \"", a.split, "\" is not one of train, test")));
+  }
+  const bool png = absl::EndsWithIgnoreCase(a.output, ".png");
+  if (!png && !absl::EndsWithIgnoreCase(a.output, ".svg")) {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("-o: \"", a.output, "\" must end in .svg or .png")));
+  }
+  const bool test = a.split == "test";
+  const bool several = a.sweep_ids.size() > 1;
+  PlotInput in;
+  std::vector<std::string> names;
+  int max_seeds = 0;
+  for (const std::string& id : a.sweep_ids) {
+    int code = kExitOk;
+    absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, id, &code);
+    if (!sweep.ok()) return code;
+    const SweepSpec spec = FromProto(sweep->spec());
+    if (test && !(spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0)) {
+      return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+          "--split test: sweep ", id, " (", spec.name,
+          ") has no test split; only pool datasets with test_size > 0 have one")));
+    }
+    v1::QueryResultsRequest req;
+    req.set_sweep_id(id);
+    req.set_state(v1::CELL_STATE_DONE);
+    std::vector<v1::ResultRow> rows;
+    grpc::Status status = QueryAllRows(client, req, &rows);
+    if (!status.ok()) return Report(client->globals(), status, "plot");
+    req.set_state(v1::CELL_STATE_UNSPECIFIED);
+    req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+    v1::QueryResultsResponse summary;
+    auto ctx = client->Context();
+    status = client->stub().QueryResults(ctx.get(), req, &summary);
+    if (!status.ok()) return Report(client->globals(), status, "plot");
+
+    const int base = static_cast<int>(in.heads.size());
+    for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
+      const std::string label = HeadLabel(spec.heads[i]);
+      in.heads.push_back({base + i, several ? absl::StrCat(spec.name, ": ", label) : label,
+                          HeadHasRank(spec.heads[i]), spec.ranks});
+    }
+    for (const v1::ResultRow& row : rows) {
+      if (!row.has_result()) continue;
+      const v1::SplitMetrics& m = test ? row.result().test() : row.result().train();
+      in.points.push_back({base + row.head_index(), row.rank(), row.seed(),
+                           a.metric == "error" ? m.error() : m.exact_accuracy()});
+    }
+    const std::string prefix = several ? absl::StrCat(spec.name, ": ") : "";
+    if (const int64_t lo = summary.facts().rank_lower_bound(); lo > 0) {
+      in.bounds.push_back({lo, absl::StrCat(prefix, "lower bound ", lo)});
+    }
+    if (const int64_t hi = summary.facts().rank_upper_bound(); hi > 0) {
+      in.bounds.push_back({hi, absl::StrCat(prefix, "upper bound ", hi)});
+    }
+    names.push_back(spec.name);
+    max_seeds = std::max(max_seeds, static_cast<int>(SweepSeeds(spec).size()));
+    in.caption.push_back(absl::StrCat("sweep ", id, " (", spec.name, "): ",
+                                      PlotSubtitle(spec, test)));
+    if (!several) {
+      in.title = spec.name;
+      in.subtitle = PlotSubtitle(spec, test);
+      in.caption.back() = absl::StrCat("sweep ", id);
+    }
+  }
+  if (in.points.empty()) {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("plot: no done cell to plot yet in ", absl::StrJoin(a.sweep_ids, ", "))));
+  }
+  if (several) {
+    in.title = absl::StrJoin(names, " vs ");
+    in.subtitle = absl::StrCat(a.sweep_ids.size(), " sweeps, ", a.split, " split");
+  }
+  in.caption.push_back(PlotCriterion(a.metric, test, max_seeds));
+  in.y_label = a.metric == "error"
+                   ? absl::StrCat(a.split, " error (1 - exact-sequence accuracy)")
+                   : absl::StrCat(a.split, " exact-sequence accuracy");
+  std::string bytes = RenderPlotSvg(in);
+  if (png) {
+    absl::StatusOr<std::string> rendered = RenderSvgToPng(bytes);
+    if (!rendered.ok()) return ReportLocal(rendered.status());
+    bytes = *std::move(rendered);
+  }
+  std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  out.close();
+  if (!out) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat("-o: cannot write ", a.output)));
+  }
+  std::cerr << "wrote " << a.output << " (" << in.points.size() << " points)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddResultsCommand(CLI::App* app, Command* command) {
+  // The flags' values, kept alive by the callbacks that read them.
+  auto ra = std::make_shared<ResultsArgs>();
+  CLI::App* results = app->add_subcommand("results", "Per-seed results or per-(head, rank) groups");
+  results->footer(kHelpFooter);
+  results->add_option("sweep", ra->sweep_id, "Sweep id")->required();
+  results->add_option("--group-by", ra->group_by, "head,rank: mean/std/min/max/n per group");
+  results->add_flag("--summary", ra->summary,
+                    "Per head: error mean ± 95% interval per rank, completeness, the "
+                    "transition rank and the dataset's theory bounds");
+  results->add_option("--format", ra->format, "table | csv | json")->capture_default_str();
+  results->add_option("--head", ra->head, "Only this head label, e.g. kernel/elu1");
+  results->add_option("--rank", ra->ranks, "Only these ranks (comma-separated)")->delimiter(',');
+  results->add_option("--seed", ra->seeds, "Only these seeds (comma-separated)")->delimiter(',');
+  results->add_option("--state", ra->state, "done | failed (default both) | invalid");
+  results->add_flag("--include-invalid", ra->include_invalid,
+                    "Also the rows a quarantine invalidated (state INVALID), after the others");
+  results->add_option("--page-size", ra->page_size,
+                      "Per-seed rows per call, 1-100000; csv and json print each page as it "
+                      "arrives")
+      ->capture_default_str();
+  results->callback([command, ra] {
+    command->action = [ra](Client* c) { return Results(c, *ra); };
+  });
+}
+
+void AddPlotCommand(CLI::App* app, Command* command) {
+  auto pa = std::make_shared<PlotArgs>();
+  CLI::App* plot = app->add_subcommand(
+      "plot", "Write an SVG or PNG of error (or exact accuracy) against rank, one line per head "
+              "of each sweep");
+  plot->footer(kHelpFooter);
+  plot->add_option("sweep", pa->sweep_ids, "Sweep ids: several share one figure")->required();
+  plot->add_option("-o,--output", pa->output, "File to write: NAME.svg or NAME.png")->required();
+  plot->add_option("--metric", pa->metric, "error | exact_accuracy")->capture_default_str();
+  plot->add_option("--split", pa->split, "train | test (pool datasets)")->capture_default_str();
+  plot->callback([command, pa] {
+    command->action = [pa](Client* c) { return Plot(c, *pa); };
+  });
+}
+
+}  // namespace ranksweep::client

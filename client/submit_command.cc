@@ -1,0 +1,249 @@
+// `ranksweep submit` (with --dry-run and --watch) and `ranksweep presets`.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/format.h"
+#include "client/presets.h"
+#include "client/spec_file.h"
+#include "common/spec/spec.h"
+#include "common/spec/spec_json.h"
+#include "nlohmann/json.hpp"
+#include "proto/convert.h"
+
+namespace ranksweep::client {
+namespace {
+
+struct SubmitArgs {
+  std::string file;
+  std::string preset;
+  double scale = 1.0;
+  bool watch = false;
+  double reconnect = kDefaultReconnectSeconds;
+  bool dry_run = false;
+  std::string name, dataset, loss, mode;
+  bool no_cache = false;
+  int m = 0, seq_len = 0, seed_count = 0, max_steps = 0, batch_size = 0, eval_every = 0,
+      early_stop_evals = 0, priority = 0;
+  bool final_query_only = false;
+  uint64_t data_seed = 0;
+  int code_weight = 0, max_overlap = 0, num_queries = 0, weight = 0, pool_size = 0,
+      train_size = 0, test_size = 0;
+  double bernoulli_p = 0, test_pool_share = 0, hard_share = 0;
+  double lr = 0;
+  std::vector<std::string> heads;
+  std::vector<int> ranks;
+  std::vector<uint64_t> seed_list;
+};
+
+int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
+  // A preset may stand for several sweeps (e.g. one per sequence length);
+  // everything below applies to each of them.
+  std::vector<SweepSpec> specs(1);
+  std::vector<std::string> resolution;
+  if (!a.preset.empty()) {
+    if (!a.file.empty()) {
+      return ReportLocal(absl::InvalidArgumentError("--preset and -f cannot be used together"));
+    }
+    absl::StatusOr<ResolvedPreset> preset = ResolvePreset(a.preset, a.scale);
+    if (!preset.ok()) return ReportLocal(preset.status());
+    specs = preset->sweeps;
+    resolution = preset->resolution;
+  } else if (sub->count("--scale") > 0) {
+    return ReportLocal(absl::InvalidArgumentError("--scale needs --preset"));
+  }
+  SweepSpec& spec = specs[0];
+  if (!a.file.empty()) {
+    absl::StatusOr<SweepSpec> loaded = LoadSweepSpecFile(a.file);
+    if (!loaded.ok()) {
+      std::cerr << "ranksweep: " << loaded.status().message() << "\n";
+      return kExitUsage;
+    }
+    spec = *std::move(loaded);
+  }
+  auto given = [&](const char* flag) { return sub->count(flag) > 0; };
+  SpecOverrides o;
+  if (given("--name")) o.name = a.name;
+  if (given("--dataset")) o.dataset = a.dataset;
+  if (given("--m")) o.m = a.m;
+  if (given("--seq-len")) o.seq_len = a.seq_len;
+  if (given("--final-query-only")) o.final_query_only = a.final_query_only;
+  if (given("--data-seed")) o.data_seed = a.data_seed;
+  if (given("--code-weight")) o.code_weight = a.code_weight;
+  if (given("--max-overlap")) o.max_overlap = a.max_overlap;
+  if (given("--num-queries")) o.num_queries = a.num_queries;
+  if (given("--weight")) o.weight = a.weight;
+  if (given("--bernoulli-p")) o.bernoulli_p = a.bernoulli_p;
+  if (given("--pool-size")) o.pool_size = a.pool_size;
+  if (given("--test-pool-share")) o.test_pool_share = a.test_pool_share;
+  if (given("--train-size")) o.train_size = a.train_size;
+  if (given("--test-size")) o.test_size = a.test_size;
+  if (given("--hard-share")) o.hard_share = a.hard_share;
+  if (given("--heads")) o.heads = a.heads;
+  if (given("--ranks")) o.ranks = a.ranks;
+  if (given("--seeds")) o.seed_count = a.seed_count;
+  if (given("--seed-list")) o.seeds = a.seed_list;
+  if (given("--max-steps")) o.max_steps = a.max_steps;
+  if (given("--lr")) o.lr = a.lr;
+  if (given("--batch-size")) o.batch_size = a.batch_size;
+  if (given("--eval-every")) o.eval_every = a.eval_every;
+  if (given("--early-stop-evals")) o.early_stop_evals = a.early_stop_evals;
+  if (given("--loss")) o.loss = a.loss;
+  if (given("--priority")) o.priority = a.priority;
+  std::optional<SweepMode> mode;
+  if (given("--mode")) {
+    absl::StatusOr<SweepMode> parsed = ParseSweepMode(a.mode, "--mode");
+    if (!parsed.ok()) return ReportLocal(parsed.status());
+    mode = *parsed;
+  }
+  for (SweepSpec& one : specs) {
+    if (absl::Status s = ApplyOverrides(o, &one); !s.ok()) return ReportLocal(s);
+    if (mode.has_value()) one.mode = *mode;
+    if (a.no_cache) one.reuse_results = false;
+    // The server validates too; checking here gives the same message offline.
+    if (absl::Status s = ValidateSweepSpec(one); !s.ok()) return ReportLocal(s);
+  }
+  if (!resolution.empty()) {
+    std::cerr << "preset " << a.preset << " at scale " << a.scale << ":\n";
+    for (const std::string& line : resolution) std::cerr << "  " << line << "\n";
+  }
+  for (const SweepSpec& one : specs) {
+    const SweepCost cost = EstimateSweepCost(one);
+    if (a.dry_run) {
+      for (const std::string& line : SweepCostLines(cost)) {
+        std::cerr << one.name << ": " << line << "\n";
+      }
+    }
+    std::vector<std::string> warnings = SpecWarnings(one);
+    for (std::string& w : SweepCostWarnings(one, cost)) warnings.push_back(std::move(w));
+    for (const std::string& w : warnings) {
+      std::cerr << "warning: " << one.name << ": " << w << "\n";
+    }
+  }
+  if (a.dry_run) {
+    // Always one JSON value on stdout: the spec, or an array of them for a
+    // preset of several sweeps.
+    if (specs.size() == 1) {
+      std::cout << SweepSpecToJson(specs[0], 2) << "\n";
+    } else {
+      nlohmann::ordered_json all = nlohmann::ordered_json::array();
+      for (const SweepSpec& one : specs) {
+        all.push_back(nlohmann::ordered_json::parse(SweepSpecToJson(one, -1)));
+      }
+      std::cout << all.dump(2) << "\n";
+    }
+    return kExitOk;
+  }
+  if (a.watch && specs.size() > 1) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+        "--watch follows one sweep; preset ", a.preset, " submits ", specs.size())));
+  }
+  std::string last_id;
+  for (const SweepSpec& one : specs) {
+    v1::SubmitSweepRequest req;
+    *req.mutable_spec() = ToProto(one);
+    v1::SubmitSweepResponse resp;
+    auto ctx = client->Context();
+    grpc::Status status = client->stub().SubmitSweep(ctx.get(), req, &resp);
+    if (!status.ok()) return Report(client->globals(), status, "submit");
+    std::cout << resp.sweep_id() << "\n" << std::flush;
+    std::cerr << "submitted " << one.name << ": " << resp.cells() << " cells";
+    if (resp.cached_cells() > 0) {
+      std::cerr << " (" << resp.cached_cells() << " done from the result cache)";
+    }
+    if (one.mode == SweepMode::kSearch) std::cerr << " (search: more as ranks are probed)";
+    std::cerr << "\n";
+    last_id = resp.sweep_id();
+  }
+  if (a.watch) return Watch(*client, last_id, a.reconnect);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddSubmitCommand(CLI::App* app, Command* command) {
+  // The flags' values, kept alive by the callbacks that read them.
+  auto sa = std::make_shared<SubmitArgs>();
+  CLI::App* submit = app->add_subcommand(
+      "submit", "Submit a sweep; prints its id on stdout and the cell count on stderr");
+  submit->footer(
+      "Flags override the fields of the -f file. Heads: KIND[:PART]... with PART a feature map\n"
+      "(elu1 relu_eps softplus exp favor), a construction (rank1 indicator softmax_exact), xN\n"
+      "(num_heads) or h=W1/W2 (hidden widths), e.g. --heads kernel:elu1,softmax,"
+      "multihead_kernel:elu1:x4\n\n" +
+      std::string(kHelpFooter));
+  submit->add_option("-f,--file", sa->file, "Spec file, YAML or JSON (spec.h field names; - = stdin)");
+  submit->add_option("--preset", sa->preset,
+                     "A named sweep (see `ranksweep presets`); may submit several sweeps, "
+                     "one id per line");
+  submit->add_option("--scale", sa->scale,
+                     "Shrink the preset: 0 < S <= 1 (fewer ranks, seeds, steps, queries, pool "
+                     "sizes; --dry-run shows what it resolved to)")
+      ->capture_default_str();
+  submit->add_option("--name", sa->name, "Sweep name, 1..128 of [A-Za-z0-9._-]");
+  submit->add_option("--dataset", sa->dataset, "exhaustive | witness | pool");
+  submit->add_option("--m", sa->m, "Token dimension m, 1..64");
+  submit->add_option("--seq-len", sa->seq_len, "Tokens per sequence N, 1..64");
+  submit->add_flag("--final-query-only", sa->final_query_only, "Score only the last position");
+  submit->add_option("--data-seed", sa->data_seed, "Dataset seed");
+  submit->add_option("--code-weight", sa->code_weight, "witness: codeword weight w, 1..m");
+  submit->add_option("--max-overlap", sa->max_overlap,
+                     "witness: most coordinates two codewords share, 0..w-1");
+  submit->add_option("--num-queries", sa->num_queries,
+                     "witness: codewords used as queries; 0 = the whole code (can be large: "
+                     "--dry-run shows the size)");
+  submit->add_option("--weight", sa->weight, "pool: token weight, 0..m (0 = Bernoulli tokens)");
+  submit->add_option("--bernoulli-p", sa->bernoulli_p, "pool: Bernoulli probability, (0, 1]");
+  submit->add_option("--pool-size", sa->pool_size, "pool: distinct token vectors drawn");
+  submit->add_option("--test-pool-share", sa->test_pool_share,
+                     "pool: share of the vectors held out for the test split, [0, 1)");
+  submit->add_option("--train-size", sa->train_size, "pool: train sequences");
+  submit->add_option("--test-size", sa->test_size, "pool: test sequences; 0 = no test split");
+  submit->add_option("--hard-share", sa->hard_share, "pool: share of hard triples, [0, 1]");
+  submit->add_option("--heads", sa->heads, "Comma-separated heads, e.g. kernel:elu1,softmax")
+      ->delimiter(',');
+  submit->add_option("--ranks", sa->ranks, "Comma-separated ranks, e.g. 1,2,4,8")->delimiter(',');
+  submit->add_option("--seeds", sa->seed_count, "Number of seeds: 0..N-1");
+  submit->add_option("--seed-list", sa->seed_list, "Explicit comma-separated seeds")
+      ->delimiter(',');
+  submit->add_option("--max-steps", sa->max_steps, "Training steps per seed");
+  submit->add_option("--lr", sa->lr, "Adam learning rate");
+  submit->add_option("--batch-size", sa->batch_size, "Batch size; 0 = full batch");
+  submit->add_option("--eval-every", sa->eval_every, "Evaluate every E steps");
+  submit->add_option("--early-stop-evals", sa->early_stop_evals,
+                     "Stop after k exact evaluations in a row; 0 = never");
+  submit->add_option("--loss", sa->loss, "mse | ce");
+  submit->add_option("--priority", sa->priority, "-100..100, higher runs first");
+  submit->add_option("--mode", sa->mode,
+                     "grid (every rank) | search (bisection for each head's transition rank)");
+  submit->add_flag("--no-cache", sa->no_cache,
+                   "Train every cell, even those already trained by this build");
+  submit->add_flag("--watch", sa->watch, "Follow the sweep after submitting (as `watch`)");
+  AddReconnectOption(submit, &sa->reconnect);
+  submit->add_flag("--dry-run", sa->dry_run,
+                   "Print the spec as JSON (an array for several sweeps) instead of submitting; "
+                   "the dataset's size and a memory estimate go to stderr");
+  submit->callback([command, sa, submit] {
+    command->needs_addr = !sa->dry_run;
+    command->action = [sa, submit](Client* c) { return Submit(c, *sa, submit); };
+  });
+}
+
+void AddPresetsCommand(CLI::App* app, Command* command) {
+  CLI::App* presets = app->add_subcommand(
+      "presets", "List the named sweeps `submit --preset` knows (examples/presets/)");
+  presets->footer(kHelpFooter);
+  presets->callback([command] {
+    command->needs_addr = false;
+    command->action = [](Client*) {
+      std::cout << PresetsListText();
+      return static_cast<int>(kExitOk);
+    };
+  });
+}
+
+}  // namespace ranksweep::client
