@@ -135,7 +135,8 @@ std::string SweepSection(size_t index, const ReportSweep& s,
   t.header = {"head", "criterion", "train"};
   if (test) t.header.push_back("test");
   t.header.push_back("theory");
-  t.right_align = {false, false, true, true};
+  t.right_align = {false, false, true};
+  if (test) t.right_align.push_back(true);
   for (int head = 0; head < static_cast<int>(s.spec.heads.size()); ++head) {
     for (const v1::QueryResultsResponse& r : s.summaries) {
       for (const v1::HeadSummary& h : r.heads()) {

@@ -102,7 +102,7 @@ TEST(BuildReportTest, PageTablesPlotsAndSpec) {
   EXPECT_THAT(page,
               HasSubstr("### Transition ranks\n\n"
                         "| head | criterion | train | theory |\n"
-                        "|---|---|--:|--:|\n"
+                        "|---|---|--:|---|\n"
                         "| kernel/elu1 | `all` | 4 | lower bound 3, upper bound 12 |\n"
                         "| kernel/elu1 | `mean:0.99` | 4 | lower bound 3, upper bound 12 |\n"
                         "| kernel/elu1 | `seeds:1` | 2 | lower bound 3, upper bound 12 |\n"
@@ -158,7 +158,7 @@ TEST(BuildReportTest, TestSplitRecipesAndNames) {
   EXPECT_EQ(files[1].name, "1-ood_small_1-train.svg");
   EXPECT_EQ(files[2].name, "1-ood_small_1-test.svg");
   const std::string& page = files[0].contents;
-  EXPECT_THAT(page, HasSubstr("| head | criterion | train | test | theory |\n"));
+  EXPECT_THAT(page, HasSubstr("| head | criterion | train | test | theory |\n|---|---|--:|--:|---|\n"));
   EXPECT_THAT(page, HasSubstr("| kernel/elu1 | `all` | 4 (recipe 0, lr=0.003) | undefined | - "
                               "|\n"));
   EXPECT_THAT(page, HasSubstr("| head | rank | recipe | N | error (mean ± CI95) | exact | meets "

@@ -1265,6 +1265,9 @@ TEST_F(CoordinatorTest, CrossEntropySummariesSayTheyDoNotTestTheBound) {
             "loss ce: the argmax readout is not the paper's model, so this head's transition "
             "does not test the rank bound");
   EXPECT_EQ(q->heads[1].caveat, "");  // softmax: not bounded
+  // Neither head gets the single-head bounds, and each says why.
+  EXPECT_EQ(q->heads[0].no_bound, "loss ce");
+  EXPECT_EQ(q->heads[1].no_bound, "softmax");
 
   // The same sweep under MSE carries no such note.
   spec.name = "mse";
@@ -1278,6 +1281,7 @@ TEST_F(CoordinatorTest, CrossEntropySummariesSayTheyDoNotTestTheBound) {
   ASSERT_TRUE(q.ok()) << q.status();
   ASSERT_EQ(q->heads.size(), 2u);
   EXPECT_EQ(q->heads[0].caveat, "");
+  EXPECT_EQ(q->heads[0].no_bound, "");  // a single kernel head under MSE: bounded
 }
 
 TEST_F(CoordinatorTest, GroupedQueryAppliesTheCriterionAndSaysWhereBoundsApply) {
@@ -1330,30 +1334,6 @@ TEST_F(CoordinatorTest, GroupedQueryAppliesTheCriterionAndSaysWhereBoundsApply) 
             "criterion: \"seeds:0\" is out of range: K must be at least 1; use all (every seed "
             "exact), mean:X (mean exact accuracy >= X, 0 < X <= 1) or seeds:K (at least K seeds "
             "exact, K >= 1)");
-}
-
-TEST_F(CoordinatorTest, SignedAndMultiHeadHeadsCarryNoBound) {
-  SweepSpec spec = MakeSpec("no-bound", {2}, 1);
-  spec.heads.clear();
-  HeadSpec multi;
-  multi.kind = HeadKind::kMultiheadKernel;
-  multi.num_heads = 2;
-  HeadSpec signed_kernel;
-  signed_kernel.kind = HeadKind::kSignedKernel;
-  spec.heads = {HeadSpec{}, multi, signed_kernel};
-  std::string sweep = Submit(spec);
-  std::string w = Register();
-  for (const Task& t : Acquire(w, 64, 64)) {
-    ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
-  }
-  ResultQuery query{sweep};
-  query.group_by = GroupBy::kHeadRank;
-  auto q = coordinator_->Query(query);
-  ASSERT_TRUE(q.ok()) << q.status();
-  ASSERT_EQ(q->heads.size(), 3u);
-  EXPECT_EQ(q->heads[0].no_bound, "");
-  EXPECT_EQ(q->heads[1].no_bound, "multi-head");
-  EXPECT_EQ(q->heads[2].no_bound, "signed");
 }
 
 TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {

@@ -382,7 +382,7 @@ TEST(CliTest, ReportOfARealSweepWritesThePageThePlotAndEveryCriterion) {
   EXPECT_THAT(page, HasSubstr("| 1 | `" + id + "` | report-e2e | witness dataset, m = 8, N = 3, "
                               "2 seeds | DONE | 8/8 |\n"));
   // Transition ranks: the bounds beside the single kernel head only.
-  EXPECT_THAT(page, HasSubstr("| head | criterion | train | theory |\n|---|---|--:|--:|\n"
+  EXPECT_THAT(page, HasSubstr("| head | criterion | train | theory |\n|---|---|--:|---|\n"
                               "| kernel/elu1 | `all` | undefined | lower bound 2, upper bound 8 |\n"
                               "| kernel/elu1 | `mean:0.99` | undefined | lower bound 2, upper "
                               "bound 8 |\n"
