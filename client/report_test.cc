@@ -158,7 +158,8 @@ TEST(BuildReportTest, TestSplitRecipesAndNames) {
   EXPECT_EQ(files[1].name, "1-ood_small_1-train.svg");
   EXPECT_EQ(files[2].name, "1-ood_small_1-test.svg");
   const std::string& page = files[0].contents;
-  EXPECT_THAT(page, HasSubstr("| head | criterion | train | test | theory |\n|---|---|--:|--:|---|\n"));
+  EXPECT_THAT(page,
+              HasSubstr("| head | criterion | train | test | theory |\n|---|---|--:|--:|---|\n"));
   EXPECT_THAT(page, HasSubstr("| kernel/elu1 | `all` | 4 (recipe 0, lr=0.003) | undefined | - "
                               "|\n"));
   EXPECT_THAT(page, HasSubstr("| head | rank | recipe | N | error (mean ± CI95) | exact | meets "
