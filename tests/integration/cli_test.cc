@@ -377,8 +377,9 @@ TEST(CliTest, ReportOfARealSweepWritesThePageThePlotAndEveryCriterion) {
   const std::string out = dir.path() + "/report";
   r = c.Cli({"report", id, "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "wrote " + out + "/report.md (1 sweep, 1 plot)\n");
-  const std::string page = testing::ReadFile(out + "/report.md");
+  const std::string page_path = out + "/" + "report.md";
+  EXPECT_EQ(r.err, "wrote " + page_path + " (1 sweep, 1 plot)\n");
+  const std::string page = testing::ReadFile(page_path);
   EXPECT_THAT(page, HasSubstr("| 1 | `" + id + "` | report-e2e | witness dataset, m = 8, N = 3, "
                               "2 seeds | DONE | 8/8 |\n"));
   // Transition ranks: the bounds beside the single kernel head only.
