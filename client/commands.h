@@ -41,6 +41,8 @@ void AddCancelCommand(CLI::App* app, Command* command);
 // results_command.cc.
 void AddResultsCommand(CLI::App* app, Command* command);
 void AddPlotCommand(CLI::App* app, Command* command);
+// report (a Markdown page of sweeps with plots): report_command.cc.
+void AddReportCommand(CLI::App* app, Command* command);
 // workers, workers quarantine and health: admin_command.cc.
 void AddWorkersCommand(CLI::App* app, Command* command);
 void AddHealthCommand(CLI::App* app, Command* command);

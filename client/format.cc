@@ -530,6 +530,7 @@ nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_s
     j["test_error"] = nullptr;
     j["test_exact_seeds"] = nullptr;
   }
+  if (!has_test_split) j["test_verdict"] = nullptr;
   return j;
 }
 

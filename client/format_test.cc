@@ -553,6 +553,76 @@ TEST(FormatTest, SummaryCsvAndJson) {
   EXPECT_THAT(json, ::testing::HasSubstr("\"transition_defined\": false"));
 }
 
+TEST(FormatTest, SummaryTextNamesTheCriterionAndPrintsBoundsOnlyWhereTheyApply) {
+  v1::QueryResultsResponse r = SummaryResponse();
+  r.set_criterion("seeds:2");
+  r.mutable_heads(0)->set_transition_defined(true);
+  r.mutable_heads(0)->set_transition_rank(32);
+  const std::string kernel = SummaryText(r, false);
+  EXPECT_THAT(kernel, ::testing::StartsWith("criterion: at least 2 seeds exact (seeds:2)\n\n"
+                                            "kernel/elu1\n"));
+  EXPECT_THAT(kernel, ::testing::HasSubstr(
+                          "  transition rank: 32 (theory: lower bound 8, upper bound 24)\n"));
+  for (const char* why : {"multi-head", "signed", "construction", "loss ce"}) {
+    r.mutable_heads(0)->set_no_bound(why);
+    EXPECT_THAT(SummaryText(r, false),
+                ::testing::HasSubstr(std::string("  transition rank: 32 (theory: no bound (") +
+                                     why + "))\n"));
+  }
+  // A dataset without bounds says so whatever the head.
+  r.mutable_facts()->set_rank_lower_bound(0);
+  r.mutable_facts()->set_rank_upper_bound(0);
+  EXPECT_THAT(SummaryText(r, false),
+              ::testing::HasSubstr("  transition rank: 32 (theory: no bound for this dataset)\n"));
+  r.set_criterion("all");
+  EXPECT_THAT(SummaryText(r, false),
+              ::testing::StartsWith("criterion: every seed exact (all)\n\nkernel/elu1\n"));
+}
+
+TEST(FormatTest, SummaryTextWithRecipesHasARecipeColumn) {
+  v1::QueryResultsResponse r = SummaryResponse();
+  r.mutable_groups(1)->set_recipe(1);
+  (*r.mutable_recipe_labels())[1] = "lr=0.003";
+  const std::string text = SummaryText(r, false);
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "kernel/elu1\n"
+                        "  RANK  RECIPE      N  ERROR (MEAN ± CI95)    STD  EXACT  COMPLETENESS\n"
+                        "     1  recipe 0  3/3        0.900 ± 0.050  0.020    0/3  complete\n"
+                        "    32  lr=0.003  2/3        0.000 ± 0.000  0.000    2/2  seed 1 missing\n"));
+}
+
+TEST(FormatTest, SummaryCsvAndJsonCarryTheCriterionRecipeAndVerdicts) {
+  v1::QueryResultsResponse r = SummaryResponse();
+  r.set_criterion("mean:0.99");
+  r.mutable_groups(0)->set_verdict(v1::CRITERION_VERDICT_NOT_MET);
+  r.mutable_groups(1)->set_verdict(v1::CRITERION_VERDICT_UNDECIDED);
+  r.mutable_groups(2)->set_verdict(v1::CRITERION_VERDICT_MEETS);
+  r.mutable_groups(2)->set_recipe(2);
+  r.mutable_heads(1)->set_no_bound("softmax");
+  Table t = SummaryCsvTable(r);
+  ASSERT_EQ(t.header.size(), 20u);
+  EXPECT_EQ(t.header[16], "criterion");
+  EXPECT_EQ(t.header[17], "recipe");
+  EXPECT_EQ(t.header[18], "meets");
+  EXPECT_EQ(t.header[19], "test_meets");
+  EXPECT_EQ(t.rows[0][16], "mean:0.99");
+  EXPECT_EQ(t.rows[0][18], "no");
+  EXPECT_EQ(t.rows[1][18], "undecided");
+  EXPECT_EQ(t.rows[2][17], "2");
+  EXPECT_EQ(t.rows[2][18], "yes");
+  EXPECT_EQ(t.rows[2][19], "");  // no test split
+  EXPECT_EQ(t.rows[0][14], "8");
+  EXPECT_EQ(t.rows[3][14], "");  // softmax: the bounds do not apply
+  EXPECT_EQ(t.rows[3][15], "");
+  const nlohmann::json tree = nlohmann::json::parse(SummaryJson(r));
+  EXPECT_EQ(tree["criterion"], "mean:0.99");
+  EXPECT_EQ(tree["heads"][1]["no_bound"], "softmax");
+  EXPECT_EQ(tree["heads"][0]["groups"][2]["recipe"], 2);
+  EXPECT_TRUE(tree["heads"][0]["groups"][0]["test_verdict"].is_null());
+  r.clear_criterion();
+  EXPECT_TRUE(nlohmann::json::parse(SummaryJson(r))["criterion"].is_null());
+}
+
 TEST(FormatTest, WorkersTable) {
   v1::WorkerInfo w;
   w.set_worker_id("w-1");

@@ -85,6 +85,7 @@ int Main(int argc, char** argv) {
   AddWatchCommand(&app, &command);
   AddResultsCommand(&app, &command);
   AddPlotCommand(&app, &command);
+  AddReportCommand(&app, &command);
   AddCancelCommand(&app, &command);
   AddWorkersCommand(&app, &command);
   AddHealthCommand(&app, &command);

@@ -14,7 +14,9 @@
 #include "client/commands.h"
 #include "client/format.h"
 #include "client/plot.h"
+#include "client/report.h"
 #include "client/sweep_views.h"
+#include "common/spec/criterion.h"
 #include "common/spec/spec.h"
 #include "proto/convert.h"
 
@@ -24,7 +26,7 @@ namespace {
 struct ResultsArgs {
   bool summary = false;
   bool include_invalid = false;  // also the rows a quarantine invalidated
-  std::string sweep_id, group_by, format = "table", head, state;
+  std::string sweep_id, group_by, format = "table", head, state, criterion;
   int page_size = kResultsPageSize;
   std::vector<int> ranks;
   std::vector<uint64_t> seeds;
@@ -82,6 +84,15 @@ int Results(Client* client, const ResultsArgs& a) {
   } else if (!a.group_by.empty()) {
     if (absl::Status s = CheckGroupBy(a.group_by, spec); !s.ok()) return ReportLocal(s);
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  }
+  if (!a.criterion.empty()) {
+    if (req.group_by() == v1::GROUP_BY_UNSPECIFIED) {
+      return ReportLocal(absl::InvalidArgumentError(
+          "--criterion: judges groups; use it with --summary or --group-by head,rank"));
+    }
+    absl::StatusOr<Criterion> criterion = ParseCriterion(a.criterion, "--criterion");
+    if (!criterion.ok()) return ReportLocal(criterion.status());
+    req.set_criterion(CriterionText(*criterion));
   }
   if (a.include_invalid && req.group_by() != v1::GROUP_BY_UNSPECIFIED) {
     return ReportLocal(absl::InvalidArgumentError(
@@ -213,34 +224,9 @@ int Plot(Client* client, const PlotArgs& a) {
     status = client->stub().QueryResults(ctx.get(), req, &summary);
     if (!status.ok()) return Report(client->globals(), status, "plot");
 
-    const int base = static_cast<int>(in.heads.size());
-    for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
-      const std::string label = HeadLabel(spec.heads[i]);
-      in.heads.push_back({base + i, several ? absl::StrCat(spec.name, ": ", label) : label,
-                          HeadHasRank(spec.heads[i]), spec.ranks});
-    }
-    for (const v1::ResultRow& row : rows) {
-      if (!row.has_result()) continue;
-      const v1::SplitMetrics& m = test ? row.result().test() : row.result().train();
-      in.points.push_back({base + row.head_index(), row.rank(), row.seed(),
-                           a.metric == "error" ? m.error() : m.exact_accuracy()});
-    }
-    const std::string prefix = several ? absl::StrCat(spec.name, ": ") : "";
-    if (const int64_t lo = summary.facts().rank_lower_bound(); lo > 0) {
-      in.bounds.push_back({lo, absl::StrCat(prefix, "lower bound ", lo)});
-    }
-    if (const int64_t hi = summary.facts().rank_upper_bound(); hi > 0) {
-      in.bounds.push_back({hi, absl::StrCat(prefix, "upper bound ", hi)});
-    }
+    AddSweepToPlot(id, spec, rows, summary.facts(), a.metric, test, several, &in);
     names.push_back(spec.name);
     max_seeds = std::max(max_seeds, static_cast<int>(SweepSeeds(spec).size()));
-    in.caption.push_back(absl::StrCat("sweep ", id, " (", spec.name, "): ",
-                                      PlotSubtitle(spec, test)));
-    if (!several) {
-      in.title = spec.name;
-      in.subtitle = PlotSubtitle(spec, test);
-      in.caption.back() = absl::StrCat("sweep ", id);
-    }
   }
   if (in.points.empty()) {
     return ReportLocal(absl::InvalidArgumentError(
@@ -284,6 +270,9 @@ void AddResultsCommand(CLI::App* app, Command* command) {
   results->add_flag("--summary", ra->summary,
                     "Per head: error mean ± 95% interval per rank, completeness, the "
                     "transition rank and the dataset's theory bounds");
+  results->add_option("--criterion", ra->criterion,
+                      "What solves a (head, rank): all (every seed exact; default), mean:X "
+                      "(mean exact accuracy >= X, 0 < X <= 1), seeds:K (at least K seeds exact)");
   results->add_option("--format", ra->format, "table | csv | json")->capture_default_str();
   results->add_option("--head", ra->head, "Only this head label, e.g. kernel/elu1");
   results->add_option("--rank", ra->ranks, "Only these ranks (comma-separated)")->delimiter(',');

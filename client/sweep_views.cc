@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "client/format.h"
 #include "client/json_writer.h"
+#include "common/spec/criterion.h"
 
 namespace ranksweep::client {
 
@@ -78,9 +79,7 @@ std::string SweepStatusText(const v1::SweepInfo& s, absl::TimeZone tz) {
   return out;
 }
 
-namespace {
-
-std::string MissingNote(const v1::ResultGroup& g) {
+std::string CompletenessText(const v1::ResultGroup& g) {
   if (g.missing_seeds_size() == 0) return "complete";
   constexpr int kMaxListed = 8;
   std::vector<std::string> listed;
@@ -95,21 +94,43 @@ std::string MissingNote(const v1::ResultGroup& g) {
   return out + " missing";
 }
 
-std::string MeanCi(const v1::Aggregate& a, int64_t n) {
+std::string ErrorMeanCi(const v1::Aggregate& a, int64_t n) {
   if (n == 0) return "-";
   if (n < 2) return FixedText(a.mean(), 3);
   return absl::StrCat(FixedText(a.mean(), 3), " ± ", FixedText(a.ci95(), 3));
 }
 
-std::string TheoryNote(const v1::QueryResultsResponse& r) {
+std::string BoundNote(const v1::QueryResultsResponse& r, const v1::HeadSummary& head) {
   if (!r.has_facts()) return "";
   const auto& f = r.facts();
   if (f.rank_lower_bound() == 0 && f.rank_upper_bound() == 0) {
     return " (theory: no bound for this dataset)";
   }
+  if (!head.no_bound().empty()) return absl::StrCat(" (theory: no bound (", head.no_bound(), "))");
   return absl::StrCat(" (theory: lower bound ", f.rank_lower_bound(), ", upper bound ",
                       f.rank_upper_bound(), ")");
 }
+
+bool SummaryHasRecipes(const v1::QueryResultsResponse& r) {
+  for (const v1::ResultGroup& g : r.groups()) {
+    if (g.recipe() != 0) return true;
+  }
+  return false;
+}
+
+std::string RecipeLabelOf(const v1::QueryResultsResponse& r, int32_t recipe) {
+  auto it = r.recipe_labels().find(recipe);
+  return it != r.recipe_labels().end() ? it->second : absl::StrCat("recipe ", recipe);
+}
+
+std::string CriterionLine(const v1::QueryResultsResponse& r) {
+  if (r.criterion().empty()) return "";
+  absl::StatusOr<Criterion> c = ParseCriterion(r.criterion(), "criterion");
+  return absl::StrCat("criterion: ", c.ok() ? CriterionPhrase(*c) : r.criterion(), " (",
+                      r.criterion(), ")");
+}
+
+namespace {
 
 std::string TransitionLine(const char* prefix, bool defined, int32_t rank,
                            const std::string& reason, const std::string& theory) {
@@ -121,7 +142,10 @@ std::string TransitionLine(const char* prefix, bool defined, int32_t rank,
 
 std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split) {
   std::string out;
-  const std::string theory = TheoryNote(response);
+  if (const std::string line = CriterionLine(response); !line.empty()) {
+    absl::StrAppend(&out, line, "\n\n");
+  }
+  const bool recipes = SummaryHasRecipes(response);
   bool first = true;
   for (const v1::HeadSummary& h : response.heads()) {
     if (!first) out += "\n";
@@ -129,27 +153,30 @@ std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_
     absl::StrAppend(&out, h.head(), "\n");
     Table t;
     t.header = {"RANK", "N", "ERROR (MEAN ± CI95)", "STD", "EXACT"};
+    if (recipes) t.header.insert(t.header.begin() + 1, "RECIPE");
     if (has_test_split) {
       t.header.push_back("TEST ERROR (MEAN ± CI95)");
       t.header.push_back("TEST EXACT");
     }
     t.header.push_back("COMPLETENESS");
     t.right_align = {true, true, true, true, true};
+    if (recipes) t.right_align.insert(t.right_align.begin() + 1, false);
     if (has_test_split) {
       t.right_align.push_back(true);
       t.right_align.push_back(true);
     }
     for (const v1::ResultGroup& g : response.groups()) {
       if (g.head_index() != h.head_index()) continue;
-      std::vector<std::string> row = {
-          RankText(g.rank()), absl::StrCat(g.n(), "/", g.expected()),
-          MeanCi(g.train_error(), g.n()), g.n() >= 2 ? FixedText(g.train_error().std(), 3) : "-",
-          absl::StrCat(g.exact_seeds(), "/", g.n())};
+      std::vector<std::string> row = {RankText(g.rank()), absl::StrCat(g.n(), "/", g.expected()),
+                                      ErrorMeanCi(g.train_error(), g.n()),
+                                      g.n() >= 2 ? FixedText(g.train_error().std(), 3) : "-",
+                                      absl::StrCat(g.exact_seeds(), "/", g.n())};
+      if (recipes) row.insert(row.begin() + 1, RecipeLabelOf(response, g.recipe()));
       if (has_test_split) {
-        row.push_back(MeanCi(g.test_error(), g.n()));
+        row.push_back(ErrorMeanCi(g.test_error(), g.n()));
         row.push_back(absl::StrCat(g.test_exact_seeds(), "/", g.n()));
       }
-      row.push_back(MissingNote(g));
+      row.push_back(CompletenessText(g));
       t.rows.push_back(std::move(row));
     }
     // Indent the table under its head.
@@ -161,6 +188,7 @@ std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_
       if (has_test_split) absl::StrAppend(&out, "  test: ", h.test_reason(), "\n");
       continue;
     }
+    const std::string theory = BoundNote(response, h);
     out += TransitionLine("  ", h.transition_defined(), h.transition_rank(), h.reason(), theory);
     if (has_test_split) {
       out += TransitionLine("  test ", h.test_transition_defined(), h.test_transition_rank(),
@@ -171,12 +199,27 @@ std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_
   return out;
 }
 
+namespace {
+
+// "yes", "no", "undecided"; "" when the coordinator did not say.
+std::string VerdictCell(v1::CriterionVerdict v) {
+  switch (v) {
+    case v1::CRITERION_VERDICT_MEETS: return "yes";
+    case v1::CRITERION_VERDICT_NOT_MET: return "no";
+    case v1::CRITERION_VERDICT_UNDECIDED: return "undecided";
+    default: return "";
+  }
+}
+
+}  // namespace
+
 Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
   Table t;
   t.header = {"head",           "head_index",       "rank",          "n",
               "expected",       "train_error_mean", "train_error_ci95", "train_error_std",
               "exact_seeds",    "test_error_mean",  "test_exact_seeds", "missing_seeds",
-              "transition_rank", "transition_reason", "rank_lower_bound", "rank_upper_bound"};
+              "transition_rank", "transition_reason", "rank_lower_bound", "rank_upper_bound",
+              "criterion",       "recipe",            "meets",            "test_meets"};
   const auto& f = response.facts();
   for (const v1::ResultGroup& g : response.groups()) {
     const v1::HeadSummary* head = nullptr;
@@ -188,6 +231,8 @@ Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
     const bool defined = head != nullptr && head->transition_defined();
     const bool any = g.n() > 0;
     const bool test = any && head != nullptr && head->has_test_split();
+    // The single-head bounds only beside heads they apply to.
+    const bool bounded = head == nullptr || head->no_bound().empty();
     t.rows.push_back({g.head(), absl::StrCat(g.head_index()), RankCell(g.rank()),
                       absl::StrCat(g.n()), absl::StrCat(g.expected()),
                       ShortestCell(any, g.train_error().mean()),
@@ -198,13 +243,18 @@ Table SummaryCsvTable(const v1::QueryResultsResponse& response) {
                       absl::StrJoin(missing, ";"),
                       defined ? absl::StrCat(head->transition_rank()) : "",
                       head != nullptr ? head->reason() : "",
-                      BoundCell(f.rank_lower_bound()), BoundCell(f.rank_upper_bound())});
+                      BoundCell(bounded ? f.rank_lower_bound() : 0),
+                      BoundCell(bounded ? f.rank_upper_bound() : 0), response.criterion(),
+                      absl::StrCat(g.recipe()), VerdictCell(g.verdict()),
+                      test ? VerdictCell(g.test_verdict()) : ""});
   }
   return t;
 }
 
 std::string SummaryJson(const v1::QueryResultsResponse& response) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  out["criterion"] = response.criterion().empty() ? nlohmann::ordered_json()
+                                                  : nlohmann::ordered_json(response.criterion());
   out["facts"] =
       response.has_facts() ? MessageJsonTree(response.facts()) : nlohmann::ordered_json();
   // A bound of 0 is no bound for this dataset.

@@ -43,15 +43,41 @@ std::string SweepStatusText(const v1::SweepInfo& sweep, absl::TimeZone tz);
 // "test transition rank: ...". Heads are separated by a blank line. The
 // theory part reads "(theory: no bound for this dataset)" when both bounds
 // are 0, and is left out when no cell is done (no facts).
+//
+// The first line names the criterion the coordinator used ("criterion:
+// every seed exact (all)") when the reply says it. The theory part is
+// printed only beside heads the bounds apply to; beside others it reads
+// "(theory: no bound (multi-head))" with the reply's no_bound reason. With
+// recipe axes (some group's recipe is not 0) the table gets a RECIPE
+// column after RANK.
 std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split);
+
+// The pieces SummaryText and the report (report.h) share:
+// "0.250 ± 0.031" (just the mean when n < 2; "-" when n == 0);
+std::string ErrorMeanCi(const v1::Aggregate& a, int64_t n);
+// "complete", "seed 3 missing", "seeds 3, 5 missing" (8 listed, then "and K more");
+std::string CompletenessText(const v1::ResultGroup& g);
+// " (theory: lower bound 6, upper bound 24)", " (theory: no bound (signed))",
+// " (theory: no bound for this dataset)", or "" without facts;
+std::string BoundNote(const v1::QueryResultsResponse& r, const v1::HeadSummary& head);
+// whether some group has a recipe other than 0 (the sweep has recipe axes);
+bool SummaryHasRecipes(const v1::QueryResultsResponse& r);
+// the reply's label of a recipe, "recipe 3" when it has none;
+std::string RecipeLabelOf(const v1::QueryResultsResponse& r, int32_t recipe);
+// "criterion: mean exact accuracy >= 0.99 (mean:0.99)"; "" when the reply
+// does not say (a coordinator that predates criteria).
+std::string CriterionLine(const v1::QueryResultsResponse& r);
 // One row per group: head, head_index, rank (empty for a head without
 // one), n, expected, train error mean/ci95/std (empty when missing), exact
 // seeds, test error mean and test exact seeds (empty without a test split),
 // missing_seeds ("3;5"), then the head's transition_rank ("" when
 // undefined), transition_reason, rank_lower_bound, rank_upper_bound (""
-// when the dataset has none).
+// when the dataset has none or they do not apply to the head), criterion,
+// recipe, meets and test_meets (the group's verdict: yes, no, undecided;
+// test_meets empty without a test split).
 Table SummaryCsvTable(const v1::QueryResultsResponse& response);
-// {"facts": {...} or null, "heads": [{HeadSummary fields..., "groups": [...]}]}
+// {"criterion": "all" or null, "facts": {...} or null,
+//  "heads": [{HeadSummary fields..., "groups": [...]}]}
 // with every field of the messages (proto field names, 64-bit as numbers);
 // missing values null: a bound the dataset lacks, the rank of an undefined
 // transition, the aggregates ResultGroupJson leaves out.

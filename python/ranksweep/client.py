@@ -289,9 +289,10 @@ class Client:
                 request.page_token = reply.next_page_token
         return frames.results_frame(replies)
 
-    def _grouped(self, what, sweep_id, head, ranks, seeds):
+    def _grouped(self, what, sweep_id, head, ranks, seeds, criterion=None):
         request = self._query(sweep_id, head, ranks, seeds)
         request.group_by = pb.GROUP_BY_HEAD_RANK
+        request.criterion = criterion or ""
         return self._call(what, self._stub.QueryResults, request)
 
     def groups(self, sweep_id, by="head,rank", head=None, ranks=None, seeds=None):
@@ -302,10 +303,14 @@ class Client:
         _group_by(by)
         return frames.groups_frame(self._grouped("groups", sweep_id, head, ranks, seeds))
 
-    def summary(self, sweep_id, head=None, ranks=None, seeds=None):
-        """Per head, the transition rank (the smallest swept rank at which
-        every seed is exact, docs/ANALYSIS.md) or why it is undefined, and
-        the dataset's theory bounds, as `ranksweep results --summary` prints
-        them (frames.SUMMARY_COLUMNS). The coordinator computes it; filters
-        change it as they change the groups it is computed over."""
-        return frames.summary_frame(self._grouped("summary", sweep_id, head, ranks, seeds))
+    def summary(self, sweep_id, head=None, ranks=None, seeds=None, criterion=None):
+        """Per head, the transition rank (the smallest swept rank that meets
+        the criterion, docs/ANALYSIS.md) or why it is undefined, and the
+        dataset's theory bounds, as `ranksweep results --summary` prints
+        them (frames.SUMMARY_COLUMNS). `criterion` is "all" (every seed
+        exact; the default), "mean:X" or "seeds:K", as `--criterion` takes
+        it; the coordinator rejects a bad one with INVALID_ARGUMENT. The
+        coordinator computes it; filters change it as they change the groups
+        it is computed over."""
+        return frames.summary_frame(
+            self._grouped("summary", sweep_id, head, ranks, seeds, criterion))

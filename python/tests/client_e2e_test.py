@@ -372,6 +372,19 @@ class ClientEndToEndTest(unittest.TestCase):
         pool = self.client.summary(self.pool)
         self.assertEqual(pool["rank_upper_bound"].tolist(), [pd.NA])
         self.assertIsNotNone(pool["test_reason"][0])
+        # Another criterion travels to the coordinator, as --criterion does.
+        one = self.client.summary(self.witness, criterion="seeds:1")
+        want = self.cli_json("results", self.witness, "--summary", "--format", "json",
+                             "--criterion", "seeds:1")
+        self.assertEqual(want["criterion"], "seeds:1")
+        self.assertEqual(one["reason"].tolist(), [h["reason"] for h in want["heads"]])
+        with self.assertRaises(RanksweepError) as ctx:
+            self.client.summary(self.witness, criterion="mean:2")
+        self.assertEqual(ctx.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(ctx.exception.message,
+                         'criterion: "mean:2" is out of range: X must be in (0, 1]; use all '
+                         '(every seed exact), mean:X (mean exact accuracy >= X, 0 < X <= 1) or '
+                         'seeds:K (at least K seeds exact, K >= 1)')
 
     # ------------------------------------------------------------ the rest
 

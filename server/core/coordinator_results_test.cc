@@ -222,6 +222,9 @@ TEST_F(CoordinatorTest, CrossEntropySummariesSayTheyDoNotTestTheBound) {
             "loss ce: the argmax readout is not the paper's model, so this head's transition "
             "does not test the rank bound");
   EXPECT_EQ(q->heads[1].caveat, "");  // softmax: not bounded
+  // Neither head gets the single-head bounds, and each says why.
+  EXPECT_EQ(q->heads[0].no_bound, "loss ce");
+  EXPECT_EQ(q->heads[1].no_bound, "softmax");
 
   // The same sweep under MSE carries no such note.
   spec.name = "mse";
@@ -235,6 +238,59 @@ TEST_F(CoordinatorTest, CrossEntropySummariesSayTheyDoNotTestTheBound) {
   ASSERT_TRUE(q.ok()) << q.status();
   ASSERT_EQ(q->heads.size(), 2u);
   EXPECT_EQ(q->heads[0].caveat, "");
+  EXPECT_EQ(q->heads[0].no_bound, "");  // a single kernel head under MSE: bounded
+}
+
+TEST_F(CoordinatorTest, GroupedQueryAppliesTheCriterionAndSaysWhereBoundsApply) {
+  std::string sweep = Submit(MakeSpec("criterion", {1, 2}, 3));
+  std::string w = Register();
+  // Rank 1: seed 0 exact, seeds 1 and 2 at error 0.02; rank 2 and softmax exact.
+  for (const Task& t : Acquire(w, 64, 64)) {
+    std::vector<CellResult> results;
+    for (const LeasedCell& c : t.cells) {
+      const double error = t.rank == 1 && c.seed != 0 ? 0.02 : 0.0;
+      results.push_back(CellResult{c.cell_id, c.lease_id, MakeResult(c.seed, error)});
+    }
+    ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  }
+  ResultQuery query{sweep};
+  query.group_by = GroupBy::kHeadRank;
+  auto all = coordinator_->Query(query);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->criterion, "all");
+  EXPECT_EQ(all->heads[0].transition_rank, 2);
+  EXPECT_EQ(all->recipe_labels, (std::map<int32_t, std::string>{{0, "recipe 0"}}));
+  // The single-head bounds apply to the kernel head only.
+  EXPECT_EQ(all->heads[0].no_bound, "");
+  EXPECT_EQ(all->heads[1].no_bound, "softmax");
+
+  query.criterion = "seeds:1";
+  auto one = coordinator_->Query(query);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->criterion, "seeds:1");
+  EXPECT_EQ(one->heads[0].transition_rank, 1);
+  EXPECT_EQ(one->heads[0].reason,
+            "rank 1 is the smallest swept rank with at least 1 seed exact (1/3)");
+
+  // Mean accuracy at rank 1: (1 + 0.98 + 0.98) / 3 = 0.98667.
+  query.criterion = "mean:0.98";
+  auto mean = coordinator_->Query(query);
+  ASSERT_TRUE(mean.ok()) << mean.status();
+  EXPECT_EQ(mean->heads[0].transition_rank, 1);
+  query.criterion = "mean:0.99";
+  mean = coordinator_->Query(query);
+  ASSERT_TRUE(mean.ok()) << mean.status();
+  EXPECT_EQ(mean->heads[0].transition_rank, 2);
+  EXPECT_EQ(mean->heads[1].reason,
+            "no rank; exact on 3/3 seeds; meets mean exact accuracy >= 0.99");
+
+  query.criterion = "seeds:0";
+  auto bad = coordinator_->Query(query);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "criterion: \"seeds:0\" is out of range: K must be at least 1; use all (every seed "
+            "exact), mean:X (mean exact accuracy >= X, 0 < X <= 1) or seeds:K (at least K seeds "
+            "exact, K >= 1)");
 }
 
 TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {

@@ -14,6 +14,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/spec/criterion.h"
 #include "common/spec/result_validation.h"
 #include "common/status_macros.h"
 #include "server/core/analysis.h"
@@ -582,6 +583,8 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
     return absl::InvalidArgumentError(
         "page_token: grouped queries return every group in one reply; only rows are paged");
   }
+  // Checked before anything is read; only grouped queries use it.
+  ASSIGN_OR_RETURN(const Criterion criterion, ParseCriterion(query.criterion, "criterion"));
   QueryOutcome out;
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, specs_->Get(c, query.sweep_id));
@@ -646,13 +649,23 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
       }
       const DatasetSpec first = MakeTaskSpec(spec, 0, 0, 0, {}).dataset;  // a test_size axis
       const bool has_test_split = first.kind == DatasetKind::kPool && first.test_size > 0;
-      out.heads = SummarizeHeads(out.groups, has_test_split);
+      // The one place recipes get their labels, in the reasons and the reply:
+      // the axes' values ("lr=0.003 max_steps=4000"), "recipe N" without axes.
+      const RecipeLabeler label = [&spec](int32_t recipe) {
+        return spec.axes.empty() ? DefaultRecipeLabel(recipe) : RecipeLabel(spec, recipe);
+      };
+      out.criterion = CriterionText(criterion);
+      for (const ResultGroup& g : out.groups) out.recipe_labels.emplace(g.recipe, label(g.recipe));
+      JudgeGroups(out.groups, has_test_split, criterion);
+      out.heads = SummarizeHeads(out.groups, has_test_split, criterion, label);
       for (HeadSummary& h : out.heads) {
-        if (h.head_index < static_cast<int>(spec.heads.size()) &&
-            ReadoutEscapesRankBound(spec.heads[h.head_index], spec.train)) {
+        if (h.head_index >= static_cast<int>(spec.heads.size())) continue;
+        const HeadSpec& head = spec.heads[h.head_index];
+        if (ReadoutEscapesRankBound(head, spec.train)) {
           h.caveat = "loss ce: the argmax readout is not the paper's model, so this head's "
                      "transition does not test the rank bound";
         }
+        h.no_bound = NoBoundReason(head, spec.train);
       }
       return absl::OkStatus();
     }

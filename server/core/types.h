@@ -8,6 +8,7 @@
 #define RANKSWEEP_SERVER_CORE_TYPES_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -167,6 +168,9 @@ struct ResultQuery {
   std::vector<uint64_t> seeds;       // empty = all
   std::optional<CellState> state;    // unset = done and failed
   GroupBy group_by = GroupBy::kNone;
+  // Grouped only: what counts as solving a (head, rank) group in the
+  // summaries, as common/spec/criterion.h spells it; "" = "all".
+  std::string criterion;
   // Rows only (grouped queries return every group): at most page_size rows
   // per reply, 0 = all; only cells with an id above after_cell_id (the
   // previous reply's next_after_cell_id).
@@ -206,6 +210,10 @@ struct Aggregate {
   double ci95 = 0;  // half-width of the 95% t interval; 0 when n < 2
 };
 
+// How a (head, rank) group, or a rank over its recipes, stands under a
+// criterion (server/core/analysis.h has the rule).
+enum class Verdict { kUndecided, kMeets, kNotMet };
+
 // One (head, rank, recipe) of a sweep.
 struct ResultGroup {
   std::string head;
@@ -224,6 +232,21 @@ struct ResultGroup {
   std::vector<uint64_t> missing_seeds;
   // Done cells with a test split and test error == 0.
   int64_t test_exact_seeds = 0;
+  // Grouped queries: the group's verdict under the query's criterion, on
+  // the train split and (with one) the test split (JudgeGroups).
+  Verdict verdict = Verdict::kUndecided;
+  Verdict test_verdict = Verdict::kUndecided;
+};
+
+// One rank of a head under the query's criterion, over its recipes: the
+// recipes whose group meets it (ascending) and the verdict over recipes
+// (meets when some recipe meets, not met when every recipe is not met).
+struct RankOutcome {
+  int rank = 0;  // 0 for a head without a rank
+  Verdict verdict = Verdict::kUndecided;
+  std::vector<int32_t> recipes_meeting;
+  Verdict test_verdict = Verdict::kUndecided;  // only with a test split
+  std::vector<int32_t> test_recipes_meeting;
 };
 
 // The transition rank of one head (server/core/analysis.h has the rule).
@@ -242,6 +265,12 @@ struct HeadSummary {
   std::string test_reason;
   // Non-empty when the head's numbers cannot test the paper's rank bound.
   std::string caveat;
+  // Every rank of the head (rank 0 alone for a head without one), ascending.
+  std::vector<RankOutcome> ranks;
+  // Empty when the dataset's single-head rank bounds apply to this head;
+  // else why not: "multi-head", "signed", "softmax", "construction",
+  // "loss ce" (NoBoundReason in server/core/analysis.h).
+  std::string no_bound;
 };
 
 // Takes a row query's rows as they are read (Coordinator::Query).
@@ -263,6 +292,10 @@ struct QueryOutcome {
   // and the dataset's facts from any done cell (unset when none is done).
   std::vector<HeadSummary> heads;
   std::optional<DatasetFacts> facts;
+  // When grouped: the criterion the summaries used, canonical ("all",
+  // "mean:0.99", "seeds:3"), and a label for every recipe in `groups`.
+  std::string criterion;
+  std::map<int32_t, std::string> recipe_labels;
   // Rows: > 0 when more rows match than page_size allowed; query again with
   // it as after_cell_id for the next page. 0 on the last page.
   int64_t next_after_cell_id = 0;

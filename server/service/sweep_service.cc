@@ -329,6 +329,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
     absl::StatusOr<GroupBy> group_by = GroupByFromProto(request->group_by());
     if (!group_by.ok()) return group_by.status();
     query.group_by = *group_by;
+    query.criterion = request->criterion();
     query.page_size = request->page_size();
     absl::StatusOr<int64_t> after = CellIdFromPageToken(request->page_token());
     if (!after.ok()) return after.status();
@@ -356,6 +357,11 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
       for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
       for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
       if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);
+      if (query.group_by != GroupBy::kNone) {
+        response->set_criterion(out->criterion);
+        response->mutable_recipe_labels()->insert(out->recipe_labels.begin(),
+                                                  out->recipe_labels.end());
+      }
     }
     return out.status();
   });

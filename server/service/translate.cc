@@ -168,6 +168,19 @@ void ResultColumnsBuilder::Add(const ResultRow& row) {
 
 void ResultColumnsBuilder::Finish() { encoder_.Finish(); }
 
+namespace {
+
+v1::CriterionVerdict ToProto(Verdict v) {
+  switch (v) {
+    case Verdict::kUndecided: return v1::CRITERION_VERDICT_UNDECIDED;
+    case Verdict::kMeets: return v1::CRITERION_VERDICT_MEETS;
+    case Verdict::kNotMet: return v1::CRITERION_VERDICT_NOT_MET;
+  }
+  return v1::CRITERION_VERDICT_UNSPECIFIED;
+}
+
+}  // namespace
+
 v1::ResultGroup ToProto(const ResultGroup& group) {
   v1::ResultGroup p;
   p.set_head(group.head);
@@ -183,6 +196,8 @@ v1::ResultGroup ToProto(const ResultGroup& group) {
   p.set_exact_seeds(group.exact_seeds);
   for (uint64_t seed : group.missing_seeds) p.add_missing_seeds(seed);
   p.set_test_exact_seeds(group.test_exact_seeds);
+  p.set_verdict(ToProto(group.verdict));
+  p.set_test_verdict(ToProto(group.test_verdict));
   return p;
 }
 
@@ -199,6 +214,18 @@ v1::HeadSummary ToProto(const HeadSummary& head) {
   p.set_test_transition_rank(head.test_transition_rank);
   p.set_test_reason(head.test_reason);
   p.set_caveat(head.caveat);
+  for (const RankOutcome& r : head.ranks) {
+    v1::RankOutcome* o = p.add_ranks();
+    o->set_rank(r.rank);
+    o->set_verdict(ToProto(r.verdict));
+    o->mutable_recipes_meeting()->Add(r.recipes_meeting.begin(), r.recipes_meeting.end());
+    if (head.has_test_split) {
+      o->set_test_verdict(ToProto(r.test_verdict));
+      o->mutable_test_recipes_meeting()->Add(r.test_recipes_meeting.begin(),
+                                             r.test_recipes_meeting.end());
+    }
+  }
+  p.set_no_bound(head.no_bound);
   return p;
 }
 

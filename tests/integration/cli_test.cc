@@ -359,5 +359,115 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   EXPECT_EQ(testing::ReadFile(png).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
+// A witness family of 28 sequences (4 queries of a weight-4 code in
+// {0,1}^8; theory lower bound 2, upper bound 8) with a kernel head and a
+// two-head kernel trained at rank 1, the rank-1 construction and the exact
+// softmax construction (both without a rank here), two seeds: 8 cells of
+// well under a second each. Below the lower bound no single kernel head is
+// exact on every input, so at most 27 of 28 sequences are right (accuracy
+// 0.964): every criterion fails there, whatever the training. The
+// constructions do not train, so their numbers are exact.
+const char kReportSpec[] = R"({
+  "name": "report-e2e",
+  "dataset": {"kind": "witness", "m": 8, "seq_len": 3, "code_weight": 4, "max_overlap": 2,
+              "num_queries": 4},
+  "heads": [{"kind": "kernel", "feature_map": "elu1"},
+            {"kind": "multihead_kernel", "feature_map": "elu1", "num_heads": 2},
+            {"kind": "kernel", "construction": "rank1"},
+            {"kind": "softmax", "construction": "softmax_exact"}],
+  "ranks": [1],
+  "seed_count": 2,
+  "train": {"max_steps": 100, "eval_every": 50, "lr": 0.02}
+})";
+
+// `results --criterion` and `report` on a real sweep: the criterion is
+// checked by the CLI, applied by the coordinator and printed; the report
+// holds every criterion's rows, the bounds only beside the single kernel
+// head, the plot and the spec.
+TEST(CliTest, ReportOfARealSweepWritesThePageThePlotAndEveryCriterion) {
+  TempDir dir;
+  Coordinator c(dir);
+  const std::string id = c.Submit(kReportSpec);
+  Process worker({RANKSWEEP_WORKER_BIN, "--coordinator=" + c.addr(), "--device=cpu",
+                  "--slots=1", "--once", "--idle_exit_seconds=2"},
+                 dir.path() + "/worker", {"RANKSWEEP_TORCH_THREADS=1"});
+  CommandResult watch = c.Cli({"watch", id}, 300s);
+  ASSERT_EQ(watch.exit_code, 0) << watch.out << watch.err;
+
+  CommandResult r = c.Cli({"results", id, "--summary", "--criterion", "seeds:0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--criterion: \"seeds:0\" is out of range: K must be at least 1; "
+                               "use all (every seed exact), mean:X (mean exact accuracy >= X, "
+                               "0 < X <= 1) or seeds:K (at least K seeds exact, K >= 1)"));
+  r = c.Cli({"results", id, "--criterion", "all"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--criterion: judges groups; use it with --summary or --group-by "
+                               "head,rank"));
+  r = c.Cli({"results", id, "--summary", "--criterion", "seeds:1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("criterion: at least 1 seed exact (seeds:1)\n\nkernel/elu1\n"));
+  EXPECT_THAT(r.out, HasSubstr("  transition rank: undefined (no swept rank has at least 1 seed "
+                               "exact) (theory: lower bound 2, upper bound 8)\n"));
+  EXPECT_THAT(r.out, HasSubstr(" (theory: no bound (multi-head))\n"));
+  EXPECT_THAT(r.out, HasSubstr("  no rank; exact on 2/2 seeds; meets at least 1 seed exact\n"));
+  r = c.Cli({"results", id, "--summary"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("criterion: every seed exact (all)\n\n"));
+
+  const std::string out = dir.path() + "/report";
+  r = c.Cli({"report", id, "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string page_path = out + "/" + "report.md";
+  EXPECT_EQ(r.err, "wrote " + page_path + " (1 sweep, 1 plot)\n");
+  const std::string page = testing::ReadFile(page_path);
+  EXPECT_THAT(page, HasSubstr("| 1 | `" + id + "` | report-e2e | witness dataset, m = 8, N = 3, "
+                              "2 seeds | DONE | 8/8 |\n"));
+  // Transition ranks: the bounds beside the single kernel head only.
+  EXPECT_THAT(page, HasSubstr("| head | criterion | train | theory |\n|---|---|--:|---|\n"
+                              "| kernel/elu1 | `all` | undefined | lower bound 2, upper bound 8 |\n"
+                              "| kernel/elu1 | `mean:0.99` | undefined | lower bound 2, upper "
+                              "bound 8 |\n"
+                              "| kernel/elu1 | `seeds:1` | undefined | lower bound 2, upper bound "
+                              "8 |\n"));
+  EXPECT_THAT(page, ::testing::ContainsRegex("\\| multihead_kernel/elu1x2 \\| `seeds:1` \\| "
+                                             "[a-z0-9]+ \\| no bound \\(multi-head\\) \\|\n"));
+  EXPECT_THAT(page, HasSubstr("| kernel/rank1* | `all` | no rank | - |\n"));
+  // Each criterion's table; the constructions' rows exactly.
+  for (const char* heading : {"### Criterion `all`: every seed exact\n\n",
+                              "### Criterion `mean:0.99`: mean exact accuracy >= 0.99\n\n",
+                              "### Criterion `seeds:1`: at least 1 seed exact\n\n"}) {
+    EXPECT_THAT(page, HasSubstr(std::string(heading) +
+                                "#### Train split\n\n| head | rank | N | error (mean ± CI95) | "
+                                "exact | meets | completeness |\n|---|--:|--:|--:|--:|---|---|\n"
+                                "| kernel/elu1 | 1 | 2/2 | "));
+  }
+  EXPECT_THAT(page, ::testing::ContainsRegex("\\| kernel/elu1 \\| 1 \\| 2/2 \\| [01]\\.[0-9]{3} ± "
+                                             "[0-9]+\\.[0-9]{3} \\| 0/2 \\| no \\| complete \\|\n"));
+  EXPECT_THAT(page, HasSubstr("| kernel/rank1* | - | 2/2 | 1.000 ± 0.000 | 0/2 | no | complete "
+                              "|\n| softmax/exact* | - | 2/2 | 0.000 ± 0.000 | 2/2 | yes | "
+                              "complete |\n"));
+  EXPECT_THAT(page, HasSubstr("- kernel/elu1: transition rank undefined (no swept rank has mean "
+                              "exact accuracy >= 0.99) (theory: lower bound 2, upper bound 8)\n"));
+  EXPECT_THAT(page, HasSubstr("- kernel/rank1*: no rank; exact on 0/2 seeds; does not meet at "
+                              "least 1 seed exact\n"
+                              "- softmax/exact*: no rank; exact on 2/2 seeds; meets at least 1 "
+                              "seed exact\n"));
+  EXPECT_THAT(page, ::testing::Not(HasSubstr("Test split")));
+  EXPECT_THAT(page, HasSubstr("### Plots\n\n![report-e2e: train error against feature rank]"
+                              "(1-report-e2e-train.svg)\n"));
+  EXPECT_THAT(page, HasSubstr("### Spec\n\n```json\n{\n  \"dataset\": {\n"));
+  EXPECT_THAT(page, HasSubstr("  \"name\": \"report-e2e\",\n"));
+  EXPECT_THAT(testing::ReadFile(out + "/1-report-e2e-train.svg"), HasSubstr("<svg"));
+
+  // A directory that cannot be made, and a sweep that does not exist.
+  std::ofstream(dir.path() + "/file") << "x";
+  r = c.Cli({"report", id, "-o", dir.path() + "/file/sub"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("-o: cannot create directory " + dir.path() + "/file/sub: "));
+  r = c.Cli({"report", "no-such-sweep", "-o", out});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  ASSERT_TRUE(worker.Wait(60s).has_value()) << worker.Stderr();
+}
+
 }  // namespace
 }  // namespace ranksweep

@@ -1,0 +1,271 @@
+#include "client/report.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "client/format.h"
+#include "client/sweep_views.h"
+#include "common/spec/criterion.h"
+#include "common/spec/spec_json.h"
+
+namespace ranksweep::client {
+namespace {
+
+bool HasTestSplit(const SweepSpec& spec) {
+  return spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
+}
+
+// A Markdown table: header, alignment row, one line per row; '|' in a cell
+// escaped.
+std::string MarkdownTable(const Table& t) {
+  auto line = [](const std::vector<std::string>& cells) {
+    std::vector<std::string> escaped;
+    for (const std::string& c : cells) escaped.push_back(absl::StrReplaceAll(c, {{"|", "\\|"}}));
+    return absl::StrCat("| ", absl::StrJoin(escaped, " | "), " |\n");
+  };
+  std::string out = line(t.header);
+  std::vector<std::string> align;
+  for (size_t i = 0; i < t.header.size(); ++i) {
+    align.push_back(i < t.right_align.size() && t.right_align[i] ? "--:" : "---");
+  }
+  absl::StrAppend(&out, "|", absl::StrJoin(align, "|"), "|\n");
+  for (const auto& row : t.rows) out += line(row);
+  return out;
+}
+
+std::string FileStem(size_t index, const std::string& name) {
+  std::string stem = absl::StrCat(index + 1, "-");
+  for (char c : name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
+    stem += keep ? c : '_';
+  }
+  return stem;
+}
+
+const char* VerdictWord(v1::CriterionVerdict v) {
+  switch (v) {
+    case v1::CRITERION_VERDICT_MEETS: return "yes";
+    case v1::CRITERION_VERDICT_NOT_MET: return "no";
+    case v1::CRITERION_VERDICT_UNDECIDED: return "undecided";
+    default: return "-";
+  }
+}
+
+// The head's transition on a split as the transition table shows it: the
+// rank (and, with recipes, the recipes meeting it there), "undefined", or
+// "no rank".
+std::string TransitionCell(const v1::QueryResultsResponse& r, const v1::HeadSummary& h,
+                           bool test) {
+  if (!h.has_rank()) return "no rank";
+  const bool defined = test ? h.test_transition_defined() : h.transition_defined();
+  if (!defined) return "undefined";
+  const int32_t rank = test ? h.test_transition_rank() : h.transition_rank();
+  std::string out = absl::StrCat(rank);
+  if (SummaryHasRecipes(r)) {
+    for (const v1::RankOutcome& o : h.ranks()) {
+      if (o.rank() != rank) continue;
+      std::vector<std::string> labels;
+      for (int32_t recipe : test ? o.test_recipes_meeting() : o.recipes_meeting()) {
+        labels.push_back(RecipeLabelOf(r, recipe));
+      }
+      absl::StrAppend(&out, " (", absl::StrJoin(labels, ", "), ")");
+    }
+  }
+  return out;
+}
+
+// One split's table of a sweep under one criterion, then a line per head.
+std::string SplitSection(const v1::QueryResultsResponse& r, bool test) {
+  const bool recipes = SummaryHasRecipes(r);
+  Table t;
+  t.header = {"head", "rank"};
+  if (recipes) t.header.push_back("recipe");
+  for (const char* c : {"N", test ? "test error (mean ± CI95)" : "error (mean ± CI95)", "exact",
+                        "meets", "completeness"}) {
+    t.header.push_back(c);
+  }
+  t.right_align = {false, true};
+  if (recipes) t.right_align.push_back(false);
+  for (bool right : {true, true, true, false, false}) t.right_align.push_back(right);
+  for (const v1::ResultGroup& g : r.groups()) {
+    std::vector<std::string> row = {g.head(), g.rank() > 0 ? absl::StrCat(g.rank()) : "-"};
+    if (recipes) row.push_back(RecipeLabelOf(r, g.recipe()));
+    row.push_back(absl::StrCat(g.n(), "/", g.expected()));
+    row.push_back(ErrorMeanCi(test ? g.test_error() : g.train_error(), g.n()));
+    row.push_back(absl::StrCat(test ? g.test_exact_seeds() : g.exact_seeds(), "/", g.n()));
+    row.push_back(VerdictWord(test ? g.test_verdict() : g.verdict()));
+    row.push_back(CompletenessText(g));
+    t.rows.push_back(std::move(row));
+  }
+  std::string out = MarkdownTable(t);
+  out += "\n";
+  for (const v1::HeadSummary& h : r.heads()) {
+    const std::string& reason = test ? h.test_reason() : h.reason();
+    if (!h.has_rank()) {
+      absl::StrAppend(&out, "- ", h.head(), ": ", reason, "\n");
+      continue;
+    }
+    const bool defined = test ? h.test_transition_defined() : h.transition_defined();
+    const int32_t rank = test ? h.test_transition_rank() : h.transition_rank();
+    absl::StrAppend(&out, "- ", h.head(), ": transition rank ",
+                    defined ? absl::StrCat(rank) : "undefined", " (", reason, ")",
+                    BoundNote(r, h), "\n");
+    if (!h.caveat().empty()) absl::StrAppend(&out, "  caveat: ", h.caveat(), "\n");
+  }
+  return out;
+}
+
+std::string SweepSection(size_t index, const ReportSweep& s,
+                         const std::vector<std::string>& plots) {
+  const bool test = HasTestSplit(s.spec);
+  const v1::SweepInfo& info = s.sweep;
+  std::string out = absl::StrCat("## ", index + 1, ". ", s.spec.name, "\n\n");
+  absl::StrAppend(&out, "Sweep `", info.sweep_id(), "`: ", PlotSubtitle(s.spec, test), ". ",
+                  SweepStateName(info.state()), ": ", info.counts().done(), " of ",
+                  info.counts().total(), " cells done, ", info.counts().failed(), " failed, ",
+                  info.counts().cancelled(), " cancelled.\n\n");
+
+  absl::StrAppend(&out, "### Transition ranks\n\n");
+  Table t;
+  t.header = {"head", "criterion", "train"};
+  if (test) t.header.push_back("test");
+  t.header.push_back("theory");
+  t.right_align = {false, false, true};
+  if (test) t.right_align.push_back(true);
+  for (int head = 0; head < static_cast<int>(s.spec.heads.size()); ++head) {
+    for (const v1::QueryResultsResponse& r : s.summaries) {
+      for (const v1::HeadSummary& h : r.heads()) {
+        if (h.head_index() != head) continue;
+        std::vector<std::string> row = {h.head(), absl::StrCat("`", r.criterion(), "`"),
+                                        TransitionCell(r, h, false)};
+        if (test) row.push_back(TransitionCell(r, h, true));
+        std::string bound = BoundNote(r, h);
+        // " (theory: lower bound 5, upper bound 14)" -> "lower bound 5, upper bound 14"
+        if (absl::StartsWith(bound, " (theory: ")) bound = bound.substr(10, bound.size() - 11);
+        row.push_back(h.has_rank() && !bound.empty() ? bound : "-");
+        t.rows.push_back(std::move(row));
+      }
+    }
+  }
+  out += MarkdownTable(t);
+  out += "\n";
+
+  for (const v1::QueryResultsResponse& r : s.summaries) {
+    absl::StatusOr<Criterion> c = ParseCriterion(r.criterion(), "criterion");
+    absl::StrAppend(&out, "### Criterion `", r.criterion(), "`: ",
+                    c.ok() ? CriterionPhrase(*c) : r.criterion(), "\n\n");
+    absl::StrAppend(&out, "#### Train split\n\n", SplitSection(r, false), "\n");
+    if (test) absl::StrAppend(&out, "#### Test split\n\n", SplitSection(r, true), "\n");
+  }
+
+  if (!plots.empty()) {
+    absl::StrAppend(&out, "### Plots\n\n");
+    for (const std::string& p : plots) {
+      absl::StrAppend(&out, "![", s.spec.name,
+                      absl::StrContains(p, "-test.") ? ": test error" : ": train error",
+                      " against feature rank](", p, ")\n\n");
+    }
+  }
+  absl::StrAppend(&out, "### Spec\n\n```json\n", SweepSpecToJson(s.spec, 2), "\n```\n");
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> ReportCriteria(int seeds) {
+  std::vector<std::string> out = {"all", "mean:0.99"};
+  const int k = (seeds + 1) / 2;
+  if (k >= 1 && k < seeds) out.push_back(absl::StrCat("seeds:", k));
+  return out;
+}
+
+void AddSweepToPlot(const std::string& sweep_id, const SweepSpec& spec,
+                    const std::vector<v1::ResultRow>& rows, const v1::DatasetFacts& facts,
+                    const std::string& metric, bool test, bool several, PlotInput* plot) {
+  const int base = static_cast<int>(plot->heads.size());
+  for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
+    const std::string label = HeadLabel(spec.heads[i]);
+    plot->heads.push_back({base + i, several ? absl::StrCat(spec.name, ": ", label) : label,
+                           HeadHasRank(spec.heads[i]), spec.ranks});
+  }
+  for (const v1::ResultRow& row : rows) {
+    if (!row.has_result()) continue;
+    const v1::SplitMetrics& m = test ? row.result().test() : row.result().train();
+    plot->points.push_back({base + row.head_index(), row.rank(), row.seed(),
+                            metric == "error" ? m.error() : m.exact_accuracy()});
+  }
+  const std::string prefix = several ? absl::StrCat(spec.name, ": ") : "";
+  if (const int64_t lo = facts.rank_lower_bound(); lo > 0) {
+    plot->bounds.push_back({lo, absl::StrCat(prefix, "lower bound ", lo)});
+  }
+  if (const int64_t hi = facts.rank_upper_bound(); hi > 0) {
+    plot->bounds.push_back({hi, absl::StrCat(prefix, "upper bound ", hi)});
+  }
+  plot->caption.push_back(several ? absl::StrCat("sweep ", sweep_id, " (", spec.name, "): ",
+                                                 PlotSubtitle(spec, test))
+                                  : absl::StrCat("sweep ", sweep_id));
+  if (!several) {
+    plot->title = spec.name;
+    plot->subtitle = PlotSubtitle(spec, test);
+  }
+}
+
+PlotInput SweepPlot(const std::string& sweep_id, const SweepSpec& spec,
+                    const std::vector<v1::ResultRow>& rows, const v1::DatasetFacts& facts,
+                    bool test) {
+  PlotInput in;
+  AddSweepToPlot(sweep_id, spec, rows, facts, "error", test, /*several=*/false, &in);
+  const char* split = test ? "test" : "train";
+  in.caption.push_back(
+      PlotCriterion("error", test, static_cast<int>(SweepSeeds(spec).size())));
+  in.y_label = absl::StrCat(split, " error (1 - exact-sequence accuracy)");
+  return in;
+}
+
+std::vector<ReportFile> BuildReport(const std::vector<ReportSweep>& sweeps) {
+  // The page goes first; the plots are added while it is written.
+  std::vector<ReportFile> files = {{"report.md", ""}};
+  std::string page = "# Sweep report\n\n";
+  Table index;
+  index.header = {"#", "sweep", "name", "dataset", "state", "cells done"};
+  index.right_align = {true, false, false, false, false, true};
+  for (size_t i = 0; i < sweeps.size(); ++i) {
+    const ReportSweep& s = sweeps[i];
+    index.rows.push_back({absl::StrCat(i + 1), absl::StrCat("`", s.sweep.sweep_id(), "`"),
+                          s.spec.name, PlotSubtitle(s.spec, HasTestSplit(s.spec)),
+                          SweepStateName(s.sweep.state()),
+                          absl::StrCat(s.sweep.counts().done(), "/", s.sweep.counts().total())});
+  }
+  absl::StrAppend(&page, MarkdownTable(index), "\n");
+  absl::StrAppend(
+      &page,
+      "Every number below is the coordinator's summary of the sweep (docs/ANALYSIS.md): a group "
+      "is a (head, rank) over its seeds; \"meets\" is its verdict under the criterion (yes, no, "
+      "or undecided while missing seeds could still change it), and the transition rank is the "
+      "smallest swept rank that meets it.\n\n");
+  for (size_t i = 0; i < sweeps.size(); ++i) {
+    const ReportSweep& s = sweeps[i];
+    const v1::DatasetFacts facts =
+        s.summaries.empty() ? v1::DatasetFacts() : s.summaries[0].facts();
+    std::vector<std::string> plots;
+    for (bool test : {false, true}) {
+      if (test && !HasTestSplit(s.spec)) continue;
+      PlotInput in = SweepPlot(s.sweep.sweep_id(), s.spec, s.rows, facts, test);
+      if (in.points.empty()) continue;
+      const std::string name = absl::StrCat(FileStem(i, s.spec.name), test ? "-test" : "-train",
+                                            ".svg");
+      files.push_back({name, RenderPlotSvg(in)});
+      plots.push_back(name);
+    }
+    absl::StrAppend(&page, SweepSection(i, s, plots), "\n");
+  }
+  files[0].contents = std::move(page);
+  return files;
+}
+
+}  // namespace ranksweep::client

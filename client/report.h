@@ -1,0 +1,64 @@
+// `ranksweep report`: a Markdown page about one or more sweeps, built from
+// what the coordinator answers (docs/ANALYSIS.md, "The report"). Per sweep:
+// its state, the transition ranks under each criterion (train, and test
+// when the dataset has a test split), the summary tables per criterion and
+// split, the plots, and the exact spec as JSON. Input is plain data (the
+// sweep, its grouped replies, its done rows); output is the page and the
+// SVG files, so the page is unit-tested line by line. No RPCs, no I/O.
+//
+// Thread-safety: free functions, no state.
+#ifndef RANKSWEEP_CLIENT_REPORT_H_
+#define RANKSWEEP_CLIENT_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "client/plot.h"
+#include "common/spec/spec.h"
+#include "ranksweep/v1/ranksweep.pb.h"
+
+namespace ranksweep::client {
+
+// What the report shows of one sweep.
+struct ReportSweep {
+  v1::SweepInfo sweep;  // GetSweep's answer
+  SweepSpec spec;       // sweep.spec() as the spec vocabulary reads it
+  // One grouped QueryResults reply per criterion of ReportCriteria, in that
+  // order (each says its criterion).
+  std::vector<v1::QueryResultsResponse> summaries;
+  std::vector<v1::ResultRow> rows;  // its done rows: the plots' points
+};
+
+struct ReportFile {
+  std::string name;      // relative to the output directory
+  std::string contents;
+};
+
+// The criteria a sweep with `seeds` seeds is reported under: "all",
+// "mean:0.99", and "seeds:K" with K = ceil(seeds / 2) (at least half the
+// seeds exact) unless that is `all` again (one seed).
+std::vector<std::string> ReportCriteria(int seeds);
+
+// Adds one sweep's heads, done seeds and theory bounds to `plot`, as
+// `ranksweep plot` and the report draw them: `metric` "error" or
+// "exact_accuracy" of the test split (`test`) or the train split. With
+// `several` sweeps on one figure the heads and bounds are prefixed with the
+// sweep's name and the caption line names it; alone, the sweep also sets
+// the title and subtitle.
+void AddSweepToPlot(const std::string& sweep_id, const SweepSpec& spec,
+                    const std::vector<v1::ResultRow>& rows, const v1::DatasetFacts& facts,
+                    const std::string& metric, bool test, bool several, PlotInput* plot);
+
+// The figure of one sweep's error on one split, as `ranksweep plot` draws it.
+PlotInput SweepPlot(const std::string& sweep_id, const SweepSpec& spec,
+                    const std::vector<v1::ResultRow>& rows, const v1::DatasetFacts& facts,
+                    bool test);
+
+// "report.md" first, then one SVG per sweep and split with a done cell
+// ("1-NAME-train.svg", "1-NAME-test.svg": the sweep's place in `sweeps`
+// and its name with anything but [A-Za-z0-9._-] made '_').
+std::vector<ReportFile> BuildReport(const std::vector<ReportSweep>& sweeps);
+
+}  // namespace ranksweep::client
+
+#endif  // RANKSWEEP_CLIENT_REPORT_H_
