@@ -33,8 +33,7 @@ struct SubmitArgs {
   bool watch = false;
   double reconnect = kDefaultReconnectSeconds;
   bool dry_run = false;
-  std::string name, dataset, loss, mode, schedule;
-  int warmup_steps = 0;
+  std::string name, dataset, loss, mode;
   bool no_cache = false;
   int seq_len = 0, seed_count = 0, eval_every = 0, early_stop_evals = 0, priority = 0;
   bool final_query_only = false;
@@ -93,8 +92,6 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   if (given("--eval-every")) o.eval_every = a.eval_every;
   if (given("--early-stop-evals")) o.early_stop_evals = a.early_stop_evals;
   if (given("--loss")) o.loss = a.loss;
-  if (given("--schedule")) o.schedule = a.schedule;
-  if (given("--warmup-steps")) o.warmup_steps = a.warmup_steps;
   if (given("--priority")) o.priority = a.priority;
   for (const std::string& name : AxisNames()) {
     const std::string flag = AxisFlag(name);
@@ -250,9 +247,8 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
   submit->add_option("--early-stop-evals", sa->early_stop_evals,
                      "Stop after k exact evaluations in a row; 0 = never");
   submit->add_option("--loss", sa->loss, "mse | ce");
-  submit->add_option("--schedule", sa->schedule, "Learning-rate schedule: constant | cosine");
-  submit->add_option("--warmup-steps", sa->warmup_steps,
-                     "Linear learning-rate warm-up over the first W steps; 0 = none");
+  axis_option("schedule", "Learning-rate schedule: constant | cosine");
+  axis_option("warmup_steps", "Linear learning-rate warm-up over the first W steps; 0 = none");
   submit->add_option("--priority", sa->priority, "-100..100, higher runs first");
   submit->add_option("--mode", sa->mode,
                      "grid (every rank) | search (bisection for each head's transition rank)");

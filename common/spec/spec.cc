@@ -181,12 +181,19 @@ struct AxisRow {
   bool integer;
   const DatasetKind* only_kind;
   void (*apply)(double v, TaskSpec* t);
+  // An enum field: its value is the index of a name in `names` (nullptr for
+  // numbers), written and read by name.
+  const std::vector<std::string>* names = nullptr;
 };
 
 constexpr DatasetKind kWitnessOnly = DatasetKind::kWitness;
 constexpr DatasetKind kPoolOnly = DatasetKind::kPool;
 
 int AsInt(double v) { return static_cast<int>(std::llround(v)); }
+
+// The schedules by name, in LrSchedule order.
+const std::vector<std::string> kScheduleNames = {Name(LrSchedule::kConstant),
+                                                 Name(LrSchedule::kCosine)};
 
 const AxisRow kAxes[] = {
     {"lr", "train.lr", false, nullptr, [](double v, TaskSpec* t) { t->train.lr = v; }},
@@ -207,6 +214,12 @@ const AxisRow kAxes[] = {
      [](double v, TaskSpec* t) { t->dataset.train_size = AsInt(v); }},
     {"test_size", "dataset.test_size", true, &kPoolOnly,
      [](double v, TaskSpec* t) { t->dataset.test_size = AsInt(v); }},
+    // Appended after the rest: the order numbers the recipes of stored sweeps.
+    {"schedule", "train.schedule", true, nullptr,
+     [](double v, TaskSpec* t) { t->train.schedule = static_cast<LrSchedule>(AsInt(v)); },
+     &kScheduleNames},
+    {"warmup_steps", "train.warmup_steps", true, nullptr,
+     [](double v, TaskSpec* t) { t->train.warmup_steps = AsInt(v); }},
 };
 
 const AxisRow* FindAxis(const std::string& name) {
@@ -245,6 +258,16 @@ const std::vector<std::string>& AxisNames() {
 
 bool IsAxisName(const std::string& name) { return FindAxis(name) != nullptr; }
 
+bool AxisIsInteger(const std::string& name) {
+  const AxisRow* row = FindAxis(name);
+  return row != nullptr && row->integer;
+}
+
+bool AxisIsNamed(const std::string& name) {
+  const AxisRow* row = FindAxis(name);
+  return row != nullptr && row->names != nullptr;
+}
+
 std::string AxisField(const std::string& name) {
   const AxisRow* row = FindAxis(name);
   return row == nullptr ? name : row->field;
@@ -256,6 +279,15 @@ absl::StatusOr<double> ParseAxisValue(const std::string& name, const std::string
   if (row == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": \"", name, "\" is not an axis; axes: ",
                                                    absl::StrJoin(AxisNames(), ", ")));
+  }
+  if (row->names != nullptr) {
+    const auto it = std::find(row->names->begin(), row->names->end(), text);
+    if (it == row->names->end()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " must be one of ",
+                                                     absl::StrJoin(*row->names, ", "), "; got \"",
+                                                     text, "\""));
+    }
+    return static_cast<double>(it - row->names->begin());
   }
   double v = 0;
   const bool ok = row->integer ? [&] {
@@ -274,6 +306,11 @@ absl::StatusOr<double> ParseAxisValue(const std::string& name, const std::string
 
 std::string FormatAxisValue(const std::string& name, double value) {
   const AxisRow* row = FindAxis(name);
+  if (row != nullptr && row->names != nullptr) {
+    const int64_t i = std::llround(value);
+    return i >= 0 && i < static_cast<int64_t>(row->names->size()) ? (*row->names)[i]
+                                                                     : absl::StrCat(i);
+  }
   if (row != nullptr && row->integer) return absl::StrCat(static_cast<int64_t>(std::llround(value)));
   char buf[32];
   for (int precision = 1; precision <= 17; ++precision) {

@@ -217,10 +217,15 @@ std::vector<uint64_t> SweepSeeds(const SweepSpec& spec);
 
 // The names that may be axes, in their canonical order: "lr",
 // "weight_decay", "max_steps", "batch_size", "m", "weight", "num_queries",
-// "pool_size", "train_size", "test_size". Every axis is one row of a table
-// in spec.cc (how it parses, validates and applies a value).
+// "pool_size", "train_size", "test_size", "schedule", "warmup_steps".
+// Every axis is one row of a table in spec.cc (how it parses, validates and
+// applies a value).
 const std::vector<std::string>& AxisNames();
 bool IsAxisName(const std::string& name);
+// Integer axes hold integral values; named axes (schedule) hold the index
+// of a name ("constant" 0, "cosine" 1) and are written by name.
+bool AxisIsInteger(const std::string& name);
+bool AxisIsNamed(const std::string& name);
 // Where the axis' field lives: "train.lr", "dataset.num_queries", ...
 std::string AxisField(const std::string& name);
 

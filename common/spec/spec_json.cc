@@ -395,7 +395,9 @@ absl::Status TakeAxes(Json* doc, std::vector<SweepAxis>* axes) {
     for (size_t i = 0; i < it->size(); ++i) {
       const std::string at = absl::StrCat(field, "[", i, "]");
       double v = 0;
-      if ((*it)[i].is_number_integer()) {
+      if ((*it)[i].is_string()) {
+        ASSIGN_OR_RETURN(v, ParseAxisValue(name, (*it)[i].get<std::string>(), at));
+      } else if ((*it)[i].is_number_integer()) {
         int64_t x = 0;
         RETURN_IF_ERROR(ReadNumber((*it)[i], at, &x));
         v = static_cast<double>(x);
@@ -425,10 +427,12 @@ std::string SweepSpecToJson(const SweepSpec& spec, int indent) {
   for (const SweepAxis& axis : spec.axes) {
     const auto [object, key] = SplitField(AxisField(axis.name));
     Json& slot = j[object][key];
-    const bool integer = slot.is_number_integer();
+    const bool integer = AxisIsInteger(axis.name);
     Json values = Json::array();
     for (double v : axis.values) {
-      if (integer) {
+      if (AxisIsNamed(axis.name)) {
+        values.push_back(FormatAxisValue(axis.name, v));
+      } else if (integer) {
         values.push_back(static_cast<int64_t>(v));
       } else {
         values.push_back(v);

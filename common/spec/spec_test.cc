@@ -562,5 +562,42 @@ TEST(AxesJsonTest, AListWhereAValueStoodIsAnAxis) {
   ExpectInvalid(TaskSpecFromJson(R"({"train": {"lr": [0.1]}})").status(), "train.lr must be a number");
 }
 
+// The schedule is a named axis: its values are written and read by name,
+// and warm-up is an integer axis; both cross with the rest like any other.
+TEST(AxesJsonTest, ScheduleAndWarmupAreAxes) {
+  auto s = SweepSpecFromJson(R"({"name": "a", "heads": [{"kind": "kernel"}], "ranks": [1],
+      "seed_count": 1, "train": {"max_steps": 400, "lr": [0.01, 0.001],
+                                 "schedule": ["constant", "cosine"], "warmup_steps": [0, 50]},
+      "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->axes.size(), 3u);
+  EXPECT_EQ(s->axes[1].name, "schedule");
+  EXPECT_EQ(s->axes[1].values, (std::vector<double>{0, 1}));
+  EXPECT_EQ(s->axes[2].name, "warmup_steps");
+  EXPECT_TRUE(ValidateSweepSpec(*s).ok()) << ValidateSweepSpec(*s);
+  EXPECT_EQ(RecipeCount(*s), 8);
+  EXPECT_EQ(RecipeLabel(*s, 3), "lr=0.01 schedule=cosine warmup_steps=50");
+  const TaskSpec t = MakeTaskSpec(*s, 0, 1, 3, {0});
+  EXPECT_EQ(t.train.schedule, LrSchedule::kCosine);
+  EXPECT_EQ(t.train.warmup_steps, 50);
+  EXPECT_EQ(t.train.lr, 0.01);
+  const std::string json = SweepSpecToJson(*s);
+  EXPECT_THAT(json, HasSubstr("\"schedule\":[\"constant\",\"cosine\"]"));
+  EXPECT_THAT(json, HasSubstr("\"warmup_steps\":[0,50]"));
+  auto back = SweepSpecFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(SweepSpecToJson(*back), json);
+
+  EXPECT_EQ(*ParseAxisValue("schedule", "cosine", "--schedule"), 1);
+  EXPECT_EQ(FormatAxisValue("schedule", 0), "constant");
+  ExpectInvalid(ParseAxisValue("schedule", "linear", "--schedule").status(),
+                "--schedule must be one of constant, cosine; got \"linear\"");
+  ExpectInvalid(SweepSpecFromJson(R"({"train": {"schedule": ["cosine", "step"]}})").status(),
+                "train.schedule[1] must be one of constant, cosine; got \"step\"");
+  // A warm-up longer than some recipe's run names that recipe.
+  s->axes[2].values = {0, 500};
+  ExpectInvalid(ValidateSweepSpec(*s), "warmup_steps");
+}
+
 }  // namespace
 }  // namespace ranksweep
