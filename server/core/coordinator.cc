@@ -56,7 +56,7 @@ absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
         g.rank > 0 ? absl::StrCat(" at rank ", g.rank) : std::string(),
         recipe.empty() ? std::string() : absl::StrCat(" with ", recipe), ": estimated memory ",
         FormatBytes(bytes), " for one seed exceeds the limit of ", FormatBytes(limit),
-        " (--max_task_memory_bytes)"));
+        " (--max-task-memory-bytes)"));
   }
   return absl::OkStatus();
 }
@@ -95,45 +95,49 @@ absl::StatusOr<std::string> Coordinator::TaskKeyOf(Connection& c, const std::str
 absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::string& sweep_id,
                                                    const SweepSpec& spec, Events& events) {
   // The split the search judges: test when the dataset has one (the OOD
-  // presets' question), else train. Each (head, recipe) is searched on its
-  // own.
+  // presets' question), else train. A rank is probed under every recipe at
+  // once and is a hit when some recipe meets the criterion (rank_search.h).
   const DatasetSpec first = MakeTaskSpec(spec, 0, 0, 0, {}).dataset;  // a test_size axis
   const bool test_split = first.kind == DatasetKind::kPool && first.test_size > 0;
   const int recipes = static_cast<int>(RecipeCount(spec));
+  const Criterion criterion;  // every seed exact: a sweep spec names no other
   const int64_t now = clock_->NowMs();
   int64_t created_total = 0;
   while (true) {
-    // Per (head, recipe), the ranks probed so far (rank_search.h decides the next).
-    std::map<std::pair<int, int>, std::map<int, RankProbe>> probes;
+    // Per head, the ranks probed so far, each by recipe.
+    std::map<int, std::map<int, RecipeProbes>> probes;
     {
-      enum Col : int { kHeadIndex, kRecipe, kRank, kOpen, kExact, kCells, kCount };
-      auto probe_sql = [](const char* error_column) {
+      enum Col : int { kHeadIndex, kRecipe, kRank, kOpen, kExact, kCells, kAccuracy, kCount };
+      auto probe_sql = [](const char* split) {
         return NewSelect<kCount>(
             {"c.head_index", "c.recipe", "c.rank",
              absl::StrCat("SUM(c.state IN (", kCellPending, ", ", kCellLeased, "))"),
-             absl::StrCat("SUM(c.state = ", kCellDone, " AND r.", error_column, " = 0)"),
-             "COUNT(*)"},
+             absl::StrCat("SUM(c.state = ", kCellDone, " AND r.", split, "_error = 0)"),
+             "COUNT(*)",
+             absl::StrCat("TOTAL(CASE WHEN c.state = ", kCellDone, " THEN r.", split,
+                          "_exact_accuracy END)")},
             "FROM cells c LEFT JOIN results r ON r.cell_id = c.id WHERE c.sweep_id = ?1 "
             "GROUP BY c.head_index, c.recipe, c.rank");
       };
-      static const std::string* test_sql = probe_sql("test_error");
-      static const std::string* train_sql = probe_sql("train_error");
+      static const std::string* test_sql = probe_sql("test");
+      static const std::string* train_sql = probe_sql("train");
       ASSIGN_OR_RETURN(Statement q, c.Prepare(test_split ? *test_sql : *train_sql));
       q.Bind(1, sweep_id);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
-        probes[{static_cast<int>(q.ColumnInt(kHeadIndex)), static_cast<int>(q.ColumnInt(kRecipe))}]
-              [static_cast<int>(q.ColumnInt(kRank))] =
-            RankProbe{q.ColumnInt(kOpen), q.ColumnInt(kExact), q.ColumnInt(kCells)};
+        probes[static_cast<int>(q.ColumnInt(kHeadIndex))][static_cast<int>(q.ColumnInt(kRank))]
+              [static_cast<int32_t>(q.ColumnInt(kRecipe))] =
+            RankProbe{q.ColumnInt(kOpen), q.ColumnInt(kExact), q.ColumnInt(kCells),
+                      q.ColumnDouble(kAccuracy)};
       }
     }
     int64_t created = 0;
     for (int h = 0; h < static_cast<int>(spec.heads.size()); ++h) {
       if (!HeadHasRank(spec.heads[h])) continue;
+      const std::optional<int> rank = NextRankToProbe(spec.ranks, probes[h], criterion);
+      if (!rank.has_value()) continue;
       for (int recipe = 0; recipe < recipes; ++recipe) {
-        const std::optional<int> rank = NextRankToProbe(spec.ranks, probes[{h, recipe}]);
-        if (!rank.has_value()) continue;
         ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, {h, *rank, recipe},
                                                 options_.code_version, now));
         events.Log("sweep %s search: %s%s probes rank %d (%d cells, %d from the cache)",
