@@ -230,7 +230,7 @@ TEST_F(CoordinatorTest, SubmitRejectsACellOverTheMemoryLimitAndStoresNothing) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(out.status().message()),
             "heads[0] (kernel/elu1) at rank 65536: estimated memory " + FormatBytes(estimate) +
-                " for one seed exceeds the limit of 1 GiB (--max_task_memory_bytes)");
+                " for one seed exceeds the limit of 1 GiB (--max-task-memory-bytes)");
   EXPECT_EQ(Count("SELECT COUNT(*) FROM sweeps"), 0);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM cells"), 0);
 
