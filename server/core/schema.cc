@@ -388,14 +388,19 @@ DROP TABLE result_groups;
 ALTER TABLE result_groups_v11 RENAME TO result_groups;
 )sql"},
 };
-static_assert(static_cast<int>(std::size(kMigrations)) == kSchemaVersion,
-              "one migration per version, the last one at kSchemaVersion");
-static_assert(kMigrations[std::size(kMigrations) - 1].version == kSchemaVersion,
-              "the last migration is at kSchemaVersion");
+constexpr bool VersionsAreOneToN() {
+  for (size_t i = 0; i < std::size(kMigrations); ++i) {
+    if (kMigrations[i].version != static_cast<int>(i) + 1) return false;
+  }
+  return true;
+}
+static_assert(VersionsAreOneToN(), "one migration per version, 1 to the last, in order");
 
 const char kVersionSql[] = "SELECT COALESCE(MAX(version), 0) FROM schema_version";
 
 }  // namespace
+
+const int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 const std::vector<Migration>& Migrations() {
   static const std::vector<Migration>* migrations = [] {

@@ -10,6 +10,8 @@
 
 namespace ranksweep::server {
 
+const int Store::kSchemaVersion = ::ranksweep::server::kSchemaVersion;
+
 Store::Store(std::string path, std::unique_ptr<Connection> writer)
     : path_(std::move(path)), writer_(std::move(writer)) {}
 

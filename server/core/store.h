@@ -54,7 +54,7 @@ struct StoreOptions {
 class Store {
  public:
   // The schema version this binary writes (server/core/schema.h).
-  static constexpr int kSchemaVersion = ::ranksweep::server::kSchemaVersion;
+  static const int kSchemaVersion;
 
   // Opens (creating if needed) the database at `path`, migrates it to
   // kSchemaVersion, then opens the read-only connections.
