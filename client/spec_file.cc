@@ -371,7 +371,7 @@ std::vector<std::string> SpecWarnings(const SweepSpec& spec) {
 SweepCost EstimateSweepCost(const SweepSpec& spec) {
   SweepCost cost;
   std::vector<uint64_t> seeds = SweepSeeds(spec);
-  constexpr size_t kFusedSeeds = 64;  // a worker's default --max_seeds
+  constexpr size_t kFusedSeeds = 64;  // a worker's default --max-seeds
   if (seeds.size() > kFusedSeeds) seeds.resize(kFusedSeeds);
   // With dataset axes the recipes differ in size: the largest counts.
   const int recipes = static_cast<int>(std::min<int64_t>(RecipeCount(spec), 100000));

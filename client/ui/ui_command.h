@@ -1,6 +1,6 @@
 // `ranksweep ui`: the subcommand's flags and what it runs. The CLI's main
 // registers it with AddUiSubcommand and calls RunUi with the channel built
-// from its global flags (--addr, --timeout, --tls_ca, RANKSWEEP_TOKEN).
+// from its global flags (--addr, --timeout, --tls-ca, RANKSWEEP_TOKEN).
 #ifndef RANKSWEEP_CLIENT_UI_UI_COMMAND_H_
 #define RANKSWEEP_CLIENT_UI_UI_COMMAND_H_
 

@@ -56,7 +56,7 @@ struct SweepTaskReport {
 
 // How RunSweep splits and schedules a sweep, as a worker would.
 struct SweepRunOptions {
-  int max_seeds = 64;  // seeds fused per task (the worker's --max_seeds), 1..1024
+  int max_seeds = 64;  // seeds fused per task (the worker's --max-seeds), 1..1024
   int slots = 1;       // tasks trained at once on the device (the worker's --slots), 1..64
 };
 
