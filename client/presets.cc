@@ -36,15 +36,6 @@ int64_t ScaleCount(int64_t v, double s, int64_t floor, bool round_up) {
   return Clamp(scaled, std::min(v, floor), v);
 }
 
-int64_t Cells(const SweepSpec& s) {
-  int64_t cells = 0;
-  for (const HeadSpec& h : s.heads) {
-    cells += (HeadHasRank(h) ? static_cast<int64_t>(s.ranks.size()) : 1) *
-             static_cast<int64_t>(SweepSeeds(s).size());
-  }
-  return cells;
-}
-
 // Applies the header's scaling rules; returns the resolution line.
 std::string Scale(SweepSpec& spec, double s) {
   std::vector<std::string> parts;
@@ -91,7 +82,9 @@ std::string Scale(SweepSpec& spec, double s) {
     note("dataset.test_size", d.test_size, te);
   }
   if (s < 1) spec.name = absl::StrCat(spec.name, "-s", absl::StrFormat("%g", s));
-  return absl::StrCat(spec.name, ": ", absl::StrJoin(parts, "; "), "; ", Cells(spec), " cells");
+  // Every recipe's cells count: a preset with an lr axis of 3 values has 3x the cells.
+  return absl::StrCat(spec.name, ": ", absl::StrJoin(parts, "; "), "; ", GridCellCount(spec),
+                      " cells");
 }
 
 }  // namespace
@@ -175,7 +168,7 @@ std::string PresetsListText() {
       continue;
     }
     int64_t cells = 0;
-    for (const SweepSpec& s : p->sweeps) cells += Cells(s);
+    for (const SweepSpec& s : p->sweeps) cells += GridCellCount(s);
     t.rows.push_back({name, absl::StrCat(p->sweeps.size()), absl::StrCat(cells), p->description});
   }
   return RenderTable(t);

@@ -48,8 +48,9 @@ struct ResolvedPreset {
   std::string description;
   std::vector<SweepSpec> sweeps;  // each valid (ValidateSweepSpec)
   // One line per sweep saying what the scale resolved to, e.g.
-  // "witness-s0.1: ranks 1,16,256 (of 9); seeds 2 (of 5); max_steps 300 (of
-  // 3000); dataset.num_queries 6 (of 24); 8 cells".
+  // "witness-s0.1: ranks 1,16,256 (of 9); seeds 2 (of 5); max_steps 3000 (of
+  // 30000); dataset.num_queries 6 (of 26); 8 cells". The cells are the grid's
+  // over every recipe (GridCellCount); recipe axes are not scaled.
   std::vector<std::string> resolution;
 };
 

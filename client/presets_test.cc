@@ -119,6 +119,44 @@ TEST(PresetsTest, ScaleKeepsTheWarmupsShareOfTheSteps) {
   EXPECT_THAT(p->resolution[0], HasSubstr("max_steps 300 (of 3000); warmup_steps 30 (of 300)"));
 }
 
+TEST(PresetsTest, OodPresetsSweepThreeLearningRates) {
+  // The OOD presets cross every (head, rank, seed) with lr 0.01, 0.003 and
+  // 0.001 at every scale; the budget is the base spec's (EXPERIMENTS.md,
+  // "OOD scaling").
+  struct Budget {
+    const char* name;
+    int max_steps;
+    int eval_every;
+  };
+  for (const Budget& b : {Budget{"ood-small", 3000, 100}, Budget{"ood-medium", 6000, 200},
+                          Budget{"ood-large", 10000, 250}}) {
+    for (double scale : {1.0, 0.5}) {
+      absl::StatusOr<ResolvedPreset> p = ResolvePreset(b.name, scale);
+      ASSERT_TRUE(p.ok()) << b.name << ": " << p.status();
+      ASSERT_EQ(p->sweeps.size(), 1u);
+      const SweepSpec& s = p->sweeps[0];
+      ASSERT_EQ(s.axes.size(), 1u) << b.name;
+      EXPECT_EQ(s.axes[0].name, "lr");
+      EXPECT_THAT(s.axes[0].values, ElementsAre(0.01, 0.003, 0.001)) << b.name;
+      EXPECT_EQ(RecipeCount(s), 3);
+      EXPECT_EQ(s.train.schedule, LrSchedule::kConstant) << b.name;
+      EXPECT_EQ(s.train.early_stop_evals, 3) << b.name;
+      if (scale == 1.0) {
+        EXPECT_EQ(s.train.max_steps, b.max_steps) << b.name;
+        EXPECT_EQ(s.train.eval_every, b.eval_every) << b.name;
+      }
+    }
+  }
+  // (9 ranks + softmax) x 5 seeds x 3 recipes; at 0.5 (5 ranks + softmax) x 3 x 3.
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("ood-small", 1.0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(GridCellCount(p->sweeps[0]), 150);
+  p = ResolvePreset("ood-medium", 0.5);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(GridCellCount(p->sweeps[0]), 54);
+  EXPECT_EQ(p->sweeps[0].train.max_steps, 3000);
+}
+
 TEST(PresetsTest, BadScaleAndUnknownNameAreErrors) {
   for (double bad : {0.0, -0.5, 1.5}) {
     absl::StatusOr<ResolvedPreset> p = ResolvePreset("witness", bad);
@@ -148,6 +186,8 @@ TEST(PresetsTest, ListShowsEveryPresetWithItsCells) {
   for (const std::string& name : PresetNames()) EXPECT_THAT(text, HasSubstr(name));
   // witness: (9 ranks + softmax) x 5 seeds = 50 cells in one sweep.
   EXPECT_THAT(text, ::testing::ContainsRegex("\nwitness +1 +50  witness family"));
+  // ood-small: (9 ranks + softmax) x 5 seeds x 3 learning rates.
+  EXPECT_THAT(text, ::testing::ContainsRegex("\nood-small +1 +150  OOD scaling"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("invalid")));
 }
 
