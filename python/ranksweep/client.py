@@ -161,10 +161,14 @@ class Client:
         request = pb.SubmitSweepRequest(spec=spec_lib.to_proto(spec))
         return self._call("submit", self._stub.SubmitSweep, request).sweep_id
 
-    def spec(self, sweep_id, _call="spec"):
+    def spec(self, sweep_id):
         """The sweep's ranksweep.v1.SweepSpec as the coordinator stored it
         (with its recipe axes; frames.recipe_label names a recipe)."""
-        reply = self._call(_call, self._stub.GetSweep, pb.GetSweepRequest(sweep_id=sweep_id))
+        return self._spec("spec", sweep_id)
+
+    def _spec(self, what, sweep_id):
+        # `what` names the caller's call in a RanksweepError.
+        reply = self._call(what, self._stub.GetSweep, pb.GetSweepRequest(sweep_id=sweep_id))
         return reply.sweep.spec
 
     def status(self, sweep_id):
@@ -279,7 +283,7 @@ class Client:
 
         With recipe axes, `recipe` and one column per axis say which recipe
         each row trained, as the CLI's CSV does."""
-        spec = self.spec(sweep_id, "results")
+        spec = self._spec("results", sweep_id)
         request = self._query(sweep_id, head, ranks, seeds)
         if state:
             request.state = _state("state", state, pb.CellState, "CELL_STATE_",
@@ -317,7 +321,7 @@ class Client:
         test errors and accuracies. `by` is "head,rank", the one grouping
         the coordinator computes, with the sweep's axes named too
         ("head,rank,lr"); every recipe is its own group."""
-        spec = self.spec(sweep_id, "groups")
+        spec = self._spec("groups", sweep_id)
         _group_by(by, [a.name for a in spec.axes])
         return frames.groups_frame(
             self._grouped("groups", sweep_id, head, ranks, seeds, criterion), spec)
