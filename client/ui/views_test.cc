@@ -204,7 +204,8 @@ TEST(SummaryViewTest, GroupsCarryTheirRecipe) {
     heads { head: "kernel/elu1" head_index: 0 has_rank: true }
     recipe_labels { key: 0 value: "lr=0.01" }
     recipe_labels { key: 1 value: "lr=0.003" })pb");
-  const Json& groups = SummaryView(reply)["heads"][0]["groups"];
+  const Json v = SummaryView(reply);
+  const Json& groups = v["heads"][0]["groups"];
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0]["recipe"], 0);
   EXPECT_EQ(groups[0]["recipe_label"], "lr=0.01");
