@@ -391,10 +391,19 @@ class ClientEndToEndTest(unittest.TestCase):
                 self.assertIs(got["transition_rank"], pd.NA)
             self.assertIs(got["test_transition_rank"], pd.NA)
             self.assertIsNone(got["test_reason"])
-            self.assertEqual(got["rank_lower_bound"], want["facts"]["rank_lower_bound"])
-            self.assertEqual(got["rank_upper_bound"], want["facts"]["rank_upper_bound"])
+            # The bounds only beside a head they apply to; no_bound says why not.
+            self.assertEqual(got["no_bound"], h["no_bound"] or None)
+            if h["no_bound"]:
+                self.assertIs(got["rank_lower_bound"], pd.NA)
+                self.assertIs(got["rank_upper_bound"], pd.NA)
+            else:
+                self.assertEqual(got["rank_lower_bound"], want["facts"]["rank_lower_bound"])
+                self.assertEqual(got["rank_upper_bound"], want["facts"]["rank_upper_bound"])
+            self.assertEqual(got["criterion"], want["criterion"])
         self.assertIs(df["transition_rank"][1], pd.NA)  # softmax has no rank
-        self.assertEqual(df["rank_upper_bound"].tolist(), [8, 8])
+        self.assertEqual(df["no_bound"].tolist(), [None, "softmax"])
+        self.assertEqual(df["criterion"].tolist(), ["all", "all"])
+        self.assertEqual(df["rank_upper_bound"].tolist(), [8, pd.NA])
         pool = self.client.summary(self.pool)
         self.assertEqual(pool["rank_upper_bound"].tolist(), [pd.NA])
         self.assertIsNotNone(pool["test_reason"][0])
