@@ -83,6 +83,29 @@ std::vector<int> SweptRanks(const PlotHead& h, const Values& values) {
   return {ranks.begin(), ranks.end()};
 }
 
+// The runs of a ranked head's swept ranks with data, joined where adjacent;
+// a swept rank without data, or a skipped power of two, ends a run. Two
+// runs are joined by a dotted gap.
+std::vector<std::vector<int>> RankRuns(const PlotHead& h, const Values& values) {
+  std::vector<std::vector<int>> runs;
+  auto it = values.find(h.head_index);
+  if (!h.has_rank || it == values.end()) return runs;
+  int previous = 0;
+  for (int r : SweptRanks(h, values)) {
+    if (it->second.count(r) == 0) {
+      previous = 0;
+      continue;
+    }
+    if (previous > 0 && r <= 2 * previous) {
+      runs.back().push_back(r);
+    } else {
+      runs.push_back({r});
+    }
+    previous = r;
+  }
+  return runs;
+}
+
 double Mean(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
@@ -220,8 +243,14 @@ PlotLayout ComputePlotLayout(const PlotInput& input) {
     l.legend_labels.push_back(std::move(label));
     y += 22;
   }
-  for (const char* note : {"marker: mean over seeds", "band: 95% interval of the mean",
-                           "dots: one per seed", "dotted: ranks not swept"}) {
+  // The key to the dotted line only when some line has a gap to dot.
+  std::vector<const char*> notes = {"marker: mean over seeds", "band: 95% interval of the mean",
+                                    "dots: one per seed"};
+  if (std::any_of(input.heads.begin(), input.heads.end(),
+                  [&](const PlotHead& h) { return RankRuns(h, values).size() > 1; })) {
+    notes.push_back("dotted: ranks not swept");
+  }
+  for (const char* note : notes) {
     PlotLabel label;
     label.text = note;
     label.x = lx;
@@ -385,24 +414,7 @@ std::string RenderPlotSvg(const PlotInput& input) {
                       "\" stroke-width=\"2\"/>\n");
       continue;
     }
-    const std::vector<int> swept = SweptRanks(h, values);
-    // Runs of swept ranks with data, joined where adjacent; a swept rank
-    // without data, or a skipped power of two, ends a run.
-    std::vector<std::vector<int>> runs;
-    int previous = 0;
-    for (int r : swept) {
-      const bool has_data = by_rank.count(r) > 0;
-      if (!has_data) {
-        previous = 0;
-        continue;
-      }
-      if (previous > 0 && r <= 2 * previous) {
-        runs.back().push_back(r);
-      } else {
-        runs.push_back({r});
-      }
-      previous = r;
-    }
+    const std::vector<std::vector<int>> runs = RankRuns(h, values);
     auto x_of = [&](int r) { return l.XForRank(r) + dx; };
     auto y_of = [&](int r) { return l.YForValue(Mean(by_rank.at(r))); };
     std::string band, line, gap;

@@ -27,7 +27,9 @@
 //     collide, each on a white ground so another bound's line never strikes
 //     it out;
 //   * the legend outside the plot area, right of it (the figure widens to fit
-//     the longest label), so it never covers a label or a point;
+//     the longest label), so it never covers a label or a point; below the
+//     lines a key to the marks, "dotted: ranks not swept" only when some
+//     line has a gap;
 //   * title, subtitle, axis labels, and a caption under the x axis with the
 //     sweep id(s) and the criterion.
 //

@@ -129,6 +129,27 @@ TEST(PlotTest, RanksMoreThanAFactorOfTwoApartAreJoinedByADottedGapNotALine) {
   EXPECT_THAT(svg, HasSubstr(gap));
 }
 
+// The legend's key to the dotted line is there only when a line has a gap.
+TEST(PlotTest, TheLegendExplainsDottedLinesOnlyWhenOneIsDrawn) {
+  const std::string dense = RenderPlotSvg(WitnessLike());
+  EXPECT_EQ(Count(dense, "<path class=\"gap\""), 0);
+  EXPECT_EQ(Count(dense, "<text class=\"legend-note\""), 3);
+  EXPECT_THAT(dense, HasSubstr(">dots: one per seed</text>"));
+  EXPECT_THAT(dense, ::testing::Not(HasSubstr("ranks not swept")));
+
+  PlotInput in = WitnessLike();
+  in.heads[1].ranks = {1, 64};  // kernel/favor: 1 and 64 only, a gap between
+  const std::string sparse = RenderPlotSvg(in);
+  EXPECT_EQ(Count(sparse, "<path class=\"gap\""), 1);
+  EXPECT_EQ(Count(sparse, "<text class=\"legend-note\""), 4);
+  EXPECT_THAT(sparse, HasSubstr(">dotted: ranks not swept</text>"));
+  // The legend box holds its labels either way.
+  for (const PlotInput& input : {WitnessLike(), in}) {
+    const PlotLayout l = ComputePlotLayout(input);
+    for (const PlotLabel& t : l.legend_labels) EXPECT_TRUE(t.box.Inside(l.legend)) << t.text;
+  }
+}
+
 TEST(PlotTest, TheBandIsTheNinetyFivePercentTIntervalOfTheMean) {
   EXPECT_DOUBLE_EQ(MeanCi95({0.5}), 0);
   // n = 3, sd = 0.1: t(0.975, 2) = 4.303, half-width 4.303 * 0.1 / sqrt(3).

@@ -187,17 +187,25 @@ std::vector<std::string> ReportCriteria(int seeds) {
 void AddSweepToPlot(const std::string& sweep_id, const SweepSpec& spec,
                     const std::vector<v1::ResultRow>& rows, const v1::DatasetFacts& facts,
                     const std::string& metric, bool test, bool several, PlotInput* plot) {
+  // One line per (head, recipe), head-major: line base + head * R + recipe.
+  // Without axes R is 1 and a line is a head, labelled as before.
   const int base = static_cast<int>(plot->heads.size());
+  const int recipes = static_cast<int>(RecipeCount(spec));
   for (int i = 0; i < static_cast<int>(spec.heads.size()); ++i) {
-    const std::string label = HeadLabel(spec.heads[i]);
-    plot->heads.push_back({base + i, several ? absl::StrCat(spec.name, ": ", label) : label,
-                           HeadHasRank(spec.heads[i]), spec.ranks});
+    const std::string head = HeadLabel(spec.heads[i]);
+    for (int k = 0; k < recipes; ++k) {
+      const std::string recipe = RecipeLabel(spec, k);
+      const std::string label = recipe.empty() ? head : absl::StrCat(head, " ", recipe);
+      plot->heads.push_back({base + i * recipes + k,
+                             several ? absl::StrCat(spec.name, ": ", label) : label,
+                             HeadHasRank(spec.heads[i]), spec.ranks});
+    }
   }
   for (const v1::ResultRow& row : rows) {
-    if (!row.has_result()) continue;
+    if (!row.has_result() || row.recipe() < 0 || row.recipe() >= recipes) continue;
     const v1::SplitMetrics& m = test ? row.result().test() : row.result().train();
-    plot->points.push_back({base + row.head_index(), row.rank(), row.seed(),
-                            metric == "error" ? m.error() : m.exact_accuracy()});
+    plot->points.push_back({base + row.head_index() * recipes + row.recipe(), row.rank(),
+                            row.seed(), metric == "error" ? m.error() : m.exact_accuracy()});
   }
   const std::string prefix = several ? absl::StrCat(spec.name, ": ") : "";
   if (const int64_t lo = facts.rank_lower_bound(); lo > 0) {

@@ -40,7 +40,9 @@ struct ReportFile {
 std::vector<std::string> ReportCriteria(int seeds);
 
 // Adds one sweep's heads, done seeds and theory bounds to `plot`, as
-// `ranksweep plot` and the report draw them: `metric` "error" or
+// `ranksweep plot` and the report draw them: one line per head, or with
+// recipe axes one per (head, recipe) labelled "kernel/elu1 lr=0.003"
+// (RecipeLabel), head by head in recipe order; `metric` "error" or
 // "exact_accuracy" of the test split (`test`) or the train split. With
 // `several` sweeps on one figure the heads and bounds are prefixed with the
 // sweep's name and the caption line names it; alone, the sweep also sets

@@ -170,5 +170,48 @@ TEST(BuildReportTest, TestSplitRecipesAndNames) {
                               "test error (mean ± CI95) |"));
 }
 
+// With recipe axes the plot has a line per (head, recipe), labelled with the
+// recipe, and each seed lands on its recipe's line; without axes a line per
+// head, labelled as the head.
+TEST(AddSweepToPlotTest, OneLinePerHeadAndRecipe) {
+  ReportSweep s = WitnessSweep();
+  PlotInput plain;
+  AddSweepToPlot("sw-1", s.spec, s.rows, {}, "error", false, false, &plain);
+  ASSERT_EQ(plain.heads.size(), 2u);
+  EXPECT_EQ(plain.heads[0].label, "kernel/elu1");
+  EXPECT_EQ(plain.heads[1].label, "softmax");
+  EXPECT_EQ(plain.points.size(), 4u);
+
+  s.spec.axes = {{"lr", {0.02, 0.003}}};
+  for (size_t i = 0; i < s.rows.size(); ++i) s.rows[i].set_recipe(static_cast<int>(i % 2));
+  PlotInput in;
+  AddSweepToPlot("sw-1", s.spec, s.rows, {}, "error", false, false, &in);
+  ASSERT_EQ(in.heads.size(), 4u);
+  std::vector<std::string> labels;
+  for (const PlotHead& h : in.heads) labels.push_back(h.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"kernel/elu1 lr=0.02", "kernel/elu1 lr=0.003",
+                                              "softmax lr=0.02", "softmax lr=0.003"}));
+  EXPECT_EQ(in.heads[3].head_index, 3);
+  EXPECT_FALSE(in.heads[3].has_rank);
+  ASSERT_EQ(in.points.size(), 4u);
+  for (size_t i = 0; i < in.points.size(); ++i) {
+    EXPECT_EQ(in.points[i].head_index, static_cast<int>(i % 2)) << i;  // kernel, recipe i % 2
+  }
+  const std::string svg = RenderPlotSvg(in);
+  EXPECT_THAT(svg, HasSubstr(">kernel/elu1 lr=0.003</text>"));
+  // Two seeds per recipe-line at ranks 2 and 4 apart: one solid line each.
+  size_t lines = 0;
+  for (size_t at = svg.find("<path class=\"mean\""); at != std::string::npos;
+       at = svg.find("<path class=\"mean\"", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2u);
+  // A recipe the spec does not have is dropped, not drawn on another line.
+  s.rows[0].set_recipe(2);
+  PlotInput bad;
+  AddSweepToPlot("sw-1", s.spec, s.rows, {}, "error", false, false, &bad);
+  EXPECT_EQ(bad.points.size(), 3u);
+}
+
 }  // namespace
 }  // namespace ranksweep::client

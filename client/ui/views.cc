@@ -63,6 +63,18 @@ Json SweepView(const v1::SweepInfo& sweep) {
       spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
   Json failures = Json::array();
   for (const std::string& f : sweep.recent_failures()) failures.push_back(f);
+  // The recipe axes and every recipe's label and values, by which the pages
+  // label a row's recipe (RowView's "recipe" indexes `recipes`).
+  Json axes = Json::array();
+  for (const SweepAxis& a : spec.axes) axes.push_back({{"name", a.name}, {"values", a.values}});
+  Json recipes = Json::array();
+  const int64_t recipe_count = RecipeCount(spec);
+  for (int k = 0; k < recipe_count; ++k) {
+    Json values = Json::object();
+    const std::vector<double> v = RecipeValues(spec, k);
+    for (size_t i = 0; i < spec.axes.size(); ++i) values[spec.axes[i].name] = v[i];
+    recipes.push_back({{"recipe", k}, {"label", RecipeLabel(spec, k)}, {"values", values}});
+  }
   return Json{
       {"id", sweep.sweep_id()},
       {"name", sweep.name()},
@@ -91,6 +103,8 @@ Json SweepView(const v1::SweepInfo& sweep) {
       {"heads", heads},
       {"ranks", spec.ranks},
       {"seeds", SweepSeeds(spec).size()},
+      {"axes", axes},
+      {"recipes", recipes},
       {"spec", Json::parse(SweepSpecToJson(spec))},
   };
 }
@@ -104,7 +118,8 @@ Json SweepsView(const std::vector<v1::SweepInfo>& sweeps) {
 const std::vector<std::string>& RowColumns() {
   static const auto* kColumns = [] {
     auto* columns = new std::vector<std::string>{
-        "cell_id", "head", "head_index", "rank", "seed", "state", "train_error", "test_error",
+        "cell_id", "head", "head_index", "rank", "seed", "recipe", "state", "train_error",
+        "test_error",
         "train_exact_accuracy", "train_position_accuracy", "final_loss", "steps"};
     // The optional metrics (common/spec/result_metrics.h), after steps.
     for (const ResultMetric& m : kResultMetrics) columns->push_back(m.name);
@@ -130,6 +145,7 @@ Json RowView(const v1::ResultRow& row) {
       {"head_index", row.head_index()},
       {"rank", RankOrNull(row.rank())},
       {"seed", row.seed()},
+      {"recipe", row.recipe()},
       {"state", CellStateName(row.state())},
       {"train_error", metric(r.train().error())},
       {"test_error", has_test ? Json(r.test().error()) : Json(nullptr)},
@@ -193,8 +209,12 @@ Json SummaryView(const v1::QueryResultsResponse& grouped) {
       Json missing = Json::array();
       for (uint64_t s : g.missing_seeds()) missing.push_back(s);
       const bool any = g.n() > 0;
+      const auto label = grouped.recipe_labels().find(g.recipe());
       groups.push_back(Json{
           {"rank", RankOrNull(g.rank())},
+          {"recipe", g.recipe()},
+          {"recipe_label",
+           label == grouped.recipe_labels().end() ? std::string() : label->second},
           {"n", g.n()},
           {"expected", g.expected()},
           {"train_error", any ? AggregateView(g.train_error()) : Json(nullptr)},

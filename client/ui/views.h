@@ -25,14 +25,17 @@ using Json = nlohmann::ordered_json;
 // EstimateEtaSeconds), eta ("3m05s", "" when null), created/finished times
 // (unix ms; finished null while running), mean cell seconds, recent
 // failures, the heads (index, label, has_rank), ranks, seeds, dataset kind,
-// has_test_split and the whole spec (spec.h field names).
+// has_test_split, the recipe axes ([{name, values}], empty without), the
+// recipes ([{recipe, label ("lr=0.003", "" without axes), values {axis:
+// value}}], one without axes) and the whole spec (spec.h field names).
 Json SweepView(const v1::SweepInfo& sweep);
 Json SweepsView(const std::vector<v1::SweepInfo>& sweeps);
 
 // The column names of a per-seed row, in order: the keys of RowView and the
 // header of RowsCsv.
 const std::vector<std::string>& RowColumns();
-// A per-seed row: cell_id, head, head_index, rank, seed, state, the train
+// A per-seed row: cell_id, head, head_index, rank, seed, recipe (an index
+// into SweepView's recipes; 0 without axes), state, the train
 // and test error, train exact and position accuracy, final loss, steps,
 // wall seconds, device, worker_id, attempt, finished time, cached (served
 // from the result cache), failure. A row a quarantine invalidated (state
@@ -48,8 +51,9 @@ std::string RowsCsv(const std::vector<v1::ResultRow>& rows);
 // Each head has its transition (rank or null, reason) for train and, with
 // a test split, test, the caveat, and its groups: rank, n, expected, train
 // and test error aggregates (mean, ci95, std, min, max; null when n is 0 or
-// there is no test split), exact seeds and missing seeds. Bounds of 0 (not
-// applicable) are null.
+// there is no test split), exact seeds and missing seeds, per (rank,
+// recipe): `recipe` and `recipe_label` (the reply's label; "" without
+// axes). Bounds of 0 (not applicable) are null.
 Json SummaryView(const v1::QueryResultsResponse& grouped);
 
 // A worker: id, hostname, device, device_name, memory_bytes, slots,

@@ -50,6 +50,27 @@ TEST(SweepViewTest, RunningSweep) {
   EXPECT_EQ(v["spec"]["name"], "demo");
 }
 
+TEST(SweepViewTest, RecipesFromTheAxes) {
+  auto info = Parse<v1::SweepInfo>(kRunningSweep);
+  EXPECT_EQ(SweepView(info)["axes"].dump(), "[]");
+  EXPECT_EQ(SweepView(info)["recipes"].dump(), R"([{"recipe":0,"label":"","values":{}}])");
+  v1::SweepAxis* lr = info.mutable_spec()->add_axes();
+  lr->set_name("lr");
+  lr->add_values(0.01);
+  lr->add_values(0.003);
+  v1::SweepAxis* steps = info.mutable_spec()->add_axes();
+  steps->set_name("max_steps");
+  steps->add_values(100);
+  steps->add_values(200);
+  const Json v = SweepView(info);
+  EXPECT_EQ(v["axes"].dump(),
+            R"([{"name":"lr","values":[0.01,0.003]},{"name":"max_steps","values":[100.0,200.0]}])");
+  ASSERT_EQ(v["recipes"].size(), 4u);
+  // The first axis slowest: recipe 2 is (lr 0.003, max_steps 100).
+  EXPECT_EQ(v["recipes"][2].dump(),
+            R"({"recipe":2,"label":"lr=0.003 max_steps=100","values":{"lr":0.003,"max_steps":100.0}})");
+}
+
 TEST(SweepViewTest, FinishedSweepHasNoEta) {
   auto info = Parse<v1::SweepInfo>(kRunningSweep);
   info.set_state(v1::SWEEP_STATE_DONE);
@@ -75,7 +96,8 @@ TEST(RowViewTest, DoneRowWithoutTestSplit) {
              final_loss: 0.125 steps: 300 wall_seconds: 1.5 device: "cpu" })pb");
   const Json v = RowView(row);
   EXPECT_EQ(v.dump(),
-            R"({"cell_id":7,"head":"kernel/elu1","head_index":0,"rank":2,"seed":1,"state":"DONE",)"
+            R"({"cell_id":7,"head":"kernel/elu1","head_index":0,"rank":2,"seed":1,"recipe":0,)"
+            R"("state":"DONE",)"
             R"("train_error":0.25,"test_error":null,"train_exact_accuracy":0.75,)"
             R"("train_position_accuracy":0.9,"final_loss":0.125,"steps":300,)"
             R"("first_exact_step":null,"wall_seconds":1.5,)"
@@ -115,7 +137,7 @@ TEST(RowViewTest, InvalidatedRowKeepsItsMetricsAndNote) {
   EXPECT_TRUE(v["test_error"].is_null());
   EXPECT_EQ(v["failure"], "invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad");
   EXPECT_EQ(RowsCsv({row}).substr(RowsCsv({row}).find('\n') + 1),
-            "7,kernel/elu1,0,2,1,INVALID,0.25,,0.75,0.9,0.125,300,,1.5,cpu,w-bad,1,1700000002000,"
+            "7,kernel/elu1,0,2,1,0,INVALID,0.25,,0.75,0.9,0.125,300,,1.5,cpu,w-bad,1,1700000002000,"
             "false,invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad\n");
 }
 
@@ -126,13 +148,14 @@ TEST(RowsCsvTest, HeaderNullsAndShortestFloats) {
              test { sequences: 4 error: 0.5 } final_loss: 1e-05 steps: 10 first_exact_step: 10
              wall_seconds: 2 device: "cpu" })pb");
   const auto failed = Parse<v1::ResultRow>(R"pb(
-    cell_id: 2 head: "soft,max" rank: 0 seed: 1 state: CELL_STATE_FAILED failure: "said \"no\"")pb");
+    cell_id: 2 head: "soft,max" rank: 0 seed: 1 recipe: 3 state: CELL_STATE_FAILED failure: "said \"no\"")pb");
   EXPECT_EQ(RowsCsv({done, failed}),
-            "cell_id,head,head_index,rank,seed,state,train_error,test_error,train_exact_accuracy,"
+            "cell_id,head,head_index,rank,seed,recipe,state,train_error,test_error,"
+            "train_exact_accuracy,"
             "train_position_accuracy,final_loss,steps,first_exact_step,wall_seconds,device,"
             "worker_id,attempt,finished_unix_ms,cached,failure\n"
-            "1,kernel/elu1,0,4,0,DONE,0.1,0.5,0.9,0.30000000000000004,1e-05,10,10,2,cpu,,0,,true,\n"
-            "2,\"soft,max\",0,,1,FAILED,,,,,,,,,,,0,,false,\"said \"\"no\"\"\"\n");
+            "1,kernel/elu1,0,4,0,0,DONE,0.1,0.5,0.9,0.30000000000000004,1e-05,10,10,2,cpu,,0,,true,\n"
+            "2,\"soft,max\",0,,1,3,FAILED,,,,,,,,,,,0,,false,\"said \"\"no\"\"\"\n");
 }
 
 TEST(ShortestDoubleTest, RoundTrips) {
@@ -172,6 +195,22 @@ TEST(SummaryViewTest, TransitionsBoundsAndGroups) {
   EXPECT_TRUE(softmax["groups"][0]["rank"].is_null());
   EXPECT_TRUE(softmax["groups"][0]["train_error"].is_null());
   EXPECT_EQ(softmax["groups"][0]["missing_seeds"].dump(), "[0,1,2]");
+}
+
+TEST(SummaryViewTest, GroupsCarryTheirRecipe) {
+  const auto reply = Parse<v1::QueryResultsResponse>(R"pb(
+    groups { head: "kernel/elu1" head_index: 0 rank: 4 recipe: 0 n: 1 expected: 1 }
+    groups { head: "kernel/elu1" head_index: 0 rank: 4 recipe: 1 n: 1 expected: 1 }
+    heads { head: "kernel/elu1" head_index: 0 has_rank: true }
+    recipe_labels { key: 0 value: "lr=0.01" }
+    recipe_labels { key: 1 value: "lr=0.003" })pb");
+  const Json v = SummaryView(reply);
+  const Json& groups = v["heads"][0]["groups"];
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0]["recipe"], 0);
+  EXPECT_EQ(groups[0]["recipe_label"], "lr=0.01");
+  EXPECT_EQ(groups[1]["recipe"], 1);
+  EXPECT_EQ(groups[1]["recipe_label"], "lr=0.003");
 }
 
 TEST(SummaryViewTest, NoFactsAndNoBounds) {

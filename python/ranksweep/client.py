@@ -102,10 +102,13 @@ def _since_unix_ms(since):
     return ms
 
 
-def _group_by(by):
+def _group_by(by, axes=()):
+    """Groups are per (head, rank, recipe): `by` names head, rank and every
+    axis of the sweep, in any order, as the CLI's --group-by does."""
     parts = by.split(",") if isinstance(by, str) else list(by)
-    if sorted(p.strip() for p in parts) != ["head", "rank"]:
-        raise ValueError(f'by={by!r} is not supported; use "head,rank"')
+    allowed = ["head", "rank"] + list(axes)
+    if sorted(p.strip() for p in parts) != sorted(allowed):
+        raise ValueError(f'by={by!r} is not supported; use "{",".join(allowed)}"')
     return pb.GROUP_BY_HEAD_RANK
 
 
@@ -157,6 +160,16 @@ class Client:
         is stored. Presets are the CLI's (`ranksweep submit --preset`)."""
         request = pb.SubmitSweepRequest(spec=spec_lib.to_proto(spec))
         return self._call("submit", self._stub.SubmitSweep, request).sweep_id
+
+    def spec(self, sweep_id):
+        """The sweep's ranksweep.v1.SweepSpec as the coordinator stored it
+        (with its recipe axes; frames.recipe_label names a recipe)."""
+        return self._spec("spec", sweep_id)
+
+    def _spec(self, what, sweep_id):
+        # `what` names the caller's call in a RanksweepError.
+        reply = self._call(what, self._stub.GetSweep, pb.GetSweepRequest(sweep_id=sweep_id))
+        return reply.sweep.spec
 
     def status(self, sweep_id):
         """One sweep as a dict of the list() columns (counts, state, times)."""
@@ -266,7 +279,11 @@ class Client:
         `include_invalid` appends the rows a quarantine invalidated, as
         `ranksweep results --include-invalid` does: state INVALID, their
         metrics as they were stored, and in `failure` who invalidated them
-        and when. They never count in groups() or summary()."""
+        and when. They never count in groups() or summary().
+
+        With recipe axes, `recipe` and one column per axis say which recipe
+        each row trained, as the CLI's CSV does."""
+        spec = self._spec("results", sweep_id)
         request = self._query(sweep_id, head, ranks, seeds)
         if state:
             request.state = _state("state", state, pb.CellState, "CELL_STATE_",
@@ -287,7 +304,7 @@ class Client:
                 if not reply.next_page_token:
                     break
                 request.page_token = reply.next_page_token
-        return frames.results_frame(replies)
+        return frames.results_frame(replies, spec)
 
     def _grouped(self, what, sweep_id, head, ranks, seeds, criterion=None):
         request = self._query(sweep_id, head, ranks, seeds)
@@ -295,13 +312,19 @@ class Client:
         request.criterion = criterion or ""
         return self._call(what, self._stub.QueryResults, request)
 
-    def groups(self, sweep_id, by="head,rank", head=None, ranks=None, seeds=None):
-        """Per-(head, rank) aggregates over seeds as a DataFrame
-        (frames.group_columns()): n, expected, exact seeds, missing seeds and
-        mean/std/min/max/ci95 of the train and test errors and accuracies.
-        `by` is "head,rank", the one grouping the coordinator computes."""
-        _group_by(by)
-        return frames.groups_frame(self._grouped("groups", sweep_id, head, ranks, seeds))
+    def groups(self, sweep_id, by="head,rank", head=None, ranks=None, seeds=None,
+               criterion=None):
+        """Per-(head, rank, recipe) aggregates over seeds as a DataFrame
+        (frames.group_columns(spec)): the recipe and its axes' values, n,
+        expected, exact seeds, missing seeds, the verdict under `criterion`
+        (as summary() takes it) and mean/std/min/max/ci95 of the train and
+        test errors and accuracies. `by` is "head,rank", the one grouping
+        the coordinator computes, with the sweep's axes named too
+        ("head,rank,lr"); every recipe is its own group."""
+        spec = self._spec("groups", sweep_id)
+        _group_by(by, [a.name for a in spec.axes])
+        return frames.groups_frame(
+            self._grouped("groups", sweep_id, head, ranks, seeds, criterion), spec)
 
     def summary(self, sweep_id, head=None, ranks=None, seeds=None, criterion=None):
         """Per head, the transition rank (the smallest swept rank that meets

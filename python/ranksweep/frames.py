@@ -12,6 +12,11 @@ from fixed replies. The conventions, the same in every frame:
   and hold <NA>; strings hold None. On the wire these are 0 or 1.0.
 - `rank` is "Int64": <NA> for heads without a rank (softmax, the exact
   constructions), whose cells carry rank 0 on the wire.
+- Recipes: every results and groups frame has `recipe` (the index of the
+  cell's recipe, 0 for a sweep without axes) and, when the sweep's spec is
+  given and has recipe axes, one column per axis named as the axis ("lr",
+  "max_steps") holding the recipe's value, as the CLI's CSV does: "Int64"
+  for integer axes, float64 for lr and weight_decay.
 - Heads are labelled as the CLI prints them ("kernel/elu1", "softmax");
   states are plain names ("DONE", "RUNNING"); times are UTC Timestamps.
 
@@ -37,7 +42,7 @@ RESULT_COLUMNS = (
     "test_max_abs_error",
     "final_loss", "steps", "wall_seconds", "device", "failure", "worker_id", "build_id",
     "torch_version", "cuda_version", "attempt", "lease_id", "finished", "cached_from_cell_id",
-    "distinct_queries", "rank_lower_bound", "rank_upper_bound",
+    "distinct_queries", "rank_lower_bound", "rank_upper_bound", "first_exact_step", "recipe",
 )
 _SPLIT_FLOATS = ("error", "exact_accuracy", "position_accuracy", "max_abs_error")
 # What an empty SplitMetrics holds (and an empty metric column means).
@@ -49,6 +54,59 @@ AGGREGATES = ("train_error", "test_error", "train_exact_accuracy", "train_positi
 AGGREGATE_FIELDS = ("mean", "std", "min", "max", "ci95")
 
 _UTC = pd.DatetimeTZDtype(tz="UTC")
+
+# Names of the optional metrics (SeedResult fields with presence) the frames
+# carry, as MetricColumn names them.
+_OPTIONAL_METRICS = ("first_exact_step",)
+# Names of the integer axes (the others, lr and weight_decay, are reals).
+_INTEGER_AXES = frozenset(("max_steps", "batch_size", "m", "weight", "num_queries",
+                           "pool_size", "train_size", "test_size"))
+
+
+def recipe_values(spec):
+    """The axes' values of every recipe of a ranksweep.v1.SweepSpec:
+    [recipe][axis], recipes in cross-product order with the first axis
+    slowest (RecipeValues in common/spec/spec.h). [[]] without axes."""
+    out = [[]]
+    for axis in spec.axes:
+        out = [values + [v] for values in out for v in axis.values]
+    return out
+
+
+def recipe_label(spec, recipe):
+    """"lr=0.003 max_steps=4000" (integers without a point, reals in their
+    shortest form), as the CLI labels a recipe; "" without axes."""
+    values = recipe_values(spec)
+    if not spec.axes or not 0 <= recipe < len(values):
+        return ""
+    return " ".join(f"{a.name}={_axis_text(a.name, v)}"
+                    for a, v in zip(spec.axes, values[recipe]))
+
+
+def _axis_text(name, value):
+    if name in _INTEGER_AXES and float(value).is_integer():
+        return str(int(value))
+    return repr(float(value))
+
+
+def _add_axis_columns(data, recipes, spec):
+    """data["recipe"] and one column per axis of `spec` (None: none)."""
+    recipes = np.asarray(recipes, dtype=np.int64)
+    data["recipe"] = recipes
+    if spec is None:
+        return []
+    table = recipe_values(spec)
+    valid = (recipes >= 0) & (recipes < len(table))
+    names = []
+    for i, axis in enumerate(spec.axes):
+        values = np.array([table[r][i] if ok else 0.0 for r, ok in zip(recipes, valid)],
+                          dtype=np.float64)
+        if axis.name in _INTEGER_AXES:
+            data[axis.name] = _ints(values.astype(np.int64), ~valid)
+        else:
+            data[axis.name] = np.where(valid, values, np.nan)
+        names.append(axis.name)
+    return names
 
 
 def cell_state_name(value):
@@ -98,7 +156,7 @@ _ROW_FIELDS = {
     "worker_id": "worker_id", "attempt": "attempt", "lease_id": "lease_id",
     "finished_unix_ms": "finished_unix_ms", "cached_from_cell_id": "cached_from_cell_id",
     "final_loss": "result.final_loss", "steps": "result.steps",
-    "wall_seconds": "result.wall_seconds", "device": "result.device",
+    "wall_seconds": "result.wall_seconds", "device": "result.device", "recipe": "recipe",
     **{f: f"worker_version.{f}" for f in _VERSION_FIELDS},
     **{f: f"result.facts.{f}" for f in _FACT_FIELDS},
     **{f"{split}_{m}": f"result.{split}.{m}" for split in ("train", "test")
@@ -117,8 +175,12 @@ def _reply_columns(reply):
     """One reply's rows as plain per-field lists (the keys of _ROW_FIELDS),
     from `columns` or, from a coordinator that predates them, `rows`."""
     if not reply.HasField("columns"):
-        return {k: [operator.attrgetter(path)(r) for r in reply.rows]
-                for k, path in _ROW_FIELDS.items()}
+        out = {k: [operator.attrgetter(path)(r) for r in reply.rows]
+               for k, path in _ROW_FIELDS.items()}
+        for m in _OPTIONAL_METRICS:
+            out[m] = [getattr(r.result, m) if r.result.HasField(m) else None
+                      for r in reply.rows]
+        return out
     try:
         out = _columns(reply.columns)
     except IndexError as e:  # an index past its table
@@ -155,17 +217,34 @@ def _columns(c):
     out["failure"] = [""] * n
     for row, text in zip(c.failure_row, c.failure):
         out["failure"][row] = text
+    out["recipe"] = list(c.recipe) if len(c.recipe) else [0] * n  # empty: all 0
+    for m in _OPTIONAL_METRICS:
+        out[m] = [None] * n  # a metric no row has is left out
+    for metric in c.metrics:
+        if metric.name not in _OPTIONAL_METRICS:
+            continue
+        if len(metric.values) != n:
+            raise IndexError(f"columns.metrics {metric.name}: {len(metric.values)} values for "
+                             f"{n} rows")
+        values = list(metric.values)
+        for row in metric.missing_rows:
+            values[row] = None
+        out[metric.name] = values
     return out
 
 
-def results_frame(replies):
+def results_frame(replies, spec=None):
     """The per-seed rows of QueryResults replies (pages, in order) as one
     DataFrame with RESULT_COLUMNS, one row per cell (per result: a cell that
     was trained again after a quarantine has its DONE row and its INVALID
-    one). `failure` holds a failed cell's reason, and for an INVALID row who
-    invalidated it and when."""
+    one), then one column per recipe axis of `spec` (the sweep's
+    ranksweep.v1.SweepSpec; None: no axis columns). `failure` holds a failed
+    cell's reason, and for an INVALID row who invalidated it and when.
+    `first_exact_step` is <NA> for a row that never reached train exact
+    accuracy 1 (or that is not done)."""
     parts = [_reply_columns(r) for r in replies]
-    cols = {k: [v for part in parts for v in part[k]] for k in _ROW_FIELDS}
+    cols = {k: [v for part in parts for v in part[k]]
+            for k in list(_ROW_FIELDS) + list(_OPTIONAL_METRICS)}
     state = np.asarray(cols["state"], dtype=np.int64)
     # Rows without metrics: failed cells. Invalidated rows keep theirs.
     not_done = (state != pb.CELL_STATE_DONE) & (state != pb.CELL_STATE_INVALID)
@@ -203,7 +282,11 @@ def results_frame(replies):
     for bound in ("rank_lower_bound", "rank_upper_bound"):
         values = np.asarray(cols[bound], dtype=np.int64)
         data[bound] = _ints(values, not_done | (values == 0))  # 0: no bound
-    return pd.DataFrame({k: data[k] for k in RESULT_COLUMNS})
+    for m in _OPTIONAL_METRICS:
+        absent = np.array([v is None for v in cols[m]], dtype=bool) | not_done
+        data[m] = _ints([0 if v is None else int(v) for v in cols[m]], absent)
+    axes = _add_axis_columns(data, cols["recipe"], spec)
+    return pd.DataFrame({k: data[k] for k in list(RESULT_COLUMNS) + axes})
 
 
 # ---------------------------------------------------------------- groups
@@ -215,20 +298,37 @@ def has_test_split(reply):
     return reply.HasField("facts") and reply.facts.test_sequences > 0
 
 
-def group_columns():
-    cols = ["head", "head_index", "rank", "n", "expected", "exact_seeds", "test_exact_seeds",
-            "missing_seeds"]
+def group_columns(spec=None):
+    """The columns of groups_frame(reply, spec): the axes' follow recipe."""
+    cols = ["head", "head_index", "rank", "recipe"]
+    cols += [a.name for a in spec.axes] if spec is not None else []
+    cols += ["n", "expected", "exact_seeds", "test_exact_seeds", "missing_seeds", "verdict",
+             "test_verdict"]
     cols += [f"{a}_{f}" for a in AGGREGATES for f in AGGREGATE_FIELDS]
     return cols
 
 
-def groups_frame(reply):
-    """A grouped QueryResults reply: one row per (head, rank), group_columns().
+_VERDICTS = {pb.CRITERION_VERDICT_MEETS: "yes", pb.CRITERION_VERDICT_NOT_MET: "no",
+             pb.CRITERION_VERDICT_UNDECIDED: "undecided"}
+
+
+def _verdict(value):
+    """"yes", "no", "undecided" as the CLI's CSV writes a group's verdict;
+    None when the reply has none (a coordinator that predates criteria)."""
+    return _VERDICTS.get(value)
+
+
+def groups_frame(reply, spec=None):
+    """A grouped QueryResults reply: one row per (head, rank, recipe),
+    group_columns(spec).
 
     Aggregates are over the done seeds of the group; all NaN when none is
     done, std and ci95 NaN with fewer than two; test_* NaN (and
     test_exact_seeds <NA>) when the dataset has no test split.
     `missing_seeds` is a list of the seeds without a DONE result.
+    `verdict` / `test_verdict` say whether the group meets the query's
+    criterion ("yes", "no", "undecided"; test_verdict None without a test
+    split). With `spec` (the sweep's SweepSpec), one column per axis.
     """
     groups = list(reply.groups)
     test = has_test_split(reply)
@@ -244,18 +344,23 @@ def groups_frame(reply):
         "test_exact_seeds": _ints([g.test_exact_seeds for g in groups],
                                   np.full(len(groups), not test)),
         "missing_seeds": pd.Series([list(g.missing_seeds) for g in groups], dtype=object).array,
+        "verdict": np.array([_verdict(g.verdict) for g in groups], dtype=object),
+        "test_verdict": np.array([_verdict(g.test_verdict) if test else None for g in groups],
+                                 dtype=object),
     }
+    _add_axis_columns(data, [g.recipe for g in groups], spec)
     for a in AGGREGATES:
         absent = (n == 0) | (not test and a.startswith("test_"))
         for f in AGGREGATE_FIELDS:
             missing = absent | ((n < 2) if f in ("std", "ci95") else False)
             data[f"{a}_{f}"] = _floats([getattr(getattr(g, a), f) for g in groups], missing)
-    return pd.DataFrame(data, columns=group_columns())
+    return pd.DataFrame(data, columns=group_columns(spec))
 
 
 SUMMARY_COLUMNS = ("head", "head_index", "has_rank", "transition_rank", "reason",
                    "test_transition_rank", "test_reason", "caveat", "rank_lower_bound",
-                   "rank_upper_bound")
+                   "rank_upper_bound", "no_bound", "criterion", "recipes_meeting",
+                   "test_recipes_meeting")
 
 
 def summary_frame(reply):
@@ -264,7 +369,14 @@ def summary_frame(reply):
     why) and for heads without a rank (`reason` says on how many seeds they
     are exact); the test_ columns are <NA>/None without a test split; the
     bounds are the dataset's theory bounds, <NA> when it has none or no cell
-    is done yet."""
+    is done yet, and for heads they do not apply to, whose `no_bound` says
+    why ("multi-head", "signed", "softmax", "construction", "loss ce"; None
+    when they apply). `criterion` is the one the coordinator used ("all",
+    "mean:0.99", "seeds:3"; None from a coordinator that predates it).
+    `recipes_meeting` lists the labels of the recipes that meet the
+    criterion at the transition rank ("lr=0.003"; "" for a sweep without
+    axes), empty when the transition is undefined; test_recipes_meeting the
+    same on the test split, None without one."""
     heads = list(reply.heads)
     k = len(heads)
     facts = reply.facts if reply.HasField("facts") else None
@@ -283,10 +395,31 @@ def summary_frame(reply):
         "test_reason": np.array([h.test_reason if h.has_test_split else None for h in heads],
                                 dtype=object),
         "caveat": _strings([h.caveat for h in heads]),
-        "rank_lower_bound": _ints([lower] * k, np.full(k, lower == 0)),
-        "rank_upper_bound": _ints([upper] * k, np.full(k, upper == 0)),
+        "rank_lower_bound": _ints([lower] * k, [lower == 0 or h.no_bound for h in heads]),
+        "rank_upper_bound": _ints([upper] * k, [upper == 0 or h.no_bound for h in heads]),
+        "no_bound": _strings([h.no_bound for h in heads]),
+        "criterion": np.array([reply.criterion or None] * k, dtype=object),
+        "recipes_meeting": pd.Series(
+            [_meeting(reply, h, False) for h in heads], dtype=object).array,
+        "test_recipes_meeting": pd.Series(
+            [_meeting(reply, h, True) if h.has_test_split else None for h in heads],
+            dtype=object).array,
     }
     return pd.DataFrame(data, columns=list(SUMMARY_COLUMNS))
+
+
+def _meeting(reply, head, test):
+    """Labels of the recipes meeting the criterion at the head's transition
+    rank (the reply's recipe_labels), [] when it is undefined."""
+    defined = head.test_transition_defined if test else head.transition_defined
+    rank = head.test_transition_rank if test else head.transition_rank
+    if not defined:
+        return []
+    for o in head.ranks:
+        if o.rank == rank:
+            recipes = o.test_recipes_meeting if test else o.recipes_meeting
+            return [reply.recipe_labels.get(r, f"recipe {r}") for r in recipes]
+    return []
 
 
 # ---------------------------------------------------------------- sweeps, workers

@@ -16,6 +16,13 @@ a YAML file. Ranges (m in 1..64, ...) are checked by the coordinator with the
 CLI's own validator, which answers INVALID_ARGUMENT naming the field and the
 range in the words the CLI prints ("dataset.m must be in 1..64, got 0").
 
+Recipe axes: a list of numbers where one of the fields lr, weight_decay,
+max_steps, batch_size (train) or m, weight, num_queries, pool_size,
+train_size, test_size (dataset) stood makes that field an axis, as in the
+CLI's spec files: `train: {lr: [0.01, 0.003]}` sweeps both, crossed with
+every other axis and with head x rank x seed. The list's first value is also
+the field's value; an empty list is an error naming the field.
+
 A value given is sent as given, 0 included: the fields whose default is not
 0 (dataset.m, dataset.max_overlap, train.max_steps, ...) have presence on the
 wire (proto3 `optional`), so `max_steps: 0` reaches the worker as 0 steps and
@@ -44,6 +51,17 @@ CONSTRUCTIONS = ("none", "rank1", "indicator", "softmax_exact")
 LOSS_KINDS = ("mse", "ce")
 LR_SCHEDULES = ("constant", "cosine")
 SWEEP_MODES = ("grid", "search")
+
+# The fields that may be axes, in the coordinator's canonical order
+# (AxisNames() in common/spec/spec.h): axis name -> (object, key).
+AXES = (
+    ("lr", "train"), ("weight_decay", "train"), ("max_steps", "train"),
+    ("batch_size", "train"), ("m", "dataset"), ("weight", "dataset"),
+    ("num_queries", "dataset"), ("pool_size", "dataset"), ("train_size", "dataset"),
+    ("test_size", "dataset"),
+)
+# Axes whose values are integers; the others (lr, weight_decay) are reals.
+INTEGER_AXES = frozenset(name for name, _ in AXES) - {"lr", "weight_decay"}
 
 _INT32 = (-(2**31), 2**31 - 1)
 _UINT64 = (0, 2**64 - 1)
@@ -215,10 +233,32 @@ def _fill(msg, path, obj, fields):
     _check_unknown(path, obj, fields)
 
 
+def _take_axes(spec, out):
+    """A copy of `spec` with each axis list replaced by its first value; the
+    lists go to out.axes in canonical order (the CLI's TakeAxes)."""
+    spec = dict(spec)
+    for name, obj in AXES:
+        section = spec.get(obj)
+        if not isinstance(section, dict) or not isinstance(section.get(name), (list, tuple)):
+            continue
+        field = f"{obj}.{name}"
+        values = section[name]
+        if not values:
+            raise SpecError(f"{field} must be a number or a non-empty list of numbers, got []")
+        axis = out.axes.add(name=name)
+        for i, v in enumerate(values):
+            if _is_int(v):
+                v = float(_read_int(f"{field}[{i}]", v, (-(2**63), 2**63 - 1)))
+            axis.values.append(_read_number(f"{field}[{i}]", v))
+        spec[obj] = {**section, name: values[0]}
+    return spec
+
+
 def spec_to_proto(spec):
     """A ranksweep.v1.SweepSpec from a spec dict. Raises SpecError."""
     _check_object("", spec)
     out = pb.SweepSpec()
+    spec = _take_axes(spec, out)
     scalars = {k: spec[k] for k in _SWEEP_SCALARS if k in spec}
     _fill(out, "", scalars, _SWEEP_SCALARS)
     if spec.get("dataset") is not None:

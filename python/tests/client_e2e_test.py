@@ -2,10 +2,11 @@
 temporary SQLite file (port 0), one ranksweep-worker training real (small)
 heads, and the ranksweep CLI, whose JSON every DataFrame is checked against.
 
-Three sweeps: a witness family (no test split, theory bounds) with a kernel
+Four sweeps: a witness family (no test split, theory bounds) with a kernel
 head at two ranks and softmax (no rank), submitted from a dict; a pool
 dataset with a test split, submitted from a YAML file; one cell whose spec
-sets fields to 0 that default to other values. Apart from them, a quarantine
+sets fields to 0 that default to other values; the witness family again
+with an lr axis (two recipes), from YAML whose lr is a list. Apart from them, a quarantine
 of a worker's results and the retraining of its cells by another worker.
 RANKSWEEP_BIN_DIR names the directory of the three binaries.
 """
@@ -24,7 +25,7 @@ import grpc
 import pandas as pd
 
 import ranksweep
-from ranksweep import RanksweepError, SpecError
+from ranksweep import RanksweepError, SpecError, frames
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 from frames_test import RESULT_DTYPES  # this directory is on sys.path
@@ -56,6 +57,19 @@ seed_count: 2
 train: {lr: 3e-2, max_steps: 200, eval_every: 50}
 """
 POOL_CELLS = 2
+
+# The witness family with two learning rates (an lr axis): a kernel head at
+# rank 8, two seeds, so 2 recipes x 2 seeds = 4 cells.
+AXES_YAML = """\
+name: py-axes
+dataset: {kind: witness, m: 8, seq_len: 3, code_weight: 4, max_overlap: 2, num_queries: 4}
+heads:
+  - {kind: kernel, feature_map: elu1}
+ranks: [8]
+seed_count: 2
+train: {lr: [0.02, 3e-3], max_steps: 300, eval_every: 50}
+"""
+AXES_CELLS = 4
 
 # Zeros where the defaults are not zero (max_steps 2000, hard_share 0.5):
 # the coordinator stores and the worker trains them as 0.
@@ -169,7 +183,7 @@ def cli_state(text):
     return text.replace("CELL_STATE_", "", 1)
 
 
-def check_rows_match_cli(test, cluster, df, sweep, *cli_args):
+def check_rows_match_cli(test, cluster, df, sweep, *cli_args, axes=()):
     """Asserts that `df` holds the rows `ranksweep results SWEEP --format json
     CLI_ARGS` prints, value for value. The CLI may print a missing value as
     null or as the wire's 0."""
@@ -218,6 +232,13 @@ def check_rows_match_cli(test, cluster, df, sweep, *cli_args):
         test.assertEqual(got["finished"],
                          pd.Timestamp(want["finished_unix_ms"], unit="ms", tz="UTC"))
         test.assertEqual(got["failure"], want.get("failure") or None)
+        if res.get("first_exact_step") is None:
+            test.assertIs(got["first_exact_step"], pd.NA)
+        else:
+            test.assertEqual(got["first_exact_step"], res["first_exact_step"])
+        test.assertEqual(got["recipe"], want.get("recipe") or 0)
+        for name in axes:  # the CLI adds a key per axis with the recipe's value
+            test.assertEqual(got[name], want[name], name)
 
 
 class ClientEndToEndTest(unittest.TestCase):
@@ -236,6 +257,11 @@ class ClientEndToEndTest(unittest.TestCase):
             cls.pool_last = cls.client.wait(cls.pool)
             cls.zero = cls.client.submit(ZERO)
             cls.zero_last = cls.client.wait(cls.zero)
+            axes_path = os.path.join(cls.cluster.dir.name, "axes.yaml")
+            with open(axes_path, "w") as f:
+                f.write(AXES_YAML)
+            cls.axes = cls.client.submit(axes_path)
+            cls.axes_last = cls.client.wait(cls.axes)
         except BaseException:
             cls.cluster.stop()
             raise
@@ -365,10 +391,19 @@ class ClientEndToEndTest(unittest.TestCase):
                 self.assertIs(got["transition_rank"], pd.NA)
             self.assertIs(got["test_transition_rank"], pd.NA)
             self.assertIsNone(got["test_reason"])
-            self.assertEqual(got["rank_lower_bound"], want["facts"]["rank_lower_bound"])
-            self.assertEqual(got["rank_upper_bound"], want["facts"]["rank_upper_bound"])
+            # The bounds only beside a head they apply to; no_bound says why not.
+            self.assertEqual(got["no_bound"], h["no_bound"] or None)
+            if h["no_bound"]:
+                self.assertIs(got["rank_lower_bound"], pd.NA)
+                self.assertIs(got["rank_upper_bound"], pd.NA)
+            else:
+                self.assertEqual(got["rank_lower_bound"], want["facts"]["rank_lower_bound"])
+                self.assertEqual(got["rank_upper_bound"], want["facts"]["rank_upper_bound"])
+            self.assertEqual(got["criterion"], want["criterion"])
         self.assertIs(df["transition_rank"][1], pd.NA)  # softmax has no rank
-        self.assertEqual(df["rank_upper_bound"].tolist(), [8, 8])
+        self.assertEqual(df["no_bound"].tolist(), [None, "softmax"])
+        self.assertEqual(df["criterion"].tolist(), ["all", "all"])
+        self.assertEqual(df["rank_upper_bound"].tolist(), [8, pd.NA])
         pool = self.client.summary(self.pool)
         self.assertEqual(pool["rank_upper_bound"].tolist(), [pd.NA])
         self.assertIsNotNone(pool["test_reason"][0])
@@ -386,14 +421,60 @@ class ClientEndToEndTest(unittest.TestCase):
                          '(every seed exact), mean:X (mean exact accuracy >= X, 0 < X <= 1) or '
                          'seeds:K (at least K seeds exact, K >= 1)')
 
+    # ------------------------------------------------------------ recipes
+
+    def test_recipe_axes_match_the_cli(self):
+        self.assertEqual((self.axes_last.state, self.axes_last.done), ("DONE", AXES_CELLS))
+        spec = self.client.spec(self.axes)
+        self.assertEqual([(a.name, list(a.values)) for a in spec.axes], [("lr", [0.02, 0.003])])
+        df = self.client.results(self.axes)
+        self.assertEqual(list(df.columns), list(RESULT_DTYPES) + ["lr"])
+        self.assertEqual(str(df["lr"].dtype), "float64")
+        self.assertEqual(df.groupby("lr").size().to_dict(), {0.003: 2, 0.02: 2})
+        self.assertEqual(sorted(zip(df["recipe"], df["lr"], df["seed"])),
+                         [(0, 0.02, 0), (0, 0.02, 1), (1, 0.003, 0), (1, 0.003, 1)])
+        self.assertEqual(df["steps"].notna().sum(), AXES_CELLS)
+        check_rows_match_cli(self, self.cluster, df, self.axes, axes=("lr",))
+        # Groups: one per recipe, named by the axis as --group-by takes it.
+        groups = self.client.groups(self.axes, by="head,rank,lr")
+        want = self.cli_json("results", self.axes, "--group-by", "head,rank,lr",
+                             "--format", "json")
+        self.assertEqual(len(groups), 2)
+        self.assertEqual(len(want), 2)
+        for (_, got), g in zip(groups.iterrows(), want):
+            self.assertEqual((got["head"], got["rank"], got["recipe"], got["lr"]),
+                             (g["head"], g["rank"], g.get("recipe") or 0, g["lr"]))
+            self.assertEqual((got["n"], got["exact_seeds"]), (g["n"], g["exact_seeds"]))
+            self.assertEqual(got["train_error_mean"], g["train_error"]["mean"])
+        self.assertEqual(groups["lr"].tolist(), [0.02, 0.003])
+        with self.assertRaises(ValueError) as ctx:
+            self.client.groups(self.axes, by="head,rank")
+        self.assertEqual(str(ctx.exception),
+                         "by='head,rank' is not supported; use \"head,rank,lr\"")
+        # The summary names the recipes meeting the criterion at the
+        # transition rank, by the labels the CLI prints.
+        summary = self.client.summary(self.axes, criterion="seeds:1")
+        cli = self.cli_json("results", self.axes, "--summary", "--format", "json",
+                            "--criterion", "seeds:1")
+        self.assertEqual(summary["criterion"].tolist(), [cli["criterion"]])
+        head = cli["heads"][0]
+        self.assertEqual(summary["no_bound"].tolist(), [head.get("no_bound") or None])
+        if head["transition_defined"]:
+            outcome = next(o for o in head["ranks"] if o["rank"] == head["transition_rank"])
+            labels = [frames.recipe_label(spec, r) for r in outcome["recipes_meeting"]]
+            self.assertEqual(summary["recipes_meeting"][0], labels)
+            self.assertTrue(set(labels) <= {"lr=0.02", "lr=0.003"})
+        else:
+            self.assertEqual(summary["recipes_meeting"][0], [])
+
     # ------------------------------------------------------------ the rest
 
     def test_list_and_workers(self):
         sweeps = self.client.list(state="done")
         self.assertEqual(sorted(sweeps["sweep_id"]),
-                         sorted([self.witness, self.pool, self.zero]))
-        self.assertEqual(sweeps["state"].tolist(), ["DONE"] * 3)
-        self.assertEqual(sweeps["owner"].tolist(), ["local"] * 3)
+                         sorted([self.witness, self.pool, self.zero, self.axes]))
+        self.assertEqual(sweeps["state"].tolist(), ["DONE"] * 4)
+        self.assertEqual(sweeps["owner"].tolist(), ["local"] * 4)
         by_id = sweeps.set_index("sweep_id")
         self.assertEqual(by_id.loc[self.witness, "done"], WITNESS_CELLS)
         self.assertEqual(by_id.loc[self.witness, "total"], WITNESS_CELLS)

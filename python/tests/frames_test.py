@@ -22,6 +22,7 @@ RESULT_DTYPES = {
     "torch_version": "object", "cuda_version": "object", "attempt": "int64",
     "lease_id": "int64", "finished": "datetime64[ns, UTC]", "cached_from_cell_id": "Int64",
     "distinct_queries": "Int64", "rank_lower_bound": "Int64", "rank_upper_bound": "Int64",
+    "first_exact_step": "Int64", "recipe": "int64",
 }
 
 VERSION = pb.VersionManifest(build_id="0.1.0+abc", torch_version="1.13.1")
@@ -88,7 +89,16 @@ def as_columns(rows):
         c.steps.append(r.result.steps)
         c.wall_seconds.append(r.result.wall_seconds)
     # Every row's max_abs_error is 0 and there is no test split: those lists
-    # stay empty, as the coordinator sends them.
+    # stay empty, as the coordinator sends them; so do the recipes when all
+    # are 0 and a metric no row has.
+    if any(r.recipe for r in rows):
+        c.recipe.extend(r.recipe for r in rows)
+    if any(r.result.HasField("first_exact_step") for r in rows):
+        m = c.metrics.add(name="first_exact_step")
+        for i, r in enumerate(rows):
+            m.values.append(r.result.first_exact_step)
+            if not r.result.HasField("first_exact_step"):
+                m.missing_rows.append(i)
     return pb.QueryResultsResponse(columns=c)
 
 
@@ -179,6 +189,32 @@ class ResultsFrameTest(unittest.TestCase):
                          [0.5, 0.5, 0.75, 0.75])
         self.assertEqual(df["rank_upper_bound"].tolist(), [pd.NA])  # no bound: <NA>
 
+    def test_recipes_and_first_exact_step(self):
+        rows = witness_rows()
+        rows[1].result.first_exact_step = 150  # the softmax cell got exact at step 150
+        rows[1].recipe = 3
+        rows[2].recipe = 1
+        spec = pb.SweepSpec(axes=[pb.SweepAxis(name="lr", values=[0.01, 0.003]),
+                                  pb.SweepAxis(name="max_steps", values=[100, 200])])
+        want = frames.results_frame([pb.QueryResultsResponse(rows=rows)], spec)
+        self.assertEqual(list(want.columns), list(frames.RESULT_COLUMNS) + ["lr", "max_steps"])
+        self.assertEqual(want["first_exact_step"].tolist(), [pd.NA, 150, pd.NA])
+        self.assertEqual(want["recipe"].tolist(), [0, 3, 1])
+        # Recipe 3 is (lr 0.003, max_steps 200), the first axis slowest.
+        self.assertEqual(want["lr"].tolist(), [0.01, 0.003, 0.01])
+        self.assertEqual(str(want["lr"].dtype), "float64")
+        self.assertEqual(want["max_steps"].tolist(), [100, 200, 200])
+        self.assertEqual(str(want["max_steps"].dtype), "Int64")
+        got = frames.results_frame([as_columns(rows)], spec)
+        pd.testing.assert_frame_equal(got, want)
+        # Without the spec: the recipe index alone.
+        self.assertEqual(list(frames.results_frame([as_columns(rows)]).columns),
+                         list(frames.RESULT_COLUMNS))
+        self.assertEqual([frames.recipe_label(spec, k) for k in range(4)],
+                         ["lr=0.01 max_steps=100", "lr=0.01 max_steps=200",
+                          "lr=0.003 max_steps=100", "lr=0.003 max_steps=200"])
+        self.assertEqual(frames.recipe_label(pb.SweepSpec(), 0), "")
+
     def test_no_rows(self):
         df = frames.results_frame([pb.QueryResultsResponse()])
         self.assertEqual(len(df), 0)
@@ -247,6 +283,42 @@ class GroupsFrameTest(unittest.TestCase):
         self.assertEqual(df["test_error_mean"].tolist()[:2], [1.0, 1.0])
         self.assertEqual(df["test_exact_seeds"].tolist(), [0, 0, 0])
 
+    def test_groups_with_recipes_and_verdicts(self):
+        reply = grouped_reply()
+        reply.groups[0].recipe = 1
+        reply.groups[0].verdict = pb.CRITERION_VERDICT_NOT_MET
+        reply.groups[1].verdict = pb.CRITERION_VERDICT_MEETS
+        reply.groups[2].verdict = pb.CRITERION_VERDICT_UNDECIDED
+        spec = pb.SweepSpec(axes=[pb.SweepAxis(name="lr", values=[0.01, 0.003])])
+        df = frames.groups_frame(reply, spec)
+        self.assertEqual(list(df.columns), frames.group_columns(spec))
+        self.assertEqual(list(df.columns[:6]),
+                         ["head", "head_index", "rank", "recipe", "lr", "n"])
+        self.assertEqual(df["recipe"].tolist(), [1, 0, 0])
+        self.assertEqual(df["lr"].tolist(), [0.003, 0.01, 0.01])
+        self.assertEqual(df["verdict"].tolist(), ["no", "yes", "undecided"])
+        self.assertEqual(df["test_verdict"].tolist(), [None, None, None])  # no test split
+
+    def test_summary_with_criterion_recipes_and_no_bound(self):
+        reply = grouped_reply()
+        reply.criterion = "seeds:1"
+        reply.recipe_labels[0] = "lr=0.01"
+        reply.recipe_labels[1] = "lr=0.003"
+        kernel = reply.heads[0]
+        kernel.transition_defined = True
+        kernel.transition_rank = 8
+        kernel.ranks.add(rank=1, verdict=pb.CRITERION_VERDICT_NOT_MET)
+        kernel.ranks.add(rank=8, verdict=pb.CRITERION_VERDICT_MEETS, recipes_meeting=[0, 1])
+        reply.heads[1].no_bound = "softmax"
+        df = frames.summary_frame(reply)
+        self.assertEqual(df["criterion"].tolist(), ["seeds:1", "seeds:1"])
+        self.assertEqual(df["recipes_meeting"].tolist(), [["lr=0.01", "lr=0.003"], []])
+        self.assertEqual(df["test_recipes_meeting"].tolist(), [None, None])
+        self.assertEqual(df["no_bound"].tolist(), [None, "softmax"])
+        # The bounds only beside the heads they apply to.
+        self.assertEqual(df["rank_lower_bound"].tolist(), [3, pd.NA])
+        self.assertEqual(df["rank_upper_bound"].tolist(), [4, pd.NA])
+
     def test_summary(self):
         df = frames.summary_frame(grouped_reply())
         self.assertEqual(list(df.columns), list(frames.SUMMARY_COLUMNS))
@@ -258,6 +330,8 @@ class GroupsFrameTest(unittest.TestCase):
         self.assertEqual(df["test_reason"].tolist(), [None, None])
         self.assertEqual(df["rank_lower_bound"].tolist(), [3, 3])
         self.assertEqual(df["rank_upper_bound"].tolist(), [4, 4])
+        self.assertEqual(df["no_bound"].tolist(), [None, None])
+        self.assertEqual(df["criterion"].tolist(), [None, None])  # an older coordinator
         reply = grouped_reply(test=True)
         reply.heads[0].transition_defined = True
         reply.heads[0].transition_rank = 8

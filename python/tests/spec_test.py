@@ -129,6 +129,38 @@ class SpecTest(unittest.TestCase):
                              "heads[0] must be a JSON object, got string")
         self.assertSpecError({"train": []}, "train must be a JSON object, got array")
 
+    def test_a_list_where_a_value_stood_is_a_recipe_axis_like_the_cli(self):
+        spec = {"dataset": {"kind": "pool", "train_size": [40, 80]},
+                "train": {"max_steps": [100, 200, 300], "lr": [0.01, 0.003]}}
+        p = spec_lib.to_proto(spec)
+        # Canonical order (lr before max_steps before train_size), not the dict's.
+        self.assertEqual([(a.name, list(a.values)) for a in p.axes],
+                         [("lr", [0.01, 0.003]), ("max_steps", [100.0, 200.0, 300.0]),
+                          ("train_size", [40.0, 80.0])])
+        # The first value is also the field's, as the CLI's spec files read it.
+        self.assertEqual((p.train.lr, p.train.max_steps, p.dataset.train_size), (0.01, 100, 40))
+        self.assertEqual(spec["train"]["lr"], [0.01, 0.003])  # the dict is left as it was
+        path = self.write("axes.yaml", "train: {lr: [0.01, 3e-3]}\n")
+        self.assertEqual([list(a.values) for a in spec_lib.to_proto(path).axes],
+                         [[0.01, 0.003]])
+        self.assertEqual(len(spec_lib.to_proto(DEMO).axes), 0)
+
+    def test_axis_errors_name_the_field_and_element(self):
+        self.assertSpecError({"train": {"lr": []}},
+                             "train.lr must be a number or a non-empty list of numbers, got []")
+        self.assertSpecError({"train": {"lr": [0.1, "x"]}}, 'train.lr[1] must be a number, got "x"')
+        self.assertSpecError({"dataset": {"m": [2, True]}},
+                             "dataset.m[1] must be a number, got true")
+        # Only the axis fields take lists.
+        self.assertSpecError({"train": {"eval_every": [1, 2]}},
+                             "train.eval_every must be an integer, got [1, 2]")
+        path = self.write("bad.yaml", "train:\n  lr: []\n")
+        with self.assertRaises(SpecError) as ctx:
+            spec_lib.to_proto(path)
+        self.assertEqual(ctx.exception.message,
+                         f"{path}:2:3: train.lr must be a number or a non-empty list of "
+                         "numbers, got []")
+
     def test_enum_errors_list_the_allowed_names(self):
         self.assertSpecError({"heads": [{"kind": "kernel"}, {"kind": "softmaxx"}]},
                              'heads[1].kind must be one of kernel, softmax, signed_kernel, '

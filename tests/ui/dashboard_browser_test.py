@@ -6,7 +6,8 @@ small sweeps with the CLI, starts `ranksweep ui` on a free port and drives
 headless Chromium through Selenium over every page, asserting on what a
 person sees: live progress reaching DONE on an open page (pushed by
 Server-Sent Events: the worker starts only after the page is open), the
-exact number of rows in the per-seed table, one plot line per head, a column
+exact number of rows in the per-seed table, one plot line per head (per head
+and recipe for a sweep with an lr axis, whose rows show their lr), a column
 that sorts on a click, filters and downloads, two sweeps overlaid on the
 compare page, the worker on the workers page, and after a quarantine of that
 worker the invalidated rows: out of the plot and the summary, listed (marked
@@ -56,6 +57,18 @@ SWEEP_B = {
     "train": {"max_steps": 200, "eval_every": 50, "lr": 0.03},
 }
 CELLS_B = 4
+# A sweep with an lr axis: two recipes (lr 0.02 and 0.005) of a kernel head at
+# two ranks, two seeds: 2 x 2 x 2 = 8 cells; its page draws a line per
+# (head, recipe) and lists the lr of every row.
+SWEEP_C = {
+    "name": "ui-recipes",
+    "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
+    "heads": [{"kind": "kernel", "feature_map": "elu1"}],
+    "ranks": [1, 2],
+    "seed_count": 2,
+    "train": {"max_steps": 200, "eval_every": 50, "lr": [0.02, 0.005]},
+}
+CELLS_C = 8
 
 
 class Failure(Exception):
@@ -343,6 +356,35 @@ def main():
         check([l.get_attribute("data-head") for l in lines] == ["ui-compare · kernel/relu_eps"],
               f"compare test lines: {[l.get_attribute('data-head') for l in lines]}")
 
+        # ---- a sweep with an lr axis: a column of the rows' lr, four rows
+        # per lr, one plot line per (head, recipe) labelled with the recipe.
+        r = cli("submit", "-f", "-", stdin=json.dumps(SWEEP_C))
+        check(r.returncode == 0, f"submit: {r.stderr}")
+        sweep_c = r.stdout.strip()
+        r = cli("watch", sweep_c)
+        check(r.returncode == 0, f"watch {sweep_c}: {r.stderr}")
+        open_page(f"#/sweep/{sweep_c}")
+        keys = [c.get_attribute("data-key") for c in driver.find_elements(By.CSS_SELECTOR, "#rows thead th")]
+        check("axis_lr" in keys and keys.index("axis_lr") == keys.index("seed") + 1, f"columns {keys}")
+        check("first_exact_step" in keys, f"no first_exact_step column: {keys}")
+        check(driver.find_element(By.CSS_SELECTOR, '#rows th[data-key="axis_lr"]').text == "lr",
+              driver.find_element(By.CSS_SELECTOR, '#rows th[data-key="axis_lr"]').text)
+        lrs = [r.find_elements(By.CSS_SELECTOR, "td")[keys.index("axis_lr")].text
+               for r in driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")]
+        check(sorted(lrs) == ["0.005"] * 4 + ["0.02"] * 4, f"lr column {lrs}")
+        check(driver.find_element(By.ID, "row-count").text == f"{CELLS_C} of {CELLS_C} rows",
+              driver.find_element(By.ID, "row-count").text)
+        lines = driver.find_elements(By.CSS_SELECTOR, "#plot path.series-line")
+        check(sorted(l.get_attribute("data-head") for l in lines) ==
+              ["kernel/elu1 lr=0.005", "kernel/elu1 lr=0.02"],
+              f"recipe lines: {[l.get_attribute('data-head') for l in lines]}")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#plot .point")) == CELLS_C, "recipe points")
+        # The groups: one per (rank, recipe), named by the recipe.
+        recipes = [r.find_elements(By.CSS_SELECTOR, "td")[2].text
+                   for r in driver.find_elements(By.CSS_SELECTOR, "#groups tbody tr")]
+        check(sorted(recipes) == ["lr=0.005"] * 2 + ["lr=0.02"] * 2, f"group recipes {recipes}")
+        shot("sweep-recipes.png")
+
         # ---- workers: the one worker, with the cells it trained.
         open_page("#/workers")
         rows = driver.find_elements(By.CSS_SELECTOR, "#workers-table tbody tr")
@@ -352,7 +394,7 @@ def main():
                      rows[0].find_elements(By.CSS_SELECTOR, "td"))}
         check(cells["device"].startswith("cpu"), str(cells))
         check(cells["slots"] == "1", str(cells))
-        check(cells["completed_cells"] == str(CELLS_A + CELLS_B), str(cells))
+        check(cells["completed_cells"] == str(CELLS_A + CELLS_B + CELLS_C), str(cells))
         check(cells["alive"] == "alive", str(cells))
         check(re.fullmatch(r"\d+ s ago", cells["last_seen"]) is not None, str(cells))
         shot("workers.png")
@@ -362,7 +404,7 @@ def main():
         # the table lists them, marked INVALID, only when asked to.
         check(worker.stop() == 0, f"worker exited {worker.p.returncode} after SIGTERM")
         r = cli("workers", "quarantine", cells["id"])
-        check(r.returncode == 0 and f": {CELLS_A + CELLS_B} results" in r.stdout,
+        check(r.returncode == 0 and f": {CELLS_A + CELLS_B + CELLS_C} results" in r.stdout,
               f"quarantine: {r.stdout} {r.stderr}")
         open_page(f"#/sweep/{sweep_b}")
         check(driver.find_element(By.ID, "progress").get_attribute("data-state") == "RUNNING",

@@ -266,22 +266,29 @@ function renderPlot(series, bounds, opts) {
   return root;
 }
 
-// The series of one sweep for renderPlot: per head, train (and test when the
-// dataset has a test split), means from the summary, points from the rows.
-// Rows a quarantine invalidated (state INVALID) are never drawn, as the
-// summary never counts them.
+// The series of one sweep for renderPlot: per head and recipe (one recipe
+// without axes), train (and test when the dataset has a test split), means
+// from the summary, points from the rows. With recipe axes a series is
+// labelled "kernel/elu1 lr=0.003". Rows a quarantine invalidated (state
+// INVALID) are never drawn, as the summary never counts them.
 function sweepSeries(sweep, summary, rows, colorOffset, labelPrefix) {
   const series = [];
   const splits = sweep.has_test_split ? ['train', 'test'] : ['train'];
-  summary.heads.forEach((h, i) => {
-    const color = COLORS[(colorOffset + i) % COLORS.length];
-    for (const split of splits) {
-      const key = `${split}_error`;
-      const means = h.groups.filter(g => g[key] !== null)
-          .map(g => ({rank: g.rank, mean: g[key].mean, ci95: g[key].ci95}));
-      const points = rows.filter(r => r.head_index === h.head_index && r.state !== 'INVALID' && r[key] !== null)
-          .map(r => ({rank: r.rank, seed: r.seed, value: r[key]}));
-      series.push({label: (labelPrefix || '') + h.head, color, split, hasRank: h.has_rank, means, points});
+  const recipes = sweep.recipes && sweep.recipes.length ? sweep.recipes : [{recipe: 0, label: ''}];
+  let line = 0;
+  summary.heads.forEach((h) => {
+    for (const recipe of recipes) {
+      const color = COLORS[(colorOffset + line++) % COLORS.length];
+      const label = (labelPrefix || '') + h.head + (recipe.label ? ` ${recipe.label}` : '');
+      for (const split of splits) {
+        const key = `${split}_error`;
+        const means = h.groups.filter(g => (g.recipe || 0) === recipe.recipe && g[key] !== null)
+            .map(g => ({rank: g.rank, mean: g[key].mean, ci95: g[key].ci95}));
+        const points = rows.filter(r => r.head_index === h.head_index && (r.recipe || 0) === recipe.recipe &&
+                                        r.state !== 'INVALID' && r[key] !== null)
+            .map(r => ({rank: r.rank, seed: r.seed, value: r[key]}));
+        series.push({label, color, split, hasRank: h.has_rank, means, points});
+      }
     }
   });
   return series;
@@ -385,6 +392,11 @@ pages.sweep = async (main, id) => {
   // after Steps.
   columns.splice(columns.findIndex(c => c.key === 'steps') + 1, 0,
                  ...(sweep.row_metrics || []).map(m => ({key: m.key, label: m.label, num: true})));
+  // With recipe axes, a column per axis after Seed holding the row's recipe's
+  // value (rows carry the recipe's index; loadResults fills axis_NAME).
+  const axes = sweep.axes || [];
+  columns.splice(columns.findIndex(c => c.key === 'seed') + 1, 0,
+                 ...axes.map(a => ({key: `axis_${a.name}`, label: a.name, num: true})));
   // Without a test split every test error is missing: no column for it.
   if (!sweep.has_test_split) columns.splice(columns.findIndex(c => c.key === 'test_error'), 1);
   const rowsTable = new SortableTable('rows', columns, r => r.state === 'INVALID' ? 'invalid' : null);
@@ -456,11 +468,13 @@ pages.sweep = async (main, id) => {
     const meanCi = a => a ? `${fmtNum(a.mean)} ± ${fmtNum(a.ci95)}` : '–';
     const test = sweep.has_test_split;
     const groups = el('table', {id: 'groups'},
-      el('thead', {}, el('tr', {}, ['Head', 'Rank', 'n', 'Train error ± 95%', 'Exact']
+      el('thead', {}, el('tr', {}, ['Head', 'Rank'].concat(axes.length ? ['Recipe'] : [])
+          .concat(['n', 'Train error ± 95%', 'Exact'])
           .concat(test ? ['Test error ± 95%', 'Test exact'] : [])
-          .map((t, i) => el('th', {class: i ? 'num' : null}, t)))),
+          .map((t, i) => el('th', {class: i && t !== 'Recipe' ? 'num' : null}, t)))),
       el('tbody', {}, summary.heads.flatMap(h => h.groups.map(g => el('tr', {},
         el('td', {}, h.head), el('td', {class: 'num'}, g.rank === null ? '–' : g.rank),
+        axes.length ? el('td', {class: 'recipe'}, g.recipe_label || `recipe ${g.recipe}`) : null,
         el('td', {class: 'num'}, `${g.n}/${g.expected}`),
         el('td', {class: 'num'}, meanCi(g.train_error)),
         el('td', {class: 'num'}, `${g.exact_seeds}/${g.n}`),
@@ -477,6 +491,10 @@ pages.sweep = async (main, id) => {
     const [summary, newRows] = await Promise.all([api(`/api/sweeps/${id}/summary`),
                                                   api(`/api/sweeps/${id}/results?include_invalid=true`)]);
     if (left) return;
+    for (const r of newRows) {
+      const recipe = (sweep.recipes || [])[r.recipe || 0];
+      for (const a of axes) r[`axis_${a.name}`] = recipe ? recipe.values[a.name] : null;
+    }
     rows = newRows;
     applyFilters();
     drawSummary(summary);
@@ -564,7 +582,7 @@ pages.compare = async (main, arg) => {
     for (const d of data) {
       const s = sweepSeries(d.sweep, d.summary, d.rows, offset, `${d.sweep.name} · `)
           .filter(x => x.split === split.value);
-      offset += d.summary.heads.length;
+      offset += d.summary.heads.length * Math.max(1, (d.sweep.recipes || []).length);
       series.push(...s);
     }
     const bounds = data.length === 1 ? boundsOf(data[0].summary) : null;
