@@ -60,7 +60,9 @@ _UTC = pd.DatetimeTZDtype(tz="UTC")
 _OPTIONAL_METRICS = ("first_exact_step",)
 # Names of the integer axes (the others, lr and weight_decay, are reals).
 _INTEGER_AXES = frozenset(("max_steps", "batch_size", "m", "weight", "num_queries",
-                           "pool_size", "train_size", "test_size"))
+                           "pool_size", "train_size", "test_size", "warmup_steps"))
+# The named axis: its values are indexes into these names (LrSchedule).
+_SCHEDULES = ("constant", "cosine")
 
 
 def recipe_values(spec):
@@ -84,6 +86,8 @@ def recipe_label(spec, recipe):
 
 
 def _axis_text(name, value):
+    if name == "schedule" and float(value).is_integer() and 0 <= int(value) < len(_SCHEDULES):
+        return _SCHEDULES[int(value)]
     if name in _INTEGER_AXES and float(value).is_integer():
         return str(int(value))
     return repr(float(value))
@@ -101,7 +105,10 @@ def _add_axis_columns(data, recipes, spec):
     for i, axis in enumerate(spec.axes):
         values = np.array([table[r][i] if ok else 0.0 for r, ok in zip(recipes, valid)],
                           dtype=np.float64)
-        if axis.name in _INTEGER_AXES:
+        if axis.name == "schedule":
+            data[axis.name] = [_axis_text("schedule", v) if ok else None
+                               for v, ok in zip(values, valid)]
+        elif axis.name in _INTEGER_AXES:
             data[axis.name] = _ints(values.astype(np.int64), ~valid)
         else:
             data[axis.name] = np.where(valid, values, np.nan)

@@ -16,9 +16,10 @@ a YAML file. Ranges (m in 1..64, ...) are checked by the coordinator with the
 CLI's own validator, which answers INVALID_ARGUMENT naming the field and the
 range in the words the CLI prints ("dataset.m must be in 1..64, got 0").
 
-Recipe axes: a list of numbers where one of the fields lr, weight_decay,
-max_steps, batch_size (train) or m, weight, num_queries, pool_size,
-train_size, test_size (dataset) stood makes that field an axis, as in the
+Recipe axes: a list where one of the fields lr, weight_decay, max_steps,
+batch_size, schedule (names), warmup_steps (train) or m, weight,
+num_queries, pool_size, train_size, test_size (dataset) stood makes that
+field an axis, as in the
 CLI's spec files: `train: {lr: [0.01, 0.003]}` sweeps both, crossed with
 every other axis and with head x rank x seed. The list's first value is also
 the field's value; an empty list is an error naming the field.
@@ -58,9 +59,11 @@ AXES = (
     ("lr", "train"), ("weight_decay", "train"), ("max_steps", "train"),
     ("batch_size", "train"), ("m", "dataset"), ("weight", "dataset"),
     ("num_queries", "dataset"), ("pool_size", "dataset"), ("train_size", "dataset"),
-    ("test_size", "dataset"),
+    ("test_size", "dataset"), ("schedule", "train"), ("warmup_steps", "train"),
 )
 # Axes whose values are integers; the others (lr, weight_decay) are reals.
+# schedule is named: its values are written as LR_SCHEDULES names and sent
+# as their index.
 INTEGER_AXES = frozenset(name for name, _ in AXES) - {"lr", "weight_decay"}
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -247,6 +250,12 @@ def _take_axes(spec, out):
             raise SpecError(f"{field} must be a number or a non-empty list of numbers, got []")
         axis = out.axes.add(name=name)
         for i, v in enumerate(values):
+            if name == "schedule":
+                if v not in LR_SCHEDULES:
+                    raise SpecError(f"{field}[{i}] must be one of {', '.join(LR_SCHEDULES)}; "
+                                    f"got {_dump(v)}")
+                axis.values.append(float(LR_SCHEDULES.index(v)))
+                continue
             if _is_int(v):
                 v = float(_read_int(f"{field}[{i}]", v, (-(2**63), 2**63 - 1)))
             axis.values.append(_read_number(f"{field}[{i}]", v))

@@ -214,6 +214,14 @@ class ResultsFrameTest(unittest.TestCase):
                          ["lr=0.01 max_steps=100", "lr=0.01 max_steps=200",
                           "lr=0.003 max_steps=100", "lr=0.003 max_steps=200"])
         self.assertEqual(frames.recipe_label(pb.SweepSpec(), 0), "")
+        # The schedule axis reads by name in labels and columns.
+        named = pb.SweepSpec()
+        named.axes.add(name="schedule", values=[0, 1])
+        self.assertEqual([frames.recipe_label(named, k) for k in range(2)],
+                         ["schedule=constant", "schedule=cosine"])
+        data = {}
+        frames._add_axis_columns(data, [1, 0, 5], named)
+        self.assertEqual(data["schedule"], ["cosine", "constant", None])
 
     def test_no_rows(self):
         df = frames.results_frame([pb.QueryResultsResponse()])

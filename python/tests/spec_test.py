@@ -145,6 +145,14 @@ class SpecTest(unittest.TestCase):
                          [[0.01, 0.003]])
         self.assertEqual(len(spec_lib.to_proto(DEMO).axes), 0)
 
+    def test_the_schedule_axis_is_written_by_name_and_sent_as_its_number(self):
+        p = spec_lib.to_proto({"train": {"schedule": ["constant", "cosine"],
+                                         "warmup_steps": [0, 50]}})
+        self.assertEqual([(a.name, list(a.values)) for a in p.axes],
+                         [("schedule", [0.0, 1.0]), ("warmup_steps", [0.0, 50.0])])
+        self.assertSpecError({"train": {"schedule": ["cosine", "step"]}},
+                             'train.schedule[1] must be one of constant, cosine; got "step"')
+
     def test_axis_errors_name_the_field_and_element(self):
         self.assertSpecError({"train": {"lr": []}},
                              "train.lr must be a number or a non-empty list of numbers, got []")
