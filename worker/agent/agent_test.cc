@@ -1,5 +1,6 @@
 #include "worker/agent/agent.h"
 
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -416,13 +417,18 @@ TEST(AgentTest, ResultsCutByACoordinatorShutdownAreKeptAndSentAgain) {
 TEST(AgentTest, HeartbeatCancellationStopsTheRunner) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
-  coordinator.on_heartbeat = [](const std::vector<int64_t>& leases) {
+  // The cancellation comes once the runner has started: a task cancelled
+  // while still queued is dropped without running (DropLeases), which a
+  // loaded machine would otherwise make this test see.
+  std::atomic<bool> started{false};
+  coordinator.on_heartbeat = [&started](const std::vector<int64_t>& leases) {
     HeartbeatReply reply;
-    reply.cancelled_lease_ids = leases;
+    if (started.load()) reply.cancelled_lease_ids = leases;
     return reply;
   };
-  bool stopped = false;
+  std::atomic<bool> stopped{false};
   FakeRunner runner([&](const TaskSpec&, const RunControl& control) {
+    started = true;
     auto r = RunUntilStopped(control);
     stopped = true;
     return r;
@@ -430,7 +436,7 @@ TEST(AgentTest, HeartbeatCancellationStopsTheRunner) {
   Agent agent(&coordinator, &runner, TestOptions());
   ASSERT_TRUE(agent.Run().ok());
 
-  EXPECT_TRUE(stopped);
+  EXPECT_TRUE(stopped.load());
   EXPECT_THAT(coordinator.heartbeats, ::testing::Contains(std::vector<int64_t>{100, 101}));
   EXPECT_TRUE(coordinator.completes.empty());
   EXPECT_TRUE(coordinator.fails.empty());  // the coordinator already knows
