@@ -15,10 +15,6 @@
 namespace ranksweep::client {
 namespace {
 
-bool HasTestSplit(const SweepSpec& spec) {
-  return spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
-}
-
 // A Markdown table: header, alignment row, one line per row; '|' in a cell
 // escaped.
 std::string MarkdownTable(const Table& t) {

@@ -165,9 +165,7 @@ int Results(Client* client, const ResultsArgs& a) {
       std::cout << RenderCsv(ResultGroupsCsvTable(groups, test_split, axes));
       break;
     case OutputFormat::kTable: {
-      const DatasetSpec d = MakeTaskSpec(spec, 0, 0, {}).dataset;  // a test_size axis
-      const bool has_test = d.kind == DatasetKind::kPool && d.test_size > 0;
-      std::cout << RenderTable(ResultGroupsTable(groups, has_test, axes));
+      std::cout << RenderTable(ResultGroupsTable(groups, HasTestSplit(spec), axes));
       break;
     }
   }
@@ -206,7 +204,7 @@ int Plot(Client* client, const PlotArgs& a) {
     absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, id, &code);
     if (!sweep.ok()) return code;
     const SweepSpec spec = FromProto(sweep->spec());
-    if (test && !(spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0)) {
+    if (test && !HasTestSplit(spec)) {
       return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
           "--split test: sweep ", id, " (", spec.name,
           ") has no test split; only pool datasets with test_size > 0 have one")));

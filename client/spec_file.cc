@@ -300,6 +300,11 @@ absl::StatusOr<std::vector<HeadSpec>> ParseHeadList(const std::vector<std::strin
   return heads;
 }
 
+std::string AxisFlag(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return "--" + name;
+}
+
 absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   if (o.name) spec->name = *o.name;
   if (o.dataset) {
@@ -343,10 +348,10 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   if (o.warmup_steps) spec->train.warmup_steps = *o.warmup_steps;
   if (o.priority) spec->priority = *o.priority;
   for (const SweepAxis& axis : o.axes) {
-    std::string flag = axis.name;
-    std::replace(flag.begin(), flag.end(), '_', '-');
     absl::Status s = SetAxisValues(axis.name, axis.values, spec);
-    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", s.message()));
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(AxisFlag(axis.name), ": ", s.message()));
+    }
   }
   return absl::OkStatus();
 }

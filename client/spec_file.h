@@ -100,6 +100,9 @@ struct SpecOverrides {
 // enum name or head shorthand; range checks are left to ValidateSweepSpec.
 absl::Status ApplyOverrides(const SpecOverrides& overrides, SweepSpec* spec);
 
+// The command-line flag of a recipe axis: "--max-steps" for max_steps.
+std::string AxisFlag(std::string name);
+
 // Valid settings whose results do not test the paper's claims, one line
 // each, for `submit` to print as warnings (empty: none). Today one: the
 // cross-entropy loss with a trained kernel head. Its prediction is the argmax

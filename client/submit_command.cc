@@ -20,12 +20,6 @@
 namespace ranksweep::client {
 namespace {
 
-// "--max-steps" for axis max_steps.
-std::string AxisFlag(std::string name) {
-  std::replace(name.begin(), name.end(), '_', '-');
-  return "--" + name;
-}
-
 struct SubmitArgs {
   std::string file;
   std::string preset;

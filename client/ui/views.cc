@@ -59,8 +59,7 @@ Json SweepView(const v1::SweepInfo& sweep) {
   }
   const bool running = sweep.state() == v1::SWEEP_STATE_RUNNING;
   const double eta = running ? EstimateEtaSeconds(sweep) : -1;
-  const bool has_test =
-      spec.dataset.kind == DatasetKind::kPool && spec.dataset.test_size > 0;
+  const bool has_test = HasTestSplit(spec);
   Json failures = Json::array();
   for (const std::string& f : sweep.recent_failures()) failures.push_back(f);
   // The recipe axes and every recipe's label and values, by which the pages

@@ -838,6 +838,12 @@ std::string FormatBytes(int64_t bytes) {
   return absl::StrCat(num, " ", kUnits[unit]);
 }
 
+bool HasTestSplit(const SweepSpec& spec) {
+  // Recipe 0's dataset, without a head: a spec may not list one yet.
+  const DatasetSpec first = ApplyAxes(spec, RecipeValues(spec, 0)).dataset;
+  return first.kind == DatasetKind::kPool && first.test_size > 0;
+}
+
 TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank,
                       std::vector<uint64_t> seeds) {
   return MakeTaskSpec(sweep, head_index, rank, 0, std::move(seeds));

@@ -203,6 +203,10 @@ bool ReadoutEscapesRankBound(const HeadSpec& head, const TrainSpec& train);
 // x recipes. Search mode creates fewer.
 int64_t GridCellCount(const SweepSpec& spec);
 
+// True when the sweep's cells have a test split: a pool dataset with
+// test_size > 0, read from recipe 0 (a test_size axis lists it first).
+bool HasTestSplit(const SweepSpec& spec);
+
 // The seeds a sweep runs: `seeds` if given, else 0..seed_count-1.
 std::vector<uint64_t> SweepSeeds(const SweepSpec& spec);
 

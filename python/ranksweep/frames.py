@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ranksweep.errors import RanksweepError
+from ranksweep.spec import INTEGER_AXES, LR_SCHEDULES
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 # Column order of results(): the CLI's CSV columns, then what it leaves out.
@@ -58,11 +59,6 @@ _UTC = pd.DatetimeTZDtype(tz="UTC")
 # Names of the optional metrics (SeedResult fields with presence) the frames
 # carry, as MetricColumn names them.
 _OPTIONAL_METRICS = ("first_exact_step",)
-# Names of the integer axes (the others, lr and weight_decay, are reals).
-_INTEGER_AXES = frozenset(("max_steps", "batch_size", "m", "weight", "num_queries",
-                           "pool_size", "train_size", "test_size", "warmup_steps"))
-# The named axis: its values are indexes into these names (LrSchedule).
-_SCHEDULES = ("constant", "cosine")
 
 
 def recipe_values(spec):
@@ -86,9 +82,9 @@ def recipe_label(spec, recipe):
 
 
 def _axis_text(name, value):
-    if name == "schedule" and float(value).is_integer() and 0 <= int(value) < len(_SCHEDULES):
-        return _SCHEDULES[int(value)]
-    if name in _INTEGER_AXES and float(value).is_integer():
+    if name == "schedule" and float(value).is_integer() and 0 <= int(value) < len(LR_SCHEDULES):
+        return LR_SCHEDULES[int(value)]
+    if name in INTEGER_AXES and float(value).is_integer():
         return str(int(value))
     return repr(float(value))
 
@@ -108,7 +104,7 @@ def _add_axis_columns(data, recipes, spec):
         if axis.name == "schedule":
             data[axis.name] = [_axis_text("schedule", v) if ok else None
                                for v, ok in zip(values, valid)]
-        elif axis.name in _INTEGER_AXES:
+        elif axis.name in INTEGER_AXES:
             data[axis.name] = _ints(values.astype(np.int64), ~valid)
         else:
             data[axis.name] = np.where(valid, values, np.nan)

@@ -97,8 +97,7 @@ absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::str
   // The split the search judges: test when the dataset has one (the OOD
   // presets' question), else train. A rank is probed under every recipe at
   // once and is a hit when some recipe meets the criterion (rank_search.h).
-  const DatasetSpec first = MakeTaskSpec(spec, 0, 0, 0, {}).dataset;  // a test_size axis
-  const bool test_split = first.kind == DatasetKind::kPool && first.test_size > 0;
+  const bool test_split = HasTestSplit(spec);
   const int recipes = static_cast<int>(RecipeCount(spec));
   const Criterion criterion;  // every seed exact: a sweep spec names no other
   const int64_t now = clock_->NowMs();

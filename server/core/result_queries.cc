@@ -647,15 +647,16 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
         std::sort(g.missing_seeds.begin(), g.missing_seeds.end());
         out.groups.push_back(std::move(g));
       }
-      const DatasetSpec first = MakeTaskSpec(spec, 0, 0, 0, {}).dataset;  // a test_size axis
-      const bool has_test_split = first.kind == DatasetKind::kPool && first.test_size > 0;
+      const bool has_test_split = HasTestSplit(spec);
       // The one place recipes get their labels, in the reasons and the reply:
       // the axes' values ("lr=0.003 max_steps=4000"), "recipe N" without axes.
       const RecipeLabeler label = [&spec](int32_t recipe) {
         return spec.axes.empty() ? DefaultRecipeLabel(recipe) : RecipeLabel(spec, recipe);
       };
       out.criterion = CriterionText(criterion);
-      for (const ResultGroup& g : out.groups) out.recipe_labels.emplace(g.recipe, label(g.recipe));
+      for (const ResultGroup& g : out.groups) {
+        if (out.recipe_labels.count(g.recipe) == 0) out.recipe_labels.emplace(g.recipe, label(g.recipe));
+      }
       JudgeGroups(out.groups, has_test_split, criterion);
       out.heads = SummarizeHeads(out.groups, has_test_split, criterion, label);
       for (HeadSummary& h : out.heads) {
