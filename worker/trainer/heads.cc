@@ -319,8 +319,8 @@ torch::Tensor AttentionHeadImpl::IndexedMseLoss(const torch::Tensor& table,
   }
   torch::Tensor inv_tau;
   const torch::Tensor w = TokenKernelWeights(&inv_tau);
-  return TokenKernelMseLoss(TokensWithOnes(table, idx), w, inv_tau, idx.size(2), shape, targets,
-                            weight);
+  return TokenKernelMseLoss(table, idx.reshape({idx.size(0), -1}), w, inv_tau, idx.size(2), shape,
+                            targets, weight);
 }
 
 torch::Tensor AttentionHeadImpl::FusedForward(const torch::Tensor& table,
@@ -330,26 +330,8 @@ torch::Tensor AttentionHeadImpl::FusedForward(const torch::Tensor& table,
               "ForwardIndexed: the fused path does not apply to this head or table");
   torch::Tensor inv_tau;
   const torch::Tensor w = TokenKernelWeights(&inv_tau);
-  return TokenKernelForward(TokensWithOnes(table, idx), w, inv_tau, idx.size(2), shape);
-}
-
-torch::Tensor AttentionHeadImpl::TokensWithOnes(const torch::Tensor& table,
-                                                const torch::Tensor& idx) {
-  // Tokens with a column of ones (the bias input), kept for the training
-  // table, which every step passes again. Not from inference mode.
-  torch::Tensor ones_table;
-  if (cached_table_.defined() && cached_table_.is_same(table)) {
-    ones_table = cached_table_ones_;
-  } else {
-    ones_table = torch::cat({table, torch::ones({table.size(0), 1}, table.options())}, 1);
-    if (!c10::InferenceMode::is_enabled()) {
-      cached_table_ = table;
-      cached_table_ones_ = ones_table;
-    }
-  }
-  const int64_t b = idx.size(1), n = idx.size(2);
-  return ones_table.index_select(0, idx.reshape({-1}))
-      .view({idx.size(0), b * n, table.size(1) + 1});
+  return TokenKernelForward(table, idx.reshape({idx.size(0), -1}), w, inv_tau, idx.size(2),
+                            shape);
 }
 
 KernelHeadImpl::KernelHeadImpl(const HeadConfig& config, const std::vector<uint64_t>& seeds)

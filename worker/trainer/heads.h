@@ -186,10 +186,6 @@ class AttentionHeadImpl : public torch::nn::Module {
   PairGather MakePairGather(const torch::Tensor& idx, int64_t d) const;
   bool FusedByDefault(const torch::Tensor& table, const torch::Tensor& idx) const;
   torch::Tensor FusedForward(const torch::Tensor& table, const torch::Tensor& idx);
-  // [S or 1, B*N, m+1]: the tokens of every position and a column of ones.
-  torch::Tensor TokensWithOnes(const torch::Tensor& table, const torch::Tensor& idx);
-  // The last training table with a column of ones appended.
-  torch::Tensor cached_table_, cached_table_ones_;
   torch::Tensor cached_idx_;
   PairGather cached_gather_;
   torch::Tensor value_, readout_u_, readout_b_;

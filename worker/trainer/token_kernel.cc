@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,34 +22,109 @@ using Shape = TokenKernelShape;
 // baseline, picked at load time (GCC function multiversioning), so one
 // binary runs everywhere and vectorizes where the CPU can.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define RANKSWEEP_VECTOR_CLONES \
-  __attribute__((target_clones("avx512f", "avx2", "default")))
+#define RANKSWEEP_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define RANKSWEEP_VECTOR_CLONES
 #endif
 
-// Floats of one block's maps (~384 KB): the block's maps, features and map
-// gradient together stay within a core's L2 cache.
-constexpr int64_t kBlockFloats = 96 * 1024;
+// Floats of one block's maps (~192 KB): the block's maps and map gradient
+// together stay within a core's L2 cache, and a column group of the map
+// gradient (kGroup floats of every token of the block) within L1.
+constexpr int64_t kBlockFloats = 48 * 1024;
+// Tokens of one block at most: a column group of its map gradient is 32 KB.
+constexpr int64_t kBlockTokens = 128;
+
+// Positions per table row from which the maps go by table row
+// (Problem::by_row).
+constexpr int64_t kByRowUses = 4;
+
+// Columns summed together by the sparse first layer and its weight
+// gradient: four AVX-512 vectors.
+constexpr int kGroup = 64;
+
+// Sixteen floats as one value (GCC's vector extension): one register in the
+// AVX-512 clones, two or four narrower ones in the others. The sums below
+// are written with it because GCC left the same loops over float arrays
+// scalar, the accumulators in memory.
+typedef float Vec16 __attribute__((vector_size(64)));
+typedef float Vec16Unaligned __attribute__((vector_size(64), aligned(4), may_alias));
+constexpr int kGroupVecs = kGroup / 16;
+
+RANKSWEEP_INLINE Vec16 Load16(const float* p) {
+  return *reinterpret_cast<const Vec16Unaligned*>(p);
+}
+RANKSWEEP_INLINE void Store16(float* p, Vec16 v) { *reinterpret_cast<Vec16Unaligned*>(p) = v; }
+
+// out[0 .. 16 kVecs) = the sum of the rows rows + list[k] * stride over
+// k < n, added in list order (as a product with the 0/1 row would be: the
+// signed kernel's gradients were four times further from exact with the
+// sums split in two), and the same for a second list into out2 when list2
+// is given: the two sums interleaved, so that 2 kVecs chains of adds run
+// at once.
+template <int kVecs>
+RANKSWEEP_INLINE void SumGroup(const float* rows, int64_t stride, const int32_t* list, int32_t n,
+                               float* out, const int32_t* list2 = nullptr, int32_t n2 = 0,
+                               float* out2 = nullptr) {
+  Vec16 a0[kVecs] = {}, a1[kVecs] = {};
+  const int32_t both = list2 != nullptr ? std::min(n, n2) : 0;
+  int32_t k = 0;
+  for (; k < both; ++k) {
+    const float* r0 = rows + list[k] * stride;
+    const float* r1 = rows + list2[k] * stride;
+    for (int v = 0; v < kVecs; ++v) {
+      a0[v] += Load16(r0 + 16 * v);
+      a1[v] += Load16(r1 + 16 * v);
+    }
+  }
+  for (int32_t k0 = k; k0 < n; ++k0) {
+    const float* r0 = rows + list[k0] * stride;
+    for (int v = 0; v < kVecs; ++v) a0[v] += Load16(r0 + 16 * v);
+  }
+  for (int v = 0; v < kVecs; ++v) Store16(out + 16 * v, a0[v]);
+  if (list2 == nullptr) return;
+  for (int32_t k1 = k; k1 < n2; ++k1) {
+    const float* r1 = rows + list2[k1] * stride;
+    for (int v = 0; v < kVecs; ++v) a1[v] += Load16(r1 + 16 * v);
+  }
+  for (int v = 0; v < kVecs; ++v) Store16(out2 + 16 * v, a1[v]);
+}
+
+// out[0 .. len) (len <= kGroup) as SumGroup (and out2 from list2 when
+// given): whole vectors, then the last len % 16 columns one by one.
+RANKSWEEP_INLINE void SumColumns(const float* rows, int64_t stride, const int32_t* list, int32_t n,
+                                 int64_t len, float* out, const int32_t* list2 = nullptr,
+                                 int32_t n2 = 0, float* out2 = nullptr) {
+  static_assert(kGroupVecs == 4, "SumColumns dispatches up to four vectors");
+  switch (len / 16) {
+    case 4:
+      SumGroup<4>(rows, stride, list, n, out, list2, n2, out2);
+      break;
+    case 3:
+      SumGroup<3>(rows, stride, list, n, out, list2, n2, out2);
+      break;
+    case 2:
+      SumGroup<2>(rows, stride, list, n, out, list2, n2, out2);
+      break;
+    case 1:
+      SumGroup<1>(rows, stride, list, n, out, list2, n2, out2);
+      break;
+    default:
+      break;
+  }
+  for (int64_t l = len / 16 * 16; l < len; ++l) {
+    float sum = 0, sum2 = 0;
+    for (int32_t k = 0; k < n; ++k) sum += rows[list[k] * stride + l];
+    out[l] = sum;
+    if (list2 == nullptr) continue;
+    for (int32_t k = 0; k < n2; ++k) sum2 += rows[list2[k] * stride + l];
+    out2[l] = sum2;
+  }
+}
 
 using loops::Axpy;
 using loops::Dot;
 using loops::Quotient;
 using loops::QuotientOf;
-
-// y += alpha x for a length kLen known at compile time (0: len at run
-// time). Every load before any store: once the loop is unrolled GCC no
-// longer knew that x and y do not overlap and wrote it out lane by lane.
-template <int kLen>
-RANKSWEEP_INLINE void AxpyFixed(float alpha, const float* x, float* y, int64_t len) {
-  if constexpr (kLen > 0) {
-    float t[kLen];
-    for (int l = 0; l < kLen; ++l) t[l] = y[l] + alpha * x[l];
-    for (int l = 0; l < kLen; ++l) y[l] = t[l];
-  } else {
-    Axpy(alpha, x, y, len);
-  }
-}
 
 // The sum of a vector accumulator's kLanes lanes, halves added as whole
 // vectors (constant trip counts: GCC kept a loop over the halving width
@@ -63,6 +139,41 @@ RANKSWEEP_INLINE float SumLanes(float* v) {
   }
 }
 
+// Dots3 below for run-time widths of two vectors or more (GCC kept the
+// float-array accumulators of the loop in Dots3 in memory).
+RANKSWEEP_INLINE void AddDots3(const float* q0, const float* q1, const float* q2, const float* k0,
+                               const float* k1, const float* k2, Vec16 (&acc)[9]) {
+  const Vec16 qv[3] = {Load16(q0), Load16(q1), Load16(q2)};
+  const Vec16 kv[3] = {Load16(k0), Load16(k1), Load16(k2)};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) acc[i * 3 + j] += qv[i] * kv[j];
+  }
+}
+
+RANKSWEEP_INLINE void Dots3Wide(const float* q, const float* k, int64_t stride, int64_t r,
+                                float* a) {
+  Vec16 acc[9] = {};
+  int64_t c = 0;
+  for (; c + 16 <= r; c += 16) {
+    AddDots3(q + c, q + stride + c, q + 2 * stride + c, k + c, k + stride + c, k + 2 * stride + c,
+             acc);
+  }
+  if (c < r) {
+    float pad[6][16];
+    for (int i = 0; i < 3; ++i) {
+      std::fill(std::copy(q + i * stride + c, q + i * stride + r, pad[i]), pad[i] + 16, 0.0f);
+      std::fill(std::copy(k + i * stride + c, k + i * stride + r, pad[3 + i]), pad[3 + i] + 16,
+                0.0f);
+    }
+    AddDots3(pad[0], pad[1], pad[2], pad[3], pad[4], pad[5], acc);
+  }
+  for (int ij = 0; ij < 9; ++ij) {
+    float lanes[16];
+    Store16(lanes, acc[ij]);
+    a[ij] = SumLanes<16>(lanes);
+  }
+}
+
 // a[i * 3 + j] = <q_i, k_j> for a sequence of three tokens, rows `stride`
 // floats apart: the nine dot products in one pass over the features, nine
 // independent vector accumulators instead of nine dependent reductions
@@ -70,8 +181,7 @@ RANKSWEEP_INLINE float SumLanes(float* v) {
 // known at compile time (the loops unroll into whole vectors, accumulators
 // in registers, lanes a divisor of r); 0: r at run time.
 template <int kR = 0>
-RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int64_t r,
-                             float* a) {
+RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int64_t r, float* a) {
   if constexpr (kR > 0) {
     constexpr int kLanes = kR % 16 == 0 ? 16 : kR % 8 == 0 ? 8 : kR % 4 == 0 ? 4 : 0;
     if constexpr (kLanes > 0) {
@@ -94,6 +204,10 @@ RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int6
     r = kR;
   }
   constexpr int kLanes = 16;
+  if (r >= 2 * kLanes) {  // nine vector accumulators in registers, a padded last vector
+    Dots3Wide(q, k, stride, r, a);
+    return;
+  }
   if (r < kLanes) {  // low ranks: no vector accumulators to set up and reduce
     for (int ij = 0; ij < 9; ++ij) {
       const float* qi = q + (ij / 3) * stride;
@@ -128,37 +242,81 @@ struct Problem {
   Shape shape;
   int64_t s = 0, t = 0, n = 0, m1 = 0, f = 0;
   int64_t q = 0, k = 0, v = 0, u = 0, b = 0;  // column offsets in a row of maps
-  bool shared_tokens = false;                 // xa is [1, T, m+1]
-  torch::Tensor xa, w;
+  torch::Tensor table, idx, w;
+  const int64_t* rows = nullptr;  // idx: the table row of every position
+  int64_t rows_seed_stride = 0;   // 0: the same positions for every seed
   const float* inv_tau = nullptr;
   float eps2 = 0, relu_eps = 0;
-  // Kernel heads with a feature map keep features apart from the maps.
+  // The inputs of table row d: input[begin[d] .. begin[d+1]), the columns
+  // holding 1 and then m (the bias row of w: the implicit ones column).
+  std::vector<int32_t> begin, input;
+  // Maps by table row: with every table row used by four positions or more
+  // (ood-small: 300 tokens in 6,000 positions), each seed's maps are
+  // computed once per table row and copied to the positions, and the
+  // positions' map gradients added up per row before the weight gradient.
+  bool by_row = false;
+  std::vector<int64_t> table_rows;  // 0 .. D-1 (by_row)
+  // Kernel heads: the query and key columns of the maps hold the features.
   bool features() const { return shape.kind == Shape::Kind::kKernel; }
+  // The table rows of `seed`'s positions from t0 on.
+  const int64_t* RowsOf(int64_t seed, int64_t t0) const {
+    return rows + seed * rows_seed_stride + t0;
+  }
 };
 
-Problem MakeProblem(const torch::Tensor& xa, const torch::Tensor& w, const torch::Tensor& inv_tau,
-                    int64_t n, const Shape& shape) {
-  TORCH_CHECK(xa.dim() == 3 && w.dim() == 3 && xa.size(2) == w.size(1) &&
-                  (xa.size(0) == 1 || xa.size(0) == w.size(0)) && n >= 1 &&
-                  xa.size(1) % n == 0 && w.size(2) == shape.width(),
-              "TokenKernelForward: xa [S or 1, B*n, m+1] and w [S, m+1, width] expected");
-  TORCH_CHECK(xa.device().is_cpu() && xa.scalar_type() == torch::kFloat32 &&
-                  w.scalar_type() == torch::kFloat32,
-              "TokenKernelForward: float32 CPU tensors expected");
+// Lists the inputs of every table row; throws unless every entry is 0 or 1.
+void ListInputs(Problem& p) {
+  const float* x = p.table.data_ptr<float>();
+  const int64_t d = p.table.size(0), m = p.m1 - 1;
+  p.begin.assign(d + 1, 0);
+  p.input.resize(d * p.m1);
+  int32_t* in = p.input.data();
+  int64_t count = 0;
+  bool binary = true;
+  for (int64_t r = 0; r < d; ++r) {
+    const float* row = x + r * m;
+    for (int64_t c = 0; c < m; ++c) {  // branch-free: the entries are coin flips
+      in[count] = static_cast<int32_t>(c);
+      count += row[c] == 1.0f;
+      binary &= row[c] == 0.0f || row[c] == 1.0f;
+    }
+    in[count++] = static_cast<int32_t>(m);
+    p.begin[r + 1] = static_cast<int32_t>(count);
+  }
+  p.input.resize(count);
+  TORCH_CHECK(binary, "TokenKernelForward: the table must hold only 0 and 1");
+}
+
+Problem MakeProblem(const torch::Tensor& table, const torch::Tensor& idx, const torch::Tensor& w,
+                    const torch::Tensor& inv_tau, int64_t n, const Shape& shape) {
+  TORCH_CHECK(table.dim() == 2 && idx.dim() == 2 && w.dim() == 3 &&
+                  table.size(1) + 1 == w.size(1) &&
+                  (idx.size(0) == 1 || idx.size(0) == w.size(0)) && n >= 1 &&
+                  idx.size(1) % n == 0 && w.size(2) == shape.width(),
+              "TokenKernelForward: table [D, m], idx [S or 1, B*n] and w [S, m+1, width] "
+              "expected");
+  TORCH_CHECK(table.device().is_cpu() && table.scalar_type() == torch::kFloat32 &&
+                  w.scalar_type() == torch::kFloat32 && idx.scalar_type() == torch::kLong,
+              "TokenKernelForward: float32 CPU table and weights, int64 idx expected");
+  TORCH_CHECK(idx.numel() == 0 ||
+                  (idx.min().item<int64_t>() >= 0 && idx.max().item<int64_t>() < table.size(0)),
+              "TokenKernelForward: idx must hold rows of the table, 0 to ", table.size(0) - 1);
   Problem p;
   p.shape = shape;
   p.s = w.size(0);
-  p.t = xa.size(1);
+  p.t = idx.size(1);
   p.n = n;
-  p.m1 = xa.size(2);
+  p.m1 = w.size(1);
   p.f = shape.width();
   p.q = 0;
   p.k = shape.score;
   p.v = 2 * shape.score;
   p.u = p.v + shape.dv;
   p.b = p.u + shape.k * shape.dv;
-  p.shared_tokens = xa.size(0) == 1;
-  p.xa = xa.contiguous();
+  p.table = table.contiguous();
+  p.idx = idx.contiguous();
+  p.rows = p.idx.data_ptr<int64_t>();
+  p.rows_seed_stride = idx.size(0) == 1 ? 0 : p.t;
   p.w = w.contiguous();
   if (shape.kind == Shape::Kind::kSoftmax) {
     TORCH_CHECK(inv_tau.dim() == 1 && inv_tau.size(0) == p.s &&
@@ -167,9 +325,15 @@ Problem MakeProblem(const torch::Tensor& xa, const torch::Tensor& w, const torch
     p.inv_tau = inv_tau.data_ptr<float>();
   }
   p.eps2 = shape.kind == Shape::Kind::kSignedKernel
-                 ? static_cast<float>(shape.signed_eps * shape.signed_eps)
-                 : 0.0f;
+               ? static_cast<float>(shape.signed_eps * shape.signed_eps)
+               : 0.0f;
   p.relu_eps = static_cast<float>(shape.relu_eps);
+  ListInputs(p);
+  p.by_row = kByRowUses * p.table.size(0) <= p.t;
+  if (p.by_row) {
+    p.table_rows.resize(p.table.size(0));
+    for (int64_t d = 0; d < p.table.size(0); ++d) p.table_rows[d] = d;
+  }
   return p;
 }
 
@@ -177,20 +341,28 @@ Problem MakeProblem(const torch::Tensor& xa, const torch::Tensor& w, const torch
 // parallel chunk, not per block.
 struct Scratch {
   Scratch(const Problem& p, int64_t block_tokens)
-      : z(torch::empty({block_tokens, p.f})),
-        phi(torch::empty({block_tokens, p.features() ? 2 * p.shape.score : 0})),
-        gz(torch::empty({block_tokens, p.f})),
-        a(p.n * p.n), wts(p.n * p.n), den(p.n), num(p.n * p.shape.dv), y(p.n * p.shape.dv),
-        gy(p.shape.dv), gnum(p.shape.dv), gs(p.n), out(p.n * p.shape.k), go(p.n * p.shape.k) {}
-  torch::Tensor z, phi, gz;
+      : z(block_tokens * p.f),
+        gz(block_tokens * p.f),
+        zt(p.by_row ? p.table.size(0) * p.f : 0),
+        gzt(zt.size()),
+        a(p.n * p.n),
+        wts(p.n * p.n),
+        den(p.n),
+        num(p.n * p.shape.dv),
+        y(p.n * p.shape.dv),
+        gy(p.shape.dv),
+        gnum(p.shape.dv),
+        gs(p.n),
+        out(p.n * p.shape.k),
+        go(p.n * p.shape.k),
+        count(p.m1),
+        holders(p.m1 * std::max<int64_t>(block_tokens, p.by_row ? p.table.size(0) : 0)) {}
+  std::vector<float> z, gz;
+  std::vector<float> zt, gzt;  // by_row: the maps and map gradients of every table row
   std::vector<float> a, wts, den, num, y, gy, gnum, gs, out, go;
-};
-
-// The block's maps z = xa W (one GEMM) and, for kernel heads, the features.
-// Returns the rows of query and key features: base pointer and row stride.
-struct Features {
-  const float* base;
-  int64_t stride;
+  // SparseWeightGrad: per input, how many and which tokens of the block
+  // hold it.
+  std::vector<int32_t> count, holders;
 };
 
 // e^x for x <= 0 (Cephes' expf: range reduction by ln 2 in two parts, a
@@ -203,7 +375,8 @@ RANKSWEEP_INLINE float ExpNonPositive(float x) {
   const bool underflow = x < -87.0f;
   x = std::max(x, -87.0f);
   // Round to nearest by adding and subtracting 1.5 * 2^23 (|x log2 e| < 126).
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float shifted = x * 1.44269504088896341f + 12582912.0f;
+  const float n = shifted - 12582912.0f;
   const float r = x - n * 0.693359375f - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -212,74 +385,148 @@ RANKSWEEP_INLINE float ExpNonPositive(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float y = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // 2^n: the low bits of `shifted` hold n (its bits are 0x4B400000 + n,
+  // and 0x4B400000 << 23 wraps to 0), so a shift puts n in the exponent
+  // without a float-to-int conversion.
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof(bits));
+  bits = static_cast<int32_t>(static_cast<uint32_t>(bits) << 23) + (127 << 23);
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   return underflow ? 0.0f : y * scale;
 }
 
-// phi = elu(z) + 1: z + 1 above 0, e^z at or below. Rows of z `stride`
-// floats apart, out [rows, width].
-RANKSWEEP_VECTOR_CLONES
-void EluPlusOne(const float* z, int64_t rows, int64_t stride, int64_t width, float* out) {
-  for (int64_t t = 0; t < rows; ++t) {
-    const float* zr = z + t * stride;
-    float* pr = out + t * width;
-    for (int64_t c = 0; c < width; ++c) {
-      const float e = ExpNonPositive(std::min(zr[c], 0.0f));
-      pr[c] = zr[c] > 0.0f ? zr[c] + 1.0f : e;
+// The feature maps, applied to a first-layer output where it is formed.
+enum class MapOp { kIdentity, kEluPlusOne, kReluEps };
+
+template <MapOp kOp>
+RANKSWEEP_INLINE float ApplyMap(float z, float eps) {
+  if constexpr (kOp == MapOp::kEluPlusOne) {
+    // z + 1 above 0, e^z at or below; branch-free, so the loop vectorizes.
+    const float e = ExpNonPositive(std::min(z, 0.0f));
+    return z > 0.0f ? z + 1.0f : e;
+  } else if constexpr (kOp == MapOp::kReluEps) {
+    return std::max(z, 0.0f) + eps;
+  } else {
+    return z;
+  }
+}
+
+// z[t, c0 .. c1) = map(sum of the weight rows w[i, c0 .. c1) over the
+// inputs i of token t), for the block's tb tokens (table rows `rows`); rows
+// of w and z f floats apart. The first layer of 0/1 tokens as sums of
+// (weight + 1) rows, not m + 1 multiply-adds per output. Columns go in
+// groups of kGroup: the group's slab of w (m + 1 rows) stays in L1 across
+// the block, and each token's sum is held in registers.
+template <MapOp kOp>
+RANKSWEEP_INLINE void SumRows(const Problem& p, const float* w, const int64_t* rows, int64_t tb,
+                              int64_t c0, int64_t c1, float* z) {
+  const int64_t f = p.f;
+  for (int64_t c = c0; c < c1; c += kGroup) {
+    const int64_t len = std::min<int64_t>(kGroup, c1 - c);
+    for (int64_t t = 0; t < tb; t += 2) {
+      const int64_t d = rows[t];
+      const int32_t* in = p.input.data() + p.begin[d];
+      const int32_t n = p.begin[d + 1] - p.begin[d];
+      float sum[2][kGroup];
+      if (t + 1 < tb) {
+        const int64_t d2 = rows[t + 1];
+        SumColumns(w + c, f, in, n, len, sum[0], p.input.data() + p.begin[d2],
+                   p.begin[d2 + 1] - p.begin[d2], sum[1]);
+      } else {
+        SumColumns(w + c, f, in, n, len, sum[0]);
+      }
+      for (int64_t u = 0; u < 2 && t + u < tb; ++u) {
+        float* zr = z + (t + u) * f + c;
+        if (len == kGroup) {  // whole groups without masks
+          for (int l = 0; l < kGroup; ++l) zr[l] = ApplyMap<kOp>(sum[u][l], p.relu_eps);
+        } else {
+          for (int64_t l = 0; l < len; ++l) zr[l] = ApplyMap<kOp>(sum[u][l], p.relu_eps);
+        }
+      }
     }
   }
 }
 
+// The first-layer maps of table rows rows[0 .. tb) into z (tb rows of f
+// floats): for kernel
+// heads the features in the query and key columns (the maps themselves are
+// not kept: each feature map's derivative is a function of its value), the
+// maps elsewhere.
 RANKSWEEP_VECTOR_CLONES
-void ReluEps(const float* z, int64_t rows, int64_t stride, int64_t width, float eps, float* out) {
-  for (int64_t t = 0; t < rows; ++t) {
-    const float* zr = z + t * stride;
-    float* pr = out + t * width;
-    for (int64_t c = 0; c < width; ++c) pr[c] = std::max(zr[c], 0.0f) + eps;
+void Maps(const Problem& p, int64_t seed, const int64_t* rows, int64_t tb, float* z) {
+  const float* w = p.w.data_ptr<float>() + seed * p.m1 * p.f;
+  const int64_t width = p.features() ? 2 * p.shape.score : 0;
+  if (width > 0) {
+    switch (p.shape.map) {
+      case Shape::Map::kEluPlusOne:
+        SumRows<MapOp::kEluPlusOne>(p, w, rows, tb, 0, width, z);
+        break;
+      case Shape::Map::kReluEps:
+        SumRows<MapOp::kReluEps>(p, w, rows, tb, 0, width, z);
+        break;
+      case Shape::Map::kExp:
+        SumRows<MapOp::kIdentity>(p, w, rows, tb, 0, width, z);
+        for (int64_t t = 0; t < tb; ++t) {
+          for (int64_t c = 0; c < width; ++c) z[t * p.f + c] = std::exp(z[t * p.f + c]);
+        }
+        break;
+    }
   }
+  SumRows<MapOp::kIdentity>(p, w, rows, tb, width, p.f, z);
 }
 
-Features Maps(const Problem& p, int64_t seed, int64_t t0, int64_t tb, Scratch& sc) {
-  const torch::Tensor xa = p.xa[p.shared_tokens ? 0 : seed].narrow(0, t0, tb);
-  torch::Tensor z = sc.z.narrow(0, 0, tb);
-  at::mm_out(z, xa, p.w[seed]);
-  if (!p.features()) return {z.data_ptr<float>(), p.f};
-  const int64_t width = 2 * p.shape.score;
-  torch::Tensor phi = sc.phi.narrow(0, 0, tb);
-  float* ph = phi.data_ptr<float>();
-  const float* zp = z.data_ptr<float>();
-  switch (p.shape.map) {
-    case Shape::Map::kEluPlusOne:
-      EluPlusOne(zp, tb, p.f, width, ph);
-      break;
-    case Shape::Map::kExp:
-      at::exp_out(phi, z.narrow(1, 0, width));
-      break;
-    case Shape::Map::kReluEps:
-      ReluEps(zp, tb, p.f, width, p.relu_eps, ph);
-      break;
+// gw[i, :] += sum of the map-gradient rows gz[t, :] over the tb tokens t
+// (table rows `rows`) that hold input i (the weight gradient x^T gz of 0/1
+// tokens). Column
+// groups of kGroup floats, so that the group's column of gz stays in L1
+// while every input's holders are summed.
+RANKSWEEP_VECTOR_CLONES
+void SparseWeightGrad(const Problem& p, const int64_t* rows, int64_t tb, const float* gz,
+                      Scratch& sc, float* gw) {
+  const int64_t f = p.f;
+  int32_t* count = sc.count.data();
+  int32_t* holders = sc.holders.data();
+  std::fill(count, count + p.m1, 0);
+  for (int64_t t = 0; t < tb; ++t) {
+    const int64_t d = rows[t];
+    for (int32_t k = p.begin[d]; k < p.begin[d + 1]; ++k) {
+      const int32_t i = p.input[k];
+      holders[i * tb + count[i]++] = static_cast<int32_t>(t);
+    }
   }
-  return {ph, width};
+  for (int64_t c = 0; c < f; c += kGroup) {
+    const int64_t len = std::min<int64_t>(kGroup, f - c);
+    for (int64_t i = 0; i < p.m1; ++i) {
+      // The holders in two halves, summed side by side.
+      const int32_t* h = holders + i * tb;
+      const int32_t half = count[i] / 2;
+      float sum[2][kGroup];
+      SumColumns(gz + c, f, h, half, len, sum[0], h + half, count[i] - half, sum[1]);
+      float* out = gw + i * f + c;
+      for (int l = 0; l < kGroup; ++l) {
+        if (l < len) out[l] += sum[0][l] + sum[1][l];
+      }
+    }
+  }
 }
 
 // Attention and readout of one sequence (rows r0 .. r0+n-1 of the block):
 // fills sc.a (scores or kernel values), sc.wts (softmax weights), sc.den,
 // sc.num, sc.y, and writes the readouts when out is given.
-RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const Features& fe,
-                                      const float* z, int64_t r0, Scratch& sc, float* out) {
+RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const float* z, int64_t r0,
+                                      Scratch& sc, float* out) {
   const int64_t n = p.n, dv = p.shape.dv, r = p.shape.score, kk = p.shape.k;
   const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
   const float tau = softmax ? p.inv_tau[seed] : 0.0f;
-  const float* q0 = fe.base + r0 * fe.stride + (p.features() ? 0 : p.q);
-  const float* k0 = fe.base + r0 * fe.stride + (p.features() ? r : p.k);
+  const float* q0 = z + r0 * p.f + p.q;
+  const float* k0 = z + r0 * p.f + p.k;
   if (n == 3) {
-    Dots3(q0, k0, fe.stride, r, sc.a.data());
+    Dots3(q0, k0, p.f, r, sc.a.data());
   } else {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) {
-        sc.a[i * n + j] = Dot(q0 + i * fe.stride, k0 + j * fe.stride, r);
+        sc.a[i * n + j] = Dot(q0 + i * p.f, k0 + j * p.f, r);
       }
     }
   }
@@ -324,15 +571,14 @@ RANKSWEEP_INLINE void SequenceForward(const Problem& p, int64_t seed, const Feat
 // Map gradients of one sequence into gz (zeroed rows of the block) from the
 // readouts' gradient go [n * k]; returns the sequence's share of
 // d loss / d inv_tau (softmax).
-RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Features& fe,
-                                        const float* z, int64_t r0, Scratch& sc, const float* go,
-                                        float* gz) {
+RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const float* z, int64_t r0,
+                                        Scratch& sc, const float* go, float* gz) {
   const int64_t n = p.n, dv = p.shape.dv, r = p.shape.score, kk = p.shape.k;
   const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
   const float tau = softmax ? p.inv_tau[seed] : 0.0f;
   // Query/key feature gradients go into the q/k columns of gz; the feature
   // map's derivative is applied per block afterwards.
-  const int64_t fq = p.features() ? 0 : p.q, fk = p.features() ? r : p.k;
+  const int64_t fq = p.q, fk = p.k;
   float gt = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float* zi = z + (r0 + i) * p.f;
@@ -348,7 +594,7 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Fe
       gzi[p.b + o] = goi[o];
     }
     const float* a = sc.a.data() + i * n;
-    const float* qi = fe.base + (r0 + i) * fe.stride + fq;
+    const float* qi = z + (r0 + i) * p.f + fq;
     float* gqi = gzi + p.q;
     if (softmax) {
       const float* w = sc.wts.data() + i * n;
@@ -363,7 +609,7 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Fe
         gt += gs[j] * a[j];
         float* gzj = gz + (r0 + j) * p.f;
         Axpy(w[j], gy, gzj + p.v, dv);
-        Axpy(tau * gs[j], fe.base + (r0 + j) * fe.stride + fk, gqi, r);
+        Axpy(tau * gs[j], z + (r0 + j) * p.f + fk, gqi, r);
         Axpy(tau * gs[j], qi, gzj + p.k, r);
       }
     } else {
@@ -378,12 +624,144 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Fe
         float ga = Dot(gnum, z + (r0 + j) * p.f + p.v, dv) + gden;
         if (p.eps2 > 0) ga += gabs * loops::SignOf(a[j]);
         Axpy(a[j], gnum, gzj + p.v, dv);
-        Axpy(ga, fe.base + (r0 + j) * fe.stride + fk, gqi, r);
+        Axpy(ga, z + (r0 + j) * p.f + fk, gqi, r);
         Axpy(ga, qi, gzj + p.k, r);
       }
     }
   }
   return gt;
+}
+
+// The feature map's derivative from its value, sixteen at a time.
+template <MapOp kOp>
+RANKSWEEP_INLINE Vec16 Derivative16(Vec16 phi, float eps) {
+  const Vec16 one = Vec16{} + 1.0f;
+  if constexpr (kOp == MapOp::kEluPlusOne) {
+    return phi < one ? phi : one;  // 1 above 0, e^z = phi <= 1 at or below
+  } else if constexpr (kOp == MapOp::kReluEps) {
+    return phi > Vec16{} + eps ? one : Vec16{};  // z > 0
+  } else {
+    return one;
+  }
+}
+
+// For rows x0..x2 and y0..y2 of len floats and a 3 x 3 matrix g, writes
+// gx_i = sum_j g_ij y_j and gy_j = sum_i g_ij x_i, each times the
+// derivative of the feature map at its row (kOp; the rows hold the
+// features): the gradients of three tokens' maps from their nine pairwise
+// products, formed in registers and stored once. Sixteen columns at a
+// time, the last partial vector through zero-padded copies. x, y: the
+// rows; gx, gy: the outputs (no output overlaps an input).
+template <MapOp kOp>
+RANKSWEEP_INLINE void Mix3Chunk(const Vec16 (&gm)[9], const float* x0, const float* x1,
+                                const float* x2, const float* y0, const float* y1, const float* y2,
+                                Vec16 (&out)[6], float eps) {
+  const Vec16 a0 = Load16(x0), a1 = Load16(x1), a2 = Load16(x2);
+  const Vec16 b0 = Load16(y0), b1 = Load16(y1), b2 = Load16(y2);
+  out[0] = gm[0] * b0 + gm[1] * b1 + gm[2] * b2;
+  out[1] = gm[3] * b0 + gm[4] * b1 + gm[5] * b2;
+  out[2] = gm[6] * b0 + gm[7] * b1 + gm[8] * b2;
+  out[3] = gm[0] * a0 + gm[3] * a1 + gm[6] * a2;
+  out[4] = gm[1] * a0 + gm[4] * a1 + gm[7] * a2;
+  out[5] = gm[2] * a0 + gm[5] * a1 + gm[8] * a2;
+  if constexpr (kOp != MapOp::kIdentity) {
+    out[0] *= Derivative16<kOp>(a0, eps);
+    out[1] *= Derivative16<kOp>(a1, eps);
+    out[2] *= Derivative16<kOp>(a2, eps);
+    out[3] *= Derivative16<kOp>(b0, eps);
+    out[4] *= Derivative16<kOp>(b1, eps);
+    out[5] *= Derivative16<kOp>(b2, eps);
+  }
+}
+
+template <MapOp kOp, int kLen = 0>
+RANKSWEEP_INLINE void Mix3(const float* g, const float* const* x, const float* const* y,
+                           float* const* gx, float* const* gy, int64_t len, float eps) {
+  if constexpr (kLen > 0 && kLen < 16) {
+    // Narrower than a vector and known at compile time (rank 1, m = 12):
+    // plain loops, which GCC unrolls and vectorizes as they are.
+    for (int c = 0; c < kLen; ++c) {
+      float in[6] = {x[0][c], x[1][c], x[2][c], y[0][c], y[1][c], y[2][c]};
+      float out[6];
+      for (int i = 0; i < 3; ++i) {
+        out[i] = g[3 * i] * in[3] + g[3 * i + 1] * in[4] + g[3 * i + 2] * in[5];
+        out[3 + i] = g[i] * in[0] + g[3 + i] * in[1] + g[6 + i] * in[2];
+      }
+      for (int o = 0; o < 6; ++o) {
+        if constexpr (kOp == MapOp::kEluPlusOne) out[o] *= std::min(in[o], 1.0f);
+        if constexpr (kOp == MapOp::kReluEps) out[o] *= static_cast<float>(in[o] > eps);
+      }
+      for (int i = 0; i < 3; ++i) {
+        gx[i][c] = out[i];
+        gy[i][c] = out[3 + i];
+      }
+    }
+    return;
+  }
+  if constexpr (kLen > 0) len = kLen;
+  Vec16 gm[9];
+  for (int ij = 0; ij < 9; ++ij) gm[ij] = Vec16{} + g[ij];
+  Vec16 out[6];
+  int64_t c = 0;
+  for (; c + 16 <= len; c += 16) {
+    Mix3Chunk<kOp>(gm, x[0] + c, x[1] + c, x[2] + c, y[0] + c, y[1] + c, y[2] + c, out, eps);
+    for (int i = 0; i < 3; ++i) {
+      Store16(gx[i] + c, out[i]);
+      Store16(gy[i] + c, out[3 + i]);
+    }
+  }
+  const int64_t rest = len - c;
+  if (rest == 0) return;
+  float in[6][16];
+  for (int i = 0; i < 3; ++i) {
+    std::fill(std::copy(x[i] + c, x[i] + len, in[i]), in[i] + 16, 0.0f);
+    std::fill(std::copy(y[i] + c, y[i] + len, in[3 + i]), in[3 + i] + 16, 0.0f);
+  }
+  Mix3Chunk<kOp>(gm, in[0], in[1], in[2], in[3], in[4], in[5], out, eps);
+  for (int i = 0; i < 3; ++i) {
+    Store16(in[i], out[i]);
+    Store16(in[3 + i], out[3 + i]);
+    std::copy(in[i], in[i] + rest, gx[i] + c);
+    std::copy(in[3 + i], in[3 + i] + rest, gy[i] + c);
+  }
+}
+
+// Every map gradient of a three-token sequence, written (not added) into
+// its three rows of gz: query/key columns gq_i = sum_j g_ij k_j and
+// gk_j = sum_i g_ij q_i through the feature map's derivative (kernel
+// heads), readout/value columns gu_i = sum_j h_ij v_j and
+// gv_j = sum_i h_ij u_i, and gb_i. The rows of z hold the features.
+template <int kR, int kDv>
+RANKSWEEP_INLINE void WriteGrads3(const Problem& p, const float* g, const float* h, const float* gb,
+                                  const float* zs, float* gzs) {
+  const int64_t f = p.f, r = kR > 0 ? kR : p.shape.score, dv = kDv > 0 ? kDv : p.shape.dv;
+  auto rows = [f](const float* first) {
+    return std::array<const float*, 3>{first, first + f, first + 2 * f};
+  };
+  auto out_rows = [f](float* first) {
+    return std::array<float*, 3>{first, first + f, first + 2 * f};
+  };
+  const auto q = rows(zs + p.q), k = rows(zs + p.k), u = rows(zs + p.u), v = rows(zs + p.v);
+  const auto gq = out_rows(gzs + p.q), gk = out_rows(gzs + p.k);
+  const auto gu = out_rows(gzs + p.u), gv = out_rows(gzs + p.v);
+  const Shape::Map map = p.features() ? p.shape.map : Shape::Map::kExp;
+  if (p.features() && map == Shape::Map::kEluPlusOne) {
+    Mix3<MapOp::kEluPlusOne, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, 0);
+  } else if (p.features() && map == Shape::Map::kReluEps) {
+    Mix3<MapOp::kReluEps, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, p.relu_eps);
+  } else {
+    Mix3<MapOp::kIdentity, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, 0);
+    if (p.features()) {  // exp: the derivative is the feature itself
+      for (int i = 0; i < 3; ++i) {
+        for (int64_t c = 0; c < r; ++c) {
+          gq[i][c] *= q[i][c];
+          gk[i][c] *= k[i][c];
+        }
+      }
+    }
+  }
+  Mix3<MapOp::kIdentity, kDv>(h, u.data(), v.data(), gu.data(), gv.data(), dv, 0);
+  for (int i = 0; i < 3; ++i) gzs[i * f + p.b] = gb[i];
 }
 
 // Kernel heads on three tokens with the scalar readout: with
@@ -397,15 +775,14 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const Fe
 // given, forms go from the squared error against target with weight (3
 // each), adds the map gradients to gz and returns the weighted squared error.
 template <int kR = 0, int kDv = 0>
-RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, const float* z,
-                                        int64_t r0, float* out, const float* target,
-                                        const float* weight, float* gz) {
+RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const float* z, int64_t r0, float* out,
+                                        const float* target, const float* weight, float* gz) {
   const int64_t r = kR > 0 ? kR : p.shape.score, dv = kDv > 0 ? kDv : p.shape.dv;
-  const float* q0 = fe.base + r0 * fe.stride + (p.features() ? 0 : p.q);
-  const float* k0 = fe.base + r0 * fe.stride + (p.features() ? r : p.k);
+  const float* q0 = z + r0 * p.f + p.q;
+  const float* k0 = z + r0 * p.f + p.k;
   const float* zs = z + r0 * p.f;
   float a[9], pv[9];
-  Dots3<kR>(q0, k0, fe.stride, r, a);
+  Dots3<kR>(q0, k0, p.f, r, a);
   Dots3<kDv>(zs + p.u, zs + p.v, p.f, dv, pv);
   Quotient quot[3];
   float sum[3];
@@ -418,28 +795,22 @@ RANKSWEEP_INLINE double KernelSequence3(const Problem& p, const Features& fe, co
   }
   if (gz == nullptr) return 0;
   double loss = 0;
-  float* gzs = gz + r0 * p.f;
+  float g[9], h[9], gb[3];
   for (int i = 0; i < 3; ++i) {
     const float d = out[i] - target[i];
     loss += static_cast<double>(weight[i]) * d * d;
     const float go = 2.0f * weight[i] * d;
     const float coef = quot[i].c * go;
     const float gden = quot[i].dc * go * sum[i], gabs = quot[i].ds * go * sum[i];
-    float* gzi = gzs + i * p.f;
-    gzi[p.b] = go;
-    const float* qi = q0 + i * fe.stride;
-    const float* ui = zs + i * p.f + p.u;
+    gb[i] = go;
     for (int j = 0; j < 3; ++j) {
       const float aij = a[3 * i + j];
-      float* gzj = gzs + j * p.f;
-      AxpyFixed<kDv>(coef * aij, zs + j * p.f + p.v, gzi + p.u, dv);
-      AxpyFixed<kDv>(coef * aij, ui, gzj + p.v, dv);
-      float ga = coef * pv[3 * i + j] + gden;
-      if (p.eps2 > 0) ga += gabs * loops::SignOf(aij);
-      AxpyFixed<kR>(ga, k0 + j * fe.stride, gzi + p.q, r);
-      AxpyFixed<kR>(ga, qi, gzj + p.k, r);
+      h[3 * i + j] = coef * aij;
+      g[3 * i + j] = coef * pv[3 * i + j] + gden;
+      if (p.eps2 > 0) g[3 * i + j] += gabs * loops::SignOf(aij);
     }
   }
+  WriteGrads3<kR, kDv>(p, g, h, gb, zs, gz + r0 * p.f);
   return loss;
 }
 
@@ -480,26 +851,21 @@ RANKSWEEP_INLINE double SoftmaxSequence3(const Problem& p, float tau, const floa
   if (gz == nullptr) return 0;
   double loss = 0;
   float gt_sum = 0;
-  float* gzs = gz + r0 * f;
+  float g[9], h[9], gb[3];
   for (int i = 0; i < 3; ++i) {
     const float d = out[i] - target[i];
     loss += static_cast<double>(weight[i]) * d * d;
     const float go = 2.0f * weight[i] * d;
-    float* gzi = gzs + i * f;
-    gzi[p.b] = go;
-    const float* qi = q0 + i * f;
-    const float* ui = zs + i * f + p.u;
+    gb[i] = go;
     for (int j = 0; j < 3; ++j) {
       const float wij = w[3 * i + j];
       const float gs = wij * go * (pv[3 * i + j] - o[i]);
       gt_sum += gs * a[3 * i + j];
-      float* gzj = gzs + j * f;
-      AxpyFixed<kDv>(go * wij, zs + j * f + p.v, gzi + p.u, dv);
-      AxpyFixed<kDv>(go * wij, ui, gzj + p.v, dv);
-      AxpyFixed<kR>(tau * gs, k0 + j * f, gzi + p.q, r);
-      AxpyFixed<kR>(tau * gs, qi, gzj + p.k, r);
+      g[3 * i + j] = tau * gs;
+      h[3 * i + j] = go * wij;
     }
   }
+  WriteGrads3<kR, kDv>(p, g, h, gb, zs, gz + r0 * f);
   *gt += gt_sum;
   return loss;
 }
@@ -519,9 +885,9 @@ struct GradSource {
 // when src is null; otherwise the squared error's loss (returned) and map
 // gradients into gz, d loss / d inv_tau into *gt.
 template <int kR, int kDv>
-RANKSWEEP_INLINE double Block3(const Problem& p, int64_t seed, const Features& fe, const float* z,
-                               int64_t t0, int64_t nq, const GradSource* src, float* out,
-                               float* gz, float* gt) {
+RANKSWEEP_INLINE double Block3(const Problem& p, int64_t seed, const float* z, int64_t t0,
+                               int64_t nq, const GradSource* src, float* out, float* gz,
+                               float* gt) {
   const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
   const float tau = softmax ? p.inv_tau[seed] : 0.0f;
   double loss = 0;
@@ -537,8 +903,8 @@ RANKSWEEP_INLINE double Block3(const Problem& p, int64_t seed, const Features& f
       loss += SoftmaxSequence3<kR, kDv>(p, tau, z, q * 3, o, target, weight,
                                         src != nullptr ? gz : nullptr, gt);
     } else {
-      loss += KernelSequence3<kR, kDv>(p, fe, z, q * 3, o, target, weight,
-                                       src != nullptr ? gz : nullptr);
+      loss +=
+          KernelSequence3<kR, kDv>(p, z, q * 3, o, target, weight, src != nullptr ? gz : nullptr);
     }
   }
   return loss;
@@ -548,12 +914,12 @@ RANKSWEEP_INLINE double Block3(const Problem& p, int64_t seed, const Features& f
 // 16, 24: the softmax head's r = dv = m, the kernel head's rank 1 with dv
 // = m, where the run-time loops' set-up and tails cost as much as the
 // arithmetic), at run time otherwise.
-RANKSWEEP_INLINE double Block3Dispatch(const Problem& p, int64_t seed, const Features& fe,
-                                       const float* z, int64_t t0, int64_t nq,
-                                       const GradSource* src, float* out, float* gz, float* gt) {
+RANKSWEEP_INLINE double Block3Dispatch(const Problem& p, int64_t seed, const float* z, int64_t t0,
+                                       int64_t nq, const GradSource* src, float* out, float* gz,
+                                       float* gt) {
   const int64_t r = p.shape.score, dv = p.shape.dv;
 #define RANKSWEEP_BLOCK3(R, DV) \
-  if (r == R && dv == DV) return Block3<R, DV>(p, seed, fe, z, t0, nq, src, out, gz, gt)
+  if (r == R && dv == DV) return Block3<R, DV>(p, seed, z, t0, nq, src, out, gz, gt)
   RANKSWEEP_BLOCK3(12, 12);
   RANKSWEEP_BLOCK3(16, 16);
   RANKSWEEP_BLOCK3(24, 24);
@@ -561,70 +927,37 @@ RANKSWEEP_INLINE double Block3Dispatch(const Problem& p, int64_t seed, const Fea
   RANKSWEEP_BLOCK3(1, 16);
   RANKSWEEP_BLOCK3(1, 24);
 #undef RANKSWEEP_BLOCK3
-  return Block3<0, 0>(p, seed, fe, z, t0, nq, src, out, gz, gt);
+  // Other ranks with the OOD sweeps' value widths: the value-width loops
+  // (shorter than a vector or with a tail) are the ones that need them.
+  if (dv == 12) return Block3<0, 12>(p, seed, z, t0, nq, src, out, gz, gt);
+  if (dv == 16) return Block3<0, 16>(p, seed, z, t0, nq, src, out, gz, gt);
+  if (dv == 24) return Block3<0, 24>(p, seed, z, t0, nq, src, out, gz, gt);
+  return Block3<0, 0>(p, seed, z, t0, nq, src, out, gz, gt);
 }
 
 // Readouts of the block's nq sequences into out (k per position). One call
 // per block: the sequence loops inline into each instruction-set clone.
 RANKSWEEP_VECTOR_CLONES
-void BlockForward(const Problem& p, int64_t seed, const Features& fe, const float* z, int64_t nq,
-                  Scratch& sc, float* out) {
+void BlockForward(const Problem& p, int64_t seed, const float* z, int64_t nq, Scratch& sc,
+                  float* out) {
   if (p.n == 3 && p.shape.k == 1) {
-    Block3Dispatch(p, seed, fe, z, 0, nq, nullptr, out, nullptr, nullptr);
+    Block3Dispatch(p, seed, z, 0, nq, nullptr, out, nullptr, nullptr);
     return;
   }
   for (int64_t q = 0; q < nq; ++q) {
-    SequenceForward(p, seed, fe, z, q * p.n, sc, out + q * p.n * p.shape.k);
+    SequenceForward(p, seed, z, q * p.n, sc, out + q * p.n * p.shape.k);
   }
 }
 
-// The map gradients of the block's nq sequences (positions t0 ..) into gz;
-// adds the block's share of d loss / d inv_tau to *gt and, for the squared
-// error, its loss to *loss.
+// The feature map's derivative on the query/key columns of the block's gz
+// (tb rows), from the features in the same columns of z.
 RANKSWEEP_VECTOR_CLONES
-void BlockBackward(const Problem& p, int64_t seed, const Features& fe, const float* z,
-                   int64_t t0, int64_t nq, const GradSource& src, Scratch& sc, float* gz,
-                   float* gt, double* loss) {
-  float gt_sum = 0;
-  double loss_sum = 0;
-  float* out = sc.out.data();
-  float* go = sc.go.data();
-  if (src.gout == nullptr && p.n == 3 && p.shape.k == 1) {
-    *loss += Block3Dispatch(p, seed, fe, z, t0, nq, &src, out, gz, gt);
-    return;
-  }
-  for (int64_t q = 0; q < nq; ++q) {
-    const int64_t t = t0 + q * p.n;  // the sequence's first position
-    if (src.gout != nullptr) {
-      SequenceForward(p, seed, fe, z, q * p.n, sc, nullptr);
-      gt_sum += SequenceBackward(p, seed, fe, z, q * p.n, sc,
-                                 src.gout + (seed * p.t + t) * p.shape.k, gz);
-      continue;
-    }
-    SequenceForward(p, seed, fe, z, q * p.n, sc, out);
-    const float* target = src.targets + seed * src.targets_seed_stride + t;
-    for (int64_t i = 0; i < p.n; ++i) {
-      const float d = out[i] - target[i];
-      loss_sum += static_cast<double>(src.weight[i]) * d * d;
-      go[i] = 2.0f * src.weight[i] * d;
-    }
-    gt_sum += SequenceBackward(p, seed, fe, z, q * p.n, sc, go, gz);
-  }
-  *gt += gt_sum;
-  *loss += loss_sum;
-}
-
-// The feature map's derivative on the query/key columns of the block's gz.
-RANKSWEEP_VECTOR_CLONES
-void FeatureMapBackward(const Problem& p, const Scratch& sc, int64_t tb, float* gz) {
+void FeatureMapBackward(const Problem& p, const float* z, int64_t tb, float* gz) {
   if (!p.features()) return;
   const int64_t width = 2 * p.shape.score;
-  const float* z = sc.z.data_ptr<float>();
-  const float* phi = sc.phi.data_ptr<float>();
   for (int64_t t = 0; t < tb; ++t) {
     float* g = gz + t * p.f;
-    const float* zr = z + t * p.f;
-    const float* pr = phi + t * width;
+    const float* pr = z + t * p.f;
     // Branch-free: the sign of z is a coin flip, and a mispredicted branch
     // per feature cost more than the rest of the step.
     switch (p.shape.map) {
@@ -636,11 +969,48 @@ void FeatureMapBackward(const Problem& p, const Scratch& sc, int64_t tb, float* 
       case Shape::Map::kExp:
         for (int64_t c = 0; c < width; ++c) g[c] *= pr[c];
         break;
-      case Shape::Map::kReluEps:
-        for (int64_t c = 0; c < width; ++c) g[c] *= static_cast<float>(zr[c] > 0.0f);
+      case Shape::Map::kReluEps:  // z > 0 exactly where phi = max(z, 0) + eps > eps
+        for (int64_t c = 0; c < width; ++c) g[c] *= static_cast<float>(pr[c] > p.relu_eps);
         break;
     }
   }
+}
+
+// The map gradients of the block's nq sequences (positions t0 ..) into gz;
+// adds the block's share of d loss / d inv_tau to *gt and, for the squared
+// error, its loss to *loss.
+RANKSWEEP_VECTOR_CLONES
+void BlockBackward(const Problem& p, int64_t seed, const float* z, int64_t t0, int64_t nq,
+                   const GradSource& src, Scratch& sc, float* gz, float* gt, double* loss) {
+  float gt_sum = 0;
+  double loss_sum = 0;
+  float* out = sc.out.data();
+  float* go = sc.go.data();
+  if (src.gout == nullptr && p.n == 3 && p.shape.k == 1) {
+    *loss += Block3Dispatch(p, seed, z, t0, nq, &src, out, gz, gt);
+    return;
+  }
+  std::fill(gz, gz + nq * p.n * p.f, 0.0f);
+  for (int64_t q = 0; q < nq; ++q) {
+    const int64_t t = t0 + q * p.n;  // the sequence's first position
+    if (src.gout != nullptr) {
+      SequenceForward(p, seed, z, q * p.n, sc, nullptr);
+      gt_sum +=
+          SequenceBackward(p, seed, z, q * p.n, sc, src.gout + (seed * p.t + t) * p.shape.k, gz);
+      continue;
+    }
+    SequenceForward(p, seed, z, q * p.n, sc, out);
+    const float* target = src.targets + seed * src.targets_seed_stride + t;
+    for (int64_t i = 0; i < p.n; ++i) {
+      const float d = out[i] - target[i];
+      loss_sum += static_cast<double>(src.weight[i]) * d * d;
+      go[i] = 2.0f * src.weight[i] * d;
+    }
+    gt_sum += SequenceBackward(p, seed, z, q * p.n, sc, go, gz);
+  }
+  FeatureMapBackward(p, z, nq * p.n, gz);
+  *gt += gt_sum;
+  *loss += loss_sum;
 }
 
 // Sequences per block and the split of each seed's sequences into chunks,
@@ -651,7 +1021,8 @@ struct Plan {
 
 Plan MakePlan(const Problem& p) {
   const int64_t seqs = p.t / p.n;
-  const int64_t block_seqs = std::max<int64_t>(1, kBlockFloats / (p.n * p.f));
+  const int64_t block_seqs =
+      std::max<int64_t>(1, std::min(kBlockFloats / (p.n * p.f), kBlockTokens / p.n));
   const int64_t threads = at::get_num_threads();
   int64_t chunks = p.s >= threads ? 1 : (threads + p.s - 1) / p.s;
   chunks = std::max<int64_t>(1, std::min(chunks, (seqs + block_seqs - 1) / block_seqs));
@@ -659,31 +1030,64 @@ Plan MakePlan(const Problem& p) {
 }
 
 // Runs `body(seed, first_seq, seqs, scratch, item)` over every block of
-// every work item, items in parallel.
-template <typename Body>
-void ForEachBlock(const Problem& p, const Plan& plan, const Body& body) {
+// every work item, items in parallel, with `start(seed, scratch)` before an
+// item's first block and `finish(seed, scratch, item)` after its last.
+template <typename Start, typename Body, typename Finish>
+void ForEachBlock(const Problem& p, const Plan& plan, const Start& start, const Body& body,
+                  const Finish& finish) {
   const int64_t seqs = p.t / p.n;
   at::parallel_for(0, p.s * plan.chunks, 1, [&](int64_t begin, int64_t end) {
     Scratch sc(p, plan.block_seqs * p.n);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t seed = item / plan.chunks, c = item % plan.chunks;
       const int64_t lo = seqs * c / plan.chunks, hi = seqs * (c + 1) / plan.chunks;
+      start(seed, sc);
       for (int64_t q0 = lo; q0 < hi; q0 += plan.block_seqs) {
         body(seed, q0, std::min(plan.block_seqs, hi - q0), sc, item);
       }
+      finish(seed, sc, item);
     }
   });
+}
+
+// The maps of the positions t0 .. t0+tb of `seed` into sc.z: formed, or
+// (by_row) copied from the table rows' maps in sc.zt.
+void BlockMaps(const Problem& p, int64_t seed, int64_t t0, int64_t tb, Scratch& sc) {
+  const int64_t* rows = p.RowsOf(seed, t0);
+  if (!p.by_row) {
+    Maps(p, seed, rows, tb, sc.z.data());
+    return;
+  }
+  for (int64_t t = 0; t < tb; ++t) {
+    std::copy_n(sc.zt.data() + rows[t] * p.f, p.f, sc.z.data() + t * p.f);
+  }
+}
+
+// by_row: the positions' map gradients added to their table rows' in sc.gzt.
+RANKSWEEP_VECTOR_CLONES
+void AddToRows(const Problem& p, int64_t seed, int64_t t0, int64_t tb, Scratch& sc) {
+  const int64_t* rows = p.RowsOf(seed, t0);
+  for (int64_t t = 0; t < tb; ++t) {
+    const float* g = sc.gz.data() + t * p.f;
+    float* out = sc.gzt.data() + rows[t] * p.f;
+    for (int64_t c = 0; c < p.f; ++c) out[c] += g[c];
+  }
 }
 
 torch::Tensor RunForward(const Problem& p) {
   torch::Tensor out = torch::empty({p.s, p.t / p.n, p.n, p.shape.k});
   float* o = out.data_ptr<float>();
-  ForEachBlock(p, MakePlan(p), [&](int64_t seed, int64_t q0, int64_t nq, Scratch& sc, int64_t) {
-    const int64_t t0 = q0 * p.n, tb = nq * p.n;
-    const Features fe = Maps(p, seed, t0, tb, sc);
-    BlockForward(p, seed, fe, sc.z.data_ptr<float>(), nq, sc,
-                 o + (seed * p.t + t0) * p.shape.k);
-  });
+  ForEachBlock(
+      p, MakePlan(p),
+      [&](int64_t seed, Scratch& sc) {
+        if (p.by_row) Maps(p, seed, p.table_rows.data(), p.table.size(0), sc.zt.data());
+      },
+      [&](int64_t seed, int64_t q0, int64_t nq, Scratch& sc, int64_t) {
+        const int64_t t0 = q0 * p.n, tb = nq * p.n;
+        BlockMaps(p, seed, t0, tb, sc);
+        BlockForward(p, seed, sc.z.data(), nq, sc, o + (seed * p.t + t0) * p.shape.k);
+      },
+      [](int64_t, Scratch&, int64_t) {});
   return out;
 }
 
@@ -700,19 +1104,31 @@ Gradients RunBackward(const Problem& p, const GradSource& src) {
   torch::Tensor loss = torch::zeros({p.s, plan.chunks}, torch::kFloat64);
   float* gtp = gt.data_ptr<float>();
   double* lossp = loss.data_ptr<double>();
-  ForEachBlock(p, plan, [&](int64_t seed, int64_t q0, int64_t nq, Scratch& sc, int64_t item) {
-    const int64_t t0 = q0 * p.n, tb = nq * p.n;
-    const Features fe = Maps(p, seed, t0, tb, sc);
-    const float* z = sc.z.data_ptr<float>();
-    torch::Tensor gzb = sc.gz.narrow(0, 0, tb);
-    float* gz = gzb.data_ptr<float>();
-    std::memset(gz, 0, sizeof(float) * tb * p.f);
-    BlockBackward(p, seed, fe, z, t0, nq, src, sc, gz, gtp + item, lossp + item);
-    FeatureMapBackward(p, sc, tb, gz);
-    torch::Tensor acc = gw[seed][item % plan.chunks];
-    const torch::Tensor xa = p.xa[p.shared_tokens ? 0 : seed].narrow(0, t0, tb);
-    at::addmm_out(acc, acc, xa.t(), gzb);
-  });
+  float* gwp = gw.data_ptr<float>();
+  ForEachBlock(
+      p, plan,
+      [&](int64_t seed, Scratch& sc) {
+        if (!p.by_row) return;
+        Maps(p, seed, p.table_rows.data(), p.table.size(0), sc.zt.data());
+        std::fill(sc.gzt.begin(), sc.gzt.end(), 0.0f);
+      },
+      [&](int64_t seed, int64_t q0, int64_t nq, Scratch& sc, int64_t item) {
+        const int64_t t0 = q0 * p.n, tb = nq * p.n;
+        BlockMaps(p, seed, t0, tb, sc);
+        float* gz = sc.gz.data();
+        BlockBackward(p, seed, sc.z.data(), t0, nq, src, sc, gz, gtp + item, lossp + item);
+        if (p.by_row) {
+          AddToRows(p, seed, t0, tb, sc);
+        } else {
+          SparseWeightGrad(p, p.RowsOf(seed, t0), tb, gz, sc, gwp + item * p.m1 * p.f);
+        }
+      },
+      [&](int64_t, Scratch& sc, int64_t item) {
+        if (p.by_row) {
+          SparseWeightGrad(p, p.table_rows.data(), p.table.size(0), sc.gzt.data(), sc,
+                           gwp + item * p.m1 * p.f);
+        }
+      });
   torch::Tensor gw_sum = plan.chunks == 1 ? gw.squeeze(1) : gw.sum(1);
   return {gw_sum, gt.sum(1), loss.sum().to(torch::kFloat32)};
 }
@@ -721,10 +1137,10 @@ Gradients RunBackward(const Problem& p, const GradSource& src) {
 // maps (nothing of size T * F is kept in between).
 class TokenKernelFunction : public torch::autograd::Function<TokenKernelFunction> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& xa,
-                               const torch::Tensor& w, const torch::Tensor& inv_tau, int64_t n,
-                               const Shape& shape) {
-    ctx->save_for_backward({xa, w, inv_tau});
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& table,
+                               const torch::Tensor& idx, const torch::Tensor& w,
+                               const torch::Tensor& inv_tau, int64_t n, const Shape& shape) {
+    ctx->save_for_backward({table, idx, w, inv_tau});
     ctx->saved_data["n"] = n;
     ctx->saved_data["kind"] = static_cast<int64_t>(shape.kind);
     ctx->saved_data["map"] = static_cast<int64_t>(shape.map);
@@ -733,7 +1149,7 @@ class TokenKernelFunction : public torch::autograd::Function<TokenKernelFunction
     ctx->saved_data["score"] = shape.score;
     ctx->saved_data["dv"] = shape.dv;
     ctx->saved_data["k"] = shape.k;
-    return RunForward(MakeProblem(xa, w, inv_tau, n, shape));
+    return RunForward(MakeProblem(table, idx, w, inv_tau, n, shape));
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -747,13 +1163,16 @@ class TokenKernelFunction : public torch::autograd::Function<TokenKernelFunction
     shape.dv = ctx->saved_data["dv"].toInt();
     shape.k = ctx->saved_data["k"].toInt();
     const Problem p =
-        MakeProblem(saved[0], saved[1], saved[2], ctx->saved_data["n"].toInt(), shape);
+        MakeProblem(saved[0], saved[1], saved[2], saved[3], ctx->saved_data["n"].toInt(), shape);
     const torch::Tensor gout = grads[0].contiguous();
     GradSource src;
     src.gout = gout.data_ptr<float>();
     Gradients g = RunBackward(p, src);
-    return {torch::Tensor(), g.w,
-            shape.kind == Shape::Kind::kSoftmax ? g.inv_tau : torch::Tensor(), torch::Tensor(),
+    return {torch::Tensor(),
+            torch::Tensor(),
+            g.w,
+            shape.kind == Shape::Kind::kSoftmax ? g.inv_tau : torch::Tensor(),
+            torch::Tensor(),
             torch::Tensor()};
   }
 };
@@ -762,11 +1181,11 @@ class TokenKernelFunction : public torch::autograd::Function<TokenKernelFunction
 // backward (which only scales them): one pass over the blocks per step.
 class TokenKernelMseFunction : public torch::autograd::Function<TokenKernelMseFunction> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& xa,
-                               const torch::Tensor& w, const torch::Tensor& inv_tau,
-                               const torch::Tensor& targets, const torch::Tensor& weight,
-                               int64_t n, const Shape& shape) {
-    const Problem p = MakeProblem(xa, w, inv_tau, n, shape);
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& table,
+                               const torch::Tensor& idx, const torch::Tensor& w,
+                               const torch::Tensor& inv_tau, const torch::Tensor& targets,
+                               const torch::Tensor& weight, int64_t n, const Shape& shape) {
+    const Problem p = MakeProblem(table, idx, w, inv_tau, n, shape);
     Gradients g = RunBackward(p, MseSource(p, targets, weight));
     ctx->saved_data["gw"] = g.w;
     ctx->saved_data["gt"] = g.inv_tau;
@@ -778,6 +1197,7 @@ class TokenKernelMseFunction : public torch::autograd::Function<TokenKernelMseFu
     const torch::Tensor g = grads[0];
     const bool softmax = ctx->saved_data["softmax"].toBool();
     return {torch::Tensor(),
+            torch::Tensor(),
             ctx->saved_data["gw"].toTensor() * g,
             softmax ? ctx->saved_data["gt"].toTensor() * g : torch::Tensor(),
             torch::Tensor(),
@@ -806,30 +1226,30 @@ class TokenKernelMseFunction : public torch::autograd::Function<TokenKernelMseFu
 
 }  // namespace
 
-torch::Tensor TokenKernelForward(const torch::Tensor& xa, const torch::Tensor& w,
-                                 const torch::Tensor& inv_tau, int64_t n,
+torch::Tensor TokenKernelForward(const torch::Tensor& table, const torch::Tensor& idx,
+                                 const torch::Tensor& w, const torch::Tensor& inv_tau, int64_t n,
                                  const TokenKernelShape& shape) {
   const bool needs_grad = torch::GradMode::is_enabled() &&
                           (w.requires_grad() || (inv_tau.defined() && inv_tau.requires_grad()));
   const torch::Tensor tau = inv_tau.defined() ? inv_tau.contiguous() : torch::zeros({w.size(0)});
   if (!needs_grad) {
     torch::NoGradGuard no_grad;
-    return RunForward(MakeProblem(xa, w, tau, n, shape));
+    return RunForward(MakeProblem(table, idx, w, tau, n, shape));
   }
-  return TokenKernelFunction::apply(xa, w, tau, n, shape);
+  return TokenKernelFunction::apply(table, idx, w, tau, n, shape);
 }
 
-torch::Tensor TokenKernelMseLoss(const torch::Tensor& xa, const torch::Tensor& w,
-                                 const torch::Tensor& inv_tau, int64_t n,
+torch::Tensor TokenKernelMseLoss(const torch::Tensor& table, const torch::Tensor& idx,
+                                 const torch::Tensor& w, const torch::Tensor& inv_tau, int64_t n,
                                  const TokenKernelShape& shape, const torch::Tensor& targets,
                                  const torch::Tensor& weight) {
   const torch::Tensor tau = inv_tau.defined() ? inv_tau.contiguous() : torch::zeros({w.size(0)});
   const torch::Tensor t = targets.contiguous(), wt = weight.contiguous();
   if (!torch::GradMode::is_enabled()) {
-    const Problem p = MakeProblem(xa, w, tau, n, shape);
+    const Problem p = MakeProblem(table, idx, w, tau, n, shape);
     return RunBackward(p, TokenKernelMseFunction::MseSource(p, t, wt)).loss;
   }
-  return TokenKernelMseFunction::apply(xa, w, tau, t, wt, n, shape);
+  return TokenKernelMseFunction::apply(table, idx, w, tau, t, wt, n, shape);
 }
 
 }  // namespace ranksweep::trainer

@@ -9,11 +9,16 @@
 // elementwise op, forward and backward (about 60 MB each at rank 256 and 10
 // seeds): the step was bound by memory traffic and page faults, far below
 // the GEMM speed its FLOPs need. Here each seed's sequences go through in
-// blocks of a few hundred tokens whose maps stay in cache: one GEMM for all
-// first-layer maps of the block (xa W), the feature map, the attention and
-// readout written out per sequence, and in the backward the same block
-// recomputed, its map gradient formed in cache and folded into the weight
-// gradient by one more GEMM (xa^T gZ). Nothing of size B*N*F is stored.
+// blocks of about a hundred tokens whose maps stay in cache. The tokens are
+// 0/1 vectors, so a first-layer map is a sum of the weight rows of the
+// token's inputs (weight + 1 rows, not m + 1 multiply-adds), formed with
+// the feature map applied; the attention and readout are written out per
+// sequence; the backward forms the block's map gradients in cache (every
+// column written once, the feature map's derivative taken from the
+// feature) and folds them into the weight gradient as sums of map-gradient
+// rows over the tokens holding each input. Where every table row serves
+// four positions or more, the maps are formed once per table row and the
+// map gradients summed per row first. Nothing of size B*N*F is stored.
 //
 // Internal to the trainer library (and its tests).
 #ifndef RANKSWEEP_WORKER_TRAINER_TOKEN_KERNEL_H_
@@ -43,16 +48,18 @@ struct TokenKernelShape {
   int64_t width() const { return 2 * score + dv + k * dv + k; }
 };
 
-// xa: [S or 1, T, m+1] float32 CPU, the tokens of every position (T = B*N,
-// sequences of n consecutive rows) with a last column of ones (1: the same
-// tokens for every seed). w: [S, m+1, shape.width()], the first-layer
-// weights of all maps, the bias as the last row. inv_tau: [S] (softmax; an
-// undefined tensor otherwise). Returns the readouts [S, B, n, k], with
-// gradients for w and inv_tau (xa gets none). Float rounding differs from
-// the unfused head's (sums in other orders); heads_test.cc checks both
-// against double. Throws c10::Error on mismatched shapes.
-torch::Tensor TokenKernelForward(const torch::Tensor& xa, const torch::Tensor& w,
-                                 const torch::Tensor& inv_tau, int64_t n,
+// table: [D, m] float32 CPU tokens of 0/1 inputs; idx: [S or 1, T] int64,
+// the table row of every position (T = B*n, sequences of n consecutive
+// positions; 1: the same positions for every seed). w: [S, m+1, shape.width()],
+// the first-layer weights of all maps, the bias as the last row. inv_tau:
+// [S] (softmax; an undefined tensor otherwise). Returns the readouts
+// [S, B, n, k], with gradients for w and inv_tau (table and idx get none).
+// Float rounding differs from the unfused head's (sums in other orders);
+// heads_test.cc checks both against double. Throws c10::Error on
+// mismatched shapes, a table entry other than 0 or 1, or an idx entry
+// outside the table.
+torch::Tensor TokenKernelForward(const torch::Tensor& table, const torch::Tensor& idx,
+                                 const torch::Tensor& w, const torch::Tensor& inv_tau, int64_t n,
                                  const TokenKernelShape& shape);
 
 // The squared-error loss of the scalar readout (shape.k == 1), summed:
@@ -63,8 +70,8 @@ torch::Tensor TokenKernelForward(const torch::Tensor& xa, const torch::Tensor& w
 // over the blocks as the loss (a training step needs one pass, not a
 // forward and a recomputing backward) and kept until the backward, which
 // scales them. Throws c10::Error on mismatched shapes.
-torch::Tensor TokenKernelMseLoss(const torch::Tensor& xa, const torch::Tensor& w,
-                                 const torch::Tensor& inv_tau, int64_t n,
+torch::Tensor TokenKernelMseLoss(const torch::Tensor& table, const torch::Tensor& idx,
+                                 const torch::Tensor& w, const torch::Tensor& inv_tau, int64_t n,
                                  const TokenKernelShape& shape, const torch::Tensor& targets,
                                  const torch::Tensor& weight);
 
