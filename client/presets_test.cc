@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spec/spec_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -155,6 +156,34 @@ TEST(PresetsTest, OodPresetsSweepThreeLearningRates) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(GridCellCount(p->sweeps[0]), 54);
   EXPECT_EQ(p->sweeps[0].train.max_steps, 3000);
+}
+
+TEST(PresetsTest, KeepFirstRecipeRunsTheOodPresetsAtLrPointZeroOneOnly) {
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("ood-small", 1.0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  SweepSpec s = p->sweeps[0];
+  SweepSpec want = s;
+  want.axes.clear();
+  want.train.lr = 0.01;
+  EXPECT_EQ(KeepFirstRecipe(&s), "lr 0.01 (of 0.01,0.003,0.001)");
+  EXPECT_TRUE(s.axes.empty());
+  EXPECT_EQ(s.train.lr, 0.01);
+  EXPECT_EQ(RecipeCount(s), 1);
+  // (9 ranks + softmax) x 5 seeds, a third of the preset's 150.
+  EXPECT_EQ(GridCellCount(s), 50);
+  EXPECT_EQ(SweepSpecToJson(s, -1), SweepSpecToJson(want, -1));
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  // The presets without axes are left exactly as they are.
+  for (const std::string& name : PresetNames()) {
+    if (name.rfind("ood-", 0) == 0) continue;
+    absl::StatusOr<ResolvedPreset> other = ResolvePreset(name, 1.0);
+    ASSERT_TRUE(other.ok()) << name << ": " << other.status();
+    for (SweepSpec& one : other->sweeps) {
+      const std::string before = SweepSpecToJson(one, -1);
+      EXPECT_EQ(KeepFirstRecipe(&one), "") << name;
+      EXPECT_EQ(SweepSpecToJson(one, -1), before) << name;
+    }
+  }
 }
 
 TEST(PresetsTest, BadScaleAndUnknownNameAreErrors) {

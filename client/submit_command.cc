@@ -29,6 +29,7 @@ struct SubmitArgs {
   bool dry_run = false;
   std::string name, dataset, loss, mode;
   bool no_cache = false;
+  bool one_recipe = false;
   int seq_len = 0, seed_count = 0, eval_every = 0, early_stop_evals = 0, priority = 0;
   bool final_query_only = false;
   uint64_t data_seed = 0;
@@ -104,16 +105,28 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     if (!parsed.ok()) return ReportLocal(parsed.status());
     mode = *parsed;
   }
+  std::vector<std::string> kept;  // what --one-recipe dropped, a line per sweep
   for (SweepSpec& one : specs) {
     if (absl::Status s = ApplyOverrides(o, &one); !s.ok()) return ReportLocal(s);
     if (mode.has_value()) one.mode = *mode;
     if (a.no_cache) one.reuse_results = false;
     // The server validates too; checking here gives the same message offline.
     if (absl::Status s = ValidateSweepSpec(one); !s.ok()) return ReportLocal(s);
+    // After the axis flags, so `--lr 0.003,0.001 --one-recipe` keeps 0.003.
+    if (a.one_recipe) {
+      const std::string dropped = KeepFirstRecipe(&one);
+      if (!dropped.empty()) {
+        kept.push_back(absl::StrCat(one.name, ": ", dropped, "; ", GridCellCount(one), " cells"));
+      }
+    }
   }
   if (!resolution.empty()) {
     std::cerr << "preset " << a.preset << " at scale " << a.scale << ":\n";
     for (const std::string& line : resolution) std::cerr << "  " << line << "\n";
+  }
+  if (!kept.empty()) {
+    std::cerr << "--one-recipe, the first value of each axis:\n";
+    for (const std::string& line : kept) std::cerr << "  " << line << "\n";
   }
   for (const SweepSpec& one : specs) {
     const SweepCost cost = EstimateSweepCost(one);
@@ -246,6 +259,9 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
   submit->add_option("--priority", sa->priority, "-100..100, higher runs first");
   submit->add_option("--mode", sa->mode,
                      "grid (every rank) | search (bisection for each head's transition rank)");
+  submit->add_flag("--one-recipe", sa->one_recipe,
+                   "Keep only each recipe axis' first value (e.g. an ood preset's lr 0.01): one "
+                   "recipe, a fraction of the cells; axis flags on the same line apply first");
   submit->add_flag("--no-cache", sa->no_cache,
                    "Train every cell, even those already trained by this build");
   submit->add_flag("--watch", sa->watch, "Follow the sweep after submitting (as `watch`)");

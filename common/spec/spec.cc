@@ -349,6 +349,21 @@ absl::Status SetAxisValues(const std::string& name, std::vector<double> values,
   return absl::OkStatus();
 }
 
+std::string KeepFirstRecipe(SweepSpec* spec) {
+  std::vector<std::string> dropped;
+  const std::vector<SweepAxis> axes = spec->axes;
+  for (const SweepAxis& axis : axes) {
+    if (axis.values.empty() || !IsAxisName(axis.name)) continue;
+    std::vector<std::string> all;
+    for (double v : axis.values) all.push_back(FormatAxisValue(axis.name, v));
+    dropped.push_back(absl::StrCat(axis.name, " ", all[0], " (of ", absl::StrJoin(all, ","), ")"));
+    // One value writes the field and drops the axis; it cannot fail for a
+    // known name.
+    SetAxisValues(axis.name, {axis.values[0]}, spec).IgnoreError();
+  }
+  return absl::StrJoin(dropped, "; ");
+}
+
 int64_t GridCellCount(const SweepSpec& s) {
   int64_t cells = 0;
   const int64_t seeds = static_cast<int64_t>(SweepSeeds(s).size());

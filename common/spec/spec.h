@@ -250,6 +250,15 @@ std::string FormatAxisValue(const std::string& name, double value);
 absl::Status SetAxisValues(const std::string& name, std::vector<double> values,
                            SweepSpec* spec);
 
+// Keeps only recipe 0: every axis' first value is written to its field and
+// the axis dropped, so the sweep has one recipe (`submit --one-recipe`, to
+// time or try a sweep without its recipe search). Returns what it dropped,
+// "lr 0.01 (of 0.01,0.003,0.001)", axes joined by "; "; empty and `spec`
+// unchanged when it has no axes. Meant for a spec ValidateSweepSpec
+// accepts (recipe 0 is then valid too); an axis with an unknown name or no
+// values is left as it is.
+std::string KeepFirstRecipe(SweepSpec* spec);
+
 // Number of recipes: the product of the axes' value counts (1 without axes).
 int64_t RecipeCount(const SweepSpec& spec);
 // The axes' values of `recipe`, one per axis, in axis order.

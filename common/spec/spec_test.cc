@@ -440,6 +440,47 @@ TEST(AxesTest, RecipesAreTheCrossProductFirstAxisSlowest) {
   EXPECT_EQ(RecipeCount(GoodSweep()), 1);
 }
 
+TEST(AxesTest, KeepFirstRecipeWritesEachAxisFirstValueAndDropsTheAxes) {
+  SweepSpec s = AxesSweep();
+  s.axes.push_back({"schedule", {1, 0}});  // cosine first
+  ASSERT_EQ(GridCellCount(s), 14 * 12);
+  s.train.lr = 0.5;                          // replaced by the axis' first value
+  ASSERT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  SweepSpec want = s;
+  want.axes.clear();
+  want.train.lr = 0.01;
+  want.train.max_steps = 200;
+  want.train.schedule = LrSchedule::kCosine;
+
+  EXPECT_EQ(KeepFirstRecipe(&s),
+            "lr 0.01 (of 0.01,0.003,0.001); max_steps 200 (of 200,400); "
+            "schedule cosine (of cosine,constant)");
+  EXPECT_TRUE(s.axes.empty());
+  EXPECT_EQ(RecipeCount(s), 1);
+  EXPECT_EQ(s.train.lr, 0.01);
+  EXPECT_EQ(s.train.max_steps, 200);
+  EXPECT_EQ(s.train.schedule, LrSchedule::kCosine);
+  // Every other field as it was: the whole spec equals the expected one.
+  EXPECT_EQ(SweepSpecToJson(s, -1), SweepSpecToJson(want, -1));
+  // (2 ranked heads x 3 ranks + softmax) x 2 seeds, of the 14 x 12 recipes.
+  EXPECT_EQ(GridCellCount(s), 14);
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+
+  // A dataset axis writes the dataset field.
+  SweepSpec pool = AxesSweep();
+  pool.dataset.kind = DatasetKind::kPool;
+  pool.axes = {{"train_size", {300, 600}}};
+  EXPECT_EQ(KeepFirstRecipe(&pool), "train_size 300 (of 300,600)");
+  EXPECT_EQ(pool.dataset.train_size, 300);
+  EXPECT_TRUE(pool.axes.empty());
+
+  // Without axes: nothing to say, nothing changed.
+  SweepSpec plain = GoodSweep();
+  const std::string before = SweepSpecToJson(plain, -1);
+  EXPECT_EQ(KeepFirstRecipe(&plain), "");
+  EXPECT_EQ(SweepSpecToJson(plain, -1), before);
+}
+
 TEST(AxesTest, TaskSpecOfARecipeCarriesItsValues) {
   SweepSpec s = AxesSweep();
   s.train.lr = 0.5;  // replaced by the axis

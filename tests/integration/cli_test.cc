@@ -217,6 +217,42 @@ TEST(CliTest, DryRunAlwaysPrintsOneJsonValueAndTheSweepsSize) {
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("warning")));
 }
 
+TEST(CliTest, OneRecipeKeepsEachAxisFirstValueAfterTheAxisFlags) {
+  TempDir dir;
+  // ood-small sweeps lr 0.01, 0.003, 0.001: --one-recipe keeps 0.01 alone.
+  CommandResult r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--preset", "ood-small", "--scale",
+                              "0.1", "--one-recipe", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json spec = Json::parse(r.out);
+  EXPECT_EQ(spec["train"]["lr"], 0.01);  // a number: an axis would be the list
+  // (3 ranks + softmax) x 2 seeds, of the preset's 24 at this scale.
+  EXPECT_THAT(r.err, HasSubstr("--one-recipe, the first value of each axis:\n"
+                               "  ood-small-s0.1: lr 0.01 (of 0.01,0.003,0.001); 8 cells\n"));
+  EXPECT_THAT(r.err, HasSubstr("ood-small-s0.1: 8 cells\n"));
+  // An axis flag on the same line applies first: its first value is kept.
+  r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--preset", "ood-small", "--scale", "0.1",
+                "--lr", "0.003,0.001", "--one-recipe", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["train"]["lr"], 0.003);
+  // A spec without axes is submitted as it is, with nothing said.
+  std::vector<std::string> plain = {RANKSWEEP_CLI_BIN, "submit", "--name", "one", "--dataset",
+                                    "exhaustive", "--m", "2", "--seq-len", "3", "--heads",
+                                    "softmax", "--seeds", "1", "--dry-run"};
+  r = RunIn(dir, plain);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string without = r.out;
+  plain.push_back("--one-recipe");
+  r = RunIn(dir, plain);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, without);
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("--one-recipe")));
+  // --help says what it does.
+  r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("--one-recipe +Keep only each recipe axis' first "
+                                              "value"));
+}
+
 TEST(CliTest, FlagsReadTheSameWithDashesOrUnderscores) {
   TempDir dir;
   // The CLI names its flags with dashes and takes underscores as well.
