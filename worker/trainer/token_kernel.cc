@@ -139,24 +139,67 @@ RANKSWEEP_INLINE float SumLanes(float* v) {
   }
 }
 
-// Dots3 below for run-time widths of two vectors or more (GCC kept the
-// float-array accumulators of the loop in Dots3 in memory).
+// Nine products of three rows with three, sixteen columns at a time, the
+// accumulators named so that they stay in registers (GCC kept arrays of
+// them, and of floats, in memory).
+struct Dots9 {
+  Vec16 a00 = {}, a01 = {}, a02 = {}, a10 = {}, a11 = {}, a12 = {}, a20 = {}, a21 = {}, a22 = {};
+};
+
 RANKSWEEP_INLINE void AddDots3(const float* q0, const float* q1, const float* q2, const float* k0,
-                               const float* k1, const float* k2, Vec16 (&acc)[9]) {
-  const Vec16 qv[3] = {Load16(q0), Load16(q1), Load16(q2)};
-  const Vec16 kv[3] = {Load16(k0), Load16(k1), Load16(k2)};
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 3; ++j) acc[i * 3 + j] += qv[i] * kv[j];
-  }
+                               const float* k1, const float* k2, Dots9& d) {
+  const Vec16 x0 = Load16(q0), x1 = Load16(q1), x2 = Load16(q2);
+  const Vec16 y0 = Load16(k0), y1 = Load16(k1), y2 = Load16(k2);
+  d.a00 += x0 * y0;
+  d.a01 += x0 * y1;
+  d.a02 += x0 * y2;
+  d.a10 += x1 * y0;
+  d.a11 += x1 * y1;
+  d.a12 += x1 * y2;
+  d.a20 += x2 * y0;
+  d.a21 += x2 * y1;
+  d.a22 += x2 * y2;
 }
 
+typedef int32_t Vec16i __attribute__((vector_size(64)));
+
+// Lanes `lo` of (a, b) plus lanes `hi`: one level of the reduction below.
+RANKSWEEP_INLINE Vec16 Fold(Vec16 a, Vec16 b, Vec16i lo, Vec16i hi) {
+  return __builtin_shuffle(a, b, lo) + __builtin_shuffle(a, b, hi);
+}
+
+// The lane sums of nine vectors at once, in four levels of folds (each
+// level halves the lanes per vector and doubles the vectors per register):
+// 11 folds instead of nine separate reductions of four steps each.
+RANKSWEEP_INLINE void SumLanes9(const Dots9& d, float* out) {
+  const Vec16i lo1 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
+  const Vec16i hi1 = lo1 + 8;
+  const Vec16i lo2 = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+  const Vec16i hi2 = lo2 + 4;
+  const Vec16i lo3 = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29};
+  const Vec16i hi3 = lo3 + 2;
+  const Vec16i lo4 = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  const Vec16i hi4 = lo4 + 1;
+  const Vec16 zero = {};
+  const Vec16 c0 = Fold(d.a00, d.a01, lo1, hi1), c1 = Fold(d.a02, d.a10, lo1, hi1);
+  const Vec16 c2 = Fold(d.a11, d.a12, lo1, hi1), c3 = Fold(d.a20, d.a21, lo1, hi1);
+  const Vec16 c4 = Fold(d.a22, zero, lo1, hi1);
+  const Vec16 e0 = Fold(c0, c1, lo2, hi2), e1 = Fold(c2, c3, lo2, hi2);
+  const Vec16 e2 = Fold(c4, zero, lo2, hi2);
+  const Vec16 f0 = Fold(e0, e1, lo3, hi3), f1 = Fold(e2, zero, lo3, hi3);
+  float lanes[16];
+  Store16(lanes, Fold(f0, f1, lo4, hi4));  // lane i: the sum of the i-th vector
+  std::copy(lanes, lanes + 9, out);
+}
+
+// Dots3 below for widths of a vector or more.
 RANKSWEEP_INLINE void Dots3Wide(const float* q, const float* k, int64_t stride, int64_t r,
                                 float* a) {
-  Vec16 acc[9] = {};
+  Dots9 d;
   int64_t c = 0;
   for (; c + 16 <= r; c += 16) {
     AddDots3(q + c, q + stride + c, q + 2 * stride + c, k + c, k + stride + c, k + 2 * stride + c,
-             acc);
+             d);
   }
   if (c < r) {
     float pad[6][16];
@@ -165,13 +208,9 @@ RANKSWEEP_INLINE void Dots3Wide(const float* q, const float* k, int64_t stride, 
       std::fill(std::copy(k + i * stride + c, k + i * stride + r, pad[3 + i]), pad[3 + i] + 16,
                 0.0f);
     }
-    AddDots3(pad[0], pad[1], pad[2], pad[3], pad[4], pad[5], acc);
+    AddDots3(pad[0], pad[1], pad[2], pad[3], pad[4], pad[5], d);
   }
-  for (int ij = 0; ij < 9; ++ij) {
-    float lanes[16];
-    Store16(lanes, acc[ij]);
-    a[ij] = SumLanes<16>(lanes);
-  }
+  SumLanes9(d, a);
 }
 
 // a[i * 3 + j] = <q_i, k_j> for a sequence of three tokens, rows `stride`
@@ -182,6 +221,10 @@ RANKSWEEP_INLINE void Dots3Wide(const float* q, const float* k, int64_t stride, 
 // in registers, lanes a divisor of r); 0: r at run time.
 template <int kR = 0>
 RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int64_t r, float* a) {
+  if ((kR > 0 ? kR : r) >= 16) {
+    Dots3Wide(q, k, stride, kR > 0 ? kR : r, a);
+    return;
+  }
   if constexpr (kR > 0) {
     constexpr int kLanes = kR % 16 == 0 ? 16 : kR % 8 == 0 ? 8 : kR % 4 == 0 ? 4 : 0;
     if constexpr (kLanes > 0) {
@@ -204,10 +247,6 @@ RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int6
     r = kR;
   }
   constexpr int kLanes = 16;
-  if (r >= 2 * kLanes) {  // nine vector accumulators in registers, a padded last vector
-    Dots3Wide(q, k, stride, r, a);
-    return;
-  }
   if (r < kLanes) {  // low ranks: no vector accumulators to set up and reduce
     for (int ij = 0; ij < 9; ++ij) {
       const float* qi = q + (ij / 3) * stride;
@@ -240,7 +279,10 @@ RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int6
 // Everything one call shares, read-only.
 struct Problem {
   Shape shape;
-  int64_t s = 0, t = 0, n = 0, m1 = 0, f = 0;
+  // f: the row stride of the maps, map gradients and weights here, the
+  // width rounded up to whole vectors (the extra columns are 0 in the
+  // weights, so every column loop runs whole vectors).
+  int64_t s = 0, t = 0, n = 0, m1 = 0, f = 0, width = 0;
   int64_t q = 0, k = 0, v = 0, u = 0, b = 0;  // column offsets in a row of maps
   torch::Tensor table, idx, w;
   const int64_t* rows = nullptr;  // idx: the table row of every position
@@ -307,7 +349,8 @@ Problem MakeProblem(const torch::Tensor& table, const torch::Tensor& idx, const 
   p.t = idx.size(1);
   p.n = n;
   p.m1 = w.size(1);
-  p.f = shape.width();
+  p.width = shape.width();
+  p.f = (p.width + 15) / 16 * 16;
   p.q = 0;
   p.k = shape.score;
   p.v = 2 * shape.score;
@@ -317,7 +360,12 @@ Problem MakeProblem(const torch::Tensor& table, const torch::Tensor& idx, const 
   p.idx = idx.contiguous();
   p.rows = p.idx.data_ptr<int64_t>();
   p.rows_seed_stride = idx.size(0) == 1 ? 0 : p.t;
-  p.w = w.contiguous();
+  if (p.f == p.width) {
+    p.w = w.contiguous();
+  } else {
+    p.w = torch::zeros({p.s, p.m1, p.f});
+    p.w.narrow(2, 0, p.width).copy_(w);
+  }
   if (shape.kind == Shape::Kind::kSoftmax) {
     TORCH_CHECK(inv_tau.dim() == 1 && inv_tau.size(0) == p.s &&
                     inv_tau.scalar_type() == torch::kFloat32 && inv_tau.is_contiguous(),
@@ -412,36 +460,41 @@ RANKSWEEP_INLINE float ApplyMap(float z, float eps) {
   }
 }
 
-// z[t, c0 .. c1) = map(sum of the weight rows w[i, c0 .. c1) over the
-// inputs i of token t), for the block's tb tokens (table rows `rows`); rows
-// of w and z f floats apart. The first layer of 0/1 tokens as sums of
-// (weight + 1) rows, not m + 1 multiply-adds per output. Columns go in
-// groups of kGroup: the group's slab of w (m + 1 rows) stays in L1 across
-// the block, and each token's sum is held in registers.
+// z[t, :] = the sum of the weight rows w[i, :] over the inputs i of token
+// t, for the block's tb tokens (table rows `rows`), the feature map kOp
+// applied to columns 0 .. width; rows of w and z f floats apart (whole
+// vectors). The first layer of 0/1 tokens as sums of (weight + 1) rows, not
+// m + 1 multiply-adds per output. Columns go in groups of kGroup: the
+// group's slab of w (m + 1 rows) stays in L1 across the block, each sum is
+// held in registers, two tokens at a time, and the map is applied while
+// the group is in L1.
 template <MapOp kOp>
 RANKSWEEP_INLINE void SumRows(const Problem& p, const float* w, const int64_t* rows, int64_t tb,
-                              int64_t c0, int64_t c1, float* z) {
+                              int64_t width, float* z) {
   const int64_t f = p.f;
-  for (int64_t c = c0; c < c1; c += kGroup) {
-    const int64_t len = std::min<int64_t>(kGroup, c1 - c);
+  for (int64_t c = 0; c < f; c += kGroup) {
+    const int64_t len = std::min<int64_t>(kGroup, f - c);
+    const int64_t mapped = std::clamp<int64_t>(width - c, 0, len);
     for (int64_t t = 0; t < tb; t += 2) {
       const int64_t d = rows[t];
       const int32_t* in = p.input.data() + p.begin[d];
       const int32_t n = p.begin[d + 1] - p.begin[d];
-      float sum[2][kGroup];
+      float* zr = z + t * f + c;  // the sums go straight into z
       if (t + 1 < tb) {
         const int64_t d2 = rows[t + 1];
-        SumColumns(w + c, f, in, n, len, sum[0], p.input.data() + p.begin[d2],
-                   p.begin[d2 + 1] - p.begin[d2], sum[1]);
+        SumColumns(w + c, f, in, n, len, zr, p.input.data() + p.begin[d2],
+                   p.begin[d2 + 1] - p.begin[d2], zr + f);
       } else {
-        SumColumns(w + c, f, in, n, len, sum[0]);
+        SumColumns(w + c, f, in, n, len, zr);
       }
+      if constexpr (kOp == MapOp::kIdentity) continue;
+      if (mapped == 0) continue;
       for (int64_t u = 0; u < 2 && t + u < tb; ++u) {
-        float* zr = z + (t + u) * f + c;
-        if (len == kGroup) {  // whole groups without masks
-          for (int l = 0; l < kGroup; ++l) zr[l] = ApplyMap<kOp>(sum[u][l], p.relu_eps);
+        float* zu = zr + u * f;
+        if (mapped == kGroup) {  // whole groups without masks
+          for (int l = 0; l < kGroup; ++l) zu[l] = ApplyMap<kOp>(zu[l], p.relu_eps);
         } else {
-          for (int64_t l = 0; l < len; ++l) zr[l] = ApplyMap<kOp>(sum[u][l], p.relu_eps);
+          for (int64_t l = 0; l < mapped; ++l) zu[l] = ApplyMap<kOp>(zu[l], p.relu_eps);
         }
       }
     }
@@ -449,31 +502,27 @@ RANKSWEEP_INLINE void SumRows(const Problem& p, const float* w, const int64_t* r
 }
 
 // The first-layer maps of table rows rows[0 .. tb) into z (tb rows of f
-// floats): for kernel
-// heads the features in the query and key columns (the maps themselves are
-// not kept: each feature map's derivative is a function of its value), the
-// maps elsewhere.
+// floats): for kernel heads the features in the query and key columns (the
+// maps themselves are not kept: each feature map's derivative is a function
+// of its value), the maps elsewhere.
 RANKSWEEP_VECTOR_CLONES
 void Maps(const Problem& p, int64_t seed, const int64_t* rows, int64_t tb, float* z) {
   const float* w = p.w.data_ptr<float>() + seed * p.m1 * p.f;
   const int64_t width = p.features() ? 2 * p.shape.score : 0;
-  if (width > 0) {
-    switch (p.shape.map) {
-      case Shape::Map::kEluPlusOne:
-        SumRows<MapOp::kEluPlusOne>(p, w, rows, tb, 0, width, z);
-        break;
-      case Shape::Map::kReluEps:
-        SumRows<MapOp::kReluEps>(p, w, rows, tb, 0, width, z);
-        break;
-      case Shape::Map::kExp:
-        SumRows<MapOp::kIdentity>(p, w, rows, tb, 0, width, z);
-        for (int64_t t = 0; t < tb; ++t) {
-          for (int64_t c = 0; c < width; ++c) z[t * p.f + c] = std::exp(z[t * p.f + c]);
-        }
-        break;
-    }
+  switch (width > 0 ? p.shape.map : Shape::Map::kExp) {
+    case Shape::Map::kEluPlusOne:
+      SumRows<MapOp::kEluPlusOne>(p, w, rows, tb, width, z);
+      break;
+    case Shape::Map::kReluEps:
+      SumRows<MapOp::kReluEps>(p, w, rows, tb, width, z);
+      break;
+    case Shape::Map::kExp:
+      SumRows<MapOp::kIdentity>(p, w, rows, tb, 0, z);
+      for (int64_t t = 0; t < tb; ++t) {
+        for (int64_t c = 0; c < width; ++c) z[t * p.f + c] = std::exp(z[t * p.f + c]);
+      }
+      break;
   }
-  SumRows<MapOp::kIdentity>(p, w, rows, tb, width, p.f, z);
 }
 
 // gw[i, :] += sum of the map-gradient rows gz[t, :] over the tb tokens t
@@ -652,26 +701,33 @@ RANKSWEEP_INLINE Vec16 Derivative16(Vec16 phi, float eps) {
 // products, formed in registers and stored once. Sixteen columns at a
 // time, the last partial vector through zero-padded copies. x, y: the
 // rows; gx, gy: the outputs (no output overlaps an input).
+// One vector of Mix3's six outputs.
+struct Mix6 {
+  Vec16 gx0, gx1, gx2, gy0, gy1, gy2;
+};
+
 template <MapOp kOp>
-RANKSWEEP_INLINE void Mix3Chunk(const Vec16 (&gm)[9], const float* x0, const float* x1,
-                                const float* x2, const float* y0, const float* y1, const float* y2,
-                                Vec16 (&out)[6], float eps) {
+RANKSWEEP_INLINE Mix6 Mix3Chunk(const Vec16 (&gm)[9], const float* x0, const float* x1,
+                                const float* x2, const float* y0, const float* y1,
+                                const float* y2, float eps) {
   const Vec16 a0 = Load16(x0), a1 = Load16(x1), a2 = Load16(x2);
   const Vec16 b0 = Load16(y0), b1 = Load16(y1), b2 = Load16(y2);
-  out[0] = gm[0] * b0 + gm[1] * b1 + gm[2] * b2;
-  out[1] = gm[3] * b0 + gm[4] * b1 + gm[5] * b2;
-  out[2] = gm[6] * b0 + gm[7] * b1 + gm[8] * b2;
-  out[3] = gm[0] * a0 + gm[3] * a1 + gm[6] * a2;
-  out[4] = gm[1] * a0 + gm[4] * a1 + gm[7] * a2;
-  out[5] = gm[2] * a0 + gm[5] * a1 + gm[8] * a2;
+  Mix6 o;
+  o.gx0 = gm[0] * b0 + gm[1] * b1 + gm[2] * b2;
+  o.gx1 = gm[3] * b0 + gm[4] * b1 + gm[5] * b2;
+  o.gx2 = gm[6] * b0 + gm[7] * b1 + gm[8] * b2;
+  o.gy0 = gm[0] * a0 + gm[3] * a1 + gm[6] * a2;
+  o.gy1 = gm[1] * a0 + gm[4] * a1 + gm[7] * a2;
+  o.gy2 = gm[2] * a0 + gm[5] * a1 + gm[8] * a2;
   if constexpr (kOp != MapOp::kIdentity) {
-    out[0] *= Derivative16<kOp>(a0, eps);
-    out[1] *= Derivative16<kOp>(a1, eps);
-    out[2] *= Derivative16<kOp>(a2, eps);
-    out[3] *= Derivative16<kOp>(b0, eps);
-    out[4] *= Derivative16<kOp>(b1, eps);
-    out[5] *= Derivative16<kOp>(b2, eps);
+    o.gx0 *= Derivative16<kOp>(a0, eps);
+    o.gx1 *= Derivative16<kOp>(a1, eps);
+    o.gx2 *= Derivative16<kOp>(a2, eps);
+    o.gy0 *= Derivative16<kOp>(b0, eps);
+    o.gy1 *= Derivative16<kOp>(b1, eps);
+    o.gy2 *= Derivative16<kOp>(b2, eps);
   }
+  return o;
 }
 
 template <MapOp kOp, int kLen = 0>
@@ -701,14 +757,16 @@ RANKSWEEP_INLINE void Mix3(const float* g, const float* const* x, const float* c
   if constexpr (kLen > 0) len = kLen;
   Vec16 gm[9];
   for (int ij = 0; ij < 9; ++ij) gm[ij] = Vec16{} + g[ij];
-  Vec16 out[6];
   int64_t c = 0;
   for (; c + 16 <= len; c += 16) {
-    Mix3Chunk<kOp>(gm, x[0] + c, x[1] + c, x[2] + c, y[0] + c, y[1] + c, y[2] + c, out, eps);
-    for (int i = 0; i < 3; ++i) {
-      Store16(gx[i] + c, out[i]);
-      Store16(gy[i] + c, out[3 + i]);
-    }
+    const Mix6 o =
+        Mix3Chunk<kOp>(gm, x[0] + c, x[1] + c, x[2] + c, y[0] + c, y[1] + c, y[2] + c, eps);
+    Store16(gx[0] + c, o.gx0);
+    Store16(gx[1] + c, o.gx1);
+    Store16(gx[2] + c, o.gx2);
+    Store16(gy[0] + c, o.gy0);
+    Store16(gy[1] + c, o.gy1);
+    Store16(gy[2] + c, o.gy2);
   }
   const int64_t rest = len - c;
   if (rest == 0) return;
@@ -717,10 +775,14 @@ RANKSWEEP_INLINE void Mix3(const float* g, const float* const* x, const float* c
     std::fill(std::copy(x[i] + c, x[i] + len, in[i]), in[i] + 16, 0.0f);
     std::fill(std::copy(y[i] + c, y[i] + len, in[3 + i]), in[3 + i] + 16, 0.0f);
   }
-  Mix3Chunk<kOp>(gm, in[0], in[1], in[2], in[3], in[4], in[5], out, eps);
+  const Mix6 o = Mix3Chunk<kOp>(gm, in[0], in[1], in[2], in[3], in[4], in[5], eps);
+  Store16(in[0], o.gx0);
+  Store16(in[1], o.gx1);
+  Store16(in[2], o.gx2);
+  Store16(in[3], o.gy0);
+  Store16(in[4], o.gy1);
+  Store16(in[5], o.gy2);
   for (int i = 0; i < 3; ++i) {
-    Store16(in[i], out[i]);
-    Store16(in[3 + i], out[3 + i]);
     std::copy(in[i], in[i] + rest, gx[i] + c);
     std::copy(in[3 + i], in[3 + i] + rest, gy[i] + c);
   }
@@ -1130,6 +1192,7 @@ Gradients RunBackward(const Problem& p, const GradSource& src) {
         }
       });
   torch::Tensor gw_sum = plan.chunks == 1 ? gw.squeeze(1) : gw.sum(1);
+  if (p.f != p.width) gw_sum = gw_sum.narrow(2, 0, p.width).contiguous();
   return {gw_sum, gt.sum(1), loss.sum().to(torch::kFloat32)};
 }
 
