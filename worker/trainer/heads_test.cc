@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "worker/trainer/dataset.h"
 #include "worker/trainer/loop_math.h"
+#include "worker/trainer/token_kernel.h"
 #include "worker/trainer/trainer.h"
 
 namespace ranksweep::trainer {
@@ -609,48 +610,72 @@ TEST(TokenKernelTest, FusedPathMatchesTheUnfusedHeadInDouble) {
 // the unfused head's readouts in double: value and every parameter
 // gradient, as close as the unfused head in float is. Per-seed and shared
 // targets; a weight that leaves the first position unscored; ranks below
-// and above one vector of features.
+// and above one vector of features; every feature map; tokens that repeat
+// (32 of them in 360 positions: maps formed once per table row) and tokens
+// that hardly do (m = 8: maps formed per position).
 TEST(TokenKernelTest, OnePassMseLossMatchesTheUnfusedLossInDouble) {
   torch::manual_seed(9);
-  const int64_t b = 120, n = 3, m = 5, s = 3;
+  const int64_t b = 120, n = 3, s = 3;
+  struct Case {
+    HeadKind kind;
+    FeatureMap map;
+    int rank;
+  };
+  const std::vector<Case> cases = {{HeadKind::kKernel, FeatureMap::kEluPlusOne, 150},
+                                   {HeadKind::kKernel, FeatureMap::kEluPlusOne, 4},
+                                   {HeadKind::kKernel, FeatureMap::kReluEps, 20},
+                                   {HeadKind::kKernel, FeatureMap::kExp, 20},
+                                   {HeadKind::kSignedKernel, FeatureMap::kEluPlusOne, 20},
+                                   {HeadKind::kSoftmax, FeatureMap::kEluPlusOne, 0}};
+  for (int m : {5, 8}) {
+    std::vector<uint64_t> tokens;
+    for (int64_t i = 0; i < b * n; ++i) {
+      tokens.push_back(static_cast<uint64_t>(i * (m == 5 ? 7 : 37) % (int64_t{1} << m)));
+    }
+    const TokenIndex ti = IndexTokens(tokens, b, n, m, torch::kCPU);
+    ASSERT_EQ(ti.table.size(0), m == 5 ? 32 : 256);
+    for (const Case& c : cases) {
+      for (bool shared : {true, false}) {
+        HeadConfig config = Config(c.kind, c.map, c.rank);
+        config.m = m;
+        config.value_dim = m;
+        config.score_dim = m;
+        config.hidden = {};
+        const Minibatch mb = MinibatchOf(ti, shared, s);
+        const torch::Tensor& idx = mb.idx;
+        const torch::Tensor& x = mb.x;
+        const torch::Tensor targets =
+            torch::randint(0, 4, {idx.size(0), b, n}).to(torch::kFloat32);
+        const torch::Tensor weight = torch::tensor({0.0f, 0.5f, 1.5f}) / static_cast<float>(b);
+        auto head = MakeHead(config, {30, 31, 32});
+        auto run = [&](torch::ScalarType type, bool fused) {
+          head->to(type);
+          for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
+          torch::Tensor loss;
+          if (fused) {
+            loss = head->IndexedMseLoss(ti.table, idx, targets, weight);
+            EXPECT_TRUE(loss.defined());
+          } else {
+            const torch::Tensor d = head->forward(x.to(type)).squeeze(-1) - targets.to(type);
+            loss = (d * d * weight.to(type)).sum();
+          }
+          loss.backward();
+          std::vector<torch::Tensor> got = {loss.detach().to(torch::kFloat64)};
+          for (auto& p : head->parameters()) got.push_back(p.grad().to(torch::kFloat64));
+          return got;
+        };
+        const std::vector<torch::Tensor> want = run(torch::kFloat64, false);
+        const std::vector<torch::Tensor> unfused = run(torch::kFloat32, false);
+        ExpectAsCloseAsUnfused(want, unfused, run(torch::kFloat32, true),
+                               absl::StrCat("kind ", Name(c.kind), " map ", Name(c.map), " rank ",
+                                            c.rank, " m ", m, " shared ", shared));
+      }
+    }
+  }
+  const int64_t m = 5;
   std::vector<uint64_t> tokens;
   for (int64_t i = 0; i < b * n; ++i) tokens.push_back(static_cast<uint64_t>(i * 7 % 32));
   const TokenIndex ti = IndexTokens(tokens, b, n, m, torch::kCPU);
-  for (auto [kind, rank] : {std::pair{HeadKind::kKernel, 150}, std::pair{HeadKind::kKernel, 4},
-                            std::pair{HeadKind::kSignedKernel, 20},
-                            std::pair{HeadKind::kSoftmax, 0}}) {
-    for (bool shared : {true, false}) {
-      HeadConfig config = Config(kind, FeatureMap::kEluPlusOne, rank);
-      config.hidden = {};
-      const Minibatch mb = MinibatchOf(ti, shared, s);
-      const torch::Tensor& idx = mb.idx;
-      const torch::Tensor& x = mb.x;
-      const torch::Tensor targets = torch::randint(0, 4, {idx.size(0), b, n}).to(torch::kFloat32);
-      const torch::Tensor weight = torch::tensor({0.0f, 0.5f, 1.5f}) / static_cast<float>(b);
-      auto head = MakeHead(config, {30, 31, 32});
-      auto run = [&](torch::ScalarType type, bool fused) {
-        head->to(type);
-        for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
-        torch::Tensor loss;
-        if (fused) {
-          loss = head->IndexedMseLoss(ti.table, idx, targets, weight);
-          EXPECT_TRUE(loss.defined());
-        } else {
-          const torch::Tensor d = head->forward(x.to(type)).squeeze(-1) - targets.to(type);
-          loss = (d * d * weight.to(type)).sum();
-        }
-        loss.backward();
-        std::vector<torch::Tensor> got = {loss.detach().to(torch::kFloat64)};
-        for (auto& p : head->parameters()) got.push_back(p.grad().to(torch::kFloat64));
-        return got;
-      };
-      const std::vector<torch::Tensor> want = run(torch::kFloat64, false);
-      const std::vector<torch::Tensor> unfused = run(torch::kFloat32, false);
-      ExpectAsCloseAsUnfused(want, unfused, run(torch::kFloat32, true),
-                             absl::StrCat("kind ", Name(kind), " rank ", rank, " shared ",
-                                          shared));
-    }
-  }
   // Cross-entropy readouts (out_dim > 1) are not this path's.
   HeadConfig config = Config(HeadKind::kKernel, FeatureMap::kEluPlusOne, 4);
   config.hidden = {};
@@ -722,6 +747,37 @@ TEST(TokenKernelTest, OodWidthsMatchTheUnfusedHeadInDouble) {
                                             loss ? " loss" : " readouts"));
       }
     }
+  }
+}
+
+// The fused kernel takes tokens of 0/1 inputs only (its first layer sums
+// weight rows) and rows of its table only: anything else is refused with
+// the reason, before any work.
+TEST(TokenKernelTest, RefusesATableOtherThanZeroOneAndRowsOutsideIt) {
+  TokenKernelShape shape;
+  shape.score = 2;
+  shape.dv = 2;
+  const torch::Tensor w = torch::zeros({1, 3, shape.width()});  // m = 2
+  const torch::Tensor idx = torch::tensor({0, 1, 1}, torch::kLong).view({1, 3});
+  const torch::Tensor binary = torch::tensor({0.0f, 1.0f, 1.0f, 1.0f}).view({2, 2});
+  EXPECT_EQ(TokenKernelForward(binary, idx, w, torch::Tensor(), 3, shape).sizes(),
+            (std::vector<int64_t>{1, 1, 3, 1}));
+  const torch::Tensor halves = torch::tensor({0.0f, 0.5f, 1.0f, 1.0f}).view({2, 2});
+  try {
+    TokenKernelForward(halves, idx, w, torch::Tensor(), 3, shape);
+    ADD_FAILURE() << "a table with 0.5 was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the table must hold only 0 and 1"), std::string::npos)
+        << e.what();
+  }
+  const torch::Tensor outside = torch::tensor({0, 1, 2}, torch::kLong).view({1, 3});
+  try {
+    TokenKernelForward(binary, outside, w, torch::Tensor(), 3, shape);
+    ADD_FAILURE() << "row 2 of a 2-row table was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("idx must hold rows of the table, 0 to 1"),
+              std::string::npos)
+        << e.what();
   }
 }
 
