@@ -161,6 +161,18 @@ RANKSWEEP_INLINE void AddDots3(const float* q0, const float* q1, const float* q2
   d.a22 += x2 * y2;
 }
 
+#if defined(__clang__)
+// Clang has no __builtin_shuffle (a mask vector): the nine lane sums one by
+// one there.
+RANKSWEEP_INLINE void SumLanes9(const Dots9& d, float* out) {
+  const Vec16 v[9] = {d.a00, d.a01, d.a02, d.a10, d.a11, d.a12, d.a20, d.a21, d.a22};
+  for (int i = 0; i < 9; ++i) {
+    float lanes[16];
+    Store16(lanes, v[i]);
+    out[i] = SumLanes<16>(lanes);
+  }
+}
+#else
 typedef int32_t Vec16i __attribute__((vector_size(64)));
 
 // Lanes `lo` of (a, b) plus lanes `hi`: one level of the reduction below.
@@ -191,6 +203,7 @@ RANKSWEEP_INLINE void SumLanes9(const Dots9& d, float* out) {
   Store16(lanes, Fold(f0, f1, lo4, hi4));  // lane i: the sum of the i-th vector
   std::copy(lanes, lanes + 9, out);
 }
+#endif
 
 // Dots3 below for widths of a vector or more.
 RANKSWEEP_INLINE void Dots3Wide(const float* q, const float* k, int64_t stride, int64_t r,
