@@ -89,35 +89,21 @@ RANKSWEEP_INLINE void SumGroup(const float* rows, int64_t stride, const int32_t*
   for (int v = 0; v < kVecs; ++v) Store16(out2 + 16 * v, a1[v]);
 }
 
-// out[0 .. len) (len <= kGroup) as SumGroup (and out2 from list2 when
-// given): whole vectors, then the last len % 16 columns one by one.
+// out[0 .. len) as SumGroup (and out2 from list2 when given), len a
+// multiple of 16 up to kGroup: rows are padded to whole vectors.
 RANKSWEEP_INLINE void SumColumns(const float* rows, int64_t stride, const int32_t* list, int32_t n,
                                  int64_t len, float* out, const int32_t* list2 = nullptr,
                                  int32_t n2 = 0, float* out2 = nullptr) {
   static_assert(kGroupVecs == 4, "SumColumns dispatches up to four vectors");
   switch (len / 16) {
     case 4:
-      SumGroup<4>(rows, stride, list, n, out, list2, n2, out2);
-      break;
+      return SumGroup<4>(rows, stride, list, n, out, list2, n2, out2);
     case 3:
-      SumGroup<3>(rows, stride, list, n, out, list2, n2, out2);
-      break;
+      return SumGroup<3>(rows, stride, list, n, out, list2, n2, out2);
     case 2:
-      SumGroup<2>(rows, stride, list, n, out, list2, n2, out2);
-      break;
-    case 1:
-      SumGroup<1>(rows, stride, list, n, out, list2, n2, out2);
-      break;
+      return SumGroup<2>(rows, stride, list, n, out, list2, n2, out2);
     default:
-      break;
-  }
-  for (int64_t l = len / 16 * 16; l < len; ++l) {
-    float sum = 0, sum2 = 0;
-    for (int32_t k = 0; k < n; ++k) sum += rows[list[k] * stride + l];
-    out[l] = sum;
-    if (list2 == nullptr) continue;
-    for (int32_t k = 0; k < n2; ++k) sum2 += rows[list2[k] * stride + l];
-    out2[l] = sum2;
+      return SumGroup<1>(rows, stride, list, n, out, list2, n2, out2);
   }
 }
 
