@@ -443,8 +443,10 @@ RANKSWEEP_INLINE float ExpNonPositive(float x) {
   return underflow ? 0.0f : y * scale;
 }
 
-// The feature maps, applied to a first-layer output where it is formed.
-enum class MapOp { kIdentity, kEluPlusOne, kReluEps };
+// The feature maps (kIdentity: the query and key columns without one, as
+// in signed-kernel and softmax heads), each with its derivative as a
+// function of its value: the maps under the features are not kept.
+enum class MapOp { kIdentity, kEluPlusOne, kReluEps, kExp };
 
 template <MapOp kOp>
 RANKSWEEP_INLINE float ApplyMap(float z, float eps) {
@@ -454,9 +456,42 @@ RANKSWEEP_INLINE float ApplyMap(float z, float eps) {
     return z > 0.0f ? z + 1.0f : e;
   } else if constexpr (kOp == MapOp::kReluEps) {
     return std::max(z, 0.0f) + eps;
+  } else if constexpr (kOp == MapOp::kExp) {
+    return std::exp(z);
   } else {
     return z;
   }
+}
+
+// d map / dz from phi = map(z), branch-free (the sign of z is a coin flip,
+// and a mispredicted branch per feature cost more than the rest of the
+// step). T: float or Vec16.
+template <MapOp kOp, typename T>
+RANKSWEEP_INLINE T Derivative(T phi, float eps) {
+  const T one = T{} + 1.0f;
+  if constexpr (kOp == MapOp::kEluPlusOne) {
+    return phi < one ? phi : one;  // 1 above 0, e^z = phi <= 1 at or below
+  } else if constexpr (kOp == MapOp::kReluEps) {
+    return phi > T{} + eps ? one : T{};  // z > 0 exactly where phi > eps
+  } else if constexpr (kOp == MapOp::kExp) {
+    return phi;
+  } else {
+    return one;
+  }
+}
+
+// The feature map of p's query and key columns.
+MapOp MapOpOf(const Problem& p) {
+  if (!p.features()) return MapOp::kIdentity;
+  switch (p.shape.map) {
+    case Shape::Map::kEluPlusOne:
+      return MapOp::kEluPlusOne;
+    case Shape::Map::kReluEps:
+      return MapOp::kReluEps;
+    case Shape::Map::kExp:
+      return MapOp::kExp;
+  }
+  return MapOp::kIdentity;
 }
 
 // z[t, :] = the sum of the weight rows w[i, :] over the inputs i of token
@@ -508,19 +543,15 @@ RANKSWEEP_VECTOR_CLONES
 void Maps(const Problem& p, int64_t seed, const int64_t* rows, int64_t tb, float* z) {
   const float* w = p.w.data_ptr<float>() + seed * p.m1 * p.f;
   const int64_t width = p.features() ? 2 * p.shape.score : 0;
-  switch (width > 0 ? p.shape.map : Shape::Map::kExp) {
-    case Shape::Map::kEluPlusOne:
-      SumRows<MapOp::kEluPlusOne>(p, w, rows, tb, width, z);
-      break;
-    case Shape::Map::kReluEps:
-      SumRows<MapOp::kReluEps>(p, w, rows, tb, width, z);
-      break;
-    case Shape::Map::kExp:
-      SumRows<MapOp::kIdentity>(p, w, rows, tb, 0, z);
-      for (int64_t t = 0; t < tb; ++t) {
-        for (int64_t c = 0; c < width; ++c) z[t * p.f + c] = std::exp(z[t * p.f + c]);
-      }
-      break;
+  switch (MapOpOf(p)) {
+    case MapOp::kEluPlusOne:
+      return SumRows<MapOp::kEluPlusOne>(p, w, rows, tb, width, z);
+    case MapOp::kReluEps:
+      return SumRows<MapOp::kReluEps>(p, w, rows, tb, width, z);
+    case MapOp::kExp:
+      return SumRows<MapOp::kExp>(p, w, rows, tb, width, z);
+    case MapOp::kIdentity:
+      return SumRows<MapOp::kIdentity>(p, w, rows, tb, 0, z);
   }
 }
 
@@ -680,19 +711,6 @@ RANKSWEEP_INLINE float SequenceBackward(const Problem& p, int64_t seed, const fl
   return gt;
 }
 
-// The feature map's derivative from its value, sixteen at a time.
-template <MapOp kOp>
-RANKSWEEP_INLINE Vec16 Derivative16(Vec16 phi, float eps) {
-  const Vec16 one = Vec16{} + 1.0f;
-  if constexpr (kOp == MapOp::kEluPlusOne) {
-    return phi < one ? phi : one;  // 1 above 0, e^z = phi <= 1 at or below
-  } else if constexpr (kOp == MapOp::kReluEps) {
-    return phi > Vec16{} + eps ? one : Vec16{};  // z > 0
-  } else {
-    return one;
-  }
-}
-
 // For rows x0..x2 and y0..y2 of len floats and a 3 x 3 matrix g, writes
 // gx_i = sum_j g_ij y_j and gy_j = sum_i g_ij x_i, each times the
 // derivative of the feature map at its row (kOp; the rows hold the
@@ -719,12 +737,12 @@ RANKSWEEP_INLINE Mix6 Mix3Chunk(const Vec16 (&gm)[9], const float* x0, const flo
   o.gy1 = gm[1] * a0 + gm[4] * a1 + gm[7] * a2;
   o.gy2 = gm[2] * a0 + gm[5] * a1 + gm[8] * a2;
   if constexpr (kOp != MapOp::kIdentity) {
-    o.gx0 *= Derivative16<kOp>(a0, eps);
-    o.gx1 *= Derivative16<kOp>(a1, eps);
-    o.gx2 *= Derivative16<kOp>(a2, eps);
-    o.gy0 *= Derivative16<kOp>(b0, eps);
-    o.gy1 *= Derivative16<kOp>(b1, eps);
-    o.gy2 *= Derivative16<kOp>(b2, eps);
+    o.gx0 *= Derivative<kOp>(a0, eps);
+    o.gx1 *= Derivative<kOp>(a1, eps);
+    o.gx2 *= Derivative<kOp>(a2, eps);
+    o.gy0 *= Derivative<kOp>(b0, eps);
+    o.gy1 *= Derivative<kOp>(b1, eps);
+    o.gy2 *= Derivative<kOp>(b2, eps);
   }
   return o;
 }
@@ -742,9 +760,8 @@ RANKSWEEP_INLINE void Mix3(const float* g, const float* const* x, const float* c
         out[i] = g[3 * i] * in[3] + g[3 * i + 1] * in[4] + g[3 * i + 2] * in[5];
         out[3 + i] = g[i] * in[0] + g[3 + i] * in[1] + g[6 + i] * in[2];
       }
-      for (int o = 0; o < 6; ++o) {
-        if constexpr (kOp == MapOp::kEluPlusOne) out[o] *= std::min(in[o], 1.0f);
-        if constexpr (kOp == MapOp::kReluEps) out[o] *= static_cast<float>(in[o] > eps);
+      if constexpr (kOp != MapOp::kIdentity) {
+        for (int o = 0; o < 6; ++o) out[o] *= Derivative<kOp>(in[o], eps);
       }
       for (int i = 0; i < 3; ++i) {
         gx[i][c] = out[i];
@@ -805,21 +822,19 @@ RANKSWEEP_INLINE void WriteGrads3(const Problem& p, const float* g, const float*
   const auto q = rows(zs + p.q), k = rows(zs + p.k), u = rows(zs + p.u), v = rows(zs + p.v);
   const auto gq = out_rows(gzs + p.q), gk = out_rows(gzs + p.k);
   const auto gu = out_rows(gzs + p.u), gv = out_rows(gzs + p.v);
-  const Shape::Map map = p.features() ? p.shape.map : Shape::Map::kExp;
-  if (p.features() && map == Shape::Map::kEluPlusOne) {
-    Mix3<MapOp::kEluPlusOne, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, 0);
-  } else if (p.features() && map == Shape::Map::kReluEps) {
-    Mix3<MapOp::kReluEps, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, p.relu_eps);
-  } else {
-    Mix3<MapOp::kIdentity, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, 0);
-    if (p.features()) {  // exp: the derivative is the feature itself
-      for (int i = 0; i < 3; ++i) {
-        for (int64_t c = 0; c < r; ++c) {
-          gq[i][c] *= q[i][c];
-          gk[i][c] *= k[i][c];
-        }
-      }
-    }
+  switch (MapOpOf(p)) {
+    case MapOp::kEluPlusOne:
+      Mix3<MapOp::kEluPlusOne, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, 0);
+      break;
+    case MapOp::kReluEps:
+      Mix3<MapOp::kReluEps, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, p.relu_eps);
+      break;
+    case MapOp::kExp:
+      Mix3<MapOp::kExp, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, 0);
+      break;
+    case MapOp::kIdentity:
+      Mix3<MapOp::kIdentity, kR>(g, q.data(), k.data(), gq.data(), gk.data(), r, 0);
+      break;
   }
   Mix3<MapOp::kIdentity, kDv>(h, u.data(), v.data(), gu.data(), gv.data(), dv, 0);
   for (int i = 0; i < 3; ++i) gzs[i * f + p.b] = gb[i];
@@ -1012,28 +1027,27 @@ void BlockForward(const Problem& p, int64_t seed, const float* z, int64_t nq, Sc
 
 // The feature map's derivative on the query/key columns of the block's gz
 // (tb rows), from the features in the same columns of z.
-RANKSWEEP_VECTOR_CLONES
-void FeatureMapBackward(const Problem& p, const float* z, int64_t tb, float* gz) {
-  if (!p.features()) return;
+template <MapOp kOp>
+RANKSWEEP_INLINE void ScaleByDerivative(const Problem& p, const float* z, int64_t tb, float* gz) {
   const int64_t width = 2 * p.shape.score;
   for (int64_t t = 0; t < tb; ++t) {
     float* g = gz + t * p.f;
-    const float* pr = z + t * p.f;
-    // Branch-free: the sign of z is a coin flip, and a mispredicted branch
-    // per feature cost more than the rest of the step.
-    switch (p.shape.map) {
-      case Shape::Map::kEluPlusOne:
-        // d/dz is 1 above 0 and e^z = phi at or below, where phi <= 1 <
-        // z + 1: min(phi, 1) either way.
-        for (int64_t c = 0; c < width; ++c) g[c] *= std::min(pr[c], 1.0f);
-        break;
-      case Shape::Map::kExp:
-        for (int64_t c = 0; c < width; ++c) g[c] *= pr[c];
-        break;
-      case Shape::Map::kReluEps:  // z > 0 exactly where phi = max(z, 0) + eps > eps
-        for (int64_t c = 0; c < width; ++c) g[c] *= static_cast<float>(pr[c] > p.relu_eps);
-        break;
-    }
+    const float* phi = z + t * p.f;
+    for (int64_t c = 0; c < width; ++c) g[c] *= Derivative<kOp>(phi[c], p.relu_eps);
+  }
+}
+
+RANKSWEEP_VECTOR_CLONES
+void FeatureMapBackward(const Problem& p, const float* z, int64_t tb, float* gz) {
+  switch (MapOpOf(p)) {
+    case MapOp::kEluPlusOne:
+      return ScaleByDerivative<MapOp::kEluPlusOne>(p, z, tb, gz);
+    case MapOp::kReluEps:
+      return ScaleByDerivative<MapOp::kReluEps>(p, z, tb, gz);
+    case MapOp::kExp:
+      return ScaleByDerivative<MapOp::kExp>(p, z, tb, gz);
+    case MapOp::kIdentity:
+      return;
   }
 }
 
