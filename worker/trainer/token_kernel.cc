@@ -57,7 +57,7 @@ RANKSWEEP_INLINE void Store16(float* p, Vec16 v) { *reinterpret_cast<Vec16Unalig
 
 // out[0 .. 16 kVecs) = the sum of the rows rows + list[k] * stride over
 // k < n, added in list order (as a product with the 0/1 row would be: the
-// signed kernel's gradients were 3.6-8 times further from exact with the
+// signed kernel's gradients were 3.3-8 times further from exact with the
 // sums split in two), and the same for a second list into out2 when list2
 // is given: the two sums interleaved, so that 2 kVecs chains of adds run
 // at once.
