@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "worker/trainer/loop_math.h"
@@ -55,16 +56,127 @@ RANKSWEEP_INLINE Vec16 Load16(const float* p) {
 }
 RANKSWEEP_INLINE void Store16(float* p, Vec16 v) { *reinterpret_cast<Vec16Unaligned*>(p) = v; }
 
+// Sixteen 32-bit integers: the lanes of a Vec16 as bits, and lane masks.
+typedef int32_t Vec16i __attribute__((vector_size(64)));
+typedef uint32_t Vec16u __attribute__((vector_size(64)));
+
+// The integer types of T's bits (float or Vec16), signed and unsigned.
+template <typename T>
+struct BitsOf {
+  using Signed = int32_t;
+  using Unsigned = uint32_t;
+};
+template <>
+struct BitsOf<Vec16> {
+  using Signed = Vec16i;
+  using Unsigned = Vec16u;
+};
+
+// e^max(x, -87) for x <= 0 (as Cephes' expf: range reduction by ln 2 in
+// two parts, 1 + r + r^2 P(r), the exponent set by integer arithmetic; P
+// of degree 4, not Cephes' 5: a weighted least-squares fit on
+// [-ln 2 / 2, ln 2 / 2] within 3e-9 of e^r, and no less accurate in
+// float): within 1.02 ulp of e^x at every float in [-87, 0] (checked
+// against the double exp, with and without FMA contraction). T: float or Vec16, lane by lane.
+// Branch-free, so it vectorizes: LibTorch's exp (Sleef, 8 lanes, one call
+// per block) was a fifth of the training step. Above 0 the result is not
+// e^x (nor a trap): callers that pass such x discard what they get.
+template <typename T>
+RANKSWEEP_INLINE T ExpClamped(T x) {
+  using Signed = typename BitsOf<T>::Signed;
+  using Unsigned = typename BitsOf<T>::Unsigned;
+  const T low = T{} - 87.0f;
+  x = x < low ? low : x;
+  // Round to nearest by adding and subtracting 1.5 * 2^23 (|x log2 e| < 126).
+  const T shifted = x * 1.44269504088896341f + 12582912.0f;
+  const T n = shifted - 12582912.0f;
+  const T r = x - n * 0.693359375f - n * -2.12194440e-4f;
+  T p = T{} + 1.381461275741458e-3f;
+  p = p * r + 8.368710055947304e-3f;
+  p = p * r + 4.166838899254799e-2f;
+  p = p * r + 1.666652113199234e-1f;
+  p = p * r + 4.999999403953552e-1f;
+  const T y = p * r * r + r + 1.0f;
+  // 2^n: the low bits of `shifted` hold n (its bits are 0x4B400000 + n,
+  // and 0x4B400000 << 23 wraps to 0), so a shift puts n in the exponent
+  // without a float-to-int conversion.
+  Unsigned bits;
+  std::memcpy(&bits, &shifted, sizeof(bits));
+  const Signed exponent = (Signed)(bits << 23) + (127 << 23);  // NOLINT: a vector cast
+  T scale;
+  std::memcpy(&scale, &exponent, sizeof(scale));
+  return y * scale;
+}
+
+// e^x for x <= 0: ExpClamped, and 0 below -87 where e^x < 1.7e-38.
+template <typename T>
+RANKSWEEP_INLINE T ExpNonPositive(T x) {
+  return x < T{} - 87.0f ? T{} : ExpClamped(x);
+}
+
+// The feature maps (kIdentity: the query and key columns without one, as
+// in signed-kernel and softmax heads), each with its derivative as a
+// function of its value: the maps under the features are not kept.
+enum class MapOp { kIdentity, kEluPlusOne, kReluEps, kExp };
+
+// The map of z; T: float or Vec16, lane by lane.
+template <MapOp kOp, typename T>
+RANKSWEEP_INLINE T ApplyMap(T z, float eps) {
+  if constexpr (kOp == MapOp::kEluPlusOne) {
+    // z + 1 above 0, e^z at or below (e^-87 below -87, 1.7e-38 from e^z);
+    // branch-free, so it vectorizes.
+    return z > T{} ? z + 1.0f : ExpClamped(z);
+  } else if constexpr (kOp == MapOp::kReluEps) {
+    return (z > T{} ? z : T{}) + eps;
+  } else if constexpr (kOp == MapOp::kExp) {
+    if constexpr (std::is_same_v<T, float>) {
+      return std::exp(z);
+    } else {
+      for (int l = 0; l < 16; ++l) z[l] = std::exp(z[l]);
+      return z;
+    }
+  } else {
+    return z;
+  }
+}
+
+// d map / dz from phi = map(z), branch-free (the sign of z is a coin flip,
+// and a mispredicted branch per feature cost more than the rest of the
+// step). T: float or Vec16.
+template <MapOp kOp, typename T>
+RANKSWEEP_INLINE T Derivative(T phi, float eps) {
+  const T one = T{} + 1.0f;
+  if constexpr (kOp == MapOp::kEluPlusOne) {
+    return phi < one ? phi : one;  // 1 above 0, e^z = phi <= 1 at or below
+  } else if constexpr (kOp == MapOp::kReluEps) {
+    return phi > T{} + eps ? one : T{};  // z > 0 exactly where phi > eps
+  } else if constexpr (kOp == MapOp::kExp) {
+    return phi;
+  } else {
+    return one;
+  }
+}
+
+// v with the map applied to its lanes below `mapped` (at least 1).
+template <MapOp kOp>
+RANKSWEEP_INLINE Vec16 MapLanes(Vec16 v, int64_t mapped, float eps) {
+  const Vec16 phi = ApplyMap<kOp>(v, eps);
+  if (mapped >= 16) return phi;
+  const Vec16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  return lane < static_cast<int32_t>(mapped) ? phi : v;
+}
+
 // out[0 .. 16 kVecs) = the sum of the rows rows + list[k] * stride over
 // k < n, added in list order (as a product with the 0/1 row would be: the
 // signed kernel's gradients were 3.3-8 times further from exact with the
 // sums split in two), and the same for a second list into out2 when list2
 // is given: the two sums interleaved, so that 2 kVecs chains of adds run
-// at once.
-template <int kVecs>
+// at once. The map kOp is applied to the first `mapped` columns of each
+// sum in registers, before it is stored.
+template <MapOp kOp, int kVecs>
 RANKSWEEP_INLINE void SumGroup(const float* rows, int64_t stride, const int32_t* list, int32_t n,
-                               float* out, const int32_t* list2 = nullptr, int32_t n2 = 0,
-                               float* out2 = nullptr) {
+                               float* out, const int32_t* list2, int32_t n2, float* out2,
+                               int64_t mapped, float eps) {
   Vec16 a0[kVecs] = {}, a1[kVecs] = {};
   const int32_t both = list2 != nullptr ? std::min(n, n2) : 0;
   int32_t k = 0;
@@ -80,30 +192,41 @@ RANKSWEEP_INLINE void SumGroup(const float* rows, int64_t stride, const int32_t*
     const float* r0 = rows + list[k0] * stride;
     for (int v = 0; v < kVecs; ++v) a0[v] += Load16(r0 + 16 * v);
   }
-  for (int v = 0; v < kVecs; ++v) Store16(out + 16 * v, a0[v]);
-  if (list2 == nullptr) return;
-  for (int32_t k1 = k; k1 < n2; ++k1) {
-    const float* r1 = rows + list2[k1] * stride;
-    for (int v = 0; v < kVecs; ++v) a1[v] += Load16(r1 + 16 * v);
+  if (list2 != nullptr) {
+    for (int32_t k1 = k; k1 < n2; ++k1) {
+      const float* r1 = rows + list2[k1] * stride;
+      for (int v = 0; v < kVecs; ++v) a1[v] += Load16(r1 + 16 * v);
+    }
   }
-  for (int v = 0; v < kVecs; ++v) Store16(out2 + 16 * v, a1[v]);
+  for (int v = 0; v < kVecs; ++v) {
+    if constexpr (kOp != MapOp::kIdentity) {
+      if (16 * v < mapped) {
+        a0[v] = MapLanes<kOp>(a0[v], mapped - 16 * v, eps);
+        a1[v] = MapLanes<kOp>(a1[v], mapped - 16 * v, eps);
+      }
+    }
+    Store16(out + 16 * v, a0[v]);
+    if (list2 != nullptr) Store16(out2 + 16 * v, a1[v]);
+  }
 }
 
 // out[0 .. len) as SumGroup (and out2 from list2 when given), len a
 // multiple of 16 up to kGroup: rows are padded to whole vectors.
+template <MapOp kOp = MapOp::kIdentity>
 RANKSWEEP_INLINE void SumColumns(const float* rows, int64_t stride, const int32_t* list, int32_t n,
                                  int64_t len, float* out, const int32_t* list2 = nullptr,
-                                 int32_t n2 = 0, float* out2 = nullptr) {
+                                 int32_t n2 = 0, float* out2 = nullptr, int64_t mapped = 0,
+                                 float eps = 0) {
   static_assert(kGroupVecs == 4, "SumColumns dispatches up to four vectors");
   switch (len / 16) {
     case 4:
-      return SumGroup<4>(rows, stride, list, n, out, list2, n2, out2);
+      return SumGroup<kOp, 4>(rows, stride, list, n, out, list2, n2, out2, mapped, eps);
     case 3:
-      return SumGroup<3>(rows, stride, list, n, out, list2, n2, out2);
+      return SumGroup<kOp, 3>(rows, stride, list, n, out, list2, n2, out2, mapped, eps);
     case 2:
-      return SumGroup<2>(rows, stride, list, n, out, list2, n2, out2);
+      return SumGroup<kOp, 2>(rows, stride, list, n, out, list2, n2, out2, mapped, eps);
     default:
-      return SumGroup<1>(rows, stride, list, n, out, list2, n2, out2);
+      return SumGroup<kOp, 1>(rows, stride, list, n, out, list2, n2, out2, mapped, eps);
   }
 }
 
@@ -159,8 +282,6 @@ RANKSWEEP_INLINE void SumLanes9(const Dots9& d, float* out) {
   }
 }
 #else
-typedef int32_t Vec16i __attribute__((vector_size(64)));
-
 // Lanes `lo` of (a, b) plus lanes `hi`: one level of the reduction below.
 RANKSWEEP_INLINE Vec16 Fold(Vec16 a, Vec16 b, Vec16i lo, Vec16i hi) {
   return __builtin_shuffle(a, b, lo) + __builtin_shuffle(a, b, hi);
@@ -412,74 +533,6 @@ struct Scratch {
   std::vector<int32_t> count, holders;
 };
 
-// e^x for x <= 0 (Cephes' expf: range reduction by ln 2 in two parts, a
-// degree-6 polynomial, the exponent set by integer arithmetic): within
-// 1.02 ulp of e^x on [-87, 0] (checked against the double exp, with and
-// without FMA contraction), 0 below -87 where e^x < 1.7e-38. Branch-free, so the loop that calls it
-// vectorizes: LibTorch's exp (Sleef, 8 lanes, one call per block) was a
-// fifth of the training step.
-RANKSWEEP_INLINE float ExpNonPositive(float x) {
-  const bool underflow = x < -87.0f;
-  x = std::max(x, -87.0f);
-  // Round to nearest by adding and subtracting 1.5 * 2^23 (|x log2 e| < 126).
-  const float shifted = x * 1.44269504088896341f + 12582912.0f;
-  const float n = shifted - 12582912.0f;
-  const float r = x - n * 0.693359375f - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  // 2^n: the low bits of `shifted` hold n (its bits are 0x4B400000 + n,
-  // and 0x4B400000 << 23 wraps to 0), so a shift puts n in the exponent
-  // without a float-to-int conversion.
-  int32_t bits;
-  std::memcpy(&bits, &shifted, sizeof(bits));
-  bits = static_cast<int32_t>(static_cast<uint32_t>(bits) << 23) + (127 << 23);
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return underflow ? 0.0f : y * scale;
-}
-
-// The feature maps (kIdentity: the query and key columns without one, as
-// in signed-kernel and softmax heads), each with its derivative as a
-// function of its value: the maps under the features are not kept.
-enum class MapOp { kIdentity, kEluPlusOne, kReluEps, kExp };
-
-template <MapOp kOp>
-RANKSWEEP_INLINE float ApplyMap(float z, float eps) {
-  if constexpr (kOp == MapOp::kEluPlusOne) {
-    // z + 1 above 0, e^z at or below; branch-free, so the loop vectorizes.
-    const float e = ExpNonPositive(std::min(z, 0.0f));
-    return z > 0.0f ? z + 1.0f : e;
-  } else if constexpr (kOp == MapOp::kReluEps) {
-    return std::max(z, 0.0f) + eps;
-  } else if constexpr (kOp == MapOp::kExp) {
-    return std::exp(z);
-  } else {
-    return z;
-  }
-}
-
-// d map / dz from phi = map(z), branch-free (the sign of z is a coin flip,
-// and a mispredicted branch per feature cost more than the rest of the
-// step). T: float or Vec16.
-template <MapOp kOp, typename T>
-RANKSWEEP_INLINE T Derivative(T phi, float eps) {
-  const T one = T{} + 1.0f;
-  if constexpr (kOp == MapOp::kEluPlusOne) {
-    return phi < one ? phi : one;  // 1 above 0, e^z = phi <= 1 at or below
-  } else if constexpr (kOp == MapOp::kReluEps) {
-    return phi > T{} + eps ? one : T{};  // z > 0 exactly where phi > eps
-  } else if constexpr (kOp == MapOp::kExp) {
-    return phi;
-  } else {
-    return one;
-  }
-}
-
 // The feature map of p's query and key columns.
 MapOp MapOpOf(const Problem& p) {
   if (!p.features()) return MapOp::kIdentity;
@@ -500,8 +553,9 @@ MapOp MapOpOf(const Problem& p) {
 // vectors). The first layer of 0/1 tokens as sums of (weight + 1) rows, not
 // m + 1 multiply-adds per output. Columns go in groups of kGroup: the
 // group's slab of w (m + 1 rows) stays in L1 across the block, each sum is
-// held in registers, two tokens at a time, and the map is applied while
-// the group is in L1.
+// held in registers, two tokens at a time, and the map is applied there,
+// before the sum is stored (a second pass over the stored sums, which GCC
+// vectorized with masks, was a third of the step on ood-medium at rank 64).
 template <MapOp kOp>
 RANKSWEEP_INLINE void SumRows(const Problem& p, const float* w, const int64_t* rows, int64_t tb,
                               int64_t width, float* z) {
@@ -513,23 +567,13 @@ RANKSWEEP_INLINE void SumRows(const Problem& p, const float* w, const int64_t* r
       const int64_t d = rows[t];
       const int32_t* in = p.input.data() + p.begin[d];
       const int32_t n = p.begin[d + 1] - p.begin[d];
-      float* zr = z + t * f + c;  // the sums go straight into z
+      float* zr = z + t * f + c;  // the maps go straight into z
       if (t + 1 < tb) {
         const int64_t d2 = rows[t + 1];
-        SumColumns(w + c, f, in, n, len, zr, p.input.data() + p.begin[d2],
-                   p.begin[d2 + 1] - p.begin[d2], zr + f);
+        SumColumns<kOp>(w + c, f, in, n, len, zr, p.input.data() + p.begin[d2],
+                        p.begin[d2 + 1] - p.begin[d2], zr + f, mapped, p.relu_eps);
       } else {
-        SumColumns(w + c, f, in, n, len, zr);
-      }
-      if constexpr (kOp == MapOp::kIdentity) continue;
-      if (mapped == 0) continue;
-      for (int64_t u = 0; u < 2 && t + u < tb; ++u) {
-        float* zu = zr + u * f;
-        if (mapped == kGroup) {  // whole groups without masks
-          for (int l = 0; l < kGroup; ++l) zu[l] = ApplyMap<kOp>(zu[l], p.relu_eps);
-        } else {
-          for (int64_t l = 0; l < mapped; ++l) zu[l] = ApplyMap<kOp>(zu[l], p.relu_eps);
-        }
+        SumColumns<kOp>(w + c, f, in, n, len, zr, nullptr, 0, nullptr, mapped, p.relu_eps);
       }
     }
   }
@@ -956,16 +1000,15 @@ struct GradSource {
   const float* weight = nullptr;
 };
 
-// The three-token scalar-readout loops of one block (kernel or softmax),
+// The three-token scalar-readout loops of one block (softmax or kernel head),
 // for widths kR, kDv known at compile time (0: at run time). Forward only
 // when src is null; otherwise the squared error's loss (returned) and map
 // gradients into gz, d loss / d inv_tau into *gt.
-template <int kR, int kDv>
+template <bool kSoftmax, int kR, int kDv>
 RANKSWEEP_INLINE double Block3(const Problem& p, int64_t seed, const float* z, int64_t t0,
                                int64_t nq, const GradSource* src, float* out, float* gz,
                                float* gt) {
-  const bool softmax = p.shape.kind == Shape::Kind::kSoftmax;
-  const float tau = softmax ? p.inv_tau[seed] : 0.0f;
+  const float tau = kSoftmax ? p.inv_tau[seed] : 0.0f;
   double loss = 0;
   for (int64_t q = 0; q < nq; ++q) {
     const float* target = nullptr;
@@ -975,7 +1018,7 @@ RANKSWEEP_INLINE double Block3(const Problem& p, int64_t seed, const float* z, i
       o = out;
     }
     const float* weight = src != nullptr ? src->weight : nullptr;
-    if (softmax) {
+    if constexpr (kSoftmax) {
       loss += SoftmaxSequence3<kR, kDv>(p, tau, z, q * 3, o, target, weight,
                                         src != nullptr ? gz : nullptr, gt);
     } else {
@@ -989,26 +1032,33 @@ RANKSWEEP_INLINE double Block3(const Problem& p, int64_t seed, const float* z, i
 // Block3 with the widths of the OOD sweeps' heads as constants (m = 12,
 // 16, 24: the softmax head's r = dv = m, the kernel head's rank 1 with dv
 // = m, where the run-time loops' set-up and tails cost as much as the
-// arithmetic), at run time otherwise.
+// arithmetic), at run time otherwise. The kernel and softmax loops are
+// compiled apart: together in one loop, the values each keeps in
+// registers crowded the other's accumulators out to memory.
 RANKSWEEP_INLINE double Block3Dispatch(const Problem& p, int64_t seed, const float* z, int64_t t0,
                                        int64_t nq, const GradSource* src, float* out, float* gz,
                                        float* gt) {
   const int64_t r = p.shape.score, dv = p.shape.dv;
+  if (p.shape.kind == Shape::Kind::kSoftmax) {
 #define RANKSWEEP_BLOCK3(R, DV) \
-  if (r == R && dv == DV) return Block3<R, DV>(p, seed, z, t0, nq, src, out, gz, gt)
-  RANKSWEEP_BLOCK3(12, 12);
-  RANKSWEEP_BLOCK3(16, 16);
-  RANKSWEEP_BLOCK3(24, 24);
-  RANKSWEEP_BLOCK3(1, 12);
-  RANKSWEEP_BLOCK3(1, 16);
-  RANKSWEEP_BLOCK3(1, 24);
+  if (r == R && dv == DV) return Block3<true, R, DV>(p, seed, z, t0, nq, src, out, gz, gt)
+    RANKSWEEP_BLOCK3(12, 12);
+    RANKSWEEP_BLOCK3(16, 16);
+    RANKSWEEP_BLOCK3(24, 24);
 #undef RANKSWEEP_BLOCK3
+    return Block3<true, 0, 0>(p, seed, z, t0, nq, src, out, gz, gt);
+  }
+  if (r == 1) {
+    if (dv == 12) return Block3<false, 1, 12>(p, seed, z, t0, nq, src, out, gz, gt);
+    if (dv == 16) return Block3<false, 1, 16>(p, seed, z, t0, nq, src, out, gz, gt);
+    if (dv == 24) return Block3<false, 1, 24>(p, seed, z, t0, nq, src, out, gz, gt);
+  }
   // Other ranks with the OOD sweeps' value widths: the value-width loops
   // (shorter than a vector or with a tail) are the ones that need them.
-  if (dv == 12) return Block3<0, 12>(p, seed, z, t0, nq, src, out, gz, gt);
-  if (dv == 16) return Block3<0, 16>(p, seed, z, t0, nq, src, out, gz, gt);
-  if (dv == 24) return Block3<0, 24>(p, seed, z, t0, nq, src, out, gz, gt);
-  return Block3<0, 0>(p, seed, z, t0, nq, src, out, gz, gt);
+  if (dv == 12) return Block3<false, 0, 12>(p, seed, z, t0, nq, src, out, gz, gt);
+  if (dv == 16) return Block3<false, 0, 16>(p, seed, z, t0, nq, src, out, gz, gt);
+  if (dv == 24) return Block3<false, 0, 24>(p, seed, z, t0, nq, src, out, gz, gt);
+  return Block3<false, 0, 0>(p, seed, z, t0, nq, src, out, gz, gt);
 }
 
 // Readouts of the block's nq sequences into out (k per position). One call
