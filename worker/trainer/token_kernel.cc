@@ -198,16 +198,24 @@ RANKSWEEP_INLINE void SumGroup(const float* rows, int64_t stride, const int32_t*
       for (int v = 0; v < kVecs; ++v) a1[v] += Load16(r1 + 16 * v);
     }
   }
-  for (int v = 0; v < kVecs; ++v) {
-    if constexpr (kOp != MapOp::kIdentity) {
-      if (16 * v < mapped) {
-        a0[v] = MapLanes<kOp>(a0[v], mapped - 16 * v, eps);
-        a1[v] = MapLanes<kOp>(a1[v], mapped - 16 * v, eps);
+  if constexpr (kOp != MapOp::kIdentity) {
+    if (mapped >= 16 * kVecs) {  // the whole group (constant trip counts: GCC unrolls them)
+      for (int v = 0; v < kVecs; ++v) {
+        a0[v] = ApplyMap<kOp>(a0[v], eps);
+        a1[v] = ApplyMap<kOp>(a1[v], eps);
+      }
+    } else {
+      for (int v = 0; v < kVecs; ++v) {
+        if (16 * v < mapped) {
+          a0[v] = MapLanes<kOp>(a0[v], mapped - 16 * v, eps);
+          a1[v] = MapLanes<kOp>(a1[v], mapped - 16 * v, eps);
+        }
       }
     }
-    Store16(out + 16 * v, a0[v]);
-    if (list2 != nullptr) Store16(out2 + 16 * v, a1[v]);
   }
+  for (int v = 0; v < kVecs; ++v) Store16(out + 16 * v, a0[v]);
+  if (list2 == nullptr) return;
+  for (int v = 0; v < kVecs; ++v) Store16(out2 + 16 * v, a1[v]);
 }
 
 // out[0 .. len) as SumGroup (and out2 from list2 when given), len a
