@@ -618,10 +618,15 @@ void SparseWeightGrad(const Problem& p, const int64_t* rows, int64_t tb, const f
   const int64_t f = p.f;
   int32_t* count = sc.count.data();
   int32_t* holders = sc.holders.data();
-  std::fill(count, count + p.m1, 0);
+  // The bias row m: every token (the last input of every list), listed
+  // without a counter that each token would have to wait on.
+  const int64_t m = p.m1 - 1;
+  std::fill(count, count + m, 0);
+  count[m] = static_cast<int32_t>(tb);
   for (int64_t t = 0; t < tb; ++t) {
+    holders[m * tb + t] = static_cast<int32_t>(t);
     const int64_t d = rows[t];
-    for (int32_t k = p.begin[d]; k < p.begin[d + 1]; ++k) {
+    for (int32_t k = p.begin[d]; k < p.begin[d + 1] - 1; ++k) {
       const int32_t i = p.input[k];
       holders[i * tb + count[i]++] = static_cast<int32_t>(t);
     }
