@@ -56,63 +56,11 @@ RANKSWEEP_INLINE Vec16 Load16(const float* p) {
 }
 RANKSWEEP_INLINE void Store16(float* p, Vec16 v) { *reinterpret_cast<Vec16Unaligned*>(p) = v; }
 
-// Sixteen 32-bit integers: the lanes of a Vec16 as bits, and lane masks.
+// Sixteen 32-bit integers: lane masks.
 typedef int32_t Vec16i __attribute__((vector_size(64)));
-typedef uint32_t Vec16u __attribute__((vector_size(64)));
 
-// The integer types of T's bits (float or Vec16), signed and unsigned.
-template <typename T>
-struct BitsOf {
-  using Signed = int32_t;
-  using Unsigned = uint32_t;
-};
-template <>
-struct BitsOf<Vec16> {
-  using Signed = Vec16i;
-  using Unsigned = Vec16u;
-};
-
-// e^max(x, -87) for x <= 0 (as Cephes' expf: range reduction by ln 2 in
-// two parts, 1 + r + r^2 P(r), the exponent set by integer arithmetic; P
-// of degree 4, not Cephes' 5: a weighted least-squares fit on
-// [-ln 2 / 2, ln 2 / 2] within 3e-9 of e^r, and no less accurate in
-// float): within 1.02 ulp of e^x at every float in [-87, 0] (checked
-// against the double exp, with and without FMA contraction). T: float or Vec16, lane by lane.
-// Branch-free, so it vectorizes: LibTorch's exp (Sleef, 8 lanes, one call
-// per block) was a fifth of the training step. Above 0 the result is not
-// e^x (nor a trap): callers that pass such x discard what they get.
-template <typename T>
-RANKSWEEP_INLINE T ExpClamped(T x) {
-  using Signed = typename BitsOf<T>::Signed;
-  using Unsigned = typename BitsOf<T>::Unsigned;
-  const T low = T{} - 87.0f;
-  x = x < low ? low : x;
-  // Round to nearest by adding and subtracting 1.5 * 2^23 (|x log2 e| < 126).
-  const T shifted = x * 1.44269504088896341f + 12582912.0f;
-  const T n = shifted - 12582912.0f;
-  const T r = x - n * 0.693359375f - n * -2.12194440e-4f;
-  T p = T{} + 1.381461275741458e-3f;
-  p = p * r + 8.368710055947304e-3f;
-  p = p * r + 4.166838899254799e-2f;
-  p = p * r + 1.666652113199234e-1f;
-  p = p * r + 4.999999403953552e-1f;
-  const T y = p * r * r + r + 1.0f;
-  // 2^n: the low bits of `shifted` hold n (its bits are 0x4B400000 + n,
-  // and 0x4B400000 << 23 wraps to 0), so a shift puts n in the exponent
-  // without a float-to-int conversion.
-  Unsigned bits;
-  std::memcpy(&bits, &shifted, sizeof(bits));
-  const Signed exponent = (Signed)(bits << 23) + (127 << 23);  // NOLINT: a vector cast
-  T scale;
-  std::memcpy(&scale, &exponent, sizeof(scale));
-  return y * scale;
-}
-
-// e^x for x <= 0: ExpClamped, and 0 below -87 where e^x < 1.7e-38.
-template <typename T>
-RANKSWEEP_INLINE T ExpNonPositive(T x) {
-  return x < T{} - 87.0f ? T{} : ExpClamped(x);
-}
+using loops::ExpClamped;
+using loops::ExpNonPositive;
 
 // The feature maps (kIdentity: the query and key columns without one, as
 // in signed-kernel and softmax heads), each with its derivative as a
