@@ -322,32 +322,13 @@ RANKSWEEP_INLINE void Dots3(const float* q, const float* k, int64_t stride, int6
     }
     r = kR;
   }
-  constexpr int kLanes = 16;
-  if (r < kLanes) {  // low ranks: no vector accumulators to set up and reduce
-    for (int ij = 0; ij < 9; ++ij) {
-      const float* qi = q + (ij / 3) * stride;
-      const float* kj = k + (ij % 3) * stride;
-      float sum = 0;
-      for (int64_t t = 0; t < r; ++t) sum += qi[t] * kj[t];
-      a[ij] = sum;
-    }
-    return;
-  }
-  float acc[9][kLanes] = {};
-  int64_t c = 0;
-  for (; c + kLanes <= r; c += kLanes) {
-    for (int i = 0; i < 3; ++i) {
-      for (int j = 0; j < 3; ++j) {
-        for (int l = 0; l < kLanes; ++l) {
-          acc[i * 3 + j][l] += q[i * stride + c + l] * k[j * stride + c + l];
-        }
-      }
-    }
-  }
+  // Below a vector (r < 16 here, Dots3Wide took the rest): plain dot
+  // products, no vector accumulators to set up and reduce.
   for (int ij = 0; ij < 9; ++ij) {
-    const int i = ij / 3, j = ij % 3;
-    float sum = SumLanes<kLanes>(acc[ij]);  // a tree, not 15 dependent adds
-    for (int64_t t = c; t < r; ++t) sum += q[i * stride + t] * k[j * stride + t];
+    const float* qi = q + (ij / 3) * stride;
+    const float* kj = k + (ij % 3) * stride;
+    float sum = 0;
+    for (int64_t t = 0; t < r; ++t) sum += qi[t] * kj[t];
     a[ij] = sum;
   }
 }
@@ -557,9 +538,8 @@ void Maps(const Problem& p, int64_t seed, const int64_t* rows, int64_t tb, float
 
 // gw[i, :] += sum of the map-gradient rows gz[t, :] over the tb tokens t
 // (table rows `rows`) that hold input i (the weight gradient x^T gz of 0/1
-// tokens). Column
-// groups of kGroup floats, so that the group's column of gz stays in L1
-// while every input's holders are summed.
+// tokens), in column groups of kGroup floats, so that the group's column
+// of gz stays in L1 while every input's holders are summed.
 RANKSWEEP_VECTOR_CLONES
 void SparseWeightGrad(const Problem& p, const int64_t* rows, int64_t tb, const float* gz,
                       Scratch& sc, float* gw) {
