@@ -321,10 +321,8 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   if (o.weight) d.weight = *o.weight;
   if (o.bernoulli_p) d.bernoulli_p = *o.bernoulli_p;
   if (o.pool_size) d.pool_size = *o.pool_size;
-  if (o.test_pool_share) d.test_pool_share = *o.test_pool_share;
   if (o.train_size) d.train_size = *o.train_size;
   if (o.test_size) d.test_size = *o.test_size;
-  if (o.hard_share) d.hard_share = *o.hard_share;
   if (o.heads) {
     ASSIGN_OR_RETURN(spec->heads, ParseHeadList(*o.heads));
   }

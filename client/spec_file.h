@@ -73,10 +73,8 @@ struct SpecOverrides {
   std::optional<int> weight;
   std::optional<double> bernoulli_p;
   std::optional<int> pool_size;
-  std::optional<double> test_pool_share;
   std::optional<int> train_size;
   std::optional<int> test_size;
-  std::optional<double> hard_share;
   std::optional<std::vector<std::string>> heads;  // ParseHeadShorthand items
   std::optional<std::vector<int>> ranks;
   std::optional<int> seed_count;                 // also clears explicit seeds

@@ -189,10 +189,11 @@ TEST(OverridesTest, WitnessAndPoolFieldsHaveFlags) {
   o.weight = 3;
   o.bernoulli_p = 0.25;
   o.pool_size = 5000;
-  o.test_pool_share = 0.2;
+  // test_pool_share, hard_share and split are recipe axes: one value sets
+  // the field.
+  o.axes = {{"split", {1}}, {"hard_share", {0.75}}, {"test_pool_share", {0.2}}};
   o.train_size = 4000;
   o.test_size = 1000;
-  o.hard_share = 0.75;
   o.code_weight = 6;
   o.max_overlap = 2;
   o.num_queries = 40;
@@ -205,6 +206,8 @@ TEST(OverridesTest, WitnessAndPoolFieldsHaveFlags) {
   EXPECT_EQ(spec.dataset.train_size, 4000);
   EXPECT_EQ(spec.dataset.test_size, 1000);
   EXPECT_EQ(spec.dataset.hard_share, 0.75);
+  EXPECT_EQ(spec.dataset.split, PoolSplit::kSequences);
+  EXPECT_TRUE(spec.axes.empty());
   EXPECT_EQ(spec.dataset.code_weight, 6);
   EXPECT_EQ(spec.dataset.max_overlap, 2);
   EXPECT_EQ(spec.dataset.num_queries, 40);

@@ -34,7 +34,7 @@ struct SubmitArgs {
   bool final_query_only = false;
   uint64_t data_seed = 0;
   int code_weight = 0, max_overlap = 0;
-  double bernoulli_p = 0, test_pool_share = 0, hard_share = 0;
+  double bernoulli_p = 0;
   // The flags of the recipe axes (common/spec/spec.h AxisNames): each takes
   // one value or a comma-separated list, which sweeps it.
   std::map<std::string, std::vector<std::string>> axes;
@@ -78,8 +78,6 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   if (given("--code-weight")) o.code_weight = a.code_weight;
   if (given("--max-overlap")) o.max_overlap = a.max_overlap;
   if (given("--bernoulli-p")) o.bernoulli_p = a.bernoulli_p;
-  if (given("--test-pool-share")) o.test_pool_share = a.test_pool_share;
-  if (given("--hard-share")) o.hard_share = a.hard_share;
   if (given("--heads")) o.heads = a.heads;
   if (given("--ranks")) o.ranks = a.ranks;
   if (given("--seeds")) o.seed_count = a.seed_count;
@@ -125,7 +123,7 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     for (const std::string& line : resolution) std::cerr << "  " << line << "\n";
   }
   if (!kept.empty()) {
-    std::cerr << "--one-recipe, the first value of each axis:\n";
+    std::cerr << "--one-recipe, the first value of each training axis:\n";
     for (const std::string& line : kept) std::cerr << "  " << line << "\n";
   }
   for (const SweepSpec& one : specs) {
@@ -232,14 +230,17 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
   axis_option("num_queries",
               "witness: codewords used as queries; 0 = the whole code (can be large: "
               "--dry-run shows the size)");
-  axis_option("weight", "pool: token weight, 0..m (0 = Bernoulli tokens)");
+  axis_option("weight", "pool: token weight, 0..m-1 (0 = Bernoulli tokens)");
   submit->add_option("--bernoulli-p", sa->bernoulli_p, "pool: Bernoulli probability, (0, 1]");
-  axis_option("pool_size", "pool: distinct token vectors drawn");
-  submit->add_option("--test-pool-share", sa->test_pool_share,
-                     "pool: share of the vectors held out for the test split, [0, 1)");
+  axis_option("pool_size", "pool: distinct token vectors drawn; 0 = every vector, enumerated");
+  axis_option("split",
+              "pool: tokens (no test vector in training) | sequences (one pool of vectors, no "
+              "test sequence equal to a training one)");
+  axis_option("test_pool_share",
+              "pool, split tokens: share of the vectors held out for the test split, [0, 1)");
   axis_option("train_size", "pool: train sequences");
   axis_option("test_size", "pool: test sequences; 0 = no test split");
-  submit->add_option("--hard-share", sa->hard_share, "pool: share of hard triples, [0, 1]");
+  axis_option("hard_share", "pool: share of hard triples, [0, 1]");
   submit->add_option("--heads", sa->heads, "Comma-separated heads, e.g. kernel:elu1,softmax")
       ->delimiter(',');
   submit->add_option("--ranks", sa->ranks, "Comma-separated ranks, e.g. 1,2,4,8")->delimiter(',');
@@ -260,8 +261,9 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
   submit->add_option("--mode", sa->mode,
                      "grid (every rank) | search (bisection for each head's transition rank)");
   submit->add_flag("--one-recipe", sa->one_recipe,
-                   "Keep only each recipe axis' first value (e.g. an ood preset's lr 0.01): one "
-                   "recipe, a fraction of the cells; axis flags on the same line apply first");
+                   "Keep only each training axis' first value (e.g. an ood-tokens preset's lr "
+                   "0.01), a fraction of the cells; dataset axes (the law's m) stay; axis flags "
+                   "on the same line apply first");
   submit->add_flag("--no-cache", sa->no_cache,
                    "Train every cell, even those already trained by this build");
   submit->add_flag("--watch", sa->watch, "Follow the sweep after submitting (as `watch`)");

@@ -46,6 +46,7 @@ DatasetSpec FromProto(const v1::DatasetSpec& p) {
   d.train_size = p.train_size();
   d.test_size = p.test_size();
   d.hard_share = OrDefault(p.has_hard_share(), p.hard_share(), def.hard_share);
+  d.split = EnumFromProto(p.split(), def.split);
   return d;
 }
 
@@ -66,6 +67,7 @@ v1::DatasetSpec ToProto(const DatasetSpec& d) {
   p.set_train_size(d.train_size);
   p.set_test_size(d.test_size);
   p.set_hard_share(d.hard_share);
+  p.set_split(EnumToProto<v1::PoolSplit>(d.split));
   return p;
 }
 

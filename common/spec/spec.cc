@@ -47,6 +47,8 @@ constexpr NameTable<LrSchedule> kLrSchedules[] = {{LrSchedule::kConstant, "const
                                                   {LrSchedule::kCosine, "cosine"}};
 constexpr NameTable<SweepMode> kSweepModes[] = {{SweepMode::kGrid, "grid"},
                                                 {SweepMode::kSearch, "search"}};
+constexpr NameTable<PoolSplit> kPoolSplits[] = {{PoolSplit::kTokens, "tokens"},
+                                                {PoolSplit::kSequences, "sequences"}};
 
 template <typename E, size_t K>
 const char* Lookup(const NameTable<E> (&table)[K], E v) {
@@ -112,6 +114,7 @@ const char* Name(Construction v) { return Lookup(kConstructions, v); }
 const char* Name(LossKind v) { return Lookup(kLossKinds, v); }
 const char* Name(LrSchedule v) { return Lookup(kLrSchedules, v); }
 const char* Name(SweepMode v) { return Lookup(kSweepModes, v); }
+const char* Name(PoolSplit v) { return Lookup(kPoolSplits, v); }
 
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::string& field) {
   return Parse(kDatasetKinds, s, field);
@@ -130,6 +133,9 @@ absl::StatusOr<LossKind> ParseLossKind(const std::string& s, const std::string& 
 }
 absl::StatusOr<LrSchedule> ParseLrSchedule(const std::string& s, const std::string& field) {
   return Parse(kLrSchedules, s, field);
+}
+absl::StatusOr<PoolSplit> ParsePoolSplit(const std::string& s, const std::string& field) {
+  return Parse(kPoolSplits, s, field);
 }
 absl::StatusOr<SweepMode> ParseSweepMode(const std::string& s, const std::string& field) {
   return Parse(kSweepModes, s, field);
@@ -194,6 +200,9 @@ int AsInt(double v) { return static_cast<int>(std::llround(v)); }
 // The schedules by name, in LrSchedule order.
 const std::vector<std::string> kScheduleNames = {Name(LrSchedule::kConstant),
                                                  Name(LrSchedule::kCosine)};
+// The pool splits by name, in PoolSplit order.
+const std::vector<std::string> kSplitNames = {Name(PoolSplit::kTokens),
+                                              Name(PoolSplit::kSequences)};
 
 const AxisRow kAxes[] = {
     {"lr", "train.lr", false, nullptr, [](double v, TaskSpec* t) { t->train.lr = v; }},
@@ -220,6 +229,13 @@ const AxisRow kAxes[] = {
      &kScheduleNames},
     {"warmup_steps", "train.warmup_steps", true, nullptr,
      [](double v, TaskSpec* t) { t->train.warmup_steps = AsInt(v); }},
+    {"split", "dataset.split", true, &kPoolOnly,
+     [](double v, TaskSpec* t) { t->dataset.split = static_cast<PoolSplit>(AsInt(v)); },
+     &kSplitNames},
+    {"hard_share", "dataset.hard_share", false, &kPoolOnly,
+     [](double v, TaskSpec* t) { t->dataset.hard_share = v; }},
+    {"test_pool_share", "dataset.test_pool_share", false, &kPoolOnly,
+     [](double v, TaskSpec* t) { t->dataset.test_pool_share = v; }},
 };
 
 const AxisRow* FindAxis(const std::string& name) {
@@ -354,6 +370,8 @@ std::string KeepFirstRecipe(SweepSpec* spec) {
   const std::vector<SweepAxis> axes = spec->axes;
   for (const SweepAxis& axis : axes) {
     if (axis.values.empty() || !IsAxisName(axis.name)) continue;
+    // A dataset axis is the problem's size (the law's m), not the recipe.
+    if (AxisField(axis.name).rfind("dataset.", 0) == 0) continue;
     std::vector<std::string> all;
     for (double v : axis.values) all.push_back(FormatAxisValue(axis.name, v));
     dropped.push_back(absl::StrCat(axis.name, " ", all[0], " (of ", absl::StrJoin(all, ","), ")"));
@@ -414,6 +432,97 @@ bool RecipeAxisValue(const SweepSpec& spec, int recipe, const std::string& name,
   return false;
 }
 
+// ---------------------------------------------------------------- pools
+
+namespace {
+
+constexpr uint64_t kCountCap = uint64_t{1} << 62;
+
+std::string UniverseText(const DatasetSpec& d) {
+  return d.weight > 0 ? absl::StrCat("C(", d.m, ",", d.weight, ") distinct vectors")
+                      : absl::StrCat("2^", d.m, " distinct vectors");
+}
+
+// The pool's size, the sizes of what its splits draw from, and what they
+// ask for: every range that needs no data (BuildDataset adds none).
+absl::Status ValidatePoolSize(const DatasetSpec& d) {
+  using L = SpecLimits;
+  const uint64_t universe = PoolUniverse(d);
+  if (d.pool_size == 0) {
+    if (universe > static_cast<uint64_t>(L::kMaxEnumeratedVectors)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset.pool_size 0 (every vector) needs at most ", L::kMaxEnumeratedVectors,
+          " vectors to enumerate; m=", d.m, " has ", universe, " (", UniverseText(d),
+          "): give pool_size in 2..", std::min<uint64_t>(universe, L::kMaxDatasetSequences)));
+    }
+  } else if (d.pool_size < 2 || static_cast<uint64_t>(d.pool_size) > universe ||
+             d.pool_size > L::kMaxDatasetSequences) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.pool_size must be 0 (every vector) or in 2..",
+        std::min<uint64_t>(universe, L::kMaxDatasetSequences), " (", UniverseText(d),
+        "), got ", d.pool_size));
+  }
+  const int64_t pool = PoolVectors(d);
+  if (pool < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.weight ", d.weight, " gives ", pool, " distinct vector(s) for m=", d.m,
+        "; a pool needs >= 2"));
+  }
+  if (d.split == PoolSplit::kTokens) {
+    const int64_t test_pool = std::llround(pool * d.test_pool_share);
+    const int64_t train_pool = pool - test_pool;
+    if (train_pool < 1 || (d.test_size > 0 && test_pool < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset.test_pool_share must leave >= 1 vector in each used pool: pool of ", pool,
+          " splits into ", train_pool, " train and ", test_pool, " test"));
+    }
+    return absl::OkStatus();
+  }
+  const uint64_t sequences = PoolSequenceCount(d);
+  if (sequences <= static_cast<uint64_t>(L::kMaxEnumeratedSequences) &&
+      static_cast<uint64_t>(d.train_size) + d.test_size > sequences) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.train_size + dataset.test_size must be in 1..", sequences,
+        " (the distinct sequences of ", d.seq_len, " tokens from ", pool,
+        " vectors) with split sequences, got ", d.train_size, " + ", d.test_size, " = ",
+        static_cast<int64_t>(d.train_size) + d.test_size));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+uint64_t Binomial(int n, int k, uint64_t cap) {
+  if (k < 0 || k > n) return 0;
+  k = std::min(k, n - k);
+  long double r = 1;
+  for (int i = 1; i <= k; ++i) {
+    r = r * (n - k + i) / i;
+    if (r >= static_cast<long double>(cap)) return cap;
+  }
+  return static_cast<uint64_t>(std::llround(static_cast<double>(r)));
+}
+
+uint64_t PoolUniverse(const DatasetSpec& d) {
+  if (d.weight > 0) return Binomial(d.m, d.weight, kCountCap);
+  return d.m >= 62 ? kCountCap : uint64_t{1} << d.m;
+}
+
+int64_t PoolVectors(const DatasetSpec& d) {
+  if (d.pool_size > 0) return d.pool_size;
+  return static_cast<int64_t>(std::min<uint64_t>(PoolUniverse(d), kCountCap));
+}
+
+uint64_t PoolSequenceCount(const DatasetSpec& d) {
+  const uint64_t pool = static_cast<uint64_t>(std::max<int64_t>(PoolVectors(d), 0));
+  uint64_t count = 1;
+  for (int i = 0; i < d.seq_len; ++i) {
+    if (pool != 0 && count > kCountCap / pool) return kCountCap;
+    count *= pool;
+  }
+  return count;
+}
+
 absl::Status ValidateDataset(const DatasetSpec& d) {
   using L = SpecLimits;
   RS_CHECK(CheckEnum(kDatasetKinds, d.kind, "dataset.kind"));
@@ -434,13 +543,14 @@ absl::Status ValidateDataset(const DatasetSpec& d) {
       RS_CHECK(CheckRange("dataset.num_queries", d.num_queries, 0, 1 << 20));
       break;
     case DatasetKind::kPool:
+      RS_CHECK(CheckEnum(kPoolSplits, d.split, "dataset.split"));
       RS_CHECK(CheckRange("dataset.weight", d.weight, 0, d.m));
       if (d.weight == 0) RS_CHECK(CheckUnit("dataset.bernoulli_p", d.bernoulli_p, true, false));
-      RS_CHECK(CheckRange("dataset.pool_size", d.pool_size, 2, L::kMaxDatasetSequences));
       RS_CHECK(CheckUnit("dataset.test_pool_share", d.test_pool_share, false, true));
       RS_CHECK(CheckRange("dataset.train_size", d.train_size, 1, L::kMaxDatasetSequences));
       RS_CHECK(CheckRange("dataset.test_size", d.test_size, 0, L::kMaxDatasetSequences));
       RS_CHECK(CheckUnit("dataset.hard_share", d.hard_share, false, false));
+      RS_CHECK(ValidatePoolSize(d));
       break;
   }
   return absl::OkStatus();
@@ -824,7 +934,16 @@ MemoryEstimate EstimateTaskMemory(const TaskSpec& t) {
       4.0 * (8 * params + act_per_seq * std::max(2 * batch, eval_seqs)));
   double fixed = 12.0 * n * (train + test)                     // host tokens and targets
                  + 4.0 * n * (m + 1) * (train + std::max(train, test));  // float tensors
-  if (t.dataset.kind == DatasetKind::kPool) fixed += 64.0 * std::max(t.dataset.pool_size, 0);
+  if (t.dataset.kind == DatasetKind::kPool) {
+    // The pool (64 bytes a vector while it is drawn) and, when split
+    // sequences enumerates the pool's sequences, 4 bytes an index.
+    fixed += 64.0 * static_cast<double>(PoolVectors(t.dataset));
+    const uint64_t sequences = PoolSequenceCount(t.dataset);
+    if (t.dataset.split == PoolSplit::kSequences &&
+        sequences <= static_cast<uint64_t>(SpecLimits::kMaxEnumeratedSequences)) {
+      fixed += 4.0 * static_cast<double>(sequences);
+    }
+  }
   e.fixed_bytes = SaturatedBytes(fixed);
   return e;
 }

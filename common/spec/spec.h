@@ -28,6 +28,18 @@ enum class DatasetKind {
   kPool,        // random tokens split into disjoint train / test pools
 };
 
+// kPool: how the test split is kept apart from the training split.
+enum class PoolSplit {
+  // Disjoint tokens: the pool is split into a train pool and a test pool
+  // (test_pool_share), and each split's sequences use only its own pool's
+  // vectors, so no test vector appears in any training sequence.
+  kTokens,
+  // Disjoint sequences: train and test sequences are built from the one
+  // pool, and no test sequence equals a training sequence; the same tokens
+  // appear on both sides (test_pool_share is not used).
+  kSequences,
+};
+
 struct DatasetSpec {
   DatasetKind kind = DatasetKind::kExhaustive;
   int m = 3;        // token dimension, 1..64
@@ -46,10 +58,22 @@ struct DatasetSpec {
 
   // kPool: tokens have constant weight `weight` (when > 0) or are Bernoulli
   // with probability `bernoulli_p` (when weight == 0). `pool_size` distinct
-  // vectors are drawn, shuffled, and split into a test pool of
-  // round(pool_size * test_pool_share) vectors and a train pool of the rest.
-  // `train_size` / `test_size` sequences are built inside their own pool; a
-  // share `hard_share` of them are hard triples (candidate overlaps 1 apart).
+  // vectors are drawn and shuffled; pool_size 0 takes every vector (all
+  // C(m, weight) of them, or all 2^m when weight == 0), enumerated, which is
+  // allowed while there are at most 2^20.
+  // split kTokens: the pool splits into a test pool of
+  // round(pool_size * test_pool_share) vectors and a train pool of the rest,
+  // and `train_size` / `test_size` sequences are built inside their own
+  // pool, drawn with replacement.
+  // split kSequences: both splits draw from the whole pool. When the pool
+  // has at most 2^22 distinct sequences of seq_len tokens they are
+  // enumerated and the splits are disjoint samples without replacement
+  // (train_size + test_size of them at most); else train sequences are drawn
+  // with replacement and a test sequence equal to a training one is drawn
+  // again.
+  // A share `hard_share` of each split's sequences are hard triples
+  // (candidate overlaps 1 apart), as far as the pool has them.
+  PoolSplit split = PoolSplit::kTokens;
   int weight = 0;
   double bernoulli_p = 0.5;
   int pool_size = 0;
@@ -221,7 +245,8 @@ std::vector<uint64_t> SweepSeeds(const SweepSpec& spec);
 
 // The names that may be axes, in their canonical order: "lr",
 // "weight_decay", "max_steps", "batch_size", "m", "weight", "num_queries",
-// "pool_size", "train_size", "test_size", "schedule", "warmup_steps".
+// "pool_size", "train_size", "test_size", "schedule", "warmup_steps",
+// "split", "hard_share", "test_pool_share".
 // Every axis is one row of a table in spec.cc (how it parses, validates and
 // applies a value).
 const std::vector<std::string>& AxisNames();
@@ -250,13 +275,15 @@ std::string FormatAxisValue(const std::string& name, double value);
 absl::Status SetAxisValues(const std::string& name, std::vector<double> values,
                            SweepSpec* spec);
 
-// Keeps only recipe 0: every axis' first value is written to its field and
-// the axis dropped, so the sweep has one recipe (`submit --one-recipe`, to
-// time or try a sweep without its recipe search). Returns what it dropped,
+// Keeps only the first training recipe: every training axis' first value
+// (lr, max_steps, schedule, ...) is written to its field and the axis
+// dropped (`submit --one-recipe`, to time or try a sweep without its recipe
+// search). Dataset axes (m, pool_size, split, ...) are the problem's sizes,
+// not its recipe, and stay. Returns what it dropped,
 // "lr 0.01 (of 0.01,0.003,0.001)", axes joined by "; "; empty and `spec`
-// unchanged when it has no axes. Meant for a spec ValidateSweepSpec
-// accepts (recipe 0 is then valid too); an axis with an unknown name or no
-// values is left as it is.
+// unchanged when it has no training axis. Meant for a spec
+// ValidateSweepSpec accepts (a first value is then valid too); an axis with
+// an unknown name or no values is left as it is.
 std::string KeepFirstRecipe(SweepSpec* spec);
 
 // Number of recipes: the product of the axes' value counts (1 without axes).
@@ -319,6 +346,7 @@ const char* Name(Construction v);
 const char* Name(LossKind v);
 const char* Name(LrSchedule v);
 const char* Name(SweepMode v);
+const char* Name(PoolSplit v);  // "tokens" "sequences"
 // Parsers return InvalidArgument naming `field` and the allowed names.
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::string& field);
 absl::StatusOr<HeadKind> ParseHeadKind(const std::string& s, const std::string& field);
@@ -326,6 +354,7 @@ absl::StatusOr<FeatureMap> ParseFeatureMap(const std::string& s, const std::stri
 absl::StatusOr<Construction> ParseConstruction(const std::string& s, const std::string& field);
 absl::StatusOr<LossKind> ParseLossKind(const std::string& s, const std::string& field);
 absl::StatusOr<LrSchedule> ParseLrSchedule(const std::string& s, const std::string& field);
+absl::StatusOr<PoolSplit> ParsePoolSplit(const std::string& s, const std::string& field);
 absl::StatusOr<SweepMode> ParseSweepMode(const std::string& s, const std::string& field);
 
 // A short label for a head in tables: "kernel/elu1", "softmax",
@@ -348,6 +377,10 @@ struct SpecLimits {
   static constexpr int64_t kMaxCells = 100000;
   static constexpr int kMaxSteps = 10000000;
   static constexpr int kMaxDatasetSequences = 10000000;
+  // pool_size 0 enumerates every vector: at most this many.
+  static constexpr int64_t kMaxEnumeratedVectors = int64_t{1} << 20;
+  // split sequences enumerates every sequence of the pool up to this many.
+  static constexpr int64_t kMaxEnumeratedSequences = int64_t{1} << 22;
   static constexpr int kMaxNameLength = 128;
   static constexpr int kMaxNumHeads = 64;
   static constexpr int kMaxWidth = 65536;
@@ -355,6 +388,18 @@ struct SpecLimits {
 };
 
 absl::Status ValidateDataset(const DatasetSpec& d);
+
+// C(n, k), saturating at `cap` (0 when k is outside 0..n).
+uint64_t Binomial(int n, int k, uint64_t cap);
+
+// Pool datasets (kPool), saturating at 2^62:
+// the distinct vectors the pool draws from (C(m, weight), or 2^m when
+// weight == 0),
+uint64_t PoolUniverse(const DatasetSpec& d);
+// the vectors in the pool (pool_size, or the whole universe when 0),
+int64_t PoolVectors(const DatasetSpec& d);
+// and the distinct sequences of seq_len tokens they form, PoolVectors^seq_len.
+uint64_t PoolSequenceCount(const DatasetSpec& d);
 absl::Status ValidateHead(const HeadSpec& h, const DatasetSpec& d);
 absl::Status ValidateTrain(const TrainSpec& t);
 absl::Status ValidateTaskSpec(const TaskSpec& t);
@@ -399,7 +444,8 @@ int64_t EstimateDatasetSequences(const DatasetSpec& d);
 //   fixed = the dataset: 12 bytes per token on the host (packed token,
 //      int32 target) for both splits, the train split as float tensors
 //      (N*(m+1) floats per sequence) and once more for the split being
-//      evaluated, plus 64 bytes per pool vector while a pool is drawn.
+//      evaluated, plus 64 bytes per pool vector while a pool is drawn and 4
+//      bytes per sequence when split sequences enumerates them.
 //
 // The binary's own footprint (code, allocator, LibTorch) is not included.
 // docs/LIMITS.md compares the estimate with measured peak RSS; it lies 1-3x

@@ -205,6 +205,9 @@ Json ToJ(const DatasetSpec& d) {
     j["train_size"] = d.train_size;
     j["test_size"] = d.test_size;
     j["hard_share"] = d.hard_share;
+    // Written only when not the default (tokens), so that a spec from before
+    // the field dumps as it did: its task key and stored results stay.
+    if (d.split != PoolSplit::kTokens) j["split"] = Name(d.split);
   }
   return j;
 }
@@ -286,6 +289,7 @@ absl::Status FromJ(const Json& j, const std::string& path, DatasetSpec* d) {
   RETURN_IF_ERROR(r.Number("train_size", &d->train_size));
   RETURN_IF_ERROR(r.Number("test_size", &d->test_size));
   RETURN_IF_ERROR(r.Number("hard_share", &d->hard_share));
+  RETURN_IF_ERROR(r.Enum("split", &d->split, &ParsePoolSplit));
   return r.Finish();
 }
 

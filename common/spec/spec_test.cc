@@ -466,13 +466,15 @@ TEST(AxesTest, KeepFirstRecipeWritesEachAxisFirstValueAndDropsTheAxes) {
   EXPECT_EQ(GridCellCount(s), 14);
   EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
 
-  // A dataset axis writes the dataset field.
+  // A dataset axis is the problem's size, not the recipe: it stays (the
+  // law preset's m keeps every value), while the training axes go.
   SweepSpec pool = AxesSweep();
   pool.dataset.kind = DatasetKind::kPool;
-  pool.axes = {{"train_size", {300, 600}}};
-  EXPECT_EQ(KeepFirstRecipe(&pool), "train_size 300 (of 300,600)");
-  EXPECT_EQ(pool.dataset.train_size, 300);
-  EXPECT_TRUE(pool.axes.empty());
+  pool.axes = {{"lr", {0.01, 0.001}}, {"train_size", {300, 600}}};
+  EXPECT_EQ(KeepFirstRecipe(&pool), "lr 0.01 (of 0.01,0.001)");
+  ASSERT_EQ(pool.axes.size(), 1u);
+  EXPECT_EQ(pool.axes[0].name, "train_size");
+  EXPECT_EQ(RecipeCount(pool), 2);
 
   // Without axes: nothing to say, nothing changed.
   SweepSpec plain = GoodSweep();
@@ -541,7 +543,7 @@ TEST(AxesTest, DatasetAxesAreCheckedPerRecipe) {
   s.dataset.kind = DatasetKind::kPool;
   s.dataset.m = 8;
   s.dataset.weight = 3;
-  s.dataset.pool_size = 40;
+  s.dataset.pool_size = 0;  // every vector: C(8,3) = 56, C(4,3) = 4, ...
   s.dataset.train_size = 0;  // every value comes from the axis
   s.dataset.test_size = 10;
   s.heads = {HeadSpec{}};
@@ -551,8 +553,15 @@ TEST(AxesTest, DatasetAxesAreCheckedPerRecipe) {
   // m = 4 with weight 5 is recipe 6 (m=4 weight=5 train_size=20).
   ExpectInvalid(ValidateSweepSpec(s),
                 "recipe 6 (m=4 weight=5 train_size=20): dataset.weight must be in 0..4, got 5");
-  s.axes[1].values = {3, 4};
+  s.axes[1].values = {3, 2};
   EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  // A pool larger than some m's vectors is refused at submit, as the
+  // worker would refuse it, naming the axis value.
+  s.dataset.pool_size = 40;
+  ExpectInvalid(ValidateSweepSpec(s),
+                "axes[0] (m) values[1]: dataset.pool_size must be 0 (every vector) or in 2..4 "
+                "(C(4,3) distinct vectors), got 40");
+  s.dataset.pool_size = 0;
   EXPECT_EQ(MakeTaskSpec(s, 0, 2, 7, {0}).dataset.train_size, 30);
   EXPECT_EQ(MakeTaskSpec(s, 0, 2, 7, {0}).dataset.m, 4);
 }
@@ -638,6 +647,82 @@ TEST(AxesJsonTest, ScheduleAndWarmupAreAxes) {
   // A warm-up longer than some recipe's run names that recipe.
   s->axes[2].values = {0, 500};
   ExpectInvalid(ValidateSweepSpec(*s), "warmup_steps");
+}
+
+// split is a named dataset axis, hard_share and test_pool_share are real
+// ones; split is written to JSON only when it is not the default, so a pool
+// spec from before the field dumps (and keys its cache) as it did.
+TEST(AxesJsonTest, SplitHardShareAndTestPoolShareAreAxes) {
+  auto s = SweepSpecFromJson(R"({"name": "a", "heads": [{"kind": "kernel"}], "ranks": [1],
+      "seed_count": 1, "dataset": {"kind": "pool", "m": 6, "weight": 2, "pool_size": 0,
+      "train_size": 100, "test_size": 50, "split": ["tokens", "sequences"],
+      "hard_share": [0, 0.5], "test_pool_share": [0.5, 0.25]}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->axes.size(), 3u);
+  EXPECT_EQ(s->axes[0].name, "split");
+  EXPECT_EQ(s->axes[0].values, (std::vector<double>{0, 1}));
+  EXPECT_EQ(s->axes[1].name, "hard_share");
+  EXPECT_EQ(s->axes[2].name, "test_pool_share");
+  EXPECT_TRUE(ValidateSweepSpec(*s).ok()) << ValidateSweepSpec(*s);
+  EXPECT_EQ(RecipeCount(*s), 8);
+  EXPECT_EQ(RecipeLabel(*s, 5), "split=sequences hard_share=0 test_pool_share=0.25");
+  const TaskSpec t = MakeTaskSpec(*s, 0, 1, 5, {0});
+  EXPECT_EQ(t.dataset.split, PoolSplit::kSequences);
+  EXPECT_EQ(t.dataset.hard_share, 0);
+  EXPECT_EQ(t.dataset.test_pool_share, 0.25);
+  const std::string json = SweepSpecToJson(*s);
+  EXPECT_THAT(json, HasSubstr("\"split\":[\"tokens\",\"sequences\"]"));
+  auto back = SweepSpecFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(SweepSpecToJson(*back), json);
+  EXPECT_EQ(*ParseAxisValue("split", "sequences", "--split"), 1);
+  EXPECT_EQ(FormatAxisValue("split", 0), "tokens");
+  ExpectInvalid(ParseAxisValue("split", "pairs", "--split").status(),
+                "--split must be one of tokens, sequences; got \"pairs\"");
+
+  TaskSpec one = MakeTaskSpec(*s, 0, 1, 0, {0});
+  EXPECT_THAT(TaskSpecToJson(one), ::testing::Not(HasSubstr("split")));
+  one.dataset.split = PoolSplit::kSequences;
+  EXPECT_THAT(TaskSpecToJson(one), HasSubstr("\"split\":\"sequences\""));
+  // A pool axis on another dataset kind is refused.
+  auto witness = SweepSpecFromJson(R"({"name": "a", "heads": [{"kind": "kernel"}],
+      "ranks": [1], "seed_count": 1, "dataset": {"kind": "witness", "m": 24,
+      "num_queries": 4, "split": ["tokens", "sequences"]}})");
+  ASSERT_TRUE(witness.ok()) << witness.status();
+  ExpectInvalid(ValidateSweepSpec(*witness), "split");
+}
+
+// The ranges of a pool that need no data: pool_size 0 (every vector) up to
+// 2^20 vectors, and with split sequences no more sequences than the pool forms.
+TEST(SpecTest, PoolSizesAreCheckedWithoutTheData) {
+  SweepSpec s = GoodSweep();
+  s.dataset.kind = DatasetKind::kPool;
+  s.dataset.m = 4;
+  s.dataset.weight = 0;
+  s.dataset.pool_size = 0;  // all 16 vectors: 4,096 sequences of 3
+  s.dataset.split = PoolSplit::kSequences;
+  s.dataset.train_size = 2000;
+  s.dataset.test_size = 2000;
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  EXPECT_EQ(PoolUniverse(s.dataset), 16u);
+  EXPECT_EQ(PoolVectors(s.dataset), 16);
+  EXPECT_EQ(PoolSequenceCount(s.dataset), 4096u);
+  s.dataset.test_size = 2097;
+  ExpectInvalid(ValidateSweepSpec(s),
+                "dataset.train_size + dataset.test_size must be in 1..4096 (the distinct "
+                "sequences of 3 tokens from 16 vectors) with split sequences, got 2000 + 2097 = "
+                "4097");
+  s.dataset.split = PoolSplit::kTokens;  // tokens: drawn with replacement, no such limit
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  s.dataset.pool_size = 17;
+  ExpectInvalid(ValidateSweepSpec(s),
+                "dataset.pool_size must be 0 (every vector) or in 2..16 (2^4 distinct vectors), "
+                "got 17");
+  s.dataset.pool_size = 1;
+  ExpectInvalid(ValidateSweepSpec(s), "dataset.pool_size must be 0 (every vector) or in 2..16");
+  s.dataset.m = 21;
+  s.dataset.pool_size = 0;
+  ExpectInvalid(ValidateSweepSpec(s), "dataset.pool_size 0 (every vector) needs at most 1048576");
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ranksweep.errors import RanksweepError
-from ranksweep.spec import INTEGER_AXES, LR_SCHEDULES
+from ranksweep.spec import INTEGER_AXES, NAMED_AXES
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 # Column order of results(): the CLI's CSV columns, then what it leaves out.
@@ -82,8 +82,9 @@ def recipe_label(spec, recipe):
 
 
 def _axis_text(name, value):
-    if name == "schedule" and float(value).is_integer() and 0 <= int(value) < len(LR_SCHEDULES):
-        return LR_SCHEDULES[int(value)]
+    names = NAMED_AXES.get(name, ())
+    if names and float(value).is_integer() and 0 <= int(value) < len(names):
+        return names[int(value)]
     if name in INTEGER_AXES and float(value).is_integer():
         return str(int(value))
     return repr(float(value))
@@ -101,8 +102,8 @@ def _add_axis_columns(data, recipes, spec):
     for i, axis in enumerate(spec.axes):
         values = np.array([table[r][i] if ok else 0.0 for r, ok in zip(recipes, valid)],
                           dtype=np.float64)
-        if axis.name == "schedule":
-            data[axis.name] = [_axis_text("schedule", v) if ok else None
+        if axis.name in NAMED_AXES:
+            data[axis.name] = [_axis_text(axis.name, v) if ok else None
                                for v, ok in zip(values, valid)]
         elif axis.name in INTEGER_AXES:
             data[axis.name] = _ints(values.astype(np.int64), ~valid)

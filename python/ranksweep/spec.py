@@ -18,8 +18,8 @@ range in the words the CLI prints ("dataset.m must be in 1..64, got 0").
 
 Recipe axes: a list where one of the fields lr, weight_decay, max_steps,
 batch_size, schedule (names), warmup_steps (train) or m, weight,
-num_queries, pool_size, train_size, test_size (dataset) stood makes that
-field an axis, as in the
+num_queries, pool_size, train_size, test_size, split (names), hard_share,
+test_pool_share (dataset) stood makes that field an axis, as in the
 CLI's spec files: `train: {lr: [0.01, 0.003]}` sweeps both, crossed with
 every other axis and with head x rank x seed. The list's first value is also
 the field's value; an empty list is an error naming the field.
@@ -52,6 +52,7 @@ CONSTRUCTIONS = ("none", "rank1", "indicator", "softmax_exact")
 LOSS_KINDS = ("mse", "ce")
 LR_SCHEDULES = ("constant", "cosine")
 SWEEP_MODES = ("grid", "search")
+POOL_SPLITS = ("tokens", "sequences")
 
 # The fields that may be axes, in the coordinator's canonical order
 # (AxisNames() in common/spec/spec.h): axis name -> (object, key).
@@ -60,11 +61,13 @@ AXES = (
     ("batch_size", "train"), ("m", "dataset"), ("weight", "dataset"),
     ("num_queries", "dataset"), ("pool_size", "dataset"), ("train_size", "dataset"),
     ("test_size", "dataset"), ("schedule", "train"), ("warmup_steps", "train"),
+    ("split", "dataset"), ("hard_share", "dataset"), ("test_pool_share", "dataset"),
 )
-# Axes whose values are integers; the others (lr, weight_decay) are reals.
-# schedule is named: its values are written as LR_SCHEDULES names and sent
-# as their index.
-INTEGER_AXES = frozenset(name for name, _ in AXES) - {"lr", "weight_decay"}
+# Named axes: their values are written as names and sent as their index.
+NAMED_AXES = {"schedule": LR_SCHEDULES, "split": POOL_SPLITS}
+# Axes whose values are integers; the others are reals.
+INTEGER_AXES = frozenset(name for name, _ in AXES) - {
+    "lr", "weight_decay", "hard_share", "test_pool_share"}
 
 _INT32 = (-(2**31), 2**31 - 1)
 _UINT64 = (0, 2**64 - 1)
@@ -88,6 +91,7 @@ _DATASET_FIELDS = {
     "train_size": "int",
     "test_size": "int",
     "hard_share": "number",
+    "split": POOL_SPLITS,
 }
 _HEAD_FIELDS = {
     "kind": HEAD_KINDS,
@@ -250,11 +254,12 @@ def _take_axes(spec, out):
             raise SpecError(f"{field} must be a number or a non-empty list of numbers, got []")
         axis = out.axes.add(name=name)
         for i, v in enumerate(values):
-            if name == "schedule":
-                if v not in LR_SCHEDULES:
-                    raise SpecError(f"{field}[{i}] must be one of {', '.join(LR_SCHEDULES)}; "
+            if name in NAMED_AXES:
+                names = NAMED_AXES[name]
+                if v not in names:
+                    raise SpecError(f"{field}[{i}] must be one of {', '.join(names)}; "
                                     f"got {_dump(v)}")
-                axis.values.append(float(LR_SCHEDULES.index(v)))
+                axis.values.append(float(names.index(v)))
                 continue
             if _is_int(v):
                 v = float(_read_int(f"{field}[{i}]", v, (-(2**63), 2**63 - 1)))

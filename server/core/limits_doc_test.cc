@@ -292,14 +292,36 @@ std::map<std::string, Probe> Probes(CoordinatorUnderTest& cut) {
       {{"code_weight-1", 7}}};
   p["DatasetSpec|`num_queries`"] = {
       dataset(Witness, [](DatasetSpec& d, double v) { d.num_queries = I(v); })};
-  p["DatasetSpec|`weight`"] = {dataset(Pool, [](DatasetSpec& d, double v) { d.weight = I(v); }),
-                               {{"m", 8}}};
+  // Every vector of the weight: m - 1 leaves C(8, 7) = 8, m leaves one,
+  // too few for a pool.
+  p["DatasetSpec|`weight`"] = {dataset(Pool,
+                                       [](DatasetSpec& d, double v) {
+                                         d.pool_size = 0;
+                                         d.weight = I(v);
+                                       }),
+                               {{"m-1", 7}}};
   p["DatasetSpec|`bernoulli_p`"] = {
       dataset(Pool, [](DatasetSpec& d, double v) { d.bernoulli_p = v; })};
+  // Pool's m = 8 Bernoulli vectors: a universe of 2^8.
   p["DatasetSpec|`pool_size`"] = {
-      dataset(Pool, [](DatasetSpec& d, double v) { d.pool_size = I(v); })};
-  p["DatasetSpec|`test_pool_share`"] = {
-      dataset(Pool, [](DatasetSpec& d, double v) { d.test_pool_share = v; })};
+      dataset(Pool, [](DatasetSpec& d, double v) { d.pool_size = I(v); }), {{"universe", 256}}};
+  // Every vector of {0,1}^3 forms 8^3 = 512 sequences of 3.
+  p["DatasetSpec|`train_size + test_size`"] = {
+      dataset(Pool,
+              [](DatasetSpec& d, double v) {
+                d.m = 3;
+                d.pool_size = 0;
+                d.split = PoolSplit::kSequences;
+                d.test_size = 0;
+                d.train_size = I(v);
+              }),
+      {{"sequences", 512}}};
+  // Without a test split (test_size 0) only the train pool must keep a
+  // vector; the share's range itself is [0, 1).
+  p["DatasetSpec|`test_pool_share`"] = {dataset(Pool, [](DatasetSpec& d, double v) {
+    d.test_size = 0;
+    d.test_pool_share = v;
+  })};
   p["DatasetSpec|`train_size`"] = {
       dataset(Pool, [](DatasetSpec& d, double v) { d.train_size = I(v); })};
   p["DatasetSpec|`test_size`"] = {

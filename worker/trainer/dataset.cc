@@ -17,18 +17,6 @@ namespace {
 
 uint64_t LowMask(int m) { return m >= 64 ? ~0ULL : ((1ULL << m) - 1); }
 
-// C(n, k) saturating at `cap` so huge universes compare safely.
-uint64_t Binomial(int n, int k, uint64_t cap) {
-  if (k < 0 || k > n) return 0;
-  k = std::min(k, n - k);
-  long double r = 1;
-  for (int i = 1; i <= k; ++i) {
-    r = r * (n - k + i) / i;
-    if (r >= static_cast<long double>(cap)) return cap;
-  }
-  return static_cast<uint64_t>(std::llround(static_cast<double>(r)));
-}
-
 // Next word with the same popcount (Gosper's hack); 0 after the last one.
 uint64_t NextSamePopcount(uint64_t v, uint64_t mask) {
   const uint64_t c = v & (~v + 1);
@@ -139,85 +127,189 @@ absl::Status BuildWitness(const DatasetSpec& spec, Dataset& d) {
   return absl::OkStatus();
 }
 
-absl::Status BuildPool(const DatasetSpec& spec, Dataset& d) {
-  const bool constant_weight = spec.weight > 0;
-  const uint64_t cap = 1ULL << 62;
-  const uint64_t universe =
-      constant_weight ? Binomial(spec.m, spec.weight, cap) : (spec.m >= 62 ? cap : 1ULL << spec.m);
-  if (spec.pool_size < 2 || static_cast<uint64_t>(spec.pool_size) > universe) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.pool_size must be in 2..", universe,
-        constant_weight ? absl::StrCat(" (C(", spec.m, ",", spec.weight, ") distinct vectors)")
-                        : absl::StrCat(" (2^", spec.m, " distinct vectors)"),
-        ", got ", spec.pool_size));
-  }
-  const int64_t test_pool = std::llround(spec.pool_size * spec.test_pool_share);
-  const int64_t train_pool = spec.pool_size - test_pool;
-  if (train_pool < 1 || (spec.test_size > 0 && test_pool < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.test_pool_share must leave >= 1 vector in each used pool: pool_size ",
-        spec.pool_size, " splits into ", train_pool, " train and ", test_pool, " test"));
-  }
+// True when a sequence of n >= 3 tokens is a hard triple: its first two
+// tokens' overlaps with the query (the last token) are one apart.
+bool IsHard(const uint64_t* seq, int n) {
+  if (n < 3) return false;
+  const uint64_t query = seq[n - 1];
+  return std::abs(InnerProduct(query, seq[0]) - InnerProduct(query, seq[1])) == 1;
+}
 
-  Rng rng = Rng::ForStream(spec.data_seed, kStreamData);
+// The pool's vectors, shuffled with `rng`: every vector of the universe when
+// pool_size is 0, else pool_size distinct ones. The ranges were checked by
+// ValidateDataset (PoolUniverse, kMaxEnumeratedVectors).
+absl::StatusOr<std::vector<uint64_t>> DrawPool(const DatasetSpec& spec, Rng& rng) {
+  const bool constant_weight = spec.weight > 0;
+  const uint64_t universe = PoolUniverse(spec);
   const uint64_t mask = LowMask(spec.m);
+  const int64_t size = PoolVectors(spec);
   std::vector<uint64_t> pool;
-  pool.reserve(spec.pool_size);
-  if (constant_weight && universe <= (1ULL << 20)) {
-    // Small universe: enumerate it and take a uniform random subset.
+  pool.reserve(size);
+  if (spec.pool_size == 0 || (constant_weight && universe <= (1ULL << 20))) {
+    // Every vector, or a small universe: enumerate it, shuffle, take the
+    // first `size` (a uniform random subset).
     std::vector<uint64_t> all;
-    for (uint64_t v = LowMask(spec.weight); v != 0; v = NextSamePopcount(v, mask)) {
-      all.push_back(v);
+    all.reserve(universe);
+    if (constant_weight) {
+      for (uint64_t v = LowMask(spec.weight); v != 0; v = NextSamePopcount(v, mask)) {
+        all.push_back(v);
+      }
+    } else {
+      for (uint64_t v = 0; v < universe; ++v) all.push_back(v);
     }
     rng.Shuffle(all);
-    pool.assign(all.begin(), all.begin() + spec.pool_size);
-  } else {
-    std::unordered_set<uint64_t> seen;
-    std::vector<int> coords(spec.m);
-    const int64_t max_attempts = 1000LL * spec.pool_size + 100000;
-    for (int64_t attempt = 0; static_cast<int>(pool.size()) < spec.pool_size; ++attempt) {
-      if (attempt >= max_attempts) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "dataset.pool_size: could not draw ", spec.pool_size,
-            " distinct vectors in ", max_attempts, " attempts; use a smaller pool_size"));
+    pool.assign(all.begin(), all.begin() + size);
+    return pool;
+  }
+  std::unordered_set<uint64_t> seen;
+  std::vector<int> coords(spec.m);
+  const int64_t max_attempts = 1000LL * size + 100000;
+  for (int64_t attempt = 0; static_cast<int64_t>(pool.size()) < size; ++attempt) {
+    if (attempt >= max_attempts) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset.pool_size: could not draw ", size, " distinct vectors in ", max_attempts,
+          " attempts; use a smaller pool_size"));
+    }
+    uint64_t v = 0;
+    if (constant_weight) {
+      for (int k = 0; k < spec.m; ++k) coords[k] = k;
+      for (int k = 0; k < spec.weight; ++k) {
+        std::swap(coords[k], coords[k + rng.Below(spec.m - k)]);
+        v |= 1ULL << coords[k];
       }
-      uint64_t v = 0;
-      if (constant_weight) {
-        for (int k = 0; k < spec.m; ++k) coords[k] = k;
-        for (int k = 0; k < spec.weight; ++k) {
-          std::swap(coords[k], coords[k + rng.Below(spec.m - k)]);
-          v |= 1ULL << coords[k];
-        }
-      } else {
-        for (int k = 0; k < spec.m; ++k) {
-          if (rng.Uniform() < spec.bernoulli_p) v |= 1ULL << k;
-        }
+    } else {
+      for (int k = 0; k < spec.m; ++k) {
+        if (rng.Uniform() < spec.bernoulli_p) v |= 1ULL << k;
       }
-      if (seen.insert(v).second) pool.push_back(v);
+    }
+    if (seen.insert(v).second) pool.push_back(v);
+  }
+  return pool;
+}
+
+// One sequence drawn with replacement from `vecs`; with `hard`, the second
+// candidate is redrawn (up to 256 times) until its overlap with the query
+// is one apart from the first candidate's.
+void DrawSequence(const std::vector<uint64_t>& vecs, bool hard, Rng& rng,
+                  std::vector<uint64_t>& seq) {
+  const int n = static_cast<int>(seq.size());
+  for (int i = 0; i < n; ++i) seq[i] = vecs[rng.Below(vecs.size())];
+  if (!hard) return;
+  const uint64_t query = seq[n - 1];
+  const int oy = InnerProduct(query, seq[0]);
+  for (int attempt = 0; attempt < 256; ++attempt) {
+    const uint64_t z = vecs[rng.Below(vecs.size())];
+    if (std::abs(InnerProduct(query, z) - oy) == 1) {
+      seq[1] = z;
+      break;
     }
   }
+}
+
+int64_t HardCount(int64_t count, const DatasetSpec& spec) {
+  return spec.seq_len >= 3 ? std::llround(count * spec.hard_share) : 0;
+}
+
+// split sequences over an enumerable pool: sequence k is the tuple of pool
+// indices given by k's base-|vecs| digits (position i = digit i). The hard
+// and the other sequences are shuffled apart; each split takes its hard
+// share from the hard ones and the rest from the others (from the other
+// list when one runs out), so train and test are disjoint samples without
+// replacement. Each split's order is shuffled.
+void EnumeratedSequenceSplits(const DatasetSpec& spec, const std::vector<uint64_t>& vecs,
+                              Rng& rng, Dataset& d) {
+  const int n = spec.seq_len;
+  const uint64_t p = vecs.size();
+  const uint64_t total = PoolSequenceCount(spec);  // <= kMaxEnumeratedSequences
+  std::vector<uint64_t> seq(n);
+  auto decode = [&](uint32_t k) {
+    uint64_t rest = k;
+    for (int i = 0; i < n; ++i) {
+      seq[i] = vecs[rest % p];
+      rest /= p;
+    }
+  };
+  std::vector<uint32_t> hard, easy;
+  for (uint64_t k = 0; k < total; ++k) {
+    decode(static_cast<uint32_t>(k));
+    (IsHard(seq.data(), n) ? hard : easy).push_back(static_cast<uint32_t>(k));
+  }
+  rng.Shuffle(hard);
+  rng.Shuffle(easy);
+  size_t next_hard = 0, next_easy = 0;
+  auto take = [&](int64_t count, Split& split) {
+    const int64_t want_hard = HardCount(count, spec);
+    std::vector<uint32_t> chosen;
+    chosen.reserve(count);
+    for (int64_t s = 0; s < count; ++s) {
+      const bool from_hard =
+          (s < want_hard && next_hard < hard.size()) || next_easy >= easy.size();
+      chosen.push_back(from_hard ? hard[next_hard++] : easy[next_easy++]);
+    }
+    rng.Shuffle(chosen);
+    for (uint32_t k : chosen) {
+      decode(k);
+      AppendSequence(seq, split);
+    }
+  };
+  take(spec.train_size, d.train);
+  take(spec.test_size, d.test);
+}
+
+// split sequences over a pool too large to enumerate: train sequences with
+// replacement (the first hard share of them hard), then test sequences
+// likewise, each redrawn while it equals a training sequence.
+absl::Status SampledSequenceSplits(const DatasetSpec& spec, const std::vector<uint64_t>& vecs,
+                                   Rng& rng, Dataset& d) {
+  const int n = spec.seq_len;
+  std::vector<uint64_t> seq(n);
+  auto key = [&] { return std::string(reinterpret_cast<const char*>(seq.data()), 8 * n); };
+  std::unordered_set<std::string> train;
+  const int64_t train_hard = HardCount(spec.train_size, spec);
+  for (int64_t s = 0; s < spec.train_size; ++s) {
+    DrawSequence(vecs, s < train_hard, rng, seq);
+    train.insert(key());
+    AppendSequence(seq, d.train);
+  }
+  const int64_t test_hard = HardCount(spec.test_size, spec);
+  const int64_t max_attempts = 100LL * spec.test_size + 10000;
+  int64_t attempts = 0;
+  for (int64_t s = 0; s < spec.test_size; ++s) {
+    do {
+      if (++attempts > max_attempts) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset.test_size: could not draw ", spec.test_size,
+            " test sequences unequal to every training sequence in ", max_attempts,
+            " attempts; use a smaller train_size or test_size, or a larger pool"));
+      }
+      DrawSequence(vecs, s < test_hard, rng, seq);
+    } while (train.count(key()) != 0);
+    AppendSequence(seq, d.test);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BuildPool(const DatasetSpec& spec, Dataset& d) {
+  Rng rng = Rng::ForStream(spec.data_seed, kStreamData);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> pool, DrawPool(spec, rng));
+  if (spec.split == PoolSplit::kSequences) {
+    if (PoolSequenceCount(spec) <= static_cast<uint64_t>(SpecLimits::kMaxEnumeratedSequences)) {
+      EnumeratedSequenceSplits(spec, pool, rng, d);
+      return absl::OkStatus();
+    }
+    return SampledSequenceSplits(spec, pool, rng, d);
+  }
+  // split tokens: the pool's first round(size * test_pool_share) vectors
+  // are the test pool, the rest the train pool (sizes checked by
+  // ValidateDataset); each split's sequences stay inside their own pool.
+  const int64_t test_pool = std::llround(pool.size() * spec.test_pool_share);
   const std::vector<uint64_t> test_vectors(pool.begin(), pool.begin() + test_pool);
   const std::vector<uint64_t> train_vectors(pool.begin() + test_pool, pool.end());
-
-  // Sequences inside one pool. A hard sequence puts two candidates whose
-  // overlaps with the query (the last token) are one apart.
   auto build = [&](const std::vector<uint64_t>& vecs, int64_t count, Split& split) {
-    const int n = spec.seq_len;
-    const int64_t hard = n >= 3 ? std::llround(count * spec.hard_share) : 0;
-    std::vector<uint64_t> seq(n);
+    const int64_t hard = HardCount(count, spec);
+    std::vector<uint64_t> seq(spec.seq_len);
     for (int64_t s = 0; s < count; ++s) {
-      for (int i = 0; i < n; ++i) seq[i] = vecs[rng.Below(vecs.size())];
-      if (s < hard) {
-        const uint64_t query = seq[n - 1];
-        const int oy = InnerProduct(query, seq[0]);
-        for (int attempt = 0; attempt < 256; ++attempt) {
-          const uint64_t z = vecs[rng.Below(vecs.size())];
-          if (std::abs(InnerProduct(query, z) - oy) == 1) {
-            seq[1] = z;
-            break;
-          }
-        }
-      }
+      DrawSequence(vecs, s < hard, rng, seq);
       AppendSequence(seq, split);
     }
   };

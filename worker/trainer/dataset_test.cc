@@ -226,12 +226,161 @@ TEST(PoolTest, RejectsPoolLargerThanUniverse) {
   spec.pool_size = 21;  // C(6,3) = 20
   auto d = BuildDataset(spec);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(d.status().message(), HasSubstr("dataset.pool_size must be in 2..20"));
+  EXPECT_THAT(d.status().message(),
+              HasSubstr("dataset.pool_size must be 0 (every vector) or in 2..20"));
   spec.pool_size = 20;
   spec.test_pool_share = 0.0;
   d = BuildDataset(spec);  // test_size > 0 but the test pool is empty
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(d.status().message(), HasSubstr("dataset.test_pool_share"));
+}
+
+
+// A split's sequences as tuples, in order.
+std::vector<std::vector<uint64_t>> Sequences(const Split& split, int n) {
+  std::vector<std::vector<uint64_t>> out;
+  for (int64_t s = 0; s < split.size; ++s) {
+    out.emplace_back(split.tokens.begin() + s * n, split.tokens.begin() + (s + 1) * n);
+  }
+  return out;
+}
+
+int HardTriples(const Split& split) {
+  int hard = 0;
+  for (int64_t s = 0; s < split.size; ++s) {
+    const uint64_t* q = &split.tokens[3 * s];
+    hard += std::abs(InnerProduct(q[2], q[0]) - InnerProduct(q[2], q[1])) == 1;
+  }
+  return hard;
+}
+
+// m = 8, every weight-3 vector (C(8,3) = 56): 56^3 = 175,616 sequences, so
+// split sequences enumerates them.
+DatasetSpec EveryWeight3Vector(PoolSplit split) {
+  DatasetSpec d = Pool();
+  d.m = 8;
+  d.weight = 3;
+  d.pool_size = 0;
+  d.test_pool_share = 0.5;
+  d.split = split;
+  return d;
+}
+
+// Under either split no test sequence equals a training sequence; under
+// tokens no test vector is in training, under sequences the test vectors
+// are training vectors; and the dataset is the same on every build.
+TEST(PoolSplitTest, NoTestSequenceInTrainingTokensDisjointOrShared) {
+  for (PoolSplit split : {PoolSplit::kTokens, PoolSplit::kSequences}) {
+    SCOPED_TRACE(Name(split));
+    const DatasetSpec spec = EveryWeight3Vector(split);
+    auto d = BuildDataset(spec);
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(d->train.size, 2000);
+    ASSERT_EQ(d->test.size, 500);
+    EXPECT_EQ(d->facts.train_sequences, 2000);
+    EXPECT_EQ(d->facts.test_sequences, 500);
+    const auto train = Sequences(d->train, 3);
+    const std::set<std::vector<uint64_t>> train_set(train.begin(), train.end());
+    for (const auto& seq : Sequences(d->test, 3)) EXPECT_EQ(train_set.count(seq), 0u);
+    const std::set<uint64_t> train_tokens(d->train.tokens.begin(), d->train.tokens.end());
+    const std::set<uint64_t> test_tokens(d->test.tokens.begin(), d->test.tokens.end());
+    int shared = 0;
+    for (uint64_t v : test_tokens) shared += train_tokens.count(v) > 0;
+    if (split == PoolSplit::kTokens) {
+      EXPECT_EQ(shared, 0);
+      EXPECT_EQ(train_tokens.size() + test_tokens.size(), 56u);  // 28 + 28, all used
+    } else {
+      EXPECT_EQ(static_cast<size_t>(shared), test_tokens.size());
+      EXPECT_EQ(train_tokens.size(), 56u);
+      // Enumerated: drawn without replacement, so no sequence repeats.
+      EXPECT_EQ(train_set.size(), 2000u);
+    }
+    for (uint64_t v : train_tokens) EXPECT_EQ(__builtin_popcountll(v), 3);
+    EXPECT_GE(HardTriples(d->train), 1000);
+    EXPECT_GE(HardTriples(d->test), 250);
+    auto again = BuildDataset(spec);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->train.tokens, d->train.tokens);
+    EXPECT_EQ(again->test.tokens, d->test.tokens);
+    DatasetSpec other = spec;
+    other.data_seed = 8;
+    auto c = BuildDataset(other);
+    ASSERT_TRUE(c.ok());
+    EXPECT_NE(c->train.tokens, d->train.tokens);
+  }
+}
+
+// Every token of {0,1}^3 (pool_size 0, weight 0) and every one of the
+// 8^3 = 512 sequences once: 256 train and 256 test partition them.
+TEST(PoolSplitTest, EveryTokenAndEverySequenceOnceWhenTheSplitsTakeThemAll) {
+  DatasetSpec spec = Pool();
+  spec.m = 3;
+  spec.weight = 0;
+  spec.pool_size = 0;
+  spec.split = PoolSplit::kSequences;
+  spec.train_size = 256;
+  spec.test_size = 256;
+  spec.hard_share = 0;
+  auto d = BuildDataset(spec);
+  ASSERT_TRUE(d.ok()) << d.status();
+  std::set<std::vector<uint64_t>> all;
+  for (const auto& seq : Sequences(d->train, 3)) all.insert(seq);
+  EXPECT_EQ(all.size(), 256u);
+  for (const auto& seq : Sequences(d->test, 3)) all.insert(seq);
+  EXPECT_EQ(all.size(), 512u);
+  for (const auto& seq : all) {
+    for (uint64_t v : seq) EXPECT_LT(v, 8u);
+  }
+  // Targets are Min-IP's.
+  int32_t want[3];
+  MinIpTargets(&d->test.tokens[0], 3, want);
+  EXPECT_EQ(std::vector<int32_t>(want, want + 3),
+            std::vector<int32_t>(d->test.targets.begin(), d->test.targets.begin() + 3));
+}
+
+// A pool of 495 vectors (every weight-4 vector of m = 12) forms 495^3
+// sequences, too many to enumerate: training draws with replacement and a
+// test sequence equal to a training one is drawn again.
+TEST(PoolSplitTest, SampledSequencesSplitKeepsTestOutOfTraining) {
+  DatasetSpec spec = Pool();
+  spec.pool_size = 0;
+  spec.split = PoolSplit::kSequences;
+  spec.train_size = 20000;
+  spec.test_size = 2000;
+  auto d = BuildDataset(spec);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->train.size, 20000);
+  EXPECT_EQ(d->test.size, 2000);
+  const auto train = Sequences(d->train, 3);
+  const std::set<std::vector<uint64_t>> train_set(train.begin(), train.end());
+  for (const auto& seq : Sequences(d->test, 3)) EXPECT_EQ(train_set.count(seq), 0u);
+  const std::set<uint64_t> tokens(d->train.tokens.begin(), d->train.tokens.end());
+  EXPECT_EQ(tokens.size(), 495u);  // 60,000 draws of 495 vectors reach them all
+  EXPECT_GE(HardTriples(d->train), 10000);
+}
+
+TEST(PoolSplitTest, RefusesMoreSequencesThanThePoolFormsAndTooManyVectors) {
+  DatasetSpec spec = Pool();
+  spec.m = 3;
+  spec.weight = 0;
+  spec.pool_size = 0;
+  spec.split = PoolSplit::kSequences;
+  spec.train_size = 400;
+  spec.test_size = 200;
+  auto d = BuildDataset(spec);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(),
+              HasSubstr("dataset.train_size + dataset.test_size must be in 1..512"));
+  EXPECT_THAT(d.status().message(), HasSubstr("got 400 + 200 = 600"));
+  spec.m = 24;  // 2^24 vectors: too many to enumerate
+  d = BuildDataset(spec);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(),
+              HasSubstr("dataset.pool_size 0 (every vector) needs at most 1048576"));
+  spec.m = 3;
+  spec.split = static_cast<PoolSplit>(7);
+  d = BuildDataset(spec);
+  EXPECT_THAT(d.status().message(), HasSubstr("dataset.split must be one of tokens, sequences"));
 }
 
 }  // namespace

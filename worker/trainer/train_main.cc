@@ -93,6 +93,7 @@ std::map<std::string, Setter> MakeSetters(TaskSpec& t, trainer::RunOptions& run,
   RS_NUM("train_size", dataset.train_size);
   RS_NUM("test_size", dataset.test_size);
   RS_NUM("hard_share", dataset.hard_share);
+  RS_ENUM("split", dataset.split, ParsePoolSplit);
   RS_ENUM("head", head.kind, ParseHeadKind);
   RS_ENUM("feature_map", head.feature_map, ParseFeatureMap);
   RS_ENUM("construction", head.construction, ParseConstruction);
@@ -261,7 +262,7 @@ absl::Status Main(int argc, char** argv) {
                    "FIELD: any TaskSpec field by its JSON name with dashes, e.g. dataset m "
                    "seq-len final-query-only data-seed code-weight max-overlap num-queries "
                    "weight bernoulli-p pool-size test-pool-share train-size test-size "
-                   "hard-share head feature-map construction hidden num-heads value-dim "
+                   "hard-share split head feature-map construction hidden num-heads value-dim "
                    "score-dim relu-eps beta rank seeds lr beta1 beta2 weight-decay batch-size "
                    "max-steps eval-every early-stop-evals loss schedule warmup-steps; plus device "
                    "(auto|cpu|cuda|cuda:N), indent (JSON indent, -1 = compact) and "
