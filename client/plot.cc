@@ -10,12 +10,8 @@
 #include "absl/strings/str_split.h"
 
 namespace ranksweep::client {
-namespace {
 
-constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                    "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
-
-std::string Escape(const std::string& s) {
+std::string SvgEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -29,7 +25,15 @@ std::string Escape(const std::string& s) {
   return out;
 }
 
-std::string Num(double v) { return absl::StrFormat("%.1f", v); }
+std::string SvgNum(double v) { return absl::StrFormat("%.1f", v); }
+
+namespace {
+
+constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                    "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
+
+std::string Escape(const std::string& s) { return SvgEscape(s); }
+std::string Num(double v) { return SvgNum(v); }
 
 // A few pixels of sideways jitter, the same for the same (head, seed).
 double Jitter(int head_index, uint64_t seed) {

@@ -110,6 +110,11 @@ struct PlotLayout {
   double YForValue(double value) const;  // value 0 at the bottom, 1 at the top
 };
 
+// Text for SVG: &, <, > and " escaped.
+std::string SvgEscape(const std::string& s);
+// A coordinate with one decimal, as every figure writes them.
+std::string SvgNum(double v);
+
 // Text width at the plot's 13 px sans-serif, on the safe side (wide glyphs).
 double EstimateTextWidth(const std::string& text, double font_size = 13);
 

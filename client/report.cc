@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "client/format.h"
+#include "client/law_plot.h"
 #include "client/sweep_views.h"
 #include "common/spec/criterion.h"
 #include "common/spec/spec_json.h"
@@ -116,8 +117,10 @@ std::string SplitSection(const v1::QueryResultsResponse& r, bool test) {
   return out;
 }
 
-std::string SweepSection(size_t index, const ReportSweep& s,
-                         const std::vector<std::string>& plots) {
+// A figure of the report: its file and what it shows (the image's text).
+using Figure = std::pair<std::string, std::string>;
+
+std::string SweepSection(size_t index, const ReportSweep& s, const std::vector<Figure>& plots) {
   const bool test = HasTestSplit(s.spec);
   const v1::SweepInfo& info = s.sweep;
   std::string out = absl::StrCat("## ", index + 1, ". ", s.spec.name, "\n\n");
@@ -127,6 +130,7 @@ std::string SweepSection(size_t index, const ReportSweep& s,
                   info.counts().cancelled(), " cancelled.\n\n");
 
   absl::StrAppend(&out, "### Transition ranks\n\n");
+  const bool laws = !s.summaries.empty() && s.summaries[0].laws_size() > 0;
   Table t;
   t.header = {"head", "criterion", "train"};
   if (test) t.header.push_back("test");
@@ -150,6 +154,13 @@ std::string SweepSection(size_t index, const ReportSweep& s,
   }
   out += MarkdownTable(t);
   out += "\n";
+  if (laws) {
+    absl::StrAppend(&out, "### Transition against the problem size\n\n",
+                    "Criterion `", s.summaries[0].criterion(), "`; at each value of a dataset "
+                    "axis, the transition is the best over the sweep's other recipe axes. A "
+                    "slope of 1 on m is 2^m.\n\n```\n", LawText(s.summaries[0], test),
+                    "```\n\n");
+  }
 
   for (const v1::QueryResultsResponse& r : s.summaries) {
     absl::StatusOr<Criterion> c = ParseCriterion(r.criterion(), "criterion");
@@ -161,10 +172,8 @@ std::string SweepSection(size_t index, const ReportSweep& s,
 
   if (!plots.empty()) {
     absl::StrAppend(&out, "### Plots\n\n");
-    for (const std::string& p : plots) {
-      absl::StrAppend(&out, "![", s.spec.name,
-                      absl::StrContains(p, "-test.") ? ": test error" : ": train error",
-                      " against feature rank](", p, ")\n\n");
+    for (const Figure& p : plots) {
+      absl::StrAppend(&out, "![", s.spec.name, ": ", p.second, "](", p.first, ")\n\n");
     }
   }
   absl::StrAppend(&out, "### Spec\n\n```json\n", SweepSpecToJson(s.spec, 2), "\n```\n");
@@ -256,7 +265,7 @@ std::vector<ReportFile> BuildReport(const std::vector<ReportSweep>& sweeps) {
     const ReportSweep& s = sweeps[i];
     const v1::DatasetFacts facts =
         s.summaries.empty() ? v1::DatasetFacts() : s.summaries[0].facts();
-    std::vector<std::string> plots;
+    std::vector<Figure> plots;
     for (bool test : {false, true}) {
       if (test && !HasTestSplit(s.spec)) continue;
       PlotInput in = SweepPlot(s.sweep.sweep_id(), s.spec, s.rows, facts, test);
@@ -264,7 +273,40 @@ std::vector<ReportFile> BuildReport(const std::vector<ReportSweep>& sweeps) {
       const std::string name = absl::StrCat(FileStem(i, s.spec.name), test ? "-test" : "-train",
                                             ".svg");
       files.push_back({name, RenderPlotSvg(in)});
-      plots.push_back(name);
+      plots.emplace_back(name, absl::StrCat(test ? "test" : "train", " error against feature rank"));
+    }
+    // The transition against each dataset axis (the first criterion's laws).
+    if (!s.summaries.empty() && s.summaries[0].laws_size() > 0 && !s.rows.empty()) {
+      const v1::QueryResultsResponse& r = s.summaries[0];
+      std::vector<std::string> axes;
+      for (const v1::AxisLaw& law : r.laws()) {
+        if (law.numeric() && std::find(axes.begin(), axes.end(), law.axis()) == axes.end()) {
+          axes.push_back(law.axis());
+        }
+      }
+      for (const std::string& axis : axes) {
+        for (bool test : {false, true}) {
+          if (test && !HasTestSplit(s.spec)) continue;
+          LawPlotInput in;
+          in.title = s.spec.name;
+          in.subtitle = LawSubtitle(s.spec, axis, test);
+          in.axis = axis;
+          in.test = test;
+          for (const v1::AxisLaw& law : r.laws()) {
+            if (law.axis() == axis) in.laws.push_back(law);
+          }
+          in.seeds = SeedTransitions(s.spec, s.rows, axis, test);
+          in.caption.push_back(absl::StrCat("sweep ", s.sweep.sweep_id(), "; ", CriterionLine(r)));
+          for (const v1::AxisLaw& law : in.laws) {
+            if (!law.has_rank()) in.caption.push_back(RanklessCaption(law, axis, test));
+          }
+          const std::string name = absl::StrCat(FileStem(i, s.spec.name), "-", axis,
+                                                test ? "-test" : "-train", ".svg");
+          files.push_back({name, RenderLawSvg(in)});
+          plots.emplace_back(name, absl::StrCat(test ? "test" : "train",
+                                                " transition rank against ", axis));
+        }
+      }
     }
     absl::StrAppend(&page, SweepSection(i, s, plots), "\n");
   }

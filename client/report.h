@@ -58,7 +58,10 @@ PlotInput SweepPlot(const std::string& sweep_id, const SweepSpec& spec,
 
 // "report.md" first, then one SVG per sweep and split with a done cell
 // ("1-NAME-train.svg", "1-NAME-test.svg": the sweep's place in `sweeps`
-// and its name with anything but [A-Za-z0-9._-] made '_').
+// and its name with anything but [A-Za-z0-9._-] made '_'). A sweep with a
+// numeric dataset axis also gets a "Transition against the problem size"
+// section (LawText) and the figure of each split's transition against the
+// axis ("1-NAME-m-train.svg", "1-NAME-m-test.svg").
 std::vector<ReportFile> BuildReport(const std::vector<ReportSweep>& sweeps);
 
 }  // namespace ranksweep::client

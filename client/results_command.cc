@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/format.h"
+#include "client/law_plot.h"
 #include "client/plot.h"
 #include "client/report.h"
 #include "client/sweep_views.h"
@@ -175,7 +176,88 @@ int Results(Client* client, const ResultsArgs& a) {
 struct PlotArgs {
   std::vector<std::string> sweep_ids;
   std::string output, metric = "error", split = "train";
+  std::string x;  // a dataset axis: transition rank against it (law_plot.h)
 };
+
+// Writes `svg` to `path` as SVG, or as PNG for a name ending in ".png".
+int WriteFigure(const std::string& path, std::string bytes) {
+  if (absl::EndsWithIgnoreCase(path, ".png")) {
+    absl::StatusOr<std::string> rendered = RenderSvgToPng(bytes);
+    if (!rendered.ok()) return ReportLocal(rendered.status());
+    bytes = *std::move(rendered);
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  out.close();
+  if (!out) return ReportLocal(absl::InvalidArgumentError(absl::StrCat("-o: cannot write ", path)));
+  return kExitOk;
+}
+
+// `plot ID --x AXIS`: each ranked head's transition rank against a dataset
+// axis of one sweep, with the seeds' own transitions and the fit.
+int PlotLaw(Client* client, const PlotArgs& a, bool test) {
+  if (a.sweep_ids.size() != 1) {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("--x: draws one sweep, got ", a.sweep_ids.size())));
+  }
+  const std::string& id = a.sweep_ids[0];
+  int code = kExitOk;
+  absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, id, &code);
+  if (!sweep.ok()) return code;
+  const SweepSpec spec = FromProto(sweep->spec());
+  std::vector<std::string> dataset_axes;
+  for (const SweepAxis& axis : spec.axes) {
+    if (absl::StartsWith(AxisField(axis.name), "dataset.")) dataset_axes.push_back(axis.name);
+  }
+  if (std::find(dataset_axes.begin(), dataset_axes.end(), a.x) == dataset_axes.end()) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+        "--x: sweep ", id, " (", spec.name, ") has no dataset axis \"", a.x, "\"; ",
+        dataset_axes.empty() ? "it has none (sweep m, pool_size, ... with a list of values)"
+                             : absl::StrCat("its dataset axes are ",
+                                            absl::StrJoin(dataset_axes, ", ")))));
+  }
+  if (test && !HasTestSplit(spec)) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+        "--split test: sweep ", id, " (", spec.name, ") has no test split")));
+  }
+  v1::QueryResultsRequest req;
+  req.set_sweep_id(id);
+  req.set_state(v1::CELL_STATE_DONE);
+  std::vector<v1::ResultRow> rows;
+  grpc::Status status = QueryAllRows(client, req, &rows);
+  if (!status.ok()) return Report(client->globals(), status, "plot");
+  req.set_state(v1::CELL_STATE_UNSPECIFIED);
+  req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  v1::QueryResultsResponse summary;
+  auto ctx = client->Context();
+  status = client->stub().QueryResults(ctx.get(), req, &summary);
+  if (!status.ok()) return Report(client->globals(), status, "plot");
+
+  LawPlotInput in;
+  in.title = spec.name;
+  in.subtitle = LawSubtitle(spec, a.x, test);
+  in.axis = a.x;
+  in.test = test;
+  for (const v1::AxisLaw& law : summary.laws()) {
+    if (law.axis() == a.x) in.laws.push_back(law);
+  }
+  in.seeds = SeedTransitions(spec, rows, a.x, test);
+  in.caption.push_back(absl::StrCat("sweep ", id, "; ", CriterionLine(summary),
+                                    "; best over the other recipe axes at each ", a.x));
+  for (const v1::AxisLaw& law : in.laws) {
+    if (!law.has_rank()) in.caption.push_back(RanklessCaption(law, a.x, test));
+  }
+  if (rows.empty()) {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("plot: no done cell to plot yet in ", id)));
+  }
+  if (const int written = WriteFigure(a.output, RenderLawSvg(in)); written != kExitOk) {
+    return written;
+  }
+  std::cerr << "wrote " << a.output << " (" << in.laws.size() << " heads against " << a.x
+            << ")\n";
+  return kExitOk;
+}
 
 // Fetches each sweep, its done rows and its summary (for the theory bounds)
 // and writes the figure of RenderPlotSvg: SVG, or PNG for a name ending in
@@ -195,6 +277,7 @@ int Plot(Client* client, const PlotArgs& a) {
         absl::StrCat("-o: \"", a.output, "\" must end in .svg or .png")));
   }
   const bool test = a.split == "test";
+  if (!a.x.empty()) return PlotLaw(client, a, test);
   const bool several = a.sweep_ids.size() > 1;
   PlotInput in;
   std::vector<std::string> names;
@@ -238,17 +321,9 @@ int Plot(Client* client, const PlotArgs& a) {
   in.y_label = a.metric == "error"
                    ? absl::StrCat(a.split, " error (1 - exact-sequence accuracy)")
                    : absl::StrCat(a.split, " exact-sequence accuracy");
-  std::string bytes = RenderPlotSvg(in);
-  if (png) {
-    absl::StatusOr<std::string> rendered = RenderSvgToPng(bytes);
-    if (!rendered.ok()) return ReportLocal(rendered.status());
-    bytes = *std::move(rendered);
-  }
-  std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  out.close();
-  if (!out) {
-    return ReportLocal(absl::InvalidArgumentError(absl::StrCat("-o: cannot write ", a.output)));
+  (void)png;
+  if (const int written = WriteFigure(a.output, RenderPlotSvg(in)); written != kExitOk) {
+    return written;
   }
   std::cerr << "wrote " << a.output << " (" << in.points.size() << " points)\n";
   return kExitOk;
@@ -297,6 +372,10 @@ void AddPlotCommand(CLI::App* app, Command* command) {
   plot->add_option("-o,--output", pa->output, "File to write: NAME.svg or NAME.png")->required();
   plot->add_option("--metric", pa->metric, "error | exact_accuracy")->capture_default_str();
   plot->add_option("--split", pa->split, "train | test (pool datasets)")->capture_default_str();
+  plot->add_option("--x", pa->x,
+                   "A dataset axis of the sweep (m, pool_size, ...): draw each head's transition "
+                   "rank against it on a log2 axis, the seeds' own transitions as dots, and the "
+                   "fit of log2 rank (with 2^m beside an m axis)");
   plot->callback([command, pa] {
     command->action = [pa](Client* c) { return Plot(c, *pa); };
   });

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/format.h"
 #include "client/json_writer.h"
+#include "client/law_plot.h"
 #include "common/spec/criterion.h"
 
 namespace ranksweep::client {
@@ -196,6 +199,92 @@ std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_
     }
     if (!h.caveat().empty()) absl::StrAppend(&out, "  caveat: ", h.caveat(), "\n");
   }
+  if (response.laws_size() > 0) absl::StrAppend(&out, "\n", LawText(response, has_test_split));
+  return out;
+}
+
+namespace {
+
+// A ranked head's transition at one point, "undefined" when it has none; a
+// rank-less head's "exact on 3/3 seeds" (RanklessText).
+std::string LawCell(const v1::AxisLaw& law, const v1::AxisPoint& p, bool test) {
+  const v1::HeadSummary& s = p.summary();
+  if (!law.has_rank()) return RanklessText(s, test);
+  const bool defined = test ? s.test_transition_defined() : s.transition_defined();
+  return defined ? absl::StrCat(test ? s.test_transition_rank() : s.transition_rank())
+                 : "undefined";
+}
+
+}  // namespace
+
+std::string LawText(const v1::QueryResultsResponse& response, bool has_test_split) {
+  std::vector<std::string> axes;
+  for (const v1::AxisLaw& law : response.laws()) {
+    if (std::find(axes.begin(), axes.end(), law.axis()) == axes.end()) axes.push_back(law.axis());
+  }
+  std::string out;
+  for (const std::string& axis : axes) {
+    std::vector<const v1::AxisLaw*> laws;
+    for (const v1::AxisLaw& law : response.laws()) {
+      if (law.axis() == axis) laws.push_back(&law);
+    }
+    absl::StrAppend(&out, "transition rank against ", axis,
+                    " (best over the other recipe axes)\n");
+    Table t;
+    t.header = {absl::AsciiStrToUpper(axis)};
+    t.right_align = {true};
+    for (const v1::AxisLaw* law : laws) {
+      t.header.push_back(absl::AsciiStrToUpper(law->head()));
+      t.right_align.push_back(false);
+      if (has_test_split) {
+        t.header.push_back(absl::StrCat("TEST ", absl::AsciiStrToUpper(law->head())));
+        t.right_align.push_back(false);
+      }
+    }
+    const bool two_to_the_m = axis == "m";
+    if (two_to_the_m) {
+      t.header.push_back("2^M");
+      t.right_align.push_back(true);
+    }
+    bool bounds = false;
+    for (const v1::AxisLaw* law : laws) {
+      for (const v1::AxisPoint& p : law->points()) bounds = bounds || p.rank_lower_bound() > 0;
+    }
+    if (bounds) {
+      t.header.push_back("LOWER BOUND");
+      t.right_align.push_back(true);
+    }
+    // Rows in the order of the first head's points (the axis' order).
+    for (const v1::AxisPoint& first : laws.front()->points()) {
+      std::vector<std::string> row = {first.label()};
+      int64_t lower = 0;
+      for (const v1::AxisLaw* law : laws) {
+        const v1::AxisPoint* at = nullptr;
+        for (const v1::AxisPoint& p : law->points()) {
+          if (p.value() == first.value()) at = &p;
+        }
+        row.push_back(at != nullptr ? LawCell(*law, *at, false) : "-");
+        if (has_test_split) row.push_back(at != nullptr ? LawCell(*law, *at, true) : "-");
+        if (at != nullptr) lower = std::max(lower, at->rank_lower_bound());
+      }
+      if (two_to_the_m) {
+        row.push_back(first.value() <= 62 ? absl::StrCat(int64_t{1} << static_cast<int>(first.value()))
+                                          : "-");
+      }
+      if (bounds) row.push_back(lower > 0 ? absl::StrCat(lower) : "-");
+      t.rows.push_back(std::move(row));
+    }
+    for (absl::string_view line : absl::StrSplit(RenderTable(t), '\n', absl::SkipEmpty())) {
+      absl::StrAppend(&out, "  ", line, "\n");
+    }
+    for (const v1::AxisLaw* law : laws) {
+      if (!law->has_rank() || !law->numeric()) continue;
+      absl::StrAppend(&out, law->head(), " fit: ", FitText(law->fit(), axis), "\n");
+      if (has_test_split) {
+        absl::StrAppend(&out, law->head(), " test fit: ", FitText(law->test_fit(), axis), "\n");
+      }
+    }
+  }
   return out;
 }
 
@@ -275,6 +364,18 @@ std::string SummaryJson(const v1::QueryResultsResponse& response) {
     heads.push_back(std::move(head));
   }
   out["heads"] = std::move(heads);
+  if (response.laws_size() > 0) {
+    nlohmann::ordered_json laws = nlohmann::ordered_json::array();
+    for (const v1::AxisLaw& law : response.laws()) {
+      nlohmann::ordered_json j = MessageJsonTree(law);
+      // An undefined fit has no slope, an undefined transition no rank.
+      for (const char* fit : {"fit", "test_fit"}) {
+        if (!j[fit].is_object() || !j[fit].value("defined", false)) j[fit] = nullptr;
+      }
+      laws.push_back(std::move(j));
+    }
+    out["laws"] = std::move(laws);
+  }
   return out.dump(2) + "\n";
 }
 

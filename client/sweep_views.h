@@ -50,7 +50,21 @@ std::string SweepStatusText(const v1::SweepInfo& sweep, absl::TimeZone tz);
 // "(theory: no bound (multi-head))" with the reply's no_bound reason. With
 // recipe axes (some group's recipe is not 0) the table gets a RECIPE
 // column after RANK.
+//
+// When the sweep has dataset axes (the reply's `laws`), LawText follows.
 std::string SummaryText(const v1::QueryResultsResponse& response, bool has_test_split);
+
+// The transition against each dataset axis (the reply's `laws`), "" when it
+// has none. Per axis a table: one row per value, a column per head (the
+// train transition, and the test one with a test split; a rank-less head's
+// exact seeds), 2^m beside an m axis and the theory lower bound where one
+// applies; then per ranked head the fit of log2 transition against the
+// axis (law_plot.h FitText), train and test:
+//   transition rank against m (best over the other recipe axes)
+//     M  KERNEL/ELU1  SOFTMAX        2^M  LOWER BOUND
+//     2  4            exact on 3/3   4    -
+//   kernel/elu1 fit: log2 r = 1.02 m - 0.10 (slope 95%: 0.84..1.20; 4 values)
+std::string LawText(const v1::QueryResultsResponse& response, bool has_test_split);
 
 // The pieces SummaryText and the report (report.h) share:
 // "0.250 ± 0.031" (just the mean when n < 2; "-" when n == 0);
@@ -77,7 +91,8 @@ std::string CriterionLine(const v1::QueryResultsResponse& r);
 // test_meets empty without a test split).
 Table SummaryCsvTable(const v1::QueryResultsResponse& response);
 // {"criterion": "all" or null, "facts": {...} or null,
-//  "heads": [{HeadSummary fields..., "groups": [...]}]}
+//  "heads": [{HeadSummary fields..., "groups": [...]}],
+//  "laws": [{AxisLaw fields...}]}  (laws only when the sweep has dataset axes)
 // with every field of the messages (proto field names, 64-bit as numbers);
 // missing values null: a bound the dataset lacks, the rank of an undefined
 // transition, the aggregates ResultGroupJson leaves out.

@@ -23,6 +23,7 @@
 #include "server/core/result_schema.h"
 #include "server/core/sql_columns.h"
 #include "server/core/statistics.h"
+#include "server/core/transition_law.h"
 
 namespace ranksweep::server {
 namespace {
@@ -359,6 +360,34 @@ absl::Status ReadFinishedRowsOnTwoThreads(Statement& q, FinishedRows& rows) {
 // Groups aggregated from the result rows themselves: for a seed filter,
 // which the running aggregates cannot answer. Sets `facts` from the first
 // done cell kept.
+// The rank bounds of the dataset at each point of `law`: read from one done
+// result of a recipe with the point's value (the facts are the dataset's,
+// the same for every cell of a recipe). Left 0 when no such cell is done.
+absl::Status FillLawBounds(Connection& c, const std::string& sweep_id, const SweepSpec& spec,
+                           AxisLaw& law) {
+  static const std::string* sql = new std::string(
+      absl::StrCat("SELECT ", ResultColumns(), " FROM results WHERE sweep_id = ?1 AND recipe = ?2 "
+                   "AND state = ", kCellDone, " LIMIT 1"));
+  const int64_t recipes = RecipeCount(spec);
+  for (AxisPoint& point : law.points) {
+    for (int32_t recipe = 0; recipe < recipes; ++recipe) {
+      double v = 0;
+      if (!RecipeAxisValue(spec, recipe, law.axis, &v) || v != point.value) continue;
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+      q.Bind(1, sweep_id);
+      q.Bind(2, static_cast<int64_t>(recipe));
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) continue;
+      SeedResult result;
+      ReadResultColumns(q, 0, &result);
+      point.rank_lower_bound = result.facts.rank_lower_bound;
+      point.rank_upper_bound = result.facts.rank_upper_bound;
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
                             const std::vector<std::string>& labels, const CellFilter& filter,
                             GroupMap* groups, std::optional<DatasetFacts>* facts) {
@@ -667,6 +696,14 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
                      "transition does not test the rank bound";
         }
         h.no_bound = NoBoundReason(head, spec.train);
+      }
+      out.laws = SummarizeAxisLaws(out.groups, spec, has_test_split, criterion, label);
+      for (AxisLaw& law : out.laws) {
+        if (law.head_index < static_cast<int>(spec.heads.size())) {
+          // Bounds only where they apply to the head (NoBoundReason).
+          if (!NoBoundReason(spec.heads[law.head_index], spec.train).empty()) continue;
+        }
+        RETURN_IF_ERROR(FillLawBounds(c, query.sweep_id, spec, law));
       }
       return absl::OkStatus();
     }

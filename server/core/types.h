@@ -285,6 +285,46 @@ class RowSink {
   virtual void Add(const ResultRow& row) = 0;
 };
 
+// A least-squares line through (x, log2 transition rank): the transition
+// grows like 2^(slope * x + intercept). Defined from two points with
+// distinct x; the 95% interval of the slope (Student t, n - 2 degrees of
+// freedom) from three.
+struct LawFit {
+  bool defined = false;
+  int points = 0;             // the values fitted
+  double slope = 0;           // log2 rank per unit of the axis
+  double intercept = 0;
+  bool has_interval = false;  // points >= 3
+  double slope_ci95 = 0;      // half-width of the slope's 95% interval
+  // Values whose transition is undefined, so not fitted, ascending.
+  std::vector<double> left_out;
+};
+
+// One head at one value of a dataset axis: its summary over only the
+// recipes with that value (best over the sweep's other axes), and the
+// dataset's rank bounds there (0 when none applies or none is known).
+struct AxisPoint {
+  double value = 0;
+  std::string label;  // the value as written ("4", "sequences")
+  HeadSummary summary;
+  int64_t rank_lower_bound = 0;
+  int64_t rank_upper_bound = 0;
+};
+
+// How one head's transition rank depends on one dataset axis (m,
+// pool_size, split, ...): a point per value of the axis, and for a
+// numeric axis the fit of log2 transition against it, train and test.
+struct AxisLaw {
+  std::string axis;
+  std::string head;  // HeadLabel
+  int head_index = 0;
+  bool has_rank = false;
+  std::vector<AxisPoint> points;  // in the axis' order of values
+  bool numeric = false;           // false for a named axis (split): no fit
+  LawFit fit;
+  LawFit test_fit;  // only with a test split
+};
+
 struct QueryOutcome {
   std::vector<ResultRow> rows;      // when group_by == kNone
   std::vector<ResultGroup> groups;  // when grouped
@@ -296,6 +336,9 @@ struct QueryOutcome {
   // "mean:0.99", "seeds:3"), and a label for every recipe in `groups`.
   std::string criterion;
   std::map<int32_t, std::string> recipe_labels;
+  // When grouped and the sweep has dataset axes: per dataset axis and head,
+  // the transition at each value and its fit (transition_law.h).
+  std::vector<AxisLaw> laws;
   // Rows: > 0 when more rows match than page_size allowed; query again with
   // it as after_cell_id for the next page. 0 on the last page.
   int64_t next_after_cell_id = 0;

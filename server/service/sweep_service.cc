@@ -356,6 +356,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
       response->set_next_page_token(PageToken(out->next_after_cell_id));
       for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
       for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
+      for (const AxisLaw& law : out->laws) *response->add_laws() = ToProto(law);
       if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);
       if (query.group_by != GroupBy::kNone) {
         response->set_criterion(out->criterion);

@@ -229,6 +229,40 @@ v1::HeadSummary ToProto(const HeadSummary& head) {
   return p;
 }
 
+namespace {
+
+void FillFit(const LawFit& fit, v1::LawFit* p) {
+  p->set_defined(fit.defined);
+  p->set_points(fit.points);
+  p->set_slope(fit.slope);
+  p->set_intercept(fit.intercept);
+  p->set_has_interval(fit.has_interval);
+  p->set_slope_ci95(fit.slope_ci95);
+  p->mutable_left_out()->Add(fit.left_out.begin(), fit.left_out.end());
+}
+
+}  // namespace
+
+v1::AxisLaw ToProto(const AxisLaw& law) {
+  v1::AxisLaw p;
+  p.set_axis(law.axis);
+  p.set_head(law.head);
+  p.set_head_index(law.head_index);
+  p.set_has_rank(law.has_rank);
+  for (const AxisPoint& point : law.points) {
+    v1::AxisPoint* q = p.add_points();
+    q->set_value(point.value);
+    q->set_label(point.label);
+    *q->mutable_summary() = ToProto(point.summary);
+    q->set_rank_lower_bound(point.rank_lower_bound);
+    q->set_rank_upper_bound(point.rank_upper_bound);
+  }
+  p.set_numeric(law.numeric);
+  FillFit(law.fit, p.mutable_fit());
+  FillFit(law.test_fit, p.mutable_test_fit());
+  return p;
+}
+
 absl::StatusOr<std::optional<SweepState>> SweepStateFromProto(v1::SweepState state,
                                                               const char* field) {
   const int v = static_cast<int>(state);

@@ -55,6 +55,7 @@ class ResultColumnsBuilder final : public RowSink {
 };
 
 v1::HeadSummary ToProto(const HeadSummary& head);
+v1::AxisLaw ToProto(const AxisLaw& law);
 v1::VersionManifest ToProto(const VersionManifest& version);
 void FillProto(const VersionManifest& version, v1::VersionManifest* p);
 VersionManifest FromProto(const v1::VersionManifest& version);
