@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/spec/spec_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,9 +14,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-TEST(PresetsTest, TheSixPresetsAreEmbedded) {
-  EXPECT_THAT(PresetNames(), ElementsAre("lengths", "loopholes", "ood-large", "ood-medium",
-                                         "ood-small", "witness"));
+TEST(PresetsTest, TheEightPresetsAreEmbedded) {
+  EXPECT_THAT(PresetNames(),
+              ElementsAre("law", "lengths", "loopholes", "ood-tokens-large",
+                          "ood-tokens-medium", "ood-tokens-small", "ood", "witness"));
 }
 
 TEST(PresetsTest, EveryPresetParsesAndValidatesAtScaleOneAndOneTenth) {
@@ -28,9 +30,19 @@ TEST(PresetsTest, EveryPresetParsesAndValidatesAtScaleOneAndOneTenth) {
       for (const SweepSpec& s : p->sweeps) {
         EXPECT_TRUE(ValidateSweepSpec(s).ok()) << name;
         if (scale == 1.0) {
-          // Ranks 1..256 in powers of two, at least 5 seeds, softmax included.
-          EXPECT_THAT(s.ranks, ElementsAre(1, 2, 4, 8, 16, 32, 64, 128, 256)) << name;
-          EXPECT_GE(SweepSeeds(s).size(), 5u) << name;
+          // Ranks 1..256 in powers of two, at least 5 seeds, softmax included;
+          // law and ood stop at 64 and 128 (past their transitions) with 3
+          // seeds, to train in minutes on 2 cores.
+          if (name == "law") {
+            EXPECT_THAT(s.ranks, ElementsAre(1, 2, 4, 8, 16, 32, 64));
+            EXPECT_EQ(SweepSeeds(s).size(), 3u);
+          } else if (name == "ood") {
+            EXPECT_THAT(s.ranks, ElementsAre(1, 2, 4, 8, 16, 32, 64, 128));
+            EXPECT_EQ(SweepSeeds(s).size(), 3u);
+          } else {
+            EXPECT_THAT(s.ranks, ElementsAre(1, 2, 4, 8, 16, 32, 64, 128, 256)) << name;
+            EXPECT_GE(SweepSeeds(s).size(), 5u) << name;
+          }
           bool softmax = false;
           for (const HeadSpec& h : s.heads) softmax |= h.kind == HeadKind::kSoftmax;
           EXPECT_TRUE(softmax) << name;
@@ -95,7 +107,7 @@ TEST(PresetsTest, ScaleShrinksExactlyAsDocumented) {
   EXPECT_EQ(p->sweeps[0].seed_count, 3);
   EXPECT_EQ(p->sweeps[0].dataset.num_queries, 13);
 
-  p = ResolvePreset("ood-large", 0.1);
+  p = ResolvePreset("ood-tokens-large", 0.1);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->sweeps[0].dataset.pool_size, 2000);
   EXPECT_EQ(p->sweeps[0].dataset.train_size, 3000);
@@ -129,8 +141,9 @@ TEST(PresetsTest, OodPresetsSweepThreeLearningRates) {
     int max_steps;
     int eval_every;
   };
-  for (const Budget& b : {Budget{"ood-small", 3000, 100}, Budget{"ood-medium", 6000, 200},
-                          Budget{"ood-large", 10000, 250}}) {
+  for (const Budget& b : {Budget{"ood-tokens-small", 3000, 100},
+                          Budget{"ood-tokens-medium", 6000, 200},
+                          Budget{"ood-tokens-large", 10000, 250}}) {
     for (double scale : {1.0, 0.5}) {
       absl::StatusOr<ResolvedPreset> p = ResolvePreset(b.name, scale);
       ASSERT_TRUE(p.ok()) << b.name << ": " << p.status();
@@ -149,17 +162,17 @@ TEST(PresetsTest, OodPresetsSweepThreeLearningRates) {
     }
   }
   // (9 ranks + softmax) x 5 seeds x 3 recipes; at 0.5 (5 ranks + softmax) x 3 x 3.
-  absl::StatusOr<ResolvedPreset> p = ResolvePreset("ood-small", 1.0);
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("ood-tokens-small", 1.0);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(GridCellCount(p->sweeps[0]), 150);
-  p = ResolvePreset("ood-medium", 0.5);
+  p = ResolvePreset("ood-tokens-medium", 0.5);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(GridCellCount(p->sweeps[0]), 54);
   EXPECT_EQ(p->sweeps[0].train.max_steps, 3000);
 }
 
 TEST(PresetsTest, KeepFirstRecipeRunsTheOodPresetsAtLrPointZeroOneOnly) {
-  absl::StatusOr<ResolvedPreset> p = ResolvePreset("ood-small", 1.0);
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("ood-tokens-small", 1.0);
   ASSERT_TRUE(p.ok()) << p.status();
   SweepSpec s = p->sweeps[0];
   SweepSpec want = s;
@@ -175,7 +188,7 @@ TEST(PresetsTest, KeepFirstRecipeRunsTheOodPresetsAtLrPointZeroOneOnly) {
   EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
   // The presets without axes are left exactly as they are.
   for (const std::string& name : PresetNames()) {
-    if (name.rfind("ood-", 0) == 0) continue;
+    if (name.rfind("ood-tokens-", 0) == 0) continue;
     absl::StatusOr<ResolvedPreset> other = ResolvePreset(name, 1.0);
     ASSERT_TRUE(other.ok()) << name << ": " << other.status();
     for (SweepSpec& one : other->sweeps) {
@@ -183,6 +196,42 @@ TEST(PresetsTest, KeepFirstRecipeRunsTheOodPresetsAtLrPointZeroOneOnly) {
       EXPECT_EQ(KeepFirstRecipe(&one), "") << name;
       EXPECT_EQ(SweepSpecToJson(one, -1), before) << name;
     }
+  }
+}
+
+// The law: one sweep with an m axis (every sequence of ({0,1}^m)^3 at each
+// m), kept whole by --one-recipe, which drops training axes only.
+TEST(PresetsTest, LawSweepsMAndOodPosesDisjointSequencesOfEveryToken) {
+  absl::StatusOr<ResolvedPreset> p = ResolvePreset("law", 1.0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->sweeps.size(), 1u);
+  SweepSpec law = p->sweeps[0];
+  EXPECT_EQ(law.dataset.kind, DatasetKind::kExhaustive);
+  ASSERT_EQ(law.axes.size(), 1u);
+  EXPECT_EQ(law.axes[0].name, "m");
+  EXPECT_THAT(law.axes[0].values, ElementsAre(2, 3, 4, 5));
+  EXPECT_EQ(KeepFirstRecipe(&law), "");
+  EXPECT_EQ(RecipeCount(law), 4);
+
+  p = ResolvePreset("ood", 1.0);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->sweeps.size(), 3u);
+  const int want_m[] = {3, 4, 5}, want_train[] = {256, 2000, 8000}, want_test[] = {256, 2000, 4000};
+  for (int i = 0; i < 3; ++i) {
+    const DatasetSpec& d = p->sweeps[i].dataset;
+    EXPECT_EQ(p->sweeps[i].name, absl::StrCat("ood-m", want_m[i]));
+    EXPECT_EQ(d.split, PoolSplit::kSequences);
+    EXPECT_EQ(d.pool_size, 0);  // every token
+    EXPECT_EQ(d.weight, 0);
+    EXPECT_EQ(d.m, want_m[i]);
+    EXPECT_EQ(d.train_size, want_train[i]);
+    EXPECT_EQ(d.test_size, want_test[i]);
+    EXPECT_EQ(d.hard_share, 0);
+  }
+  for (const char* name : {"ood-tokens-small", "ood-tokens-medium", "ood-tokens-large"}) {
+    p = ResolvePreset(name, 1.0);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status();
+    EXPECT_EQ(p->sweeps[0].dataset.split, PoolSplit::kTokens) << name;
   }
 }
 
@@ -196,7 +245,7 @@ TEST(PresetsTest, BadScaleAndUnknownNameAreErrors) {
   absl::StatusOr<ResolvedPreset> p = ResolvePreset("nope", 1.0);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(p.status().message(), HasSubstr("lengths, loopholes, ood-large"));
+  EXPECT_THAT(p.status().message(), HasSubstr("law, lengths, loopholes, ood-tokens-large, ood-tokens-medium, ood-tokens-small, ood, witness"));
 }
 
 TEST(PresetsTest, ABadVariantNamesTheSweep) {
@@ -215,8 +264,11 @@ TEST(PresetsTest, ListShowsEveryPresetWithItsCells) {
   for (const std::string& name : PresetNames()) EXPECT_THAT(text, HasSubstr(name));
   // witness: (9 ranks + softmax) x 5 seeds = 50 cells in one sweep.
   EXPECT_THAT(text, ::testing::ContainsRegex("\nwitness +1 +50  witness family"));
-  // ood-small: (9 ranks + softmax) x 5 seeds x 3 learning rates.
-  EXPECT_THAT(text, ::testing::ContainsRegex("\nood-small +1 +150  OOD scaling"));
+  // ood-tokens-small: (9 ranks + softmax) x 5 seeds x 3 learning rates.
+  EXPECT_THAT(text, ::testing::ContainsRegex("\nood-tokens-small +1 +150  OOD, disjoint tokens"));
+  // ood: 3 sweeps of (8 ranks + softmax) x 3 seeds; law: 4 values of m.
+  EXPECT_THAT(text, ::testing::ContainsRegex("\nood +3 +81  OOD, disjoint sequences"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("\nlaw +1 +96  the law"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("invalid")));
 }
 

@@ -48,13 +48,13 @@ done_rows=$(grep -E "$index_row" "$page" |
   awk -F' \\| ' '$5 == "DONE" { split($6, c, "/"); if (c[1] + 0 == c[2] + 0 && c[2] > 0) n++ }
                 END { print n + 0 }')
 [ "$done_rows" -eq "$want" ] || fail "$done_rows of $want sweeps DONE with every cell done"
-# The ood presets sweep three learning rates; --one-recipe keeps the first,
-# so each ood sweep has a third of its cells and the page no recipe labels.
+# The ood-tokens presets sweep three learning rates; --one-recipe keeps the
+# first, so each has a third of its cells and the page no lr labels.
 cells() {  # the cells `submit --dry-run` counts for preset $1 (flags $2...)
   "$BUILD_DIR/bin/ranksweep" submit --preset "$1" --scale 0.01 "${@:2}" --dry-run 2>&1 >/dev/null |
     sed -n "s/^$1-s0.01: \([0-9]*\) cells.*$/\1/p"
 }
-for p in ood-small ood-medium ood-large; do
+for p in ood-tokens-small ood-tokens-medium ood-tokens-large; do
   one=$(cells "$p" --one-recipe)
   all=$(cells "$p")
   if [ -z "$one" ] || [ $((one * 3)) -ne "$all" ]; then

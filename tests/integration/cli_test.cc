@@ -219,18 +219,18 @@ TEST(CliTest, DryRunAlwaysPrintsOneJsonValueAndTheSweepsSize) {
 
 TEST(CliTest, OneRecipeKeepsEachAxisFirstValueAfterTheAxisFlags) {
   TempDir dir;
-  // ood-small sweeps lr 0.01, 0.003, 0.001: --one-recipe keeps 0.01 alone.
-  CommandResult r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--preset", "ood-small", "--scale",
+  // ood-tokens-small sweeps lr 0.01, 0.003, 0.001: --one-recipe keeps 0.01 alone.
+  CommandResult r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--preset", "ood-tokens-small", "--scale",
                               "0.1", "--one-recipe", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Json spec = Json::parse(r.out);
   EXPECT_EQ(spec["train"]["lr"], 0.01);  // a number: an axis would be the list
   // (3 ranks + softmax) x 2 seeds, of the preset's 24 at this scale.
-  EXPECT_THAT(r.err, HasSubstr("--one-recipe, the first value of each axis:\n"
-                               "  ood-small-s0.1: lr 0.01 (of 0.01,0.003,0.001); 8 cells\n"));
-  EXPECT_THAT(r.err, HasSubstr("ood-small-s0.1: 8 cells\n"));
+  EXPECT_THAT(r.err, HasSubstr("--one-recipe, the first value of each training axis:\n"
+                               "  ood-tokens-small-s0.1: lr 0.01 (of 0.01,0.003,0.001); 8 cells\n"));
+  EXPECT_THAT(r.err, HasSubstr("ood-tokens-small-s0.1: 8 cells\n"));
   // An axis flag on the same line applies first: its first value is kept.
-  r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--preset", "ood-small", "--scale", "0.1",
+  r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--preset", "ood-tokens-small", "--scale", "0.1",
                 "--lr", "0.003,0.001", "--one-recipe", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json::parse(r.out)["train"]["lr"], 0.003);
@@ -249,8 +249,8 @@ TEST(CliTest, OneRecipeKeepsEachAxisFirstValueAfterTheAxisFlags) {
   // --help says what it does.
   r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--help"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("--one-recipe +Keep only each recipe axis' first "
-                                              "value"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("--one-recipe +Keep only each training axis' "
+                                              "first value"));
 }
 
 TEST(CliTest, FlagsReadTheSameWithDashesOrUnderscores) {

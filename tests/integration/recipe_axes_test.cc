@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/local_service.h"
 #include "tests/support/process.h"
 
 namespace ranksweep {
@@ -37,36 +38,9 @@ const std::vector<std::string> kSubmit = {
     "0.05,0.01"};
 constexpr int kCellsPerLr = 9;
 
-class Service {
- public:
-  explicit Service(const TempDir& dir) : dir_(dir) {
-    server_ = std::make_unique<Process>(
-        std::vector<std::string>{RANKSWEEPD_BIN, "--listen=127.0.0.1:0",
-                                 "--db=" + dir.path() + "/ranksweep.db", "--insecure_local"},
-        dir.path() + "/server");
-    auto bound = server_->WaitForStdout(std::regex("listening on (\\S+)"), 30s);
-    EXPECT_TRUE(bound.has_value()) << server_->Stderr();
-    addr_ = bound.value_or("");
-  }
-
-  CommandResult Cli(std::vector<std::string> args, std::chrono::milliseconds timeout = 120s) {
-    std::vector<std::string> argv = {RANKSWEEP_CLI_BIN, "--addr=" + addr_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, dir_.path() + "/cli" + std::to_string(runs_++), timeout);
-  }
-
-  const std::string& addr() const { return addr_; }
-
- private:
-  const TempDir& dir_;
-  std::string addr_;
-  int runs_ = 0;
-  std::unique_ptr<Process> server_;
-};
-
 TEST(RecipeAxesTest, AnLrAxisTrainsEveryCellOfEveryLrOnceAndRowsCarryTheirLr) {
   TempDir dir;
-  Service service(dir);
+  testing::LocalService service(dir, RANKSWEEPD_BIN, RANKSWEEP_CLI_BIN);
 
   CommandResult dry = service.Cli([] {
     std::vector<std::string> args = kSubmit;
