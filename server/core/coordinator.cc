@@ -1,5 +1,7 @@
 #include "server/core/coordinator.h"
 
+#include <openssl/rand.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -25,6 +27,7 @@
 #include "server/core/rank_search.h"
 #include "server/core/result_schema.h"
 #include "server/core/sql_columns.h"
+#include "server/core/auth.h"
 #include "server/core/worker_registry.h"
 
 namespace ranksweep::server {
@@ -503,8 +506,10 @@ absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
 
 // ------------------------------------------------------------------ workers
 
-absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration& reg) {
+absl::StatusOr<RegisteredWorker> Coordinator::RegisterWorker(const WorkerRegistration& reg) {
   ASSIGN_OR_RETURN(const int slots, CheckRegistration(reg));
+  ASSIGN_OR_RETURN(const std::string session, NewSessionSecret());
+  const std::string session_hash = HashToken(session);
   const int64_t now = clock_->NowMs();
   std::string worker_id = reg.worker_id;
   bool known = false;
@@ -516,6 +521,7 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
     released = 0;
     events = Events();
     if (!worker_id.empty()) {
+      RETURN_IF_ERROR(CheckWorkerOwner(c, worker_id, reg.owner));
       ASSIGN_OR_RETURN(known, WorkerExists(c, worker_id));
     } else {
       ASSIGN_OR_RETURN(worker_id, NewWorkerId(c, [] { return RandomId("wk-"); }));
@@ -528,11 +534,19 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
       }
       released = static_cast<int64_t>(cells.size());
     }
-    return SaveWorker(c, worker_id, reg, slots, now);
+    return SaveWorker(c, worker_id, reg, slots, now, session_hash);
   }));
   LogRegistration(reg, worker_id, slots, known, released);
   Dispatch(events);
-  return worker_id;
+  return RegisteredWorker{worker_id, session};
+}
+
+absl::Status Coordinator::CheckWorkerSession(const std::string& worker_id,
+                                             const std::string& owner,
+                                             const std::string& session) {
+  return store_->QuickRead([&](Connection& c) -> absl::Status {
+    return server::CheckWorkerSession(c, worker_id, owner, session);
+  });
 }
 
 namespace {
@@ -557,10 +571,28 @@ absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_i
                                           q.ColumnText(kWorkerId)});
 }
 
-absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::string& worker_id) {
+// A lease the caller does not hold, whatever the reason (expired,
+// reassigned, another worker's, cancelled before it was leased): one message,
+// so that no reply tells another worker's leases from stale ones, or names
+// the lease a cell is under now.
+absl::Status NotYourLease(int64_t lease_id, int64_t cell_id) {
   return absl::FailedPreconditionError(absl::StrFormat(
-      "lease %d of cell %d is held by worker %s, not %s", lease_id, row.cell_id, row.worker_id,
-      worker_id));
+      "lease %d for cell %d is not held by this worker (expired, reassigned or never its own)",
+      lease_id, cell_id));
+}
+
+// A lease id nobody can guess: 63 random bits from OpenSSL's RAND_bytes,
+// never 0 (which means "no lease" in cells.lease_id). Two leases share an
+// id with probability 2^-63 per pair.
+absl::StatusOr<int64_t> NewLeaseId() {
+  while (true) {
+    uint64_t bits = 0;
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&bits), sizeof(bits)) != 1) {
+      return absl::InternalError("the random source (OpenSSL RAND_bytes) failed");
+    }
+    const int64_t id = static_cast<int64_t>(bits >> 1);
+    if (id != 0) return id;
+  }
 }
 
 // The task spec of a leased task: the sweep's (head, rank) with the seeds of
@@ -646,17 +678,18 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
                                      std::vector<Task>& tasks, int64_t next_of) {
   const int64_t deadline = now + options_.lease_ms;
   int leased = 0;
-  int64_t next_lease = 0, serve_counter = 0;
+  // Lease ids are random (NewLeaseId); meta's next_lease_id, which counted
+  // them up to schema 13, is no longer read.
+  int64_t serve_counter = 0;
   {
-    enum Col : int { kNextLeaseId, kServeCounter, kCount };
+    enum Col : int { kServeCounter, kCount };
     static const std::string* sql = NewSelect<kCount>(
-        {"(SELECT value FROM meta WHERE key = 'next_lease_id')",
-         "(SELECT value FROM meta WHERE key = 'serve_counter')"},
-        "");
+        {"(SELECT value FROM meta WHERE key = 'serve_counter')"}, "");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::DataLossError("meta table is missing its counters");
-    next_lease = q.ColumnInt(kNextLeaseId);
+    if (!row || q.ColumnIsNull(kServeCounter)) {
+      return absl::DataLossError("meta table is missing its counters");
+    }
     serve_counter = q.ColumnInt(kServeCounter);
   }
   // The memory the tasks of this call share: the request's, else the
@@ -706,7 +739,7 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
                        "worker_id = ?4, next_of = ?5, next_task = ?6 WHERE id = ?1"));
       ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       for (LeasedCell& cell : task.cells) {
-        cell.lease_id = next_lease++;
+        ASSIGN_OR_RETURN(cell.lease_id, NewLeaseId());
         u.Reset();
         u.Bind(1, cell.cell_id).Bind(2, cell.lease_id).Bind(3, deadline).Bind(4, worker_id);
         u.Bind(5, next_of).Bind(6, next_of != 0 ? leased : 0);
@@ -731,11 +764,9 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     ++leased;
   }
   if (leased == 0) return absl::OkStatus();  // the counters are unchanged
-  ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE meta SET value = ?2 WHERE key = ?1"));
-  u.Bind(1, "next_lease_id").Bind(2, next_lease);
-  RETURN_IF_ERROR(u.Run());
-  u.Reset();
-  u.Bind(1, "serve_counter").Bind(2, serve_counter);
+  ASSIGN_OR_RETURN(Statement u,
+                   c.Prepare("UPDATE meta SET value = :value WHERE key = 'serve_counter'"));
+  u.Bind(":value", serve_counter);
   return u.Run();
 }
 
@@ -807,7 +838,8 @@ absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worke
       if (!row.has_value()) {
         out.lost_lease_ids.push_back(lease_id);
       } else if (row->state == kCellLeased && row->worker_id != worker_id) {
-        return ForeignLease(lease_id, *row, worker_id);
+        // Another worker's lease reads as lost, as an unknown one does.
+        out.lost_lease_ids.push_back(lease_id);
       } else if (row->state == kCellLeased) {
         live.push_back(row->cell_id);
       } else if (row->state == kCellCancelled && row->worker_id == worker_id) {
@@ -936,14 +968,9 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       ++out.duplicates;
       continue;
     }
-    if (lease_id != r.lease_id || (state != kCellLeased && state != kCellCancelled)) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "stale lease %d for cell %d: the cell is %s%s", r.lease_id, r.cell_id,
-          Name(static_cast<CellState>(state)),
-          lease_id != 0 ? absl::StrCat(" under lease ", lease_id) : std::string()));
-    }
-    if (holder != worker_id) {
-      return ForeignLease(r.lease_id, LeaseRow{r.cell_id, state, holder}, worker_id);
+    if (lease_id != r.lease_id || (state != kCellLeased && state != kCellCancelled) ||
+        holder != worker_id) {
+      return NotYourLease(r.lease_id, r.cell_id);
     }
     if (state == kCellCancelled) {
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -1024,8 +1051,11 @@ absl::Status Coordinator::Fail(const std::string& worker_id, const std::vector<i
     std::vector<int64_t> cells;
     for (int64_t lease_id : lease_ids) {
       ASSIGN_OR_RETURN(std::optional<LeaseRow> row, FindLease(c, lease_id));
-      if (!row.has_value() || row->state != kCellLeased) continue;  // no longer current
-      if (row->worker_id != worker_id) return ForeignLease(lease_id, *row, worker_id);
+      // A lease no longer current, or another worker's, is ignored alike:
+      // the reply tells nothing about leases the caller does not hold.
+      if (!row.has_value() || row->state != kCellLeased || row->worker_id != worker_id) {
+        continue;
+      }
       cells.push_back(row->cell_id);
     }
     for (int64_t cell : cells) {

@@ -130,7 +130,7 @@ class CoordinatorTest : public ::testing::Test {
     reg.version = {"0.1.0+abc", "2.1.0", ""};
     auto id = coordinator_->RegisterWorker(reg);
     EXPECT_TRUE(id.ok()) << id.status();
-    return id.value_or("");
+    return id.ok() ? id->worker_id : std::string();
   }
 
   std::vector<Task> Acquire(const std::string& worker, int max_tasks = 1, int max_seeds = 64) {

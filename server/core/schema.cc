@@ -387,6 +387,14 @@ FROM result_groups;
 DROP TABLE result_groups;
 ALTER TABLE result_groups_v11 RENAME TO result_groups;
 )sql"},
+    // A worker is bound to the token that registered it (`owner`, the
+    // token's name) and to its registration (`session_hash`, the SHA-256 of
+    // the session secret RegisterWorker handed out; server/core/worker_registry.h).
+    // Rows from before have neither: the next registration of the id binds it.
+    {13, R"sql(
+ALTER TABLE workers ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE workers ADD COLUMN session_hash TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {

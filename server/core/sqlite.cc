@@ -1,5 +1,8 @@
 #include "server/core/sqlite.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <sqlite3.h>
 
 #include <string>
@@ -49,6 +52,15 @@ Statement& Statement::Bind(int index, std::string_view value) {
 Statement& Statement::BindBlob(int index, std::string_view value) {
   sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
   return *this;
+}
+
+int Statement::IndexOf(const char* name) const {
+  const int index = sqlite3_bind_parameter_index(stmt_, name);
+  if (index == 0) {
+    std::fprintf(stderr, "ranksweepd: no parameter %s in: %s\n", name, sqlite3_sql(stmt_));
+    std::abort();
+  }
+  return index;
 }
 
 Statement& Statement::BindNull(int index) {

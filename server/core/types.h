@@ -92,6 +92,17 @@ struct WorkerRegistration {
   int64_t memory_bytes = 0;
   int slots = 1;
   VersionManifest version;
+  // The name of the token that registers (Principal::name; "local" without
+  // tokens). A worker id stays bound to the token that first registered it.
+  std::string owner;
+};
+
+// What RegisterWorker hands back: the worker's id and the secret of this
+// registration, which every later worker call must present
+// (CheckWorkerSession in worker_registry.h). Only its SHA-256 is stored.
+struct RegisteredWorker {
+  std::string worker_id;
+  std::string session;
 };
 
 struct WorkerInfo {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -147,6 +148,7 @@ class ServiceAuthTest : public ::testing::Test {
     v1::RegisterWorkerResponse resp;
     grpc::Status s = worker_stub_->RegisterWorker(As(token).get(), req, &resp);
     if (id != nullptr) *id = resp.worker_id();
+    sessions_[resp.worker_id()] = resp.session();
     return s;
   }
 
@@ -154,6 +156,7 @@ class ServiceAuthTest : public ::testing::Test {
                        v1::AcquireTasksResponse* resp) {
     v1::AcquireTasksRequest req;
     req.set_worker_id(worker);
+    req.set_session(sessions_[worker]);
     req.set_max_tasks(1);
     return worker_stub_->AcquireTasks(As(token).get(), req, resp);
   }
@@ -170,6 +173,7 @@ class ServiceAuthTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::SweepService::Stub> sweep_stub_;
   std::unique_ptr<v1::WorkerService::Stub> worker_stub_;
+  std::map<std::string, std::string> sessions_;  // worker id -> its session
 };
 
 TEST_F(ServiceAuthTest, NoTokenOrAnUnknownOneIsUnauthenticatedOnEveryService) {

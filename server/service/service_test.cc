@@ -371,6 +371,7 @@ TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
     v1::RegisterWorkerResponse resp;
     ASSERT_TRUE(worker_stub_->RegisterWorker(&ctx, req, &resp).ok());
     b = resp.worker_id();
+    sessions_[b] = resp.session();
   }
   // One cell fails for good: three leases, each failed.
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -380,6 +381,7 @@ TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
     grpc::ClientContext ctx;
     v1::FailTaskRequest req;
     req.set_worker_id(a);
+    req.set_session(Session(a));
     req.add_lease_ids(got.tasks(0).cells(0).lease_id());
     req.set_reason("diverged");
     v1::FailTaskResponse resp;

@@ -16,6 +16,16 @@ using testing::Process;
 using testing::RunCommand;
 using namespace std::chrono_literals;
 
+namespace {
+
+// The environment that hands `token` to the CLI or a worker; none for "".
+std::vector<std::string> TokenEnv(const std::string& token) {
+  if (token.empty()) return {};
+  return {"RANKSWEEP_TOKEN=" + token};
+}
+
+}  // namespace
+
 Cluster::Cluster(ClusterOptions options)
     : options_(std::move(options)), db_(options_.dir + "/ranksweep.db") {}
 
@@ -26,8 +36,8 @@ bool Cluster::StartCoordinator() {
                                    "--listen=127.0.0.1:" + port_,
                                    "--db=" + db_,
                                    "--lease_seconds=" + std::to_string(options_.lease_seconds),
-                                   "--max_attempts=" + std::to_string(options_.max_attempts),
-                                   "--insecure_local"};
+                                   "--max_attempts=" + std::to_string(options_.max_attempts)};
+  if (!options_.tokens) argv.push_back("--insecure_local");
   if (options_.max_message_bytes > 0) {
     argv.push_back("--max_message_bytes=" + std::to_string(options_.max_message_bytes));
   }
@@ -77,7 +87,7 @@ void Cluster::StartWorker(int index) {
           "--drain_seconds=10", "--ack_log=" + ack_log, "--quiet",
           "--lose_replies=" + std::to_string(options_.lose_replies),
           "--lie_rate=" + std::to_string(index < options_.liars ? options_.lie_rate : 0.0)},
-      options_.dir + "/worker-" + name);
+      options_.dir + "/worker-" + name, TokenEnv(options_.worker_token));
 }
 
 int Cluster::StopWorker(int index, int sig, int wait_s) {
@@ -106,7 +116,7 @@ std::string Cluster::Submit(const std::string& spec_json) {
   const std::string path = options_.dir + "/spec" + n + ".json";
   std::ofstream(path) << spec_json;
   CommandResult r = RunCommand({options_.bin.cli, "--addr=" + address_, "submit", "-f", path},
-                               options_.dir + "/cli" + n, 60s);
+                               options_.dir + "/cli" + n, 60s, TokenEnv(options_.cli_token));
   if (r.exit_code != 0) {
     error_ = "ranksweep submit exited " + std::to_string(r.exit_code) + ": " + r.err;
     return "";
@@ -114,6 +124,27 @@ std::string Cluster::Submit(const std::string& spec_json) {
   std::string id = r.out;
   while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
   return id;
+}
+
+std::string Cluster::CreateToken(const std::string& name, const std::string& role) {
+  CommandResult r = RunCommand(
+      {options_.bin.ranksweepd, "token", "create", "--name=" + name, "--role=" + role,
+       "--db=" + db_},
+      options_.dir + "/token-" + name, 60s);
+  if (r.exit_code != 0) {
+    error_ = "ranksweepd token create exited " + std::to_string(r.exit_code) + ": " + r.err;
+    return "";
+  }
+  std::string token = r.out;
+  while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+  return token;
+}
+
+CommandResult Cluster::Cli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {options_.bin.cli, "--addr=" + address_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, options_.dir + "/cli" + std::to_string(cli_runs_++), 60s,
+                    TokenEnv(options_.cli_token));
 }
 
 // ------------------------------------------------------------- the database

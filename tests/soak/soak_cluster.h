@@ -46,6 +46,12 @@ struct ClusterOptions {
   int liars = 0;
   double lie_rate = 0.3;
   std::string worker_id_prefix = "fake-w";
+  // Authentication on (docs/SECURITY.md): ranksweepd runs without
+  // --insecure_local, and tokens come from CreateToken. The CLI sends
+  // cli_token, every worker worker_token (as RANKSWEEP_TOKEN).
+  bool tokens = false;
+  std::string cli_token;
+  std::string worker_token;
 };
 
 class Cluster {
@@ -79,6 +85,15 @@ class Cluster {
   // Submits a sweep (JSON text) through the CLI; returns the sweep id, or
   // an empty string with the reason in error().
   std::string Submit(const std::string& spec_json);
+
+  // `ranksweepd token create --name NAME --role ROLE` on the cluster's
+  // database: the token, or an empty string with the reason in error().
+  std::string CreateToken(const std::string& name, const std::string& role);
+  // Sets the token the CLI (Submit, Cli) and workers started from now on send.
+  void set_cli_token(std::string token) { options_.cli_token = std::move(token); }
+  void set_worker_token(std::string token) { options_.worker_token = std::move(token); }
+  // Runs `ranksweep --addr=ADDRESS ARGS...` with the CLI token.
+  testing::CommandResult Cli(const std::vector<std::string>& args);
 
   const std::string& address() const { return address_; }
   const std::string& db() const { return db_; }

@@ -1,0 +1,273 @@
+// A shared pool tried as a hostile member would, through real processes on
+// loopback: ranksweepd with tokens (tests/soak/soak_cluster.h) and clients
+// that use nothing but the generated ranksweep.v1 stubs. Each test names
+// the "Why" of the issue it closes and checks exact status codes and row
+// counts before and after.
+//  - Lease hijack: no token, and no process without the registration's
+//    session, can heartbeat, complete, fail or acquire for another worker;
+//    lease ids are random and no reply tells another worker's leases.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+
+#include "gtest/gtest.h"
+#include "grpcpp/grpcpp.h"
+#include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "tests/soak/soak_cluster.h"
+#include "tests/support/process.h"
+
+namespace ranksweep {
+namespace {
+
+using ::ranksweep::soak::Cluster;
+using ::ranksweep::soak::ClusterOptions;
+using ::ranksweep::soak::QueryInt;
+using ::ranksweep::soak::SweepJson;
+using ::ranksweep::testing::TempDir;
+using namespace std::chrono_literals;
+
+// A WorkerService client holding one token, as a hostile pool member would
+// write it from proto/ alone.
+class WorkerClient {
+ public:
+  WorkerClient(const std::string& address, std::string token)
+      : stub_(v1::WorkerService::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+        token_(std::move(token)) {}
+
+  grpc::Status Register(const std::string& worker_id, v1::RegisterWorkerResponse* out) {
+    v1::RegisterWorkerRequest req;
+    req.set_hostname("h");
+    req.set_device("cpu");
+    req.set_slots(1);
+    req.mutable_version()->set_build_id("hostile-test");
+    req.set_worker_id(worker_id);
+    auto ctx = Ctx();
+    return stub_->RegisterWorker(ctx.get(), req, out);
+  }
+  grpc::Status Acquire(const std::string& worker_id, const std::string& session, int max_seeds,
+                       v1::AcquireTasksResponse* out) {
+    v1::AcquireTasksRequest req;
+    req.set_worker_id(worker_id);
+    req.set_session(session);
+    req.set_max_tasks(1);
+    req.set_max_seeds(max_seeds);
+    auto ctx = Ctx();
+    return stub_->AcquireTasks(ctx.get(), req, out);
+  }
+  grpc::Status Heartbeat(const std::string& worker_id, const std::string& session,
+                         const std::vector<int64_t>& leases, v1::HeartbeatResponse* out) {
+    v1::HeartbeatRequest req;
+    req.set_worker_id(worker_id);
+    req.set_session(session);
+    for (int64_t id : leases) req.add_lease_ids(id);
+    auto ctx = Ctx();
+    return stub_->Heartbeat(ctx.get(), req, out);
+  }
+  grpc::Status Complete(const std::string& worker_id, const std::string& session,
+                        const v1::Task& task, v1::CompleteTasksResponse* out) {
+    v1::CompleteTasksRequest req;
+    req.set_worker_id(worker_id);
+    req.set_session(session);
+    for (const v1::LeasedCell& c : task.cells()) {
+      v1::CellResult* r = req.add_results();
+      r->set_cell_id(c.cell_id());
+      r->set_lease_id(c.lease_id());
+      v1::SeedResult* res = r->mutable_result();
+      res->set_seed(c.seed());
+      res->mutable_train()->set_sequences(64);
+      res->mutable_train()->set_exact_accuracy(1);
+      res->mutable_train()->set_position_accuracy(1);
+      res->mutable_train()->set_error(0);
+      res->set_steps(50);
+    }
+    auto ctx = Ctx();
+    return stub_->CompleteTasks(ctx.get(), req, out);
+  }
+  grpc::Status Fail(const std::string& worker_id, const std::string& session,
+                    const std::vector<int64_t>& leases, bool release) {
+    v1::FailTaskRequest req;
+    req.set_worker_id(worker_id);
+    req.set_session(session);
+    for (int64_t id : leases) req.add_lease_ids(id);
+    req.set_reason("sabotage");
+    req.set_release(release);
+    v1::FailTaskResponse out;
+    auto ctx = Ctx();
+    return stub_->FailTask(ctx.get(), req, &out);
+  }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> Ctx() const {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + 30s);
+    ctx->AddMetadata("authorization", "Bearer " + token_);
+    return ctx;
+  }
+
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::string token_;
+};
+
+std::vector<int64_t> LeaseIds(const v1::Task& task) {
+  std::vector<int64_t> ids;
+  for (const v1::LeasedCell& c : task.cells()) ids.push_back(c.lease_id());
+  return ids;
+}
+
+// A coordinator with tokens: an admin (the CLI's), two worker tokens.
+class HostilePoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ClusterOptions o;
+    o.dir = dir_.path();
+    o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
+    o.tokens = true;
+    o.lease_seconds = 60;
+    cluster_ = std::make_unique<Cluster>(o);
+    admin_ = cluster_->CreateToken("ops", "admin");
+    pool_a_ = cluster_->CreateToken("pool-a", "worker");
+    pool_b_ = cluster_->CreateToken("pool-b", "worker");
+    ASSERT_FALSE(admin_.empty() || pool_a_.empty() || pool_b_.empty()) << cluster_->error();
+    cluster_->set_cli_token(admin_);
+    ASSERT_TRUE(cluster_->StartCoordinator()) << cluster_->error();
+  }
+  void TearDown() override {
+    if (cluster_) EXPECT_TRUE(cluster_->StopCoordinator(SIGTERM));
+  }
+
+  int64_t Q(const std::string& sql) { return QueryInt(cluster_->db(), sql); }
+
+  TempDir dir_;
+  std::unique_ptr<Cluster> cluster_;
+  std::string admin_, pool_a_, pool_b_;
+};
+
+// "Any worker token can act as any worker": a Heartbeat in another
+// worker's name over lease ids 1..399 revealed its leases, a CompleteTasks
+// with them stored fake rows under its name.
+TEST_F(HostilePoolTest, NoTokenOrSessionButTheRegistrationsActsForAWorker) {
+  ASSERT_FALSE(cluster_->Submit(SweepJson("hijack", 2, 4)).empty()) << cluster_->error();
+  ASSERT_EQ(Q("SELECT count(*) FROM cells"), 8);
+
+  WorkerClient victim(cluster_->address(), pool_a_);
+  v1::RegisterWorkerResponse reg;
+  ASSERT_TRUE(victim.Register("victim-1", &reg).ok());
+  ASSERT_EQ(reg.worker_id(), "victim-1");
+  EXPECT_EQ(reg.session().size(), 46u) << reg.session();  // "ws_" + 43
+  const std::string session = reg.session();
+  v1::AcquireTasksResponse acquired;
+  ASSERT_TRUE(victim.Acquire("victim-1", session, 4, &acquired).ok());
+  ASSERT_EQ(acquired.tasks_size(), 1);
+  const v1::Task task = acquired.tasks(0);
+  ASSERT_EQ(task.cells_size(), 4);
+  const std::vector<int64_t> leases = LeaseIds(task);
+
+  // Lease ids are random 63-bit numbers: none is small, none follows
+  // another (the chance that this fails is about 2^-40).
+  for (int64_t id : leases) EXPECT_GT(id, int64_t{1} << 20) << id;
+  std::vector<int64_t> sorted = leases;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 1; i < sorted.size(); ++i) EXPECT_GT(sorted[i] - sorted[i - 1], 1 << 20);
+  std::vector<int64_t> probe = leases;
+  for (int64_t id = 1; id < 400; ++id) probe.push_back(id);
+
+  const std::string deadlines = "SELECT sum(lease_deadline_ms) FROM cells WHERE state = 2";
+  const int64_t deadline_before = Q(deadlines);
+  auto unchanged = [&] {
+    EXPECT_EQ(Q("SELECT count(*) FROM results"), 0);
+    EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 2 AND worker_id = 'victim-1' "
+                "AND attempt = 1"),
+              4);
+    EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 1"), 4);
+    EXPECT_EQ(Q(deadlines), deadline_before);
+    EXPECT_EQ(Q("SELECT completed FROM workers WHERE id = 'victim-1'"), 0);
+  };
+  std::this_thread::sleep_for(5ms);  // a heartbeat that got through would move the deadlines
+
+  // Another token, in the victim's name: refused everywhere, nothing done.
+  WorkerClient thief(cluster_->address(), pool_b_);
+  for (const std::string& guess : {std::string(), session}) {
+    v1::HeartbeatResponse hb;
+    grpc::Status s = thief.Heartbeat("victim-1", guess, probe, &hb);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+    EXPECT_EQ(hb.lost_lease_ids_size() + hb.cancelled_lease_ids_size(), 0);
+    v1::CompleteTasksResponse done;
+    s = thief.Complete("victim-1", guess, task, &done);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+    EXPECT_EQ(thief.Fail("victim-1", guess, leases, false).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    v1::AcquireTasksResponse stolen;
+    EXPECT_EQ(thief.Acquire("victim-1", guess, 4, &stolen).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(stolen.tasks_size(), 0);
+    unchanged();
+  }
+  // ... nor can it take the victim's id over by registering it.
+  v1::RegisterWorkerResponse taken;
+  grpc::Status s = thief.Register("victim-1", &taken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_TRUE(taken.session().empty());
+  EXPECT_EQ(Q("SELECT count(*) FROM workers"), 1);
+  EXPECT_EQ(Q("SELECT count(*) FROM workers WHERE owner = 'pool-a'"), 1);
+  unchanged();
+
+  // The victim's own token without the victim's session (another machine
+  // sharing the token): refused too.
+  WorkerClient sharer(cluster_->address(), pool_a_);
+  for (const std::string& guess : {std::string(), std::string("ws_") + std::string(43, 'A')}) {
+    v1::HeartbeatResponse hb;
+    EXPECT_EQ(sharer.Heartbeat("victim-1", guess, probe, &hb).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    v1::CompleteTasksResponse done;
+    EXPECT_EQ(sharer.Complete("victim-1", guess, task, &done).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(sharer.Fail("victim-1", guess, leases, true).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    unchanged();
+  }
+
+  // In its own name the thief learns nothing of the victim's leases: every
+  // probed id is "lost", alike, and nothing is extended, completed or failed.
+  v1::RegisterWorkerResponse own;
+  ASSERT_TRUE(thief.Register("thief-1", &own).ok());
+  v1::HeartbeatResponse hb;
+  ASSERT_TRUE(thief.Heartbeat("thief-1", own.session(), probe, &hb).ok());
+  EXPECT_EQ(hb.lost_lease_ids_size(), static_cast<int>(probe.size()));
+  EXPECT_EQ(hb.cancelled_lease_ids_size(), 0);
+  v1::CompleteTasksResponse done;
+  s = thief.Complete("thief-1", own.session(), task, &done);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message().find("victim"), std::string::npos) << s.error_message();
+  EXPECT_TRUE(thief.Fail("thief-1", own.session(), leases, false).ok());
+  unchanged();
+
+  // The victim's honest report is stored, under its name, not as duplicates.
+  ASSERT_TRUE(victim.Complete("victim-1", session, task, &done).ok());
+  EXPECT_EQ(done.recorded(), 4);
+  EXPECT_EQ(done.duplicates(), 0);
+  EXPECT_EQ(Q("SELECT count(*) FROM results WHERE worker_id = 'victim-1'"), 4);
+  EXPECT_EQ(Q("SELECT count(*) FROM results"), 4);
+  EXPECT_EQ(Q("SELECT completed FROM workers WHERE id = 'victim-1'"), 4);
+  EXPECT_EQ(Q("SELECT completed FROM workers WHERE id = 'thief-1'"), 0);
+
+  // A new registration with the same token ends the old session.
+  v1::RegisterWorkerResponse again;
+  ASSERT_TRUE(victim.Register("victim-1", &again).ok());
+  EXPECT_NE(again.session(), session);
+  v1::AcquireTasksResponse more;
+  EXPECT_EQ(victim.Acquire("victim-1", session, 4, &more).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(victim.Acquire("victim-1", again.session(), 4, &more).ok());
+  EXPECT_EQ(more.tasks_size(), 1);
+}
+
+}  // namespace
+}  // namespace ranksweep
