@@ -379,8 +379,13 @@ int Serve() {
       LogEvent("metrics: cannot list workers: %s", workers.status().ToString());
       return;
     }
+    // The device a worker registered is its own text: the label takes it
+    // only from a fixed set, so that registrations cannot add series.
     std::map<std::string, int> alive;
-    for (const WorkerInfo& w : *workers) alive[w.device] += w.alive ? 1 : 0;
+    for (const WorkerInfo& w : *workers) {
+      const std::string device = w.device == "cpu" || w.device == "cuda" ? w.device : "other";
+      alive[device] += w.alive ? 1 : 0;
+    }
     for (const auto& [device, n] : alive) {
       m->Set("ranksweep_workers_alive", {{"device", device}}, n);
     }

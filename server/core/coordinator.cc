@@ -91,6 +91,8 @@ absl::StatusOr<std::string> Coordinator::TaskKeyOf(Connection& c, const std::str
   const SweepSpec& spec = *spec_ptr;
   std::string key = TaskKey(spec, head_index, rank, recipe);
   std::lock_guard<std::mutex> lock(spec_mu_);
+  // Bounded: a full cache starts again empty (keys are recomputed on demand).
+  if (task_key_cache_.size() >= kMaxCachedTaskKeys) task_key_cache_.clear();
   task_key_cache_.emplace(group, key);
   return key;
 }

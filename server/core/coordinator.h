@@ -335,7 +335,9 @@ class Coordinator {
   SweepQueries queries_;  // the read side, on the store's read connection
   std::mutex spec_mu_;
   // TaskKey of (sweep, head, rank, recipe), computed once (a JSON dump and a
-  // SHA-256 per completion otherwise). Guarded by spec_mu_.
+  // SHA-256 per completion otherwise); at most kMaxCachedTaskKeys entries.
+  // Guarded by spec_mu_.
+  static constexpr size_t kMaxCachedTaskKeys = 65536;
   std::map<std::tuple<std::string, int, int, int>, std::string> task_key_cache_;
 
   ChangeListeners listeners_;

@@ -591,5 +591,21 @@ TEST_F(ServiceTest, RecipesReachTheWorkerAndComeBackOnRowsColumnsAndGroups) {
   EXPECT_THAT(info.sweep().spec().axes(0).values(), ::testing::ElementsAre(0.05, 0.002));
 }
 
+// The metrics' method label comes from a fixed set: the methods served.
+TEST(MethodLabelTest, ServedMethodsKeepTheirNameAndEveryOtherIsUnknown) {
+  for (const char* served :
+       {"/ranksweep.v1.SweepService/SubmitSweep", "/ranksweep.v1.SweepService/QuarantineWorker",
+        "/ranksweep.v1.WorkerService/CompleteTasks", "/ranksweep.v1.WorkerService/FailTask",
+        "/grpc.health.v1.Health/Check"}) {
+    EXPECT_EQ(MethodLabel(served), served);
+  }
+  for (const std::string& other :
+       {std::string(), std::string("/ranksweep.v1.WorkerService/Nope"),
+        std::string("/ranksweep.v1.WorkerService/") + std::string(4096, 'x'),
+        std::string("ranksweep.v1.SweepService/SubmitSweep")}) {
+    EXPECT_EQ(MethodLabel(other), "unknown") << other.substr(0, 64);
+  }
+}
+
 }  // namespace
 }  // namespace ranksweep::server

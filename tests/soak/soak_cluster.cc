@@ -1,7 +1,11 @@
 #include "tests/soak/soak_cluster.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -38,6 +42,7 @@ bool Cluster::StartCoordinator() {
                                    "--lease_seconds=" + std::to_string(options_.lease_seconds),
                                    "--max_attempts=" + std::to_string(options_.max_attempts)};
   if (!options_.tokens) argv.push_back("--insecure_local");
+  if (options_.metrics) argv.push_back("--metrics_listen=127.0.0.1:0");
   if (options_.max_message_bytes > 0) {
     argv.push_back("--max_message_bytes=" + std::to_string(options_.max_message_bytes));
   }
@@ -51,7 +56,46 @@ bool Cluster::StartCoordinator() {
   }
   address_ = *bound;
   port_ = address_.substr(address_.rfind(':') + 1);
+  if (options_.metrics) {
+    // Printed before the "listening" line.
+    std::optional<std::string> metrics =
+        coordinator_->WaitForStdout(std::regex("metrics on http://([0-9.]+:[0-9]+)/"), 1s);
+    if (!metrics.has_value()) {
+      error_ = "ranksweepd printed no metrics address: " + coordinator_->Stdout();
+      return false;
+    }
+    metrics_address_ = *metrics;
+  }
   return true;
+}
+
+int Cluster::coordinator_pid() const {
+  return coordinator_ && coordinator_->running() ? coordinator_->pid() : 0;
+}
+
+std::string Cluster::ScrapeMetrics() const {
+  const size_t colon = metrics_address_.rfind(':');
+  if (colon == std::string::npos) return "";
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(metrics_address_.substr(colon + 1))));
+  inet_pton(AF_INET, metrics_address_.substr(0, colon).c_str(), &sa.sin_addr);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+    const std::string request = "GET /metrics HTTP/1.0\r\nHost: " + metrics_address_ + "\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
+        reply.append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  close(fd);
+  const size_t body = reply.find("\r\n\r\n");
+  if (reply.rfind("HTTP/1.1 200", 0) != 0 || body == std::string::npos) return "";
+  return reply.substr(body + 4);
 }
 
 bool Cluster::StopCoordinator(int sig) {

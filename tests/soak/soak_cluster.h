@@ -50,6 +50,8 @@ struct ClusterOptions {
   // --insecure_local, and tokens come from CreateToken. The CLI sends
   // cli_token, every worker worker_token (as RANKSWEEP_TOKEN).
   bool tokens = false;
+  // ranksweepd --metrics-listen on a free loopback port (ScrapeMetrics).
+  bool metrics = false;
   std::string cli_token;
   std::string worker_token;
 };
@@ -66,6 +68,11 @@ class Cluster {
   // Sends `sig` and waits for the exit (at most 30 s). True when it exited.
   bool StopCoordinator(int sig);
   bool coordinator_running();
+  // The running coordinator's process id (0 when none runs).
+  int coordinator_pid() const;
+  // GET /metrics of the running coordinator (ClusterOptions::metrics): the
+  // body, or an empty string when the request failed.
+  std::string ScrapeMetrics() const;
 
   // Starts worker `index` (0-based; a new index appends a worker). Its acks
   // go to a fresh file per incarnation, listed by ack_logs().
@@ -106,6 +113,7 @@ class Cluster {
   std::string db_;
   std::string port_ = "0";
   std::string address_;
+  std::string metrics_address_;
   std::string error_;
   int coordinator_starts_ = 0;
   int cli_runs_ = 0;
