@@ -46,7 +46,7 @@ const std::vector<Rule>& Rules() {
         {methods::kListWorkers, people},    {methods::kRegisterWorker, workers},
         {methods::kAcquireTasks, workers},  {methods::kHeartbeat, workers},
         {methods::kCompleteTasks, workers}, {methods::kFailTask, workers},
-        {methods::kQuarantineWorker, admins},
+        {methods::kQuarantineWorker, admins}, {methods::kUnquarantineWorker, admins},
     };
   }();
   return *rules;

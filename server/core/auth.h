@@ -109,6 +109,8 @@ inline constexpr char kWatchSweep[] = "/ranksweep.v1.SweepService/WatchSweep";
 inline constexpr char kQueryResults[] = "/ranksweep.v1.SweepService/QueryResults";
 inline constexpr char kListWorkers[] = "/ranksweep.v1.SweepService/ListWorkers";
 inline constexpr char kQuarantineWorker[] = "/ranksweep.v1.SweepService/QuarantineWorker";
+inline constexpr char kUnquarantineWorker[] =
+    "/ranksweep.v1.SweepService/UnquarantineWorker";
 inline constexpr char kRegisterWorker[] = "/ranksweep.v1.WorkerService/RegisterWorker";
 inline constexpr char kAcquireTasks[] = "/ranksweep.v1.WorkerService/AcquireTasks";
 inline constexpr char kHeartbeat[] = "/ranksweep.v1.WorkerService/Heartbeat";

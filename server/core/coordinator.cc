@@ -524,6 +524,8 @@ absl::StatusOr<RegisteredWorker> Coordinator::RegisterWorker(const WorkerRegistr
     events = Events();
     if (!worker_id.empty()) {
       RETURN_IF_ERROR(CheckWorkerOwner(c, worker_id, reg.owner));
+      // A quarantined worker cannot come back by registering again.
+      RETURN_IF_ERROR(CheckNotQuarantined(c, worker_id));
       ASSIGN_OR_RETURN(known, WorkerExists(c, worker_id));
     } else {
       ASSIGN_OR_RETURN(worker_id, NewWorkerId(c, [] { return RandomId("wk-"); }));
@@ -672,6 +674,9 @@ absl::Status Coordinator::AcquireIn(Connection& c, const std::string& worker_id,
   tasks.clear();
   events = Events();
   RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+  // Checked again inside the transaction: a quarantine ordered after the
+  // service's session check still holds.
+  RETURN_IF_ERROR(CheckNotQuarantined(c, worker_id));
   return LeaseTasks(c, worker_id, want, now, events, tasks);
 }
 
@@ -913,6 +918,7 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
   out = CompleteOutcome();
   events = Events();
   ASSIGN_OR_RETURN(const VersionManifest version, KnownWorkerVersion(c, worker_id));
+  RETURN_IF_ERROR(CheckNotQuarantined(c, worker_id));
   // The call's key for the tasks it leases as `next`: the smallest lease id
   // among its results (lease ids start at 1).
   int64_t next_of = 0;
@@ -1152,19 +1158,34 @@ absl::StatusOr<QuarantineOutcome> Coordinator::Quarantine(const std::string& wor
     std::vector<QuarantinedCell> cells;
     ASSIGN_OR_RETURN(out, QuarantineIn(c, worker_id, since_ms, by, now, &cells));
     for (const QuarantinedCell& cell : cells) {
-      events.Add(cell.sweep_id, absl::StrCat("cell ", cell.cell_id, " invalidated by quarantine ",
-                                             out.quarantine_id, cell.reset ? ": pending again"
-                                                                           : ""));
+      events.Add(cell.sweep_id,
+                 absl::StrCat("cell ", cell.cell_id,
+                              cell.released ? " released by quarantine " : " invalidated by quarantine ",
+                              out.quarantine_id, cell.reset ? ": pending again" : ""));
       events.work_available = events.work_available || cell.reset;
     }
     return absl::OkStatus();
   }));
   LogEvent("quarantine %d of worker %s by %s (since %d ms): %d results and %d copies invalid, "
-           "%d cells pending again, %d sweeps running again",
+           "%d cells pending again, %d leases released, %d sweeps running again; the worker "
+           "is held until unquarantined",
            out.quarantine_id, Clip(worker_id), Clip(by), since_ms, out.results_invalidated,
-           out.copies_invalidated, out.cells_reset, out.sweeps_reopened.size());
+           out.copies_invalidated, out.cells_reset, out.leases_released,
+           out.sweeps_reopened.size());
   Dispatch(events);
   return out;
+}
+
+absl::StatusOr<bool> Coordinator::Unquarantine(const std::string& worker_id,
+                                               const std::string& by) {
+  bool was = false;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(was, LiftQuarantine(c, worker_id));
+    return absl::OkStatus();
+  }));
+  LogEvent("worker %s unquarantined by %s%s", Clip(worker_id), Clip(by),
+           was ? "" : " (it was not quarantined)");
+  return was;
 }
 
 }  // namespace ranksweep::server

@@ -255,8 +255,19 @@ class Coordinator {
   // pending cell back are RUNNING again. `by` (the caller) and the time are
   // recorded. One transaction. NotFound for an unknown worker,
   // InvalidArgument for a negative `since_ms`.
+  //
+  // The quarantine holds: the worker's current leases are released (their
+  // attempts given back) and, until Unquarantine, it can neither register
+  // again nor lease, heartbeat, complete or fail (PermissionDenied). A
+  // reset cell starts its attempts afresh (attempt 0, so --max-attempts new
+  // leases): the invalidated training does not count against it.
   absl::StatusOr<QuarantineOutcome> Quarantine(const std::string& worker_id, int64_t since_ms,
                                                const std::string& by);
+
+  // Lifts the hold of Quarantine on `worker_id` (its invalid rows stay
+  // invalid). Returns whether it was quarantined; NotFound for an unknown
+  // worker. `by` goes to the log.
+  absl::StatusOr<bool> Unquarantine(const std::string& worker_id, const std::string& by);
 
   // ---------------------------------------------------------------- listening
 

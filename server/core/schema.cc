@@ -395,6 +395,12 @@ ALTER TABLE result_groups_v11 RENAME TO result_groups;
 ALTER TABLE workers ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE workers ADD COLUMN session_hash TEXT NOT NULL DEFAULT '';
 )sql"},
+    // Quarantine holds (server/core/quarantine.h): a quarantined worker
+    // leases and completes nothing until an admin lifts it; 0 = in good
+    // standing, else when the quarantine that holds it was ordered.
+    {14, R"sql(
+ALTER TABLE workers ADD COLUMN quarantined_ms INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {

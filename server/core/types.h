@@ -118,6 +118,7 @@ struct WorkerInfo {
   int leased_cells = 0;
   int64_t completed_cells = 0;
   bool alive = false;  // seen within 3 lease periods
+  int64_t quarantined_unix_ms = 0;  // 0: in good standing; else quarantined since
 };
 
 struct LeasedCell {
@@ -319,6 +320,7 @@ struct QuarantineOutcome {
   int64_t copies_invalidated = 0;   // rows the result cache served from those
   int64_t cells_reset = 0;          // cells returned to pending
   std::vector<std::string> sweeps_reopened;  // DONE or FAILED sweeps now RUNNING
+  int64_t leases_released = 0;      // cells the worker held, back to pending
 };
 
 // Summary of Coordinator::Recover().

@@ -156,6 +156,21 @@ absl::Status CheckWorkerOwner(Connection& c, const std::string& worker_id,
       absl::StrCat("worker id ", Clip(worker_id), " belongs to another token"));
 }
 
+absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id) {
+  enum Col : int { kQuarantinedMs, kCount };
+  static const std::string* sql =
+      NewSelect<kCount>({"quarantined_ms"}, "FROM workers WHERE id = :id");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(":id", worker_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row || q.ColumnInt(kQuarantinedMs) == 0) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "worker ", Clip(worker_id),
+      " is quarantined: it leases and completes nothing until an admin runs `ranksweep workers "
+      "unquarantine ",
+      Clip(worker_id), "`"));
+}
+
 absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,
                                 const std::string& owner, const std::string& session) {
   if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
@@ -175,7 +190,7 @@ absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,
         " is bound to another registration: send the session its RegisterWorker returned, "
         "with the token that registered it"));
   }
-  return absl::OkStatus();
+  return CheckNotQuarantined(c, worker_id);
 }
 
 void LogRegistration(const WorkerRegistration& reg, const std::string& worker_id, int slots,

@@ -66,7 +66,8 @@ absl::Status CheckWorkerOwner(Connection& c, const std::string& worker_id,
 // The check every worker call after RegisterWorker passes: `worker_id` is
 // registered (NotFound, "register first", otherwise), by the token `owner`,
 // and `session` is the secret of its latest registration (PermissionDenied
-// otherwise, naming neither the holder nor the secret). Writes nothing.
+// otherwise, naming neither the holder nor the secret), and it is not
+// quarantined (CheckNotQuarantined). Writes nothing.
 absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,
                                 const std::string& owner, const std::string& session);
 
@@ -77,6 +78,11 @@ void LogRegistration(const WorkerRegistration& reg, const std::string& worker_id
 
 // NotFound unless `worker_id` is registered; marks it seen at `now_ms`.
 absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t now_ms);
+
+// PermissionDenied when `worker_id` is quarantined (Quarantine in
+// quarantine.h holds it until Unquarantine), naming the command that lifts
+// it; OK for one in good standing or an unknown one. Writes nothing.
+absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id);
 
 // The version manifest `worker_id` registered with; NotFound, as
 // TouchWorker says it, for an unknown one. Writes nothing.

@@ -354,12 +354,12 @@ TEST(AccessRulesTest, CoverEveryMethodOfTheProto) {
       seen.insert(method);
     }
   }
-  EXPECT_EQ(seen.size(), 13u);
+  EXPECT_EQ(seen.size(), 14u);
   for (const char* m : {methods::kSubmitSweep, methods::kGetSweep, methods::kListSweeps,
                         methods::kCancelSweep, methods::kWatchSweep, methods::kQueryResults,
                         methods::kListWorkers, methods::kRegisterWorker, methods::kAcquireTasks,
                         methods::kHeartbeat, methods::kCompleteTasks, methods::kFailTask,
-                        methods::kQuarantineWorker}) {
+                        methods::kQuarantineWorker, methods::kUnquarantineWorker}) {
     EXPECT_EQ(seen.count(m), 1u) << m;
   }
 }

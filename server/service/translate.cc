@@ -101,6 +101,7 @@ v1::WorkerInfo ToProto(const WorkerInfo& info) {
   p.set_leased_cells(info.leased_cells);
   p.set_completed_cells(info.completed_cells);
   p.set_alive(info.alive);
+  p.set_quarantined_unix_ms(info.quarantined_unix_ms);
   return p;
 }
 

@@ -6,6 +6,9 @@
 //  - Lease hijack: no token, and no process without the registration's
 //    session, can heartbeat, complete, fail or acquire for another worker;
 //    lease ids are random and no reply tells another worker's leases.
+//  - Quarantine that holds: a quarantined worker registers, leases,
+//    heartbeats, completes and fails nothing until an admin lifts it; its
+//    reset cells start their attempts afresh.
 //  - Unbounded memory without a token: unknown method names share one
 //    metrics series, and the coordinator's memory stays flat under them.
 #include <signal.h>
@@ -139,6 +142,7 @@ class HostilePoolTest : public ::testing::Test {
     o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
     o.tokens = true;
     o.lease_seconds = 60;
+    o.max_attempts = 1;  // a lease past it would show at once
     cluster_ = std::make_unique<Cluster>(o);
     admin_ = cluster_->CreateToken("ops", "admin");
     pool_a_ = cluster_->CreateToken("pool-a", "worker");
@@ -275,6 +279,98 @@ TEST_F(HostilePoolTest, NoTokenOrSessionButTheRegistrationsActsForAWorker) {
             grpc::StatusCode::PERMISSION_DENIED);
   ASSERT_TRUE(victim.Acquire("victim-1", again.session(), 4, &more).ok());
   EXPECT_EQ(more.tasks_size(), 1);
+}
+
+// ------------------------------------------------- quarantine
+
+// "After `ranksweep workers quarantine W`, W re-registered and took and
+// completed all 19 reset cells at once; `workers` shows no mark; a cell
+// already at --max-attempts was leased once more."
+TEST_F(HostilePoolTest, AQuarantinedWorkerLeasesAndCompletesNothingUntilLifted) {
+  ASSERT_FALSE(cluster_->Submit(SweepJson("held", 2, 4)).empty()) << cluster_->error();
+  WorkerClient bad(cluster_->address(), pool_a_);
+  v1::RegisterWorkerResponse reg;
+  ASSERT_TRUE(bad.Register("bad-1", &reg).ok());
+  const std::string session = reg.session();
+  v1::AcquireTasksResponse first, second;
+  ASSERT_TRUE(bad.Acquire("bad-1", session, 4, &first).ok());
+  ASSERT_EQ(first.tasks_size(), 1);
+  v1::CompleteTasksResponse done;
+  ASSERT_TRUE(bad.Complete("bad-1", session, first.tasks(0), &done).ok());
+  ASSERT_EQ(done.recorded(), 4);
+  ASSERT_TRUE(bad.Acquire("bad-1", session, 4, &second).ok());
+  ASSERT_EQ(second.tasks_size(), 1);
+  ASSERT_EQ(Q("SELECT count(*) FROM results"), 4);
+  ASSERT_EQ(Q("SELECT count(*) FROM cells WHERE attempt = 1"), 8);  // at --max-attempts
+
+  testing::CommandResult q = cluster_->Cli({"workers", "quarantine", "bad-1"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.out, "quarantine 1 of worker bad-1: 4 results and 0 cached copies invalid, 4 cells "
+                   "pending again, 4 leases released\n");
+  auto held = [&] {
+    EXPECT_EQ(Q("SELECT count(*) FROM results"), 0);
+    EXPECT_EQ(Q("SELECT count(*) FROM invalid_results"), 4);
+    EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 1 AND attempt = 0"), 8);
+    EXPECT_EQ(Q("SELECT count(*) FROM workers WHERE id = 'bad-1' AND quarantined_ms > 0"), 1);
+  };
+  held();
+
+  // Held: nothing it sends is taken, in its own name or by registering again.
+  v1::AcquireTasksResponse none;
+  grpc::Status s = bad.Acquire("bad-1", session, 4, &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("ranksweep workers unquarantine bad-1"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(none.tasks_size(), 0);
+  EXPECT_EQ(bad.Complete("bad-1", session, second.tasks(0), &done).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::HeartbeatResponse hb;
+  EXPECT_EQ(bad.Heartbeat("bad-1", session, LeaseIds(second.tasks(0)), &hb).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(bad.Fail("bad-1", session, LeaseIds(second.tasks(0)), false).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::RegisterWorkerResponse again;
+  EXPECT_EQ(bad.Register("bad-1", &again).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(again.session().empty());
+  held();
+
+  // `workers` shows the mark.
+  testing::CommandResult list = cluster_->Cli({"workers"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const size_t line = list.out.find("\nbad-1 ");
+  ASSERT_NE(line, std::string::npos) << list.out;
+  EXPECT_NE(list.out.substr(line, list.out.find('\n', line + 1) - line).find("quarantined"),
+            std::string::npos)
+      << list.out;
+
+  // Another worker trains every cell again, each at attempt 1 of 1: the
+  // reset gave them fresh attempts and none is leased past --max-attempts.
+  WorkerClient good(cluster_->address(), pool_b_);
+  v1::RegisterWorkerResponse greg;
+  ASSERT_TRUE(good.Register("good-1", &greg).ok());
+  for (int i = 0; i < 2; ++i) {
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(good.Acquire("good-1", greg.session(), 4, &got).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    for (const v1::LeasedCell& c : got.tasks(0).cells()) EXPECT_EQ(c.attempt(), 1);
+    ASSERT_TRUE(good.Complete("good-1", greg.session(), got.tasks(0), &done).ok());
+    EXPECT_EQ(done.recorded(), 4);
+  }
+  EXPECT_EQ(Q("SELECT count(*) FROM results WHERE worker_id = 'good-1'"), 8);
+  EXPECT_EQ(Q("SELECT max(attempt) FROM cells"), 1);
+  EXPECT_EQ(Q("SELECT state FROM sweeps"), 2);  // DONE
+
+  // Lifted: it may register and lease again; lifting twice says so.
+  testing::CommandResult lift = cluster_->Cli({"workers", "unquarantine", "bad-1"});
+  ASSERT_EQ(lift.exit_code, 0) << lift.err;
+  EXPECT_EQ(lift.out, "worker bad-1 may lease again\n");
+  lift = cluster_->Cli({"workers", "unquarantine", "bad-1"});
+  EXPECT_EQ(lift.out, "worker bad-1 was not quarantined\n");
+  EXPECT_EQ(cluster_->Cli({"workers", "unquarantine", "nobody"}).exit_code, 3);  // not found
+  ASSERT_TRUE(bad.Register("bad-1", &again).ok());
+  EXPECT_TRUE(bad.Acquire("bad-1", again.session(), 4, &none).ok());
+  EXPECT_EQ(Q("SELECT count(*) FROM workers WHERE quarantined_ms > 0"), 0);
+  EXPECT_EQ(Q("SELECT count(*) FROM invalid_results"), 4);  // the rows stay invalid
 }
 
 // ------------------------------------------------- bounded memory
