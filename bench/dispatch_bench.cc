@@ -191,6 +191,8 @@ std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int ce
   v1::SweepSpec* spec = req.mutable_spec();
   spec->set_name(name);
   spec->mutable_dataset()->set_kind(v1::DATASET_KIND_EXHAUSTIVE);
+  spec->mutable_dataset()->set_m(2);  // 2^(2*3) = 64 sequences, as FakeResult says
+  spec->mutable_dataset()->set_seq_len(3);
   for (int h = 0; h < heads; ++h) {
     v1::HeadSpec* head = spec->add_heads();
     head->set_kind(v1::HEAD_KIND_KERNEL);
@@ -210,7 +212,7 @@ std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int ce
   return resp.sweep_id();
 }
 
-// Every field a witness-dataset result has (no test split), with values
+// Every field an exhaustive-dataset result has (no test split), with values
 // that vary from seed to seed.
 v1::SeedResult FakeResult(uint64_t seed) {
   v1::SeedResult r;
@@ -226,9 +228,7 @@ v1::SeedResult FakeResult(uint64_t seed) {
   r.set_wall_seconds(0.01 * static_cast<double>(seed % 5 + 1));
   r.set_device("cpu");
   r.mutable_facts()->set_train_sequences(64);
-  r.mutable_facts()->set_distinct_queries(32);
-  r.mutable_facts()->set_rank_lower_bound(16);
-  r.mutable_facts()->set_rank_upper_bound(32);
+  r.mutable_facts()->set_distinct_queries(4);  // an exhaustive dataset has no rank bounds
   return r;
 }
 

@@ -114,6 +114,8 @@ v1::CompleteTasksRequest ResultsFor(const Worker& worker, const v1::Task& task) 
     r->mutable_result()->mutable_train()->set_error(0.5);
     r->mutable_result()->mutable_train()->set_exact_accuracy(0.5);
     r->mutable_result()->mutable_train()->set_position_accuracy(0.75);
+    r->mutable_result()->mutable_facts()->set_train_sequences(64);
+    r->mutable_result()->set_final_loss(0.125);
   }
   return req;
 }

@@ -25,6 +25,7 @@
 #include "server/core/packed_row.h"
 #include "server/core/quarantine.h"
 #include "server/core/rank_search.h"
+#include "server/core/result_checks.h"
 #include "server/core/result_schema.h"
 #include "server/core/sql_columns.h"
 #include "server/core/auth.h"
@@ -963,11 +964,12 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     // the lease stays with the worker until it fails the task or the lease
     // expires.
     // The cell's recipe may set its own max_steps.
-    const int max_steps =
-        spec.axes.empty()
-            ? spec.train.max_steps
-            : MakeTaskSpec(spec, group.head_index, group.rank, group.recipe, {}).train.max_steps;
-    if (absl::Status s = ValidateSeedResult(r.result, max_steps); !s.ok()) {
+    // Then the cross-field checks against the task this coordinator handed
+    // out (server/core/result_checks.h).
+    const TaskSpec task = MakeTaskSpec(spec, group.head_index, group.rank, group.recipe, {});
+    absl::Status s = ValidateSeedResult(r.result, task.train.max_steps);
+    if (s.ok()) s = CheckResultAgainstTask(r.result, task);
+    if (!s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "results[", i, "] for cell ", r.cell_id, " (",
           CellLabel(spec, group.head_index, group.rank, group.recipe, seed), "): ", s.message()));

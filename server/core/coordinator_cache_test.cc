@@ -84,7 +84,7 @@ TEST_F(ResultCacheTest, AnIdenticalSweepIsServedFromTheStoreAndMarkedCached) {
 TEST_F(ResultCacheTest, PackedRowsEqualTheRowsReadFromTheColumns) {
   auto coord = WithCodeVersion("0.1.0+abc");
   std::string w = Register();
-  auto trained = coord->Submit(MakeSpec("a", {1, 2}, 3), "local");
+  auto trained = coord->Submit(WithTestSplit(MakeSpec("a", {1, 2}, 3)), "local");
   ASSERT_TRUE(trained.ok()) << trained.status();
   int n = 0;
   while (true) {
@@ -97,14 +97,14 @@ TEST_F(ResultCacheTest, PackedRowsEqualTheRowsReadFromTheColumns) {
       r.train.max_abs_error = 0.01 * n;
       r.final_loss = 1.0 / (n + 1);
       r.wall_seconds = 1.0 + n;  // 1 .. 9 s
-      r.facts = {64, n % 2 == 0 ? 0 : 40, 8, 4, 8};
+      r.facts = {64, n % 2 == 0 ? 0 : 40, 4, 0, 0};  // a pool dataset has no rank bounds
       ++n;
       results.push_back(CellResult{c.cell_id, c.lease_id, r});
     }
     ASSERT_TRUE(coord->Complete(w, results).ok());
   }
   clock_.AdvanceMs(500);
-  auto cached = coord->Submit(MakeSpec("b", {1, 2}, 3), "local");
+  auto cached = coord->Submit(WithTestSplit(MakeSpec("b", {1, 2}, 3)), "local");
   ASSERT_TRUE(cached.ok()) << cached.status();
   ASSERT_EQ(cached->cached_cells, 9);
   // The mean cell time counts trained cells only (schema 7's running sums).

@@ -96,12 +96,12 @@ absl::Status CheckResultAgainstTask(const SeedResult& r, const TaskSpec& task) {
   if (d.kind != DatasetKind::kWitness) {
     if (f.rank_lower_bound != 0) {
       return Refuse("facts.rank_lower_bound",
-                    absl::StrCat("0 (no bound for a ", Name(d.kind), " dataset)"),
+                    absl::StrCat("0 (no bound for the task's ", Name(d.kind), " dataset)"),
                     f.rank_lower_bound);
     }
     if (f.rank_upper_bound != 0) {
       return Refuse("facts.rank_upper_bound",
-                    absl::StrCat("0 (no bound for a ", Name(d.kind), " dataset)"),
+                    absl::StrCat("0 (no bound for the task's ", Name(d.kind), " dataset)"),
                     f.rank_upper_bound);
     }
   } else {

@@ -356,7 +356,14 @@ TEST_F(ServiceTest, CompleteTasksLeasesTheNextTasksItAsksFor) {
 }
 
 TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
-  const std::string sweep = Submit(Spec("columns", {1, 2, 4}, 4));  // 16 cells
+  // A pool dataset, so that results may have a test split.
+  v1::SweepSpec spec = Spec("columns", {1, 2, 4}, 4);  // 16 cells
+  spec.mutable_dataset()->set_kind(v1::DATASET_KIND_POOL);
+  spec.mutable_dataset()->set_m(8);
+  spec.mutable_dataset()->set_pool_size(64);
+  spec.mutable_dataset()->set_train_size(64);
+  spec.mutable_dataset()->set_test_size(20);
+  const std::string sweep = Submit(spec);
   const std::string a = Register();
   std::string b;
   {
@@ -404,10 +411,11 @@ TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
     r->mutable_test()->set_error(i % 3 == 0 ? 1.0 : i / 20.0);
     r->mutable_test()->set_exact_accuracy(i % 3 == 0 ? 0.0 : 1 - i / 20.0);
     r->mutable_test()->set_position_accuracy(i % 3 == 0 ? 0.0 : 1 - i / 40.0);
-    r->set_final_loss(1e-3 * i);
+    r->set_final_loss(1e-3 * (i + 1));  // never 0: no seed here is exact
     r->set_steps(100 * i);
     r->set_device(i % 2 == 0 ? "cpu" : "cuda:0 (NVIDIA H200)");
     r->mutable_facts()->set_train_sequences(64);
+    r->mutable_facts()->set_test_sequences(i % 3 == 0 ? 0 : 20);
     r->mutable_facts()->set_distinct_queries(i < 5 ? 8 : 9);
     v1::CompleteTasksResponse done;
     ASSERT_TRUE(Complete(req, &done).ok());

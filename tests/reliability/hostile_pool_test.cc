@@ -9,6 +9,8 @@
 //  - Quarantine that holds: a quarantined worker registers, leases,
 //    heartbeats, completes and fails nothing until an admin lifts it; its
 //    reset cells start their attempts afresh.
+//  - Impossible results: every cross-field check against the task the
+//    coordinator handed out refuses its result with INVALID_ARGUMENT.
 //  - Unbounded memory without a token: unknown method names share one
 //    metrics series, and the coordinator's memory stays flat under them.
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <random>
@@ -83,7 +86,8 @@ class WorkerClient {
     return stub_->Heartbeat(ctx.get(), req, out);
   }
   grpc::Status Complete(const std::string& worker_id, const std::string& session,
-                        const v1::Task& task, v1::CompleteTasksResponse* out) {
+                        const v1::Task& task, v1::CompleteTasksResponse* out,
+                        const std::function<void(v1::SeedResult*)>& edit = nullptr) {
     v1::CompleteTasksRequest req;
     req.set_worker_id(worker_id);
     req.set_session(session);
@@ -97,7 +101,9 @@ class WorkerClient {
       res->mutable_train()->set_exact_accuracy(1);
       res->mutable_train()->set_position_accuracy(1);
       res->mutable_train()->set_error(0);
+      res->mutable_facts()->set_train_sequences(64);  // SweepJson's dataset: m=2, seq_len=3
       res->set_steps(50);
+      if (edit) edit(res);
     }
     auto ctx = Ctx();
     return stub_->CompleteTasks(ctx.get(), req, out);
@@ -371,6 +377,70 @@ TEST_F(HostilePoolTest, AQuarantinedWorkerLeasesAndCompletesNothingUntilLifted) 
   EXPECT_TRUE(bad.Acquire("bad-1", again.session(), 4, &none).ok());
   EXPECT_EQ(Q("SELECT count(*) FROM workers WHERE quarantined_ms > 0"), 0);
   EXPECT_EQ(Q("SELECT count(*) FROM invalid_results"), 4);  // the rows stay invalid
+}
+
+// ------------------------------------------------- impossible results
+
+// "Impossible results still stored: first_exact_step 200 with steps 1; 7
+// train sequences where the dataset has 64; dataset facts that are not the
+// spec's; a test split on a dataset that has none; loss 0 with error 1."
+TEST_F(HostilePoolTest, EveryImpossibleResultIsRefusedAgainstItsTask) {
+  ASSERT_FALSE(cluster_->Submit(SweepJson("liar", 1, 4)).empty()) << cluster_->error();
+  WorkerClient liar(cluster_->address(), pool_a_);
+  v1::RegisterWorkerResponse reg;
+  ASSERT_TRUE(liar.Register("liar-1", &reg).ok());
+  v1::AcquireTasksResponse got;
+  ASSERT_TRUE(liar.Acquire("liar-1", reg.session(), 4, &got).ok());
+  ASSERT_EQ(got.tasks_size(), 1);
+  const v1::Task task = got.tasks(0);
+
+  // SweepJson's task: exhaustive m=2, seq_len=3 (64 sequences), max_steps 100.
+  const std::vector<std::pair<std::string, std::function<void(v1::SeedResult*)>>> lies = {
+      {"result.first_exact_step must be at most steps (1), got 50",
+       [](v1::SeedResult* r) { r->set_steps(1); r->set_first_exact_step(50); }},
+      {"result.train.sequences must be facts.train_sequences (64), got 7",
+       [](v1::SeedResult* r) { r->mutable_train()->set_sequences(7); }},
+      {"result.facts.train_sequences must be 64 (exhaustive dataset, m=2, seq_len=3), got 7",
+       [](v1::SeedResult* r) {
+         r->mutable_train()->set_sequences(7);
+         r->mutable_facts()->set_train_sequences(7);
+       }},
+      {"result.facts.rank_upper_bound must be 0 (no bound for the task's exhaustive dataset), "
+       "got 24",
+       [](v1::SeedResult* r) { r->mutable_facts()->set_rank_upper_bound(24); }},
+      {"result.facts.distinct_queries must be at most 2^m = 4, got 759",
+       [](v1::SeedResult* r) { r->mutable_facts()->set_distinct_queries(759); }},
+      {"result.facts.test_sequences must be 0 (the task's exhaustive dataset has no test "
+       "split), got 16",
+       [](v1::SeedResult* r) {
+         r->mutable_test()->set_sequences(16);
+         r->mutable_test()->set_exact_accuracy(1);
+         r->mutable_test()->set_position_accuracy(1);
+         r->mutable_test()->set_error(0);
+         r->mutable_facts()->set_test_sequences(16);
+       }},
+      {"result.train.error must be 0 when final_loss is 0 (the loss over the same split with "
+       "the same parameters), got 1",
+       [](v1::SeedResult* r) {
+         r->set_final_loss(0);
+         r->mutable_train()->set_exact_accuracy(0);
+         r->mutable_train()->set_position_accuracy(0);
+         r->mutable_train()->set_error(1);
+       }},
+  };
+  for (const auto& [message, lie] : lies) {
+    v1::CompleteTasksResponse done;
+    grpc::Status s = liar.Complete("liar-1", reg.session(), task, &done, lie);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << message;
+    EXPECT_NE(s.error_message().find(message), std::string::npos) << s.error_message();
+    EXPECT_EQ(Q("SELECT count(*) FROM results"), 0) << message;
+    EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 2"), 4) << message;
+  }
+  // The truth is stored.
+  v1::CompleteTasksResponse done;
+  ASSERT_TRUE(liar.Complete("liar-1", reg.session(), task, &done).ok());
+  EXPECT_EQ(done.recorded(), 4);
+  EXPECT_EQ(Q("SELECT count(*) FROM results"), 4);
 }
 
 // ------------------------------------------------- bounded memory
