@@ -157,8 +157,9 @@ class Authorizer {
 bool SeesAllSweeps(const Principal& principal);
 
 // OK when `principal` may `action` ("read", "cancel") the sweep `sweep_id`
-// owned by `owner`: admins any sweep, others only their own. PermissionDenied
-// otherwise, naming the owner.
+// owned by `owner`: admins any sweep, others only their own. NotFound
+// otherwise, with the message an unknown sweep id gets ("no sweep ID"), so
+// that another's sweep cannot be told from one that does not exist.
 absl::Status CheckSweepAccess(const Principal& principal, std::string_view sweep_id,
                               std::string_view owner, std::string_view action);
 

@@ -57,8 +57,15 @@ absl::Status CheckResultAgainstTask(const SeedResult& r, const TaskSpec& task) {
                                      ": n(2n-1))"),
                         f.train_sequences);
         }
-        if (f.distinct_queries > n) {
-          return Refuse("facts.distinct_queries", absl::StrCat("at most num_queries (", n, ")"),
+        // The queries c_i, and with every position scored the keys (the
+        // complements of the c_j) too.
+        const int64_t most = d.final_query_only ? n : 2 * n;
+        if (f.distinct_queries > most) {
+          return Refuse("facts.distinct_queries",
+                        d.final_query_only
+                            ? absl::StrCat("at most num_queries (", n, ")")
+                            : absl::StrCat("at most 2 * num_queries (", most,
+                                           ": queries and keys are scored)"),
                         f.distinct_queries);
         }
       }

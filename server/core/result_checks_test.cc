@@ -31,6 +31,7 @@ TaskSpec Witness() {  // 12 queries: 12 * 23 = 276 sequences
   t.dataset.code_weight = 4;
   t.dataset.max_overlap = 1;
   t.dataset.num_queries = 12;
+  t.dataset.final_query_only = true;
   t.train.max_steps = 200;
   return t;
 }
@@ -110,6 +111,15 @@ TEST(ResultChecksTest, AWitnessFamilyWithNumQueriesHasItsSize) {
   r = Honest(Witness());
   r.facts.distinct_queries = r.facts.rank_upper_bound = 13;
   ExpectRefused(r, Witness(), "result.facts.distinct_queries must be at most num_queries (12), got 13");
+  // With every position scored, the keys count too: up to 2n.
+  TaskSpec every = Witness();
+  every.dataset.final_query_only = false;
+  r.facts.distinct_queries = r.facts.rank_upper_bound = 24;
+  EXPECT_TRUE(CheckResultAgainstTask(r, every).ok());
+  r.facts.distinct_queries = r.facts.rank_upper_bound = 25;
+  ExpectRefused(r, every,
+                "result.facts.distinct_queries must be at most 2 * num_queries (24: queries and "
+                "keys are scored), got 25");
 }
 
 TEST(ResultChecksTest, APoolDatasetHasAtMostItsSizes) {

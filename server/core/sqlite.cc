@@ -1,5 +1,6 @@
 #include "server/core/sqlite.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/core/log.h"
 
 namespace ranksweep::server {
 namespace {
@@ -19,6 +21,17 @@ absl::Status SqliteError(sqlite3* db, int rc, std::string_view what) {
   std::string text = absl::StrCat("sqlite: ", msg, " (", sqlite3_errstr(rc), ") in: ", std::string(what));
   const int primary = rc & 0xff;
   if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return absl::UnavailableError(text);
+  // A write past a file size limit (EFBIG, SIGXFSZ being ignored) or onto
+  // a full disk (ENOSPC) that SQLite reports as an I/O error is the same
+  // condition as SQLITE_FULL for the caller.
+  const int os_error = db != nullptr && primary == SQLITE_IOERR ? sqlite3_system_errno(db) : 0;
+  if (primary == SQLITE_FULL || os_error == EFBIG || os_error == ENOSPC) {
+    // A full disk (or file size limit, or max_page_count) reaches the
+    // caller in these words, without the SQL, which goes to the log; the
+    // transaction is rolled back, so nothing of it is written.
+    LogEvent("error: %s", text);
+    return absl::ResourceExhaustedError("database or disk is full");
+  }
   return absl::InternalError(text);
 }
 

@@ -292,19 +292,21 @@ TEST_F(ServiceAuthTest, UsersSeeAndCancelOnlyTheirOwnSweepsAdminsAll) {
   ASSERT_TRUE(List(admin_, &listed).ok());
   EXPECT_EQ(listed.sweeps_size(), 3);
 
-  // Alice cannot touch Bob's sweep: not cancel it, not read it.
+  // Alice cannot touch Bob's sweep, nor tell it from one that does not
+  // exist: not cancel it, not read it, NOT_FOUND with an unknown id's words.
   int64_t cells = -1;
   grpc::Status s = Cancel(alice_, b1, &cells);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(s.error_message(), "sweep " + b1 +
-                                   " belongs to \"bob\"; user \"alice\" may cancel only its "
-                                   "own sweeps");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "no sweep " + b1);
+  grpc::Status unknown = Cancel(alice_, "sw-00000000", &cells);
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(unknown.error_message(), "no sweep sw-00000000");
   v1::GetSweepResponse got;
-  EXPECT_EQ(Get(alice_, b1, &got).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Get(alice_, b1, &got).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_FALSE(got.has_sweep());
-  EXPECT_EQ(Query(alice_, b1).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Query(alice_, b1).error_code(), grpc::StatusCode::NOT_FOUND);
   int events = -1;
-  EXPECT_EQ(Watch(alice_, b1, &events).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Watch(alice_, b1, &events).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(events, 0);
   ASSERT_TRUE(Get(bob_, b1, &got).ok());
   EXPECT_EQ(got.sweep().state(), v1::SWEEP_STATE_RUNNING);

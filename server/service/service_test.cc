@@ -208,6 +208,22 @@ TEST_F(ServiceTest, WireErrorsNameWhatWasSentAndEchoLittleOfIt) {
   EXPECT_EQ(s.error_message(), "no sweep " + std::string(200, 's') + "... (7000 bytes)");
 }
 
+// "A reply exceeded the 1,024 bytes docs/LIMITS.md promises": the cut
+// itself, with its "... (N bytes)", stays within them.
+TEST(ToGrpcStatusTest, NoReplyMessageExceeds1024Bytes) {
+  for (size_t n : {size_t{1024}, size_t{1025}, size_t{5000}, size_t{1} << 20}) {
+    grpc::Status s = ToGrpcStatus(absl::InvalidArgumentError(std::string(n, 'x')));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LE(s.error_message().size(), 1024u) << n;
+    if (n > 1024) {
+      EXPECT_NE(s.error_message().find("... (" + std::to_string(n) + " bytes)"),
+                std::string::npos);
+    } else {
+      EXPECT_EQ(s.error_message(), std::string(n, 'x'));
+    }
+  }
+}
+
 TEST(ToGrpcStatusTest, InternalRepliesCarryAnIdInsteadOfTheText) {
   grpc::Status s = ToGrpcStatus(absl::InternalError(
       "INSERT INTO results (cell_id) VALUES (?1): attempt to write a readonly database"));
