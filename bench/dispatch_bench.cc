@@ -191,6 +191,8 @@ std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int ce
   v1::SweepSpec* spec = req.mutable_spec();
   spec->set_name(name);
   spec->mutable_dataset()->set_kind(v1::DATASET_KIND_EXHAUSTIVE);
+  spec->mutable_dataset()->set_m(2);  // 2^(2*3) = 64 sequences, as FakeResult says
+  spec->mutable_dataset()->set_seq_len(3);
   for (int h = 0; h < heads; ++h) {
     v1::HeadSpec* head = spec->add_heads();
     head->set_kind(v1::HEAD_KIND_KERNEL);
@@ -210,7 +212,7 @@ std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int ce
   return resp.sweep_id();
 }
 
-// Every field a witness-dataset result has (no test split), with values
+// Every field an exhaustive-dataset result has (no test split), with values
 // that vary from seed to seed.
 v1::SeedResult FakeResult(uint64_t seed) {
   v1::SeedResult r;
@@ -226,13 +228,17 @@ v1::SeedResult FakeResult(uint64_t seed) {
   r.set_wall_seconds(0.01 * static_cast<double>(seed % 5 + 1));
   r.set_device("cpu");
   r.mutable_facts()->set_train_sequences(64);
-  r.mutable_facts()->set_distinct_queries(32);
-  r.mutable_facts()->set_rank_lower_bound(16);
-  r.mutable_facts()->set_rank_upper_bound(32);
+  r.mutable_facts()->set_distinct_queries(4);  // an exhaustive dataset has no rank bounds
   return r;
 }
 
-std::string RegisterWorker(v1::WorkerService::Stub& stub) {
+// A registered worker: its id and the session every later call carries.
+struct Registered {
+  std::string id;
+  std::string session;
+};
+
+Registered RegisterWorker(v1::WorkerService::Stub& stub) {
   v1::RegisterWorkerRequest req;
   req.set_hostname("bench");
   req.set_device("cpu");
@@ -242,15 +248,16 @@ std::string RegisterWorker(v1::WorkerService::Stub& stub) {
   grpc::ClientContext ctx;
   WaitForReady(&ctx);
   Check(stub.RegisterWorker(&ctx, req, &resp), "RegisterWorker");
-  return resp.worker_id();
+  return Registered{resp.worker_id(), resp.session()};
 }
 
 // The CompleteTasks call for `tasks`: a synthetic result per leased cell
 // and, with `next`, a request for the next tasks.
-void FillComplete(const std::string& worker_id,
+void FillComplete(const Registered& worker,
                   const google::protobuf::RepeatedPtrField<v1::Task>& tasks, bool next,
                   int max_tasks, int max_seeds, v1::CompleteTasksRequest* req) {
-  req->set_worker_id(worker_id);
+  req->set_worker_id(worker.id);
+  req->set_session(worker.session);
   for (const v1::Task& task : tasks) {
     for (const v1::LeasedCell& cell : task.cells()) {
       v1::CellResult* r = req->add_results();
@@ -274,7 +281,7 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds, bool next
                 std::vector<double>* latencies, std::atomic<int64_t>* completed,
                 std::chrono::microseconds period, Clock::time_point first_cycle) {
   auto stub = v1::WorkerService::NewStub(Channel(addr));
-  std::string id = RegisterWorker(*stub);
+  const Registered id = RegisterWorker(*stub);
   auto next = first_cycle;
   auto record = [&](Clock::time_point t0) {
     if (latencies) {
@@ -291,7 +298,8 @@ void FakeWorker(const std::string& addr, int max_tasks, int max_seeds, bool next
     }
     if (acquire) {
       v1::AcquireTasksRequest req;
-      req.set_worker_id(id);
+      req.set_worker_id(id.id);
+      req.set_session(id.session);
       req.set_max_tasks(max_tasks);
       req.set_max_seeds(max_seeds);
       req.set_wait_ms(0);
@@ -345,7 +353,8 @@ class CallbackWorker {
 
  private:
   void Acquire() {
-    acquire_req_.set_worker_id(id_);
+    acquire_req_.set_worker_id(id_.id);
+    acquire_req_.set_session(id_.session);
     acquire_req_.set_max_tasks(max_tasks_);
     acquire_req_.set_max_seeds(max_seeds_);
     acquire_req_.set_wait_ms(0);
@@ -389,7 +398,7 @@ class CallbackWorker {
   }
 
   std::unique_ptr<v1::WorkerService::Stub> stub_;
-  std::string id_;
+  Registered id_;
   const int max_tasks_, max_seeds_;
   const bool next_in_complete_;
   std::vector<double>* const latencies_;

@@ -1,4 +1,5 @@
-// `ranksweep workers`, `workers quarantine` (admin) and `health`.
+// `ranksweep workers`, `workers quarantine` and `workers unquarantine`
+// (admin) and `health`.
 #include <cstdint>
 #include <future>
 #include <iostream>
@@ -45,11 +46,27 @@ int Quarantine(Client* client, const std::string& worker_id, const std::string& 
   std::cout << "quarantine " << resp.quarantine_id() << " of worker " << worker_id << ": "
             << resp.results_invalidated() << " results and " << resp.copies_invalidated()
             << " cached copies invalid, " << resp.cells_reset() << " cells pending again";
+  if (resp.leases_released() > 0) {
+    std::cout << ", " << resp.leases_released() << " leases released";
+  }
   if (resp.sweeps_reopened_size() > 0) {
     std::cout << ", running again:";
     for (const std::string& id : resp.sweeps_reopened()) std::cout << " " << id;
   }
   std::cout << "\n";
+  return kExitOk;
+}
+
+// `ranksweep workers unquarantine WORKER`.
+int Unquarantine(Client* client, const std::string& worker_id) {
+  v1::UnquarantineWorkerRequest req;
+  req.set_worker_id(worker_id);
+  v1::UnquarantineWorkerResponse resp;
+  auto ctx = client->Context();
+  grpc::Status status = client->stub().UnquarantineWorker(ctx.get(), req, &resp);
+  if (!status.ok()) return Report(client->globals(), status, "workers unquarantine");
+  std::cout << "worker " << worker_id
+            << (resp.was_quarantined() ? " may lease again\n" : " was not quarantined\n");
   return kExitOk;
 }
 
@@ -60,7 +77,9 @@ void AddWorkersCommand(CLI::App* app, Command* command) {
   CLI::App* workers = app->add_subcommand("workers", "List registered workers");
   workers->footer(kHelpFooter);
   workers->callback([command, workers] {
-    if (workers->got_subcommand("quarantine")) return;  // its own action
+    if (workers->got_subcommand("quarantine") || workers->got_subcommand("unquarantine")) {
+      return;  // their own actions
+    }
     command->action = [](Client* c) {
       v1::ListWorkersResponse resp;
       auto ctx = c->Context();
@@ -87,6 +106,13 @@ void AddWorkersCommand(CLI::App* app, Command* command) {
                          "(2026-12-01T13:00:00Z) or Unix seconds (default: all)");
   quarantine->callback([command, f] {
     command->action = [f](Client* c) { return Quarantine(c, f->worker, f->since); };
+  });
+  CLI::App* unquarantine = workers->add_subcommand(
+      "unquarantine", "Admin: let a quarantined worker register, lease and complete again");
+  unquarantine->footer(kHelpFooter);
+  unquarantine->add_option("worker", f->worker, "Worker id")->required();
+  unquarantine->callback([command, f] {
+    command->action = [f](Client* c) { return Unquarantine(c, f->worker); };
   });
 }
 

@@ -608,7 +608,10 @@ Table WorkersTable(const std::vector<v1::WorkerInfo>& workers, absl::Time now) {
     }
     t.rows.push_back({w.worker_id(), w.hostname(), device, absl::StrCat(w.slots()),
                       absl::StrCat(w.leased_cells()), absl::StrCat(w.completed_cells()),
-                      w.alive() ? "yes" : "no", seen, version});
+                      w.quarantined_unix_ms() != 0 ? "quarantined"
+                      : w.alive()                  ? "yes"
+                                                   : "no",
+                      seen, version});
   }
   return t;
 }

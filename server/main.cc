@@ -18,6 +18,7 @@
 // Exit codes: 0 done; 1 a runtime failure (database in use or not
 // writable, port in use); 2 bad flags or arguments.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -273,6 +274,12 @@ int Serve() {
     std::cerr << "ranksweepd: --max-message-bytes must be at least 1 MiB\n";
     return 2;
   }
+  // A duration of 0 or less would make every write fail at once.
+  if (const int busy = absl::GetFlag(FLAGS_busy_timeout_ms); busy < 1) {
+    std::cerr << "ranksweepd: --busy-timeout-ms must be at least 1 (milliseconds), got " << busy
+              << "\n";
+    return kUsageError;
+  }
   const int call_threads = absl::GetFlag(FLAGS_call_threads);
   if (call_threads < 1 || call_threads > 1024) {
     std::cerr << "ranksweepd: --call-threads must be 1..1024, got " << call_threads << "\n";
@@ -321,6 +328,16 @@ int Serve() {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A file size limit (ulimit -f) would kill the process with SIGXFSZ at
+  // the first write past it, without a word. Ignored, the write fails
+  // (EFBIG) and so does the call, with an error in the log.
+  signal(SIGXFSZ, SIG_IGN);
+  if (struct rlimit fsize; getrlimit(RLIMIT_FSIZE, &fsize) == 0 &&
+                           fsize.rlim_cur != RLIM_INFINITY) {
+    LogEvent("WARNING: file size limit (ulimit -f) of %d bytes: SIGXFSZ is ignored, a write "
+             "past the limit fails and the call that made it gets an error",
+             static_cast<int64_t>(fsize.rlim_cur));
+  }
 
   // One coordinator per database: two would hand out the same cells and
   // fencing tokens. The lock is taken before SQLite opens the file, so a
@@ -379,8 +396,13 @@ int Serve() {
       LogEvent("metrics: cannot list workers: %s", workers.status().ToString());
       return;
     }
+    // The device a worker registered is its own text: the label takes it
+    // only from a fixed set, so that registrations cannot add series.
     std::map<std::string, int> alive;
-    for (const WorkerInfo& w : *workers) alive[w.device] += w.alive ? 1 : 0;
+    for (const WorkerInfo& w : *workers) {
+      const std::string device = w.device == "cpu" || w.device == "cuda" ? w.device : "other";
+      alive[device] += w.alive ? 1 : 0;
+    }
     for (const auto& [device, n] : alive) {
       m->Set("ranksweep_workers_alive", {{"device", device}}, n);
     }

@@ -94,9 +94,17 @@ std::unique_ptr<grpc::ClientContext> Ctx() {
   return ctx;
 }
 
-v1::CompleteTasksRequest ResultsFor(const std::string& worker, const v1::Task& task) {
+// A worker as RegisterWorker named it: its id and its session secret, which
+// every later call carries (and which survives the coordinator's restart).
+struct Worker {
+  std::string id;
+  std::string session;
+};
+
+v1::CompleteTasksRequest ResultsFor(const Worker& worker, const v1::Task& task) {
   v1::CompleteTasksRequest req;
-  req.set_worker_id(worker);
+  req.set_worker_id(worker.id);
+  req.set_session(worker.session);
   for (const v1::LeasedCell& c : task.cells()) {
     v1::CellResult* r = req.add_results();
     r->set_cell_id(c.cell_id());
@@ -106,13 +114,16 @@ v1::CompleteTasksRequest ResultsFor(const std::string& worker, const v1::Task& t
     r->mutable_result()->mutable_train()->set_error(0.5);
     r->mutable_result()->mutable_train()->set_exact_accuracy(0.5);
     r->mutable_result()->mutable_train()->set_position_accuracy(0.75);
+    r->mutable_result()->mutable_facts()->set_train_sequences(64);
+    r->mutable_result()->set_final_loss(0.125);
   }
   return req;
 }
 
-v1::Task AcquireOne(Stubs& s, const std::string& worker) {
+v1::Task AcquireOne(Stubs& s, const Worker& worker) {
   v1::AcquireTasksRequest req;
-  req.set_worker_id(worker);
+  req.set_worker_id(worker.id);
+  req.set_session(worker.session);
   req.set_max_tasks(1);
   req.set_max_seeds(1);
   v1::AcquireTasksResponse resp;
@@ -125,7 +136,8 @@ TEST(RanksweepdRestartTest, SigkillBetweenSubmitAndCompletionLosesAndDuplicatesN
   const std::string dir = temp.path();
   const std::string db = dir + "/ranksweep.db";
 
-  std::string sweep, worker;
+  std::string sweep;
+  Worker worker;
   v1::Task done_task, inflight;
   {
     Ranksweepd server(db);
@@ -151,7 +163,7 @@ TEST(RanksweepdRestartTest, SigkillBetweenSubmitAndCompletionLosesAndDuplicatesN
     reg.set_slots(1);
     v1::RegisterWorkerResponse registered;
     ASSERT_TRUE(s.workers->RegisterWorker(Ctx().get(), reg, &registered).ok());
-    worker = registered.worker_id();
+    worker = Worker{registered.worker_id(), registered.session()};
 
     done_task = AcquireOne(s, worker);
     ASSERT_EQ(done_task.cells_size(), 1);
@@ -172,7 +184,8 @@ TEST(RanksweepdRestartTest, SigkillBetweenSubmitAndCompletionLosesAndDuplicatesN
 
   // The lease in flight was kept with its deadline: the worker carries on.
   v1::HeartbeatRequest hb;
-  hb.set_worker_id(worker);
+  hb.set_worker_id(worker.id);
+  hb.set_session(worker.session);
   hb.add_lease_ids(inflight.cells(0).lease_id());
   v1::HeartbeatResponse hb_resp;
   ASSERT_TRUE(s.workers->Heartbeat(Ctx().get(), hb, &hb_resp).ok());
@@ -210,7 +223,7 @@ TEST(RanksweepdRestartTest, SigkillBetweenSubmitAndCompletionLosesAndDuplicatesN
   for (const auto& row : rows.rows()) {
     cells.insert(row.cell_id());
     EXPECT_EQ(row.attempt(), 1);
-    EXPECT_EQ(row.worker_id(), worker);
+    EXPECT_EQ(row.worker_id(), worker.id);
   }
   EXPECT_EQ(cells.size(), 6u);
   // Idle client connections hold grpc::Server::Shutdown until its grace

@@ -109,6 +109,8 @@ inline constexpr char kWatchSweep[] = "/ranksweep.v1.SweepService/WatchSweep";
 inline constexpr char kQueryResults[] = "/ranksweep.v1.SweepService/QueryResults";
 inline constexpr char kListWorkers[] = "/ranksweep.v1.SweepService/ListWorkers";
 inline constexpr char kQuarantineWorker[] = "/ranksweep.v1.SweepService/QuarantineWorker";
+inline constexpr char kUnquarantineWorker[] =
+    "/ranksweep.v1.SweepService/UnquarantineWorker";
 inline constexpr char kRegisterWorker[] = "/ranksweep.v1.WorkerService/RegisterWorker";
 inline constexpr char kAcquireTasks[] = "/ranksweep.v1.WorkerService/AcquireTasks";
 inline constexpr char kHeartbeat[] = "/ranksweep.v1.WorkerService/Heartbeat";
@@ -155,8 +157,9 @@ class Authorizer {
 bool SeesAllSweeps(const Principal& principal);
 
 // OK when `principal` may `action` ("read", "cancel") the sweep `sweep_id`
-// owned by `owner`: admins any sweep, others only their own. PermissionDenied
-// otherwise, naming the owner.
+// owned by `owner`: admins any sweep, others only their own. NotFound
+// otherwise, with the message an unknown sweep id gets ("no sweep ID"), so
+// that another's sweep cannot be told from one that does not exist.
 absl::Status CheckSweepAccess(const Principal& principal, std::string_view sweep_id,
                               std::string_view owner, std::string_view action);
 

@@ -1,5 +1,7 @@
 #include "server/core/coordinator.h"
 
+#include <openssl/rand.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -23,8 +25,10 @@
 #include "server/core/packed_row.h"
 #include "server/core/quarantine.h"
 #include "server/core/rank_search.h"
+#include "server/core/result_checks.h"
 #include "server/core/result_schema.h"
 #include "server/core/sql_columns.h"
+#include "server/core/auth.h"
 #include "server/core/worker_registry.h"
 
 namespace ranksweep::server {
@@ -88,6 +92,8 @@ absl::StatusOr<std::string> Coordinator::TaskKeyOf(Connection& c, const std::str
   const SweepSpec& spec = *spec_ptr;
   std::string key = TaskKey(spec, head_index, rank, recipe);
   std::lock_guard<std::mutex> lock(spec_mu_);
+  // Bounded: a full cache starts again empty (keys are recomputed on demand).
+  if (task_key_cache_.size() >= kMaxCachedTaskKeys) task_key_cache_.clear();
   task_key_cache_.emplace(group, key);
   return key;
 }
@@ -503,8 +509,10 @@ absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
 
 // ------------------------------------------------------------------ workers
 
-absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration& reg) {
+absl::StatusOr<RegisteredWorker> Coordinator::RegisterWorker(const WorkerRegistration& reg) {
   ASSIGN_OR_RETURN(const int slots, CheckRegistration(reg));
+  ASSIGN_OR_RETURN(const std::string session, NewSessionSecret());
+  const std::string session_hash = HashToken(session);
   const int64_t now = clock_->NowMs();
   std::string worker_id = reg.worker_id;
   bool known = false;
@@ -516,6 +524,9 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
     released = 0;
     events = Events();
     if (!worker_id.empty()) {
+      RETURN_IF_ERROR(CheckWorkerOwner(c, worker_id, reg.owner));
+      // A quarantined worker cannot come back by registering again.
+      RETURN_IF_ERROR(CheckNotQuarantined(c, worker_id));
       ASSIGN_OR_RETURN(known, WorkerExists(c, worker_id));
     } else {
       ASSIGN_OR_RETURN(worker_id, NewWorkerId(c, [] { return RandomId("wk-"); }));
@@ -528,11 +539,19 @@ absl::StatusOr<std::string> Coordinator::RegisterWorker(const WorkerRegistration
       }
       released = static_cast<int64_t>(cells.size());
     }
-    return SaveWorker(c, worker_id, reg, slots, now);
+    return SaveWorker(c, worker_id, reg, slots, now, session_hash);
   }));
   LogRegistration(reg, worker_id, slots, known, released);
   Dispatch(events);
-  return worker_id;
+  return RegisteredWorker{worker_id, session};
+}
+
+absl::Status Coordinator::CheckWorkerSession(const std::string& worker_id,
+                                             const std::string& owner,
+                                             const std::string& session) {
+  return store_->QuickRead([&](Connection& c) -> absl::Status {
+    return server::CheckWorkerSession(c, worker_id, owner, session);
+  });
 }
 
 namespace {
@@ -557,10 +576,28 @@ absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_i
                                           q.ColumnText(kWorkerId)});
 }
 
-absl::Status ForeignLease(int64_t lease_id, const LeaseRow& row, const std::string& worker_id) {
+// A lease the caller does not hold, whatever the reason (expired,
+// reassigned, another worker's, cancelled before it was leased): one message,
+// so that no reply tells another worker's leases from stale ones, or names
+// the lease a cell is under now.
+absl::Status NotYourLease(int64_t lease_id, int64_t cell_id) {
   return absl::FailedPreconditionError(absl::StrFormat(
-      "lease %d of cell %d is held by worker %s, not %s", lease_id, row.cell_id, row.worker_id,
-      worker_id));
+      "lease %d for cell %d is not held by this worker (expired, reassigned or never its own)",
+      lease_id, cell_id));
+}
+
+// A lease id nobody can guess: 63 random bits from OpenSSL's RAND_bytes,
+// never 0 (which means "no lease" in cells.lease_id). Two leases share an
+// id with probability 2^-63 per pair.
+absl::StatusOr<int64_t> NewLeaseId() {
+  while (true) {
+    uint64_t bits = 0;
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&bits), sizeof(bits)) != 1) {
+      return absl::InternalError("the random source (OpenSSL RAND_bytes) failed");
+    }
+    const int64_t id = static_cast<int64_t>(bits >> 1);
+    if (id != 0) return id;
+  }
 }
 
 // The task spec of a leased task: the sweep's (head, rank) with the seeds of
@@ -638,6 +675,9 @@ absl::Status Coordinator::AcquireIn(Connection& c, const std::string& worker_id,
   tasks.clear();
   events = Events();
   RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+  // Checked again inside the transaction: a quarantine ordered after the
+  // service's session check still holds.
+  RETURN_IF_ERROR(CheckNotQuarantined(c, worker_id));
   return LeaseTasks(c, worker_id, want, now, events, tasks);
 }
 
@@ -646,17 +686,18 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
                                      std::vector<Task>& tasks, int64_t next_of) {
   const int64_t deadline = now + options_.lease_ms;
   int leased = 0;
-  int64_t next_lease = 0, serve_counter = 0;
+  // Lease ids are random (NewLeaseId); meta's next_lease_id, which counted
+  // them up to schema 13, is no longer read.
+  int64_t serve_counter = 0;
   {
-    enum Col : int { kNextLeaseId, kServeCounter, kCount };
+    enum Col : int { kServeCounter, kCount };
     static const std::string* sql = NewSelect<kCount>(
-        {"(SELECT value FROM meta WHERE key = 'next_lease_id')",
-         "(SELECT value FROM meta WHERE key = 'serve_counter')"},
-        "");
+        {"(SELECT value FROM meta WHERE key = 'serve_counter')"}, "");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::DataLossError("meta table is missing its counters");
-    next_lease = q.ColumnInt(kNextLeaseId);
+    if (!row || q.ColumnIsNull(kServeCounter)) {
+      return absl::DataLossError("meta table is missing its counters");
+    }
     serve_counter = q.ColumnInt(kServeCounter);
   }
   // The memory the tasks of this call share: the request's, else the
@@ -706,7 +747,7 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
                        "worker_id = ?4, next_of = ?5, next_task = ?6 WHERE id = ?1"));
       ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
       for (LeasedCell& cell : task.cells) {
-        cell.lease_id = next_lease++;
+        ASSIGN_OR_RETURN(cell.lease_id, NewLeaseId());
         u.Reset();
         u.Bind(1, cell.cell_id).Bind(2, cell.lease_id).Bind(3, deadline).Bind(4, worker_id);
         u.Bind(5, next_of).Bind(6, next_of != 0 ? leased : 0);
@@ -731,11 +772,9 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     ++leased;
   }
   if (leased == 0) return absl::OkStatus();  // the counters are unchanged
-  ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE meta SET value = ?2 WHERE key = ?1"));
-  u.Bind(1, "next_lease_id").Bind(2, next_lease);
-  RETURN_IF_ERROR(u.Run());
-  u.Reset();
-  u.Bind(1, "serve_counter").Bind(2, serve_counter);
+  ASSIGN_OR_RETURN(Statement u,
+                   c.Prepare("UPDATE meta SET value = :value WHERE key = 'serve_counter'"));
+  u.Bind(":value", serve_counter);
   return u.Run();
 }
 
@@ -807,7 +846,8 @@ absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worke
       if (!row.has_value()) {
         out.lost_lease_ids.push_back(lease_id);
       } else if (row->state == kCellLeased && row->worker_id != worker_id) {
-        return ForeignLease(lease_id, *row, worker_id);
+        // Another worker's lease reads as lost, as an unknown one does.
+        out.lost_lease_ids.push_back(lease_id);
       } else if (row->state == kCellLeased) {
         live.push_back(row->cell_id);
       } else if (row->state == kCellCancelled && row->worker_id == worker_id) {
@@ -879,6 +919,7 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
   out = CompleteOutcome();
   events = Events();
   ASSIGN_OR_RETURN(const VersionManifest version, KnownWorkerVersion(c, worker_id));
+  RETURN_IF_ERROR(CheckNotQuarantined(c, worker_id));
   // The call's key for the tasks it leases as `next`: the smallest lease id
   // among its results (lease ids start at 1).
   int64_t next_of = 0;
@@ -923,11 +964,12 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     // the lease stays with the worker until it fails the task or the lease
     // expires.
     // The cell's recipe may set its own max_steps.
-    const int max_steps =
-        spec.axes.empty()
-            ? spec.train.max_steps
-            : MakeTaskSpec(spec, group.head_index, group.rank, group.recipe, {}).train.max_steps;
-    if (absl::Status s = ValidateSeedResult(r.result, max_steps); !s.ok()) {
+    // Then the cross-field checks against the task this coordinator handed
+    // out (server/core/result_checks.h).
+    const TaskSpec task = MakeTaskSpec(spec, group.head_index, group.rank, group.recipe, {});
+    absl::Status s = ValidateSeedResult(r.result, task.train.max_steps);
+    if (s.ok()) s = CheckResultAgainstTask(r.result, task);
+    if (!s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "results[", i, "] for cell ", r.cell_id, " (",
           CellLabel(spec, group.head_index, group.rank, group.recipe, seed), "): ", s.message()));
@@ -936,14 +978,9 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       ++out.duplicates;
       continue;
     }
-    if (lease_id != r.lease_id || (state != kCellLeased && state != kCellCancelled)) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "stale lease %d for cell %d: the cell is %s%s", r.lease_id, r.cell_id,
-          Name(static_cast<CellState>(state)),
-          lease_id != 0 ? absl::StrCat(" under lease ", lease_id) : std::string()));
-    }
-    if (holder != worker_id) {
-      return ForeignLease(r.lease_id, LeaseRow{r.cell_id, state, holder}, worker_id);
+    if (lease_id != r.lease_id || (state != kCellLeased && state != kCellCancelled) ||
+        holder != worker_id) {
+      return NotYourLease(r.lease_id, r.cell_id);
     }
     if (state == kCellCancelled) {
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -1024,8 +1061,11 @@ absl::Status Coordinator::Fail(const std::string& worker_id, const std::vector<i
     std::vector<int64_t> cells;
     for (int64_t lease_id : lease_ids) {
       ASSIGN_OR_RETURN(std::optional<LeaseRow> row, FindLease(c, lease_id));
-      if (!row.has_value() || row->state != kCellLeased) continue;  // no longer current
-      if (row->worker_id != worker_id) return ForeignLease(lease_id, *row, worker_id);
+      // A lease no longer current, or another worker's, is ignored alike:
+      // the reply tells nothing about leases the caller does not hold.
+      if (!row.has_value() || row->state != kCellLeased || row->worker_id != worker_id) {
+        continue;
+      }
       cells.push_back(row->cell_id);
     }
     for (int64_t cell : cells) {
@@ -1120,19 +1160,34 @@ absl::StatusOr<QuarantineOutcome> Coordinator::Quarantine(const std::string& wor
     std::vector<QuarantinedCell> cells;
     ASSIGN_OR_RETURN(out, QuarantineIn(c, worker_id, since_ms, by, now, &cells));
     for (const QuarantinedCell& cell : cells) {
-      events.Add(cell.sweep_id, absl::StrCat("cell ", cell.cell_id, " invalidated by quarantine ",
-                                             out.quarantine_id, cell.reset ? ": pending again"
-                                                                           : ""));
+      events.Add(cell.sweep_id,
+                 absl::StrCat("cell ", cell.cell_id,
+                              cell.released ? " released by quarantine " : " invalidated by quarantine ",
+                              out.quarantine_id, cell.reset ? ": pending again" : ""));
       events.work_available = events.work_available || cell.reset;
     }
     return absl::OkStatus();
   }));
   LogEvent("quarantine %d of worker %s by %s (since %d ms): %d results and %d copies invalid, "
-           "%d cells pending again, %d sweeps running again",
+           "%d cells pending again, %d leases released, %d sweeps running again; the worker "
+           "is held until unquarantined",
            out.quarantine_id, Clip(worker_id), Clip(by), since_ms, out.results_invalidated,
-           out.copies_invalidated, out.cells_reset, out.sweeps_reopened.size());
+           out.copies_invalidated, out.cells_reset, out.leases_released,
+           out.sweeps_reopened.size());
   Dispatch(events);
   return out;
+}
+
+absl::StatusOr<bool> Coordinator::Unquarantine(const std::string& worker_id,
+                                               const std::string& by) {
+  bool was = false;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(was, LiftQuarantine(c, worker_id));
+    return absl::OkStatus();
+  }));
+  LogEvent("worker %s unquarantined by %s%s", Clip(worker_id), Clip(by),
+           was ? "" : " (it was not quarantined)");
+  return was;
 }
 
 }  // namespace ranksweep::server

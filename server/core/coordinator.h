@@ -13,7 +13,7 @@
 //          `max_attempts` leases have been used
 //   LEASED --Fail(release)--> PENDING (the attempt is given back)
 //   PENDING or LEASED --Cancel--> CANCELLED
-// Every lease gets a new lease id from a counter persisted in the store; the
+// Every lease gets a new random lease id (63 bits, unguessable); the
 // lease id is the fencing token: Heartbeat, Complete and Fail name it, and
 // only the cell's current lease (held by the caller) is honoured. A lease
 // stays valid until ExpireLeases() finds it past its deadline. A sweep is
@@ -135,10 +135,21 @@ class Coordinator {
 
   // ---------------------------------------------------------------- workers
 
-  // Registers a worker and returns its id. A known `worker_id` keeps its
-  // identity; its previous process is presumed gone, so the cells it still
-  // held are released to pending without using an attempt.
-  absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& registration);
+  // Registers a worker and returns its id and the session secret of this
+  // registration. A known `worker_id` keeps its identity; its previous
+  // process is presumed gone, so the cells it still held are released to
+  // pending without using an attempt, and its session ends. A worker id is
+  // bound to the token (`registration.owner`) that first registered it:
+  // PermissionDenied for another token's, with nothing written.
+  absl::StatusOr<RegisteredWorker> RegisterWorker(const WorkerRegistration& registration);
+
+  // The check the service runs before every worker call but RegisterWorker
+  // (worker_registry.h, CheckWorkerSession): NotFound for an unknown worker,
+  // PermissionDenied unless `owner` registered it and `session` is its
+  // latest registration's. On the store's quick read connection; writes
+  // nothing. The calls below trust their worker_id once it passed.
+  absl::Status CheckWorkerSession(const std::string& worker_id, const std::string& owner,
+                                  const std::string& session);
 
   // Leases up to `max_tasks` tasks, each up to `max_seeds` pending cells of
   // one (sweep, head, rank). Returns an empty list when there is no work.
@@ -157,9 +168,9 @@ class Coordinator {
                                             int max_seeds, int64_t memory_bytes = 0);
 
   // Extends the worker's live leases to now + lease_ms. Leases of cancelled
-  // cells are reported in cancelled_lease_ids, leases that expired, were
-  // reassigned or never existed in lost_lease_ids. FailedPrecondition, with
-  // nothing extended, when a lease is currently held by another worker.
+  // cells are reported in cancelled_lease_ids; leases that expired, were
+  // reassigned, never existed or are another worker's, alike, in
+  // lost_lease_ids (nothing of another worker's is extended or revealed).
   absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
                                              const std::vector<int64_t>& lease_ids);
 
@@ -167,8 +178,9 @@ class Coordinator {
   // result is durable. A result for a cell already done under the same lease
   // counts as a duplicate. FailedPrecondition when a lease is stale (not the
   // cell's current lease, or the cell was cancelled) or foreign (held by
-  // another worker); NotFound for an unknown cell; InvalidArgument when the
-  // result's seed is not the cell's.
+  // another worker), with one message for both that names no other lease;
+  // NotFound for an unknown cell; InvalidArgument when the result's seed is
+  // not the cell's.
   //
   // With `next`, the same transaction then leases tasks as Acquire(next)
   // would, into the outcome's next_tasks (empty when there is no work), so
@@ -194,8 +206,8 @@ class Coordinator {
   // Gives up leases. release=true: the cells return to pending and the
   // attempt is given back. release=false: the attempt counts; the cell goes
   // back to pending, or is FAILED with `reason` once it has used
-  // max_attempts. Leases that are no longer current are ignored (a repeated
-  // Fail is harmless); FailedPrecondition when one is held by another worker.
+  // max_attempts. Leases that are no longer current, or are another
+  // worker's, are ignored (a repeated Fail is harmless).
   absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
                     const std::string& reason, bool release);
 
@@ -243,8 +255,19 @@ class Coordinator {
   // pending cell back are RUNNING again. `by` (the caller) and the time are
   // recorded. One transaction. NotFound for an unknown worker,
   // InvalidArgument for a negative `since_ms`.
+  //
+  // The quarantine holds: the worker's current leases are released (their
+  // attempts given back) and, until Unquarantine, it can neither register
+  // again nor lease, heartbeat, complete or fail (PermissionDenied). A
+  // reset cell starts its attempts afresh (attempt 0, so --max-attempts new
+  // leases): the invalidated training does not count against it.
   absl::StatusOr<QuarantineOutcome> Quarantine(const std::string& worker_id, int64_t since_ms,
                                                const std::string& by);
+
+  // Lifts the hold of Quarantine on `worker_id` (its invalid rows stay
+  // invalid). Returns whether it was quarantined; NotFound for an unknown
+  // worker. `by` goes to the log.
+  absl::StatusOr<bool> Unquarantine(const std::string& worker_id, const std::string& by);
 
   // ---------------------------------------------------------------- listening
 
@@ -323,7 +346,9 @@ class Coordinator {
   SweepQueries queries_;  // the read side, on the store's read connection
   std::mutex spec_mu_;
   // TaskKey of (sweep, head, rank, recipe), computed once (a JSON dump and a
-  // SHA-256 per completion otherwise). Guarded by spec_mu_.
+  // SHA-256 per completion otherwise); at most kMaxCachedTaskKeys entries.
+  // Guarded by spec_mu_.
+  static constexpr size_t kMaxCachedTaskKeys = 65536;
   std::map<std::tuple<std::string, int, int, int>, std::string> task_key_cache_;
 
   ChangeListeners listeners_;

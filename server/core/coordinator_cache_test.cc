@@ -84,7 +84,7 @@ TEST_F(ResultCacheTest, AnIdenticalSweepIsServedFromTheStoreAndMarkedCached) {
 TEST_F(ResultCacheTest, PackedRowsEqualTheRowsReadFromTheColumns) {
   auto coord = WithCodeVersion("0.1.0+abc");
   std::string w = Register();
-  auto trained = coord->Submit(MakeSpec("a", {1, 2}, 3), "local");
+  auto trained = coord->Submit(WithTestSplit(MakeSpec("a", {1, 2}, 3)), "local");
   ASSERT_TRUE(trained.ok()) << trained.status();
   int n = 0;
   while (true) {
@@ -97,14 +97,14 @@ TEST_F(ResultCacheTest, PackedRowsEqualTheRowsReadFromTheColumns) {
       r.train.max_abs_error = 0.01 * n;
       r.final_loss = 1.0 / (n + 1);
       r.wall_seconds = 1.0 + n;  // 1 .. 9 s
-      r.facts = {64, n % 2 == 0 ? 0 : 40, 8, 4, 8};
+      r.facts = {64, n % 2 == 0 ? 0 : 40, 4, 0, 0};  // a pool dataset has no rank bounds
       ++n;
       results.push_back(CellResult{c.cell_id, c.lease_id, r});
     }
     ASSERT_TRUE(coord->Complete(w, results).ok());
   }
   clock_.AdvanceMs(500);
-  auto cached = coord->Submit(MakeSpec("b", {1, 2}, 3), "local");
+  auto cached = coord->Submit(WithTestSplit(MakeSpec("b", {1, 2}, 3)), "local");
   ASSERT_TRUE(cached.ok()) << cached.status();
   ASSERT_EQ(cached->cached_cells, 9);
   // The mean cell time counts trained cells only (schema 7's running sums).
@@ -291,8 +291,9 @@ TEST_F(QuarantineTest, TakesBackAWorkersResultsAndTheirCopiesAndTrainsTheCellsAg
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->cached_cells, 2);
 
-  // The cells go out again under new leases, as new attempts, and the
-  // sweeps end DONE once trained.
+  // The cells go out again under new leases, each starting its attempts
+  // afresh (the quarantine's reset grants them), and the sweeps end DONE
+  // once trained.
   std::string fixed = Register("fixed-gpu");
   int leased = 0;
   while (true) {
@@ -305,15 +306,15 @@ TEST_F(QuarantineTest, TakesBackAWorkersResultsAndTheirCopiesAndTrainsTheCellsAg
     }
   }
   EXPECT_EQ(leased, 6);  // a: 2, b: 2, c: 2
-  // a's cells took a second attempt under a new lease; the invalid rows
-  // keep the first one's.
+  // a's cells took a new lease, again as attempt 1; the invalid rows keep
+  // the first one's.
   auto a_rows = coord_->Query(ResultQuery{a_});
   ASSERT_TRUE(a_rows.ok());
   ASSERT_EQ(a_rows->rows.size(), 4u);
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(a_rows->rows[i].worker_id, fixed);
-    EXPECT_EQ(a_rows->rows[i].attempt, 2);
-    EXPECT_GT(a_rows->rows[i].lease_id, rows->rows[i].lease_id);
+    EXPECT_EQ(a_rows->rows[i].attempt, 1);
+    EXPECT_NE(a_rows->rows[i].lease_id, rows->rows[i].lease_id);
     EXPECT_EQ(rows->rows[i].attempt, 1);
   }
   for (const std::string& sweep : {a_, b_, c->sweep_id}) {
@@ -356,6 +357,43 @@ TEST_F(QuarantineTest, CellsOfACancelledSweepStayCancelled) {
   EXPECT_EQ(info->counts.cancelled, 4);
   EXPECT_EQ(info->counts.done, 2);
   EXPECT_EQ(Group(d->sweep_id).n, 2);
+}
+
+TEST_F(QuarantineTest, TheQuarantineHoldsUntilItIsLiftedAndReleasesWhatTheWorkerHeld) {
+  // bad_ holds two cells of a new sweep when the quarantine comes.
+  auto e = coord_->Submit(MakeSpec("e", {1, 2}, 2, 0, false), "erin");
+  ASSERT_TRUE(e.ok());
+  auto held = coord_->Acquire(bad_, 1, 2);
+  ASSERT_TRUE(held.ok());
+  ASSERT_EQ(held->size(), 1u);
+  auto out = coord_->Quarantine(bad_, 0, "ops");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->leases_released, 2);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 2"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 1 AND attempt > 0"), 0);
+
+  // Held: no lease, no result, no registration under its id.
+  EXPECT_EQ(coord_->Acquire(bad_, 1, 2).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(coord_->Complete(bad_, ResultsFor((*held)[0], 0.5)).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  WorkerRegistration reg;
+  reg.worker_id = bad_;
+  reg.hostname = "h";
+  EXPECT_EQ(coord_->RegisterWorker(reg).status().code(), absl::StatusCode::kPermissionDenied);
+  auto workers = coord_->ListWorkers();
+  ASSERT_TRUE(workers.ok());
+  for (const WorkerInfo& w : *workers) {
+    EXPECT_EQ(w.quarantined_unix_ms != 0, w.worker_id == bad_) << w.worker_id;
+  }
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 2"), 0);
+
+  // Lifted: it leases again; lifting twice is harmless.
+  EXPECT_EQ(*coord_->Unquarantine(bad_, "ops"), true);
+  EXPECT_EQ(*coord_->Unquarantine(bad_, "ops"), false);
+  EXPECT_EQ(coord_->Unquarantine("wk-nobody", "ops").status().code(), absl::StatusCode::kNotFound);
+  auto again = coord_->Acquire(bad_, 1, 2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->size(), 1u);
 }
 
 }  // namespace

@@ -28,23 +28,39 @@ TEST_F(CoordinatorTest, StaleAndForeignLeasesAreRejectedAndNothingIsRecorded) {
   // w1 completes under its expired lease: stale.
   auto stale = coordinator_->Complete(w1, ResultsFor(old_tasks[0]));
   EXPECT_EQ(stale.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(stale.status().message()), HasSubstr("stale lease"));
-  // w1 completes under w2's lease: foreign.
+  // w1 completes under w2's lease: foreign, refused with the same words,
+  // naming neither w2 nor the lease the cell is under.
   auto foreign = coordinator_->Complete(w1, ResultsFor(new_tasks[0]));
   EXPECT_EQ(foreign.status().code(), absl::StatusCode::kFailedPrecondition);
+  const CellResult old_result = ResultsFor(old_tasks[0])[0];
+  const CellResult new_result = ResultsFor(new_tasks[0])[0];
+  EXPECT_EQ(stale.status().message(),
+            absl::StrFormat("lease %d for cell %d is not held by this worker (expired, "
+                            "reassigned or never its own)",
+                            old_result.lease_id, old_result.cell_id));
+  EXPECT_EQ(foreign.status().message(),
+            absl::StrFormat("lease %d for cell %d is not held by this worker (expired, "
+                            "reassigned or never its own)",
+                            new_result.lease_id, new_result.cell_id));
   EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
   EXPECT_EQ(Cells(sweep, CellState::kLeased), 1);
 
-  // Heartbeat: the stale lease is reported lost; a foreign one is refused.
+  // Heartbeat: the stale lease and the foreign one are both reported lost,
+  // alike; the foreign one is not extended.
   auto hb = coordinator_->Heartbeat(w1, LeaseIds(old_tasks[0]));
   ASSERT_TRUE(hb.ok());
   EXPECT_EQ(hb->lost_lease_ids, LeaseIds(old_tasks[0]));
+  const int64_t deadline = Count("SELECT lease_deadline_ms FROM cells WHERE state = 2");
+  clock_.AdvanceMs(1000);
   auto hb_foreign = coordinator_->Heartbeat(w1, LeaseIds(new_tasks[0]));
-  EXPECT_EQ(hb_foreign.status().code(), absl::StatusCode::kFailedPrecondition);
-  // FailTask on someone else's lease is refused too.
-  EXPECT_EQ(coordinator_->Fail(w1, LeaseIds(new_tasks[0]), "x", false).code(),
-            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(hb_foreign.ok()) << hb_foreign.status();
+  EXPECT_EQ(hb_foreign->lost_lease_ids, LeaseIds(new_tasks[0]));
+  EXPECT_THAT(hb_foreign->cancelled_lease_ids, IsEmpty());
+  EXPECT_EQ(Count("SELECT lease_deadline_ms FROM cells WHERE state = 2"), deadline);
+  // FailTask on someone else's lease is ignored, as a stale one is.
+  EXPECT_TRUE(coordinator_->Fail(w1, LeaseIds(new_tasks[0]), "x", false).ok());
   EXPECT_EQ(Cells(sweep, CellState::kLeased), 1);
+  EXPECT_EQ(Count("SELECT attempt FROM cells WHERE state = 2"), 2);
 
   // The holder completes normally.
   auto ok = coordinator_->Complete(w2, ResultsFor(new_tasks[0]));
@@ -148,7 +164,7 @@ TEST_F(CoordinatorTest, CompleteLeasesTheNextTasksInTheSameTransaction) {
     EXPECT_EQ(t.cells.size(), 4u);
     EXPECT_EQ(t.spec.seeds, (std::vector<uint64_t>{0, 1, 2, 3}));
     EXPECT_EQ(t.deadline_unix_ms, clock_.NowMs() + kLeaseMs);
-    EXPECT_GT(t.cells[0].lease_id, first[0].cells.back().lease_id);
+    for (const LeasedCell& old : first[0].cells) EXPECT_NE(t.cells[0].lease_id, old.lease_id);
   }
   EXPECT_EQ(Cells(sweep, CellState::kDone), 4);
   EXPECT_EQ(Cells(sweep, CellState::kLeased), 8);
@@ -192,7 +208,7 @@ TEST_F(CoordinatorTest, ResultsSentAgainGetTheTasksTheirLostReplyLeased) {
   auto out = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{2, 2, 0});
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->next_tasks.size(), 2u);
-  const int64_t leases = Count("SELECT value FROM meta WHERE key = 'next_lease_id'");
+  const int64_t leased_before = Count("SELECT COUNT(*) FROM cells WHERE attempt > 0");
 
   clock_.AdvanceMs(1000);
   auto again = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{2, 2, 0});
@@ -218,7 +234,8 @@ TEST_F(CoordinatorTest, ResultsSentAgainGetTheTasksTheirLostReplyLeased) {
   }
   EXPECT_EQ(again->next_tasks[0].spec.seeds, (std::vector<uint64_t>{0, 1}));
   EXPECT_EQ(again->next_tasks[1].spec.seeds, (std::vector<uint64_t>{2, 3}));
-  EXPECT_EQ(Count("SELECT value FROM meta WHERE key = 'next_lease_id'"), leases);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE attempt > 0"), leased_before);
+  EXPECT_EQ(Count("SELECT SUM(attempt) FROM cells"), leased_before);
   EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
   EXPECT_EQ(Cells(sweep, CellState::kPending), 8);
   EXPECT_EQ(Count(absl::StrCat("SELECT COUNT(*) FROM cells WHERE state = 2 AND "
@@ -242,12 +259,12 @@ TEST_F(CoordinatorTest, ResultsSentAgainGetTheTasksTheirLostReplyLeased) {
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   ASSERT_EQ(fresh->next_tasks.size(), 1u);
   EXPECT_EQ(fresh->next_tasks[0].cells.size(), 4u);
-  EXPECT_EQ(fresh->next_tasks[0].cells[0].lease_id, leases);
-  EXPECT_EQ(Count("SELECT value FROM meta WHERE key = 'next_lease_id'"), leases + 4);
+  EXPECT_EQ(Count("SELECT SUM(attempt) FROM cells"), leased_before + 4);
   auto repeat = coordinator_->Complete(w, ResultsFor(first[0]), TaskWant{1, 4, 0});
   ASSERT_TRUE(repeat.ok()) << repeat.status();
   ASSERT_EQ(repeat->next_tasks.size(), 1u);
-  EXPECT_EQ(repeat->next_tasks[0].cells[0].lease_id, leases);
+  EXPECT_EQ(repeat->next_tasks[0].cells[0].lease_id, fresh->next_tasks[0].cells[0].lease_id);
+  EXPECT_EQ(Count("SELECT SUM(attempt) FROM cells"), leased_before + 4);
   EXPECT_EQ(Cells(sweep, CellState::kLeased), 4);
 
   // A task leased by AcquireTasks is never taken for a resend's.
@@ -259,7 +276,9 @@ TEST_F(CoordinatorTest, ResultsSentAgainGetTheTasksTheirLostReplyLeased) {
   ASSERT_TRUE(last.ok()) << last.status();
   ASSERT_EQ(last->next_tasks.size(), 1u);
   EXPECT_NE(last->next_tasks[0].cells[0].cell_id, acquired[0].cells[0].cell_id);
-  EXPECT_GT(last->next_tasks[0].cells[0].lease_id, acquired[0].cells.back().lease_id);
+  for (const LeasedCell& cell : acquired[0].cells) {
+    EXPECT_NE(last->next_tasks[0].cells[0].lease_id, cell.lease_id);
+  }
 }
 
 // The calls that do not wait: the same outcome, delivered once the commit
@@ -373,8 +392,9 @@ TEST_F(CoordinatorTest, ACompletionRunAgainAfterAFailedOneInItsCommitCountsItsRe
 
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused.status().message(),
-            absl::StrFormat("stale lease %d for cell %d: the cell is leased under lease %d",
-                            stale[3].lease_id, stale[3].cell_id, stale[3].lease_id - 1000));
+            absl::StrFormat("lease %d for cell %d is not held by this worker (expired, "
+                            "reassigned or never its own)",
+                            stale[3].lease_id, stale[3].cell_id));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->recorded, 4);
   EXPECT_EQ(out->duplicates, 0);

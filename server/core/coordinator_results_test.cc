@@ -52,7 +52,11 @@ TEST_F(CoordinatorTest, SweepIsDoneWhenEveryCellIsDoneAndRowsCarryProvenance) {
 }
 
 TEST_F(CoordinatorTest, EveryResultFieldComesBackFromTheStoreUnchanged) {
-  std::string sweep = Submit(MakeSpec("fields", {1}, 2, 0, false));
+  // A pool dataset, so that a result may have a test split.
+  SweepSpec spec = WithTestSplit(MakeSpec("fields", {1}, 2, 0, false));
+  spec.dataset.train_size = 276;
+  spec.dataset.test_size = 50;
+  std::string sweep = Submit(spec);
   std::string w = Register();
   std::vector<Task> tasks = Acquire(w, 1, 64);
   ASSERT_EQ(tasks.size(), 1u);
@@ -68,7 +72,7 @@ TEST_F(CoordinatorTest, EveryResultFieldComesBackFromTheStoreUnchanged) {
     r.steps = 1234;
     r.wall_seconds = 3.25;
     r.device = "cuda:0 (NVIDIA H200)";
-    r.facts = {276, c.seed == 0 ? 50 : 0, 12, 6, 12};
+    r.facts = {276, c.seed == 0 ? 50 : 0, 4, 0, 0};  // no rank bounds: not a witness family
     results.push_back(CellResult{c.cell_id, c.lease_id, r});
   }
   ASSERT_TRUE(coordinator_->Complete(w, results).ok());
@@ -82,7 +86,7 @@ TEST_F(CoordinatorTest, EveryResultFieldComesBackFromTheStoreUnchanged) {
 }
 
 TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
-  std::string sweep = Submit(MakeSpec("agg", {1, 2}, 3));
+  std::string sweep = Submit(WithTestSplit(MakeSpec("agg", {1, 2}, 3)));
   std::string w = Register();
   // Group (kernel, r=1): train errors 0, 0.25, 0.5; test errors 0.1, 0.2, 0.3.
   std::vector<Task> tasks = Acquire(w, 1, 64);
@@ -158,7 +162,7 @@ TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
 }
 
 TEST_F(CoordinatorTest, GroupedQueryReportsTransitionAndDatasetFacts) {
-  std::string sweep = Submit(MakeSpec("transition", {1, 2, 4}, 2));
+  std::string sweep = Submit(WithWitnessFamily(MakeSpec("transition", {1, 2, 4}, 2)));
   std::string w = Register();
   ResultQuery query{sweep};
   query.group_by = GroupBy::kHeadRank;
@@ -171,7 +175,8 @@ TEST_F(CoordinatorTest, GroupedQueryReportsTransitionAndDatasetFacts) {
     std::vector<CellResult> results;
     for (const LeasedCell& c : t.cells) {
       SeedResult r = MakeResult(c.seed, t.rank == 1 ? 0.5 : 0.0);
-      r.facts.train_sequences = 64;
+      r.train.sequences = 276;
+      r.facts.train_sequences = 276;
       r.facts.distinct_queries = 12;
       r.facts.rank_lower_bound = 2;
       r.facts.rank_upper_bound = 12;
@@ -333,7 +338,7 @@ TEST_F(CoordinatorTest, GroupsFromTheRunningAggregatesEqualGroupsFromTheRows) {
   // 2 ranks x 6 seeds + softmax: three tasks of up to 4 seeds done with
   // varied errors, with and without a test split; two cells failed for
   // good, one leased, the rest pending.
-  std::string sweep = Submit(MakeSpec("agree", {1, 2}, 6));
+  std::string sweep = Submit(WithTestSplit(MakeSpec("agree", {1, 2}, 6)));
   std::string w = Register();
   int k = 0;
   for (const Task& t : Acquire(w, 3, 4)) {

@@ -65,11 +65,37 @@ inline SweepSpec MakeSpec(const std::string& name, std::vector<int> ranks = {1, 
   return s;
 }
 
+// `spec` with a pool dataset that has a test split (64 train sequences, at
+// most 40 test ones), for tests of test metrics: only a pool dataset has one.
+inline SweepSpec WithTestSplit(SweepSpec spec) {
+  spec.dataset.kind = DatasetKind::kPool;
+  spec.dataset.pool_size = 64;
+  spec.dataset.test_pool_share = 0.25;
+  spec.dataset.train_size = 64;
+  spec.dataset.test_size = 40;
+  return spec;
+}
+
+// `spec` with a witness family of 12 queries (12 * 23 = 276 train
+// sequences, no test split), for tests of the theory bounds' facts.
+inline SweepSpec WithWitnessFamily(SweepSpec spec) {
+  spec.dataset.kind = DatasetKind::kWitness;
+  spec.dataset.m = 8;
+  spec.dataset.seq_len = 3;
+  spec.dataset.code_weight = 4;
+  spec.dataset.max_overlap = 1;
+  spec.dataset.num_queries = 12;
+  return spec;
+}
+
 inline SeedResult MakeResult(uint64_t seed, double train_error, double test_error = 0,
                       int64_t test_sequences = 0) {
   SeedResult r;
   r.seed = seed;
   r.train.sequences = 64;
+  r.facts.train_sequences = 64;  // MakeSpec's dataset: 2^(2*3) sequences
+  r.facts.test_sequences = test_sequences;
+  r.final_loss = train_error / 4;  // 0 only when exact, as a real run's
   r.train.error = train_error;
   r.train.exact_accuracy = 1 - train_error;
   r.train.position_accuracy = 1 - train_error / 2;
@@ -130,7 +156,7 @@ class CoordinatorTest : public ::testing::Test {
     reg.version = {"0.1.0+abc", "2.1.0", ""};
     auto id = coordinator_->RegisterWorker(reg);
     EXPECT_TRUE(id.ok()) << id.status();
-    return id.value_or("");
+    return id.ok() ? id->worker_id : std::string();
   }
 
   std::vector<Task> Acquire(const std::string& worker, int max_tasks = 1, int max_seeds = 64) {

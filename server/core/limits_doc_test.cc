@@ -193,7 +193,7 @@ class CoordinatorUnderTest {
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_);
     WorkerRegistration reg;
     reg.hostname = "h";
-    worker_ = *coordinator_->RegisterWorker(reg);
+    worker_ = coordinator_->RegisterWorker(reg)->worker_id;
   }
   ~CoordinatorUnderTest() {
     coordinator_.reset();

@@ -89,15 +89,43 @@ MetricsRegistry::Family* MetricsRegistry::Find(const std::string& name, Kind kin
   return it != families_.end() && it->second.kind == kind ? &it->second : nullptr;
 }
 
+template <typename Map>
+typename Map::mapped_type* MetricsRegistry::SeriesOf(Map& map, const MetricLabels& labels) {
+  MetricLabels key = Sorted(labels);
+  auto it = map.find(key);
+  if (it != map.end()) return &it->second;
+  if (map.size() >= kMaxSeriesPerFamily) {
+    ++dropped_series_;
+    return nullptr;
+  }
+  return &map[std::move(key)];
+}
+
 void MetricsRegistry::Add(const std::string& name, const MetricLabels& labels, double delta) {
   if (!(delta >= 0)) return;
   absl::MutexLock lock(&mu_);
-  if (Family* f = Find(name, Kind::kCounter)) f->values[Sorted(labels)] += delta;
+  if (Family* f = Find(name, Kind::kCounter)) {
+    if (double* v = SeriesOf(f->values, labels)) *v += delta;
+  }
 }
 
 void MetricsRegistry::Set(const std::string& name, const MetricLabels& labels, double value) {
   absl::MutexLock lock(&mu_);
-  if (Family* f = Find(name, Kind::kGauge)) f->values[Sorted(labels)] = value;
+  if (Family* f = Find(name, Kind::kGauge)) {
+    if (double* v = SeriesOf(f->values, labels)) *v = value;
+  }
+}
+
+int64_t MetricsRegistry::dropped_series() const {
+  absl::MutexLock lock(&mu_);
+  return dropped_series_;
+}
+
+size_t MetricsRegistry::series() const {
+  absl::MutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& [name, f] : families_) n += f.values.size() + f.histograms.size();
+  return n;
 }
 
 void MetricsRegistry::ClearGauge(const std::string& name) {
@@ -110,7 +138,9 @@ void MetricsRegistry::Observe(const std::string& name, const MetricLabels& label
   absl::MutexLock lock(&mu_);
   Family* f = Find(name, Kind::kHistogram);
   if (f == nullptr) return;
-  Histogram& h = f->histograms[Sorted(labels)];
+  Histogram* series = SeriesOf(f->histograms, labels);
+  if (series == nullptr) return;
+  Histogram& h = *series;
   if (h.counts.empty()) h.counts.assign(f->bounds.size() + 1, 0);
   const size_t bucket = static_cast<size_t>(
       std::lower_bound(f->bounds.begin(), f->bounds.end(), value) - f->bounds.begin());
@@ -186,7 +216,8 @@ void DefineCoordinatorMetrics(MetricsRegistry* r) {
                      "commit may carry many calls' writes.",
                      {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
   r->DefineCounter("ranksweep_rpcs_total",
-                   "gRPC calls finished, by full method name and status code.");
+                   "gRPC calls finished, by full method name and status code; every method "
+                   "the server does not serve is counted as \"unknown\".");
   // Counters without labels exist from the start, at 0, so that a rate()
   // over a fresh coordinator has a first sample.
   for (const char* name : {"ranksweep_leases_granted_total", "ranksweep_leases_expired_total",

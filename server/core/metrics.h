@@ -10,6 +10,12 @@
 // (cumulative buckets plus _sum and _count). Each family has a name, a help
 // line and any number of series told apart by their labels.
 //
+// Bounded memory: a family holds at most kMaxSeriesPerFamily series. The
+// label values callers pass come from fixed sets (metrics_interceptor.h
+// names every method it does not serve "unknown"), so the bound is a guard,
+// not a limit that normal use meets: a value past it is dropped (nothing
+// recorded) and counted in dropped_series().
+//
 // Errors: using a name that was not defined, or a name as the wrong kind,
 // is a programming error and is ignored (nothing recorded) rather than
 // crashing a coordinator. Thread-safety: every method may be called from any
@@ -34,6 +40,8 @@ using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
 class MetricsRegistry {
  public:
+  static constexpr size_t kMaxSeriesPerFamily = 1000;
+
   // Families are rendered in the order they are defined. Names follow
   // Prometheus rules ([a-zA-Z_:][a-zA-Z0-9_:]*); counters end in "_total".
   void DefineCounter(const std::string& name, const std::string& help);
@@ -68,6 +76,11 @@ class MetricsRegistry {
   // HELP and TYPE lines.
   std::string Render();
 
+  // Series refused because their family was full (kMaxSeriesPerFamily).
+  int64_t dropped_series() const;
+  // Every series of every family, for tests of the bound.
+  size_t series() const;
+
  private:
   enum class Kind { kCounter, kGauge, kHistogram };
   struct Histogram {
@@ -87,7 +100,14 @@ class MetricsRegistry {
   void Define(const std::string& name, Kind kind, const std::string& help,
               std::vector<double> bounds);
 
+  // The series of `f` for `labels` (sorted), created when the family has
+  // room; null (and counted as dropped) when it has none.
+  template <typename Map>
+  typename Map::mapped_type* SeriesOf(Map& map, const MetricLabels& labels)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
+  int64_t dropped_series_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> order_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Family> families_ ABSL_GUARDED_BY(mu_);
   absl::Mutex collectors_mu_;

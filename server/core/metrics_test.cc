@@ -115,5 +115,26 @@ TEST(MetricsTest, BucketBoundsAndFractionsArePlainDecimals) {
                                     "rs_h_sum 0.0001\n"));
 }
 
+TEST(MetricsTest, AFamilyHoldsAtMostItsBoundOfSeriesAndCountsTheRest) {
+  MetricsRegistry r;
+  r.DefineCounter("rs_rpcs_total", "Calls.");
+  r.DefineGauge("rs_g", "A gauge.");
+  r.DefineHistogram("rs_h", "A histogram.", {1});
+  const size_t n = MetricsRegistry::kMaxSeriesPerFamily;
+  for (size_t i = 0; i < n + 500; ++i) {
+    const std::string v = std::to_string(i);
+    r.Add("rs_rpcs_total", {{"method", v}});
+    r.Set("rs_g", {{"k", v}}, 1);
+    r.Observe("rs_h", {{"k", v}}, 0.5);
+  }
+  EXPECT_EQ(r.series(), 3 * n);
+  EXPECT_EQ(r.dropped_series(), 3 * 500);
+  // Series that exist go on counting; new ones past the bound do not appear.
+  r.Add("rs_rpcs_total", {{"method", "0"}}, 4);
+  EXPECT_EQ(r.Value("rs_rpcs_total", {{"method", "0"}}), 5);
+  EXPECT_EQ(r.Value("rs_rpcs_total", {{"method", std::to_string(n)}}), 0);
+  EXPECT_EQ(r.series(), 3 * n);
+}
+
 }  // namespace
 }  // namespace ranksweep::server

@@ -13,6 +13,7 @@
 #include "server/core/packed_row.h"
 #include "server/core/result_schema.h"
 #include "server/core/sql_columns.h"
+#include "server/core/worker_registry.h"
 
 namespace ranksweep::server {
 namespace {
@@ -157,9 +158,10 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
       // A cancelled sweep hands out nothing more: its cell stays without a
       // result, as the cells it cancelled are.
       const bool reset = state->second != kSweepCancelled;
+      // A fresh start: attempt 0, so the cell gets --max-attempts new leases.
       static const std::string* pending = new std::string(absl::StrCat(
-          "UPDATE cells SET state = ", kCellPending, ", lease_id = 0, lease_deadline_ms = 0, "
-          "worker_id = '', last_failure = ?2 WHERE id = ?1"));
+          "UPDATE cells SET state = ", kCellPending, ", attempt = 0, lease_id = 0, "
+          "lease_deadline_ms = 0, worker_id = '', last_failure = ?2 WHERE id = ?1"));
       static const std::string* cancelled = new std::string(
           absl::StrCat("UPDATE cells SET state = ", kCellCancelled, ", lease_deadline_ms = 0, "
                        "last_failure = ?2 WHERE id = ?1"));
@@ -170,6 +172,43 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
       if (reset) ++out.cells_reset;
       cells->push_back(QuarantinedCell{sweep_id, cell_id, reset});
     }
+  }
+  // The hold: the worker is marked, and the cells it holds now go back to
+  // pending with their attempt given back (it was leased to a worker no
+  // longer trusted to finish it).
+  {
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET quarantined_ms = :now "
+                                            "WHERE id = :id"));
+    u.Bind(":now", now_ms).Bind(":id", worker_id);
+    RETURN_IF_ERROR(u.Run());
+  }
+  {
+    static const std::string* held = new std::string(absl::StrCat(
+        "SELECT id, sweep_id FROM cells WHERE worker_id = :id AND state = ", kCellLeased));
+    std::vector<std::pair<int64_t, std::string>> leased;
+    {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*held));
+      q.Bind(":id", worker_id);
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        leased.emplace_back(q.ColumnInt(0), q.ColumnText(1));
+      }
+    }
+    static const std::string* release = new std::string(absl::StrCat(
+        "UPDATE cells SET state = ", kCellPending, ", attempt = MAX(attempt - 1, 0), "
+        "lease_id = 0, lease_deadline_ms = 0, worker_id = '', last_failure = :why "
+        "WHERE id = :id"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare(*release));
+    for (const auto& [cell_id, sweep_id] : leased) {
+      u.Reset();
+      u.Bind(":id", cell_id).Bind(":why", absl::StrCat("lease released by quarantine ",
+                                                      out.quarantine_id, " of worker ",
+                                                      worker_id));
+      RETURN_IF_ERROR(u.Run());
+      cells->push_back(QuarantinedCell{sweep_id, cell_id, true, true});
+    }
+    out.leases_released = static_cast<int64_t>(leased.size());
   }
   for (const GroupKey& key : groups) RETURN_IF_ERROR(RebuildGroup(c, key));
   for (const auto& [sweep_id, state] : sweep_states) {
@@ -191,6 +230,25 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
     RETURN_IF_ERROR(u.Run());
   }
   return out;
+}
+
+absl::StatusOr<bool> LiftQuarantine(Connection& c, const std::string& worker_id) {
+  enum Col : int { kQuarantinedMs, kCount };
+  static const std::string* sql =
+      NewSelect<kCount>({"quarantined_ms"}, "FROM workers WHERE id = :id");
+  bool was = false;
+  {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(":id", worker_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("no worker ", Clip(worker_id)));
+    was = q.ColumnInt(kQuarantinedMs) != 0;
+  }
+  ASSIGN_OR_RETURN(Statement u,
+                   c.Prepare("UPDATE workers SET quarantined_ms = 0 WHERE id = :id"));
+  u.Bind(":id", worker_id);
+  RETURN_IF_ERROR(u.Run());
+  return was;
 }
 
 absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,

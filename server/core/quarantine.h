@@ -36,6 +36,7 @@ struct QuarantinedCell {
   std::string sweep_id;
   int64_t cell_id = 0;
   bool reset = false;  // back to pending; false: its sweep was cancelled
+  bool released = false;  // a lease the worker held, not a result: released
 };
 
 // Invalidates, in the open write transaction of `c`, every DONE row that
@@ -44,10 +45,19 @@ struct QuarantinedCell {
 // quarantine (who: `by`, when: `now_ms`) in `quarantines`; returns the
 // counts and fills `cells` with the cells touched. NotFound for a worker
 // that never registered; InvalidArgument for a negative `since_ms`.
+// The quarantine holds: the worker is marked (workers.quarantined_ms =
+// `now_ms`), so that CheckNotQuarantined (worker_registry.h) refuses it
+// until LiftQuarantine, and the cells it holds now are released (pending,
+// their attempt given back). A reset cell's attempt count starts again at
+// 0: the invalidated training does not count against --max-attempts.
 absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string& worker_id,
                                                int64_t since_ms, const std::string& by,
                                                int64_t now_ms,
                                                std::vector<QuarantinedCell>* cells);
+
+// Lifts the hold of a quarantine on `worker_id`: returns whether it was
+// quarantined; NotFound for an unknown worker.
+absl::StatusOr<bool> LiftQuarantine(Connection& c, const std::string& worker_id);
 
 // The invalidated rows of `sweep_id` in the order they were invalidated,
 // from after `after_id` (an invalid_results id; 0 = from the start), that

@@ -387,6 +387,20 @@ FROM result_groups;
 DROP TABLE result_groups;
 ALTER TABLE result_groups_v11 RENAME TO result_groups;
 )sql"},
+    // A worker is bound to the token that registered it (`owner`, the
+    // token's name) and to its registration (`session_hash`, the SHA-256 of
+    // the session secret RegisterWorker handed out; server/core/worker_registry.h).
+    // Rows from before have neither: the next registration of the id binds it.
+    {13, R"sql(
+ALTER TABLE workers ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE workers ADD COLUMN session_hash TEXT NOT NULL DEFAULT '';
+)sql"},
+    // Quarantine holds (server/core/quarantine.h): a quarantined worker
+    // leases and completes nothing until an admin lifts it; 0 = in good
+    // standing, else when the quarantine that holds it was ordered.
+    {14, R"sql(
+ALTER TABLE workers ADD COLUMN quarantined_ms INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {

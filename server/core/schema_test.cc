@@ -71,7 +71,24 @@ constexpr const char* kVersion3Columns[] = {
     "facts_rank_upper_bound"};
 
 // Turns a freshly created (empty) file back into what schema version 11 wrote.
+absl::Status DowngradeToVersion13(Connection& c) {
+  // Version 14: quarantine that holds.
+  RETURN_IF_ERROR(c.Exec("ALTER TABLE workers DROP COLUMN quarantined_ms"));
+  return c.Exec("UPDATE schema_version SET version = 13");
+}
+
+// Turns a freshly created file back into what schema version 12 wrote.
+absl::Status DowngradeToVersion12(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion13(c));
+  // Version 13: workers bound to their token and session.
+  RETURN_IF_ERROR(c.Exec("ALTER TABLE workers DROP COLUMN owner; "
+                         "ALTER TABLE workers DROP COLUMN session_hash"));
+  return c.Exec("UPDATE schema_version SET version = 12");
+}
+
+// Turns a freshly created file back into what schema version 11 wrote.
 absl::Status DowngradeToVersion11(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion12(c));
   // Version 12: the recipe of cells, results and groups.
   RETURN_IF_ERROR(c.Exec(R"sql(
 CREATE TABLE cells_v11old (
@@ -391,6 +408,34 @@ TEST(StoreTest, MigrationToVersion12PutsEveryCellResultAndGroupInRecipe0) {
   });
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("FOREIGN KEY"));
+}
+
+TEST(StoreTest, MigrationToVersion13KeepsWorkersUnboundUntilTheyRegisterAgain) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(
+      dir, DowngradeToVersion12,
+      "INSERT INTO workers (id, hostname, device, device_name, memory_bytes, slots, build_id, "
+      "torch_version, cuda_version, registered_ms, last_seen_ms, completed) VALUES "
+      "('wk-old', 'h', 'cpu', 'c', 0, 1, 'b', 't', '', 1, 2, 4)");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_THAT(RowsAsText(**store, "SELECT id, completed, owner, session_hash FROM workers", 4),
+              ::testing::ElementsAre("wk-old 4   "));
+}
+
+TEST(StoreTest, MigrationToVersion14LeavesEveryWorkerInGoodStanding) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(
+      dir, DowngradeToVersion13,
+      "INSERT INTO workers (id, hostname, device, device_name, memory_bytes, slots, build_id, "
+      "torch_version, cuda_version, registered_ms, last_seen_ms, completed) VALUES "
+      "('wk-old', 'h', 'cpu', 'c', 0, 1, 'b', 't', '', 1, 2, 4)");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_THAT(RowsAsText(**store, "SELECT id, quarantined_ms FROM workers", 2),
+              ::testing::ElementsAre("wk-old 0 "));
 }
 
 TEST(StoreTest, MigrationToVersion6PacksExistingResultRows) {

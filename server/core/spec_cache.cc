@@ -25,14 +25,20 @@ absl::StatusOr<std::shared_ptr<const SweepSpec>> SpecCache::Get(Connection& c,
     return absl::DataLossError(
         absl::StrCat("sweep ", sweep_id, ": stored spec does not parse: ", spec.status().message()));
   }
-  auto shared = std::make_shared<const SweepSpec>(*std::move(spec));
-  std::lock_guard<std::mutex> lock(mu_);
-  return specs_.emplace(sweep_id, std::move(shared)).first->second;
+  return Insert(sweep_id, std::make_shared<const SweepSpec>(*std::move(spec)));
 }
 
 void SpecCache::Put(const std::string& sweep_id, const SweepSpec& spec) {
+  Insert(sweep_id, std::make_shared<const SweepSpec>(spec));
+}
+
+std::shared_ptr<const SweepSpec> SpecCache::Insert(const std::string& sweep_id,
+                                                   std::shared_ptr<const SweepSpec> spec) {
   std::lock_guard<std::mutex> lock(mu_);
-  specs_.emplace(sweep_id, std::make_shared<const SweepSpec>(spec));
+  auto it = specs_.find(sweep_id);
+  if (it != specs_.end()) return it->second;
+  if (specs_.size() >= kMaxSpecs) specs_.erase(specs_.begin());
+  return specs_.emplace(sweep_id, std::move(spec)).first->second;
 }
 
 }  // namespace ranksweep::server

@@ -19,8 +19,13 @@
 
 namespace ranksweep::server {
 
+// Bounded: at most kMaxSpecs entries; one more evicts an arbitrary entry
+// (specs are immutable and read again on a miss, so eviction only costs a
+// parse), so the cache does not grow with every sweep a store ever held.
 class SpecCache {
  public:
+  static constexpr size_t kMaxSpecs = 4096;
+
   // The spec of `sweep_id`, from the cache, else read on `c` and cached.
   absl::StatusOr<std::shared_ptr<const SweepSpec>> Get(Connection& c,
                                                        const std::string& sweep_id);
@@ -28,6 +33,10 @@ class SpecCache {
   void Put(const std::string& sweep_id, const SweepSpec& spec);
 
  private:
+  // Inserts under mu_, evicting first when the cache is full.
+  std::shared_ptr<const SweepSpec> Insert(const std::string& sweep_id,
+                                          std::shared_ptr<const SweepSpec> spec);
+
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const SweepSpec>> specs_;  // guarded by mu_
 };

@@ -1,5 +1,9 @@
 #include "server/core/sqlite.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
 #include <sqlite3.h>
 
 #include <string>
@@ -7,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/core/log.h"
 
 namespace ranksweep::server {
 namespace {
@@ -16,6 +21,17 @@ absl::Status SqliteError(sqlite3* db, int rc, std::string_view what) {
   std::string text = absl::StrCat("sqlite: ", msg, " (", sqlite3_errstr(rc), ") in: ", std::string(what));
   const int primary = rc & 0xff;
   if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return absl::UnavailableError(text);
+  // A write past a file size limit (EFBIG, SIGXFSZ being ignored) or onto
+  // a full disk (ENOSPC) that SQLite reports as an I/O error is the same
+  // condition as SQLITE_FULL for the caller.
+  const int os_error = db != nullptr && primary == SQLITE_IOERR ? sqlite3_system_errno(db) : 0;
+  if (primary == SQLITE_FULL || os_error == EFBIG || os_error == ENOSPC) {
+    // A full disk (or file size limit, or max_page_count) reaches the
+    // caller in these words, without the SQL, which goes to the log; the
+    // transaction is rolled back, so nothing of it is written.
+    LogEvent("error: %s", text);
+    return absl::ResourceExhaustedError("database or disk is full");
+  }
   return absl::InternalError(text);
 }
 
@@ -49,6 +65,15 @@ Statement& Statement::Bind(int index, std::string_view value) {
 Statement& Statement::BindBlob(int index, std::string_view value) {
   sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
   return *this;
+}
+
+int Statement::IndexOf(const char* name) const {
+  const int index = sqlite3_bind_parameter_index(stmt_, name);
+  if (index == 0) {
+    std::fprintf(stderr, "ranksweepd: no parameter %s in: %s\n", name, sqlite3_sql(stmt_));
+    std::abort();
+  }
+  return index;
 }
 
 Statement& Statement::BindNull(int index) {

@@ -51,6 +51,17 @@ class Statement {
   Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
   Statement& BindBlob(int index, std::string_view value);
   Statement& BindNull(int index);
+  // By name (":name" in the SQL), as new statements bind. A name the
+  // statement does not have is a programming error and aborts, so that a
+  // misspelt name fails the first test that runs the statement instead of
+  // binding nothing.
+  Statement& Bind(const char* name, int64_t value) { return Bind(IndexOf(name), value); }
+  Statement& Bind(const char* name, int value) { return Bind(IndexOf(name), value); }
+  Statement& Bind(const char* name, double value) { return Bind(IndexOf(name), value); }
+  Statement& Bind(const char* name, std::string_view value) { return Bind(IndexOf(name), value); }
+  Statement& Bind(const char* name, const char* value) {
+    return Bind(IndexOf(name), std::string_view(value));
+  }
 
   // Rewinds the statement so it can run again; bindings are kept.
   Statement& Reset();
@@ -69,6 +80,7 @@ class Statement {
 
  private:
   absl::Status Error(int rc) const;
+  int IndexOf(const char* name) const;
 
   sqlite3* db_;
   sqlite3_stmt* stmt_;

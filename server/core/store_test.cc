@@ -111,6 +111,29 @@ TEST(StoreTest, ReopenKeepsDataAndDoesNotMigrateAgain) {
   EXPECT_EQ(CountRows(**store, "meta"), 3);
 }
 
+// A full disk, here a database that may not grow (max_page_count, which
+// SQLite reports as it reports a full disk: SQLITE_FULL), reaches callers
+// as RESOURCE_EXHAUSTED "database or disk is full", without the SQL, and
+// the failed write leaves nothing behind.
+TEST(StoreTest, AFullDiskIsResourceExhaustedAndWritesNothing) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Write([](Connection& c) { return InsertMeta(c, "x", 42); }).ok());
+  const int64_t before = CountRows(**store, "meta");
+  absl::Status full = (*store)->Write([](Connection& c) -> absl::Status {
+    RETURN_IF_ERROR(c.Exec("PRAGMA max_page_count = 1"));
+    RETURN_IF_ERROR(InsertMeta(c, "y", 1));
+    return c.Exec("CREATE TABLE big (b BLOB); INSERT INTO big VALUES (zeroblob(1000000))");
+  });
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_EQ(full.message(), "database or disk is full");
+  ASSERT_TRUE((*store)->Write([](Connection& c) {
+                       return c.Exec("PRAGMA max_page_count = 1073741823");
+                     }).ok());
+  EXPECT_EQ(CountRows(**store, "meta"), before);  // "y" rolled back with the rest
+}
+
 TEST(StoreTest, QuickReadSeesCommittedWrites) {
   TempDir dir;
   auto store = Store::Open(dir.File("a.db"));

@@ -92,6 +92,17 @@ struct WorkerRegistration {
   int64_t memory_bytes = 0;
   int slots = 1;
   VersionManifest version;
+  // The name of the token that registers (Principal::name; "local" without
+  // tokens). A worker id stays bound to the token that first registered it.
+  std::string owner;
+};
+
+// What RegisterWorker hands back: the worker's id and the secret of this
+// registration, which every later worker call must present
+// (CheckWorkerSession in worker_registry.h). Only its SHA-256 is stored.
+struct RegisteredWorker {
+  std::string worker_id;
+  std::string session;
 };
 
 struct WorkerInfo {
@@ -107,6 +118,7 @@ struct WorkerInfo {
   int leased_cells = 0;
   int64_t completed_cells = 0;
   bool alive = false;  // seen within 3 lease periods
+  int64_t quarantined_unix_ms = 0;  // 0: in good standing; else quarantined since
 };
 
 struct LeasedCell {
@@ -351,6 +363,7 @@ struct QuarantineOutcome {
   int64_t copies_invalidated = 0;   // rows the result cache served from those
   int64_t cells_reset = 0;          // cells returned to pending
   std::vector<std::string> sweeps_reopened;  // DONE or FAILED sweeps now RUNNING
+  int64_t leases_released = 0;      // cells the worker held, back to pending
 };
 
 // Summary of Coordinator::Recover().

@@ -4,9 +4,13 @@
 #include <cctype>
 #include <utility>
 
+#include <openssl/rand.h>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/spec/result_validation.h"
 #include "common/status_macros.h"
+#include "server/core/auth.h"
 #include "server/core/log.h"
 #include "server/core/sql_columns.h"
 
@@ -102,24 +106,91 @@ absl::StatusOr<std::vector<int64_t>> LeasedCellsOf(Connection& c, const std::str
 }
 
 absl::Status SaveWorker(Connection& c, const std::string& worker_id,
-                        const WorkerRegistration& reg, int slots, int64_t now_ms) {
+                        const WorkerRegistration& reg, int slots, int64_t now_ms,
+                        const std::string& session_hash) {
   // One statement for both cases; a known worker keeps its registered_ms.
   ASSIGN_OR_RETURN(Statement up,
                    c.Prepare("INSERT INTO workers (id, hostname, device, device_name, "
                              "memory_bytes, slots, build_id, torch_version, cuda_version, "
-                             "registered_ms, last_seen_ms) "
-                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) "
+                             "registered_ms, last_seen_ms, owner, session_hash) "
+                             "VALUES (:id, :hostname, :device, :device_name, :memory_bytes, "
+                             ":slots, :build_id, :torch_version, :cuda_version, :now, :now, "
+                             ":owner, :session_hash) "
                              "ON CONFLICT(id) DO UPDATE SET hostname = excluded.hostname, "
                              "device = excluded.device, device_name = excluded.device_name, "
                              "memory_bytes = excluded.memory_bytes, slots = excluded.slots, "
                              "build_id = excluded.build_id, "
                              "torch_version = excluded.torch_version, "
                              "cuda_version = excluded.cuda_version, "
-                             "last_seen_ms = excluded.last_seen_ms"));
-  up.Bind(1, worker_id).Bind(2, reg.hostname).Bind(3, reg.device).Bind(4, reg.device_name);
-  up.Bind(5, reg.memory_bytes).Bind(6, slots).Bind(7, reg.version.build_id);
-  up.Bind(8, reg.version.torch_version).Bind(9, reg.version.cuda_version).Bind(10, now_ms);
+                             "last_seen_ms = excluded.last_seen_ms, owner = excluded.owner, "
+                             "session_hash = excluded.session_hash"));
+  up.Bind(":id", worker_id).Bind(":hostname", reg.hostname).Bind(":device", reg.device);
+  up.Bind(":device_name", reg.device_name).Bind(":memory_bytes", reg.memory_bytes);
+  up.Bind(":slots", slots).Bind(":build_id", reg.version.build_id);
+  up.Bind(":torch_version", reg.version.torch_version);
+  up.Bind(":cuda_version", reg.version.cuda_version).Bind(":now", now_ms);
+  up.Bind(":owner", reg.owner).Bind(":session_hash", session_hash);
   return up.Run();
+}
+
+absl::StatusOr<std::string> NewSessionSecret() {
+  unsigned char random[32];
+  if (RAND_bytes(random, sizeof(random)) != 1) {
+    return absl::InternalError("the random source (OpenSSL RAND_bytes) failed");
+  }
+  return absl::StrCat("ws_", absl::WebSafeBase64Escape(absl::string_view(
+                                 reinterpret_cast<const char*>(random), sizeof(random))));
+}
+
+absl::Status CheckWorkerOwner(Connection& c, const std::string& worker_id,
+                              const std::string& owner) {
+  enum Col : int { kOwner, kCount };
+  static const std::string* sql = NewSelect<kCount>({"owner"}, "FROM workers WHERE id = :id");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(":id", worker_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::OkStatus();
+  const std::string bound = q.ColumnText(kOwner);
+  if (bound.empty() || bound == owner) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat("worker id ", Clip(worker_id), " belongs to another token"));
+}
+
+absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id) {
+  enum Col : int { kQuarantinedMs, kCount };
+  static const std::string* sql =
+      NewSelect<kCount>({"quarantined_ms"}, "FROM workers WHERE id = :id");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(":id", worker_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row || q.ColumnInt(kQuarantinedMs) == 0) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "worker ", Clip(worker_id),
+      " is quarantined: it leases and completes nothing until an admin runs `ranksweep workers "
+      "unquarantine ",
+      Clip(worker_id), "`"));
+}
+
+absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,
+                                const std::string& owner, const std::string& session) {
+  if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
+  enum Col : int { kOwner, kSessionHash, kCount };
+  static const std::string* sql =
+      NewSelect<kCount>({"owner", "session_hash"}, "FROM workers WHERE id = :id");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(":id", worker_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return UnknownWorker(worker_id);
+  // The stored hash is compared, never the secret: equal hashes of
+  // different lengths cannot leak a prefix through timing.
+  if (q.ColumnText(kOwner) != owner || session.empty() ||
+      HashToken(session) != q.ColumnText(kSessionHash)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker ", Clip(worker_id),
+        " is bound to another registration: send the session its RegisterWorker returned, "
+        "with the token that registered it"));
+  }
+  return CheckNotQuarantined(c, worker_id);
 }
 
 void LogRegistration(const WorkerRegistration& reg, const std::string& worker_id, int slots,

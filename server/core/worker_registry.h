@@ -46,10 +46,30 @@ absl::StatusOr<std::string> NewWorkerId(Connection& c, absl::FunctionRef<std::st
 absl::StatusOr<std::vector<int64_t>> LeasedCellsOf(Connection& c, const std::string& worker_id);
 
 // Writes `reg` as the row of `worker_id` with `slots`, last seen at
-// `now_ms`; a new row is also registered at `now_ms`, a known worker keeps
-// its registered time.
+// `now_ms`, bound to `reg.owner` and to the session whose SHA-256 is
+// `session_hash`; a new row is also registered at `now_ms`, a known worker
+// keeps its registered time.
 absl::Status SaveWorker(Connection& c, const std::string& worker_id,
-                        const WorkerRegistration& reg, int slots, int64_t now_ms);
+                        const WorkerRegistration& reg, int slots, int64_t now_ms,
+                        const std::string& session_hash);
+
+// A fresh session secret: "ws_" and 43 base64url characters (32 bytes from
+// OpenSSL's RAND_bytes). Internal when the random source fails.
+absl::StatusOr<std::string> NewSessionSecret();
+
+// PermissionDenied when `worker_id` has a row bound to another token than
+// `owner` (a worker id cannot move between tokens); OK for an unknown id or
+// one no token has bound yet (a row from before binding existed).
+absl::Status CheckWorkerOwner(Connection& c, const std::string& worker_id,
+                              const std::string& owner);
+
+// The check every worker call after RegisterWorker passes: `worker_id` is
+// registered (NotFound, "register first", otherwise), by the token `owner`,
+// and `session` is the secret of its latest registration (PermissionDenied
+// otherwise, naming neither the holder nor the secret), and it is not
+// quarantined (CheckNotQuarantined). Writes nothing.
+absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,
+                                const std::string& owner, const std::string& session);
 
 // The operators' log line of a registration (server/core/log.h), after it
 // committed: `known` for a re-registration, `released` the cells it freed.
@@ -58,6 +78,11 @@ void LogRegistration(const WorkerRegistration& reg, const std::string& worker_id
 
 // NotFound unless `worker_id` is registered; marks it seen at `now_ms`.
 absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t now_ms);
+
+// PermissionDenied when `worker_id` is quarantined (Quarantine in
+// quarantine.h holds it until Unquarantine), naming the command that lifts
+// it; OK for one in good standing or an unknown one. Writes nothing.
+absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id);
 
 // The version manifest `worker_id` registered with; NotFound, as
 // TouchWorker says it, for an unknown one. Writes nothing.

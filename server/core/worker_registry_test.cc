@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/core/auth.h"
 #include "server/core/store_test_util.h"
 
 namespace ranksweep::server {
@@ -74,7 +75,7 @@ TEST_F(WorkerRowsTest, UnknownWorkersAreNotFoundAndRegisteredOnesAreSeen) {
   EXPECT_FALSE(*WorkerExists(*c_, "wk-1"));
 
   WorkerRegistration reg = Registration();
-  ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 2, 100).ok());
+  ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 2, 100, "").ok());
   EXPECT_TRUE(*WorkerExists(*c_, "wk-1"));
   EXPECT_TRUE(TouchWorker(*c_, "wk-1", 150).ok());
   EXPECT_EQ(KnownWorkerVersion(*c_, "wk-1")->build_id, "0.1.0+abc");
@@ -84,13 +85,13 @@ TEST_F(WorkerRowsTest, UnknownWorkersAreNotFoundAndRegisteredOnesAreSeen) {
 
   // Registering again updates the row and keeps the first registration time.
   reg.memory_bytes = 0;
-  ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 1, 200).ok());
+  ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 1, 200, "").ok());
   EXPECT_EQ(RegisteredMs("wk-1"), 100);
   EXPECT_EQ(*RegisteredMemoryBytes(*c_, "wk-1"), 0);
 }
 
 TEST_F(WorkerRowsTest, ANewWorkerIdIsOneNoWorkerHas) {
-  ASSERT_TRUE(SaveWorker(*c_, "wk-taken", Registration(), 1, 100).ok());
+  ASSERT_TRUE(SaveWorker(*c_, "wk-taken", Registration(), 1, 100, "").ok());
   std::vector<std::string> candidates = {"wk-taken", "wk-taken", "wk-free"};
   size_t next = 0;
   auto id = NewWorkerId(*c_, [&] { return candidates[next++]; });
@@ -101,6 +102,40 @@ TEST_F(WorkerRowsTest, ANewWorkerIdIsOneNoWorkerHas) {
   auto none = NewWorkerId(*c_, [] { return std::string("wk-taken"); });
   EXPECT_EQ(none.status().code(), absl::StatusCode::kInternal);
   EXPECT_EQ(none.status().message(), "cannot find a free worker id");
+}
+
+TEST_F(WorkerRowsTest, AWorkerActsOnlyWithItsTokenAndItsLatestSession) {
+  absl::StatusOr<std::string> first = NewSessionSecret();
+  absl::StatusOr<std::string> second = NewSessionSecret();
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->size(), 46u);
+  EXPECT_EQ(first->rfind("ws_", 0), 0u);
+  EXPECT_NE(*first, *second);
+
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", *first).code(), absl::StatusCode::kNotFound);
+  WorkerRegistration reg = Registration();
+  reg.owner = "pool";
+  EXPECT_TRUE(CheckWorkerOwner(*c_, "wk-1", "pool").ok());  // unknown: free to take
+  ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 1, 100, HashToken(*first)).ok());
+  EXPECT_TRUE(CheckWorkerSession(*c_, "wk-1", "pool", *first).ok());
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", *second).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", "").code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "other", *first).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(CheckWorkerSession(*c_, "", "pool", *first).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckWorkerOwner(*c_, "wk-1", "pool").ok());
+  absl::Status taken = CheckWorkerOwner(*c_, "wk-1", "other");
+  EXPECT_EQ(taken.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(taken.message(), "worker id wk-1 belongs to another token");
+
+  // A new registration replaces the session: the old one no longer works.
+  ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 1, 200, HashToken(*second)).ok());
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", *first).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(CheckWorkerSession(*c_, "wk-1", "pool", *second).ok());
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "server/service/metrics_interceptor.h"
 
+#include <set>
+
+#include "google/protobuf/descriptor.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 
 namespace ranksweep::server {
@@ -20,7 +23,8 @@ int64_t CellsIn(const google::protobuf::RepeatedPtrField<v1::Task>& tasks) {
 class MetricsInterceptor : public grpc::experimental::Interceptor {
  public:
   MetricsInterceptor(grpc::experimental::ServerRpcInfo* info, MetricsRegistry* metrics)
-      : method_(info->method() != nullptr ? info->method() : ""), metrics_(metrics) {}
+      : method_(MethodLabel(info->method() != nullptr ? info->method() : "")),
+        metrics_(metrics) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
@@ -61,7 +65,33 @@ class MetricsInterceptor : public grpc::experimental::Interceptor {
   int results_ = 0;  // CompleteTasks: results in the request
 };
 
+// Every method the server serves, by full name.
+const std::set<std::string>& ServedMethods() {
+  static const std::set<std::string>* methods = [] {
+    auto* set = new std::set<std::string>{
+        "/grpc.health.v1.Health/Check",
+        "/grpc.health.v1.Health/Watch",
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    };
+    // Every service of ranksweep.proto, from its file descriptor.
+    const google::protobuf::FileDescriptor* file = v1::SubmitSweepRequest::descriptor()->file();
+    for (int k = 0; k < file->service_count(); ++k) {
+      const google::protobuf::ServiceDescriptor* service = file->service(k);
+      for (int i = 0; i < service->method_count(); ++i) {
+        set->insert("/" + service->full_name() + "/" + service->method(i)->name());
+      }
+    }
+    return set;
+  }();
+  return *methods;
+}
+
 }  // namespace
+
+std::string MethodLabel(const std::string& method) {
+  return ServedMethods().count(method) > 0 ? method : std::string("unknown");
+}
 
 std::string StatusCodeName(grpc::StatusCode code) {
   switch (code) {

@@ -2,7 +2,8 @@
 // (server/core/metrics.h) from the calls themselves, so that the service
 // adapters stay as they are:
 //
-//   ranksweep_rpcs_total{method,code}      every finished call
+//   ranksweep_rpcs_total{method,code}      every finished call; `method` is
+//                                          MethodLabel's, from a fixed set
 //   ranksweep_leases_granted_total         cells in the tasks AcquireTasks and
 //                                          CompleteTasks (next_tasks) return
 //   ranksweep_leases_lost_total            Heartbeat's lost_lease_ids
@@ -26,6 +27,12 @@ namespace ranksweep::server {
 
 // "OK", "INVALID_ARGUMENT", ...: the names of grpc::StatusCode.
 std::string StatusCodeName(grpc::StatusCode code);
+
+// The method label of a call: its full name ("/ranksweep.v1.WorkerService/
+// Heartbeat") when it is one the server serves (the ranksweep.v1 services,
+// gRPC health and reflection), else "unknown". So a caller, with or without
+// a token, cannot add a series per name it makes up.
+std::string MethodLabel(const std::string& method);
 
 class MetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -147,6 +148,7 @@ class ServiceAuthTest : public ::testing::Test {
     v1::RegisterWorkerResponse resp;
     grpc::Status s = worker_stub_->RegisterWorker(As(token).get(), req, &resp);
     if (id != nullptr) *id = resp.worker_id();
+    sessions_[resp.worker_id()] = resp.session();
     return s;
   }
 
@@ -154,6 +156,7 @@ class ServiceAuthTest : public ::testing::Test {
                        v1::AcquireTasksResponse* resp) {
     v1::AcquireTasksRequest req;
     req.set_worker_id(worker);
+    req.set_session(sessions_[worker]);
     req.set_max_tasks(1);
     return worker_stub_->AcquireTasks(As(token).get(), req, resp);
   }
@@ -170,6 +173,7 @@ class ServiceAuthTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::SweepService::Stub> sweep_stub_;
   std::unique_ptr<v1::WorkerService::Stub> worker_stub_;
+  std::map<std::string, std::string> sessions_;  // worker id -> its session
 };
 
 TEST_F(ServiceAuthTest, NoTokenOrAnUnknownOneIsUnauthenticatedOnEveryService) {
@@ -288,19 +292,21 @@ TEST_F(ServiceAuthTest, UsersSeeAndCancelOnlyTheirOwnSweepsAdminsAll) {
   ASSERT_TRUE(List(admin_, &listed).ok());
   EXPECT_EQ(listed.sweeps_size(), 3);
 
-  // Alice cannot touch Bob's sweep: not cancel it, not read it.
+  // Alice cannot touch Bob's sweep, nor tell it from one that does not
+  // exist: not cancel it, not read it, NOT_FOUND with an unknown id's words.
   int64_t cells = -1;
   grpc::Status s = Cancel(alice_, b1, &cells);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(s.error_message(), "sweep " + b1 +
-                                   " belongs to \"bob\"; user \"alice\" may cancel only its "
-                                   "own sweeps");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "no sweep " + b1);
+  grpc::Status unknown = Cancel(alice_, "sw-00000000", &cells);
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(unknown.error_message(), "no sweep sw-00000000");
   v1::GetSweepResponse got;
-  EXPECT_EQ(Get(alice_, b1, &got).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Get(alice_, b1, &got).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_FALSE(got.has_sweep());
-  EXPECT_EQ(Query(alice_, b1).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Query(alice_, b1).error_code(), grpc::StatusCode::NOT_FOUND);
   int events = -1;
-  EXPECT_EQ(Watch(alice_, b1, &events).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Watch(alice_, b1, &events).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(events, 0);
   ASSERT_TRUE(Get(bob_, b1, &got).ok());
   EXPECT_EQ(got.sweep().state(), v1::SWEEP_STATE_RUNNING);
@@ -350,12 +356,12 @@ TEST(AccessRulesTest, CoverEveryMethodOfTheProto) {
       seen.insert(method);
     }
   }
-  EXPECT_EQ(seen.size(), 13u);
+  EXPECT_EQ(seen.size(), 14u);
   for (const char* m : {methods::kSubmitSweep, methods::kGetSweep, methods::kListSweeps,
                         methods::kCancelSweep, methods::kWatchSweep, methods::kQueryResults,
                         methods::kListWorkers, methods::kRegisterWorker, methods::kAcquireTasks,
                         methods::kHeartbeat, methods::kCompleteTasks, methods::kFailTask,
-                        methods::kQuarantineWorker}) {
+                        methods::kQuarantineWorker, methods::kUnquarantineWorker}) {
     EXPECT_EQ(seen.count(m), 1u) << m;
   }
 }

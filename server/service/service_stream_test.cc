@@ -30,6 +30,7 @@ TEST_F(ServiceTest, CancelReachesTheWorkerThroughHeartbeat) {
   grpc::ClientContext hctx;
   v1::HeartbeatRequest hb;
   hb.set_worker_id(worker);
+  hb.set_session(Session(worker));
   for (const auto& c : acquired.tasks(0).cells()) hb.add_lease_ids(c.lease_id());
   v1::HeartbeatResponse hb_resp;
   ASSERT_TRUE(worker_stub_->Heartbeat(&hctx, hb, &hb_resp).ok());
@@ -248,6 +249,7 @@ TEST_F(ServiceTest, MetricsCountLeasesResultsAndCallsIncludingTheRefusedOnes) {
 
   v1::HeartbeatRequest beat;
   beat.set_worker_id(worker);
+  beat.set_session(Session(worker));
   beat.add_lease_ids(task.cells(0).lease_id());
   beat.add_lease_ids(987654321);
   v1::HeartbeatResponse beaten;

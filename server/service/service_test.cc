@@ -208,6 +208,22 @@ TEST_F(ServiceTest, WireErrorsNameWhatWasSentAndEchoLittleOfIt) {
   EXPECT_EQ(s.error_message(), "no sweep " + std::string(200, 's') + "... (7000 bytes)");
 }
 
+// "A reply exceeded the 1,024 bytes docs/LIMITS.md promises": the cut
+// itself, with its "... (N bytes)", stays within them.
+TEST(ToGrpcStatusTest, NoReplyMessageExceeds1024Bytes) {
+  for (size_t n : {size_t{1024}, size_t{1025}, size_t{5000}, size_t{1} << 20}) {
+    grpc::Status s = ToGrpcStatus(absl::InvalidArgumentError(std::string(n, 'x')));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LE(s.error_message().size(), 1024u) << n;
+    if (n > 1024) {
+      EXPECT_NE(s.error_message().find("... (" + std::to_string(n) + " bytes)"),
+                std::string::npos);
+    } else {
+      EXPECT_EQ(s.error_message(), std::string(n, 'x'));
+    }
+  }
+}
+
 TEST(ToGrpcStatusTest, InternalRepliesCarryAnIdInsteadOfTheText) {
   grpc::Status s = ToGrpcStatus(absl::InternalError(
       "INSERT INTO results (cell_id) VALUES (?1): attempt to write a readonly database"));
@@ -356,7 +372,14 @@ TEST_F(ServiceTest, CompleteTasksLeasesTheNextTasksItAsksFor) {
 }
 
 TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
-  const std::string sweep = Submit(Spec("columns", {1, 2, 4}, 4));  // 16 cells
+  // A pool dataset, so that results may have a test split.
+  v1::SweepSpec spec = Spec("columns", {1, 2, 4}, 4);  // 16 cells
+  spec.mutable_dataset()->set_kind(v1::DATASET_KIND_POOL);
+  spec.mutable_dataset()->set_m(8);
+  spec.mutable_dataset()->set_pool_size(64);
+  spec.mutable_dataset()->set_train_size(64);
+  spec.mutable_dataset()->set_test_size(20);
+  const std::string sweep = Submit(spec);
   const std::string a = Register();
   std::string b;
   {
@@ -371,6 +394,7 @@ TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
     v1::RegisterWorkerResponse resp;
     ASSERT_TRUE(worker_stub_->RegisterWorker(&ctx, req, &resp).ok());
     b = resp.worker_id();
+    sessions_[b] = resp.session();
   }
   // One cell fails for good: three leases, each failed.
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -380,6 +404,7 @@ TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
     grpc::ClientContext ctx;
     v1::FailTaskRequest req;
     req.set_worker_id(a);
+    req.set_session(Session(a));
     req.add_lease_ids(got.tasks(0).cells(0).lease_id());
     req.set_reason("diverged");
     v1::FailTaskResponse resp;
@@ -402,10 +427,11 @@ TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
     r->mutable_test()->set_error(i % 3 == 0 ? 1.0 : i / 20.0);
     r->mutable_test()->set_exact_accuracy(i % 3 == 0 ? 0.0 : 1 - i / 20.0);
     r->mutable_test()->set_position_accuracy(i % 3 == 0 ? 0.0 : 1 - i / 40.0);
-    r->set_final_loss(1e-3 * i);
+    r->set_final_loss(1e-3 * (i + 1));  // never 0: no seed here is exact
     r->set_steps(100 * i);
     r->set_device(i % 2 == 0 ? "cpu" : "cuda:0 (NVIDIA H200)");
     r->mutable_facts()->set_train_sequences(64);
+    r->mutable_facts()->set_test_sequences(i % 3 == 0 ? 0 : 20);
     r->mutable_facts()->set_distinct_queries(i < 5 ? 8 : 9);
     v1::CompleteTasksResponse done;
     ASSERT_TRUE(Complete(req, &done).ok());
@@ -587,6 +613,22 @@ TEST_F(ServiceTest, RecipesReachTheWorkerAndComeBackOnRowsColumnsAndGroups) {
   ASSERT_TRUE(sweep_stub_->GetSweep(&get_ctx, get, &info).ok());
   ASSERT_EQ(info.sweep().spec().axes_size(), 1);
   EXPECT_THAT(info.sweep().spec().axes(0).values(), ::testing::ElementsAre(0.05, 0.002));
+}
+
+// The metrics' method label comes from a fixed set: the methods served.
+TEST(MethodLabelTest, ServedMethodsKeepTheirNameAndEveryOtherIsUnknown) {
+  for (const char* served :
+       {"/ranksweep.v1.SweepService/SubmitSweep", "/ranksweep.v1.SweepService/QuarantineWorker",
+        "/ranksweep.v1.WorkerService/CompleteTasks", "/ranksweep.v1.WorkerService/FailTask",
+        "/grpc.health.v1.Health/Check"}) {
+    EXPECT_EQ(MethodLabel(served), served);
+  }
+  for (const std::string& other :
+       {std::string(), std::string("/ranksweep.v1.WorkerService/Nope"),
+        std::string("/ranksweep.v1.WorkerService/") + std::string(4096, 'x'),
+        std::string("ranksweep.v1.SweepService/SubmitSweep")}) {
+    EXPECT_EQ(MethodLabel(other), "unknown") << other.substr(0, 64);
+  }
 }
 
 }  // namespace

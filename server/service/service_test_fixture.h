@@ -116,7 +116,15 @@ class ServiceTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(resp.lease_seconds(), 10);
     EXPECT_EQ(resp.heartbeat_seconds(), 3);
+    sessions_[resp.worker_id()] = resp.session();
     return resp.worker_id();
+  }
+
+  // The session secret Register got for `worker`, which every later worker
+  // call must carry (empty for a worker this fixture did not register).
+  std::string Session(const std::string& worker) const {
+    auto it = sessions_.find(worker);
+    return it == sessions_.end() ? std::string() : it->second;
   }
 
   grpc::Status Acquire(const std::string& worker, int wait_ms, v1::AcquireTasksResponse* resp,
@@ -125,6 +133,7 @@ class ServiceTest : public ::testing::Test {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::AcquireTasksRequest req;
     req.set_worker_id(worker);
+    req.set_session(Session(worker));
     req.set_max_tasks(1);
     req.set_max_seeds(max_seeds);
     req.set_wait_ms(wait_ms);
@@ -134,6 +143,7 @@ class ServiceTest : public ::testing::Test {
   v1::CompleteTasksRequest ResultsFor(const std::string& worker, const v1::Task& task) {
     v1::CompleteTasksRequest req;
     req.set_worker_id(worker);
+    req.set_session(Session(worker));
     for (const v1::LeasedCell& c : task.cells()) {
       v1::CellResult* r = req.add_results();
       r->set_cell_id(c.cell_id());
@@ -144,6 +154,11 @@ class ServiceTest : public ::testing::Test {
       r->mutable_result()->mutable_train()->set_exact_accuracy(0.75);
       r->mutable_result()->mutable_train()->set_position_accuracy(0.75);
       r->mutable_result()->set_wall_seconds(1.5);
+      // Coherent with the task (server/core/result_checks.h): Spec's
+      // dataset has 2^(2*3) sequences, the loss is not 0 for an error.
+      r->mutable_result()->mutable_facts()->set_train_sequences(64);
+      r->mutable_result()->set_final_loss(0.0625);
+      r->mutable_result()->set_steps(100);
     }
     return req;
   }
@@ -185,6 +200,7 @@ class ServiceTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::SweepService::Stub> sweep_stub_;
   std::unique_ptr<v1::WorkerService::Stub> worker_stub_;
+  std::map<std::string, std::string> sessions_;  // worker id -> its session
 };
 
 }  // namespace ranksweep::server

@@ -397,7 +397,22 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QuarantineWorker(
     response->set_results_invalidated(out->results_invalidated);
     response->set_copies_invalidated(out->copies_invalidated);
     response->set_cells_reset(out->cells_reset);
+    response->set_leases_released(out->leases_released);
     for (const std::string& id : out->sweeps_reopened) response->add_sweeps_reopened(id);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::UnquarantineWorker(
+    grpc::CallbackServerContext* context, const v1::UnquarantineWorkerRequest* request,
+    v1::UnquarantineWorkerResponse* response) {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller =
+        AuthorizeCall(*authorizer_, context, methods::kUnquarantineWorker);
+    if (!caller.ok()) return caller.status();
+    absl::StatusOr<bool> was = coordinator_->Unquarantine(request->worker_id(), caller->name);
+    if (!was.ok()) return was.status();
+    response->set_was_quarantined(*was);
     return absl::OkStatus();
   });
 }

@@ -73,6 +73,9 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
   grpc::ServerUnaryReactor* QuarantineWorker(grpc::CallbackServerContext* context,
                                              const v1::QuarantineWorkerRequest* request,
                                              v1::QuarantineWorkerResponse* response) override;
+  grpc::ServerUnaryReactor* UnquarantineWorker(grpc::CallbackServerContext* context,
+                                               const v1::UnquarantineWorkerRequest* request,
+                                               v1::UnquarantineWorkerResponse* response) override;
 
  private:
   class WatchReactor;

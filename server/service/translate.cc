@@ -43,8 +43,13 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                                            " (the coordinator's log has the details)"));
   }
   // Messages quote caller input clipped (Clip); this bounds what any
-  // message can grow to.
-  return grpc::Status(code, Clip(status.message(), kMaxReplyMessageLength));
+  // message can grow to, Clip's "... (N bytes)" included (at most 32 bytes:
+  // "... (", 20 digits, " bytes)").
+  constexpr size_t kClipSuffix = 32;
+  if (status.message().size() <= kMaxReplyMessageLength) {
+    return grpc::Status(code, std::string(status.message()));
+  }
+  return grpc::Status(code, Clip(status.message(), kMaxReplyMessageLength - kClipSuffix));
 }
 
 void FillProto(const VersionManifest& version, v1::VersionManifest* p) {
@@ -101,6 +106,7 @@ v1::WorkerInfo ToProto(const WorkerInfo& info) {
   p.set_leased_cells(info.leased_cells);
   p.set_completed_cells(info.completed_cells);
   p.set_alive(info.alive);
+  p.set_quarantined_unix_ms(info.quarantined_unix_ms);
   return p;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "proto/convert.h"
 #include "server/service/call_auth.h"
 #include "server/service/translate.h"
@@ -175,11 +176,13 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::RegisterWorker(
     reg.memory_bytes = request->memory_bytes();
     reg.slots = request->slots();
     reg.version = FromProto(request->version());
-    absl::StatusOr<std::string> id = coordinator_->RegisterWorker(reg);
+    reg.owner = caller->name;
+    absl::StatusOr<RegisteredWorker> id = coordinator_->RegisterWorker(reg);
     if (id.ok()) {
       const int lease_seconds =
           static_cast<int>(std::max<int64_t>(1, coordinator_->options().lease_ms / 1000));
-      response->set_worker_id(*id);
+      response->set_worker_id(id->worker_id);
+      response->set_session(id->session);
       response->set_lease_seconds(lease_seconds);
       response->set_heartbeat_seconds(std::max(1, lease_seconds / 3));
     }
@@ -206,6 +209,12 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerCo
   }
   if (IsShuttingDown()) {
     reactor->Finish(kShuttingDown);
+    return reactor;
+  }
+  if (absl::Status s = coordinator_->CheckWorkerSession(request->worker_id(), caller->name,
+                                                        request->session());
+      !s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
     return reactor;
   }
   const uint64_t generation = work_generation_.load();
@@ -250,6 +259,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
   return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kHeartbeat);
     if (!caller.ok()) return caller.status();
+    RETURN_IF_ERROR(coordinator_->CheckWorkerSession(request->worker_id(), caller->name,
+                                                     request->session()));
     std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
     absl::StatusOr<HeartbeatOutcome> out = coordinator_->Heartbeat(request->worker_id(), leases);
     if (out.ok()) {
@@ -269,6 +280,11 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
   if (IsShuttingDown()) return Done(context, absl::UnavailableError("server shutting down"));
   absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
   if (!caller.ok()) return Done(context, caller.status());
+  if (absl::Status s = coordinator_->CheckWorkerSession(request->worker_id(), caller->name,
+                                                        request->session());
+      !s.ok()) {
+    return Done(context, s);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::vector<CellResult> results;
   results.reserve(request->results_size());
@@ -300,6 +316,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::FailTask(grpc::CallbackServerContex
   return OffloadUnary(pool_, context, [this, context, request]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kFailTask);
     if (!caller.ok()) return caller.status();
+    RETURN_IF_ERROR(coordinator_->CheckWorkerSession(request->worker_id(), caller->name,
+                                                     request->session()));
     std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
     return coordinator_->Fail(request->worker_id(), leases, request->reason(),
                               request->release());

@@ -308,8 +308,11 @@ int Main(int argc, char** argv) {
   std::cout << "ranksweep-fake-worker ready" << std::endl;
 
   // Never freed: the detached signal thread may use the agent until exit.
+  // The token, as ranksweep-worker takes it: from RANKSWEEP_TOKEN.
+  const char* token = std::getenv("RANKSWEEP_TOKEN");
   auto* grpc = new GrpcCoordinatorClient(MakeCoordinatorChannel(absl::GetFlag(FLAGS_coordinator)),
-                                         absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)));
+                                         absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)),
+                                         token != nullptr ? token : "");
   auto* client =
       new AckLoggingClient(grpc, ack_fd, absl::GetFlag(FLAGS_lose_replies), lie_rate);
   auto* runner = new FakeRunner(min_ms, max_ms);

@@ -1,7 +1,11 @@
 #include "tests/soak/soak_cluster.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -16,6 +20,16 @@ using testing::Process;
 using testing::RunCommand;
 using namespace std::chrono_literals;
 
+namespace {
+
+// The environment that hands `token` to the CLI or a worker; none for "".
+std::vector<std::string> TokenEnv(const std::string& token) {
+  if (token.empty()) return {};
+  return {"RANKSWEEP_TOKEN=" + token};
+}
+
+}  // namespace
+
 Cluster::Cluster(ClusterOptions options)
     : options_(std::move(options)), db_(options_.dir + "/ranksweep.db") {}
 
@@ -26,8 +40,9 @@ bool Cluster::StartCoordinator() {
                                    "--listen=127.0.0.1:" + port_,
                                    "--db=" + db_,
                                    "--lease_seconds=" + std::to_string(options_.lease_seconds),
-                                   "--max_attempts=" + std::to_string(options_.max_attempts),
-                                   "--insecure_local"};
+                                   "--max_attempts=" + std::to_string(options_.max_attempts)};
+  if (!options_.tokens) argv.push_back("--insecure_local");
+  if (options_.metrics) argv.push_back("--metrics_listen=127.0.0.1:0");
   if (options_.max_message_bytes > 0) {
     argv.push_back("--max_message_bytes=" + std::to_string(options_.max_message_bytes));
   }
@@ -41,7 +56,46 @@ bool Cluster::StartCoordinator() {
   }
   address_ = *bound;
   port_ = address_.substr(address_.rfind(':') + 1);
+  if (options_.metrics) {
+    // Printed before the "listening" line.
+    std::optional<std::string> metrics =
+        coordinator_->WaitForStdout(std::regex("metrics on http://([0-9.]+:[0-9]+)/"), 1s);
+    if (!metrics.has_value()) {
+      error_ = "ranksweepd printed no metrics address: " + coordinator_->Stdout();
+      return false;
+    }
+    metrics_address_ = *metrics;
+  }
   return true;
+}
+
+int Cluster::coordinator_pid() const {
+  return coordinator_ && coordinator_->running() ? coordinator_->pid() : 0;
+}
+
+std::string Cluster::ScrapeMetrics() const {
+  const size_t colon = metrics_address_.rfind(':');
+  if (colon == std::string::npos) return "";
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(metrics_address_.substr(colon + 1))));
+  inet_pton(AF_INET, metrics_address_.substr(0, colon).c_str(), &sa.sin_addr);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+    const std::string request = "GET /metrics HTTP/1.0\r\nHost: " + metrics_address_ + "\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
+        reply.append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  close(fd);
+  const size_t body = reply.find("\r\n\r\n");
+  if (reply.rfind("HTTP/1.1 200", 0) != 0 || body == std::string::npos) return "";
+  return reply.substr(body + 4);
 }
 
 bool Cluster::StopCoordinator(int sig) {
@@ -77,7 +131,7 @@ void Cluster::StartWorker(int index) {
           "--drain_seconds=10", "--ack_log=" + ack_log, "--quiet",
           "--lose_replies=" + std::to_string(options_.lose_replies),
           "--lie_rate=" + std::to_string(index < options_.liars ? options_.lie_rate : 0.0)},
-      options_.dir + "/worker-" + name);
+      options_.dir + "/worker-" + name, TokenEnv(options_.worker_token));
 }
 
 int Cluster::StopWorker(int index, int sig, int wait_s) {
@@ -106,7 +160,7 @@ std::string Cluster::Submit(const std::string& spec_json) {
   const std::string path = options_.dir + "/spec" + n + ".json";
   std::ofstream(path) << spec_json;
   CommandResult r = RunCommand({options_.bin.cli, "--addr=" + address_, "submit", "-f", path},
-                               options_.dir + "/cli" + n, 60s);
+                               options_.dir + "/cli" + n, 60s, TokenEnv(options_.cli_token));
   if (r.exit_code != 0) {
     error_ = "ranksweep submit exited " + std::to_string(r.exit_code) + ": " + r.err;
     return "";
@@ -114,6 +168,27 @@ std::string Cluster::Submit(const std::string& spec_json) {
   std::string id = r.out;
   while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
   return id;
+}
+
+std::string Cluster::CreateToken(const std::string& name, const std::string& role) {
+  CommandResult r = RunCommand(
+      {options_.bin.ranksweepd, "token", "create", "--name=" + name, "--role=" + role,
+       "--db=" + db_},
+      options_.dir + "/token-" + name, 60s);
+  if (r.exit_code != 0) {
+    error_ = "ranksweepd token create exited " + std::to_string(r.exit_code) + ": " + r.err;
+    return "";
+  }
+  std::string token = r.out;
+  while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+  return token;
+}
+
+CommandResult Cluster::Cli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {options_.bin.cli, "--addr=" + address_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, options_.dir + "/cli" + std::to_string(cli_runs_++), 60s,
+                    TokenEnv(options_.cli_token));
 }
 
 // ------------------------------------------------------------- the database

@@ -46,6 +46,14 @@ struct ClusterOptions {
   int liars = 0;
   double lie_rate = 0.3;
   std::string worker_id_prefix = "fake-w";
+  // Authentication on (docs/SECURITY.md): ranksweepd runs without
+  // --insecure_local, and tokens come from CreateToken. The CLI sends
+  // cli_token, every worker worker_token (as RANKSWEEP_TOKEN).
+  bool tokens = false;
+  // ranksweepd --metrics-listen on a free loopback port (ScrapeMetrics).
+  bool metrics = false;
+  std::string cli_token;
+  std::string worker_token;
 };
 
 class Cluster {
@@ -60,6 +68,11 @@ class Cluster {
   // Sends `sig` and waits for the exit (at most 30 s). True when it exited.
   bool StopCoordinator(int sig);
   bool coordinator_running();
+  // The running coordinator's process id (0 when none runs).
+  int coordinator_pid() const;
+  // GET /metrics of the running coordinator (ClusterOptions::metrics): the
+  // body, or an empty string when the request failed.
+  std::string ScrapeMetrics() const;
 
   // Starts worker `index` (0-based; a new index appends a worker). Its acks
   // go to a fresh file per incarnation, listed by ack_logs().
@@ -80,6 +93,15 @@ class Cluster {
   // an empty string with the reason in error().
   std::string Submit(const std::string& spec_json);
 
+  // `ranksweepd token create --name NAME --role ROLE` on the cluster's
+  // database: the token, or an empty string with the reason in error().
+  std::string CreateToken(const std::string& name, const std::string& role);
+  // Sets the token the CLI (Submit, Cli) and workers started from now on send.
+  void set_cli_token(std::string token) { options_.cli_token = std::move(token); }
+  void set_worker_token(std::string token) { options_.worker_token = std::move(token); }
+  // Runs `ranksweep --addr=ADDRESS ARGS...` with the CLI token.
+  testing::CommandResult Cli(const std::vector<std::string>& args);
+
   const std::string& address() const { return address_; }
   const std::string& db() const { return db_; }
   const std::vector<std::string>& ack_logs() const { return ack_logs_; }
@@ -91,6 +113,7 @@ class Cluster {
   std::string db_;
   std::string port_ = "0";
   std::string address_;
+  std::string metrics_address_;
   std::string error_;
   int coordinator_starts_ = 0;
   int cli_runs_ = 0;

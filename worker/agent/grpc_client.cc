@@ -42,6 +42,11 @@ GrpcCoordinatorClient::GrpcCoordinatorClient(std::shared_ptr<grpc::Channel> chan
       rpc_timeout_(rpc_timeout),
       token_(std::move(token)) {}
 
+std::string GrpcCoordinatorClient::Session() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return session_;
+}
+
 void GrpcCoordinatorClient::Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const {
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
@@ -75,12 +80,17 @@ absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const RegisterRequ
   Prepare(&ctx, rpc_timeout_);
   absl::Status s = FromGrpc(stub_->RegisterWorker(&ctx, req, &resp));
   if (!s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    session_ = resp.session();
+  }
   return RegisterReply{resp.worker_id(), resp.lease_seconds(), resp.heartbeat_seconds()};
 }
 
 absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRequest& r) {
   v1::AcquireTasksRequest req;
   req.set_worker_id(r.worker_id);
+  req.set_session(Session());
   req.set_max_tasks(r.max_tasks);
   req.set_max_seeds(r.max_seeds);
   req.set_wait_ms(r.wait_ms);
@@ -99,6 +109,7 @@ absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::Heartbeat(
     const std::string& worker_id, const std::vector<int64_t>& lease_ids) {
   v1::HeartbeatRequest req;
   req.set_worker_id(worker_id);
+  req.set_session(Session());
   for (int64_t id : lease_ids) req.add_lease_ids(id);
   v1::HeartbeatResponse resp;
   grpc::ClientContext ctx;
@@ -118,6 +129,7 @@ absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
     const NextTasks& next) {
   v1::CompleteTasksRequest req;
   req.set_worker_id(worker_id);
+  req.set_session(Session());
   for (const CellResult& r : results) {
     v1::CellResult* out = req.add_results();
     out->set_cell_id(r.cell_id);
@@ -144,6 +156,7 @@ absl::Status GrpcCoordinatorClient::Fail(const std::string& worker_id,
                                          const std::string& reason, bool release) {
   v1::FailTaskRequest req;
   req.set_worker_id(worker_id);
+  req.set_session(Session());
   for (int64_t id : lease_ids) req.add_lease_ids(id);
   req.set_reason(reason);
   req.set_release(release);

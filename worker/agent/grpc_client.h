@@ -7,12 +7,17 @@
 // MakeCoordinatorChannel reconnects with short backoff (at most a few
 // seconds) so a restarted coordinator is found again quickly.
 //
+// Register keeps the session secret the coordinator hands out and every
+// later call sends it (docs/SECURITY.md, "What a worker token can do"), so
+// the agent never sees it; a new Register replaces it.
+//
 // Ownership: shares the channel. Thread-safety: all methods may be called
-// concurrently (gRPC stubs are thread-safe).
+// concurrently (gRPC stubs are thread-safe; the session has a mutex).
 #ifndef RANKSWEEP_WORKER_AGENT_GRPC_CLIENT_H_
 #define RANKSWEEP_WORKER_AGENT_GRPC_CLIENT_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,10 +55,13 @@ class GrpcCoordinatorClient : public CoordinatorClient {
 
  private:
   void Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const;
+  std::string Session() const;
 
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   absl::Duration rpc_timeout_;
   std::string token_;
+  mutable std::mutex mu_;
+  std::string session_;  // guarded by mu_; from the last Register
 };
 
 // The proto → agent translation of one leased task, exposed for tests.

@@ -133,6 +133,27 @@ int Main(int argc, char** argv) {
     std::cerr << "ranksweep-worker: --poll-ms must be in 0..60000, got " << poll_ms << "\n";
     return 1;
   }
+  // Durations: a negative one is never meant; 0 means "the default" only
+  // where the flag's help says so.
+  const struct {
+    const char* flag;
+    int value;
+    int min;
+    const char* unit;
+  } durations[] = {
+      {"--drain-seconds", absl::GetFlag(FLAGS_drain_seconds), 1, "seconds"},
+      {"--rpc-timeout-seconds", absl::GetFlag(FLAGS_rpc_timeout_seconds), 1, "seconds"},
+      {"--heartbeat-ms", absl::GetFlag(FLAGS_heartbeat_ms), 0, "milliseconds; 0 = what the coordinator suggests"},
+      {"--idle-exit-seconds", absl::GetFlag(FLAGS_idle_exit_seconds), 0, "seconds"},
+      {"--log-every", absl::GetFlag(FLAGS_log_every), 0, "seconds; 0 = never"},
+  };
+  for (const auto& d : durations) {
+    if (d.value < d.min) {
+      std::cerr << "ranksweep-worker: " << d.flag << " must be at least " << d.min << " ("
+                << d.unit << "), got " << d.value << "\n";
+      return 1;
+    }
+  }
 
   const std::string device_flag = absl::GetFlag(FLAGS_device);
   absl::StatusOr<std::string> device_name = trainer::ResolveDeviceName(device_flag);
