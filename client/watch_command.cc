@@ -12,6 +12,7 @@
 #include "client/commands.h"
 #include "client/format.h"
 #include "client/sweep_views.h"
+#include "common/plural.h"
 
 namespace ranksweep::client {
 
@@ -27,7 +28,13 @@ void AddReconnectOption(CLI::App* app, double* seconds) {
 int Watch(Client& client, const std::string& sweep_id, double reconnect_seconds) {
   v1::WatchSweepRequest req;
   req.set_sweep_id(sweep_id);
-  const bool tty = isatty(STDOUT_FILENO) != 0;
+  // Progress is for a person: on stdout when that is a terminal, otherwise
+  // on stderr, so that `id=$(ranksweep submit ... --watch)` captures the id
+  // alone and `ranksweep watch ID > file` writes nothing there. It redraws
+  // one line when it lands on a terminal, else prints a line per event.
+  const bool stdout_tty = isatty(STDOUT_FILENO) != 0;
+  std::ostream& progress = stdout_tty ? std::cout : std::cerr;
+  const bool tty = stdout_tty || isatty(STDERR_FILENO) != 0;
   v1::SweepEvent event;
   v1::SweepInfo last;
   bool any = false;       // an event came on any stream
@@ -49,12 +56,12 @@ int Watch(Client& client, const std::string& sweep_id, double reconnect_seconds)
       got = any = true;
       last = event.sweep();
       if (tty) {
-        std::cout << "\r" << ProgressLine(last) << "\033[K" << std::flush;
+        progress << "\r" << ProgressLine(last) << "\033[K" << std::flush;
         on_line = true;
       } else {
-        std::cout << ProgressLine(last);
-        if (!event.message().empty()) std::cout << "  " << event.message();
-        std::cout << "\n" << std::flush;
+        progress << ProgressLine(last);
+        if (!event.message().empty()) progress << "  " << event.message();
+        progress << "\n" << std::flush;
       }
     }
     status = reader->Finish();
@@ -68,7 +75,7 @@ int Watch(Client& client, const std::string& sweep_id, double reconnect_seconds)
     const absl::Time now = absl::Now();
     if (lost_at == absl::InfinitePast()) {
       lost_at = now;
-      if (on_line) std::cout << "\n" << std::flush;
+      if (on_line) progress << "\n" << std::flush;
       on_line = false;
       std::cerr << "ranksweep: watch: lost the coordinator (" << status.error_message()
                 << "); reconnecting for up to " << reconnect_seconds << " s\n";
@@ -78,7 +85,7 @@ int Watch(Client& client, const std::string& sweep_id, double reconnect_seconds)
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(10));
   }
-  if (on_line) std::cout << "\n";
+  if (on_line) progress << "\n" << std::flush;
   if (!status.ok()) return Report(client.globals(), status, "watch");
   switch (last.state()) {
     case v1::SWEEP_STATE_DONE:
@@ -190,7 +197,8 @@ void AddCancelCommand(CLI::App* app, Command* command) {
         }
       }
       if (!status.ok()) return Report(c->globals(), status, "cancel");
-      std::cout << "cancelled " << resp.cells_cancelled() << " cells of " << cancel_id << "\n";
+      std::cout << "cancelled " << CountOf(resp.cells_cancelled(), "cell") << " of "
+                << cancel_id << "\n";
       return static_cast<int>(kExitOk);
     };
   });

@@ -52,6 +52,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/exit_codes.h"
 #include "common/flag_help.h"
 #include "common/flag_names.h"
 #include "common/version.h"
@@ -105,11 +106,11 @@ std::string WithPort(const std::string& address, int port) {
   return host + ":" + std::to_string(port);
 }
 
-constexpr int kUsageError = 2;
+constexpr int kUsageError = kExitUsage;  // the one table: common/exit_codes.h
 
 // Exit code for a failed token command: bad input is a usage error.
 int ExitCodeFor(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : 1;
+  return ::ranksweep::ExitCodeFor(status);
 }
 
 // Opens (and migrates) the database of --db with --busy-timeout-ms; on
@@ -194,10 +195,10 @@ int TokenCommand(const std::vector<std::string>& args) {
   // before the first start; list and revoke on a mistyped path must not.
   if (!create && access(db.c_str(), F_OK) != 0) {
     std::cerr << "ranksweepd: no database at " << db << " (--db)\n";
-    return 1;
+    return kUsageError;
   }
   std::unique_ptr<Store> store = OpenStore(db);
-  if (store == nullptr) return 1;
+  if (store == nullptr) return kExitFailure;
   RealClock clock;
   TokenStore tokens(store.get(), &clock);
 
@@ -228,7 +229,7 @@ int TokenCommand(const std::vector<std::string>& args) {
   absl::StatusOr<std::vector<TokenRecord>> records = tokens.List();
   if (!records.ok()) {
     std::cerr << "ranksweepd: " << records.status().message() << "\n";
-    return 1;
+    return kExitFailure;
   }
   auto time = [](int64_t ms) {
     return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
@@ -258,25 +259,25 @@ int Serve() {
   const int max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   if (lease_seconds < 1 || lease_seconds > 86400) {
     std::cerr << "ranksweepd: --lease-seconds must be 1..86400\n";
-    return 2;
+    return kUsageError;
   }
   if (max_attempts < 1 || max_attempts > 100) {
     std::cerr << "ranksweepd: --max-attempts must be 1..100\n";
-    return 2;
+    return kUsageError;
   }
   const int64_t max_task_memory_bytes = absl::GetFlag(FLAGS_max_task_memory_bytes);
   if (max_task_memory_bytes < 0) {
     std::cerr << "ranksweepd: --max-task-memory-bytes must be >= 0 (0 = no limit)\n";
-    return 2;
+    return kUsageError;
   }
   if (max_message_bytes < 1 << 20) {
     std::cerr << "ranksweepd: --max-message-bytes must be at least 1 MiB\n";
-    return 2;
+    return kUsageError;
   }
   const int call_threads = absl::GetFlag(FLAGS_call_threads);
   if (call_threads < 1 || call_threads > 1024) {
     std::cerr << "ranksweepd: --call-threads must be 1..1024, got " << call_threads << "\n";
-    return 2;
+    return kUsageError;
   }
   if (!absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_role).empty()) {
     std::cerr << "ranksweepd: --name and --role belong to `ranksweepd token`\n";
@@ -329,14 +330,14 @@ int Serve() {
   absl::StatusOr<std::unique_ptr<DatabaseLock>> db_lock = DatabaseLock::Acquire(db);
   if (!db_lock.ok()) {
     std::cerr << "ranksweepd: " << db_lock.status().message() << "\n";
-    return 1;
+    return kExitFailure;
   }
   std::unique_ptr<Store> store = OpenStore(db);
-  if (store == nullptr) return 1;
+  if (store == nullptr) return kExitFailure;
   // A read-only file opens fine and would fail only at the first write.
   if (absl::Status writable = store->CheckWritable(); !writable.ok()) {
     std::cerr << "ranksweepd: " << writable.message() << "\n";
-    return 1;
+    return kExitFailure;
   }
 
   RealClock clock;
@@ -350,7 +351,7 @@ int Serve() {
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
   if (!recovered.ok()) {
     std::cerr << "ranksweepd: recovery failed: " << recovered.status() << "\n";
-    return 1;
+    return kExitFailure;
   }
 
   // Operators' metrics (--metrics-listen): counted whether served or not,
@@ -392,7 +393,8 @@ int Serve() {
         MetricsHttpServer::Start(address, &metrics);
     if (!started.ok()) {
       std::cerr << "ranksweepd: " << started.status().message() << "\n";
-      return started.status().code() == absl::StatusCode::kInvalidArgument ? kUsageError : 1;
+      return started.status().code() == absl::StatusCode::kInvalidArgument ? kUsageError
+                                                                            : kExitFailure;
     }
     metrics_http = *std::move(started);
     LogEvent("metrics on http://%s/metrics", metrics_http->address());
@@ -408,7 +410,7 @@ int Serve() {
     absl::StatusOr<std::vector<TokenRecord>> records = tokens.List();
     if (!records.ok()) {
       std::cerr << "ranksweepd: cannot read tokens: " << records.status() << "\n";
-      return 1;
+      return kExitFailure;
     }
     int active = 0;
     for (const TokenRecord& r : *records) active += r.revoked_unix_ms == 0 ? 1 : 0;
@@ -445,7 +447,7 @@ int Serve() {
   if (server == nullptr || port == 0) {
     std::cerr << "ranksweepd: cannot listen on " << listen
               << " (is the port in use by another process?)\n";
-    return 1;
+    return kExitFailure;
   }
 
   // Reclaims expired leases a few times per lease period (at least every
@@ -528,6 +530,10 @@ int main(int argc, char** argv) {
   // --help names the flags with dashes, as the docs do (common/flag_help.h).
   if (ranksweep::PrintFlagsHelpIfAsked(argc, argv, "ranksweepd", "server/main.cc", std::cout)) {
     return 0;
+  }
+  if (auto unknown = ranksweep::UnknownFlagError(argc, argv, "ranksweepd", "server/main.cc")) {
+    std::cerr << *unknown;
+    return ranksweep::kExitUsage;
   }
   // Flags are defined with underscores; the dashed spelling is rewritten to
   // them (common/flag_names.h).

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/witness_code.h"
 
 namespace ranksweep {
 namespace {
@@ -432,6 +433,9 @@ absl::Status ValidateDataset(const DatasetSpec& d) {
       RS_CHECK(CheckRange("dataset.code_weight", d.code_weight, 1, d.m));
       RS_CHECK(CheckRange("dataset.max_overlap", d.max_overlap, 0, d.code_weight - 1));
       RS_CHECK(CheckRange("dataset.num_queries", d.num_queries, 0, 1 << 20));
+      // The worker's own checks of the family (enough queries, ...), so a
+      // spec it would fail is refused here (common/witness_code.h).
+      RS_CHECK(WitnessQueries(d).status());
       break;
     case DatasetKind::kPool:
       RS_CHECK(CheckRange("dataset.weight", d.weight, 0, d.m));
