@@ -116,6 +116,7 @@ int Main(int argc, char** argv) {
   AddPlotCommand(&app, &command);
   AddReportCommand(&app, &command);
   AddCancelCommand(&app, &command);
+  AddSweepCommand(&app, &command);
   AddWorkersCommand(&app, &command);
   AddHealthCommand(&app, &command);
 

@@ -108,27 +108,34 @@ void AddListCommand(CLI::App* app, Command* command) {
   struct Flags {
     std::string list_state;
     int list_limit = 0;
+    std::string tag, search;
+    bool archived = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* list = app->add_subcommand("list", "List sweeps, newest first");
   list->footer(kHelpFooter);
   list->add_option("--state", f->list_state, "running | done | failed | cancelled");
   list->add_option("--limit", f->list_limit, "At most this many; 0 = server default (100)");
+  list->add_option("--tag", f->tag, "Only sweeps with this tag (ranksweep sweep tag)");
+  list->add_option("--search", f->search,
+                   "Only sweeps whose id, name, owner, note or a tag contains this (any case)");
+  list->add_flag("--archived", f->archived, "Also archived sweeps (ranksweep sweep archive)");
   list->callback([command, f] {
     command->action = [f](Client* c) {
-      v1::ListSweepsRequest req;
+      v1::ListManagedSweepsRequest req;
       if (!f->list_state.empty()) {
         absl::StatusOr<v1::SweepState> state = ParseSweepState(f->list_state);
         if (!state.ok()) return ReportLocal(state.status());
         req.set_state(*state);
       }
       req.set_limit(f->list_limit);
-      v1::ListSweepsResponse resp;
-      auto ctx = c->Context();
-      grpc::Status status = c->stub().ListSweeps(ctx.get(), req, &resp);
-      if (!status.ok()) return Report(c->globals(), status, "list");
-      std::vector<v1::SweepInfo> sweeps(resp.sweeps().begin(), resp.sweeps().end());
-      std::cout << RenderTable(SweepsTable(sweeps, absl::LocalTimeZone()));
+      req.set_tag(f->tag);
+      req.set_search(f->search);
+      req.set_include_archived(f->archived);
+      int code = kExitOk;
+      absl::StatusOr<std::vector<v1::SweepInfo>> sweeps = ListManaged(c, req, &code);
+      if (!sweeps.ok()) return code;
+      std::cout << RenderTable(SweepsTable(*sweeps, absl::LocalTimeZone()));
       return static_cast<int>(kExitOk);
     };
   });

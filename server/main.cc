@@ -66,6 +66,7 @@
 #include "server/core/metrics.h"
 #include "server/metrics_http.h"
 #include "server/service/metrics_interceptor.h"
+#include "server/service/sweep_admin_service.h"
 #include "server/service/sweep_service.h"
 #include "server/service/worker_service.h"
 
@@ -427,6 +428,8 @@ int Serve() {
 
   SweepServiceImpl sweep_service(&coordinator, &authorizer);
   WorkerServiceImpl worker_service(&coordinator, &authorizer, call_threads);
+  SweepAdmin sweep_admin(store.get(), &coordinator);  // server/core/sweep_admin.h
+  SweepAdminServiceImpl sweep_admin_service(&sweep_admin, &coordinator, &authorizer);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -440,6 +443,7 @@ int Serve() {
   builder.SetMaxSendMessageSize(max_message_bytes);
   builder.RegisterService(&sweep_service);
   builder.RegisterService(&worker_service);
+  builder.RegisterService(&sweep_admin_service);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&metrics));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
@@ -488,6 +492,7 @@ int Serve() {
   // shutdown does not wait on them.
   worker_service.Shutdown();
   sweep_service.Shutdown();
+  sweep_admin_service.Shutdown();
   // Calls still running get 5 s to finish; so do idle client connections,
   // which grpc waits for too. A call cut off here is safe to repeat:
   // CompleteTasks is all-or-nothing and idempotent under its lease.

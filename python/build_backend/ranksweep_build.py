@@ -44,7 +44,8 @@ except ImportError:  # Python < 3.11: pyproject.toml lists tomli for them
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)  # python/
-PROTO_NAME = "ranksweep/v1/ranksweep.proto"
+PROTO_DIR = "ranksweep/v1"
+PROTO_NAME = f"{PROTO_DIR}/ranksweep.proto"  # the one every other imports
 # The sdist's fixed time stamp: the archive's bytes depend on its files only.
 _EPOCH = 315532800  # 1980-01-01, the earliest a zip can hold
 
@@ -75,15 +76,23 @@ def _tool(env, name, package):
     return path
 
 
+def _proto_names(root):
+    """Every .proto of ranksweep/v1 under `root`, as protoc names them."""
+    folder = os.path.join(root, PROTO_DIR)
+    return [f"{PROTO_DIR}/{n}" for n in sorted(os.listdir(folder)) if n.endswith(".proto")]
+
+
 def generate(out_dir):
-    """Writes ranksweep/v1/{__init__.py, ranksweep_pb2.py, ranksweep_pb2.pyi,
-    ranksweep_pb2_grpc.py} under `out_dir`."""
+    """Writes ranksweep/v1/__init__.py and, per proto file NAME.proto of
+    proto/ranksweep/v1, NAME_pb2.py, NAME_pb2.pyi and NAME_pb2_grpc.py under
+    `out_dir`."""
     protoc = _tool("PROTOC", "protoc", "protobuf-compiler")
     plugin = _tool("GRPC_PYTHON_PLUGIN", "grpc_python_plugin", "protobuf-compiler-grpc")
     os.makedirs(os.path.join(out_dir, "ranksweep", "v1"), exist_ok=True)
-    cmd = [protoc, f"--proto_path={_proto_root()}", f"--python_out={out_dir}",
+    root = _proto_root()
+    cmd = [protoc, f"--proto_path={root}", f"--python_out={out_dir}",
            f"--pyi_out={out_dir}", f"--grpc_python_out={out_dir}",
-           f"--plugin=protoc-gen-grpc_python={plugin}", PROTO_NAME]
+           f"--plugin=protoc-gen-grpc_python={plugin}", *_proto_names(root)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"ranksweep: {' '.join(cmd)} failed:\n{done.stderr}")
@@ -179,10 +188,11 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 def build_sdist(sdist_directory, config_settings=None):
     project = _project()
     base = f"{_dist_name(project)}-{project['version']}"
+    root = _proto_root()
     members = [("pyproject.toml", os.path.join(ROOT, "pyproject.toml")),
                ("README.md", os.path.join(ROOT, "README.md")),
-               ("build_backend/ranksweep_build.py", os.path.abspath(__file__)),
-               (f"proto/{PROTO_NAME}", os.path.join(_proto_root(), PROTO_NAME))]
+               ("build_backend/ranksweep_build.py", os.path.abspath(__file__))]
+    members += [(f"proto/{name}", os.path.join(root, name)) for name in _proto_names(root)]
     members += list(_package_files())
     filename = f"{base}.tar.gz"
     with tarfile.open(os.path.join(sdist_directory, filename), "w:gz",

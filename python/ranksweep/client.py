@@ -41,6 +41,8 @@ from ranksweep import spec as spec_lib
 from ranksweep.errors import RanksweepError
 from ranksweep.v1 import ranksweep_pb2 as pb
 from ranksweep.v1 import ranksweep_pb2_grpc as pb_grpc
+from ranksweep.v1 import sweep_admin_pb2 as admin_pb
+from ranksweep.v1 import sweep_admin_pb2_grpc as admin_grpc
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 # Rows per QueryResults call, as the CLI reads them: each reply stays under
@@ -135,6 +137,7 @@ class Client:
         else:
             self._channel = grpc.insecure_channel(self.addr, _CHANNEL_OPTIONS)
         self._stub = pb_grpc.SweepServiceStub(self._channel)
+        self._admin = admin_grpc.SweepAdminServiceStub(self._channel)
 
     def close(self) -> None:
         self._channel.close()
@@ -194,16 +197,79 @@ class Client:
         row: Dict[str, Any] = frames.sweeps_frame([reply.sweep]).iloc[0].to_dict()
         return row
 
-    def list(self, state: Optional[str] = None, limit: int = 0) -> pd.DataFrame:
-        """Sweeps, newest first, as a DataFrame (frames.SWEEP_COLUMNS). `state`
-        filters ("running", "done", "failed", "cancelled"); `limit` 0 is the
-        coordinator's default (100)."""
-        request = pb.ListSweepsRequest(limit=limit)
+    def list(self, state: Optional[str] = None, limit: int = 0, tag: Optional[str] = None,
+             search: Optional[str] = None, include_archived: bool = False) -> pd.DataFrame:
+        """Sweeps, newest first, as a DataFrame: frames.SWEEP_COLUMNS, then
+        `tags` (a list), `note` (None when there is none) and `archived`, as
+        `ranksweep list` lists them. `state` filters ("running", "done",
+        "failed", "cancelled"); `tag` keeps the sweeps with that tag;
+        `search` those whose id, name, owner, note or a tag contains it (any
+        case); archived sweeps only with `include_archived`. `limit` 0 is
+        the coordinator's default (100), applied after the filters."""
+        request = admin_pb.ListManagedSweepsRequest(
+            limit=limit, tag=tag or "", search=search or "", include_archived=include_archived)
         if state:
             request.state = _state("state", state, pb.SweepState, "SWEEP_STATE_",
                                    ("running", "done", "failed", "cancelled"))
-        reply = self._call("list", self._stub.ListSweeps, request)
-        return frames.sweeps_frame(reply.sweeps)
+        reply = self._call("list", self._admin.ListManagedSweeps, request)
+        frame = frames.sweeps_frame([m.sweep for m in reply.sweeps])
+        frame["tags"] = [list(m.tags) for m in reply.sweeps]
+        frame["note"] = [m.note or None for m in reply.sweeps]
+        frame["archived"] = [m.archived for m in reply.sweeps]
+        return frame
+
+    # ------------------------------------------------------------ managing sweeps
+
+    def _update(self, what: str, request: Any) -> Dict[str, Any]:
+        s = self._call(what, self._admin.UpdateSweep, request).sweep
+        return {"sweep_id": s.sweep.sweep_id, "name": s.sweep.name, "note": s.note or None,
+                "tags": list(s.tags), "archived": s.archived}
+
+    def note(self, sweep_id: str, text: str) -> Dict[str, Any]:
+        """Sets the sweep's note ("" clears it; at most 4096 bytes), as
+        `ranksweep sweep note`. Returns the sweep's sweep_id, name, note, tags
+        and archived mark. Owner or admin (PERMISSION_DENIED otherwise)."""
+        return self._update("note", admin_pb.UpdateSweepRequest(sweep_id=sweep_id, note=text))
+
+    def tag(self, sweep_id: str, *tags: str) -> Dict[str, Any]:
+        """Adds tags (each 1..64 characters of A-Z a-z 0-9 . _ : -; at most 32
+        per sweep), as `ranksweep sweep tag`; returns what note() returns."""
+        return self._update("tag", admin_pb.UpdateSweepRequest(sweep_id=sweep_id,
+                                                               add_tags=list(tags)))
+
+    def untag(self, sweep_id: str, *tags: str) -> Dict[str, Any]:
+        """Removes tags (`ranksweep sweep tag --remove`)."""
+        return self._update("untag", admin_pb.UpdateSweepRequest(sweep_id=sweep_id,
+                                                                 remove_tags=list(tags)))
+
+    def rename(self, sweep_id: str, name: str) -> Dict[str, Any]:
+        """Gives the sweep a new name (the spec's rule: 1..128 characters of
+        A-Z a-z 0-9 . _ -), as `ranksweep sweep rename`."""
+        return self._update("rename", admin_pb.UpdateSweepRequest(sweep_id=sweep_id, name=name))
+
+    def archive(self, sweep_id: str, archived: bool = True) -> Dict[str, Any]:
+        """Hides the sweep from list() (kept, and still found by id);
+        archived=False shows it again. `ranksweep sweep archive [--undo]`."""
+        return self._update("archive", admin_pb.UpdateSweepRequest(sweep_id=sweep_id,
+                                                                   archived=archived))
+
+    def delete(self, sweep_id: str, confirm: str) -> Dict[str, int]:
+        """Deletes an ended sweep, its cells and its results, as `ranksweep
+        sweep delete`: `confirm` must repeat the sweep id (FAILED_PRECONDITION
+        otherwise, and for a running sweep: cancel it first). Owner or admin.
+        Returns cells_deleted and results_deleted."""
+        reply = self._call("delete", self._admin.DeleteSweep,
+                           admin_pb.DeleteSweepRequest(sweep_id=sweep_id, confirm=confirm))
+        return {"cells_deleted": reply.cells_deleted, "results_deleted": reply.results_deleted}
+
+    def retry(self, sweep_id: str, failed: bool = True, cancelled: bool = True) -> int:
+        """New attempts for the sweep's FAILED and/or CANCELLED cells, as
+        `ranksweep sweep retry`: they are pending again, the sweep RUNNING;
+        nothing else is trained again. Returns the cells retried."""
+        reply = self._call("retry", self._admin.RetrySweep,
+                           admin_pb.RetrySweepRequest(sweep_id=sweep_id, failed=failed,
+                                                      cancelled=cancelled))
+        return int(reply.cells_retried)
 
     def cancel(self, sweep_id: str) -> int:
         """Cancels a sweep's unfinished cells; returns how many were cancelled."""

@@ -119,7 +119,8 @@ class PackageInstallTest(unittest.TestCase):
         self.assertEqual(got["version"], VERSION)
         self.assertIn("py.typed", got["files"])
         self.assertEqual(got["v1"], ["__init__.py", "ranksweep_pb2.py", "ranksweep_pb2.pyi",
-                                     "ranksweep_pb2_grpc.py"])
+                                     "ranksweep_pb2_grpc.py", "sweep_admin_pb2.py",
+                                     "sweep_admin_pb2.pyi", "sweep_admin_pb2_grpc.py"])
         self.assertEqual(got["requires"], ["PyYAML>=6.0", "grpcio>=1.51", "pandas>=1.5",
                                            "protobuf>=3.20"])
 

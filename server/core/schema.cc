@@ -387,6 +387,22 @@ FROM result_groups;
 DROP TABLE result_groups;
 ALTER TABLE result_groups_v11 RENAME TO result_groups;
 )sql"},
+    // What people write about a sweep (server/core/sweep_admin.h): a note,
+    // the archived mark, and tags, each tag a row so that a list by tag
+    // reads an index.
+    {13, R"sql(
+CREATE TABLE sweep_notes (
+  sweep_id TEXT PRIMARY KEY REFERENCES sweeps(id),
+  note     TEXT NOT NULL DEFAULT '',
+  archived INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE sweep_tags (
+  sweep_id TEXT NOT NULL REFERENCES sweeps(id),
+  tag      TEXT NOT NULL,
+  PRIMARY KEY (sweep_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX sweep_tags_by_tag ON sweep_tags(tag);
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {
