@@ -12,9 +12,12 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
 #include "client/rpc.h"
+#include "ranksweep/v1/sweep_admin.pb.h"
 
 namespace ranksweep::client {
 
@@ -43,6 +46,14 @@ void AddResultsCommand(CLI::App* app, Command* command);
 void AddPlotCommand(CLI::App* app, Command* command);
 // report (a Markdown page of sweeps with plots): report_command.cc.
 void AddReportCommand(CLI::App* app, Command* command);
+// sweep note|tag|rename|archive|delete|retry (SweepAdminService):
+// sweep_command.cc.
+void AddSweepCommand(CLI::App* app, Command* command);
+// The sweeps `list` shows (SweepAdminService.ListManagedSweeps, which hides
+// archived sweeps unless asked); on failure reports it as "list", sets
+// *exit_code and returns an error that needs no further report.
+absl::StatusOr<std::vector<v1::SweepInfo>> ListManaged(
+    Client* c, const v1::ListManagedSweepsRequest& req, int* exit_code);
 // workers, workers quarantine and health: admin_command.cc.
 void AddWorkersCommand(CLI::App* app, Command* command);
 void AddHealthCommand(CLI::App* app, Command* command);

@@ -104,23 +104,6 @@ std::string RankText(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : "-";
 std::string RankCell(int32_t rank) { return rank > 0 ? absl::StrCat(rank) : ""; }
 std::string BoundCell(int64_t bound) { return bound > 0 ? absl::StrCat(bound) : ""; }
 
-int ExitCodeForStatusCode(int code) {
-  switch (static_cast<absl::StatusCode>(code)) {
-    case absl::StatusCode::kOk:
-      return kExitOk;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-      return kExitUsage;
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-      return kExitUnreachable;
-    case absl::StatusCode::kNotFound:
-      return kExitNotFound;
-    default:
-      return kExitServerError;
-  }
-}
-
 std::string RenderTable(const Table& table) {
   std::vector<size_t> width(table.header.size(), 0);
   auto measure = [&](const std::vector<std::string>& row) {
@@ -408,7 +391,8 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
   number(r.attempt());
   number(r.lease_id());
   number(r.finished_unix_ms());
-  absl::StrAppend(out, r.cached_from_cell_id());
+  // 0 is "not cached": an empty cell, as JSON's null (json_writer.cc).
+  if (r.cached_from_cell_id() != 0) absl::StrAppend(out, r.cached_from_cell_id());
   for (const ResultMetric& m : kResultMetrics) {
     out->push_back(',');
     if (done) AppendMetric(m, GetProtoMetric(m, res), out);

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/exit_codes.h"
 #include "common/spec/spec.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
@@ -24,19 +25,15 @@
 
 namespace ranksweep::client {
 
-// Exit codes of the `ranksweep` CLI.
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitUsage = 1,        // bad flags, invalid spec, server said InvalidArgument
-  kExitUnreachable = 2,  // server unreachable or timed out
-  kExitNotFound = 3,     // no such sweep
-  kExitSweepFailed = 4,  // watch: the sweep ended FAILED or CANCELLED
-  kExitServerError = 5,  // any other server error
-};
-
-// The exit code for a failed call with this (absl or gRPC; the numbering is
-// the same) status code.
-int ExitCodeForStatusCode(int code);
+// Exit codes: the one table of every binary (common/exit_codes.h); a
+// server error is kExitFailure.
+using ::ranksweep::ExitCodeForStatusCode;
+using ::ranksweep::kExitNotFound;
+using ::ranksweep::kExitOk;
+using ::ranksweep::kExitSweepFailed;
+using ::ranksweep::kExitUnreachable;
+using ::ranksweep::kExitUsage;
+constexpr int kExitServerError = ::ranksweep::kExitFailure;
 
 // A rectangular table of cells; `right_align[i]` right-aligns column i
 // (numbers). Missing right_align entries mean left-aligned.

@@ -175,8 +175,8 @@ TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
             "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
             "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
             "cached_from_cell_id,first_exact_step\n"
-            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,0,\n"
-            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,0,"
+            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,,\n"
+            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,,"
             "120\n");
   // In JSON a missing metric is null, a present one a number.
   const std::string json = ResultRowsJson({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5), exact});
@@ -298,6 +298,17 @@ TEST(FormatTest, ResultRowsJsonHasWorkerAttemptAndLease) {
   EXPECT_THAT(json, ::testing::HasSubstr("\"state\":\"DONE\""));
   EXPECT_THAT(json, ::testing::HasSubstr("\"test\":{\"sequences\":100,"));
   EXPECT_EQ(ResultRowsJson({}), "[]\n");
+  // One rule for "none": null, never the wire's 0 or "" (a done cell has
+  // no failure; a result trained here was served from no other cell).
+  EXPECT_THAT(json, ::testing::HasSubstr("\"failure\":null,"));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"cached_from_cell_id\":null,"));
+  v1::ResultRow cached = DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5);
+  cached.set_cached_from_cell_id(7);
+  cached.mutable_result()->mutable_facts()->set_distinct_queries(4);  // no bounds
+  EXPECT_THAT(ResultRowsJson({cached}), ::testing::HasSubstr("\"cached_from_cell_id\":7,"));
+  const nlohmann::json tree = nlohmann::json::parse(ResultRowsJson({cached}));
+  EXPECT_TRUE(tree.at(0).at("result").at("facts").at("rank_lower_bound").is_null())
+      << tree.dump();
 }
 
 // The direct writer prints exactly what the tree prints, for every kind of

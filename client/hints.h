@@ -11,20 +11,19 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/did_you_mean.h"
 
 namespace ranksweep::client {
 
-// Edits (insert, delete, substitute, swap two neighbours) from a to b.
-int EditDistance(const std::string& a, const std::string& b);
+// EditDistance, ClosestMatch, DidYouMeanSuffix: common/did_you_mean.h.
+using ::ranksweep::ClosestMatch;
+using ::ranksweep::DidYouMeanSuffix;
+using ::ranksweep::EditDistance;
 
-// The choice closest to `word` when it is close enough to be a slip: at most
-// one edit for words up to 4 letters, two up to 8, three beyond (ties: the
-// first in `choices`). Empty when none is.
-std::string ClosestMatch(const std::string& word, const std::vector<std::string>& choices);
-
-// "; did you mean \"submit\"?" for ClosestMatch, "" when there is none: to
-// append to an error message.
-std::string DidYouMeanSuffix(const std::string& word, const std::vector<std::string>& choices);
+// An enum error in the words every spec check uses ("FIELD must be one of
+// A, B, C; got \"X\"", common/spec) with "; did you mean \"A\"?" appended
+// when X is a slip of one of them; any other message as it is.
+std::string WithEnumSuggestion(const std::string& message);
 
 // An address gRPC would take as HOST:PORT but that has no port ("localhost",
 // "10.0.0.5", "[::1]", "host:") fails at the first call with a resolver

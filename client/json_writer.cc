@@ -14,6 +14,37 @@
 namespace ranksweep::client {
 namespace {
 
+// Scalars without presence on the wire whose zero value means "none"
+// (ranksweep.proto says so beside each): a bound a dataset does not have,
+// the failure of a cell that did not fail, the source of a result that was
+// not served from the cache. JSON prints them as null, as it prints every
+// other missing value, never as 0 or "".
+struct ZeroIsNone {
+  const char* message;
+  const char* field;
+};
+constexpr ZeroIsNone kZeroIsNone[] = {
+    {"DatasetFacts", "rank_lower_bound"},
+    {"DatasetFacts", "rank_upper_bound"},
+    {"ResultRow", "failure"},
+    {"ResultRow", "cached_from_cell_id"},
+};
+
+bool IsZero(const google::protobuf::Message& m, const google::protobuf::FieldDescriptor* f) {
+  using google::protobuf::FieldDescriptor;
+  const auto* refl = m.GetReflection();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return refl->GetInt32(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_INT64:
+      return refl->GetInt64(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_STRING:
+      return refl->GetString(m, f).empty();
+    default:
+      return false;
+  }
+}
+
 // The one convention of every output form for a value that does not exist:
 // null in JSON, an empty cell in CSV, "-" in tables. A value is missing when
 // it is an unset message (the result of a failed cell), a split without
@@ -34,6 +65,9 @@ bool IsMissingField(const google::protobuf::Message& m,
   // An `optional` scalar that is unset: a metric a row lacks
   // (SeedResult.first_exact_step of a seed never exact).
   if (f->has_presence() && !refl->HasField(m, f)) return true;
+  for (const ZeroIsNone& none : kZeroIsNone) {
+    if (f->name() == none.field && m.GetDescriptor()->name() == none.message) return IsZero(m, f);
+  }
   if (f->name() == "rank" && f->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
     const std::string& type = m.GetDescriptor()->name();
     return (type == "ResultRow" || type == "ResultGroup") && refl->GetInt32(m, f) == 0;

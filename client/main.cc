@@ -23,13 +23,13 @@
 
 namespace ranksweep::client {
 
-const char kHelpFooter[] = R"(Exit codes:
+const char kHelpFooter[] = R"(Exit codes (the same in ranksweepd, ranksweep-worker, ranksweep-train):
   0  ok
   1  usage error or invalid argument (bad flags, invalid spec)
   2  coordinator unreachable or timed out
   3  not found (no such sweep)
   4  watch: the sweep ended FAILED or CANCELLED
-  5  other server error
+  5  any other error (a server error)
 health: 0 when SERVING, 2 when unreachable or not serving.
 Environment: RANKSWEEP_ADDR is the default for --addr; RANKSWEEP_TOKEN is sent
 as "authorization: Bearer TOKEN" on every call.)";
@@ -47,6 +47,35 @@ std::optional<std::string> FirstPositional(int argc, char** argv) {
     }
     if (!arg.empty() && arg[0] == '-') continue;
     return arg;
+  }
+  return std::nullopt;
+}
+
+// The first --flag of argv that neither ranksweep nor the subcommands given
+// know, as an error naming it with the nearest known flag:
+// `unknown flag --max-step; did you mean "--max-steps"? (ranksweep submit
+// --help lists them)`. Nothing when every flag is known.
+std::optional<std::string> UnknownFlagMessage(const CLI::App& app, int argc, char** argv) {
+  std::vector<const CLI::App*> scopes = {&app};
+  for (size_t i = 0; i < scopes.size(); ++i) {
+    for (const CLI::App* sub : scopes[i]->get_subcommands()) scopes.push_back(sub);
+  }
+  std::vector<std::string> known;
+  for (const CLI::App* scope : scopes) {
+    for (const CLI::Option* option : scope->get_options()) {
+      for (const std::string& name : option->get_lnames()) known.push_back("--" + name);
+    }
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string where = "ranksweep";
+    for (size_t s = 1; s < scopes.size(); ++s) where += " " + scopes[s]->get_name();
+    return "unknown flag " + name + DidYouMeanSuffix(name, known) + " (" + where +
+           " --help lists them)";
   }
   return std::nullopt;
 }
@@ -87,6 +116,7 @@ int Main(int argc, char** argv) {
   AddPlotCommand(&app, &command);
   AddReportCommand(&app, &command);
   AddCancelCommand(&app, &command);
+  AddSweepCommand(&app, &command);
   AddWorkersCommand(&app, &command);
   AddHealthCommand(&app, &command);
 
@@ -101,6 +131,13 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // ExtrasError's name is the subcommand's when a subcommand threw it.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      if (const std::optional<std::string> unknown = UnknownFlagMessage(app, argc, argv)) {
+        std::cerr << "ranksweep: " << *unknown << "\n";
+        return kExitUsage;
+      }
+    }
     if (app.get_subcommands().empty()) {
       if (const std::optional<std::string> word = FirstPositional(argc, argv)) {
         std::vector<std::string> names;

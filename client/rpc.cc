@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/format.h"
+#include "client/hints.h"
 #include "google/protobuf/arena.h"
 #include "proto/columns.h"
 
@@ -67,13 +68,14 @@ int Report(const Globals& g, const grpc::Status& status, const std::string& what
     std::cerr << "ranksweep: " << what << ": coordinator at " << g.addr
               << " unreachable: " << status.error_message() << "\n";
   } else {
-    std::cerr << "ranksweep: " << what << ": " << status.error_message() << "\n";
+    std::cerr << "ranksweep: " << what << ": " << WithEnumSuggestion(status.error_message())
+              << "\n";
   }
   return code;
 }
 
 int ReportLocal(const absl::Status& status) {
-  std::cerr << "ranksweep: " << status.message() << "\n";
+  std::cerr << "ranksweep: " << WithEnumSuggestion(std::string(status.message())) << "\n";
   return ExitCodeForStatusCode(static_cast<int>(status.code()));
 }
 

@@ -10,8 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/format.h"
+#include "client/hints.h"
 #include "client/presets.h"
 #include "client/spec_file.h"
+#include "common/plural.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "nlohmann/json.hpp"
@@ -53,6 +55,11 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
       return ReportLocal(absl::InvalidArgumentError("--preset and -f cannot be used together"));
     }
     absl::StatusOr<ResolvedPreset> preset = ResolvePreset(a.preset, a.scale);
+    if (absl::IsNotFound(preset.status())) {
+      // A mistyped name is a usage error (exit 1), with the nearest name.
+      return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+          preset.status().message(), DidYouMeanSuffix(a.preset, PresetNames()))));
+    }
     if (!preset.ok()) return ReportLocal(preset.status());
     specs = preset->sweeps;
     resolution = preset->resolution;
@@ -63,7 +70,8 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   if (!a.file.empty()) {
     absl::StatusOr<SweepSpec> loaded = LoadSweepSpecFile(a.file);
     if (!loaded.ok()) {
-      std::cerr << "ranksweep: " << loaded.status().message() << "\n";
+      std::cerr << "ranksweep: " << WithEnumSuggestion(std::string(loaded.status().message()))
+                << "\n";
       return kExitUsage;
     }
     spec = *std::move(loaded);
@@ -114,7 +122,8 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     if (a.one_recipe) {
       const std::string dropped = KeepFirstRecipe(&one);
       if (!dropped.empty()) {
-        kept.push_back(absl::StrCat(one.name, ": ", dropped, "; ", GridCellCount(one), " cells"));
+        kept.push_back(
+            absl::StrCat(one.name, ": ", dropped, "; ", CountOf(GridCellCount(one), "cell")));
       }
     }
   }
@@ -129,7 +138,7 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   for (const SweepSpec& one : specs) {
     const SweepCost cost = EstimateSweepCost(one);
     if (a.dry_run) {
-      std::cerr << one.name << ": " << GridCellCount(one) << " cells";
+      std::cerr << one.name << ": " << CountOf(GridCellCount(one), "cell");
       if (!one.axes.empty()) {
         std::cerr << " in " << RecipeCount(one) << " recipes; axes:";
         for (const SweepAxis& axis : one.axes) {
@@ -178,7 +187,7 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     grpc::Status status = client->stub().SubmitSweep(ctx.get(), req, &resp);
     if (!status.ok()) return Report(client->globals(), status, "submit");
     std::cout << resp.sweep_id() << "\n" << std::flush;
-    std::cerr << "submitted " << one.name << ": " << resp.cells() << " cells";
+    std::cerr << "submitted " << one.name << ": " << CountOf(resp.cells(), "cell");
     if (resp.cached_cells() > 0) {
       std::cerr << " (" << resp.cached_cells() << " done from the result cache)";
     }

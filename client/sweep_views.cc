@@ -346,10 +346,7 @@ std::string SummaryJson(const v1::QueryResultsResponse& response) {
                                                   : nlohmann::ordered_json(response.criterion());
   out["facts"] =
       response.has_facts() ? MessageJsonTree(response.facts()) : nlohmann::ordered_json();
-  // A bound of 0 is no bound for this dataset.
-  for (const char* bound : {"rank_lower_bound", "rank_upper_bound"}) {
-    if (out["facts"].is_object() && out["facts"][bound] == 0) out["facts"][bound] = nullptr;
-  }
+  // A bound of 0 is no bound for this dataset: null (MessageJsonTree).
   nlohmann::ordered_json heads = nlohmann::ordered_json::array();
   for (const v1::HeadSummary& h : response.heads()) {
     nlohmann::ordered_json head = MessageJsonTree(h);

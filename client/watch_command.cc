@@ -12,6 +12,7 @@
 #include "client/commands.h"
 #include "client/format.h"
 #include "client/sweep_views.h"
+#include "common/plural.h"
 
 namespace ranksweep::client {
 
@@ -27,7 +28,13 @@ void AddReconnectOption(CLI::App* app, double* seconds) {
 int Watch(Client& client, const std::string& sweep_id, double reconnect_seconds) {
   v1::WatchSweepRequest req;
   req.set_sweep_id(sweep_id);
-  const bool tty = isatty(STDOUT_FILENO) != 0;
+  // Progress is for a person: on stdout when that is a terminal, otherwise
+  // on stderr, so that `id=$(ranksweep submit ... --watch)` captures the id
+  // alone and `ranksweep watch ID > file` writes nothing there. It redraws
+  // one line when it lands on a terminal, else prints a line per event.
+  const bool stdout_tty = isatty(STDOUT_FILENO) != 0;
+  std::ostream& progress = stdout_tty ? std::cout : std::cerr;
+  const bool tty = stdout_tty || isatty(STDERR_FILENO) != 0;
   v1::SweepEvent event;
   v1::SweepInfo last;
   bool any = false;       // an event came on any stream
@@ -49,12 +56,12 @@ int Watch(Client& client, const std::string& sweep_id, double reconnect_seconds)
       got = any = true;
       last = event.sweep();
       if (tty) {
-        std::cout << "\r" << ProgressLine(last) << "\033[K" << std::flush;
+        progress << "\r" << ProgressLine(last) << "\033[K" << std::flush;
         on_line = true;
       } else {
-        std::cout << ProgressLine(last);
-        if (!event.message().empty()) std::cout << "  " << event.message();
-        std::cout << "\n" << std::flush;
+        progress << ProgressLine(last);
+        if (!event.message().empty()) progress << "  " << event.message();
+        progress << "\n" << std::flush;
       }
     }
     status = reader->Finish();
@@ -68,7 +75,7 @@ int Watch(Client& client, const std::string& sweep_id, double reconnect_seconds)
     const absl::Time now = absl::Now();
     if (lost_at == absl::InfinitePast()) {
       lost_at = now;
-      if (on_line) std::cout << "\n" << std::flush;
+      if (on_line) progress << "\n" << std::flush;
       on_line = false;
       std::cerr << "ranksweep: watch: lost the coordinator (" << status.error_message()
                 << "); reconnecting for up to " << reconnect_seconds << " s\n";
@@ -78,7 +85,7 @@ int Watch(Client& client, const std::string& sweep_id, double reconnect_seconds)
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(10));
   }
-  if (on_line) std::cout << "\n";
+  if (on_line) progress << "\n" << std::flush;
   if (!status.ok()) return Report(client.globals(), status, "watch");
   switch (last.state()) {
     case v1::SWEEP_STATE_DONE:
@@ -101,27 +108,34 @@ void AddListCommand(CLI::App* app, Command* command) {
   struct Flags {
     std::string list_state;
     int list_limit = 0;
+    std::string tag, search;
+    bool archived = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* list = app->add_subcommand("list", "List sweeps, newest first");
   list->footer(kHelpFooter);
   list->add_option("--state", f->list_state, "running | done | failed | cancelled");
   list->add_option("--limit", f->list_limit, "At most this many; 0 = server default (100)");
+  list->add_option("--tag", f->tag, "Only sweeps with this tag (ranksweep sweep tag)");
+  list->add_option("--search", f->search,
+                   "Only sweeps whose id, name, owner, note or a tag contains this (any case)");
+  list->add_flag("--archived", f->archived, "Also archived sweeps (ranksweep sweep archive)");
   list->callback([command, f] {
     command->action = [f](Client* c) {
-      v1::ListSweepsRequest req;
+      v1::ListManagedSweepsRequest req;
       if (!f->list_state.empty()) {
         absl::StatusOr<v1::SweepState> state = ParseSweepState(f->list_state);
         if (!state.ok()) return ReportLocal(state.status());
         req.set_state(*state);
       }
       req.set_limit(f->list_limit);
-      v1::ListSweepsResponse resp;
-      auto ctx = c->Context();
-      grpc::Status status = c->stub().ListSweeps(ctx.get(), req, &resp);
-      if (!status.ok()) return Report(c->globals(), status, "list");
-      std::vector<v1::SweepInfo> sweeps(resp.sweeps().begin(), resp.sweeps().end());
-      std::cout << RenderTable(SweepsTable(sweeps, absl::LocalTimeZone()));
+      req.set_tag(f->tag);
+      req.set_search(f->search);
+      req.set_include_archived(f->archived);
+      int code = kExitOk;
+      absl::StatusOr<std::vector<v1::SweepInfo>> sweeps = ListManaged(c, req, &code);
+      if (!sweeps.ok()) return code;
+      std::cout << RenderTable(SweepsTable(*sweeps, absl::LocalTimeZone()));
       return static_cast<int>(kExitOk);
     };
   });
@@ -190,7 +204,8 @@ void AddCancelCommand(CLI::App* app, Command* command) {
         }
       }
       if (!status.ok()) return Report(c->globals(), status, "cancel");
-      std::cout << "cancelled " << resp.cells_cancelled() << " cells of " << cancel_id << "\n";
+      std::cout << "cancelled " << CountOf(resp.cells_cancelled(), "cell") << " of "
+                << cancel_id << "\n";
       return static_cast<int>(kExitOk);
     };
   });

@@ -1,6 +1,7 @@
 #include "common/flag_help.h"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 
 #include "absl/flags/commandlineflag.h"
@@ -9,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/did_you_mean.h"
 #include "common/flag_names.h"
 
 namespace ranksweep {
@@ -37,6 +39,41 @@ void AppendWrapped(absl::string_view first_indent, absl::string_view text, std::
 }
 
 }  // namespace
+
+std::optional<std::string> UnknownFlagError(int argc, char** argv, absl::string_view program,
+                                            absl::string_view own_file) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;  // a value or a subcommand
+    absl::string_view name = absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
+    name = name.substr(0, name.find('='));
+    const std::string underscored = UnderscoreFlagName(std::string(name));
+    if (absl::FindCommandLineFlag(underscored) != nullptr) continue;
+    // Abseil's own flags, which ParseCommandLine knows even where their
+    // definitions are not linked into the registry.
+    static const char* const kBuiltIn[] = {"help", "helpfull", "helpshort", "helppackage",
+                                           "helpmatch", "helpon", "version", "only_check_args",
+                                           "flagfile", "fromenv", "tryfromenv", "undefok"};
+    if (std::find(std::begin(kBuiltIn), std::end(kBuiltIn), underscored) != std::end(kBuiltIn)) {
+      continue;
+    }
+    if (absl::StartsWith(underscored, "no")) {
+      const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(underscored.substr(2));
+      if (flag != nullptr && flag->IsOfType<bool>()) continue;
+    }
+    std::vector<std::string> choices;
+    for (const FlagHelpEntry& e : RegisteredFlags(own_file, /*only_own_file=*/true)) {
+      choices.push_back(DashFlagName(e.name));
+    }
+    const std::string dashed = DashFlagName(std::string(name));
+    const std::string match = ClosestMatch(dashed, choices);
+    return absl::StrCat(program, ": unknown flag --", dashed,
+                        match.empty() ? "" : absl::StrCat("; did you mean \"--", match, "\"?"),
+                        " (", program, " --help lists them)\n");
+  }
+  return std::nullopt;
+}
 
 HelpRequest FindHelpRequest(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {

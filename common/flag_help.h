@@ -10,6 +10,7 @@
 #ifndef RANKSWEEP_COMMON_FLAG_HELP_H_
 #define RANKSWEEP_COMMON_FLAG_HELP_H_
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -51,6 +52,17 @@ std::string FormatFlagsHelp(absl::string_view program, absl::string_view usage,
 // 0 without parsing. Otherwise returns false and writes nothing.
 bool PrintFlagsHelpIfAsked(int argc, char** argv, absl::string_view program,
                            absl::string_view own_file, std::ostream& out);
+
+// For main(), before absl::ParseCommandLine (which would name the flag with
+// underscores and suggest nothing): the error for the first argument before
+// a bare "--" that is a flag Abseil's registry does not know, in either
+// spelling (common/flag_names.h; a boolean's --noNAME counts), such as
+// "ranksweepd: unknown flag --lease-secnds; did you mean \"--lease-seconds\"?
+// (ranksweepd --help lists them)"; the suggestion is among the flags of
+// `own_file`. Nothing when every flag is known. The caller prints it and
+// exits kExitUsage (common/exit_codes.h).
+std::optional<std::string> UnknownFlagError(int argc, char** argv, absl::string_view program,
+                                            absl::string_view own_file);
 
 }  // namespace ranksweep
 

@@ -111,3 +111,31 @@ TEST(FlagHelpTest, PrintsOnlyWhenAskedAndThenEveryOwnFlagDashed) {
 
 }  // namespace
 }  // namespace ranksweep
+
+namespace ranksweep {
+namespace {
+
+std::optional<std::string> UnknownIn(std::vector<std::string> args) {
+  args.insert(args.begin(), "prog");
+  std::vector<char*> argv = ArgvOf(args);
+  return UnknownFlagError(static_cast<int>(args.size()), argv.data(), "prog",
+                          "common/flag_help_test.cc");
+}
+
+TEST(FlagHelpTest, AnUnknownFlagIsNamedWithDashesWithTheNearestOwnFlag) {
+  EXPECT_EQ(UnknownIn({"--flag-help-lease-secnds=5"}),
+            "prog: unknown flag --flag-help-lease-secnds; did you mean "
+            "\"--flag-help-lease-seconds\"? (prog --help lists them)\n");
+  EXPECT_EQ(UnknownIn({"--flag_help_lisen", "x"}),
+            "prog: unknown flag --flag-help-lisen; did you mean \"--flag-help-listen\"? "
+            "(prog --help lists them)\n");
+  EXPECT_EQ(UnknownIn({"--zzz"}), "prog: unknown flag --zzz (prog --help lists them)\n");
+  // Known flags in either spelling, values, subcommands, Abseil's own flags
+  // and anything after "--" pass.
+  EXPECT_EQ(UnknownIn({"token", "--flag-help-lease-seconds", "5", "--flag_help_listen=:1",
+                       "--helpfull", "--", "--zzz"}),
+            std::nullopt);
+}
+
+}  // namespace
+}  // namespace ranksweep

@@ -66,9 +66,19 @@ bool Process::running() {
 
 std::optional<std::string> Process::WaitForStdout(const std::regex& re,
                                                   std::chrono::milliseconds timeout) {
+  return WaitForLine(out_path_, re, timeout);
+}
+
+std::optional<std::string> Process::WaitForStderr(const std::regex& re,
+                                                  std::chrono::milliseconds timeout) {
+  return WaitForLine(err_path_, re, timeout);
+}
+
+std::optional<std::string> Process::WaitForLine(const std::string& path, const std::regex& re,
+                                                std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
-    std::istringstream lines(ReadFile(out_path_));
+    std::istringstream lines(ReadFile(path));
     std::string line;
     std::smatch m;
     while (std::getline(lines, line)) {

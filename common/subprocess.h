@@ -36,6 +36,9 @@ class Process {
   // group (or the whole line) or nullopt on timeout or exit.
   std::optional<std::string> WaitForStdout(const std::regex& re,
                                            std::chrono::milliseconds timeout);
+  // The same on stderr.
+  std::optional<std::string> WaitForStderr(const std::regex& re,
+                                           std::chrono::milliseconds timeout);
 
   void Signal(int sig);
   // Waits for exit; returns the exit code (128+signal when killed) or nullopt
@@ -46,6 +49,9 @@ class Process {
   std::string Stderr() const;
 
  private:
+  std::optional<std::string> WaitForLine(const std::string& path, const std::regex& re,
+                                         std::chrono::milliseconds timeout);
+
   pid_t pid_ = -1;
   std::optional<int> exit_code_;
   std::string out_path_;

@@ -5,9 +5,10 @@
 # from rank 1 to 64, softmax, three seeds) submitted, followed and read back as pandas DataFrames.
 #
 # Run it cell by cell in an editor that knows `# %%` cells (VS Code, Spyder, JupyterLab with
-# jupytext), or whole from the repository root after `./scripts/build`:
+# jupytext), or whole from the repository root after `./scripts/build` and
+# `pip install ./python` (into a venv made with --system-site-packages):
 #
-#     PYTHONPATH=build/python python3 examples/notebook.py
+#     python3 examples/notebook.py
 #
 # With `RANKSWEEP_ADDR` set it uses that coordinator (and `RANKSWEEP_TOKEN`, if set). Without,
 # the first cell starts a coordinator on a free loopback port with a fresh database, and one

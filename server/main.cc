@@ -53,6 +53,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/exit_codes.h"
 #include "common/flag_help.h"
 #include "common/flag_names.h"
 #include "common/version.h"
@@ -66,6 +67,7 @@
 #include "server/core/metrics.h"
 #include "server/metrics_http.h"
 #include "server/service/metrics_interceptor.h"
+#include "server/service/sweep_admin_service.h"
 #include "server/service/sweep_service.h"
 #include "server/service/worker_service.h"
 
@@ -106,11 +108,11 @@ std::string WithPort(const std::string& address, int port) {
   return host + ":" + std::to_string(port);
 }
 
-constexpr int kUsageError = 2;
+constexpr int kUsageError = kExitUsage;  // the one table: common/exit_codes.h
 
 // Exit code for a failed token command: bad input is a usage error.
 int ExitCodeFor(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kInvalidArgument ? kUsageError : 1;
+  return ::ranksweep::ExitCodeFor(status);
 }
 
 // Opens (and migrates) the database of --db with --busy-timeout-ms; on
@@ -195,10 +197,10 @@ int TokenCommand(const std::vector<std::string>& args) {
   // before the first start; list and revoke on a mistyped path must not.
   if (!create && access(db.c_str(), F_OK) != 0) {
     std::cerr << "ranksweepd: no database at " << db << " (--db)\n";
-    return 1;
+    return kUsageError;
   }
   std::unique_ptr<Store> store = OpenStore(db);
-  if (store == nullptr) return 1;
+  if (store == nullptr) return kExitFailure;
   RealClock clock;
   TokenStore tokens(store.get(), &clock);
 
@@ -229,7 +231,7 @@ int TokenCommand(const std::vector<std::string>& args) {
   absl::StatusOr<std::vector<TokenRecord>> records = tokens.List();
   if (!records.ok()) {
     std::cerr << "ranksweepd: " << records.status().message() << "\n";
-    return 1;
+    return kExitFailure;
   }
   auto time = [](int64_t ms) {
     return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
@@ -259,20 +261,20 @@ int Serve() {
   const int max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   if (lease_seconds < 1 || lease_seconds > 86400) {
     std::cerr << "ranksweepd: --lease-seconds must be 1..86400\n";
-    return 2;
+    return kUsageError;
   }
   if (max_attempts < 1 || max_attempts > 100) {
     std::cerr << "ranksweepd: --max-attempts must be 1..100\n";
-    return 2;
+    return kUsageError;
   }
   const int64_t max_task_memory_bytes = absl::GetFlag(FLAGS_max_task_memory_bytes);
   if (max_task_memory_bytes < 0) {
     std::cerr << "ranksweepd: --max-task-memory-bytes must be >= 0 (0 = no limit)\n";
-    return 2;
+    return kUsageError;
   }
   if (max_message_bytes < 1 << 20) {
     std::cerr << "ranksweepd: --max-message-bytes must be at least 1 MiB\n";
-    return 2;
+    return kUsageError;
   }
   // A duration of 0 or less would make every write fail at once.
   if (const int busy = absl::GetFlag(FLAGS_busy_timeout_ms); busy < 1) {
@@ -283,7 +285,7 @@ int Serve() {
   const int call_threads = absl::GetFlag(FLAGS_call_threads);
   if (call_threads < 1 || call_threads > 1024) {
     std::cerr << "ranksweepd: --call-threads must be 1..1024, got " << call_threads << "\n";
-    return 2;
+    return kUsageError;
   }
   if (!absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_role).empty()) {
     std::cerr << "ranksweepd: --name and --role belong to `ranksweepd token`\n";
@@ -346,14 +348,14 @@ int Serve() {
   absl::StatusOr<std::unique_ptr<DatabaseLock>> db_lock = DatabaseLock::Acquire(db);
   if (!db_lock.ok()) {
     std::cerr << "ranksweepd: " << db_lock.status().message() << "\n";
-    return 1;
+    return kExitFailure;
   }
   std::unique_ptr<Store> store = OpenStore(db);
-  if (store == nullptr) return 1;
+  if (store == nullptr) return kExitFailure;
   // A read-only file opens fine and would fail only at the first write.
   if (absl::Status writable = store->CheckWritable(); !writable.ok()) {
     std::cerr << "ranksweepd: " << writable.message() << "\n";
-    return 1;
+    return kExitFailure;
   }
 
   RealClock clock;
@@ -367,7 +369,7 @@ int Serve() {
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
   if (!recovered.ok()) {
     std::cerr << "ranksweepd: recovery failed: " << recovered.status() << "\n";
-    return 1;
+    return kExitFailure;
   }
 
   // Operators' metrics (--metrics-listen): counted whether served or not,
@@ -414,7 +416,8 @@ int Serve() {
         MetricsHttpServer::Start(address, &metrics);
     if (!started.ok()) {
       std::cerr << "ranksweepd: " << started.status().message() << "\n";
-      return started.status().code() == absl::StatusCode::kInvalidArgument ? kUsageError : 1;
+      return started.status().code() == absl::StatusCode::kInvalidArgument ? kUsageError
+                                                                            : kExitFailure;
     }
     metrics_http = *std::move(started);
     LogEvent("metrics on http://%s/metrics", metrics_http->address());
@@ -430,7 +433,7 @@ int Serve() {
     absl::StatusOr<std::vector<TokenRecord>> records = tokens.List();
     if (!records.ok()) {
       std::cerr << "ranksweepd: cannot read tokens: " << records.status() << "\n";
-      return 1;
+      return kExitFailure;
     }
     int active = 0;
     for (const TokenRecord& r : *records) active += r.revoked_unix_ms == 0 ? 1 : 0;
@@ -447,6 +450,8 @@ int Serve() {
 
   SweepServiceImpl sweep_service(&coordinator, &authorizer);
   WorkerServiceImpl worker_service(&coordinator, &authorizer, call_threads);
+  SweepAdmin sweep_admin(store.get(), &coordinator);  // server/core/sweep_admin.h
+  SweepAdminServiceImpl sweep_admin_service(&sweep_admin, &coordinator, &authorizer);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -460,6 +465,7 @@ int Serve() {
   builder.SetMaxSendMessageSize(max_message_bytes);
   builder.RegisterService(&sweep_service);
   builder.RegisterService(&worker_service);
+  builder.RegisterService(&sweep_admin_service);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&metrics));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
@@ -467,7 +473,7 @@ int Serve() {
   if (server == nullptr || port == 0) {
     std::cerr << "ranksweepd: cannot listen on " << listen
               << " (is the port in use by another process?)\n";
-    return 1;
+    return kExitFailure;
   }
 
   // Reclaims expired leases a few times per lease period (at least every
@@ -508,6 +514,7 @@ int Serve() {
   // shutdown does not wait on them.
   worker_service.Shutdown();
   sweep_service.Shutdown();
+  sweep_admin_service.Shutdown();
   // Calls still running get 5 s to finish; so do idle client connections,
   // which grpc waits for too. A call cut off here is safe to repeat:
   // CompleteTasks is all-or-nothing and idempotent under its lease.
@@ -550,6 +557,10 @@ int main(int argc, char** argv) {
   // --help names the flags with dashes, as the docs do (common/flag_help.h).
   if (ranksweep::PrintFlagsHelpIfAsked(argc, argv, "ranksweepd", "server/main.cc", std::cout)) {
     return 0;
+  }
+  if (auto unknown = ranksweep::UnknownFlagError(argc, argv, "ranksweepd", "server/main.cc")) {
+    std::cerr << *unknown;
+    return ranksweep::kExitUsage;
   }
   // Flags are defined with underscores; the dashed spelling is rewritten to
   // them (common/flag_names.h).

@@ -149,22 +149,23 @@ TEST_F(RanksweepdAuthTest, TokenSubcommandsCreateListAndRevoke) {
   EXPECT_TRUE(std::regex_search(listed.out, std::regex("\nalice +user +\\S+Z +\\S+Z\n")))
       << listed.out;
 
-  // Errors: a taken name 1, bad input 2, each with its message.
+  // Errors (the exit codes of common/exit_codes.h): a taken name 5, bad
+  // input 1, each with its message.
   CommandResult dup = Token({"create", "--name=alice", "--role=admin"});
-  EXPECT_EQ(dup.exit_code, 1);
+  EXPECT_EQ(dup.exit_code, 5);
   EXPECT_THAT(dup.err, HasSubstr("a token named \"alice\" already exists"));
   EXPECT_EQ(dup.out, "");
   CommandResult bad_role = Token({"create", "--name=carol", "--role=root"});
-  EXPECT_EQ(bad_role.exit_code, 2);
+  EXPECT_EQ(bad_role.exit_code, 1);
   EXPECT_THAT(bad_role.err, HasSubstr("role must be one of admin, user, worker; got \"root\""));
   CommandResult bad_name = Token({"create", "--name=c d", "--role=user"});
-  EXPECT_EQ(bad_name.exit_code, 2);
+  EXPECT_EQ(bad_name.exit_code, 1);
   EXPECT_THAT(bad_name.err, HasSubstr("may contain only"));
-  EXPECT_EQ(Token({"create", "--name=carol"}).exit_code, 2);
-  EXPECT_EQ(Token({"revoke"}).exit_code, 2);
-  EXPECT_EQ(Token({"rotate", "--name=alice"}).exit_code, 2);
+  EXPECT_EQ(Token({"create", "--name=carol"}).exit_code, 1);
+  EXPECT_EQ(Token({"revoke"}).exit_code, 1);
+  EXPECT_EQ(Token({"rotate", "--name=alice"}).exit_code, 1);
   CommandResult unknown = Token({"revoke", "--name=nobody"});
-  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.exit_code, 3);
   EXPECT_THAT(unknown.err, HasSubstr("no token named \"nobody\""));
 
   // The database holds hashes only.
@@ -220,7 +221,7 @@ TEST_F(RanksweepdAuthTest, InsecureLocalIsRefusedOffLoopback) {
   for (const char* listen : {"--listen=0.0.0.0:0", "--listen=[::]:0", "--listen=:0"}) {
     CommandResult r = RunCommand({RANKSWEEPD_BIN, "--db=" + Db(), listen, "--insecure_local"},
                                  dir_.path() + "/refused" + std::to_string(runs_++), 30s);
-    EXPECT_EQ(r.exit_code, 2) << listen;
+    EXPECT_EQ(r.exit_code, 1) << listen;
     EXPECT_THAT(r.err, HasSubstr("--insecure-local turns authentication off and is allowed only "
                                  "on a loopback address"))
         << listen;
@@ -342,16 +343,16 @@ TEST_F(RanksweepdAuthTest, TlsFlagsAreCheckedAtStartUp) {
     return RunCommand(argv, dir_.path() + "/tls" + std::to_string(runs_++), 30s);
   };
   CommandResult r = start({"--tls_cert=" + cert});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--tls-cert and --tls-key go together"));
   r = start({"--tls_cert=" + cert, "--tls_key=" + wrong_key});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--tls-key is not the private key of --tls-cert"));
   r = start({"--tls_cert=" + dir_.path() + "/missing.pem", "--tls_key=" + key});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--tls-cert: cannot read"));
   r = start({"--tls_cert=" + key, "--tls_key=" + key});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--tls-cert: no PEM certificate"));
 }
 

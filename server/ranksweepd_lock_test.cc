@@ -70,7 +70,7 @@ TEST_F(RanksweepdLockTest, SecondCoordinatorOnTheSameDatabaseExits1NamingItAndTh
   const std::string holder = "(pid " + std::to_string(first->pid()) + " on host ";
 
   std::unique_ptr<Process> second = Start(db);
-  EXPECT_EQ(second->Wait(30s), std::optional<int>(1));
+  EXPECT_EQ(second->Wait(30s), std::optional<int>(5));  // common/exit_codes.h: a failure
   EXPECT_THAT(second->Stderr(), HasSubstr("ranksweepd: database " + db +
                                           " is in use by another ranksweepd " + holder));
   EXPECT_EQ(second->Stdout(), "");  // never said it was listening
@@ -80,7 +80,7 @@ TEST_F(RanksweepdLockTest, SecondCoordinatorOnTheSameDatabaseExits1NamingItAndTh
   const std::string link = dir_.path() + "/elsewhere/link.db";
   std::filesystem::create_hard_link(db, link);
   std::unique_ptr<Process> linked = Start(link);
-  EXPECT_EQ(linked->Wait(30s), std::optional<int>(1));
+  EXPECT_EQ(linked->Wait(30s), std::optional<int>(5));  // common/exit_codes.h: a failure
   EXPECT_THAT(linked->Stderr(),
               HasSubstr("ranksweepd: database " + link + " is in use by another ranksweepd " + holder));
   // The loser opened nothing through SQLite: no WAL beside the link.
@@ -106,7 +106,7 @@ TEST_F(RanksweepdLockTest, SecondCoordinatorOnTheSamePortExits1) {
   const std::string port = StartServing(dir_.path() + "/a.db", &first);
   ASSERT_FALSE(port.empty());
   std::unique_ptr<Process> second = Start(dir_.path() + "/b.db", port);
-  EXPECT_EQ(second->Wait(30s), std::optional<int>(1));
+  EXPECT_EQ(second->Wait(30s), std::optional<int>(5));  // common/exit_codes.h: a failure
   EXPECT_THAT(second->Stderr(), HasSubstr("ranksweepd: cannot listen on 127.0.0.1:" + port));
   EXPECT_EQ(second->Stdout(), "");
   ExpectServes(port);
@@ -127,7 +127,7 @@ TEST_F(RanksweepdLockTest, ReadOnlyDatabaseExits1AtStartUp) {
     as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
   }
   std::unique_ptr<Process> server = Start(db, "0", as_nobody);
-  EXPECT_EQ(server->Wait(30s), std::optional<int>(1));
+  EXPECT_EQ(server->Wait(30s), std::optional<int>(5));  // common/exit_codes.h: a failure
   EXPECT_THAT(server->Stderr(), HasSubstr("ranksweepd: database " + db + " is not writable ("));
   EXPECT_THAT(server->Stderr(), ::testing::Not(HasSubstr("UPDATE")));  // no SQL
   EXPECT_EQ(server->Stdout(), "");

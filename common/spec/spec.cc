@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/witness_code.h"
 
 namespace ranksweep {
 namespace {
@@ -648,6 +649,16 @@ absl::Status CheckSeeds(const std::string& field, const std::vector<uint64_t>& s
   }
   return absl::OkStatus();
 }
+
+// The checks the worker runs when it builds the dataset, beyond
+// ValidateDataset's static ranges: for a witness family its code's
+// (common/witness_code.h), so that a sweep the worker would fail is refused
+// at submit with the worker's own message.
+absl::Status CheckBuildable(const DatasetSpec& d) {
+  if (d.kind != DatasetKind::kWitness) return absl::OkStatus();
+  return WitnessQueries(d).status();
+}
+
 }  // namespace
 
 absl::Status ValidateTaskSpec(const TaskSpec& t) {
@@ -741,6 +752,7 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   // recipe 0's dataset and training; the other recipes are checked after.
   const TaskSpec first = ApplyAxes(s, RecipeValues(s, 0));
   RS_CHECK(ValidateDataset(first.dataset));
+  RS_CHECK(CheckBuildable(first.dataset));
   RS_CHECK(CheckRange<size_t>("heads count", s.heads.size(), 1, L::kMaxHeads));
   bool any_ranked = false;
   for (size_t i = 0; i < s.heads.size(); ++i) {
@@ -787,6 +799,7 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   for (int64_t k = 1; dataset_axes && k < recipes; ++k) {
     const TaskSpec t = ApplyAxes(s, RecipeValues(s, static_cast<int>(k)));
     absl::Status st = ValidateDataset(t.dataset);
+    if (st.ok()) st = CheckBuildable(t.dataset);
     for (size_t i = 0; st.ok() && i < s.heads.size(); ++i) {
       st = ValidateHead(s.heads[i], t.dataset);
       if (!st.ok()) st = absl::InvalidArgumentError(absl::StrCat("heads[", i, "]: ", st.message()));

@@ -23,20 +23,26 @@ Thread-safety: a Client may be shared by threads (gRPC channels are); the
 iterator watch() returns belongs to one thread.
 """
 
+from __future__ import annotations
+
 import datetime
 import math
 import numbers
 import os
 import re
 import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import grpc
+import pandas as pd
 
 from ranksweep import frames
 from ranksweep import spec as spec_lib
 from ranksweep.errors import RanksweepError
 from ranksweep.v1 import ranksweep_pb2 as pb
 from ranksweep.v1 import ranksweep_pb2_grpc as pb_grpc
+from ranksweep.v1 import sweep_admin_pb2 as admin_pb
+from ranksweep.v1 import sweep_admin_pb2_grpc as admin_grpc
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 # Rows per QueryResults call, as the CLI reads them: each reply stays under
@@ -55,7 +61,7 @@ _CHANNEL_OPTIONS = [
 ]
 
 
-def _state(arg, value, enum, prefix, allowed):
+def _state(arg: str, value: str, enum: Any, prefix: str, allowed: Sequence[str]) -> Any:
     """The enum value of a state name given in any case ("done", "FAILED")."""
     if value.lower() not in allowed:
         raise ValueError(f'{arg}: "{value}" is not one of {", ".join(allowed)}')
@@ -66,7 +72,11 @@ _RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}
                      r"([Zz]|[+-][0-9]{2}:[0-9]{2})")
 
 
-def _since_unix_ms(since):
+# What quarantine() takes as `since`.
+Since = Union[None, str, float, datetime.datetime]
+
+
+def _since_unix_ms(since: Since) -> int:
     """QuarantineWorkerRequest.since_unix_ms of quarantine()'s `since`, read
     as the CLI reads `workers quarantine --since`: Unix seconds >= 0 or an
     RFC 3339 time; from Python also a datetime with a time zone."""
@@ -102,7 +112,7 @@ def _since_unix_ms(since):
     return ms
 
 
-def _group_by(by, axes=()):
+def _group_by(by: Union[str, Sequence[str]], axes: Sequence[str] = ()) -> Any:
     """Groups are per (head, rank, recipe): `by` names head, rank and every
     axis of the sweep, in any order, as the CLI's --group-by does."""
     parts = by.split(",") if isinstance(by, str) else list(by)
@@ -115,7 +125,8 @@ def _group_by(by, axes=()):
 class Client:
     """A connection to one coordinator. Close it (or use `with`) when done."""
 
-    def __init__(self, addr=None, token=None, tls_ca=None, timeout=30.0):
+    def __init__(self, addr: Optional[str] = None, token: Optional[str] = None,
+                 tls_ca: Optional[str] = None, timeout: Optional[float] = 30.0) -> None:
         self.addr = addr or os.environ.get("RANKSWEEP_ADDR") or DEFAULT_ADDR
         self._token = token if token is not None else os.environ.get("RANKSWEEP_TOKEN", "")
         self.timeout = timeout or None
@@ -126,23 +137,24 @@ class Client:
         else:
             self._channel = grpc.insecure_channel(self.addr, _CHANNEL_OPTIONS)
         self._stub = pb_grpc.SweepServiceStub(self._channel)
+        self._admin = admin_grpc.SweepAdminServiceStub(self._channel)
 
-    def close(self):
+    def close(self) -> None:
         self._channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ranksweep.Client(addr={self.addr!r})"
 
-    def _metadata(self):
+    def _metadata(self) -> tuple:
         return (("authorization", f"Bearer {self._token}"),) if self._token else ()
 
-    def _call(self, what, method, request):
+    def _call(self, what: str, method: Any, request: Any) -> Any:
         try:
             return method(request, timeout=self.timeout, metadata=self._metadata())
         except grpc.RpcError as e:
@@ -150,7 +162,7 @@ class Client:
 
     # ------------------------------------------------------------ sweeps
 
-    def submit(self, spec):
+    def submit(self, spec: spec_lib.SpecInput) -> str:
         """Submits a sweep and returns its id.
 
         `spec` is a dict with the fields of the CLI's spec files, the path of
@@ -159,46 +171,118 @@ class Client:
         range raises RanksweepError INVALID_ARGUMENT naming it, and nothing
         is stored. Presets are the CLI's (`ranksweep submit --preset`)."""
         request = pb.SubmitSweepRequest(spec=spec_lib.to_proto(spec))
-        return self._call("submit", self._stub.SubmitSweep, request).sweep_id
+        return str(self._call("submit", self._stub.SubmitSweep, request).sweep_id)
 
-    def spec(self, sweep_id):
-        """The sweep's ranksweep.v1.SweepSpec as the coordinator stored it
-        (with its recipe axes; frames.recipe_label names a recipe)."""
+    def spec(self, sweep_id: str) -> Dict[str, Any]:
+        """The sweep's spec as the coordinator stored it, every field
+        resolved, as the dict submit() takes (ranksweep.spec.spec_to_dict):
+        the fields of the CLI's spec files, recipe axes as lists where
+        their field stood. `submit(rs.spec(sweep))` submits the same sweep
+        again; frames.recipe_label(rs.spec(sweep), k) names recipe k."""
+        return spec_lib.spec_to_dict(self._spec("spec", sweep_id))
+
+    def spec_proto(self, sweep_id: str) -> pb.SweepSpec:
+        """The stored spec as the ranksweep.v1.SweepSpec message."""
         return self._spec("spec", sweep_id)
 
-    def _spec(self, what, sweep_id):
+    def _spec(self, what: str, sweep_id: str) -> pb.SweepSpec:
         # `what` names the caller's call in a RanksweepError.
         reply = self._call(what, self._stub.GetSweep, pb.GetSweepRequest(sweep_id=sweep_id))
-        return reply.sweep.spec
+        spec: pb.SweepSpec = reply.sweep.spec
+        return spec
 
-    def status(self, sweep_id):
+    def status(self, sweep_id: str) -> Dict[str, Any]:
         """One sweep as a dict of the list() columns (counts, state, times)."""
         reply = self._call("status", self._stub.GetSweep, pb.GetSweepRequest(sweep_id=sweep_id))
-        return frames.sweeps_frame([reply.sweep]).iloc[0].to_dict()
+        row: Dict[str, Any] = frames.sweeps_frame([reply.sweep]).iloc[0].to_dict()
+        return row
 
-    def list(self, state=None, limit=0):
-        """Sweeps, newest first, as a DataFrame (frames.SWEEP_COLUMNS). `state`
-        filters ("running", "done", "failed", "cancelled"); `limit` 0 is the
-        coordinator's default (100)."""
-        request = pb.ListSweepsRequest(limit=limit)
+    def list(self, state: Optional[str] = None, limit: int = 0, tag: Optional[str] = None,
+             search: Optional[str] = None, include_archived: bool = False) -> pd.DataFrame:
+        """Sweeps, newest first, as a DataFrame: frames.SWEEP_COLUMNS, then
+        `tags` (a list), `note` (None when there is none) and `archived`, as
+        `ranksweep list` lists them. `state` filters ("running", "done",
+        "failed", "cancelled"); `tag` keeps the sweeps with that tag;
+        `search` those whose id, name, owner, note or a tag contains it (any
+        case); archived sweeps only with `include_archived`. `limit` 0 is
+        the coordinator's default (100), applied after the filters."""
+        request = admin_pb.ListManagedSweepsRequest(
+            limit=limit, tag=tag or "", search=search or "", include_archived=include_archived)
         if state:
             request.state = _state("state", state, pb.SweepState, "SWEEP_STATE_",
                                    ("running", "done", "failed", "cancelled"))
-        reply = self._call("list", self._stub.ListSweeps, request)
-        return frames.sweeps_frame(reply.sweeps)
+        reply = self._call("list", self._admin.ListManagedSweeps, request)
+        frame = frames.sweeps_frame([m.sweep for m in reply.sweeps])
+        frame["tags"] = [list(m.tags) for m in reply.sweeps]
+        frame["note"] = [m.note or None for m in reply.sweeps]
+        frame["archived"] = [m.archived for m in reply.sweeps]
+        return frame
 
-    def cancel(self, sweep_id):
+    # ------------------------------------------------------------ managing sweeps
+
+    def _update(self, what: str, request: Any) -> Dict[str, Any]:
+        s = self._call(what, self._admin.UpdateSweep, request).sweep
+        return {"sweep_id": s.sweep.sweep_id, "name": s.sweep.name, "note": s.note or None,
+                "tags": list(s.tags), "archived": s.archived}
+
+    def note(self, sweep_id: str, text: str) -> Dict[str, Any]:
+        """Sets the sweep's note ("" clears it; at most 4096 bytes), as
+        `ranksweep sweep note`. Returns the sweep's sweep_id, name, note, tags
+        and archived mark. Owner or admin (PERMISSION_DENIED otherwise)."""
+        return self._update("note", admin_pb.UpdateSweepRequest(sweep_id=sweep_id, note=text))
+
+    def tag(self, sweep_id: str, *tags: str) -> Dict[str, Any]:
+        """Adds tags (each 1..64 characters of A-Z a-z 0-9 . _ : -; at most 32
+        per sweep), as `ranksweep sweep tag`; returns what note() returns."""
+        return self._update("tag", admin_pb.UpdateSweepRequest(sweep_id=sweep_id,
+                                                               add_tags=list(tags)))
+
+    def untag(self, sweep_id: str, *tags: str) -> Dict[str, Any]:
+        """Removes tags (`ranksweep sweep tag --remove`)."""
+        return self._update("untag", admin_pb.UpdateSweepRequest(sweep_id=sweep_id,
+                                                                 remove_tags=list(tags)))
+
+    def rename(self, sweep_id: str, name: str) -> Dict[str, Any]:
+        """Gives the sweep a new name (the spec's rule: 1..128 characters of
+        A-Z a-z 0-9 . _ -), as `ranksweep sweep rename`."""
+        return self._update("rename", admin_pb.UpdateSweepRequest(sweep_id=sweep_id, name=name))
+
+    def archive(self, sweep_id: str, archived: bool = True) -> Dict[str, Any]:
+        """Hides the sweep from list() (kept, and still found by id);
+        archived=False shows it again. `ranksweep sweep archive [--undo]`."""
+        return self._update("archive", admin_pb.UpdateSweepRequest(sweep_id=sweep_id,
+                                                                   archived=archived))
+
+    def delete(self, sweep_id: str, confirm: str) -> Dict[str, int]:
+        """Deletes an ended sweep, its cells and its results, as `ranksweep
+        sweep delete`: `confirm` must repeat the sweep id (FAILED_PRECONDITION
+        otherwise, and for a running sweep: cancel it first). Owner or admin.
+        Returns cells_deleted and results_deleted."""
+        reply = self._call("delete", self._admin.DeleteSweep,
+                           admin_pb.DeleteSweepRequest(sweep_id=sweep_id, confirm=confirm))
+        return {"cells_deleted": reply.cells_deleted, "results_deleted": reply.results_deleted}
+
+    def retry(self, sweep_id: str, failed: bool = True, cancelled: bool = True) -> int:
+        """New attempts for the sweep's FAILED and/or CANCELLED cells, as
+        `ranksweep sweep retry`: they are pending again, the sweep RUNNING;
+        nothing else is trained again. Returns the cells retried."""
+        reply = self._call("retry", self._admin.RetrySweep,
+                           admin_pb.RetrySweepRequest(sweep_id=sweep_id, failed=failed,
+                                                      cancelled=cancelled))
+        return int(reply.cells_retried)
+
+    def cancel(self, sweep_id: str) -> int:
         """Cancels a sweep's unfinished cells; returns how many were cancelled."""
         reply = self._call("cancel", self._stub.CancelSweep,
                            pb.CancelSweepRequest(sweep_id=sweep_id))
-        return reply.cells_cancelled
+        return int(reply.cells_cancelled)
 
-    def workers(self):
+    def workers(self) -> pd.DataFrame:
         """The worker pool as a DataFrame (frames.WORKER_COLUMNS)."""
         reply = self._call("workers", self._stub.ListWorkers, pb.ListWorkersRequest())
         return frames.workers_frame(reply.workers)
 
-    def quarantine(self, worker_id, since=None):
+    def quarantine(self, worker_id: str, since: Since = None) -> Dict[str, Any]:
         """Invalidates the DONE results `worker_id` trained (those finished at
         or after `since`: None for all, Unix seconds, an RFC 3339 string or a
         datetime with a time zone) and every copy the result cache served of
@@ -219,7 +303,8 @@ class Client:
                 "cells_reset": reply.cells_reset,
                 "sweeps_reopened": list(reply.sweeps_reopened)}
 
-    def watch(self, sweep_id, reconnect=DEFAULT_RECONNECT_SECONDS):
+    def watch(self, sweep_id: str,
+              reconnect: float = DEFAULT_RECONNECT_SECONDS) -> Iterator[frames.Progress]:
         """Yields a frames.Progress at once, whenever a cell of the sweep
         changes state, and a last time when the sweep ends (Progress.ended);
         then the iteration stops. A coordinator lost mid-sweep (a restart) is
@@ -252,7 +337,8 @@ class Client:
             time.sleep(backoff)
             backoff = min(backoff * 2, 10.0)
 
-    def wait(self, sweep_id, reconnect=DEFAULT_RECONNECT_SECONDS):
+    def wait(self, sweep_id: str,
+             reconnect: float = DEFAULT_RECONNECT_SECONDS) -> Optional[frames.Progress]:
         """Follows the sweep until it ends; returns its last Progress."""
         last = None
         for last in self.watch(sweep_id, reconnect):
@@ -262,14 +348,17 @@ class Client:
     # ------------------------------------------------------------ results
 
     @staticmethod
-    def _query(sweep_id, head, ranks, seeds):
+    def _query(sweep_id: str, head: Optional[str], ranks: Optional[Sequence[int]],
+               seeds: Optional[Sequence[int]]) -> pb.QueryResultsRequest:
         request = pb.QueryResultsRequest(sweep_id=sweep_id, head=head or "")
         request.ranks.extend(ranks or ())
         request.seeds.extend(seeds or ())
         return request
 
-    def results(self, sweep_id, head=None, ranks=None, seeds=None, state=None,
-                include_invalid=False, page_size=PAGE_SIZE):
+    def results(self, sweep_id: str, head: Optional[str] = None,
+                ranks: Optional[Sequence[int]] = None, seeds: Optional[Sequence[int]] = None,
+                state: Optional[str] = None, include_invalid: bool = False,
+                page_size: int = PAGE_SIZE) -> pd.DataFrame:
         """Per-seed results: one row per finished (done or failed) cell, in
         cell id order, as a DataFrame (frames.RESULT_COLUMNS; missing values
         are NaN / <NA> / None, see ranksweep.frames). Filters: `head` label
@@ -306,14 +395,18 @@ class Client:
                 request.page_token = reply.next_page_token
         return frames.results_frame(replies, spec)
 
-    def _grouped(self, what, sweep_id, head, ranks, seeds, criterion=None):
+    def _grouped(self, what: str, sweep_id: str, head: Optional[str],
+                 ranks: Optional[Sequence[int]], seeds: Optional[Sequence[int]],
+                 criterion: Optional[str] = None) -> pb.QueryResultsResponse:
         request = self._query(sweep_id, head, ranks, seeds)
         request.group_by = pb.GROUP_BY_HEAD_RANK
         request.criterion = criterion or ""
         return self._call(what, self._stub.QueryResults, request)
 
-    def groups(self, sweep_id, by="head,rank", head=None, ranks=None, seeds=None,
-               criterion=None):
+    def groups(self, sweep_id: str, by: Union[str, Sequence[str]] = "head,rank",
+               head: Optional[str] = None, ranks: Optional[Sequence[int]] = None,
+               seeds: Optional[Sequence[int]] = None,
+               criterion: Optional[str] = None) -> pd.DataFrame:
         """Per-(head, rank, recipe) aggregates over seeds as a DataFrame
         (frames.group_columns(spec)): the recipe and its axes' values, n,
         expected, exact seeds, missing seeds, the verdict under `criterion`
@@ -326,7 +419,9 @@ class Client:
         return frames.groups_frame(
             self._grouped("groups", sweep_id, head, ranks, seeds, criterion), spec)
 
-    def summary(self, sweep_id, head=None, ranks=None, seeds=None, criterion=None):
+    def summary(self, sweep_id: str, head: Optional[str] = None,
+                ranks: Optional[Sequence[int]] = None, seeds: Optional[Sequence[int]] = None,
+                criterion: Optional[str] = None) -> pd.DataFrame:
         """Per head, the transition rank (the smallest swept rank that meets
         the criterion, docs/ANALYSIS.md) or why it is undefined, and the
         dataset's theory bounds, as `ranksweep results --summary` prints

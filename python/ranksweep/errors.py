@@ -8,6 +8,8 @@ RanksweepError with code INVALID_ARGUMENT, so one `except RanksweepError`
 covers both.
 """
 
+from typing import Any, Optional
+
 import grpc
 
 
@@ -16,7 +18,7 @@ class RanksweepError(Exception):
     message as the coordinator wrote it) and `call` ("submit", "results", ...;
     None for local errors)."""
 
-    def __init__(self, code, message, call=None):
+    def __init__(self, code: grpc.StatusCode, message: str, call: Optional[str] = None) -> None:
         prefix = f"{call}: " if call else ""
         super().__init__(f"{prefix}{code.name}: {message}")
         self.code = code
@@ -24,7 +26,7 @@ class RanksweepError(Exception):
         self.call = call
 
     @classmethod
-    def from_rpc(cls, error, call):
+    def from_rpc(cls, error: Any, call: str) -> "RanksweepError":
         """From the grpc.RpcError a call raised."""
         return cls(error.code(), error.details() or "", call)
 
@@ -32,5 +34,5 @@ class RanksweepError(Exception):
 class SpecError(RanksweepError):
     """A spec the client refuses before sending it (code INVALID_ARGUMENT)."""
 
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         super().__init__(grpc.StatusCode.INVALID_ARGUMENT, message)

@@ -23,15 +23,18 @@ from fixed replies. The conventions, the same in every frame:
 Thread-safety: functions without shared state.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import operator
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import grpc
 import numpy as np
 import pandas as pd
 
 from ranksweep.errors import RanksweepError
-from ranksweep.spec import INTEGER_AXES, NAMED_AXES
+from ranksweep.spec import INTEGER_AXES, NAMED_AXES, spec_to_proto
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 # Column order of results(): the CLI's CSV columns, then what it leaves out.
@@ -61,19 +64,29 @@ _UTC = pd.DatetimeTZDtype(tz="UTC")
 _OPTIONAL_METRICS = ("first_exact_step",)
 
 
-def recipe_values(spec):
-    """The axes' values of every recipe of a ranksweep.v1.SweepSpec:
-    [recipe][axis], recipes in cross-product order with the first axis
-    slowest (RecipeValues in common/spec/spec.h). [[]] without axes."""
-    out = [[]]
+# A sweep's spec as a ranksweep.v1.SweepSpec or as its dict (Client.spec).
+SpecLike = Union[pb.SweepSpec, Mapping[str, Any]]
+
+
+def _proto(spec: SpecLike) -> pb.SweepSpec:
+    return spec_to_proto(spec) if isinstance(spec, Mapping) else spec
+
+
+def recipe_values(spec: SpecLike) -> List[List[float]]:
+    """The axes' values of every recipe of a sweep's spec (a SweepSpec or
+    its dict): [recipe][axis], recipes in cross-product order with the first
+    axis slowest (RecipeValues in common/spec/spec.h). [[]] without axes."""
+    spec = _proto(spec)
+    out: List[List[float]] = [[]]
     for axis in spec.axes:
         out = [values + [v] for values in out for v in axis.values]
     return out
 
 
-def recipe_label(spec, recipe):
+def recipe_label(spec: SpecLike, recipe: int) -> str:
     """"lr=0.003 max_steps=4000" (integers without a point, reals in their
     shortest form), as the CLI labels a recipe; "" without axes."""
+    spec = _proto(spec)
     values = recipe_values(spec)
     if not spec.axes or not 0 <= recipe < len(values):
         return ""
@@ -81,7 +94,7 @@ def recipe_label(spec, recipe):
                     for a, v in zip(spec.axes, values[recipe]))
 
 
-def _axis_text(name, value):
+def _axis_text(name: str, value: float) -> str:
     names = NAMED_AXES.get(name, ())
     if names and float(value).is_integer() and 0 <= int(value) < len(names):
         return names[int(value)]
@@ -90,17 +103,18 @@ def _axis_text(name, value):
     return repr(float(value))
 
 
-def _add_axis_columns(data, recipes, spec):
+def _add_axis_columns(data: Dict[str, Any], recipe_list: Sequence[int],
+                      spec: Optional[pb.SweepSpec]) -> List[str]:
     """data["recipe"] and one column per axis of `spec` (None: none)."""
-    recipes = np.asarray(recipes, dtype=np.int64)
+    recipes: Any = np.asarray(recipe_list, dtype=np.int64)
     data["recipe"] = recipes
     if spec is None:
         return []
     table = recipe_values(spec)
-    valid = (recipes >= 0) & (recipes < len(table))
+    valid: Any = (recipes >= 0) & (recipes < len(table))
     names = []
     for i, axis in enumerate(spec.axes):
-        values = np.array([table[r][i] if ok else 0.0 for r, ok in zip(recipes, valid)],
+        values: Any = np.array([table[r][i] if ok else 0.0 for r, ok in zip(recipes, valid)],
                           dtype=np.float64)
         if axis.name in NAMED_AXES:
             data[axis.name] = [_axis_text(axis.name, v) if ok else None
@@ -113,17 +127,17 @@ def _add_axis_columns(data, recipes, spec):
     return names
 
 
-def cell_state_name(value):
+def cell_state_name(value: int) -> str:
     """"DONE" for CELL_STATE_DONE; "UNSPECIFIED" for 0."""
     return pb.CellState.Name(value).replace("CELL_STATE_", "", 1)
 
 
-def sweep_state_name(value):
+def sweep_state_name(value: int) -> str:
     """"RUNNING" for SWEEP_STATE_RUNNING; "UNSPECIFIED" for 0."""
     return pb.SweepState.Name(value).replace("SWEEP_STATE_", "", 1)
 
 
-def _ints(values, missing=None):
+def _ints(values: Any, missing: Any = None) -> Any:
     """An "Int64" array; `missing` is a boolean mask of <NA> entries."""
     values = np.asarray(values, dtype=np.int64)
     if missing is None:
@@ -131,12 +145,12 @@ def _ints(values, missing=None):
     return pd.arrays.IntegerArray(values, np.asarray(missing, dtype=bool))
 
 
-def _floats(values, missing):
+def _floats(values: Any, missing: Any) -> Any:
     values = np.asarray(values, dtype=np.float64)
     return np.where(np.asarray(missing, dtype=bool), np.nan, values)
 
 
-def _times(unix_ms):
+def _times(unix_ms: Any) -> Any:
     """UTC Timestamps of Unix milliseconds; 0 (not yet) is NaT."""
     ms = np.asarray(unix_ms, dtype=np.int64)
     out = pd.Series(pd.NaT, index=range(len(ms)), dtype=_UTC)
@@ -146,7 +160,7 @@ def _times(unix_ms):
     return out.array
 
 
-def _strings(values):
+def _strings(values: Iterable[str]) -> Any:
     """Strings with "" (unset on the wire) as None."""
     return np.array([v if v else None for v in values], dtype=object)
 
@@ -175,7 +189,7 @@ _METRIC_COLUMNS = {"final_loss": 0.0, "steps": 0, "wall_seconds": 0.0,
                       for m in _EMPTY}}
 
 
-def _reply_columns(reply):
+def _reply_columns(reply: pb.QueryResultsResponse) -> Dict[str, List[Any]]:
     """One reply's rows as plain per-field lists (the keys of _ROW_FIELDS),
     from `columns` or, from a coordinator that predates them, `rows`."""
     if not reply.HasField("columns"):
@@ -199,7 +213,7 @@ def _reply_columns(reply):
     return out
 
 
-def _columns(c):
+def _columns(c: pb.ResultColumns) -> Dict[str, List[Any]]:
     n = len(c.cell_id)
     for name in ("head_index", "worker", "worker_version", "device", "facts", "failure_row"):
         if any(i < 0 for i in getattr(c, name)):  # Python would count from the end
@@ -237,7 +251,8 @@ def _columns(c):
     return out
 
 
-def results_frame(replies, spec=None):
+def results_frame(replies: Sequence[pb.QueryResultsResponse],
+                  spec: Optional[pb.SweepSpec] = None) -> pd.DataFrame:
     """The per-seed rows of QueryResults replies (pages, in order) as one
     DataFrame with RESULT_COLUMNS, one row per cell (per result: a cell that
     was trained again after a quarantine has its DONE row and its INVALID
@@ -267,7 +282,7 @@ def results_frame(replies, spec=None):
         "final_loss": _floats(cols["final_loss"], not_done),
         "steps": _ints(cols["steps"], not_done),
         "wall_seconds": _floats(cols["wall_seconds"], not_done),
-        "device": np.where(not_done, None, _strings(cols["device"])),
+        "device": np.where(not_done, None, _strings(cols["device"])),  # type: ignore[call-overload]
         "failure": _strings(cols["failure"]),
         "worker_id": _strings(cols["worker_id"]),
         "build_id": _strings(cols["build_id"]),
@@ -295,14 +310,14 @@ def results_frame(replies, spec=None):
 
 # ---------------------------------------------------------------- groups
 
-def has_test_split(reply):
+def has_test_split(reply: pb.QueryResultsResponse) -> bool:
     """Whether a grouped reply's dataset has a test split."""
     if any(h.has_test_split for h in reply.heads):
         return True
     return reply.HasField("facts") and reply.facts.test_sequences > 0
 
 
-def group_columns(spec=None):
+def group_columns(spec: Optional[pb.SweepSpec] = None) -> List[str]:
     """The columns of groups_frame(reply, spec): the axes' follow recipe."""
     cols = ["head", "head_index", "rank", "recipe"]
     cols += [a.name for a in spec.axes] if spec is not None else []
@@ -312,17 +327,19 @@ def group_columns(spec=None):
     return cols
 
 
-_VERDICTS = {pb.CRITERION_VERDICT_MEETS: "yes", pb.CRITERION_VERDICT_NOT_MET: "no",
-             pb.CRITERION_VERDICT_UNDECIDED: "undecided"}
+_VERDICTS: Dict[int, str] = {
+    pb.CRITERION_VERDICT_MEETS: "yes", pb.CRITERION_VERDICT_NOT_MET: "no",
+    pb.CRITERION_VERDICT_UNDECIDED: "undecided"}
 
 
-def _verdict(value):
+def _verdict(value: int) -> Optional[str]:
     """"yes", "no", "undecided" as the CLI's CSV writes a group's verdict;
     None when the reply has none (a coordinator that predates criteria)."""
     return _VERDICTS.get(value)
 
 
-def groups_frame(reply, spec=None):
+def groups_frame(reply: pb.QueryResultsResponse,
+                 spec: Optional[pb.SweepSpec] = None) -> pd.DataFrame:
     """A grouped QueryResults reply: one row per (head, rank, recipe),
     group_columns(spec).
 
@@ -367,7 +384,7 @@ SUMMARY_COLUMNS = ("head", "head_index", "has_rank", "transition_rank", "reason"
                    "test_recipes_meeting")
 
 
-def summary_frame(reply):
+def summary_frame(reply: pb.QueryResultsResponse) -> pd.DataFrame:
     """A grouped QueryResults reply's per-head summaries: one row per head,
     SUMMARY_COLUMNS. transition_rank is <NA> when undefined (`reason` says
     why) and for heads without a rank (`reason` says on how many seeds they
@@ -412,7 +429,7 @@ def summary_frame(reply):
     return pd.DataFrame(data, columns=list(SUMMARY_COLUMNS))
 
 
-def _meeting(reply, head, test):
+def _meeting(reply: pb.QueryResultsResponse, head: Any, test: bool) -> List[str]:
     """Labels of the recipes meeting the criterion at the head's transition
     rank (the reply's recipe_labels), [] when it is undefined."""
     defined = head.test_transition_defined if test else head.transition_defined
@@ -433,7 +450,7 @@ SWEEP_COLUMNS = ("sweep_id", "name", "owner", "state", "total", "pending", "leas
                  "finished", "mean_cell_seconds")
 
 
-def sweeps_frame(sweeps):
+def sweeps_frame(sweeps: Iterable[pb.SweepInfo]) -> pd.DataFrame:
     """SweepInfo messages, one row each, SWEEP_COLUMNS. `leased` cells are
     running on a worker; `finished` is NaT while the sweep runs and
     mean_cell_seconds NaN before a cell finishes."""
@@ -461,7 +478,7 @@ WORKER_COLUMNS = ("worker_id", "hostname", "device", "device_name", "slots", "me
                   "completed_cells", "alive", "registered", "last_seen")
 
 
-def workers_frame(workers):
+def workers_frame(workers: Iterable[pb.WorkerInfo]) -> pd.DataFrame:
     """WorkerInfo messages, one row each, WORKER_COLUMNS. memory_bytes is
     <NA> when the worker did not say; cuda_version None for a CPU LibTorch."""
     workers = list(workers)
@@ -507,11 +524,11 @@ class Progress:
     recent_failures: tuple
 
     @property
-    def ended(self):
+    def ended(self) -> bool:
         return self.state not in ("RUNNING", "UNSPECIFIED")
 
 
-def progress_from_event(event):
+def progress_from_event(event: pb.SweepEvent) -> Progress:
     """A Progress from a ranksweep.v1.SweepEvent."""
     s = event.sweep
     return Progress(

@@ -33,10 +33,13 @@ missing or null key leaves the field absent: the coordinator's default.
 No network here; the functions have no state and are safe from any thread.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import os
 import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import yaml
 
@@ -125,11 +128,15 @@ _SWEEP_SCALARS = {
     "priority": "int",
     "mode": SWEEP_MODES,
 }
+# What submit() takes as a spec: a dict of the spec files' fields, the path
+# of such a file, or the proto itself.
+SpecInput = Union[Mapping[str, Any], str, "os.PathLike[str]", pb.SweepSpec]
+
 _SWEEP_KEYS = ("name", "dataset", "heads", "ranks", "seeds", "seed_count", "train",
                "priority", "mode", "reuse_results")
 
 
-def _dump(value):
+def _dump(value: Any) -> str:
     """The value as the CLI's JSON parser prints it in an error."""
     try:
         return json.dumps(value)
@@ -137,7 +144,7 @@ def _dump(value):
         return repr(value)
 
 
-def _type_name(value):
+def _type_name(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -153,11 +160,11 @@ def _type_name(value):
     return type(value).__name__
 
 
-def _is_int(v):
+def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _read_int(field, v, bounds):
+def _read_int(field: str, v: Any, bounds: Tuple[int, int]) -> int:
     if not _is_int(v):
         raise SpecError(f"{field} must be an integer, got {_dump(v)}")
     lo, hi = bounds
@@ -168,7 +175,7 @@ def _read_int(field, v, bounds):
     return v
 
 
-def _read_number(field, v):
+def _read_number(field: str, v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise SpecError(f"{field} must be a number, got {_dump(v)}")
     try:
@@ -180,29 +187,29 @@ def _read_number(field, v):
     return x
 
 
-def _read_list(field, v, bounds):
+def _read_list(field: str, v: Any, bounds: Tuple[int, int]) -> List[int]:
     if not isinstance(v, (list, tuple)):
         raise SpecError(f"{field} must be an array of integers, got {_dump(v)}")
     return [_read_int(f"{field}[{i}]", x, bounds) for i, x in enumerate(v)]
 
 
-def _check_object(path, obj):
+def _check_object(path: str, obj: Any) -> None:
     if not isinstance(obj, dict):
         where = path or "the document"
         raise SpecError(f"{where} must be a JSON object, got {_type_name(obj)}")
 
 
-def _field(path, key):
+def _field(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _check_unknown(path, obj, known):
+def _check_unknown(path: str, obj: Mapping[str, Any], known: Any) -> None:
     for key in obj:
         if key not in known:
             raise SpecError(f'unknown field "{_field(path, key)}"')
 
 
-def _fill(msg, path, obj, fields):
+def _fill(msg: Any, path: str, obj: Any, fields: Mapping[str, Any]) -> None:
     """Sets the fields of proto `msg` from `obj` by the table `fields`."""
     _check_object(path, obj)
     for key, kind in fields.items():
@@ -240,7 +247,7 @@ def _fill(msg, path, obj, fields):
     _check_unknown(path, obj, fields)
 
 
-def _take_axes(spec, out):
+def _take_axes(spec: Mapping[str, Any], out: pb.SweepSpec) -> Dict[str, Any]:
     """A copy of `spec` with each axis list replaced by its first value; the
     lists go to out.axes in canonical order (the CLI's TakeAxes)."""
     spec = dict(spec)
@@ -268,7 +275,7 @@ def _take_axes(spec, out):
     return spec
 
 
-def spec_to_proto(spec):
+def spec_to_proto(spec: Mapping[str, Any]) -> pb.SweepSpec:
     """A ranksweep.v1.SweepSpec from a spec dict. Raises SpecError."""
     _check_object("", spec)
     out = pb.SweepSpec()
@@ -309,11 +316,11 @@ _FLOAT_RE = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _INF_RE = re.compile(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)")
 
 
-def _where(source, mark):
+def _where(source: str, mark: Any) -> str:
     return f"{source}:{mark.line + 1}:{mark.column + 1}"
 
 
-def _plain_scalar(value, source, mark):
+def _plain_scalar(value: str, source: str, mark: Any) -> Any:
     """YAML 1.2 core schema resolution of a plain scalar, as the CLI does it."""
     if value in ("", "~", "null", "Null", "NULL"):
         return None
@@ -332,28 +339,28 @@ def _plain_scalar(value, source, mark):
             raise SpecError(f"{_where(source, mark)}: integer out of range: {value}")
         return x
     if _FLOAT_RE.fullmatch(value):
-        x = float(value)
-        if not math.isfinite(x):
+        real = float(value)
+        if not math.isfinite(real):
             raise SpecError(f"{_where(source, mark)}: number out of range: {value}")
-        return x
+        return real
     if _INF_RE.fullmatch(value):
         raise SpecError(f"{_where(source, mark)}: non-finite number not allowed: {value}")
     return value
 
 
-def _node_value(node, path, source, marks):
+def _node_value(node: Any, path: str, source: str, marks: Dict[str, Any]) -> Any:
     if isinstance(node, yaml.ScalarNode):
         if node.style is None:
             return _plain_scalar(node.value, source, node.start_mark)
         return node.value  # quoted or block scalars stay strings
     if isinstance(node, yaml.SequenceNode):
-        out = []
+        items: List[Any] = []
         for i, item in enumerate(node.value):
             item_path = f"{path}[{i}]"
             marks[item_path] = item.start_mark
-            out.append(_node_value(item, item_path, source, marks))
-        return out
-    out = {}
+            items.append(_node_value(item, item_path, source, marks))
+        return items
+    out: Dict[str, Any] = {}
     for key_node, value_node in node.value:
         if not isinstance(key_node, yaml.ScalarNode):
             raise SpecError(
@@ -367,7 +374,7 @@ def _node_value(node, path, source, marks):
     return out
 
 
-def _yaml_to_dict(text, source):
+def _yaml_to_dict(text: str, source: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """The spec dict of YAML text, and where each key sits (dotted path -> mark)."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -377,14 +384,14 @@ def _yaml_to_dict(text, source):
         raise SpecError(f"{_where(source, mark)}: {what}") from None
     except yaml.YAMLError as e:
         raise SpecError(f"{source}: {e}") from None
-    marks = {}
+    marks: Dict[str, Any] = {}
     value = None if root is None else _node_value(root, "", source, marks)
     if not isinstance(value, dict):
         raise SpecError(f"{source}:1:1: a sweep spec must be a mapping of fields")
     return value, marks
 
 
-def _locate(message, marks, source):
+def _locate(message: str, marks: Mapping[str, Any], source: str) -> str:
     """The message with the place of the longest key path it mentions."""
     best = None
     for path in marks:
@@ -395,7 +402,7 @@ def _locate(message, marks, source):
     return f"{_where(source, marks[best])}: {message}"
 
 
-def _decode(data, source):
+def _decode(data: bytes, source: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -405,7 +412,8 @@ def _decode(data, source):
         raise SpecError(f"{source}:{line}:{column}: the file is not valid UTF-8") from None
 
 
-def parse_spec_text(text, fmt, source="<spec>"):
+def parse_spec_text(text: str, fmt: str,
+                    source: str = "<spec>") -> Tuple[Any, pb.SweepSpec]:
     """(spec dict, SweepSpec proto) from spec text; fmt is "yaml" or "json"."""
     if fmt == "json":
         try:
@@ -424,7 +432,7 @@ def parse_spec_text(text, fmt, source="<spec>"):
         raise SpecError(_locate(e.message, marks, source)) from None
 
 
-def guess_format(path, text):
+def guess_format(path: Union[str, "os.PathLike[str]"], text: str) -> str:
     """"json" for *.json, "yaml" for *.yaml / *.yml, else by the first character."""
     lower = str(path).lower()
     if lower.endswith(".json"):
@@ -434,12 +442,12 @@ def guess_format(path, text):
     return "json" if text.lstrip().startswith("{") else "yaml"
 
 
-def load_spec(path):
+def load_spec(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     """The spec dict of a YAML or JSON spec file. Raises SpecError or OSError."""
     return _load(path)[0]
 
 
-def _load(path):
+def _load(path: Union[str, "os.PathLike[str]"]) -> Tuple[Any, pb.SweepSpec]:
     with open(path, "rb") as f:
         data = f.read()
     source = os.fspath(path)
@@ -447,7 +455,7 @@ def _load(path):
     return parse_spec_text(text, guess_format(source, text), source)
 
 
-def to_proto(spec):
+def to_proto(spec: SpecInput) -> pb.SweepSpec:
     """A SweepSpec proto from a dict, a path (str or os.PathLike) or a SweepSpec."""
     if isinstance(spec, pb.SweepSpec):
         return spec
@@ -457,3 +465,86 @@ def to_proto(spec):
         return _load(spec)[1]
     raise TypeError(f"a spec is a dict, a spec file path or a SweepSpec, not "
                     f"{type(spec).__name__}")
+
+
+# ---------------------------------------------------------------- back to a dict
+
+# The dataset fields each kind reads, beside kind, m, seq_len,
+# final_query_only and data_seed; the others are left out of a dict, as the
+# CLI's SweepSpecToJson leaves them out (common/spec/spec_json.cc).
+_WITNESS_ONLY = ("code_weight", "max_overlap", "num_queries")
+_POOL_ONLY = ("weight", "bernoulli_p", "pool_size", "test_pool_share", "train_size",
+              "test_size", "hard_share")
+
+
+def _has(msg: Any, key: str) -> Optional[bool]:
+    """Whether an `optional` field is set; None for a field without presence."""
+    try:
+        return bool(msg.HasField(key))
+    except ValueError:
+        return None
+
+
+def _to_dict(msg: Any, fields: Mapping[str, Any]) -> Dict[str, Any]:
+    """The keys of `fields` that `msg` sets: enums by name (unspecified left
+    out), `optional` fields when present, the rest always."""
+    out: Dict[str, Any] = {}
+    for key, kind in fields.items():
+        value = getattr(msg, key)
+        if isinstance(kind, tuple):
+            if value:
+                out[key] = kind[value - 1]
+        elif kind in ("ints", "uint64s"):
+            out[key] = [int(v) for v in value]
+        elif _has(msg, key) is not False:
+            out[key] = value
+    return out
+
+
+def spec_to_dict(spec: pb.SweepSpec) -> Dict[str, Any]:
+    """The spec dict of a ranksweep.v1.SweepSpec: the shape submit() and the
+    spec files take, so `submit(spec_to_dict(p))` submits the same sweep.
+
+    A spec the coordinator stored (Client.spec) has every field resolved,
+    and its dict is the one `ranksweep submit --dry-run` prints for it: the
+    dataset fields of its kind only, `train.schedule` and `warmup_steps`
+    only when not the default, `early_stop_evals` as the spec counts it (0 =
+    never), `reuse_results`, and each recipe axis as the list of its values
+    where the field's value stood (integers for integer axes, schedule
+    names). Fields a partial spec leaves unset are left out: the default."""
+    out: Dict[str, Any] = {"name": spec.name}
+    dataset = _to_dict(spec.dataset, _DATASET_FIELDS)
+    kind = dataset.get("kind")
+    for key in (_WITNESS_ONLY if kind != "witness" else ()) + \
+            (_POOL_ONLY if kind != "pool" else ()):
+        dataset.pop(key, None)
+    out["dataset"] = dataset
+    out["heads"] = [_to_dict(h, _HEAD_FIELDS) for h in spec.heads]
+    out["ranks"] = [int(r) for r in spec.ranks]
+    out["seeds"] = [int(s) for s in spec.seeds]
+    out["seed_count"] = spec.seed_count
+    train = _to_dict(spec.train, _TRAIN_FIELDS)
+    stop = spec.train.early_stop_evals  # wire: 0 = the default, -1 = never
+    if stop == 0:
+        train.pop("early_stop_evals")
+    else:
+        train["early_stop_evals"] = 0 if stop < 0 else stop
+    if train.get("schedule") == "constant":
+        del train["schedule"]
+    if train.get("warmup_steps") == 0:
+        del train["warmup_steps"]
+    out["train"] = train
+    out["priority"] = spec.priority
+    if spec.mode:
+        out["mode"] = SWEEP_MODES[spec.mode - 1]
+    out["reuse_results"] = not spec.no_result_cache
+    objects = {"dataset": dataset, "train": train}
+    places = dict(AXES)
+    for axis in spec.axes:
+        values: List[Any] = list(axis.values)
+        if axis.name == "schedule":
+            values = [LR_SCHEDULES[int(v)] for v in values]
+        elif axis.name in INTEGER_AXES:
+            values = [int(v) for v in values]
+        objects[places[axis.name]][axis.name] = values
+    return out

@@ -15,10 +15,7 @@ import json
 import math
 import os
 import re
-import signal
 import subprocess
-import tempfile
-import time
 import unittest
 
 import grpc
@@ -28,9 +25,8 @@ import ranksweep
 from ranksweep import RanksweepError, SpecError, frames
 from ranksweep.v1 import ranksweep_pb2 as pb
 
-from frames_test import RESULT_DTYPES  # this directory is on sys.path
-
-BIN = os.environ.get("RANKSWEEP_BIN_DIR", "build/bin")
+from cluster import Cluster  # this directory is on sys.path
+from frames_test import RESULT_DTYPES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # A witness family (4 queries of a weight-4 code in {0,1}^8: 28 sequences, no
@@ -82,99 +78,6 @@ ZERO = {
     "seed_count": 1,
     "train": {"max_steps": 0},
 }
-
-
-def wait_for_line(path, pattern, proc, timeout=60):
-    """The first group of the first line of file `path` matching `pattern`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with open(path, errors="replace") as f:
-            m = re.search(pattern, f.read())
-        if m:
-            return m.group(1)
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    with open(path.replace(".out", ".err"), errors="replace") as f:
-        raise AssertionError(f"no line matching {pattern!r} in {path}; stderr:\n{f.read()}")
-
-
-class Cluster:
-    """ranksweepd (and optionally a worker) in a temporary directory."""
-
-    def __init__(self, insecure=True):
-        self.dir = tempfile.TemporaryDirectory(prefix="ranksweep-py-")
-        self.db = os.path.join(self.dir.name, "ranksweep.db")
-        self.procs = []
-        self.insecure = insecure
-        self.server_flags = []
-
-    def create_token(self, name, role):
-        """A new token, made by `ranksweepd token create` on the database."""
-        r = subprocess.run([f"{BIN}/ranksweepd", "token", "create", f"--db={self.db}",
-                            f"--name={name}", f"--role={role}"],
-                           capture_output=True, text=True, timeout=60, check=True)
-        return r.stdout.strip()
-
-    def start(self, worker=True, port=0):
-        self.start_server(port)
-        if worker:
-            self.start_worker()
-
-    def start_worker(self):
-        """A ranksweep-worker of one slot and one thread; returns its process."""
-        return self.spawn(f"worker{len(self.procs)}",
-                          [f"{BIN}/ranksweep-worker", f"--coordinator={self.addr}",
-                           "--device=cpu", "--slots=1"],
-                          env={"RANKSWEEP_TORCH_THREADS": "1"})
-
-    @staticmethod
-    def stop_process(proc):
-        """SIGTERM, as an operator stops a worker: it ends its work and exits 0."""
-        proc.send_signal(signal.SIGTERM)
-        return proc.wait(timeout=60)
-
-    def start_server(self, port=0):
-        args = [f"{BIN}/ranksweepd", f"--listen=127.0.0.1:{port}", f"--db={self.db}",
-                "--lease_seconds=10"]
-        if self.insecure:
-            args.append("--insecure_local")
-        args += self.server_flags
-        name = f"server{len(self.procs)}"
-        self.server = self.spawn(name, args)
-        self.addr = wait_for_line(os.path.join(self.dir.name, f"{name}.out"),
-                                  r"listening on (\S+)", self.server)
-
-    def kill_server(self):
-        self.server.kill()
-        self.server.wait()
-
-    def spawn(self, name, args, env=None):
-        out = open(os.path.join(self.dir.name, f"{name}.out"), "w")
-        err = open(os.path.join(self.dir.name, f"{name}.err"), "w")
-        proc = subprocess.Popen(args, stdout=out, stderr=err,
-                                env={**os.environ, **(env or {})})
-        out.close()
-        err.close()
-        self.procs.append(proc)
-        return proc
-
-    def cli(self, *args, check=True):
-        r = subprocess.run([f"{BIN}/ranksweep", f"--addr={self.addr}", *args],
-                           capture_output=True, text=True, timeout=120)
-        if check and r.returncode != 0:
-            raise AssertionError(f"ranksweep {' '.join(args)}: exit {r.returncode}: {r.stderr}")
-        return r
-
-    def stop(self):
-        for proc in reversed(self.procs):  # the worker first, then the server
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self.dir.cleanup()
 
 
 def cli_state(text):
@@ -426,7 +329,10 @@ class ClientEndToEndTest(unittest.TestCase):
     def test_recipe_axes_match_the_cli(self):
         self.assertEqual((self.axes_last.state, self.axes_last.done), ("DONE", AXES_CELLS))
         spec = self.client.spec(self.axes)
-        self.assertEqual([(a.name, list(a.values)) for a in spec.axes], [("lr", [0.02, 0.003])])
+        self.assertEqual(spec["train"]["lr"], [0.02, 0.003])  # the axis where lr stood
+        proto = self.client.spec_proto(self.axes)
+        self.assertEqual([(a.name, list(a.values)) for a in proto.axes],
+                         [("lr", [0.02, 0.003])])
         df = self.client.results(self.axes)
         self.assertEqual(list(df.columns), list(RESULT_DTYPES) + ["lr"])
         self.assertEqual(str(df["lr"].dtype), "float64")
@@ -466,6 +372,25 @@ class ClientEndToEndTest(unittest.TestCase):
             self.assertTrue(set(labels) <= {"lr=0.02", "lr=0.003"})
         else:
             self.assertEqual(summary["recipes_meeting"][0], [])
+
+    def test_spec_is_the_dict_the_cli_resolves_the_file_to(self):
+        # spec() of each sweep equals what `ranksweep submit --dry-run`
+        # prints for the file or dict it was submitted from: the dict
+        # submit() takes, every field resolved, axes as lists.
+        sources = {self.pool: POOL_YAML, self.axes: AXES_YAML, self.zero: ZERO,
+                   self.witness: WITNESS}
+        for i, (sweep, source) in enumerate(sources.items()):
+            ext = "json" if isinstance(source, dict) else "yaml"
+            path = os.path.join(self.cluster.dir.name, f"spec{i}.{ext}")
+            with open(path, "w") as f:
+                if isinstance(source, dict):
+                    json.dump(source, f)
+                else:
+                    f.write(source)
+            got = self.client.spec(sweep)
+            self.assertEqual(got, self.cli_json("submit", "-f", path, "--dry-run"), sweep)
+        self.assertEqual(self.client.spec(self.zero)["train"]["max_steps"], 0)
+        self.assertNotIn("pool_size", self.client.spec(self.witness)["dataset"])
 
     # ------------------------------------------------------------ the rest
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ranksweep import RanksweepError, frames
+from ranksweep import spec as spec_lib
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 RESULT_DTYPES = {
@@ -214,6 +215,11 @@ class ResultsFrameTest(unittest.TestCase):
                          ["lr=0.01 max_steps=100", "lr=0.01 max_steps=200",
                           "lr=0.003 max_steps=100", "lr=0.003 max_steps=200"])
         self.assertEqual(frames.recipe_label(pb.SweepSpec(), 0), "")
+        # The same from the spec's dict, as Client.spec returns it.
+        as_dict = spec_lib.spec_to_dict(spec)
+        self.assertEqual(as_dict["train"]["lr"], [0.01, 0.003])
+        self.assertEqual([frames.recipe_label(as_dict, k) for k in range(4)],
+                         [frames.recipe_label(spec, k) for k in range(4)])
         # The schedule axis reads by name in labels and columns.
         named = pb.SweepSpec()
         named.axes.add(name="schedule", values=[0, 1])

@@ -223,6 +223,55 @@ class SpecTest(unittest.TestCase):
         self.assertSpecError({"train": {"early_stop_evals": -1}},
                              "train.early_stop_evals must be in 0..1000, got -1")
 
+    def test_spec_to_dict_reads_back_the_dict_that_made_the_proto(self):
+        # A partial dict: the fields it names come back, the rest stay out.
+        self.assertEqual(spec_lib.spec_to_dict(spec_lib.to_proto(DEMO)),
+                         {**DEMO, "seeds": [], "priority": 0, "reuse_results": True,
+                          "heads": [{"kind": "kernel", "feature_map": "elu1", "hidden": [],
+                                     "value_dim": 0, "score_dim": 0, "beta": 0.0},
+                                    {"kind": "softmax", "hidden": [], "value_dim": 0,
+                                     "score_dim": 0, "beta": 0.0}],
+                          "train": {**DEMO["train"], "weight_decay": 0.0, "batch_size": 0},
+                          "dataset": {**DEMO["dataset"], "final_query_only": False,
+                                      "data_seed": 0}})
+        # Zeros with presence, never-stop, no cache, a mode, axes by name.
+        spec = {"name": "z", "dataset": {"kind": "pool", "m": [4, 6], "hard_share": 0},
+                "train": {"max_steps": 0, "early_stop_evals": 0, "lr": [0.01, 0.003],
+                          "schedule": ["constant", "cosine"], "warmup_steps": 5},
+                "mode": "search", "reuse_results": False}
+        got = spec_lib.spec_to_dict(spec_lib.to_proto(spec))
+        self.assertEqual(got["dataset"], {"kind": "pool", "m": [4, 6], "hard_share": 0.0,
+                                          "final_query_only": False, "data_seed": 0,
+                                          "weight": 0, "pool_size": 0, "train_size": 0,
+                                          "test_size": 0})
+        self.assertEqual(got["dataset"]["m"], [4, 6])
+        self.assertEqual(got["dataset"]["hard_share"], 0.0)
+        self.assertEqual(got["train"]["max_steps"], 0)
+        self.assertEqual(got["train"]["early_stop_evals"], 0)
+        self.assertEqual(got["train"]["lr"], [0.01, 0.003])
+        self.assertEqual(got["train"]["schedule"], ["constant", "cosine"])
+        self.assertEqual(got["train"]["warmup_steps"], 5)
+        self.assertEqual((got["mode"], got["reuse_results"]), ("search", False))
+        # And it makes the same proto again.
+        self.assertEqual(spec_lib.to_proto(got), spec_lib.to_proto(spec))
+
+    def test_spec_to_dict_of_a_stored_spec_keeps_the_fields_of_its_kind(self):
+        # The coordinator stores every field (proto/convert.cc); the dict,
+        # as the CLI's SweepSpecToJson, names a witness family's fields only
+        # for a witness dataset, and the schedule only when not constant.
+        p = spec_lib.to_proto(DEMO)
+        for f in ("pool_size", "train_size", "test_size", "weight", "bernoulli_p",
+                  "test_pool_share", "hard_share", "final_query_only", "data_seed"):
+            setattr(p.dataset, f, getattr(p.dataset, f))  # present, as stored
+        p.dataset.pool_size = 40
+        p.train.schedule = pb.LR_SCHEDULE_CONSTANT
+        got = spec_lib.spec_to_dict(p)
+        self.assertEqual(sorted(got["dataset"]), ["code_weight", "data_seed", "final_query_only",
+                                                  "kind", "m", "max_overlap", "num_queries",
+                                                  "seq_len"])
+        self.assertNotIn("schedule", got["train"])
+        self.assertNotIn("warmup_steps", got["train"])
+
     def test_yaml_errors_say_where(self):
         path = self.write("bad.yaml", "name: x\ndataset:\n  kind: witness\n  mm: 3\n")
         self.assertSpecError(path, f'{path}:4:3: unknown field "dataset.mm"')

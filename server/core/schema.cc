@@ -401,6 +401,22 @@ ALTER TABLE workers ADD COLUMN session_hash TEXT NOT NULL DEFAULT '';
     {14, R"sql(
 ALTER TABLE workers ADD COLUMN quarantined_ms INTEGER NOT NULL DEFAULT 0;
 )sql"},
+    // What people write about a sweep (server/core/sweep_admin.h): a note,
+    // the archived mark, and tags, each tag a row so that a list by tag
+    // reads an index.
+    {15, R"sql(
+CREATE TABLE sweep_notes (
+  sweep_id TEXT PRIMARY KEY REFERENCES sweeps(id),
+  note     TEXT NOT NULL DEFAULT '',
+  archived INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE sweep_tags (
+  sweep_id TEXT NOT NULL REFERENCES sweeps(id),
+  tag      TEXT NOT NULL,
+  PRIMARY KEY (sweep_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX sweep_tags_by_tag ON sweep_tags(tag);
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {

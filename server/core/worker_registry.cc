@@ -8,6 +8,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/plural.h"
 #include "common/spec/result_validation.h"
 #include "common/status_macros.h"
 #include "server/core/auth.h"
@@ -200,7 +201,7 @@ void LogRegistration(const WorkerRegistration& reg, const std::string& worker_id
            Clip(reg.device_name), slots, Clip(reg.version.build_id),
            Clip(reg.version.torch_version),
            reg.version.cuda_version.empty() ? "-" : Clip(reg.version.cuda_version),
-           released > 0 ? absl::StrCat(", released ", released, " leased cells") : "");
+           released > 0 ? absl::StrCat(", released ", CountOf(released, "leased cell")) : "");
 }
 
 absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t now_ms) {

@@ -271,14 +271,14 @@ TEST(CliTest, FlagsReadTheSameWithDashesOrUnderscores) {
   // The deprecated underscored spellings still reach the flag, whose range
   // check then answers under the dashed name.
   r = RunIn(dir, {RANKSWEEPD_BIN, "--lease_seconds=0"});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "ranksweepd: --lease-seconds must be 1..86400\n");
   r = RunIn(dir, {RANKSWEEP_WORKER_BIN, "--max_seeds=0"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "ranksweep-worker: --max-seeds must be in 1..1024, got 0\n");
   for (const char* flag : {"--max_steps=abc", "--max-steps=abc"}) {
     r = RunIn(dir, {RANKSWEEP_TRAIN_BIN, flag});
-    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_EQ(r.exit_code, 1) << flag;
     EXPECT_EQ(r.err, "ranksweep-train: INVALID_ARGUMENT: --max-steps: cannot parse \"abc\"\n")
         << flag;
   }

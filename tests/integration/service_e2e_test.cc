@@ -289,7 +289,7 @@ TEST(ServiceE2ETest, CoordinatorRestartMidSweepLosesAndDuplicatesNothing) {
   // Someone follows the sweep across the restart (`submit --watch` does the
   // same): the stream breaks, and watch reconnects on its own.
   Process watch({RANKSWEEP_CLI_BIN, "--addr=" + addr, "watch", id}, dir.path() + "/watch");
-  ASSERT_TRUE(watch.WaitForStdout(std::regex("watching"), 30s).has_value()) << watch.Stderr();
+  ASSERT_TRUE(watch.WaitForStderr(std::regex("watching"), 30s).has_value()) << watch.Stderr();
 
   // Wait for the first result to be stored, then kill the coordinator hard.
   auto deadline = std::chrono::steady_clock::now() + 120s;
@@ -350,7 +350,7 @@ TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) 
   std::set<int> probed;
   for (const Json& row : rows) {
     EXPECT_EQ(row.at("state"), "DONE");
-    EXPECT_EQ(row.value("cached_from_cell_id", 0), 0);
+    EXPECT_TRUE(row.at("cached_from_cell_id").is_null()) << row.dump();  // trained here
     const int rank = RankOf(row);
     if (rank > 0) probed.insert(rank);
     errors[{row.at("head").get<std::string>(), rank, row.value("seed", int64_t{0})}] =
@@ -478,7 +478,7 @@ TEST(ServiceE2ETest, AResultFinishedWhileTheCoordinatorIsDownIsStoredOnceAfterIt
     if (sig == SIGTERM) {
       watch.emplace(std::vector<std::string>{RANKSWEEP_CLI_BIN, "--addr=" + addr, "watch", id},
                     dir.path() + "/watch");
-      ASSERT_TRUE(watch->WaitForStdout(std::regex("watching"), 30s).has_value())
+      ASSERT_TRUE(watch->WaitForStderr(std::regex("watching"), 30s).has_value())
           << watch->Stderr();
     }
     cluster.StartWorker({"--heartbeat_ms=1000"});

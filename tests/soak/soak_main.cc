@@ -191,7 +191,7 @@ int Main(int argc, char** argv) {
           dir + "/watch-" + std::to_string(round) + "-" + std::to_string(i)));
       // Connected before any kill: a watch that never reached the
       // coordinator reports that at once instead of reconnecting.
-      if (!watches.back()->WaitForStdout(std::regex("watching"), 30s)) {
+      if (!watches.back()->WaitForStderr(std::regex("watching"), 30s)) {
         std::cerr << "ranksweep-soak: watch " << watches.size() - 1 << " did not start:\n"
                   << watches.back()->Stderr();
         return 1;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/plural.h"
 #include "common/spec/result_validation.h"
 
 namespace ranksweep::agent {
@@ -123,7 +124,7 @@ absl::Status Agent::Reregister() {
   heartbeat_seconds_ = reply->heartbeat_seconds;
   ++stats_.registrations;
   Log(absl::StrCat("registered as ", worker_id_, " (", request.device, " ",
-                   request.device_name, ", ", request.slots, " slots, build ",
+                   request.device_name, ", ", CountOf(request.slots, "slot"), ", build ",
                    request.version.build_id, ", lease ", lease_seconds_, "s)"));
   return absl::OkStatus();
 }

@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
 #include "absl/time/time.h"
+#include "common/exit_codes.h"
 #include "common/flag_help.h"
 #include "common/flag_names.h"
 #include "common/version.h"
@@ -106,6 +107,10 @@ int Main(int argc, char** argv) {
   // --help names the flags with dashes, as the docs do (common/flag_help.h).
   if (PrintFlagsHelpIfAsked(argc, argv, "ranksweep-worker", "worker/agent/main.cc", std::cout)) {
     return 0;
+  }
+  if (auto unknown = UnknownFlagError(argc, argv, "ranksweep-worker", "worker/agent/main.cc")) {
+    std::cerr << *unknown;
+    return kExitUsage;
   }
   // Flags are defined with underscores; the dashed spelling is rewritten to
   // them (common/flag_names.h).
@@ -244,7 +249,7 @@ int Main(int argc, char** argv) {
   absl::Status status = agent.Run();
   if (!status.ok()) {
     std::cerr << "ranksweep-worker: " << status.ToString() << "\n";
-    return 1;
+    return ExitCodeFor(status);  // common/exit_codes.h: 2 when unreachable
   }
   return 0;
 }

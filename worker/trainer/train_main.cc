@@ -27,6 +27,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/did_you_mean.h"
+#include "common/exit_codes.h"
 #include "common/flag_names.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
@@ -317,8 +319,11 @@ absl::Status Main(int argc, char** argv) {
     }
     auto it = setters.find(name);
     if (it == setters.end()) {
+      std::vector<std::string> known;
+      for (const auto& [setter, unused] : setters) known.push_back("--" + DashFlagName(setter));
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", DashFlagName(name), " (see --help)"));
+          absl::StrCat("unknown flag --", DashFlagName(name),
+                       DidYouMeanSuffix("--" + DashFlagName(name), known), " (see --help)"));
     }
     RETURN_IF_ERROR(it->second(value));
   }
@@ -339,7 +344,8 @@ int main(int argc, char** argv) {
   const absl::Status status = ranksweep::Main(argc, argv);
   if (!status.ok()) {
     std::cerr << "ranksweep-train: " << status << "\n";
-    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return status.code() == absl::StatusCode::kInvalidArgument ? ranksweep::kExitUsage
+                                                                : ranksweep::kExitFailure;
   }
   return 0;
 }
