@@ -179,6 +179,22 @@ struct PlotArgs {
   std::string x;  // a dataset axis: transition rank against it (law_plot.h)
 };
 
+// A sweep's done rows (the figures' points) and its grouped summary (its
+// facts, transitions and laws), as every figure reads them.
+grpc::Status FetchDoneRowsAndSummary(Client* client, const std::string& id,
+                                     std::vector<v1::ResultRow>* rows,
+                                     v1::QueryResultsResponse* summary) {
+  v1::QueryResultsRequest req;
+  req.set_sweep_id(id);
+  req.set_state(v1::CELL_STATE_DONE);
+  grpc::Status status = QueryAllRows(client, req, rows);
+  if (!status.ok()) return status;
+  req.set_state(v1::CELL_STATE_UNSPECIFIED);
+  req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  auto ctx = client->Context();
+  return client->stub().QueryResults(ctx.get(), req, summary);
+}
+
 // Writes `svg` to `path` as SVG, or as PNG for a name ending in ".png".
 int WriteFigure(const std::string& path, std::string bytes) {
   if (absl::EndsWithIgnoreCase(path, ".png")) {
@@ -220,18 +236,11 @@ int PlotLaw(Client* client, const PlotArgs& a, bool test) {
     return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
         "--split test: sweep ", id, " (", spec.name, ") has no test split")));
   }
-  v1::QueryResultsRequest req;
-  req.set_sweep_id(id);
-  req.set_state(v1::CELL_STATE_DONE);
   std::vector<v1::ResultRow> rows;
-  grpc::Status status = QueryAllRows(client, req, &rows);
-  if (!status.ok()) return Report(client->globals(), status, "plot");
-  req.set_state(v1::CELL_STATE_UNSPECIFIED);
-  req.set_group_by(v1::GROUP_BY_HEAD_RANK);
   v1::QueryResultsResponse summary;
-  auto ctx = client->Context();
-  status = client->stub().QueryResults(ctx.get(), req, &summary);
-  if (!status.ok()) return Report(client->globals(), status, "plot");
+  if (grpc::Status status = FetchDoneRowsAndSummary(client, id, &rows, &summary); !status.ok()) {
+    return Report(client->globals(), status, "plot");
+  }
 
   LawPlotInput in;
   in.title = spec.name;
@@ -292,18 +301,12 @@ int Plot(Client* client, const PlotArgs& a) {
           "--split test: sweep ", id, " (", spec.name,
           ") has no test split; only pool datasets with test_size > 0 have one")));
     }
-    v1::QueryResultsRequest req;
-    req.set_sweep_id(id);
-    req.set_state(v1::CELL_STATE_DONE);
     std::vector<v1::ResultRow> rows;
-    grpc::Status status = QueryAllRows(client, req, &rows);
-    if (!status.ok()) return Report(client->globals(), status, "plot");
-    req.set_state(v1::CELL_STATE_UNSPECIFIED);
-    req.set_group_by(v1::GROUP_BY_HEAD_RANK);
     v1::QueryResultsResponse summary;
-    auto ctx = client->Context();
-    status = client->stub().QueryResults(ctx.get(), req, &summary);
-    if (!status.ok()) return Report(client->globals(), status, "plot");
+    if (grpc::Status status = FetchDoneRowsAndSummary(client, id, &rows, &summary);
+        !status.ok()) {
+      return Report(client->globals(), status, "plot");
+    }
 
     AddSweepToPlot(id, spec, rows, summary.facts(), a.metric, test, several, &in);
     names.push_back(spec.name);

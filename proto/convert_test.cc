@@ -152,6 +152,10 @@ std::vector<FieldCase> FieldCases() {
        [=](SweepSpec& x, Pick p) { x.dataset.test_size = Choose(p, 0, d.test_size, 50); }},
       {"DatasetSpec", "hard_share",
        [=](SweepSpec& x, Pick p) { x.dataset.hard_share = Choose(p, 0.0, d.hard_share, 0.75); }},
+      {"DatasetSpec", "split",
+       [=](SweepSpec& x, Pick p) {
+         x.dataset.split = Choose(p, PoolSplit::kTokens, d.split, PoolSplit::kSequences);
+       }},
       {"HeadSpec", "kind",
        [=](SweepSpec& x, Pick p) {
          x.heads[0].kind = Choose(p, HeadKind::kKernel, h.kind, HeadKind::kMultiheadKernel);

@@ -474,7 +474,7 @@ def to_proto(spec: SpecInput) -> pb.SweepSpec:
 # CLI's SweepSpecToJson leaves them out (common/spec/spec_json.cc).
 _WITNESS_ONLY = ("code_weight", "max_overlap", "num_queries")
 _POOL_ONLY = ("weight", "bernoulli_p", "pool_size", "test_pool_share", "train_size",
-              "test_size", "hard_share")
+              "test_size", "hard_share", "split")
 
 
 def _has(msg: Any, key: str) -> Optional[bool]:
@@ -507,8 +507,8 @@ def spec_to_dict(spec: pb.SweepSpec) -> Dict[str, Any]:
 
     A spec the coordinator stored (Client.spec) has every field resolved,
     and its dict is the one `ranksweep submit --dry-run` prints for it: the
-    dataset fields of its kind only, `train.schedule` and `warmup_steps`
-    only when not the default, `early_stop_evals` as the spec counts it (0 =
+    dataset fields of its kind only, `train.schedule`, `warmup_steps` and
+    `dataset.split` only when not the default, `early_stop_evals` as the spec counts it (0 =
     never), `reuse_results`, and each recipe axis as the list of its values
     where the field's value stood (integers for integer axes, schedule
     names). Fields a partial spec leaves unset are left out: the default."""
@@ -533,6 +533,8 @@ def spec_to_dict(spec: pb.SweepSpec) -> Dict[str, Any]:
         del train["schedule"]
     if train.get("warmup_steps") == 0:
         del train["warmup_steps"]
+    if dataset.get("split") == "tokens":  # the default, left out as the CLI does
+        del dataset["split"]
     out["train"] = train
     out["priority"] = spec.priority
     if spec.mode:
@@ -542,8 +544,8 @@ def spec_to_dict(spec: pb.SweepSpec) -> Dict[str, Any]:
     places = dict(AXES)
     for axis in spec.axes:
         values: List[Any] = list(axis.values)
-        if axis.name == "schedule":
-            values = [LR_SCHEDULES[int(v)] for v in values]
+        if axis.name in NAMED_AXES:
+            values = [NAMED_AXES[axis.name][int(v)] for v in values]
         elif axis.name in INTEGER_AXES:
             values = [int(v) for v in values]
         objects[places[axis.name]][axis.name] = values

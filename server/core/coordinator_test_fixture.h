@@ -69,6 +69,7 @@ inline SweepSpec MakeSpec(const std::string& name, std::vector<int> ranks = {1, 
 // most 40 test ones), for tests of test metrics: only a pool dataset has one.
 inline SweepSpec WithTestSplit(SweepSpec spec) {
   spec.dataset.kind = DatasetKind::kPool;
+  spec.dataset.m = 8;  // 256 vectors: room for a pool of 64
   spec.dataset.pool_size = 64;
   spec.dataset.test_pool_share = 0.25;
   spec.dataset.train_size = 64;
@@ -80,10 +81,10 @@ inline SweepSpec WithTestSplit(SweepSpec spec) {
 // sequences, no test split), for tests of the theory bounds' facts.
 inline SweepSpec WithWitnessFamily(SweepSpec spec) {
   spec.dataset.kind = DatasetKind::kWitness;
-  spec.dataset.m = 8;
+  spec.dataset.m = 24;  // the octads: a code of 759 words, 12 of them used
   spec.dataset.seq_len = 3;
-  spec.dataset.code_weight = 4;
-  spec.dataset.max_overlap = 1;
+  spec.dataset.code_weight = 8;
+  spec.dataset.max_overlap = 4;
   spec.dataset.num_queries = 12;
   return spec;
 }

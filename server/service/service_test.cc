@@ -38,6 +38,9 @@ TEST_F(ServiceTest, EverySpecValueReachesTheWorkerAsSubmitted) {
   pool.dataset.pool_size = 16;
   pool.dataset.train_size = 8;
   pool.dataset.test_size = 4;
+  // test_pool_share 0 leaves no test vector: legal only without a test split.
+  SweepSpec pool_no_test = pool;
+  pool_no_test.dataset.test_size = 0;
   SweepSpec multihead = exhaustive;
   multihead.heads[0].kind = HeadKind::kMultiheadKernel;
   SweepSpec relu = exhaustive;
@@ -63,7 +66,7 @@ TEST_F(ServiceTest, EverySpecValueReachesTheWorkerAsSubmitted) {
        [](SweepSpec& s, double v) { s.dataset.max_overlap = static_cast<int>(v); }, {0, 4, 2}, true},
       {"dataset.bernoulli_p", &pool, [](SweepSpec& s, double v) { s.dataset.bernoulli_p = v; },
        {0, d.bernoulli_p, 0.25}, false},
-      {"dataset.test_pool_share", &pool,
+      {"dataset.test_pool_share", &pool_no_test,
        [](SweepSpec& s, double v) { s.dataset.test_pool_share = v; }, {0, d.test_pool_share, 0.25},
        true},
       {"dataset.hard_share", &pool, [](SweepSpec& s, double v) { s.dataset.hard_share = v; },

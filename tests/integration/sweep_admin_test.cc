@@ -168,11 +168,14 @@ TEST_F(SweepAdminTest, OnlyTheOwnerOrAnAdminManagesASweep) {
   const std::string sweep = Submit("alices", alice);
   ASSERT_EQ(Cli({"cancel", sweep}, alice).exit_code, 0);
 
+  // Another user's sweep is NOT_FOUND, word for word an unknown id's
+  // answer (docs/SECURITY.md: what a caller may see does not depend on
+  // knowing an id).
   CommandResult r = Cli({"sweep", "delete", sweep, "--yes"}, bob);
-  EXPECT_EQ(r.exit_code, 5);
-  EXPECT_THAT(r.err, HasSubstr("alice"));
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("no sweep " + sweep));
   r = Cli({"sweep", "tag", sweep, "mine"}, bob);
-  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_EQ(r.exit_code, 3);
   // Bob's list does not show Alice's sweep; the admin's does.
   r = Cli({"list"}, bob);
   EXPECT_THAT(r.out, Not(HasSubstr(sweep)));

@@ -37,7 +37,7 @@ TEST(EdgesTest, NegativeOrZeroDurationsAreRefusedAtStartUpNamingTheFlag) {
     CommandResult r = RunCommand({RANKSWEEPD_BIN, "--listen=127.0.0.1:0", "--db=" + dir.path() + "/a.db",
                                   "--insecure-local", std::string("--busy-timeout-ms=") + value},
                                  dir.path() + "/d" + value, 30s);
-    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.exit_code, 1) << r.err;  // a bad value: usage (common/exit_codes.h)
     EXPECT_NE(r.err.find("--busy-timeout-ms must be at least 1 (milliseconds), got " +
                          std::string(value)),
               std::string::npos)
