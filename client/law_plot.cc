@@ -274,7 +274,6 @@ std::string RenderLawSvg(const LawPlotInput& in) {
                       "\" stroke=\"", color, "\" stroke-width=\"2\"/>\n");
     }
     std::string rest = text;
-    bool first = true;
     while (!rest.empty()) {
       size_t cut = rest.size() <= 40 ? rest.size() : rest.rfind(' ', 40);
       if (cut == std::string::npos || cut == 0) cut = std::min<size_t>(rest.size(), 40);
@@ -284,9 +283,7 @@ std::string RenderLawSvg(const LawPlotInput& in) {
                       SvgEscape(rest.substr(0, cut)), "</text>\n");
       rest = cut < rest.size() ? rest.substr(cut + 1) : "";
       ly += 15;
-      first = false;
     }
-    (void)first;
     ly += 4;
   }
   double cy = bottom + 66;

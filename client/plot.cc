@@ -32,8 +32,6 @@ namespace {
 constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
 
-std::string Escape(const std::string& s) { return SvgEscape(s); }
-std::string Num(double v) { return SvgNum(v); }
 
 // A few pixels of sideways jitter, the same for the same (head, seed).
 double Jitter(int head_index, uint64_t seed) {
@@ -311,8 +309,8 @@ std::string RenderPlotSvg(const PlotInput& input) {
   // Heads side by side at one rank: a small fixed offset per head.
   auto head_offset = [&](size_t pos) { return (static_cast<double>(pos) - (n_heads - 1) / 2) * 5; };
   auto label_text = [](const PlotLabel& t, const char* cls, const char* extra) {
-    return absl::StrCat("<text class=\"", cls, "\" x=\"", Num(t.x), "\" y=\"", Num(t.y), "\"",
-                        t.anchor_end ? " text-anchor=\"end\"" : "", extra, ">", Escape(t.text),
+    return absl::StrCat("<text class=\"", cls, "\" x=\"", SvgNum(t.x), "\" y=\"", SvgNum(t.y), "\"",
+                        t.anchor_end ? " text-anchor=\"end\"" : "", extra, ">", SvgEscape(t.text),
                         "</text>\n");
   };
 
@@ -322,56 +320,56 @@ std::string RenderPlotSvg(const PlotInput& input) {
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       static_cast<int>(l.width), static_cast<int>(l.height), static_cast<int>(l.width),
       static_cast<int>(l.height));
-  absl::StrAppend(&svg, "<text class=\"title\" x=\"", Num((l.left + l.right) / 2), "\" y=\"28\" "
+  absl::StrAppend(&svg, "<text class=\"title\" x=\"", SvgNum((l.left + l.right) / 2), "\" y=\"28\" "
                   "text-anchor=\"middle\" font-size=\"17\" font-weight=\"bold\">",
-                  Escape(input.title), "</text>\n");
-  absl::StrAppend(&svg, "<text class=\"subtitle\" x=\"", Num((l.left + l.right) / 2),
-                  "\" y=\"48\" text-anchor=\"middle\" fill=\"#444\">", Escape(input.subtitle),
+                  SvgEscape(input.title), "</text>\n");
+  absl::StrAppend(&svg, "<text class=\"subtitle\" x=\"", SvgNum((l.left + l.right) / 2),
+                  "\" y=\"48\" text-anchor=\"middle\" fill=\"#444\">", SvgEscape(input.subtitle),
                   "</text>\n");
 
   // Grid and ticks at the swept ranks, and the y axis.
   for (int r : l.tick_ranks) {
     const double x = l.XForRank(r);
-    absl::StrAppend(&svg, "<line class=\"grid\" x1=\"", Num(x), "\" y1=\"", Num(l.top),
-                    "\" x2=\"", Num(x), "\" y2=\"", Num(l.bottom),
-                    "\" stroke=\"#e4e4e4\"/>\n<line class=\"xtick-mark\" x1=\"", Num(x),
-                    "\" y1=\"", Num(l.bottom), "\" x2=\"", Num(x), "\" y2=\"", Num(l.bottom + 5),
+    absl::StrAppend(&svg, "<line class=\"grid\" x1=\"", SvgNum(x), "\" y1=\"", SvgNum(l.top),
+                    "\" x2=\"", SvgNum(x), "\" y2=\"", SvgNum(l.bottom),
+                    "\" stroke=\"#e4e4e4\"/>\n<line class=\"xtick-mark\" x1=\"", SvgNum(x),
+                    "\" y1=\"", SvgNum(l.bottom), "\" x2=\"", SvgNum(x), "\" y2=\"", SvgNum(l.bottom + 5),
                     "\" stroke=\"#333\"/>\n");
   }
   for (const PlotLabel& t : l.tick_labels) {
-    absl::StrAppend(&svg, "<text class=\"xtick\" x=\"", Num(t.x), "\" y=\"", Num(t.y),
-                    "\" text-anchor=\"middle\">", Escape(t.text), "</text>\n");
+    absl::StrAppend(&svg, "<text class=\"xtick\" x=\"", SvgNum(t.x), "\" y=\"", SvgNum(t.y),
+                    "\" text-anchor=\"middle\">", SvgEscape(t.text), "</text>\n");
   }
   if (l.has_no_rank_column) {
     const double x = l.XForLog2(l.no_rank_log2);
-    absl::StrAppend(&svg, "<line class=\"no-rank\" x1=\"", Num(x), "\" y1=\"", Num(l.top),
-                    "\" x2=\"", Num(x), "\" y2=\"", Num(l.bottom),
+    absl::StrAppend(&svg, "<line class=\"no-rank\" x1=\"", SvgNum(x), "\" y1=\"", SvgNum(l.top),
+                    "\" x2=\"", SvgNum(x), "\" y2=\"", SvgNum(l.bottom),
                     "\" stroke=\"#bbb\" stroke-dasharray=\"2,3\"/>\n<text class=\"xtick\" x=\"",
-                    Num(x), "\" y=\"", Num(l.bottom + 18),
+                    SvgNum(x), "\" y=\"", SvgNum(l.bottom + 18),
                     "\" text-anchor=\"middle\">no rank</text>\n");
   }
   for (int i = 0; i <= 4; ++i) {
     const double v = i * 0.25;
     const double y = l.YForValue(v);
-    absl::StrAppend(&svg, "<line class=\"grid\" x1=\"", Num(l.left), "\" y1=\"", Num(y),
-                    "\" x2=\"", Num(l.right), "\" y2=\"", Num(y),
-                    "\" stroke=\"#e4e4e4\"/>\n<text class=\"ytick\" x=\"", Num(l.left - 8),
-                    "\" y=\"", Num(y + 4), "\" text-anchor=\"end\">",
+    absl::StrAppend(&svg, "<line class=\"grid\" x1=\"", SvgNum(l.left), "\" y1=\"", SvgNum(y),
+                    "\" x2=\"", SvgNum(l.right), "\" y2=\"", SvgNum(y),
+                    "\" stroke=\"#e4e4e4\"/>\n<text class=\"ytick\" x=\"", SvgNum(l.left - 8),
+                    "\" y=\"", SvgNum(y + 4), "\" text-anchor=\"end\">",
                     absl::StrFormat("%.2f", v), "</text>\n");
   }
-  absl::StrAppend(&svg, "<rect class=\"frame\" x=\"", Num(l.left), "\" y=\"", Num(l.top),
-                  "\" width=\"", Num(l.right - l.left), "\" height=\"", Num(l.bottom - l.top),
+  absl::StrAppend(&svg, "<rect class=\"frame\" x=\"", SvgNum(l.left), "\" y=\"", SvgNum(l.top),
+                  "\" width=\"", SvgNum(l.right - l.left), "\" height=\"", SvgNum(l.bottom - l.top),
                   "\" fill=\"none\" stroke=\"#333\"/>\n");
-  absl::StrAppend(&svg, "<text class=\"xlabel\" x=\"", Num((l.left + l.right) / 2), "\" y=\"",
-                  Num(l.bottom + 42),
+  absl::StrAppend(&svg, "<text class=\"xlabel\" x=\"", SvgNum((l.left + l.right) / 2), "\" y=\"",
+                  SvgNum(l.bottom + 42),
                   "\" text-anchor=\"middle\">feature rank r (log2 scale; ticks at the swept "
                   "ranks)</text>\n");
   absl::StrAppend(&svg, "<text class=\"ylabel\" transform=\"translate(22,",
-                  Num((l.top + l.bottom) / 2), ") rotate(-90)\" text-anchor=\"middle\">",
-                  Escape(input.y_label), "</text>\n");
+                  SvgNum((l.top + l.bottom) / 2), ") rotate(-90)\" text-anchor=\"middle\">",
+                  SvgEscape(input.y_label), "</text>\n");
   for (const PlotLabel& t : l.caption_labels) {
-    absl::StrAppend(&svg, "<text class=\"caption\" x=\"", Num(t.x), "\" y=\"", Num(t.y),
-                    "\" fill=\"#333\" font-size=\"12\">", Escape(t.text), "</text>\n");
+    absl::StrAppend(&svg, "<text class=\"caption\" x=\"", SvgNum(t.x), "\" y=\"", SvgNum(t.y),
+                    "\" fill=\"#333\" font-size=\"12\">", SvgEscape(t.text), "</text>\n");
   }
 
   // Theory bounds.
@@ -379,15 +377,15 @@ std::string RenderPlotSvg(const PlotInput& input) {
   for (const PlotBound& b : input.bounds) {
     if (b.rank <= 0 || !bound_lines.insert(b.rank).second) continue;
     const double x = l.XForRank(static_cast<double>(b.rank));
-    absl::StrAppend(&svg, "<line class=\"bound\" x1=\"", Num(x), "\" y1=\"", Num(l.top),
-                    "\" x2=\"", Num(x), "\" y2=\"", Num(l.bottom),
+    absl::StrAppend(&svg, "<line class=\"bound\" x1=\"", SvgNum(x), "\" y1=\"", SvgNum(l.top),
+                    "\" x2=\"", SvgNum(x), "\" y2=\"", SvgNum(l.bottom),
                     "\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n");
   }
   for (const PlotLabel& t : l.bound_labels) {
     // On a white ground, so that another bound's line does not strike it out.
-    absl::StrAppend(&svg, "<rect class=\"bound-label-ground\" x=\"", Num(t.box.x0), "\" y=\"",
-                    Num(t.box.y0), "\" width=\"", Num(t.box.x1 - t.box.x0), "\" height=\"",
-                    Num(t.box.y1 - t.box.y0), "\" fill=\"white\" fill-opacity=\"0.85\"/>\n");
+    absl::StrAppend(&svg, "<rect class=\"bound-label-ground\" x=\"", SvgNum(t.box.x0), "\" y=\"",
+                    SvgNum(t.box.y0), "\" width=\"", SvgNum(t.box.x1 - t.box.x0), "\" height=\"",
+                    SvgNum(t.box.y1 - t.box.y0), "\" fill=\"white\" fill-opacity=\"0.85\"/>\n");
     svg += label_text(t, "bound-label", " fill=\"#333\"");
   }
 
@@ -404,17 +402,17 @@ std::string RenderPlotSvg(const PlotInput& input) {
       const double mean = Mean(v);
       const double y = l.YForValue(mean) + dx * 0.4;
       const double x = l.XForLog2(l.no_rank_log2) + dx;
-      absl::StrAppend(&svg, "<line class=\"flat\" x1=\"", Num(l.left), "\" y1=\"", Num(y),
-                      "\" x2=\"", Num(l.right), "\" y2=\"", Num(y), "\" stroke=\"", color(pos),
+      absl::StrAppend(&svg, "<line class=\"flat\" x1=\"", SvgNum(l.left), "\" y1=\"", SvgNum(y),
+                      "\" x2=\"", SvgNum(l.right), "\" y2=\"", SvgNum(y), "\" stroke=\"", color(pos),
                       "\" stroke-width=\"1.6\" stroke-dasharray=\"10,5\"/>\n");
       if (const double ci = MeanCi95(v); ci > 0) {
-        absl::StrAppend(&svg, "<line class=\"ci\" x1=\"", Num(x), "\" y1=\"",
-                        Num(l.YForValue(std::min(1.0, mean + ci))), "\" x2=\"", Num(x),
-                        "\" y2=\"", Num(l.YForValue(std::max(0.0, mean - ci))), "\" stroke=\"",
+        absl::StrAppend(&svg, "<line class=\"ci\" x1=\"", SvgNum(x), "\" y1=\"",
+                        SvgNum(l.YForValue(std::min(1.0, mean + ci))), "\" x2=\"", SvgNum(x),
+                        "\" y2=\"", SvgNum(l.YForValue(std::max(0.0, mean - ci))), "\" stroke=\"",
                         color(pos), "\" stroke-width=\"6\" stroke-opacity=\"0.25\"/>\n");
       }
-      absl::StrAppend(&svg, "<circle class=\"mean-marker\" cx=\"", Num(x), "\" cy=\"",
-                      Num(l.YForValue(mean)), "\" r=\"5\" fill=\"white\" stroke=\"", color(pos),
+      absl::StrAppend(&svg, "<circle class=\"mean-marker\" cx=\"", SvgNum(x), "\" cy=\"",
+                      SvgNum(l.YForValue(mean)), "\" r=\"5\" fill=\"white\" stroke=\"", color(pos),
                       "\" stroke-width=\"2\"/>\n");
       continue;
     }
@@ -427,10 +425,10 @@ std::string RenderPlotSvg(const PlotInput& input) {
       if (run.size() == 1) {
         const std::vector<double>& v = by_rank.at(run[0]);
         if (const double ci = MeanCi95(v); ci > 0) {
-          absl::StrAppend(&svg, "<line class=\"ci\" x1=\"", Num(x_of(run[0])), "\" y1=\"",
-                          Num(l.YForValue(std::min(1.0, Mean(v) + ci))), "\" x2=\"",
-                          Num(x_of(run[0])), "\" y2=\"",
-                          Num(l.YForValue(std::max(0.0, Mean(v) - ci))), "\" stroke=\"",
+          absl::StrAppend(&svg, "<line class=\"ci\" x1=\"", SvgNum(x_of(run[0])), "\" y1=\"",
+                          SvgNum(l.YForValue(std::min(1.0, Mean(v) + ci))), "\" x2=\"",
+                          SvgNum(x_of(run[0])), "\" y2=\"",
+                          SvgNum(l.YForValue(std::max(0.0, Mean(v) - ci))), "\" stroke=\"",
                           color(pos), "\" stroke-width=\"6\" stroke-opacity=\"0.25\"/>\n");
         }
       } else {
@@ -438,22 +436,22 @@ std::string RenderPlotSvg(const PlotInput& input) {
         for (size_t i = 0; i < run.size(); ++i) {
           const std::vector<double>& v = by_rank.at(run[i]);
           const double ci = MeanCi95(v);
-          absl::StrAppend(&upper, i == 0 ? "M" : " L", Num(x_of(run[i])), ",",
-                          Num(l.YForValue(std::min(1.0, Mean(v) + ci))));
-          absl::StrAppend(&line, i == 0 ? (line.empty() ? "M" : " M") : " L", Num(x_of(run[i])),
-                          ",", Num(y_of(run[i])));
+          absl::StrAppend(&upper, i == 0 ? "M" : " L", SvgNum(x_of(run[i])), ",",
+                          SvgNum(l.YForValue(std::min(1.0, Mean(v) + ci))));
+          absl::StrAppend(&line, i == 0 ? (line.empty() ? "M" : " M") : " L", SvgNum(x_of(run[i])),
+                          ",", SvgNum(y_of(run[i])));
         }
         for (size_t i = run.size(); i-- > 0;) {
           const std::vector<double>& v = by_rank.at(run[i]);
-          absl::StrAppend(&lower, " L", Num(x_of(run[i])), ",",
-                          Num(l.YForValue(std::max(0.0, Mean(v) - MeanCi95(v)))));
+          absl::StrAppend(&lower, " L", SvgNum(x_of(run[i])), ",",
+                          SvgNum(l.YForValue(std::max(0.0, Mean(v) - MeanCi95(v)))));
         }
         absl::StrAppend(&band, band.empty() ? "" : " ", upper, lower, " Z");
       }
       if (k + 1 < runs.size()) {
-        absl::StrAppend(&gap, gap.empty() ? "M" : " M", Num(x_of(run.back())), ",",
-                        Num(y_of(run.back())), " L", Num(x_of(runs[k + 1].front())), ",",
-                        Num(y_of(runs[k + 1].front())));
+        absl::StrAppend(&gap, gap.empty() ? "M" : " M", SvgNum(x_of(run.back())), ",",
+                        SvgNum(y_of(run.back())), " L", SvgNum(x_of(runs[k + 1].front())), ",",
+                        SvgNum(y_of(runs[k + 1].front())));
       }
     }
     if (!band.empty()) {
@@ -469,8 +467,8 @@ std::string RenderPlotSvg(const PlotInput& input) {
                       color(pos), "\" stroke-width=\"1\" stroke-dasharray=\"1,4\"/>\n");
     }
     for (const auto& [rank, v] : by_rank) {
-      absl::StrAppend(&svg, "<circle class=\"mean-marker\" cx=\"", Num(x_of(rank)), "\" cy=\"",
-                      Num(y_of(rank)), "\" r=\"5\" fill=\"white\" stroke=\"", color(pos),
+      absl::StrAppend(&svg, "<circle class=\"mean-marker\" cx=\"", SvgNum(x_of(rank)), "\" cy=\"",
+                      SvgNum(y_of(rank)), "\" r=\"5\" fill=\"white\" stroke=\"", color(pos),
                       "\" stroke-width=\"2\"/>\n");
     }
   }
@@ -482,8 +480,8 @@ std::string RenderPlotSvg(const PlotInput& input) {
     if (ranked && p.rank <= 0) continue;
     const double x = (ranked ? l.XForRank(p.rank) : l.XForLog2(l.no_rank_log2)) +
                      head_offset(it->second) + Jitter(p.head_index, p.seed);
-    absl::StrAppend(&svg, "<circle class=\"seed\" cx=\"", Num(x), "\" cy=\"",
-                    Num(l.YForValue(p.value)), "\" r=\"2.6\" fill=\"", color(it->second),
+    absl::StrAppend(&svg, "<circle class=\"seed\" cx=\"", SvgNum(x), "\" cy=\"",
+                    SvgNum(l.YForValue(p.value)), "\" r=\"2.6\" fill=\"", color(it->second),
                     "\" fill-opacity=\"0.6\" stroke=\"none\"/>\n");
   }
   // Legend, outside the plot area.
@@ -492,18 +490,18 @@ std::string RenderPlotSvg(const PlotInput& input) {
     const PlotLabel& t = l.legend_labels[pos];
     const double y = t.y - 4;
     const double x0 = t.x - 34;
-    absl::StrAppend(&svg, "<line x1=\"", Num(x0), "\" y1=\"", Num(y), "\" x2=\"", Num(x0 + 26),
-                    "\" y2=\"", Num(y), "\" stroke=\"", color(pos), "\" stroke-width=\"2\"",
+    absl::StrAppend(&svg, "<line x1=\"", SvgNum(x0), "\" y1=\"", SvgNum(y), "\" x2=\"", SvgNum(x0 + 26),
+                    "\" y2=\"", SvgNum(y), "\" stroke=\"", color(pos), "\" stroke-width=\"2\"",
                     input.heads[pos].has_rank ? "" : " stroke-dasharray=\"10,5\"",
-                    "/>\n<circle cx=\"", Num(x0 + 13), "\" cy=\"", Num(y),
+                    "/>\n<circle cx=\"", SvgNum(x0 + 13), "\" cy=\"", SvgNum(y),
                     "\" r=\"4\" fill=\"white\" stroke=\"", color(pos),
-                    "\" stroke-width=\"2\"/>\n<text class=\"legend-label\" x=\"", Num(t.x),
-                    "\" y=\"", Num(t.y), "\" font-size=\"12\">", Escape(t.text), "</text>\n");
+                    "\" stroke-width=\"2\"/>\n<text class=\"legend-label\" x=\"", SvgNum(t.x),
+                    "\" y=\"", SvgNum(t.y), "\" font-size=\"12\">", SvgEscape(t.text), "</text>\n");
   }
   for (size_t i = input.heads.size(); i < l.legend_labels.size(); ++i) {
     const PlotLabel& t = l.legend_labels[i];
-    absl::StrAppend(&svg, "<text class=\"legend-note\" x=\"", Num(t.x), "\" y=\"", Num(t.y),
-                    "\" fill=\"#555\" font-size=\"11\">", Escape(t.text), "</text>\n");
+    absl::StrAppend(&svg, "<text class=\"legend-note\" x=\"", SvgNum(t.x), "\" y=\"", SvgNum(t.y),
+                    "\" fill=\"#555\" font-size=\"11\">", SvgEscape(t.text), "</text>\n");
   }
   absl::StrAppend(&svg, "</g>\n</svg>\n");
   return svg;

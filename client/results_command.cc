@@ -324,7 +324,6 @@ int Plot(Client* client, const PlotArgs& a) {
   in.y_label = a.metric == "error"
                    ? absl::StrCat(a.split, " error (1 - exact-sequence accuracy)")
                    : absl::StrCat(a.split, " exact-sequence accuracy");
-  (void)png;
   if (const int written = WriteFigure(a.output, RenderPlotSvg(in)); written != kExitOk) {
     return written;
   }
