@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/spec/curve.h"
 
 namespace ranksweep {
 
@@ -331,6 +332,9 @@ struct SeedResult {
   // The optional metrics (common/spec/result_metrics.h describes them):
   // the first evaluated step with train exact accuracy 1; none when never.
   std::optional<int64_t> first_exact_step;
+  // What each evaluation measured (common/spec/curve.h); empty for a head
+  // trained for no step.
+  Curve curve;
 };
 
 // ---------------------------------------------------------------- names

@@ -264,6 +264,21 @@ Json ToJ(const SeedResult& r) {
     if (m.integer != nullptr && (r.*m.integer).has_value()) j[m.name] = *(r.*m.integer);
     if (m.real != nullptr && (r.*m.real).has_value()) j[m.name] = *(r.*m.real);
   }
+  // The learning curve when there is one: a row per evaluation, [step,
+  // loss, train_error, train_position_accuracy] and, with a test split,
+  // test_error and test_position_accuracy.
+  if (!r.curve.points.empty()) {
+    Json points = Json::array();
+    for (const CurvePoint& p : r.curve.points) {
+      Json row = {p.step, p.loss, p.train_error, p.train_position_accuracy};
+      if (r.curve.has_test) {
+        row.push_back(p.test_error);
+        row.push_back(p.test_position_accuracy);
+      }
+      points.push_back(std::move(row));
+    }
+    j["curve"] = {{"has_test", r.curve.has_test}, {"points", std::move(points)}};
+  }
   return j;
 }
 
@@ -347,6 +362,36 @@ absl::Status FromJ(const Json& j, const std::string& path, SplitMetrics* m) {
   return r.Finish();
 }
 
+absl::Status FromJ(const Json& j, const std::string& path, Curve* c) {
+  ObjectReader r(j, path);
+  RETURN_IF_ERROR(r.CheckObject());
+  RETURN_IF_ERROR(r.Bool("has_test", &c->has_test));
+  const Json* points = r.Child("points");
+  c->points.clear();
+  if (points != nullptr) {
+    const size_t width = c->has_test ? 6 : 4;
+    if (!points->is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(r.Field("points"), " must be an array"));
+    }
+    for (size_t i = 0; i < points->size(); ++i) {
+      const Json& row = (*points)[i];
+      const std::string where = absl::StrCat(r.Field("points"), "[", i, "]");
+      if (!row.is_array() || row.size() != width) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " must be an array of ", width, " numbers"));
+      }
+      double v[6] = {0, 0, 1, 0, 1, 0};
+      for (size_t k = 0; k < width; ++k) {
+        RETURN_IF_ERROR(ReadNumber(row[k], absl::StrCat(where, "[", k, "]"), &v[k]));
+      }
+      c->points.push_back({static_cast<int64_t>(v[0]), static_cast<float>(v[1]),
+                           static_cast<float>(v[2]), static_cast<float>(v[3]),
+                           static_cast<float>(v[4]), static_cast<float>(v[5])});
+    }
+  }
+  return r.Finish();
+}
+
 template <typename T>
 absl::Status Sub(ObjectReader& r, const char* key, T* out) {
   const Json* c = r.Child(key);
@@ -369,6 +414,7 @@ absl::Status FromJ(const Json& j, const std::string& path, SeedResult* s) {
     if (m.integer != nullptr) RETURN_IF_ERROR(r.OptionalNumber(m.name, &(s->*m.integer)));
     if (m.real != nullptr) RETURN_IF_ERROR(r.OptionalNumber(m.name, &(s->*m.real)));
   }
+  RETURN_IF_ERROR(Sub(r, "curve", &s->curve));
   return r.Finish();
 }
 

@@ -406,6 +406,19 @@ std::vector<SplitMetrics> EvaluateTensors(AttentionHeadImpl& head, const Dataset
   return metrics;
 }
 
+// Keeps every `*stride`-th evaluation in `curve`; when it holds
+// CurveLimits::kMaxPoints, every other point goes and the stride doubles, so
+// a run of any length sends a curve the coordinator accepts, evenly thinned.
+void AddCurvePoint(const CurvePoint& point, Curve* curve, int64_t* stride, int64_t* evals) {
+  if ((*evals)++ % *stride != 0) return;
+  curve->points.push_back(point);
+  if (static_cast<int64_t>(curve->points.size()) < CurveLimits::kMaxPoints) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < curve->points.size(); i += 2) curve->points[kept++] = curve->points[i];
+  curve->points.resize(kept);
+  *stride *= 2;
+}
+
 }  // namespace
 
 std::vector<SplitMetrics> EvaluateSplit(AttentionHeadImpl& head, const Dataset& data,
@@ -441,11 +454,19 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
   std::vector<double> stop_seconds(s_count, -1.0);
   // The first evaluated step at which each seed was exact on train (-1: not yet).
   std::vector<int64_t> first_exact(s_count, -1);
+  std::vector<Curve> curves(s_count);
+  std::vector<int64_t> curve_stride(s_count, 1), evals(s_count, 0);
   const TrainSpec& ts = spec.train;
   if (!constructed && ts.max_steps > 0) {
     head->train();
     const int n = data.seq_len;
     const SplitTensors train = ToTensors(data.train, data.m, n, device);
+    // The test split is measured at every evaluation too: the learning
+    // curves (SeedResult.curve) show how far training carries off it.
+    const bool has_test = data.test.size > 0;
+    SplitTensors test;
+    if (has_test) test = ToTensors(data.test, data.m, n, device);
+    for (int64_t s = 0; s < s_count; ++s) curves[s].has_test = has_test;
     const int64_t n_scored = data.final_query_only ? 1 : n;
     const int64_t b_total = data.train.size;
     const bool full_batch = ts.batch_size == 0 || ts.batch_size >= b_total;
@@ -535,12 +556,27 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
       if ((step + 1) % ts.eval_every != 0 && !last) continue;
       // The only host synchronization of the loop: every eval_every steps.
       head->eval();
+      std::vector<double> eval_loss;
       const std::vector<SplitMetrics> m =
-          EvaluateTensors(*head, data, train, b_total, loss, device, nullptr);
+          EvaluateTensors(*head, data, train, b_total, loss, device, &eval_loss);
+      std::vector<SplitMetrics> m_test;
+      if (has_test) {
+        m_test = EvaluateTensors(*head, data, test, data.test.size, loss, device, nullptr);
+      }
       head->train();
       bool changed = false;
       for (int64_t s = 0; s < s_count; ++s) {
         if (!active[s]) continue;
+        CurvePoint point;
+        point.step = step + 1;
+        point.loss = static_cast<float>(eval_loss[s]);
+        point.train_error = static_cast<float>(m[s].error);
+        point.train_position_accuracy = static_cast<float>(m[s].position_accuracy);
+        if (has_test) {
+          point.test_error = static_cast<float>(m_test[s].error);
+          point.test_position_accuracy = static_cast<float>(m_test[s].position_accuracy);
+        }
+        AddCurvePoint(point, &curves[s], &curve_stride[s], &evals[s]);
         streak[s] = m[s].error == 0.0 ? streak[s] + 1 : 0;
         if (m[s].error == 0.0 && first_exact[s] < 0) first_exact[s] = step + 1;
         if (ts.early_stop_evals > 0 && streak[s] >= ts.early_stop_evals) {
@@ -572,6 +608,7 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     r.test = test_m[s];
     r.final_loss = final_loss[s];
     r.steps = steps[s];
+    r.curve = std::move(curves[s]);
     if (first_exact[s] >= 0) {
       r.first_exact_step = first_exact[s];
     } else if (steps[s] == 0 && r.train.error == 0.0) {

@@ -259,6 +259,65 @@ TEST(FirstExactStepTest, TheEvaluatedStepOfTheFirstExactEvaluationOrNone) {
   }
 }
 
+// Each seed's curve: a point per evaluation it took part in (every
+// eval_every steps until it stopped, and the last step), the last one the
+// result's final metrics, the test split measured when the dataset has one.
+void ExpectCurvesEndAtTheFinalMetrics(const TaskResult& r, int eval_every, bool has_test) {
+  for (const SeedResult& s : r.seeds) {
+    SCOPED_TRACE(testing::Message() << "seed " << s.seed);
+    EXPECT_EQ(s.curve.has_test, has_test);
+    ASSERT_FALSE(s.curve.points.empty());
+    for (size_t i = 0; i < s.curve.points.size(); ++i) {
+      const int64_t want = std::min<int64_t>((i + 1) * eval_every, s.steps);
+      EXPECT_EQ(s.curve.points[i].step, want) << "point " << i;
+    }
+    const CurvePoint& last = s.curve.points.back();
+    EXPECT_EQ(last.step, s.steps);
+    EXPECT_FLOAT_EQ(last.train_error, static_cast<float>(s.train.error));
+    EXPECT_FLOAT_EQ(last.train_position_accuracy, static_cast<float>(s.train.position_accuracy));
+    EXPECT_FLOAT_EQ(last.loss, static_cast<float>(s.final_loss));
+    if (has_test) {
+      EXPECT_FLOAT_EQ(last.test_error, static_cast<float>(s.test.error));
+      EXPECT_FLOAT_EQ(last.test_position_accuracy,
+                      static_cast<float>(s.test.position_accuracy));
+    }
+    EXPECT_TRUE(CheckCurve(s.curve, s.steps, eval_every, has_test).ok());
+  }
+}
+
+TEST(LearningCurveTest, OnePointPerEvaluationEndingAtTheFinalMetrics) {
+  TaskSpec t = SmallTask();  // 120 steps, an evaluation every 20
+  auto r = RunTask(t, kCpu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectCurvesEndAtTheFinalMetrics(*r, 20, false);
+
+  // A pool dataset: the test split at every evaluation too. 130 steps at
+  // eval_every 50: points at 50, 100 and the last step, 130.
+  TaskSpec pool = SmallTask();
+  pool.dataset.kind = DatasetKind::kPool;
+  pool.dataset.m = 6;
+  pool.dataset.pool_size = 40;
+  pool.dataset.train_size = 64;
+  pool.dataset.test_size = 32;
+  pool.train.max_steps = 130;
+  pool.train.eval_every = 50;
+  pool.train.early_stop_evals = 0;
+  auto p = RunTask(pool, kCpu);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ExpectCurvesEndAtTheFinalMetrics(*p, 50, true);
+  for (const SeedResult& s : p->seeds) {
+    ASSERT_EQ(s.curve.points.size(), 3u);
+    EXPECT_EQ(s.curve.points[2].step, 130);
+  }
+
+  // A head trained for no step has no curve.
+  TaskSpec none = SmallTask();
+  none.train.max_steps = 0;
+  auto n = RunTask(none, kCpu);
+  ASSERT_TRUE(n.ok()) << n.status();
+  for (const SeedResult& s : n->seeds) EXPECT_TRUE(s.curve.points.empty());
+}
+
 // Dense softmax is exact on every seed (the paper's claim 3). With the hot
 // start (inv_tau = 0.1, heads.h) seeds 0..9 all reach zero error on this
 // family by step 300 at lr 0.01; with inv_tau = 1 seeds 1 and 2 stayed at
