@@ -286,6 +286,25 @@ SeedResult FromProto(const v1::SeedResult& p) {
   r.device = p.device();
   r.facts = FromProto(p.facts());
   for (const ResultMetric& m : ResultMetrics()) SetMetric(m, GetProtoMetric(m, p), &r);
+  const v1::Curve& c = p.curve();
+  r.curve.has_test = c.has_test();
+  r.curve.points.resize(c.steps_size());
+  // The lists' lengths are checked before (CheckWireSeedResult); a short
+  // list reads as the defaults.
+  auto at = [](const google::protobuf::RepeatedField<float>& v, int i, float fallback) {
+    return i < v.size() ? v.Get(i) : fallback;
+  };
+  for (int i = 0; i < c.steps_size(); ++i) {
+    CurvePoint& point = r.curve.points[i];
+    point.step = c.steps(i);
+    point.loss = at(c.loss(), i, 0);
+    point.train_error = at(c.train_error(), i, 1);
+    point.train_position_accuracy = at(c.train_position_accuracy(), i, 0);
+    if (c.has_test()) {
+      point.test_error = at(c.test_error(), i, 1);
+      point.test_position_accuracy = at(c.test_position_accuracy(), i, 0);
+    }
+  }
   return r;
 }
 
@@ -299,6 +318,28 @@ void FillProto(const SeedResult& r, v1::SeedResult* p) {
   p->set_device(r.device);
   FillProto(r.facts, p->mutable_facts());
   for (const ResultMetric& m : ResultMetrics()) SetProtoMetric(m, GetMetric(m, r), p);
+  if (r.curve.points.empty()) {
+    p->clear_curve();
+    return;
+  }
+  v1::Curve* c = p->mutable_curve();
+  c->Clear();
+  c->set_has_test(r.curve.has_test);
+  const int n = static_cast<int>(r.curve.points.size());
+  c->mutable_steps()->Reserve(n);
+  c->mutable_loss()->Reserve(n);
+  c->mutable_train_error()->Reserve(n);
+  c->mutable_train_position_accuracy()->Reserve(n);
+  for (const CurvePoint& point : r.curve.points) {
+    c->add_steps(point.step);
+    c->add_loss(point.loss);
+    c->add_train_error(point.train_error);
+    c->add_train_position_accuracy(point.train_position_accuracy);
+    if (r.curve.has_test) {
+      c->add_test_error(point.test_error);
+      c->add_test_position_accuracy(point.test_position_accuracy);
+    }
+  }
 }
 
 v1::SeedResult ToProto(const SeedResult& r) {

@@ -86,6 +86,21 @@ TEST(ConvertTest, SeedResultRoundTrip) {
   r.device = "cpu";
   r.facts.rank_upper_bound = 759;
   EXPECT_EQ(SeedResultToJson(FromProto(ToProto(r))), SeedResultToJson(r));
+  EXPECT_FALSE(ToProto(r).has_curve());  // no curve: the field stays unset
+  for (bool has_test : {false, true}) {
+    r.curve.has_test = has_test;
+    r.curve.points = {{50, 0.5f, 0.75f, 0.25f, has_test ? 0.875f : 1.0f, has_test ? 0.125f : 0.0f},
+                      {100, 0.25f, 0.5f, 0.5f, has_test ? 0.625f : 1.0f, has_test ? 0.25f : 0.0f}};
+    const v1::SeedResult p = ToProto(r);
+    EXPECT_EQ(p.curve().steps_size(), 2);
+    EXPECT_EQ(p.curve().test_error_size(), has_test ? 2 : 0);
+    EXPECT_EQ(FromProto(p).curve, r.curve);
+    EXPECT_EQ(SeedResultToJson(FromProto(p)), SeedResultToJson(r));
+    // JSON carries the curve as rows of numbers and reads it back.
+    absl::StatusOr<SeedResult> back = SeedResultFromJson(SeedResultToJson(r));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->curve, r.curve);
+  }
 }
 
 

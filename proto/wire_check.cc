@@ -1,6 +1,7 @@
 #include "proto/wire_check.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +71,31 @@ absl::Status CheckWireTaskSpec(const v1::TaskSpec& p) {
   RETURN_IF_ERROR(CheckDataset(p.dataset()));
   RETURN_IF_ERROR(CheckHead(p.head()));
   return CheckTrain(p.train());
+}
+
+absl::Status CheckWireSeedResult(const v1::SeedResult& p) {
+  const v1::Curve& c = p.curve();
+  const int n = c.steps_size();
+  auto check = [n](const char* list, int size) -> absl::Status {
+    if (size == n) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("result.curve.", list, " must have as many elements as result.curve.steps (",
+                     n, "), got ", size));
+  };
+  RETURN_IF_ERROR(check("loss", c.loss_size()));
+  RETURN_IF_ERROR(check("train_error", c.train_error_size()));
+  RETURN_IF_ERROR(check("train_position_accuracy", c.train_position_accuracy_size()));
+  const int test_n = c.has_test() ? n : 0;
+  for (const auto& [list, size] : {std::pair<const char*, int>{"test_error", c.test_error_size()},
+                                   {"test_position_accuracy", c.test_position_accuracy_size()}}) {
+    if (size != test_n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "result.curve.", list, " must have ", test_n, " elements (",
+          c.has_test() ? "one per element of result.curve.steps" : "result.curve.has_test is false",
+          "), got ", size));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ranksweep

@@ -23,6 +23,11 @@ namespace ranksweep {
 absl::Status CheckWireSweepSpec(const v1::SweepSpec& p);
 // The same for a task (the dataset, the head, the training settings).
 absl::Status CheckWireTaskSpec(const v1::TaskSpec& p);
+// A result's learning curve as lists: every list as long as curve.steps
+// (the test lists empty without has_test), else InvalidArgument
+// "result.curve.loss must have as many elements as result.curve.steps (3),
+// got 2".
+absl::Status CheckWireSeedResult(const v1::SeedResult& p);
 
 }  // namespace ranksweep
 

@@ -21,6 +21,36 @@ void ExpectRefused(const v1::SweepSpec& s, const std::string& message) {
   EXPECT_EQ(st.message(), message);
 }
 
+TEST(WireCheckTest, ACurvesListsHaveOneElementPerStep) {
+  v1::SeedResult r;
+  EXPECT_TRUE(CheckWireSeedResult(r).ok());
+  v1::Curve* c = r.mutable_curve();
+  for (int step : {50, 100}) {
+    c->add_steps(step);
+    c->add_loss(0.5f);
+    c->add_train_error(1);
+    c->add_train_position_accuracy(0.5f);
+  }
+  EXPECT_TRUE(CheckWireSeedResult(r).ok());
+  c->add_loss(0.25f);
+  EXPECT_EQ(CheckWireSeedResult(r).message(),
+            "result.curve.loss must have as many elements as result.curve.steps (2), got 3");
+  c->mutable_loss()->RemoveLast();
+  c->add_test_error(0.5f);
+  EXPECT_EQ(CheckWireSeedResult(r).message(),
+            "result.curve.test_error must have 0 elements (result.curve.has_test is false), "
+            "got 1");
+  c->set_has_test(true);
+  EXPECT_EQ(CheckWireSeedResult(r).message(),
+            "result.curve.test_error must have 2 elements (one per element of "
+            "result.curve.steps), got 1");
+  c->add_test_error(0.5f);
+  c->add_test_position_accuracy(0.5f);
+  c->add_test_position_accuracy(0.5f);
+  EXPECT_TRUE(CheckWireSeedResult(r).ok());
+  EXPECT_EQ(CheckWireSeedResult(r).code(), absl::StatusCode::kOk);
+}
+
 TEST(WireCheckTest, EveryDefinedValueAndUnsetPass) {
   v1::SweepSpec s = Spec();
   EXPECT_TRUE(CheckWireSweepSpec(s).ok());

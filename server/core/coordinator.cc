@@ -1008,6 +1008,7 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       row.result = r.result;
       RETURN_IF_ERROR(ins.Run());
       RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
+      RETURN_IF_ERROR(InsertCurve(c, r.cell_id, sweep_id, r.result.curve));
     }
     RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, group.head_index, group.rank, group.recipe,
                                      r.result, false));

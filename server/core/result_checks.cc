@@ -4,6 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/curve.h"
+#include "common/status_macros.h"
 
 namespace ranksweep::server {
 namespace {
@@ -123,6 +125,9 @@ absl::Status CheckResultAgainstTask(const SeedResult& r, const TaskSpec& task) {
                     f.rank_lower_bound);
     }
   }
+  // The learning curve: one point per evaluation the run made, on the
+  // splits the dataset has.
+  RETURN_IF_ERROR(CheckCurve(r.curve, r.steps, task.train.eval_every, f.test_sequences > 0));
   // The final loss is taken over the whole train split with the final
   // parameters, as the train metrics are: a loss of 0 is every output on
   // its target, so every sequence exact.

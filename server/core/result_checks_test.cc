@@ -85,6 +85,26 @@ TEST(ResultChecksTest, FirstExactStepIsAtMostSteps) {
   ExpectRefused(r, Exhaustive(), "result.first_exact_step must be at most steps (1), got 200");
 }
 
+TEST(ResultChecksTest, ACurveHasOnePointPerEvaluationOnTheDatasetsSplits) {
+  // 200 steps at the default eval_every 50: at most 5 points.
+  SeedResult r = Honest(Pool(16));
+  r.curve.has_test = true;
+  r.curve.points = {{50, 0.5f, 0.75f, 0.5f, 0.875f, 0.25f}, {200, 0.125f, 0.5f, 0.75f, 1.0f, 0.5f}};
+  EXPECT_TRUE(CheckResultAgainstTask(r, Pool(16)).ok());
+  r.curve.points[1].step = 250;
+  ExpectRefused(r, Pool(16), "result.curve.points[1].step must be at most steps (200), got 250");
+  r = Honest(Exhaustive());
+  r.curve.has_test = true;
+  r.curve.points = {{50, 0.5f, 0.75f, 0.5f, 1.0f, 0.0f}};
+  ExpectRefused(r, Exhaustive(),
+                "result.curve.has_test must be false (the dataset has no test split)");
+  r.curve.has_test = false;
+  for (int64_t step = 100; step <= 300; step += 50) r.curve.points.push_back({step, 0, 0, 1});
+  ExpectRefused(r, Exhaustive(),
+                "result.curve must have at most 5 points (one per evaluation of 200 steps at "
+                "eval_every 50, at most 20000), got 6");
+}
+
 TEST(ResultChecksTest, SplitMetricsAreTakenOnTheReportedSplits) {
   SeedResult r = Honest(Exhaustive());
   r.train.sequences = 7;

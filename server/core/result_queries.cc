@@ -584,6 +584,42 @@ absl::StatusOr<std::string> SweepQueries::SweepOwner(const std::string& sweep_id
 }
 
 
+namespace {
+
+// Passes rows on to `next`, each DONE row with its learning curve.
+class WithCurves final : public RowSink {
+ public:
+  explicit WithCurves(RowSink& next) : next_(next) {}
+  // The read's connection, set before the first row.
+  void Use(Connection& c) { c_ = &c; }
+  // The first curve that could not be read; OK when none.
+  const absl::Status& status() const { return status_; }
+  void Expect(int64_t at_most) override { next_.Expect(at_most); }
+  void Add(const ResultRow& row) override {
+    if (!row.result.has_value() || !status_.ok()) {
+      next_.Add(row);
+      return;
+    }
+    absl::StatusOr<Curve> curve =
+        ReadCurve(*c_, row.cached_from_cell_id > 0 ? row.cached_from_cell_id : row.cell_id);
+    if (!curve.ok()) {
+      status_ = curve.status();
+      next_.Add(row);
+      return;
+    }
+    ResultRow with = row;
+    with.result->curve = *std::move(curve);
+    next_.Add(with);
+  }
+
+ private:
+  Connection* c_ = nullptr;
+  RowSink& next_;
+  absl::Status status_;
+};
+
+}  // namespace
+
 absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query) {
   struct Collect final : RowSink {
     std::vector<ResultRow> rows;
@@ -597,7 +633,8 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query) {
   return out;
 }
 
-absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSink& sink) {
+absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query,
+                                                 RowSink& outer_sink) {
   if (query.sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
   const bool grouped = query.group_by == GroupBy::kHeadRank;
   if (query.page_size < 0) {
@@ -612,10 +649,20 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
     return absl::InvalidArgumentError(
         "page_token: grouped queries return every group in one reply; only rows are paged");
   }
+  if (grouped && query.curves) {
+    return absl::InvalidArgumentError(
+        "curves: learning curves come with rows; query them without group_by");
+  }
   // Checked before anything is read; only grouped queries use it.
   ASSIGN_OR_RETURN(const Criterion criterion, ParseCriterion(query.criterion, "criterion"));
   QueryOutcome out;
+  // With curves, each DONE row goes on with its curve, read on the query's
+  // connection as the row passes (on this thread: curves keep the read on
+  // one thread, below).
+  WithCurves with_curves(outer_sink);
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
+    with_curves.Use(c);
+    RowSink& sink = query.curves ? static_cast<RowSink&>(with_curves) : outer_sink;
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, specs_->Get(c, query.sweep_id));
     const SweepSpec& spec = *spec_ptr;
     std::vector<std::string> labels;
@@ -746,8 +793,9 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
       RowPage page(query, filter, sink, &out);
       FinishedRows rows(query.sweep_id, labels, page);
       const int64_t two_threads = two_thread_query_rows_;
-      return two_threads > 0 && at_most >= two_threads ? ReadFinishedRowsOnTwoThreads(q, rows)
-                                                       : ReadFinishedRows(q, rows);
+      return two_threads > 0 && at_most >= two_threads && !query.curves
+                 ? ReadFinishedRowsOnTwoThreads(q, rows)
+                 : ReadFinishedRows(q, rows);
     }
     // A state filter walks cells_by_state.
     static const std::string* state_sql = new std::string(absl::StrCat(
@@ -769,6 +817,7 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query, RowSi
       if (!page.Add(QueryRow(q, query.sweep_id, labels))) return absl::OkStatus();
     }
   }));
+  RETURN_IF_ERROR(with_curves.status());
   return out;
 }
 

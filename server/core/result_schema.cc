@@ -65,6 +65,25 @@ const std::string& InsertResultSql() {
   return *sql;
 }
 
+absl::Status InsertCurve(Connection& c, int64_t cell_id, const std::string& sweep_id,
+                         const Curve& curve) {
+  if (curve.points.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement ins, c.Prepare("INSERT OR REPLACE INTO result_curves (cell_id, "
+                                            "sweep_id, curve) VALUES (?1, ?2, ?3)"));
+  const std::string bytes = EncodeCurve(curve);
+  ins.Bind(1, cell_id).Bind(2, sweep_id).BindBlob(3, bytes);
+  return ins.Run();
+}
+
+absl::StatusOr<Curve> ReadCurve(Connection& c, int64_t source_cell_id) {
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT curve FROM result_curves WHERE cell_id = ?1"));
+  q.Bind(1, source_cell_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return Curve();
+  const std::string_view bytes = q.ColumnBlob(0);
+  return DecodeCurve(absl::string_view(bytes.data(), bytes.size()));
+}
+
 // test_error is NULL when there is no test split (sequences == 0), so that
 // aggregates over it skip such rows; it reads back as the default, 1.
 void BindResultColumns(Statement& st, int first, const SeedResult& r) {

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/spec/curve.h"
 #include "common/spec/result_metrics.h"
 #include "common/spec/spec.h"
 #include "server/core/statistics.h"
@@ -89,6 +91,15 @@ const std::string& InsertResultSql();
 
 // Writes the packed copy (server/core/packed_row.h) of a result row just
 // written to `results`, replacing the cell's earlier one.
+// Stores `curve` (EncodeCurve) as the learning curve of the result of
+// `cell_id`, replacing one stored before; nothing for an empty curve.
+absl::Status InsertCurve(Connection& c, int64_t cell_id, const std::string& sweep_id,
+                         const Curve& curve);
+
+// The learning curve of a result of cell `source_cell_id` (a cached row's
+// source, else the row's own cell); an empty curve when none is stored.
+absl::StatusOr<Curve> ReadCurve(Connection& c, int64_t source_cell_id);
+
 absl::Status InsertPack(Connection& c, int64_t cell_id, const std::string& sweep_id,
                         const ResultRow& row);
 

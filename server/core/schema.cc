@@ -417,6 +417,18 @@ CREATE TABLE sweep_tags (
 ) WITHOUT ROWID;
 CREATE INDEX sweep_tags_by_tag ON sweep_tags(tag);
 )sql"},
+    // Learning curves (common/spec/curve.h): one encoded curve per DONE
+    // result that has one, by the result's cell; a cached row reads its
+    // source cell's. Apart from `results` so that reading results never
+    // pages through them.
+    {16, R"sql(
+CREATE TABLE result_curves (
+  cell_id  INTEGER PRIMARY KEY REFERENCES cells(id),
+  sweep_id TEXT NOT NULL,
+  curve    BLOB NOT NULL
+);
+CREATE INDEX result_curves_by_sweep ON result_curves(sweep_id);
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {

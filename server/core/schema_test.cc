@@ -70,8 +70,16 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created (empty) file back into what schema version 15 wrote.
+absl::Status DowngradeToVersion15(Connection& c) {
+  // Version 16: learning curves.
+  RETURN_IF_ERROR(c.Exec("DROP TABLE result_curves"));
+  return c.Exec("UPDATE schema_version SET version = 15");
+}
+
 // Turns a freshly created (empty) file back into what schema version 14 wrote.
 absl::Status DowngradeToVersion14(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion15(c));
   // Version 15: notes, archive marks and tags (server/core/sweep_admin.h).
   RETURN_IF_ERROR(c.Exec("DROP TABLE sweep_tags; DROP TABLE sweep_notes"));
   return c.Exec("UPDATE schema_version SET version = 14");
@@ -466,6 +474,27 @@ TEST(StoreTest, MigrationToVersion15KeepsEverySweepWithNoNoteTagOrArchiveMark) {
   EXPECT_EQ(CountRows(**store, "sweeps"), 1);
   EXPECT_EQ(CountRows(**store, "sweep_notes"), 0);
   EXPECT_EQ(CountRows(**store, "sweep_tags"), 0);
+}
+
+TEST(StoreTest, MigrationToVersion16KeepsEveryResultWithNoCurve) {
+  TempDir dir;
+  {
+    auto store = Store::Open(File(dir, "a.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)
+                    ->Write([](Connection& c) -> absl::Status {
+                      RETURN_IF_ERROR(DowngradeToVersion15(c));
+                      return c.Exec(
+                          "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
+                          "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)");
+                    })
+                    .ok());
+  }
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_EQ(CountRows(**store, "sweeps"), 1);
+  EXPECT_EQ(CountRows(**store, "result_curves"), 0);
 }
 
 TEST(StoreTest, MigrationToVersion6PacksExistingResultRows) {

@@ -188,6 +188,9 @@ struct ResultQuery {
   // previous reply's next_after_cell_id).
   int64_t page_size = 0;
   int64_t after_cell_id = 0;
+  // Rows only: each DONE row's result carries its learning curve
+  // (SeedResult.curve; a cached row, its source cell's).
+  bool curves = false;
 };
 
 // One cell. For finished cells the worker, version, attempt and lease are

@@ -331,6 +331,11 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
     query.group_by = *group_by;
     query.criterion = request->criterion();
     query.page_size = request->page_size();
+    query.curves = request->curves();
+    if (query.curves && request->columns()) {
+      return absl::InvalidArgumentError(
+          "curves: learning curves come with rows (ResultRow), not with columns");
+    }
     absl::StatusOr<int64_t> after = CellIdFromPageToken(request->page_token());
     if (!after.ok()) return after.status();
     query.after_cell_id = *after;

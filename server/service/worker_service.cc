@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "proto/convert.h"
+#include "proto/wire_check.h"
 #include "server/service/call_auth.h"
 #include "server/service/translate.h"
 
@@ -288,7 +289,12 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::vector<CellResult> results;
   results.reserve(request->results_size());
-  for (const v1::CellResult& r : request->results()) {
+  for (int i = 0; i < request->results_size(); ++i) {
+    const v1::CellResult& r = request->results(i);
+    if (absl::Status s = CheckWireSeedResult(r.result()); !s.ok()) {
+      return Done(context, absl::InvalidArgumentError(
+                               absl::StrCat("results[", i, "]: ", s.message())));
+    }
     results.push_back(CellResult{r.cell_id(), r.lease_id(), ranksweep::FromProto(r.result())});
   }
   std::optional<TaskWant> next;
