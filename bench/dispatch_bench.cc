@@ -92,7 +92,14 @@ struct Flags {
   int watchers = 0;
   bool next_in_complete = true;  // the dispatch phase's CompleteTasks leases the next tasks
   bool callback_client = true;   // --client=callback (default) or --client=threads
+  // Each result carries a learning curve of this many evaluations (every 25
+  // steps, with a test split's worth of values left out: an exhaustive
+  // dataset); 0 = none.
+  int curve_points = 0;
 };
+
+// Set from --curve_points before any result is made.
+int g_curve_points = 0;
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
@@ -114,6 +121,7 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (const char* v = value("paced_tasks")) f.paced_tasks = std::atoi(v);
     else if (const char* v = value("page_size")) f.page_size = std::atoi(v);
     else if (const char* v = value("watchers")) f.watchers = std::atoi(v);
+    else if (const char* v = value("curve_points")) f.curve_points = std::atoi(v);
     else if (const char* v = value("next_in_complete")) f.next_in_complete = std::atoi(v) != 0;
     else if (const char* v = value("client")) {
       if (std::string(v) != "callback" && std::string(v) != "threads") {
@@ -126,7 +134,8 @@ Flags ParseFlags(int argc, char** argv) {
                    "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
                    "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] [--seeds_per_task=1] "
                    "[--paced_tasks_per_second=500] [--paced_tasks=5000] [--page_size=10000] "
-                   "[--watchers=0] [--next_in_complete=1] [--client=callback|threads]\n");
+                   "[--watchers=0] [--next_in_complete=1] [--client=callback|threads] "
+                   "[--curve_points=0 (1..80)]\n");
       std::exit(2);
     }
   }
@@ -200,6 +209,7 @@ std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int ce
   }
   for (int r = 1; r <= ranks; ++r) spec->add_ranks(r);
   spec->set_seed_count(seeds);
+  if (g_curve_points > 0) spec->mutable_train()->set_eval_every(25);
   v1::SubmitSweepResponse resp;
   grpc::ClientContext ctx;
   WaitForReady(&ctx);
@@ -229,6 +239,19 @@ v1::SeedResult FakeResult(uint64_t seed) {
   r.set_device("cpu");
   r.mutable_facts()->set_train_sequences(64);
   r.mutable_facts()->set_distinct_queries(4);  // an exhaustive dataset has no rank bounds
+  if (g_curve_points > 0) {
+    // An evaluation every 25 steps (the sweep's eval_every), the last at
+    // the last step.
+    r.set_steps(25 * g_curve_points);
+    v1::Curve* c = r.mutable_curve();
+    for (int i = 1; i <= g_curve_points; ++i) {
+      const float f = static_cast<float>(g_curve_points - i) / static_cast<float>(g_curve_points);
+      c->add_steps(25 * i);
+      c->add_loss(0.25f * f + 1e-3f * static_cast<float>(seed % 13));
+      c->add_train_error(f);
+      c->add_train_position_accuracy(1.0f - f / 2);
+    }
+  }
   return r;
 }
 
@@ -520,6 +543,12 @@ QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, i
 
 int main(int argc, char** argv) {
   Flags flags = ParseFlags(argc, argv);
+  if (flags.curve_points < 0 || flags.curve_points > 80) {
+    std::fprintf(stderr, "--curve_points: must be in 0..80 (2,000 steps at eval_every 25), got %d\n",
+                 flags.curve_points);
+    return 2;
+  }
+  g_curve_points = flags.curve_points;
   ranksweep::TempDir dir;
   ranksweep::subprocess::Process server(
       {flags.ranksweepd, "--listen=127.0.0.1:0", "--db=" + dir.path() + "/bench.db",

@@ -93,6 +93,20 @@ std::string EnumShortName(const google::protobuf::EnumValueDescriptor* v) {
 
 }  // namespace
 
+namespace {
+
+// A field sent only when asked for (SeedResult.curve: QueryResultsRequest.
+// curves) is left out while unset, so that rows read without it print as
+// they always did rather than with a null for it.
+bool LeftOutWhenUnset(const google::protobuf::Message& m,
+                      const google::protobuf::FieldDescriptor* f) {
+  return f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE &&
+         !f->is_repeated() && f->full_name() == "ranksweep.v1.SeedResult.curve" &&
+         !m.GetReflection()->HasField(m, f);
+}
+
+}  // namespace
+
 // Proto → JSON by reflection rather than MessageToJsonString: the latter
 // prints 64-bit integers as strings, and rows are meant for jq and
 // nlohmann-style readers that expect numbers (lease ids, sequence counts).
@@ -105,6 +119,7 @@ nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (int i = 0; i < desc->field_count(); ++i) {
     const FieldDescriptor* f = desc->field(i);
+    if (LeftOutWhenUnset(m, f)) continue;
     auto one = [&](int index) -> nlohmann::ordered_json {
       const bool rep = f->is_repeated();
       switch (f->cpp_type()) {
@@ -232,9 +247,12 @@ void AppendMessageJson(const google::protobuf::Message& m, std::string* out) {
   const auto* desc = m.GetDescriptor();
   const auto* refl = m.GetReflection();
   out->push_back('{');
+  bool first = true;
   for (int i = 0; i < desc->field_count(); ++i) {
     const FieldDescriptor* f = desc->field(i);
-    if (i > 0) out->push_back(',');
+    if (LeftOutWhenUnset(m, f)) continue;
+    if (!first) out->push_back(',');
+    first = false;
     AppendJsonString(f->name(), out);
     out->push_back(':');
     const bool rep = f->is_repeated();

@@ -5,7 +5,8 @@
 // missing value as null: an unset message (the result of a failed cell), a
 // split without sequences (the test split of a dataset without one), rank 0
 // of a row or group (a head without a rank), an unset `optional` scalar (a
-// metric a seed lacks). Doubles are written as
+// metric a seed lacks); but a result's learning curve, sent only when asked
+// for, is left out while unset. Doubles are written as
 // nlohmann's dump() writes them (shortest round trip).
 //
 // No I/O, no state; thread-safe.

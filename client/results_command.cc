@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
+#include "client/curves.h"
 #include "client/format.h"
 #include "client/law_plot.h"
 #include "client/plot.h"
@@ -26,6 +27,7 @@ namespace {
 
 struct ResultsArgs {
   bool summary = false;
+  bool curves = false;           // one line per evaluation of each seed
   bool include_invalid = false;  // also the rows a quarantine invalidated
   std::string sweep_id, group_by, format = "table", head, state, criterion;
   int page_size = kResultsPageSize;
@@ -94,6 +96,33 @@ int Results(Client* client, const ResultsArgs& a) {
     absl::StatusOr<Criterion> criterion = ParseCriterion(a.criterion, "--criterion");
     if (!criterion.ok()) return ReportLocal(criterion.status());
     req.set_criterion(CriterionText(*criterion));
+  }
+  if (a.curves) {
+    if (req.group_by() != v1::GROUP_BY_UNSPECIFIED || a.include_invalid) {
+      return ReportLocal(absl::InvalidArgumentError(
+          "--curves: one line per evaluation of each done seed; use it without --summary, "
+          "--group-by and --include-invalid"));
+    }
+    if (!a.state.empty() && req.state() != v1::CELL_STATE_DONE) {
+      return ReportLocal(absl::InvalidArgumentError(
+          "--curves: only done seeds have curves; use --state done or no --state"));
+    }
+    req.set_state(v1::CELL_STATE_DONE);
+    req.set_curves(true);
+    std::vector<v1::ResultRow> rows;
+    grpc::Status status = QueryAllRows(client, req, &rows, std::min(a.page_size, kCurvesPageSize));
+    if (!status.ok()) return Report(client->globals(), status, "results");
+    const std::vector<SeedCurve> curves = CurvesOfRows(rows);
+    switch (*format) {
+      case OutputFormat::kJson: std::cout << CurvesJson(curves, axes); break;
+      case OutputFormat::kCsv: std::cout << CurvesCsv(curves, axes); break;
+      case OutputFormat::kTable: std::cout << RenderTable(CurvesTable(curves, axes)); break;
+    }
+    if (curves.empty()) {
+      std::cerr << "no done seed of " << a.sweep_id << " has a learning curve"
+                << (rows.empty() ? " (none is done yet)" : "") << "\n";
+    }
+    return kExitOk;
   }
   if (a.include_invalid && req.group_by() != v1::GROUP_BY_UNSPECIFIED) {
     return ReportLocal(absl::InvalidArgumentError(
@@ -174,6 +203,9 @@ int Results(Client* client, const ResultsArgs& a) {
 }
 
 struct PlotArgs {
+  bool curves = false;  // learning curves (curves.h) instead of metric against rank
+  std::string head;     // --curves: only this head
+  std::vector<int> ranks;  // --curves: only these ranks
   std::vector<std::string> sweep_ids;
   std::string output, metric = "error", split = "train";
   std::string x;  // a dataset axis: transition rank against it (law_plot.h)
@@ -268,10 +300,78 @@ int PlotLaw(Client* client, const PlotArgs& a, bool test) {
   return kExitOk;
 }
 
+// `plot ID --curves`: each done seed's learning curve, a panel per head,
+// rank and recipe.
+int PlotCurves(Client* client, const PlotArgs& a, bool test) {
+  if (a.sweep_ids.size() != 1) {
+    return ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat("--curves: draws one sweep, got ", a.sweep_ids.size())));
+  }
+  const std::string& id = a.sweep_ids[0];
+  int code = kExitOk;
+  absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, id, &code);
+  if (!sweep.ok()) return code;
+  const SweepSpec spec = FromProto(sweep->spec());
+  if (test && !HasTestSplit(spec)) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+        "--split test: sweep ", id, " (", spec.name, ") has no test split")));
+  }
+  CurvePlotInput in;
+  in.title = spec.name;
+  in.subtitle = absl::StrCat("sweep ", id);
+  in.metric = a.metric;
+  in.test = test;
+  if (absl::Status s = CheckCurvePlot(in); !s.ok()) return ReportLocal(s);
+  for (int r = 0; r < RecipeCount(spec) && !spec.axes.empty(); ++r) {
+    in.recipe_labels.push_back(RecipeLabel(spec, r));
+  }
+  v1::QueryResultsRequest req;
+  req.set_sweep_id(id);
+  req.set_head(a.head);
+  for (int r : a.ranks) req.add_ranks(r);
+  req.set_state(v1::CELL_STATE_DONE);
+  req.set_curves(true);
+  std::vector<v1::ResultRow> rows;
+  if (grpc::Status status = QueryAllRows(client, req, &rows, kCurvesPageSize); !status.ok()) {
+    return Report(client->globals(), status, "plot");
+  }
+  in.curves = CurvesOfRows(rows);
+  if (in.curves.empty()) {
+    return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
+        "plot --curves: no done seed of ", id, " has a learning curve",
+        rows.empty() ? " (none is done yet)" : " (heads trained for no step have none)")));
+  }
+  if (const int written = WriteFigure(a.output, RenderCurvesSvg(in)); written != kExitOk) {
+    return written;
+  }
+  std::cerr << "wrote " << a.output << " (" << in.curves.size() << " seeds' curves)\n";
+  return kExitOk;
+}
+
 // Fetches each sweep, its done rows and its summary (for the theory bounds)
 // and writes the figure of RenderPlotSvg: SVG, or PNG for a name ending in
 // ".png". Several sweeps share one figure, their heads labelled "NAME: HEAD".
 int Plot(Client* client, const PlotArgs& a) {
+  if (!a.curves && (!a.head.empty() || !a.ranks.empty())) {
+    return ReportLocal(absl::InvalidArgumentError(
+        "--head and --rank choose the panels of --curves; use them with --curves"));
+  }
+  if (a.curves) {
+    if (!a.x.empty()) {
+      return ReportLocal(absl::InvalidArgumentError(
+          "--curves: draws learning curves against the step; drop --x"));
+    }
+    if (a.split != "train" && a.split != "test") {
+      return ReportLocal(absl::InvalidArgumentError(
+          absl::StrCat("--split: \"", a.split, "\" is not one of train, test")));
+    }
+    if (!absl::EndsWithIgnoreCase(a.output, ".png") &&
+        !absl::EndsWithIgnoreCase(a.output, ".svg")) {
+      return ReportLocal(absl::InvalidArgumentError(
+          absl::StrCat("-o: \"", a.output, "\" must end in .svg or .png")));
+    }
+    return PlotCurves(client, a, a.split == "test");
+  }
   if (a.metric != "error" && a.metric != "exact_accuracy") {
     return ReportLocal(absl::InvalidArgumentError(
         absl::StrCat("--metric: \"", a.metric, "\" is not one of error, exact_accuracy")));
@@ -359,6 +459,9 @@ void AddResultsCommand(CLI::App* app, Command* command) {
                       "Per-seed rows per call, 1-100000; csv and json print each page as it "
                       "arrives")
       ->capture_default_str();
+  results->add_flag("--curves", ra->curves,
+                    "Learning curves: one line per evaluation of each done seed (step, loss, "
+                    "train and test error and position accuracy)");
   results->callback([command, ra] {
     command->action = [ra](Client* c) { return Results(c, *ra); };
   });
@@ -378,6 +481,12 @@ void AddPlotCommand(CLI::App* app, Command* command) {
                    "A dataset axis of the sweep (m, pool_size, ...): draw each head's transition "
                    "rank against it on a log2 axis, the seeds' own transitions as dots, and the "
                    "fit of log2 rank (with 2^m beside an m axis)");
+  plot->add_flag("--curves", pa->curves,
+                 "Learning curves of one sweep: a panel per head, rank and recipe, each seed a "
+                 "thin line, their mean bold; --metric error | loss | position_accuracy");
+  plot->add_option("--head", pa->head, "With --curves: only this head label, e.g. kernel/elu1");
+  plot->add_option("--rank", pa->ranks, "With --curves: only these ranks (comma-separated)")
+      ->delimiter(',');
   plot->callback([command, pa] {
     command->action = [pa](Client* c) { return Plot(c, *pa); };
   });

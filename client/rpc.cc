@@ -117,7 +117,8 @@ grpc::Status ForEachResultPage(Client* client, v1::QueryResultsRequest req,
     return page;
   };
   req.set_page_size(page_size);
-  req.set_columns(true);
+  // Curves come with rows only (QueryResultsRequest.curves).
+  req.set_columns(!req.curves());
   std::future<Page> next = std::async(std::launch::async, fetch, req);
   while (true) {
     Page page = next.get();

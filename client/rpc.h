@@ -71,6 +71,11 @@ absl::StatusOr<v1::SweepInfo> GetSweep(Client* client, const std::string& id, in
 // columns for a dataset without a test split).
 constexpr int kResultsPageSize = 10000;
 constexpr int kMaxResultsPageSize = 100000;
+// Rows per call when they carry their learning curves (`curves`): 100 rows
+// of the longest curve (20,000 points, about 21 bytes each) stay under the
+// 64 MB a reply may have; a typical curve of 60-600 points makes a page of
+// 0.2-1.5 MB.
+constexpr int kCurvesPageSize = 100;
 
 // How ForEachResultPage hands over a page's rows: in `rows`, or as they
 // came, in `columns` (checked with proto/columns.h's CheckColumns) for a

@@ -92,6 +92,7 @@ Route ParseRoute(const std::string& path) {
   if (parts.size() != 4) return {};
   if (parts[3] == "results") return {Route::kResults, id};
   if (parts[3] == "summary") return {Route::kSummary, id};
+  if (parts[3] == "curves") return {Route::kCurves, id};
   if (parts[3] == "events") return {Route::kEvents, id};
   return {};
 }
@@ -226,6 +227,28 @@ HttpReply Dashboard::Api(const Route& route, const HttpRequest& request) const {
                                absl::StrCat("attachment; filename=\"", route.arg, "-results.",
                                             *format, "\"")});
       return reply;
+    }
+    case Route::kCurves: {
+      // The learning curves of one (head, rank): every done seed's, for
+      // the cell view. Both are required, so a reply stays small.
+      const std::string* head = Param(request, "head");
+      const std::string* rank = Param(request, "rank");
+      int r = 0;
+      if (head == nullptr || rank == nullptr) {
+        return ErrorReply(400, "head and rank are required (the curves of one head and rank)");
+      }
+      if (!absl::SimpleAtoi(*rank, &r) || r < 0 || r > 65536) {
+        return ErrorReply(400, absl::StrCat("rank: \"", *rank, "\" must be in 0..65536"));
+      }
+      v1::QueryResultsRequest req;
+      req.set_sweep_id(route.arg);
+      req.set_head(*head);
+      req.add_ranks(r);
+      req.set_state(v1::CELL_STATE_DONE);
+      req.set_curves(true);
+      auto rows = backend_->QueryRows(req);
+      if (!rows.ok()) return ErrorReply(rows.status());
+      return JsonReply(200, CurvesView(*rows));
     }
     case Route::kSummary: {
       auto groups = backend_->QueryGroups(route.arg);

@@ -98,7 +98,9 @@ struct HttpReply {
 
 // What a route names; kind kNone for an unknown path.
 struct Route {
-  enum Kind { kNone, kIndex, kAsset, kSweeps, kSweep, kResults, kSummary, kEvents, kWorkers };
+  enum Kind {
+    kNone, kIndex, kAsset, kSweeps, kSweep, kResults, kSummary, kEvents, kWorkers, kCurves
+  };
   Kind kind = kNone;
   std::string arg;  // the sweep id, or the asset name
 };

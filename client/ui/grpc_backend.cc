@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/rpc.h"
 #include "proto/columns.h"
 
 namespace ranksweep::client::ui {
@@ -80,8 +81,9 @@ absl::StatusOr<v1::SweepInfo> GrpcBackend::GetSweep(const std::string& sweep_id)
 absl::StatusOr<std::vector<v1::ResultRow>> GrpcBackend::QueryRows(
     const v1::QueryResultsRequest& request) {
   v1::QueryResultsRequest req = request;
-  req.set_page_size(kPageSize);
-  req.set_columns(true);
+  // Rows with their learning curves are large and come as rows only.
+  req.set_page_size(request.curves() ? kCurvesPageSize : kPageSize);
+  req.set_columns(!request.curves());
   std::vector<v1::ResultRow> rows;
   while (true) {
     v1::QueryResultsResponse resp;

@@ -273,4 +273,29 @@ Json WorkersView(const std::vector<v1::WorkerInfo>& workers, int64_t now_unix_ms
   return out;
 }
 
+Json CurvesView(const std::vector<v1::ResultRow>& rows) {
+  Json out = Json::array();
+  for (const v1::ResultRow& row : rows) {
+    if (row.state() != v1::CELL_STATE_DONE || row.result().curve().steps_size() == 0) continue;
+    const v1::Curve& c = row.result().curve();
+    auto list = [](const auto& values) {
+      Json a = Json::array();
+      for (const auto v : values) a.push_back(v);
+      return a;
+    };
+    out.push_back(Json{{"cell_id", row.cell_id()},
+                       {"seed", row.seed()},
+                       {"recipe", row.recipe()},
+                       {"has_test", c.has_test()},
+                       {"step", list(c.steps())},
+                       {"loss", list(c.loss())},
+                       {"train_error", list(c.train_error())},
+                       {"train_position_accuracy", list(c.train_position_accuracy())},
+                       {"test_error", c.has_test() ? list(c.test_error()) : Json(nullptr)},
+                       {"test_position_accuracy",
+                        c.has_test() ? list(c.test_position_accuracy()) : Json(nullptr)}});
+  }
+  return out;
+}
+
 }  // namespace ranksweep::client::ui

@@ -46,6 +46,12 @@ Json RowsView(const std::vector<v1::ResultRow>& rows);
 // The same rows as RFC 4180 CSV (header RowColumns()); null is an empty
 // cell, floats in the shortest form that reads back to the same double.
 std::string RowsCsv(const std::vector<v1::ResultRow>& rows);
+// The learning curves of done rows (a rows reply asked for with `curves`):
+// one object per seed that has one, {cell_id, seed, recipe, has_test, step,
+// loss, train_error, train_position_accuracy, test_error,
+// test_position_accuracy}, each metric an array with one value per
+// evaluation (the test ones null without a test split).
+Json CurvesView(const std::vector<v1::ResultRow>& rows);
 
 // A grouped QueryResults reply: {"facts": {...} or null, "heads": [...]}.
 // Each head has its transition (rank or null, reason) for train and, with

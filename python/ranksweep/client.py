@@ -48,6 +48,8 @@ DEFAULT_ADDR = "127.0.0.1:50051"
 # Rows per QueryResults call, as the CLI reads them: each reply stays under
 # a MB however large the sweep.
 PAGE_SIZE = 10000
+# Rows per call with their learning curves (as `ranksweep results --curves`).
+CURVES_PAGE_SIZE = 100
 # How long watch() keeps reconnecting to a coordinator lost mid-sweep.
 DEFAULT_RECONNECT_SECONDS = 300.0
 
@@ -394,6 +396,29 @@ class Client:
                     break
                 request.page_token = reply.next_page_token
         return frames.results_frame(replies, spec)
+
+    def curves(self, sweep_id: str, head: Optional[str] = None,
+               ranks: Optional[Sequence[int]] = None,
+               seeds: Optional[Sequence[int]] = None) -> pd.DataFrame:
+        """Learning curves: one row per evaluation (every eval_every steps,
+        and the last) of each done seed, as a long DataFrame
+        (frames.CURVE_COLUMNS: step, loss, train and test error and position
+        accuracy; then `recipe` and the axes). Filters as results(). For a
+        plot: ``rs.curves(id).groupby(["head", "rank", "step"]).train_error
+        .mean()``."""
+        spec = self._spec("curves", sweep_id)
+        request = self._query(sweep_id, head, ranks, seeds)
+        request.state = pb.CELL_STATE_DONE
+        request.curves = True
+        request.page_size = CURVES_PAGE_SIZE
+        replies = []
+        while True:
+            reply = self._call("curves", self._stub.QueryResults, request)
+            replies.append(reply)
+            if not reply.next_page_token:
+                break
+            request.page_token = reply.next_page_token
+        return frames.curves_frame(replies, spec)
 
     def _grouped(self, what: str, sweep_id: str, head: Optional[str],
                  ranks: Optional[Sequence[int]], seeds: Optional[Sequence[int]],

@@ -308,6 +308,59 @@ def results_frame(replies: Sequence[pb.QueryResultsResponse],
     return pd.DataFrame({k: data[k] for k in list(RESULT_COLUMNS) + axes})
 
 
+# ---------------------------------------------------------------- curves
+
+CURVE_COLUMNS = ("sweep_id", "cell_id", "head", "rank", "seed", "step", "loss", "train_error",
+                 "train_position_accuracy", "test_error", "test_position_accuracy")
+
+
+def curves_frame(replies: Sequence[pb.QueryResultsResponse],
+                 spec: Optional[pb.SweepSpec] = None) -> pd.DataFrame:
+    """The learning curves in QueryResults replies asked for with `curves`
+    (pages, in order) as one long DataFrame: one row per evaluation of each
+    done seed that has a curve, CURVE_COLUMNS, then `recipe` and one column
+    per recipe axis of `spec`, as `ranksweep results --curves --format csv`
+    has them. `rank` is <NA> for a head without a rank; the test columns are
+    NaN when the dataset has no test split."""
+    data: Dict[str, List[Any]] = {k: [] for k in CURVE_COLUMNS}
+    recipes: List[int] = []
+    for reply in replies:
+        for row in reply.rows:
+            if row.state != pb.CELL_STATE_DONE:
+                continue
+            c = row.result.curve
+            n = len(c.steps)
+            data["sweep_id"] += [row.sweep_id] * n
+            data["cell_id"] += [row.cell_id] * n
+            data["head"] += [row.head] * n
+            data["rank"] += [row.rank] * n
+            data["seed"] += [row.seed] * n
+            recipes += [row.recipe] * n
+            data["step"] += list(c.steps)
+            data["loss"] += list(c.loss)
+            data["train_error"] += list(c.train_error)
+            data["train_position_accuracy"] += list(c.train_position_accuracy)
+            if c.has_test:
+                data["test_error"] += list(c.test_error)
+                data["test_position_accuracy"] += list(c.test_position_accuracy)
+            else:
+                data["test_error"] += [np.nan] * n
+                data["test_position_accuracy"] += [np.nan] * n
+    rank = np.asarray(data["rank"], dtype=np.int64)
+    out: Dict[str, Any] = {
+        "sweep_id": np.array(data["sweep_id"], dtype=object),
+        "cell_id": np.asarray(data["cell_id"], dtype=np.int64),
+        "head": np.array(data["head"], dtype=object),
+        "rank": _ints(rank, rank == 0),
+        "seed": np.asarray(data["seed"], dtype=np.uint64),
+        "step": np.asarray(data["step"], dtype=np.int64),
+    }
+    for k in CURVE_COLUMNS[6:]:
+        out[k] = np.asarray(data[k], dtype=np.float64)
+    axes = _add_axis_columns(out, recipes, spec)
+    return pd.DataFrame({k: out[k] for k in list(CURVE_COLUMNS) + ["recipe"] + axes})
+
+
 # ---------------------------------------------------------------- groups
 
 def has_test_split(reply: pb.QueryResultsResponse) -> bool:

@@ -235,6 +235,34 @@ class ClientEndToEndTest(unittest.TestCase):
         self.assertTrue(df["rank_lower_bound"].isna().all())  # no theory bound here
         check_rows_match_cli(self, self.cluster, df, self.pool)
 
+    def test_curves_end_at_the_final_metrics_and_match_the_cli(self):
+        results = self.client.results(self.pool)
+        df = self.client.curves(self.pool)
+        self.assertEqual(list(df.columns), list(frames.CURVE_COLUMNS) + ["recipe"])
+        self.assertEqual(sorted(set(df["cell_id"])), sorted(results["cell_id"]))
+        for _, row in results.iterrows():
+            curve = df[df["cell_id"] == row["cell_id"]]
+            steps = curve["step"].tolist()
+            # One point per evaluation: every eval_every (50) steps, up to
+            # the seed's last step, whose point is its final metrics.
+            self.assertEqual(steps, list(range(50, row["steps"] + 1, 50)))
+            last = curve.iloc[-1]
+            self.assertAlmostEqual(last["train_error"], row["train_error"], places=6)
+            self.assertAlmostEqual(last["test_error"], row["test_error"], places=6)
+            self.assertAlmostEqual(last["loss"], row["final_loss"], places=5)
+        cli = self.cli_json("results", self.pool, "--curves", "--format", "json")
+        self.assertEqual(len(cli), len(df))
+        for (_, got), want in zip(df.iterrows(), cli):
+            for k in ("cell_id", "seed", "step"):
+                self.assertEqual(got[k], want[k], k)
+            for k in ("loss", "train_error", "train_position_accuracy", "test_error",
+                      "test_position_accuracy"):
+                self.assertAlmostEqual(got[k], want[k], places=6, msg=k)
+        # Without a test split the test columns are missing.
+        witness = self.client.curves(self.witness, head="kernel/elu1", ranks=[8])
+        self.assertEqual(sorted(set(witness["seed"])), [0, 1])
+        self.assertTrue(witness["test_error"].isna().all())
+
     def test_results_filters_and_pages(self):
         df = self.client.results(self.witness, head="kernel/elu1", ranks=[8], page_size=1)
         self.assertEqual(df["rank"].tolist(), [8, 8])

@@ -292,6 +292,23 @@ def main():
         # Filtering: the softmax head has one row per seed.
         Select(driver.find_element(By.ID, "filter-head")).select_by_value("softmax")
         check(len(driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")) == 3, "softmax rows")
+        # A done row, clicked, draws the learning curves of its head and
+        # rank: a line per seed (this one highlighted) and their mean.
+        driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")[0].click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#curves path.curve-line")) == 3)
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#curves path.curve-line.chosen")) == 1,
+              "the clicked seed's curve is highlighted")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#curves path.curve-mean")) == 1,
+              "one mean curve")
+        status, _, body = http_get(f"{base}api/sweeps/{sweep_a}/curves?head=softmax&rank=0")
+        check(status == 200, f"curves: {status}")
+        curves = json.loads(body)
+        check(sorted(c["seed"] for c in curves) == [0, 1, 2], f"curves of seeds {curves}")
+        for c in curves:
+            check(c["step"] == sorted(c["step"]) and c["step"][0] == 50 and c["test_error"] is None,
+                  f"curve {c}")
+        status, _, _ = http_get(f"{base}api/sweeps/{sweep_a}/curves?head=softmax")
+        check(status == 400, f"curves without a rank: {status}")
         check(driver.find_element(By.ID, "row-count").text == f"3 of {CELLS_A} rows",
               driver.find_element(By.ID, "row-count").text)
         # The downloads carry the filter.

@@ -99,9 +99,10 @@ function errorCard(err) {
 // [{key, label, num, wrap, value(row) -> sort key, cell(row) -> node or text}];
 // rowClass(row) -> a class for the row's <tr>, or null.
 class SortableTable {
-  constructor(id, columns, rowClass) {
+  constructor(id, columns, rowClass, onRowClick) {
     this.columns = columns;
     this.rowClass = rowClass || (() => null);
+    this.onRowClick = onRowClick || null;
     this.rows = [];
     this.sortKey = null;
     this.sortDir = 1;
@@ -149,6 +150,11 @@ class SortableTable {
     this.table.dataset.hidden = Math.max(0, rows.length - MAX_TABLE_ROWS);
     for (const row of rows.slice(0, MAX_TABLE_ROWS)) {
       const tr = el('tr', {class: this.rowClass(row)});
+      // Only done rows have learning curves to show.
+      if (this.onRowClick && row.state === 'DONE') {
+        tr.classList.add('clickable');
+        tr.addEventListener('click', () => this.onRowClick(row));
+      }
       for (const col of this.columns) {
         const content = col.cell ? col.cell(row) : fmtNum(row[col.key]);
         tr.append(el('td', {class: col.num ? 'num' : (col.wrap ? 'wrap' : null)}, content));
@@ -262,6 +268,55 @@ function renderPlot(series, bounds, opts) {
   });
   if (!series.length) {
     root.append(svg('text', {x: (left + right) / 2, y: H / 2, 'text-anchor': 'middle'}, 'no results yet'));
+  }
+  return root;
+}
+
+// Learning curves of one head and rank: curves is /api/sweeps/ID/curves's
+// [{cell_id, seed, recipe, step: [...], train_error: [...], ...}]. Each seed
+// is a thin line (the chosen cell's drawn over the others, thicker), their
+// mean over seeds at each step bold (a seed that stopped early keeps its
+// last value). metric: 'train_error', 'test_error' or 'loss'.
+function renderCurves(curves, metric, chosenCell, opts) {
+  const W = 760, H = 300, left = 52, top = 14, bottom = 44, right = W - 20;
+  const root = svg('svg', {class: 'plot', id: opts.id, viewBox: `0 0 ${W} ${H}`, role: 'img',
+                           'aria-label': opts.title || 'learning curves'});
+  const lines = curves.filter(c => c[metric]).map(c => ({c, points: c.step.map((s, i) => [s, c[metric][i]])}));
+  const lastStep = Math.max(1, ...lines.flatMap(l => l.points.map(p => p[0])));
+  const top_v = metric === 'loss' ? Math.max(1e-9, ...lines.flatMap(l => l.points.map(p => p[1]))) : 1;
+  const x = s => left + s / lastStep * (right - left);
+  const y = v => top + (1 - Math.min(1, Math.max(0, v / top_v))) * (H - top - bottom);
+  for (const f of [0, 0.5, 1]) {
+    root.append(svg('line', {class: 'gridline', x1: left, x2: right, y1: y(f * top_v), y2: y(f * top_v)}));
+    root.append(svg('text', {x: left - 6, y: y(f * top_v) + 4, 'text-anchor': 'end'}, fmtNum(f * top_v)));
+  }
+  root.append(svg('line', {class: 'axis', x1: left, x2: right, y1: y(0), y2: y(0)}));
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+    root.append(svg('text', {class: 'xtick', x: x(f * lastStep), y: y(0) + 16, 'text-anchor': 'middle'},
+                    String(Math.round(f * lastStep))));
+  }
+  root.append(svg('text', {x: (left + right) / 2, y: H - 8, 'text-anchor': 'middle'}, 'training step'));
+  const path = pts => pts.map((p, j) => `${j ? 'L' : 'M'}${x(p[0])},${y(p[1])}`).join(' ');
+  const ordered = [...lines].sort((a, b) => (a.c.cell_id === chosenCell) - (b.c.cell_id === chosenCell));
+  for (const l of ordered) {
+    const chosen = l.c.cell_id === chosenCell;
+    root.append(svg('path', {class: chosen ? 'curve-line chosen' : 'curve-line', d: path(l.points),
+                             'data-seed': l.c.seed, stroke: '#0072B2', fill: 'none',
+                             'stroke-width': chosen ? 2 : 1, 'stroke-opacity': chosen ? 0.9 : 0.35},
+                     svg('title', {}, `seed ${l.c.seed}`)));
+  }
+  // The mean over seeds at every step any of them evaluated.
+  const steps = [...new Set(lines.flatMap(l => l.points.map(p => p[0])))].sort((a, b) => a - b);
+  const mean = steps.map(s => {
+    const vals = lines.map(l => { let v = null; for (const p of l.points) { if (p[0] <= s) v = p[1]; else break; } return v; })
+                      .filter(v => v !== null);
+    return [s, vals.reduce((a, b) => a + b, 0) / vals.length];
+  });
+  if (mean.length) {
+    root.append(svg('path', {class: 'curve-mean', d: path(mean), stroke: '#0072B2', fill: 'none', 'stroke-width': 3}));
+  }
+  if (!lines.length) {
+    root.append(svg('text', {x: (left + right) / 2, y: H / 2, 'text-anchor': 'middle'}, 'no learning curve for these seeds'));
   }
   return root;
 }
@@ -399,7 +454,36 @@ pages.sweep = async (main, id) => {
                  ...axes.map(a => ({key: `axis_${a.name}`, label: a.name, num: true})));
   // Without a test split every test error is missing: no column for it.
   if (!sweep.has_test_split) columns.splice(columns.findIndex(c => c.key === 'test_error'), 1);
-  const rowsTable = new SortableTable('rows', columns, r => r.state === 'INVALID' ? 'invalid' : null);
+  // A done row, clicked, shows the learning curves of its head and rank.
+  const curvesHolder = el('div', {id: 'curves-holder'},
+                          el('span', {class: 'muted'}, 'Click a done row below for its learning curves.'));
+  const curvesCard = el('div', {class: 'card', id: 'curves-card'}, el('h2', {}, 'Learning curves'), curvesHolder);
+  const showCurves = async (row) => {
+    if (row.state !== 'DONE') return;
+    const q = new URLSearchParams({head: row.head, rank: String(row.rank === null ? 0 : row.rank)});
+    let curves;
+    try {
+      curves = await api(`/api/sweeps/${id}/curves?${q}`);
+    } catch (err) {
+      curvesHolder.replaceChildren(errorCard(err));
+      return;
+    }
+    if (left) return;
+    const sameRecipe = curves.filter(c => (c.recipe || 0) === (row.recipe || 0));
+    const metricSelect = el('select', {id: 'curve-metric'},
+        ['train_error', 'test_error', 'loss'].filter(m => m !== 'test_error' || sweep.has_test_split)
+            .map(m => el('option', {value: m}, m.replace('_', ' '))));
+    const draw = () => plotHolder.replaceChildren(
+        renderCurves(sameRecipe, metricSelect.value, row.cell_id, {id: 'curves', title: `${row.head} rank ${row.rank}`}));
+    const plotHolder = el('div');
+    metricSelect.addEventListener('change', draw);
+    curvesHolder.replaceChildren(
+        el('div', {class: 'filters'}, el('strong', {}, `${row.head}${row.rank === null ? '' : ` rank ${row.rank}`}`),
+           el('span', {class: 'muted'}, ` seed ${row.seed} highlighted; ${sameRecipe.length} seeds`), metricSelect),
+        plotHolder);
+    draw();
+  };
+  const rowsTable = new SortableTable('rows', columns, r => r.state === 'INVALID' ? 'invalid' : null, showCurves);
   let rows = [];  // with the invalid ones, which come last
   const applyFilters = () => {
     const head = headSelect.value, state = stateSelect.value, text = textFilter.value.trim().toLowerCase();
@@ -428,7 +512,7 @@ pages.sweep = async (main, id) => {
                           el('span', {class: 'right'}, 'Download ', csv, ' ', json)),
                        el('div', {class: 'scroll'}, rowsTable.table));
   main.append(header, el('div', {class: 'card'}, el('h2', {}, 'Progress'), progress, events),
-              el('div', {class: 'grid2'}, plotCard, summaryCard), tableCard, failures);
+              el('div', {class: 'grid2'}, plotCard, summaryCard), tableCard, curvesCard, failures);
 
   const drawHeader = () => {
     header.replaceChildren(el('h1', {id: 'sweep-name'}, sweep.name),
