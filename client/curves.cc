@@ -234,7 +234,7 @@ std::string RenderCurvesSvg(const CurvePlotInput& in) {
   const int columns = std::max<int>(1, std::min<int>(4, static_cast<int>(panels.size())));
   const int rows_n = std::max<int>(1, (static_cast<int>(panels.size()) + columns - 1) / columns);
   const double panel_w = 230, panel_h = 170, gap_x = 40, gap_y = 56, margin_left = 60,
-               margin_top = 78;
+               margin_top = 100;
   const double width = margin_left + columns * panel_w + (columns - 1) * gap_x + 30;
   const double height = margin_top + rows_n * panel_h + (rows_n - 1) * gap_y + 60;
   std::string svg = absl::StrFormat(
