@@ -14,6 +14,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <iostream>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -121,6 +122,57 @@ class OutboxTest : public ::testing::Test {
     return w;
   }
 
+  // Thaws the coordinator when `frozen` (it held the result back), checks
+  // that nothing of the result was stored, starts `worker_id` again on its
+  // outbox and checks that the row arrives with attempt 1 and nothing is
+  // trained; then drains that worker.
+  void ExpectTheNextStartSendsTheRowWithoutTraining(Cluster& cluster, bool frozen,
+                                                    const std::string& worker_id,
+                                                    const std::string& outbox) {
+    if (frozen) EXPECT_EQ(kill(cluster.coordinator_pid(), SIGCONT), 0);
+    const std::string db = cluster.db();
+    EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results"), 0);
+    EXPECT_EQ(BatchFiles(outbox), 1);
+    std::unique_ptr<Process> again = StartWorker(cluster, worker_id, outbox);
+    EXPECT_EQ(WaitForCount(db, "SELECT count(*) FROM results", 1, 60s), 1) << again->Stderr();
+    EXPECT_TRUE(WaitForBatchFiles(outbox, 0, 10s));
+    EXPECT_TRUE(again->WaitForStderr(std::regex("ranksweep-worker: registered as " + worker_id),
+                                     30s)
+                    .has_value())
+        << again->Stderr();
+    again->Signal(SIGTERM);
+    EXPECT_EQ(again->Wait(30s), std::optional<int>(0));
+    EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results WHERE worker_id = '" + worker_id + "'"),
+              1);
+    EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM cells WHERE state = 3 AND attempt = 1"), 1);
+    const std::string log = again->Stderr();
+    EXPECT_NE(log.find("resuming the session of " + worker_id +
+                       " to send 1 result batch a previous process left"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find(": 1 recorded, 0 duplicates"), std::string::npos) << log;
+    EXPECT_EQ(log.find("ranksweep-worker: start "), std::string::npos) << log;  // no retraining
+  }
+
+  // Sends SIGTERM to `w` and checks that it exits 0 within a few seconds
+  // of its --drain-seconds=3, keeping its one result on disk.
+  void ExpectADrainOnTime(Process& w, const std::string& outbox, const std::string& what) {
+    const auto signalled = Clock::now();
+    w.Signal(SIGTERM);
+    const std::optional<int> code = w.Wait(60s);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - signalled);
+    EXPECT_EQ(code, std::optional<int>(0)) << w.Stderr();
+    EXPECT_LT(took, 6s) << "exited " << took.count() << " ms after SIGTERM\n" << w.Stderr();
+    std::cout << "drain with the coordinator " << what << ": exited " << took.count()
+              << " ms after SIGTERM (--drain-seconds=3)\n";
+    EXPECT_EQ(BatchFiles(outbox), 1);
+    EXPECT_NE(w.Stderr().find("exiting with 1 unacknowledged result batch, kept for the next "
+                              "start"),
+              std::string::npos)
+        << w.Stderr();
+  }
+
   TempDir dir_;
   int starts_ = 0;
 };
@@ -133,29 +185,7 @@ TEST_F(OutboxTest, KilledRightAfterACellFinishesTheRowArrivesWithNoRetraining) {
   std::unique_ptr<Process> w = TrainWithTheCoordinatorFrozen(cluster, "alpha", outbox);
   w->Signal(SIGKILL);
   ASSERT_EQ(w->Wait(10s), std::optional<int>(128 + SIGKILL));
-  ASSERT_EQ(kill(cluster.coordinator_pid(), SIGCONT), 0);
-  const std::string db = cluster.db();
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results"), 0);
-  EXPECT_EQ(BatchFiles(outbox), 1);
-
-  std::unique_ptr<Process> again = StartWorker(cluster, "alpha", outbox);
-  EXPECT_EQ(WaitForCount(db, "SELECT count(*) FROM results", 1, 60s), 1) << again->Stderr();
-  EXPECT_TRUE(WaitForBatchFiles(outbox, 0, 10s));
-  EXPECT_TRUE(
-      again->WaitForStderr(std::regex("ranksweep-worker: registered as alpha"), 30s).has_value())
-      << again->Stderr();
-  again->Signal(SIGTERM);
-  EXPECT_EQ(again->Wait(30s), std::optional<int>(0));
-
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results WHERE worker_id = 'alpha'"), 1);
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM cells WHERE state = 3 AND attempt = 1"), 1);
-  const std::string log = again->Stderr();
-  EXPECT_NE(log.find("resuming the session of alpha to send 1 result batch a previous process "
-                     "left"),
-            std::string::npos)
-      << log;
-  EXPECT_NE(log.find(": 1 recorded, 0 duplicates"), std::string::npos) << log;
-  EXPECT_EQ(log.find("ranksweep-worker: start "), std::string::npos) << log;  // no retraining
+  ExpectTheNextStartSendsTheRowWithoutTraining(cluster, /*frozen=*/true, "alpha", outbox);
   ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
 }
 
@@ -168,31 +198,8 @@ TEST_F(OutboxTest, DrainWithTheCoordinatorStoppedEndsOnTimeAndKeepsTheResult) {
   const std::string outbox = dir_.path() + "/outbox-alpha";
   std::unique_ptr<Process> w =
       TrainWithTheCoordinatorFrozen(cluster, "alpha", outbox, {"--drain-seconds=3"});
-  const auto signalled = Clock::now();
-  w->Signal(SIGTERM);
-  const std::optional<int> code = w->Wait(60s);
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - signalled);
-  EXPECT_EQ(code, std::optional<int>(0)) << w->Stderr();
-  EXPECT_LT(took, 6s) << "exited " << took.count() << " ms after SIGTERM\n" << w->Stderr();
-  std::cout << "drain with the coordinator stopped: exited " << took.count()
-            << " ms after SIGTERM (--drain-seconds=3)\n";
-  EXPECT_EQ(BatchFiles(outbox), 1);
-  EXPECT_NE(w->Stderr().find("exiting with 1 unacknowledged result batch, kept for the next "
-                             "start"),
-            std::string::npos)
-      << w->Stderr();
-
-  ASSERT_EQ(kill(cluster.coordinator_pid(), SIGCONT), 0);
-  const std::string db = cluster.db();
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results"), 0);
-  std::unique_ptr<Process> again = StartWorker(cluster, "alpha", outbox);
-  EXPECT_EQ(WaitForCount(db, "SELECT count(*) FROM results", 1, 60s), 1) << again->Stderr();
-  EXPECT_TRUE(WaitForBatchFiles(outbox, 0, 10s));
-  again->Signal(SIGTERM);
-  EXPECT_EQ(again->Wait(30s), std::optional<int>(0));
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM cells WHERE state = 3 AND attempt = 1"), 1);
-  EXPECT_EQ(again->Stderr().find("ranksweep-worker: start "), std::string::npos)
-      << again->Stderr();
+  ExpectADrainOnTime(*w, outbox, "stopped");
+  ExpectTheNextStartSendsTheRowWithoutTraining(cluster, /*frozen=*/true, "alpha", outbox);
   ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
 }
 
@@ -209,27 +216,9 @@ TEST_F(OutboxTest, WithTheCoordinatorKilledTheWorkerExitsOnTimeAndTheResultArriv
       << w->Stderr();
   ASSERT_TRUE(cluster.StopCoordinator(SIGKILL));
   ASSERT_TRUE(WaitForBatchFiles(outbox, 1, 60s)) << w->Stderr();
-  const auto signalled = Clock::now();
-  w->Signal(SIGTERM);
-  const std::optional<int> code = w->Wait(60s);
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - signalled);
-  EXPECT_EQ(code, std::optional<int>(0)) << w->Stderr();
-  EXPECT_LT(took, 6s) << "exited " << took.count() << " ms after SIGTERM\n" << w->Stderr();
-  std::cout << "drain with the coordinator killed: exited " << took.count()
-            << " ms after SIGTERM (--drain-seconds=3)\n";
-  EXPECT_EQ(BatchFiles(outbox), 1);
-
+  ExpectADrainOnTime(*w, outbox, "killed");
   ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
-  const std::string db = cluster.db();
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM results"), 0);
-  std::unique_ptr<Process> again = StartWorker(cluster, "alpha", outbox);
-  EXPECT_EQ(WaitForCount(db, "SELECT count(*) FROM results", 1, 60s), 1) << again->Stderr();
-  EXPECT_TRUE(WaitForBatchFiles(outbox, 0, 10s));
-  again->Signal(SIGTERM);
-  EXPECT_EQ(again->Wait(30s), std::optional<int>(0));
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM cells WHERE state = 3 AND attempt = 1"), 1);
-  EXPECT_EQ(again->Stderr().find("ranksweep-worker: start "), std::string::npos)
-      << again->Stderr();
+  ExpectTheNextStartSendsTheRowWithoutTraining(cluster, /*frozen=*/false, "alpha", outbox);
   ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
 }
 

@@ -696,6 +696,28 @@ std::unique_ptr<FileOutbox> OpenOutbox(const std::string& dir) {
   return outbox.ok() ? std::move(*outbox) : nullptr;
 }
 
+// What one agent process did: it ran on `outbox` against `coordinator`
+// until idle, training with ResultsFor.
+struct IdleRun {
+  absl::Status status;
+  AgentStats stats;
+  std::string worker_id;
+  std::vector<std::vector<uint64_t>> trained;  // the seeds of every task run
+};
+
+IdleRun RunUntilIdle(FakeCoordinator& coordinator, Outbox* outbox) {
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
+  AgentOptions options = TestOptions();
+  options.outbox = outbox;
+  Agent agent(&coordinator, &runner, options);
+  IdleRun run;
+  run.status = agent.Run();
+  run.stats = agent.stats();
+  run.worker_id = agent.worker_id();
+  run.trained = runner.ran();
+  return run;
+}
+
 TEST(AgentOutboxTest, ResultsAreOnDiskBeforeTheyAreFirstSentAndGoneOnceAcknowledged) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/outbox";
@@ -754,13 +776,10 @@ TEST(AgentOutboxTest, ResultsLeftByOneProcessAreSentByTheNextUnderItsSession) {
 
   std::unique_ptr<FileOutbox> outbox = OpenOutbox(dir);
   FakeCoordinator back;
-  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
-  AgentOptions options = TestOptions();
-  options.outbox = outbox.get();
-  Agent agent(&back, &runner, options);
-  ASSERT_TRUE(agent.Run().ok());
+  const IdleRun run = RunUntilIdle(back, outbox.get());
+  ASSERT_TRUE(run.status.ok()) << run.status;
 
-  EXPECT_TRUE(runner.ran().empty());  // nothing trained again
+  EXPECT_TRUE(run.trained.empty());  // nothing trained again
   ASSERT_GE(back.calls.size(), 3u);
   EXPECT_THAT(std::vector<std::string>(back.calls.begin(), back.calls.begin() + 3),
               ElementsAre("resume ws_secret", "complete w-1 leases 400 401 next=0",
@@ -768,8 +787,8 @@ TEST(AgentOutboxTest, ResultsLeftByOneProcessAreSentByTheNextUnderItsSession) {
   ASSERT_EQ(back.acknowledged.size(), 1u);
   EXPECT_THAT(Flatten(back.acknowledged[0]),
               ElementsAre(std::make_tuple(40, 400, 4u, 104), std::make_tuple(41, 401, 5u, 105)));
-  EXPECT_EQ(agent.stats().batches_resumed, 1);
-  EXPECT_EQ(agent.stats().cells_completed, 2);
+  EXPECT_EQ(run.stats.batches_resumed, 1);
+  EXPECT_EQ(run.stats.cells_completed, 2);
   EXPECT_EQ(BatchFiles(dir), 0);
 }
 
@@ -794,11 +813,8 @@ TEST(AgentOutboxTest, ABatchRefusedForAStaleLeaseIsResolvedOneResultAtATime) {
   const absl::Status stale = absl::FailedPreconditionError(
       "lease 400 for cell 40 is not held by this worker (expired, reassigned or never its own)");
   coordinator.complete_errors = {stale, stale, absl::OkStatus()};
-  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
-  AgentOptions options = TestOptions();
-  options.outbox = outbox.get();
-  Agent agent(&coordinator, &runner, options);
-  ASSERT_TRUE(agent.Run().ok());
+  const IdleRun run = RunUntilIdle(coordinator, outbox.get());
+  ASSERT_TRUE(run.status.ok()) << run.status;
 
   ASSERT_GE(coordinator.calls.size(), 5u);
   EXPECT_THAT(std::vector<std::string>(coordinator.calls.begin(), coordinator.calls.begin() + 5),
@@ -807,8 +823,8 @@ TEST(AgentOutboxTest, ABatchRefusedForAStaleLeaseIsResolvedOneResultAtATime) {
                           "register w-9"));
   ASSERT_EQ(coordinator.acknowledged.size(), 1u);
   EXPECT_THAT(Flatten(coordinator.acknowledged[0]), ElementsAre(std::make_tuple(41, 401, 5u, 105)));
-  EXPECT_EQ(agent.stats().cells_completed, 1);
-  EXPECT_EQ(agent.stats().results_discarded, 1);
+  EXPECT_EQ(run.stats.cells_completed, 1);
+  EXPECT_EQ(run.stats.results_discarded, 1);
   EXPECT_EQ(BatchFiles(dir), 0);
 }
 
@@ -822,25 +838,19 @@ TEST(AgentOutboxTest, ARestartKeepsTheWorkerIdUnlessTheCoordinatorRefusesIt) {
   {
     std::unique_ptr<FileOutbox> outbox = OpenOutbox(dir);
     FakeCoordinator coordinator;
-    FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
-    AgentOptions options = TestOptions();
-    options.outbox = outbox.get();
-    Agent agent(&coordinator, &runner, options);
-    ASSERT_TRUE(agent.Run().ok());
+    const IdleRun run = RunUntilIdle(coordinator, outbox.get());
+    ASSERT_TRUE(run.status.ok()) << run.status;
     EXPECT_THAT(coordinator.calls, ElementsAre("register w-9"));
-    EXPECT_EQ(agent.worker_id(), "w-9");
+    EXPECT_EQ(run.worker_id, "w-9");
   }
   std::unique_ptr<FileOutbox> outbox = OpenOutbox(dir);
   FakeCoordinator coordinator;
   coordinator.register_errors.push_back(
       absl::PermissionDeniedError("worker w-9 is quarantined; an admin lifts it"));
-  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
-  AgentOptions options = TestOptions();
-  options.outbox = outbox.get();
-  Agent agent(&coordinator, &runner, options);
-  ASSERT_TRUE(agent.Run().ok());
+  const IdleRun run = RunUntilIdle(coordinator, outbox.get());
+  ASSERT_TRUE(run.status.ok()) << run.status;
   EXPECT_THAT(coordinator.calls, ElementsAre("register w-9", "register "));
-  EXPECT_EQ(agent.worker_id(), "w-1");
+  EXPECT_EQ(run.worker_id, "w-1");
 }
 
 // --drain-seconds is a hard deadline: it goes to the client (which cuts
