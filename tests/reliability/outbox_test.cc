@@ -21,6 +21,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -282,6 +283,35 @@ TEST_F(OutboxTest, AQuarantinedWorkersLeftResultIsRefused) {
   EXPECT_NE(log.find("; discarding its results"), std::string::npos) << log;
   EXPECT_EQ(BatchFiles(outbox), 0);
   EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM results"), 0);
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+}
+
+// Bad outbox flags, and a directory another worker holds, stop a worker at
+// start-up (exit 1) with the flag's name, before anything is leased.
+TEST_F(OutboxTest, BadOutboxFlagsAndAnOutboxInUseAreRefusedAtStart) {
+  Cluster cluster(Options(dir_, 60));
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  const std::string outbox = dir_.path() + "/outbox-alpha";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--outbox-max-batches=0", "--outbox-max-batches must be in 1..1000000, got 0"},
+      {"--outbox-max-bytes=100", "--outbox-max-bytes must be in 4096..1099511627776, got 100"},
+  };
+  for (const auto& [flag, message] : bad) {
+    std::unique_ptr<Process> w = StartWorker(cluster, "alpha", outbox, {flag});
+    EXPECT_EQ(w->Wait(60s), std::optional<int>(1)) << flag;
+    EXPECT_EQ(w->Stderr(), "ranksweep-worker: " + message + "\n") << flag;
+  }
+  std::unique_ptr<Process> first = StartWorker(cluster, "alpha", outbox);
+  ASSERT_TRUE(first->WaitForStderr(std::regex("registered as alpha"), 60s).has_value())
+      << first->Stderr();
+  std::unique_ptr<Process> second = StartWorker(cluster, "beta", outbox);
+  EXPECT_EQ(second->Wait(60s), std::optional<int>(1));
+  EXPECT_EQ(second->Stderr(), "ranksweep-worker: --outbox-dir: outbox " + outbox +
+                                  " is in use by another worker process; give each worker its "
+                                  "own --outbox-dir\n");
+  first->Signal(SIGTERM);
+  EXPECT_EQ(first->Wait(30s), std::optional<int>(0));
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM workers"), 1);
   ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
 }
 

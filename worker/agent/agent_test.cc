@@ -853,6 +853,45 @@ TEST(AgentOutboxTest, ARestartKeepsTheWorkerIdUnlessTheCoordinatorRefusesIt) {
   EXPECT_EQ(run.worker_id, "w-1");
 }
 
+// A full outbox refuses the batch with a line naming its bound; the
+// results are still sent (from memory) and acknowledged.
+TEST(AgentOutboxTest, AFullOutboxIsLoggedAndTheResultsAreSentFromMemory) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/outbox";
+  absl::StatusOr<std::unique_ptr<FileOutbox>> outbox =
+      FileOutbox::Open(dir, OutboxLimits{1000, 4096});
+  ASSERT_TRUE(outbox.ok()) << outbox.status();
+  std::vector<uint64_t> seeds;
+  for (uint64_t seed = 0; seed < 200; ++seed) seeds.push_back(seed);  // well over 4 kB
+  FakeCoordinator coordinator;
+  coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", seeds, 1000, 5000)});
+  FakeRunner runner([](const TaskSpec& spec, const RunControl&) { return ResultsFor(spec); });
+  AgentOptions options = TestOptions();
+  options.outbox = outbox->get();
+  absl::Mutex log_mu;
+  std::vector<std::string> lines;
+  options.log = [&](const std::string& line) {
+    absl::MutexLock lock(&log_mu);
+    lines.push_back(line);
+  };
+  Agent agent(&coordinator, &runner, options);
+  ASSERT_TRUE(agent.Run().ok());
+
+  ASSERT_EQ(coordinator.acknowledged.size(), 1u);
+  EXPECT_EQ(coordinator.acknowledged[0].size(), 200u);
+  EXPECT_EQ(BatchFiles(dir), 0);
+  int full = 0;
+  for (const std::string& line : lines) {
+    if (line.rfind("outbox: outbox " + dir + " is full: 0 bytes held and ", 0) == 0 &&
+        line.find(" more would pass the bound of 4096 bytes (--outbox-max-bytes); the results "
+                  "of s-1 ") != std::string::npos &&
+        line.find(" are kept in memory only until acknowledged") != std::string::npos) {
+      ++full;
+    }
+  }
+  EXPECT_EQ(full, 1) << ::testing::PrintToString(lines);
+}
+
 // --drain-seconds is a hard deadline: it goes to the client (which cuts
 // calls in flight), and no backoff between attempts outlives it. Results
 // not acknowledged by then stay in the outbox.
