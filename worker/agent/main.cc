@@ -3,8 +3,8 @@
 // core (agent.h), which holds all the behaviour.
 //
 // Exit codes: 0 after a drain (SIGTERM/SIGINT) or an idle exit (--once);
-// 1 for bad flags, an unusable device or a registration the coordinator
-// refuses.
+// 1 for bad flags, an unusable device, an outbox it cannot take (another
+// worker holds it) or a registration the coordinator refuses.
 #include <signal.h>
 #include <unistd.h>
 
@@ -100,7 +100,8 @@ int Main(int argc, char** argv) {
       "Trains ranksweep tasks from a coordinator.\n"
       "  ranksweep-worker --coordinator=host:50051 --device=cuda --slots=2\n"
       "SIGTERM/SIGINT drain: stop acquiring, release unstarted tasks, let running ones "
-      "finish within --drain-seconds, exit 0.");
+      "finish and send what finished, all within --drain-seconds (a hard deadline); results "
+      "not acknowledged stay in the outbox for the next start; exit 0.");
   // --help lists this file's flags (Abseil's default looks for a file named
   // after the program); --version prints what every ranksweep binary prints.
   absl::FlagsUsageConfig usage;
