@@ -13,7 +13,10 @@ function(ranksweep_add_test)
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
+  # Workers started by a test without --outbox-dir keep their default outbox
+  # (under $XDG_STATE_HOME) in the build tree, not in the home directory.
   gtest_discover_tests(${T_NAME}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+               ENVIRONMENT "XDG_STATE_HOME=${CMAKE_BINARY_DIR}/test-state")
 endfunction()

@@ -54,6 +54,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "worker/agent/agent.h"
+#include "worker/agent/file_outbox.h"
 #include "worker/agent/grpc_client.h"
 
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator address host:port");
@@ -76,6 +77,9 @@ ABSL_FLAG(int, lose_replies, 0,
 ABSL_FLAG(bool, quiet, false, "Log only registration, errors and the exit line");
 ABSL_FLAG(double, lie_rate, 0,
           "Share of CompleteTasks calls first sent with an impossible result, 0..1");
+ABSL_FLAG(std::string, outbox_dir, "",
+          "Keep unacknowledged results (and the session) in this directory, as "
+          "ranksweep-worker --outbox-dir does; empty = in memory only");
 
 namespace ranksweep::agent {
 namespace {
@@ -224,6 +228,8 @@ class AckLoggingClient : public CoordinatorClient {
                     const std::string& reason, bool release) override {
     return inner_->Fail(worker_id, lease_ids, reason, release);
   }
+  void ResumeSession(const std::string& session) override { inner_->ResumeSession(session); }
+  void SetDeadline(absl::Time deadline) override { inner_->SetDeadline(deadline); }
 
  private:
   // Logs how the coordinator answered a lie: refused (INVALID_ARGUMENT) or
@@ -316,6 +322,15 @@ int Main(int argc, char** argv) {
   auto* client =
       new AckLoggingClient(grpc, ack_fd, absl::GetFlag(FLAGS_lose_replies), lie_rate);
   auto* runner = new FakeRunner(min_ms, max_ms);
+  if (!absl::GetFlag(FLAGS_outbox_dir).empty()) {
+    absl::StatusOr<std::unique_ptr<FileOutbox>> outbox =
+        FileOutbox::Open(absl::GetFlag(FLAGS_outbox_dir));
+    if (!outbox.ok()) {
+      std::cerr << "ranksweep-fake-worker: --outbox_dir: " << outbox.status().message() << "\n";
+      return 1;
+    }
+    options.outbox = outbox->release();  // never freed, like the agent
+  }
   Agent& agent = *new Agent(client, runner, options);
 
   std::thread signal_thread([&agent, signals] {

@@ -59,17 +59,30 @@ AgentStats Agent::stats() const {
 }
 
 void Agent::RequestDrain() {
-  absl::MutexLock lock(&mu_);
-  if (draining_) {
-    hard_stop_ = true;
-  } else {
-    draining_ = true;
+  absl::Time deadline;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    if (draining_) {
+      hard_stop_ = true;
+      drain_deadline_ = std::min(drain_deadline_, now);
+    } else {
+      draining_ = true;
+      drain_deadline_ = now + options_.drain_timeout;
+    }
+    deadline = drain_deadline_;
   }
+  // Calls in flight end by then too: a coordinator that does not answer
+  // (stopped, partitioned) cannot hold the drain past its deadline.
+  coordinator_->SetDeadline(deadline);
 }
+
+bool Agent::OutOfTime() const { return hard_stop_ || absl::Now() >= drain_deadline_; }
 
 void Agent::SleepFor(absl::Duration d) {
   absl::MutexLock lock(&mu_);
-  mu_.AwaitWithTimeout(absl::Condition(&hard_stop_), d);
+  mu_.AwaitWithDeadline(absl::Condition(&hard_stop_),
+                        std::min(absl::Now() + d, drain_deadline_));
 }
 
 template <typename Fn>
@@ -83,7 +96,7 @@ auto Agent::Retrying(const char* what, Fn fn) -> decltype(fn()) {
     }
     {
       absl::MutexLock lock(&mu_);
-      if (hard_stop_) return result;
+      if (OutOfTime()) return result;
     }
     const absl::Duration wait = backoff.Next();
     Log(absl::StrCat(what, ": ", status.ToString(), "; retrying in ",
@@ -112,12 +125,37 @@ absl::Status Agent::RegisterWithRetry() {
 absl::Status Agent::Reregister() {
   absl::MutexLock register_lock(&register_mu_);
   RegisterRequest request = options_.registration;
+  bool from_outbox;
   {
     absl::MutexLock lock(&mu_);
     if (!worker_id_.empty()) request.worker_id = worker_id_;
+    from_outbox = id_from_outbox_;
   }
   absl::StatusOr<RegisterReply> reply = coordinator_->Register(request);
+  if (!reply.ok() && absl::IsPermissionDenied(reply.status()) && from_outbox) {
+    // The id was only this machine's memory of an earlier process (another
+    // token now, or quarantined): a new one, as for a first start.
+    Log(absl::StrCat("register as ", request.worker_id, " (the outbox's last worker id): ",
+                     reply.status().message(), "; registering under a new id"));
+    {
+      absl::MutexLock lock(&mu_);
+      worker_id_.clear();
+      id_from_outbox_ = false;
+    }
+    request.worker_id.clear();
+    reply = coordinator_->Register(request);
+  }
   if (!reply.ok()) return reply.status();
+  if (options_.outbox != nullptr) {
+    // Results leased under this session can be sent by the next process
+    // if this one dies first.
+    absl::Status saved = options_.outbox->SaveSession(
+        {reply->worker_id, reply->session, reply->lease_seconds, reply->heartbeat_seconds});
+    if (!saved.ok()) {
+      Log(absl::StrCat("outbox: cannot keep the session: ", saved.ToString(),
+                       "; results left at an exit cannot be sent by the next start"));
+    }
+  }
   absl::MutexLock lock(&mu_);
   worker_id_ = reply->worker_id;
   lease_seconds_ = reply->lease_seconds;
@@ -129,56 +167,174 @@ absl::Status Agent::Reregister() {
   return absl::OkStatus();
 }
 
+// ------------------------------------------------------------- outbox
+
+std::optional<OutboxSession> Agent::LoadOutbox() {
+  if (options_.outbox == nullptr) return std::nullopt;
+  std::optional<OutboxSession> session = options_.outbox->LeftSession();
+  std::vector<OutboxBatch> left = options_.outbox->LeftBatches();
+  absl::MutexLock lock(&mu_);
+  for (OutboxBatch& b : left) {
+    next_batch_id_ = std::max(next_batch_id_, b.id + 1);
+    outbox_.push_back(Batch{b.id, std::move(b.label), std::move(b.results), /*on_disk=*/true});
+  }
+  stats_.batches_resumed = static_cast<int64_t>(left.size());
+  if (session.has_value() && options_.registration.worker_id.empty()) {
+    // Keep the identity of the last process of this outbox.
+    worker_id_ = session->worker_id;
+    id_from_outbox_ = true;
+  }
+  if (outbox_.empty()) return std::nullopt;
+  if (!session.has_value()) {
+    Log(absl::StrCat("outbox: ",
+                     CountOf(static_cast<int>(outbox_.size()), "result batch", "result batches"),
+                     " left without a session; sending them after registering"));
+    return std::nullopt;
+  }
+  if (!options_.registration.worker_id.empty() &&
+      options_.registration.worker_id != session->worker_id) {
+    Log(absl::StrCat("outbox: the results left were leased by ", session->worker_id,
+                     ", not ", options_.registration.worker_id,
+                     "; sending them after registering"));
+    return std::nullopt;
+  }
+  return session;
+}
+
+void Agent::SendLeftovers() {
+  Backoff backoff(options_.retry);
+  while (true) {
+    absl::Status sent = FlushOutbox();
+    if (sent.ok()) return;
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&draining_), backoff.Next());
+    if (draining_) return;
+  }
+}
+
+bool Agent::Persist(const Batch& batch) {
+  if (options_.outbox == nullptr) return false;
+  absl::Status s = options_.outbox->Add({batch.id, batch.label, batch.results});
+  if (!s.ok()) {
+    Log(absl::StrCat("outbox: ", s.message(), "; the results of ", batch.label,
+                     " are kept in memory only until acknowledged"));
+    return false;
+  }
+  return true;
+}
+
+void Agent::Unpersist(int64_t id) {
+  if (options_.outbox == nullptr) return;
+  if (absl::Status s = options_.outbox->Remove(id); !s.ok()) {
+    // Sent again by the next start, the coordinator answers it as a
+    // duplicate or stale: harmless, but worth a line.
+    Log(absl::StrCat("outbox: ", s.ToString()));
+  }
+}
+
 // ------------------------------------------------------------- Run
 
 absl::Status Agent::Run() {
-  absl::Status registered = RegisterWithRetry();
-  if (absl::IsCancelled(registered)) {
-    Log("drain requested before registration; exiting");
-    return absl::OkStatus();
+  std::thread heartbeat;
+  if (std::optional<OutboxSession> left = LoadOutbox(); left.has_value()) {
+    {
+      absl::MutexLock lock(&mu_);
+      worker_id_ = left->worker_id;
+      lease_seconds_ = left->lease_seconds;
+      heartbeat_seconds_ = left->heartbeat_seconds;
+      Log(absl::StrCat("resuming the session of ", worker_id_, " to send ",
+                       CountOf(static_cast<int>(outbox_.size()), "result batch", "result batches"),
+                       " a previous process left"));
+    }
+    coordinator_->ResumeSession(left->session);
+    // Their leases are kept alive while they wait for the coordinator.
+    heartbeat = std::thread([this] { HeartbeatLoop(); });
+    SendLeftovers();
   }
-  if (!registered.ok()) return registered;
-
-  std::thread heartbeat([this] { HeartbeatLoop(); });
-  std::vector<std::thread> runners;
-  const int slots = std::max(1, options_.registration.slots);
-  for (int i = 0; i < slots; ++i) runners.emplace_back([this] { RunnerLoop(); });
-
-  AcquireLoop();
-  Drain();
-
+  bool drained_early;
   {
     absl::MutexLock lock(&mu_);
-    runners_exit_ = true;
+    drained_early = draining_;
   }
-  for (auto& t : runners) t.join();
+  if (!drained_early) {
+    absl::Status registered = RegisterWithRetry();
+    if (!registered.ok() && !absl::IsCancelled(registered)) {
+      if (heartbeat.joinable()) {
+        {
+          absl::MutexLock lock(&mu_);
+          heartbeat_exit_ = true;
+        }
+        heartbeat.join();
+      }
+      return registered;
+    }
+    drained_early = !registered.ok();
+  }
+  if (!drained_early) {
+    if (!heartbeat.joinable()) heartbeat = std::thread([this] { HeartbeatLoop(); });
+    std::vector<std::thread> runners;
+    const int slots = std::max(1, options_.registration.slots);
+    for (int i = 0; i < slots; ++i) runners.emplace_back([this] { RunnerLoop(); });
+
+    AcquireLoop();
+    Drain();
+
+    {
+      absl::MutexLock lock(&mu_);
+      runners_exit_ = true;
+    }
+    for (auto& t : runners) t.join();
+  } else {
+    Log("drain requested before registration");
+  }
   // Results of finished tasks are worth the rest of the drain's time: a
   // coordinator that is restarting takes them when it is back, where
   // leaving them would have their cells trained again after the leases
   // expire. Nothing else is waiting by now, so this only delays the exit.
-  // A round that starts before the deadline may end after it, by at most
-  // one FlushOutbox's retries.
-  absl::Status flushed = FlushOutbox();
+  // No call outlives the drain's deadline (SetDeadline), so neither does
+  // this.
+  bool out_of_time, empty;
+  {
+    absl::MutexLock lock(&mu_);
+    out_of_time = OutOfTime();
+    empty = outbox_.empty();
+  }
+  absl::Status flushed = absl::OkStatus();
+  if (!out_of_time) {
+    flushed = FlushOutbox();
+  } else if (!empty) {
+    flushed = absl::DeadlineExceededError("the drain's deadline passed");
+  }
   Backoff backoff(options_.retry);
   while (!flushed.ok() && IsTransient(flushed)) {
     const absl::Duration wait = backoff.Next();
     {
       absl::MutexLock lock(&mu_);
-      if (hard_stop_ || absl::Now() + wait >= drain_deadline_) break;
+      if (!draining_ || OutOfTime() || absl::Now() + wait >= drain_deadline_) break;
     }
     SleepFor(wait);
     flushed = FlushOutbox();
   }
-  if (!flushed.ok()) {
-    absl::MutexLock lock(&mu_);
-    Log(absl::StrCat("exiting with ", outbox_.size(),
-                     " unacknowledged result batches: ", flushed.ToString()));
-  }
   {
     absl::MutexLock lock(&mu_);
+    if (!outbox_.empty()) {
+      int in_memory = 0;
+      for (const Batch& b : outbox_) in_memory += b.on_disk ? 0 : 1;
+      std::string where = options_.outbox != nullptr
+                              ? absl::StrCat("kept for the next start (outbox: ",
+                                             options_.outbox->Describe(), ")")
+                              : "lost (no outbox)";
+      if (options_.outbox != nullptr && in_memory > 0) {
+        absl::StrAppend(&where, "; ", in_memory, " of them were in memory only and are lost");
+      }
+      Log(absl::StrCat("exiting with ",
+                       CountOf(static_cast<int>(outbox_.size()), "unacknowledged result batch",
+                               "unacknowledged result batches"),
+                       ", ", where, ": ", flushed.ToString()));
+    }
     heartbeat_exit_ = true;
   }
-  heartbeat.join();
+  if (heartbeat.joinable()) heartbeat.join();
   const AgentStats s = stats();
   Log(absl::StrCat("exiting: ", s.tasks_completed, " tasks (", s.cells_completed,
                    " cells) completed, ", s.tasks_failed, " failed, ", s.tasks_released,
@@ -372,20 +528,37 @@ void Agent::RunOne(const std::shared_ptr<TaskState>& state) {
   }
   Log(absl::StrCat("done ", label, " in ",
                    absl::FormatDuration(absl::Trunc(took, absl::Milliseconds(10)))));
+  // Leases dropped while the results were being matched are not reported:
+  // one stale lease would make the coordinator refuse the whole batch.
+  auto drop_dropped = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto& r = batch.results;
+    r.erase(std::remove_if(
+                r.begin(), r.end(),
+                [&](const CellResult& c) { return state->dropped.count(c.lease_id) > 0; }),
+            r.end());
+    return r.empty();
+  };
   {
     absl::MutexLock lock(&mu_);
-    // Leases dropped while the results were being matched are not reported:
-    // one stale lease would make the coordinator refuse the whole batch.
-    auto& r = batch.results;
-    r.erase(std::remove_if(r.begin(), r.end(),
-                           [&](const CellResult& c) { return state->dropped.count(c.lease_id) > 0; }),
-            r.end());
-    if (r.empty()) {
+    if (drop_dropped()) {
       ++stats_.tasks_dropped;
       return;
     }
     batch.id = next_batch_id_++;
-    outbox_.push_back(std::move(batch));
+  }
+  // On disk before it is first sent, and before the heartbeat thread can
+  // see it (so whoever takes it out of outbox_ removes a file that exists).
+  // The task is still running_, so its leases are heartbeated meanwhile.
+  batch.on_disk = Persist(batch);
+  {
+    absl::MutexLock lock(&mu_);
+    const bool empty = drop_dropped();
+    if (!empty) outbox_.push_back(batch);
+    if (empty) ++stats_.tasks_dropped;
+  }
+  if (batch.results.empty()) {
+    if (batch.on_disk) Unpersist(batch.id);
+    return;
   }
   FlushOutbox(state).IgnoreError();  // what is not acknowledged stays queued
 }
@@ -454,22 +627,42 @@ absl::Status Agent::FlushOutbox(const std::shared_ptr<TaskState>& slot) {
                        "; keeping the results to send again"));
       return reply.status();
     }
-    absl::ReleasableMutexLock lock(&mu_);
-    // The heartbeat thread may have trimmed or removed the batch meanwhile.
-    auto it = std::find_if(outbox_.begin(), outbox_.end(),
-                           [&](const Batch& b) { return b.id == batch.id; });
-    if (reply.ok()) {
-      ++stats_.tasks_completed;
-      stats_.cells_completed += static_cast<int64_t>(batch.results.size());
-      Log(absl::StrCat("reported ", batch.label, ": ", reply->recorded, " recorded, ",
-                       reply->duplicates, " duplicates"));
-    } else {
-      stats_.results_discarded += static_cast<int64_t>(batch.results.size());
+    // One stale lease refuses the whole call: learn which, a result at a
+    // time, so that the others are still recorded or acknowledged.
+    bool resolved_one_by_one = false;
+    if (!reply.ok() && absl::IsFailedPrecondition(reply.status()) && batch.results.size() > 1) {
       Log(absl::StrCat("complete ", batch.label, ": ", reply.status().ToString(),
-                       "; discarding its results"));
+                       "; sending its results one at a time"));
+      if (absl::Status s = SendOneByOne(worker, batch); !s.ok()) return s;
+      resolved_one_by_one = true;
     }
-    if (it != outbox_.end()) outbox_.erase(it);
+    bool on_disk = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (resolved_one_by_one) {
+        // Counted and logged by SendOneByOne.
+      } else if (reply.ok()) {
+        ++stats_.tasks_completed;
+        stats_.cells_completed += static_cast<int64_t>(batch.results.size());
+        Log(absl::StrCat("reported ", batch.label, ": ", reply->recorded, " recorded, ",
+                         reply->duplicates, " duplicates"));
+      } else {
+        stats_.results_discarded += static_cast<int64_t>(batch.results.size());
+        Log(absl::StrCat("complete ", batch.label, ": ", reply.status().ToString(),
+                         "; discarding its results"));
+      }
+      // The heartbeat thread may have trimmed or removed the batch
+      // meanwhile; whoever takes it out of outbox_ removes its file.
+      auto it = std::find_if(outbox_.begin(), outbox_.end(),
+                             [&](const Batch& b) { return b.id == batch.id; });
+      if (it != outbox_.end()) {
+        on_disk = it->on_disk;
+        outbox_.erase(it);
+      }
+    }
+    if (on_disk) Unpersist(batch.id);
     if (!reply.ok() || reply->next_tasks.empty()) continue;
+    absl::ReleasableMutexLock lock(&mu_);
     // The slot moves on: its task leaves running_ as the next one joins the
     // queue, so the acquire loop never counts the slot free in between. A
     // drain that began meanwhile has already emptied the queue; the new
@@ -489,6 +682,36 @@ absl::Status Agent::FlushOutbox(const std::shared_ptr<TaskState>& slot) {
     lock.Release();
     for (const auto& state : leased) ReleaseOrFail(state, kShutdownReason, /*release=*/true);
   }
+}
+
+absl::Status Agent::SendOneByOne(const std::string& worker, const Batch& batch) {
+  int recorded = 0, duplicates = 0, refused = 0;
+  std::string first_refusal;
+  for (const CellResult& r : batch.results) {
+    absl::StatusOr<CompleteReply> reply = Retrying("complete", [&] {
+      return coordinator_->Complete(worker, {r}, NextTasks{});
+    });
+    if (!reply.ok() && IsTransient(reply.status())) {
+      Log(absl::StrCat("complete ", batch.label, ": ", reply.status().ToString(),
+                       "; keeping the results to send again"));
+      return reply.status();
+    }
+    if (reply.ok()) {
+      recorded += reply->recorded;
+      duplicates += reply->duplicates;
+    } else {
+      ++refused;
+      if (first_refusal.empty()) first_refusal = reply.status().ToString();
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (recorded + duplicates > 0) ++stats_.tasks_completed;
+  stats_.cells_completed += recorded + duplicates;
+  stats_.results_discarded += refused;
+  Log(absl::StrCat("reported ", batch.label, " one at a time: ", recorded, " recorded, ",
+                   duplicates, " duplicates, ", refused, " refused",
+                   refused > 0 ? absl::StrCat(" (", first_refusal, ")") : ""));
+  return absl::OkStatus();
 }
 
 // ------------------------------------------------------------- heartbeat
@@ -534,7 +757,8 @@ void Agent::HeartbeatLoop() {
 void Agent::DropLeases(const std::vector<int64_t>& ids, const char* why) {
   if (ids.empty()) return;
   const std::set<int64_t> gone(ids.begin(), ids.end());
-  absl::MutexLock lock(&mu_);
+  std::vector<int64_t> unpersist;
+  absl::ReleasableMutexLock lock(&mu_);
   auto mark = [&](TaskState& s) {
     for (const LeasedCell& cell : s.task.cells) {
       if (gone.count(cell.lease_id)) s.dropped.insert(cell.lease_id);
@@ -566,11 +790,16 @@ void Agent::DropLeases(const std::vector<int64_t>& ids, const char* why) {
     stats_.results_discarded += static_cast<int64_t>(before - results.size());
     if (results.empty()) {
       Log(absl::StrCat("discarding results of ", it->label, ": leases ", why));
+      if (it->on_disk) unpersist.push_back(it->id);
       it = outbox_.erase(it);
     } else {
       ++it;
     }
   }
+  lock.Release();
+  // A batch partly dropped stays whole on disk: sent by the next start,
+  // its dropped results are answered one at a time as stale.
+  for (int64_t id : unpersist) Unpersist(id);
 }
 
 // ------------------------------------------------------------- drain
@@ -587,15 +816,20 @@ void Agent::Drain() {
   Log(absl::StrCat("draining: releasing ", unstarted.size(), " unstarted tasks"));
   for (const auto& s : unstarted) ReleaseOrFail(s, kShutdownReason, /*release=*/true);
 
-  const absl::Time deadline = absl::Now() + options_.drain_timeout;
   absl::MutexLock lock(&mu_);
-  drain_deadline_ = deadline;
+  // The last third of the drain (at most 5 s) is kept for releasing what
+  // is still running and sending what finished.
+  const absl::Duration reserve = std::min(options_.drain_timeout / 3, absl::Seconds(5));
+  const absl::Time stop_at = drain_deadline_ - reserve;
   auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_.empty() || hard_stop_; };
   if (!running_.empty()) {
-    Log(absl::StrCat("draining: waiting up to ", absl::FormatDuration(options_.drain_timeout),
+    Log(absl::StrCat("draining: waiting up to ",
+                     absl::FormatDuration(absl::Trunc(std::max(stop_at - absl::Now(),
+                                                               absl::ZeroDuration()),
+                                                      absl::Milliseconds(100))),
                      " for ", running_.size(), " running tasks"));
   }
-  mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+  mu_.AwaitWithDeadline(absl::Condition(&done), stop_at);
   for (const auto& s : running_) {
     if (s->stop_reason == StopReason::kNone) {
       s->stop_reason = StopReason::kDrain;

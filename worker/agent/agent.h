@@ -21,6 +21,21 @@
 //    their leases. Their leases keep being heartbeated meanwhile, so a
 //    coordinator restarted on the same database takes them while the leases
 //    are valid, and nothing is trained twice.
+//  - With AgentOptions::outbox (outbox.h) every task's results are written
+//    there, durably, before they are first sent, and removed once the
+//    coordinator answered them (acknowledged, or refused for good); every
+//    registration's session is written there too. A Run that finds results
+//    a previous process left resumes that process's session (worker id and
+//    secret), heartbeats their leases and sends them, without `next`, before
+//    it registers again (which ends that session and releases whatever else
+//    the previous process held); a batch refused as a whole for a stale
+//    lease is then sent one result at a time, so each result is recorded,
+//    acknowledged as a duplicate, or refused on its own. A Run that finds
+//    a session but no results registers under that session's worker id
+//    (unless registration.worker_id names one), so a restarted worker keeps
+//    its identity; if the coordinator refuses that id (PERMISSION_DENIED)
+//    it registers under a new one. A batch the outbox refuses (full, disk
+//    error) is logged and kept in memory only.
 //  - Heartbeat's cancelled/lost lease ids drop those cells: a queued task
 //    whose cells are all dropped is discarded, a running one is stopped
 //    through should_stop (read after every training step, so the slot is
@@ -31,10 +46,14 @@
 //  - NOT_FOUND from Acquire or Heartbeat (the coordinator forgot this
 //    worker) re-registers under the same worker id.
 //  - RequestDrain (SIGTERM): stop acquiring, release queued tasks
-//    (FailTask release=true), let running tasks finish within
-//    drain_timeout, then stop and release the rest, send what is pending
-//    (retrying a coordinator that is down until the same drain_timeout has
-//    passed), and return OK. A second RequestDrain ends the wait at once.
+//    (FailTask release=true), let running tasks finish, then stop and
+//    release the rest, send what is pending (retrying a coordinator that is
+//    down), and return OK, all within drain_timeout of the request: that is
+//    a hard deadline, handed to the client (CoordinatorClient::SetDeadline)
+//    so that no call, even one in flight, outlives it. Running tasks get
+//    all of it but the last third (at most 5 s), which is kept for the
+//    calls. A second RequestDrain ends everything at once. Results left
+//    unacknowledged stay in the outbox for the next start.
 //
 // Ownership: the agent does not own the client or the runner; both must
 // outlive Run(). Thread-safety: Run() is called once, from one thread;
@@ -47,6 +66,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,6 +76,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "worker/agent/coordinator_client.h"
+#include "worker/agent/outbox.h"
 #include "worker/agent/retry.h"
 
 namespace ranksweep::agent {
@@ -79,6 +100,9 @@ struct AgentOptions {
   absl::Duration log_every = absl::Seconds(60);
   // Where log lines go (one call per line, no newline); empty = stderr.
   std::function<void(const std::string&)> log;
+  // Where results wait until acknowledged, across restarts (outbox.h); not
+  // owned, must outlive Run(). Null: in memory only.
+  Outbox* outbox = nullptr;
 };
 
 // Counters, for tests and the exit log line.
@@ -92,6 +116,7 @@ struct AgentStats {
   int64_t tasks_released = 0;    // FailTask release=true (drain, out of memory)
   int64_t tasks_dropped = 0;     // every cell cancelled or lost
   int64_t results_discarded = 0; // cells whose result the coordinator refused
+  int64_t batches_resumed = 0;   // batches a previous process left in the outbox
 };
 
 class Agent {
@@ -127,10 +152,26 @@ class Agent {
     int64_t id = 0;
     std::string label;
     std::vector<CellResult> results;
+    bool on_disk = false;  // written to options_.outbox
   };
 
   absl::Status RegisterWithRetry();
   absl::Status Reregister();
+  // Takes what a previous process left in the outbox; returns its session
+  // when there are results to send under it.
+  std::optional<OutboxSession> LoadOutbox();
+  // Sends the results a previous process left, under its session, until
+  // none is left or a drain is requested.
+  void SendLeftovers();
+  // Writes `batch` to the outbox; false (logged) when there is none or it
+  // refuses.
+  bool Persist(const Batch& batch);
+  // Forgets batch `id` on disk (it has left outbox_).
+  void Unpersist(int64_t id);
+  // A batch the coordinator refused as a whole for a stale lease, sent one
+  // result at a time. Returns a transient error that outlasted the retries
+  // (the batch stays), else OK with the batch resolved.
+  absl::Status SendOneByOne(const std::string& worker, const Batch& batch);
   void AcquireLoop();
   void RunnerLoop();
   void HeartbeatLoop();
@@ -154,8 +195,10 @@ class Agent {
                      bool release);
   std::vector<int64_t> LiveLeases(const TaskState& state) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropLeases(const std::vector<int64_t>& ids, const char* why);
-  // Waits up to d or until `until` holds (mu_ held by the caller).
+  // Waits up to d, or until a hard stop or the drain's deadline.
   void SleepFor(absl::Duration d);
+  // The drain's deadline has passed or a hard stop was asked for.
+  bool OutOfTime() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Log(const std::string& line) const;
   std::string Label(const Task& task) const;
   std::string CurrentWorkerId() const;
@@ -173,8 +216,10 @@ class Agent {
   std::deque<Batch> outbox_ ABSL_GUARDED_BY(mu_);
   int64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
-  // Set by Drain(): running tasks, then unacknowledged results, get until then.
-  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Set by RequestDrain(): nothing of the agent outlives it.
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // worker_id_ came from the outbox's session, not from the options.
+  bool id_from_outbox_ ABSL_GUARDED_BY(mu_) = false;
   bool hard_stop_ ABSL_GUARDED_BY(mu_) = false;
   bool runners_exit_ ABSL_GUARDED_BY(mu_) = false;
   bool heartbeat_exit_ ABSL_GUARDED_BY(mu_) = false;

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/spec/spec.h"
 
 namespace ranksweep::agent {
@@ -40,6 +41,10 @@ struct RegisterReply {
   std::string worker_id;
   int lease_seconds = 0;
   int heartbeat_seconds = 0;
+  // The registration's session secret, which the client also keeps and
+  // sends on every later call; the agent only stores it in its outbox
+  // (outbox.h) so that a restarted process can resume the session.
+  std::string session;
 };
 
 struct LeasedCell {
@@ -116,6 +121,16 @@ class CoordinatorClient {
                                                  const NextTasks& next) = 0;
   virtual absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
                             const std::string& reason, bool release) = 0;
+
+  // Sends `session` (a secret an earlier Register of this worker returned,
+  // kept in the outbox) on every later call, as if that Register had just
+  // returned it: a restarted worker resumes its predecessor's session to
+  // send the results it left. A client without sessions ignores it.
+  virtual void ResumeSession(const std::string& session) { (void)session; }
+  // Every call ends by `deadline` at the latest, calls in flight included
+  // (DEADLINE_EXCEEDED): the hard end of a drain. A later call may only move
+  // it earlier. A client without deadlines ignores it.
+  virtual void SetDeadline(absl::Time deadline) { (void)deadline; }
 };
 
 // Control hooks handed to a running task.

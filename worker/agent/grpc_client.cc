@@ -1,6 +1,7 @@
 #include "worker/agent/grpc_client.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -42,13 +43,84 @@ GrpcCoordinatorClient::GrpcCoordinatorClient(std::shared_ptr<grpc::Channel> chan
       rpc_timeout_(rpc_timeout),
       token_(std::move(token)) {}
 
+// Registers a context for SetDeadline's canceller while its call runs.
+class GrpcCoordinatorClient::Call {
+ public:
+  Call(GrpcCoordinatorClient* client, grpc::ClientContext* ctx) : client_(client), ctx_(ctx) {
+    std::lock_guard<std::mutex> lock(client_->mu_);
+    client_->in_flight_.insert(ctx_);
+  }
+  ~Call() {
+    std::lock_guard<std::mutex> lock(client_->mu_);
+    client_->in_flight_.erase(ctx_);
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+ private:
+  GrpcCoordinatorClient* const client_;
+  grpc::ClientContext* const ctx_;
+};
+
+GrpcCoordinatorClient::~GrpcCoordinatorClient() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (canceller_.joinable()) canceller_.join();
+}
+
+void GrpcCoordinatorClient::ResumeSession(const std::string& session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  session_ = session;
+}
+
+void GrpcCoordinatorClient::SetDeadline(absl::Time deadline) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    deadline_ = std::min(deadline_, deadline);
+    if (!canceller_.joinable()) canceller_ = std::thread([this] { CancelAtDeadline(); });
+  }
+  changed_.notify_all();
+}
+
+void GrpcCoordinatorClient::CancelAtDeadline() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    if (absl::Now() < deadline_) {
+      changed_.wait_until(lock, absl::ToChronoTime(deadline_));
+      continue;
+    }
+    // Calls started before the deadline was set may run past it; calls
+    // started since carry it themselves.
+    for (grpc::ClientContext* ctx : in_flight_) ctx->TryCancel();
+    changed_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+}
+
+absl::Status GrpcCoordinatorClient::Finish(const grpc::Status& s) const {
+  if (s.error_code() == grpc::StatusCode::CANCELLED) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::Now() >= deadline_) {
+      return absl::DeadlineExceededError("the worker's drain deadline passed (--drain-seconds)");
+    }
+  }
+  return FromGrpc(s);
+}
+
 std::string GrpcCoordinatorClient::Session() const {
   std::lock_guard<std::mutex> lock(mu_);
   return session_;
 }
 
 void GrpcCoordinatorClient::Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const {
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  absl::Time deadline = absl::Now() + timeout;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    deadline = std::min(deadline, deadline_);
+  }
+  ctx->set_deadline(absl::ToChronoTime(deadline));
   if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
 }
 
@@ -78,13 +150,15 @@ absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const RegisterRequ
   v1::RegisterWorkerResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);
-  absl::Status s = FromGrpc(stub_->RegisterWorker(&ctx, req, &resp));
+  Call in_flight(this, &ctx);
+  absl::Status s = Finish(stub_->RegisterWorker(&ctx, req, &resp));
   if (!s.ok()) return s;
   {
     std::lock_guard<std::mutex> lock(mu_);
     session_ = resp.session();
   }
-  return RegisterReply{resp.worker_id(), resp.lease_seconds(), resp.heartbeat_seconds()};
+  return RegisterReply{resp.worker_id(), resp.lease_seconds(), resp.heartbeat_seconds(),
+                       resp.session()};
 }
 
 absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRequest& r) {
@@ -98,7 +172,8 @@ absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRe
   v1::AcquireTasksResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_ + absl::Milliseconds(r.wait_ms));
-  absl::Status s = FromGrpc(stub_->AcquireTasks(&ctx, req, &resp));
+  Call in_flight(this, &ctx);
+  absl::Status s = Finish(stub_->AcquireTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
   std::vector<Task> tasks;
   for (const v1::Task& t : resp.tasks()) tasks.push_back(TaskFromProto(t));
@@ -114,7 +189,8 @@ absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::Heartbeat(
   v1::HeartbeatResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);
-  absl::Status s = FromGrpc(stub_->Heartbeat(&ctx, req, &resp));
+  Call in_flight(this, &ctx);
+  absl::Status s = Finish(stub_->Heartbeat(&ctx, req, &resp));
   if (!s.ok()) return s;
   HeartbeatReply reply;
   reply.cancelled_lease_ids.assign(resp.cancelled_lease_ids().begin(),
@@ -144,7 +220,8 @@ absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
   v1::CompleteTasksResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);
-  absl::Status s = FromGrpc(stub_->CompleteTasks(&ctx, req, &resp));
+  Call in_flight(this, &ctx);
+  absl::Status s = Finish(stub_->CompleteTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
   CompleteReply reply{resp.recorded(), resp.duplicates(), {}};
   for (const v1::Task& t : resp.next_tasks()) reply.next_tasks.push_back(TaskFromProto(t));
@@ -163,7 +240,8 @@ absl::Status GrpcCoordinatorClient::Fail(const std::string& worker_id,
   v1::FailTaskResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);
-  return FromGrpc(stub_->FailTask(&ctx, req, &resp));
+  Call in_flight(this, &ctx);
+  return Finish(stub_->FailTask(&ctx, req, &resp));
 }
 
 }  // namespace ranksweep::agent

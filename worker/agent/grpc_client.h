@@ -8,16 +8,24 @@
 // seconds) so a restarted coordinator is found again quickly.
 //
 // Register keeps the session secret the coordinator hands out and every
-// later call sends it (docs/SECURITY.md, "What a worker token can do"), so
-// the agent never sees it; a new Register replaces it.
+// later call sends it (docs/SECURITY.md, "What a worker token can do"); a
+// new Register or ResumeSession replaces it. The agent sees it only to keep
+// it in its outbox for a restarted process.
+//
+// SetDeadline caps every later call's deadline and, from a thread of the
+// client's own started then, cancels the calls still in flight when it
+// passes; those answer DEADLINE_EXCEEDED.
 //
 // Ownership: shares the channel. Thread-safety: all methods may be called
 // concurrently (gRPC stubs are thread-safe; the session has a mutex).
 #ifndef RANKSWEEP_WORKER_AGENT_GRPC_CLIENT_H_
 #define RANKSWEEP_WORKER_AGENT_GRPC_CLIENT_H_
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -52,16 +60,29 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                                          const NextTasks& next) override;
   absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
                     const std::string& reason, bool release) override;
+  void ResumeSession(const std::string& session) override;
+  void SetDeadline(absl::Time deadline) override;
+
+  ~GrpcCoordinatorClient() override;
 
  private:
+  class Call;  // one call in flight: its context, registered for cancelling
   void Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const;
   std::string Session() const;
+  // `s` as absl, DEADLINE_EXCEEDED for a call SetDeadline's thread cut.
+  absl::Status Finish(const grpc::Status& s) const;
+  void CancelAtDeadline();
 
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   absl::Duration rpc_timeout_;
   std::string token_;
   mutable std::mutex mu_;
   std::string session_;  // guarded by mu_; from the last Register
+  absl::Time deadline_ = absl::InfiniteFuture();  // guarded by mu_
+  std::set<grpc::ClientContext*> in_flight_;      // guarded by mu_
+  bool stopping_ = false;                         // guarded by mu_
+  std::condition_variable changed_;
+  std::thread canceller_;  // started by the first SetDeadline
 };
 
 // The proto → agent translation of one leased task, exposed for tests.

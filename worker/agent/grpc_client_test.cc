@@ -2,7 +2,10 @@
 // receives: field-for-field translation and status-code mapping.
 #include "worker/agent/grpc_client.h"
 
+#include <chrono>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -23,6 +26,7 @@ class RecordingService : public v1::WorkerService::Service {
     resp->set_worker_id("w-7");
     resp->set_lease_seconds(30);
     resp->set_heartbeat_seconds(10);
+    resp->set_session("ws_fresh");
     return grpc::Status::OK;
   }
   grpc::Status AcquireTasks(grpc::ServerContext*, const v1::AcquireTasksRequest* req,
@@ -46,8 +50,22 @@ class RecordingService : public v1::WorkerService::Service {
     }
     t->set_deadline_unix_ms(1234);
   }
-  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
+  // A heartbeat for lease 777 hangs until the client gives up on it (a
+  // coordinator that does not answer, as a SIGSTOPped one).
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                          v1::HeartbeatResponse* resp) override {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      last_heartbeat_session = req->session();
+    }
+    if (req->lease_ids_size() == 1 && req->lease_ids(0) == 777) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!ctx->IsCancelled() && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      return grpc::Status::CANCELLED;
+    }
+    if (req->lease_ids_size() < 2) return grpc::Status::OK;
     resp->add_cancelled_lease_ids(req->lease_ids(0));
     resp->add_lost_lease_ids(req->lease_ids(1));
     resp->set_deadline_unix_ms(99);
@@ -70,6 +88,8 @@ class RecordingService : public v1::WorkerService::Service {
     return grpc::Status::OK;
   }
 
+  std::mutex mu;
+  std::string last_heartbeat_session;  // guarded by mu
   v1::RegisterWorkerRequest last_register;
   std::string last_authorization;
   v1::AcquireTasksRequest last_acquire;
@@ -191,6 +211,45 @@ TEST_F(GrpcClientTest, CompleteAsksForTheNextTasksAndTranslatesThem) {
   ASSERT_EQ(t.cells.size(), 2u);
   EXPECT_EQ(t.cells[1].lease_id, 101);
   EXPECT_EQ(t.deadline_unix_ms, 1234);
+}
+
+TEST_F(GrpcClientTest, RegisterHandsOverTheSessionAndResumeSessionReplacesIt) {
+  absl::StatusOr<RegisterReply> reply = client_->Register(RegisterRequest{});
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->session, "ws_fresh");
+  ASSERT_TRUE(client_->Heartbeat("w-7", {}).ok());
+  {
+    std::lock_guard<std::mutex> lock(service_.mu);
+    EXPECT_EQ(service_.last_heartbeat_session, "ws_fresh");
+  }
+  client_->ResumeSession("ws_left_by_the_last_process");
+  ASSERT_TRUE(client_->Heartbeat("w-7", {}).ok());
+  std::lock_guard<std::mutex> lock(service_.mu);
+  EXPECT_EQ(service_.last_heartbeat_session, "ws_left_by_the_last_process");
+}
+
+// The drain's deadline cuts a call already in flight (its own deadline is
+// the 10 s rpc timeout) and every later one.
+TEST_F(GrpcClientTest, SetDeadlineCutsACallInFlightAndEveryLaterOne) {
+  absl::Status hung = absl::UnknownError("not returned");
+  absl::Time returned;
+  std::thread call([&] {
+    hung = client_->Heartbeat("w-7", {777}).status();
+    returned = absl::Now();
+  });
+  absl::SleepFor(absl::Milliseconds(200));  // the call is in flight
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(300);
+  client_->SetDeadline(deadline);
+  call.join();
+  EXPECT_EQ(hung, absl::DeadlineExceededError(
+                      "the worker's drain deadline passed (--drain-seconds)"));
+  EXPECT_GE(returned, deadline);
+  EXPECT_LT(returned, deadline + absl::Seconds(1));
+
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(client_->Heartbeat("w-7", {1, 2}).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
 }
 
 TEST(GrpcClientUnreachableTest, IsUnavailable) {

@@ -3,8 +3,8 @@
 // core (agent.h), which holds all the behaviour.
 //
 // Exit codes: 0 after a drain (SIGTERM/SIGINT) or an idle exit (--once);
-// 1 for bad flags, an unusable device or a registration the coordinator
-// refuses.
+// 1 for bad flags, an unusable device, an outbox it cannot take (another
+// worker holds it) or a registration the coordinator refuses.
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,6 +29,7 @@
 #include "common/flag_names.h"
 #include "common/version.h"
 #include "worker/agent/agent.h"
+#include "worker/agent/file_outbox.h"
 #include "worker/agent/grpc_client.h"
 #include "worker/agent/trainer_runner.h"
 #include "worker/trainer/trainer.h"
@@ -50,8 +51,18 @@ ABSL_FLAG(bool, once, false,
           "running (for tests and batch jobs)");
 ABSL_FLAG(int, idle_exit_seconds, 5, "Idle time before --once exits");
 ABSL_FLAG(int, drain_seconds, 30,
-          "On SIGTERM/SIGINT: how long running tasks may take to finish before they are "
-          "stopped and released; a second signal stops them at once");
+          "On SIGTERM/SIGINT: the hard deadline of the drain. Running tasks may finish in "
+          "all of it but the last third (at most 5 s), then they are stopped and released; "
+          "no coordinator call outlives it; unacknowledged results stay in the outbox. A "
+          "second signal ends it at once");
+ABSL_FLAG(std::string, outbox_dir, "",
+          "Where finished results wait, fsync'd, until the coordinator acknowledges them, "
+          "and what the next start of this worker sends. Default: "
+          "$XDG_STATE_HOME (else ~/.local/state)/ranksweep/worker-outbox/ADDRESS/ "
+          "id-WORKER_ID with --worker-id, else the first free seat-N there");
+ABSL_FLAG(int, outbox_max_batches, 1000, "Result batches the outbox holds at most, 1..1000000");
+ABSL_FLAG(int64_t, outbox_max_bytes, int64_t{64} << 20,
+          "Bytes of result batches the outbox holds at most, 4096..2^40");
 ABSL_FLAG(int, poll_ms, 5000, "AcquireTasks long-poll length, 0..60000");
 ABSL_FLAG(int, rpc_timeout_seconds, 30, "Deadline of each coordinator call (plus the poll)");
 ABSL_FLAG(int, heartbeat_ms, 0, "Heartbeat period; 0 = what the coordinator suggests");
@@ -89,7 +100,8 @@ int Main(int argc, char** argv) {
       "Trains ranksweep tasks from a coordinator.\n"
       "  ranksweep-worker --coordinator=host:50051 --device=cuda --slots=2\n"
       "SIGTERM/SIGINT drain: stop acquiring, release unstarted tasks, let running ones "
-      "finish within --drain-seconds, exit 0.");
+      "finish and send what finished, all within --drain-seconds (a hard deadline); results "
+      "not acknowledged stay in the outbox for the next start; exit 0.");
   // --help lists this file's flags (Abseil's default looks for a file named
   // after the program); --version prints what every ranksweep binary prints.
   absl::FlagsUsageConfig usage;
@@ -172,8 +184,40 @@ int Main(int argc, char** argv) {
   std::string run_device = "cpu";
   if (cuda) run_device = absl::StartsWith(device_flag, "cuda:") ? device_flag : "cuda";
 
+  const int outbox_max_batches = absl::GetFlag(FLAGS_outbox_max_batches);
+  const int64_t outbox_max_bytes = absl::GetFlag(FLAGS_outbox_max_bytes);
+  if (outbox_max_batches < 1 || outbox_max_batches > 1000000) {
+    std::cerr << "ranksweep-worker: --outbox-max-batches must be in 1..1000000, got "
+              << outbox_max_batches << "\n";
+    return 1;
+  }
+  if (outbox_max_bytes < 4096 || outbox_max_bytes > (int64_t{1} << 40)) {
+    std::cerr << "ranksweep-worker: --outbox-max-bytes must be in 4096..1099511627776, got "
+              << outbox_max_bytes << "\n";
+    return 1;
+  }
+  // The outbox is taken before anything is leased: a second worker on the
+  // same directory stops here.
+  const OutboxLimits limits{outbox_max_batches, outbox_max_bytes};
+  absl::StatusOr<std::unique_ptr<FileOutbox>> outbox;
+  if (!absl::GetFlag(FLAGS_outbox_dir).empty()) {
+    outbox = FileOutbox::Open(absl::GetFlag(FLAGS_outbox_dir), limits);
+  } else if (absl::StatusOr<std::string> base = DefaultOutboxBase(); base.ok()) {
+    outbox = OpenDefaultOutbox(*base, address, absl::GetFlag(FLAGS_worker_id), limits);
+  } else {
+    outbox = base.status();
+  }
+  if (!outbox.ok()) {
+    std::cerr << "ranksweep-worker: --outbox-dir: " << outbox.status().message() << "\n";
+    return 1;
+  }
+  for (const std::string& problem : (*outbox)->problems()) {
+    std::cerr << "ranksweep-worker: outbox: " << problem << "\n";
+  }
+
   const trainer::BuildInfo build = trainer::GetBuildInfo();
   AgentOptions options;
+  options.outbox = outbox->release();  // never freed: the agent may use it until exit
   RegisterRequest& reg = options.registration;
   reg.hostname = absl::GetFlag(FLAGS_hostname).empty() ? Hostname() : absl::GetFlag(FLAGS_hostname);
   reg.device = cuda ? "cuda" : "cpu";
@@ -233,7 +277,8 @@ int Main(int argc, char** argv) {
   Agent& agent = *new Agent(client, runner, options);
   std::cerr << "ranksweep-worker " << RANKSWEEP_BUILD_ID << " (torch " << build.torch_version
             << (build.cuda_version.empty() ? "" : ", cuda " + build.cuda_version) << ") on "
-            << *device_name << ", coordinator " << address << std::endl;
+            << *device_name << ", coordinator " << address << ", outbox "
+            << options.outbox->Describe() << std::endl;
 
   std::thread signal_thread([&agent, signals] {
     while (true) {
