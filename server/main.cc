@@ -375,10 +375,23 @@ int Serve() {
   // Operators' metrics (--metrics-listen): counted whether served or not,
   // which costs a map update per call.
   MetricsRegistry metrics;
-  DefineCoordinatorMetrics(&metrics);
+  DefineCoordinatorMetrics(&metrics, RANKSWEEP_BUILD_ID);
   store->SetCommitObserver(
       [&metrics](double seconds) { metrics.Observe("ranksweep_store_commit_seconds", {}, seconds); });
   metrics.AddCollector([&coordinator](MetricsRegistry* m) {
+    m->ClearGauge("ranksweep_sweeps");
+    for (SweepState state : {SweepState::kRunning, SweepState::kDone, SweepState::kFailed,
+                             SweepState::kCancelled}) {
+      m->Set("ranksweep_sweeps", {{"state", Name(state)}}, 0);
+    }
+    absl::StatusOr<std::map<SweepState, int64_t>> sweeps = coordinator.CountSweepsByState();
+    if (sweeps.ok()) {
+      for (const auto& [state, n] : *sweeps) {
+        m->Set("ranksweep_sweeps", {{"state", Name(state)}}, static_cast<double>(n));
+      }
+    } else {
+      LogEvent("metrics: cannot count sweeps: %s", sweeps.status().ToString());
+    }
     m->ClearGauge("ranksweep_cells");
     for (CellState state : {CellState::kPending, CellState::kLeased, CellState::kDone,
                             CellState::kFailed, CellState::kCancelled}) {

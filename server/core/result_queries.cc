@@ -789,6 +789,23 @@ absl::StatusOr<std::map<CellState, int64_t>> SweepQueries::CountCellsByState() {
   return counts;
 }
 
+absl::StatusOr<std::map<SweepState, int64_t>> SweepQueries::CountSweepsByState() {
+  std::map<SweepState, int64_t> counts;
+  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
+    counts.clear();
+    enum Col : int { kState, kSweeps, kCount };
+    static const std::string* sql =
+        NewSelect<kCount>({"state", "COUNT(*)"}, "FROM sweeps GROUP BY state");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return absl::OkStatus();
+      counts[static_cast<SweepState>(q.ColumnInt(kState))] = q.ColumnInt(kSweeps);
+    }
+  }));
+  return counts;
+}
+
 absl::StatusOr<std::vector<WorkerInfo>> SweepQueries::ListWorkers() {
   const int64_t now = clock_->NowMs();
   std::vector<WorkerInfo> workers;
