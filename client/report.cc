@@ -222,8 +222,11 @@ std::string OneLine(const Json& j) {
   return j.dump();
 }
 
-// Objects one key a line; a list on one line unless it holds objects or
-// lists, which then go one a line.
+// The top object one key a line; below it, a value on one line when the
+// line stays within kJsonLineWidth, else spread the same way (objects one
+// key a line, lists one element a line).
+constexpr size_t kJsonLineWidth = 96;
+
 void AppendCompactJson(const Json& j, int depth, std::string* out) {
   const std::string pad(2 * static_cast<size_t>(depth + 1), ' ');
   const std::string close(2 * static_cast<size_t>(depth), ' ');
@@ -231,8 +234,14 @@ void AppendCompactJson(const Json& j, int depth, std::string* out) {
     *out += "{\n";
     size_t i = 0;
     for (auto it = j.begin(); it != j.end(); ++it, ++i) {
-      absl::StrAppend(out, pad, Json(it.key()).dump(), ": ");
-      AppendCompactJson(it.value(), depth + 1, out);
+      const std::string key = absl::StrCat(pad, Json(it.key()).dump(), ": ");
+      const std::string line = OneLine(it.value());
+      *out += key;
+      if (key.size() + line.size() + 1 <= kJsonLineWidth) {
+        *out += line;
+      } else {
+        AppendCompactJson(it.value(), depth + 1, out);
+      }
       absl::StrAppend(out, i + 1 < j.size() ? ",\n" : "\n");
     }
     absl::StrAppend(out, close, "}");

@@ -52,8 +52,9 @@ absl::StatusOr<std::vector<std::string>> ParseReportCriteria(const std::string& 
 
 // The spec as JSON with only the fields that differ from a default
 // SweepSpec (each head's from a default HeadSpec), the name and each head's
-// kind always: what `submit -f` reads back into the same spec. Objects one key a
-// line, lists of numbers and each head on one line.
+// kind always: what `submit -f` reads back into the same spec. The top
+// object one key a line, each value on one line where it fits in 96
+// characters.
 std::string NonDefaultSpecJson(const SweepSpec& spec);
 
 // The provenance lines of a sweep (Markdown list items, each ending in a

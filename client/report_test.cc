@@ -158,7 +158,8 @@ TEST(BuildReportTest, PageTablesPlotsAndSpec) {
   EXPECT_THAT(page, HasSubstr("### Plots\n\n![wit: train error against feature rank]"
                               "(1-wit-train.svg)\n"));
   EXPECT_THAT(page, HasSubstr("### Spec\n\nThe fields that differ from the defaults (`submit -f` "
-                              "reads it back):\n\n```json\n{\n  \"dataset\": {\n"));
+                              "reads it back):\n\n```json\n{\n  \"dataset\": {\"kind\": "
+                              "\"witness\", \"m\": 8},\n"));
   EXPECT_THAT(page, HasSubstr("  \"name\": \"wit\",\n"));
   EXPECT_THAT(page, HasSubstr("  \"seed_count\": 2\n}\n```\n"));
 }
@@ -303,20 +304,12 @@ TEST(BuildReportTest, TheSpecShowsOnlyItsNonDefaultFields) {
   const std::string json = page.substr(page.find("```json\n", spec) + 8);
   EXPECT_EQ(json.substr(0, json.find("```")),
             "{\n"
-            "  \"dataset\": {\n"
-            "    \"kind\": \"witness\",\n"
-            "    \"m\": 8\n"
-            "  },\n"
-            "  \"heads\": [\n"
-            "    {\"kind\": \"kernel\"},\n"
-            "    {\"kind\": \"softmax\"}\n"
-            "  ],\n"
+            "  \"dataset\": {\"kind\": \"witness\", \"m\": 8},\n"
+            "  \"heads\": [{\"kind\": \"kernel\"}, {\"kind\": \"softmax\"}],\n"
             "  \"name\": \"demo\",\n"
             "  \"ranks\": [1, 2, 4, 8, 16, 32],\n"
             "  \"seed_count\": 3,\n"
-            "  \"train\": {\n"
-            "    \"max_steps\": 300\n"
-            "  }\n"
+            "  \"train\": {\"max_steps\": 300}\n"
             "}\n");
   EXPECT_THAT(page, ::testing::Not(HasSubstr("\"priority\"")));
 }
