@@ -376,6 +376,9 @@ int Serve() {
   // which costs a map update per call.
   MetricsRegistry metrics;
   DefineCoordinatorMetrics(&metrics, RANKSWEEP_BUILD_ID);
+  // Made now, before the endpoint serves, so its zero samples of
+  // ranksweep_rpcs_total are there from the first scrape.
+  auto metrics_interceptor = std::make_unique<MetricsInterceptorFactory>(&metrics);
   store->SetCommitObserver(
       [&metrics](double seconds) { metrics.Observe("ranksweep_store_commit_seconds", {}, seconds); });
   metrics.AddCollector([&coordinator](MetricsRegistry* m) {
@@ -480,7 +483,7 @@ int Serve() {
   builder.RegisterService(&worker_service);
   builder.RegisterService(&sweep_admin_service);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&metrics));
+  interceptors.push_back(std::move(metrics_interceptor));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
