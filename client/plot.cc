@@ -334,7 +334,13 @@ PlotLayout ComputePlotLayout(const PlotInput& input) {
     const double w = EstimateTextWidth(b.label, font);
     label.anchor_end = x + 4 + w > l.right - 2;
     label.x = label.anchor_end ? x - 4 : x + 4;
-    const double x0 = label.anchor_end ? label.x - w : label.x;
+    double x0 = label.anchor_end ? label.x - w : label.x;
+    // A plot area too narrow for the label on either side of its line (a
+    // small --size, a large --font-size): slid inside, on its white ground.
+    if (x0 < l.left + 2) {
+      x0 = std::min(l.left + 2, l.right - 2 - w);
+      label.x = label.anchor_end ? x0 + w : x0;
+    }
     for (int row = 0;; ++row) {
       label.y = l.top + (16 + 17 * row) * k;
       label.box = {x0 - 2, label.y - font, x0 + w + 2, label.y + 4 * k};

@@ -446,10 +446,14 @@ TEST(PlotTest, SizeAndFontSizeShapeTheFigureAndNothingOverlaps) {
         boxes.push_back(t.box);
       }
     }
-    for (const PlotLabel& t : l.bound_labels) EXPECT_TRUE(t.box.Inside(l.Area())) << t.text;
-    for (size_t i = 0; i < l.tick_labels.size(); ++i) {
-      for (size_t j = 0; j < l.caption_labels.size(); ++j) {
-        EXPECT_FALSE(l.tick_labels[i].box.Overlaps(l.caption_labels[j].box)) << font;
+    // Bound labels stay inside the plot area however narrow it gets.
+    for (const PlotLabel& t : l.bound_labels) {
+      EXPECT_TRUE(t.box.Inside(l.Area())) << font << ": " << t.text;
+    }
+    // No two texts (ticks, caption lines, legend rows) overlap.
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      for (size_t j = i + 1; j < boxes.size(); ++j) {
+        EXPECT_FALSE(boxes[i].Overlaps(boxes[j])) << font << ": " << i << " and " << j;
       }
     }
     const std::string svg = RenderPlotSvg(in);
@@ -485,7 +489,7 @@ TEST(PlotTest, SizesAndFontSizesOutOfRangeAreRefusedNamingTheFlag) {
   in.heads[0].label = "a-sweep-with-a-long-name: multihead_kernel/elu1/x4/h=32 lr=0.003";
   absl::Status s = CheckPlotInput(in);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), ::testing::StartsWith("--size: a width of 400 px leaves the plot area"));
+  EXPECT_THAT(std::string(s.message()), ::testing::StartsWith("--size: a width of 400 px leaves the plot area"));
   const size_t at = s.message().find("at least ", s.message().find("; use"));
   ASSERT_NE(at, std::string::npos) << s.message();
   in.width = std::stoi(std::string(s.message().substr(at + 9)));
@@ -494,7 +498,7 @@ TEST(PlotTest, SizesAndFontSizesOutOfRangeAreRefusedNamingTheFlag) {
   // Too low for the title, caption and legend.
   in.height = 200;
   s = CheckPlotInput(in);
-  EXPECT_THAT(s.message(), ::testing::StartsWith("--size: a height of 200 px leaves the plot area"));
+  EXPECT_THAT(std::string(s.message()), ::testing::StartsWith("--size: a height of 200 px leaves the plot area"));
   const size_t h = s.message().find("at least ", s.message().find("; use"));
   in.height = std::stoi(std::string(s.message().substr(h + 9)));
   EXPECT_TRUE(CheckPlotInput(in).ok()) << in.height << ": " << CheckPlotInput(in);

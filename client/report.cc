@@ -278,12 +278,17 @@ std::string Counted(const std::map<std::string, int>& counts, bool code) {
 
 std::string NonDefaultSpecJson(const SweepSpec& spec) {
   const Json full = Json::parse(SweepSpecToJson(spec));
+  // Each dataset kind writes its own fields: the defaults are those of a
+  // dataset of the same kind.
   SweepSpec defaults;
+  defaults.dataset.kind = spec.dataset.kind;
   defaults.heads = {HeadSpec{}};
   const Json base = Json::parse(SweepSpecToJson(defaults));
   Json out = WithoutDefaults(full, base);
-  // The name and the heads' kinds say what the sweep is, defaults or not.
+  // The name and the dataset's and heads' kinds say what the sweep is,
+  // defaults or not.
   out["name"] = full["name"];
+  out["dataset"]["kind"] = full["dataset"]["kind"];
   Json heads = Json::array();
   for (const Json& h : full["heads"]) {
     Json head = WithoutDefaults(h, base["heads"][0]);

@@ -51,8 +51,8 @@ absl::StatusOr<std::vector<std::string>> ParseReportCriteria(const std::string& 
                                                              int seeds);
 
 // The spec as JSON with only the fields that differ from a default
-// SweepSpec (each head's from a default HeadSpec), the name and each head's
-// kind always: what `submit -f` reads back into the same spec. The top
+// SweepSpec of its dataset kind (each head's from a default HeadSpec), the
+// name and the dataset's and each head's kind always: what `submit -f` reads back into the same spec. The top
 // object one key a line, each value on one line where it fits in 96
 // characters.
 std::string NonDefaultSpecJson(const SweepSpec& spec);

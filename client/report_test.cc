@@ -91,8 +91,10 @@ TEST(ReportCriteriaTest, OneByDefaultAndTheListOrTheStandardThreeWhenAsked) {
             "--criteria: \"all\" is given twice");
   const absl::Status bad = ParseReportCriteria("all,mean:2", 5).status();
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad.message(), ::testing::StartsWith("--criteria"));
+  EXPECT_THAT(std::string(bad.message()), ::testing::StartsWith("--criteria"));
 }
+
+ReportSweep TinySweep(const std::string& id, const std::string& name, int seeds);
 
 // What the report shows of a spec reads back as the same spec, recipe
 // axes included.
