@@ -368,10 +368,10 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   }
   // The build, as --version says it; no sweep in any state yet.
   CommandResult version = RunIn(dir, {RANKSWEEPD_BIN, "--version"});
-  std::smatch id;
-  ASSERT_TRUE(std::regex_search(version.out, id, std::regex("build id: ([^\n]+)\n")))
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(version.out, found, std::regex("build id: ([^\n]+)\n")))
       << version.out;
-  const std::string build_id = id[1];
+  const std::string build_id = found[1];
   EXPECT_EQ(Sample(before, "ranksweep_build_info{build_id=\"" + build_id + "\",version=\"" +
                                build_id.substr(0, build_id.find('+')) + "\"}"),
             1)
