@@ -540,8 +540,9 @@ TEST(CliTest, ReportOfARealSweepWritesThePageThePlotAndEveryCriterion) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("criterion: every seed exact (all)\n\n"));
 
+  // The three standard criteria (the default is `all` alone).
   const std::string out = dir.path() + "/report";
-  r = c.Cli({"report", id, "-o", out});
+  r = c.Cli({"report", id, "-o", out, "--criteria", "standard"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string page_path = out + "/" + "report.md";
   EXPECT_EQ(r.err, "wrote " + page_path + " (1 sweep, 1 plot)\n");
@@ -581,7 +582,8 @@ TEST(CliTest, ReportOfARealSweepWritesThePageThePlotAndEveryCriterion) {
   EXPECT_THAT(page, ::testing::Not(HasSubstr("Test split")));
   EXPECT_THAT(page, HasSubstr("### Plots\n\n![report-e2e: train error against feature rank]"
                               "(1-report-e2e-train.svg)\n"));
-  EXPECT_THAT(page, HasSubstr("### Spec\n\n```json\n{\n  \"dataset\": {\n"));
+  EXPECT_THAT(page, HasSubstr("### Spec\n\nThe fields that differ from the defaults (`submit -f` "
+                              "reads it back):\n\n```json\n{\n  \"dataset\": {"));
   EXPECT_THAT(page, HasSubstr("  \"name\": \"report-e2e\",\n"));
   EXPECT_THAT(testing::ReadFile(out + "/1-report-e2e-train.svg"), HasSubstr("<svg"));
 
