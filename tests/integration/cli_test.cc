@@ -469,7 +469,7 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   // stored rows (this build, a CPU worker), the spec's non-default fields.
   CommandResult report = c.Cli({"report", id, "-o", dir.path() + "/report"});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  const std::string page = testing::ReadFile(dir.path() + "/report/report.md");
+  const std::string page = testing::ReadFile(dir.path() + "/report/" + "report.md");
   EXPECT_THAT(page, HasSubstr("\n- build: `" + build_id + "` (" + std::to_string(kCells) +
                               " cells)\n"));
   EXPECT_THAT(page, HasSubstr("\n- devices: cpu (" + std::to_string(kCells) + " cells)\n"));
@@ -477,8 +477,8 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   EXPECT_THAT(page, ::testing::Not(HasSubstr("\"priority\"")));
   report = c.Cli({"report", id, "-o", dir.path() + "/report2", "--criteria", "all,mean:0.99"});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_EQ(Occurrences(testing::ReadFile(dir.path() + "/report2/report.md"),
-                           "### Criterion `"),
+  EXPECT_EQ(Occurrences(testing::ReadFile(dir.path() + "/report2/" + "report.md"),
+                        "### Criterion `"),
             2);
   report = c.Cli({"report", id, "-o", dir.path() + "/report3", "--criteria", "all,all"});
   EXPECT_EQ(report.exit_code, 1);
