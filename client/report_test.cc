@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/spec/spec_json.h"
@@ -13,18 +14,25 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A witness spec (m = 8, N = 3) of a kernel head and softmax.
+SweepSpec KernelAndSoftmax(const std::string& name, std::vector<int> ranks, int seeds) {
+  SweepSpec spec;
+  spec.name = name;
+  spec.dataset.kind = DatasetKind::kWitness;
+  spec.dataset.m = 8;
+  spec.dataset.seq_len = 3;
+  HeadSpec softmax;
+  softmax.kind = HeadKind::kSoftmax;
+  spec.heads = {HeadSpec{}, softmax};
+  spec.ranks = std::move(ranks);
+  spec.seed_count = seeds;
+  return spec;
+}
+
 // A witness sweep of a kernel head (ranks 2, 4) and softmax, 2 seeds.
 ReportSweep WitnessSweep() {
   ReportSweep s;
-  s.spec.name = "wit";
-  s.spec.dataset.kind = DatasetKind::kWitness;
-  s.spec.dataset.m = 8;
-  s.spec.dataset.seq_len = 3;
-  HeadSpec softmax;
-  softmax.kind = HeadKind::kSoftmax;
-  s.spec.heads = {HeadSpec{}, softmax};
-  s.spec.ranks = {2, 4};
-  s.spec.seed_count = 2;
+  s.spec = KernelAndSoftmax("wit", {2, 4}, 2);
   s.sweep.set_sweep_id("sw-1");
   s.sweep.set_state(v1::SWEEP_STATE_DONE);
   s.sweep.mutable_counts()->set_total(6);
@@ -211,15 +219,7 @@ TEST(BuildReportTest, TestSplitRecipesAndNames) {
 // (what `report` asks for by default).
 ReportSweep TinySweep(const std::string& id, const std::string& name, int seeds) {
   ReportSweep s;
-  s.spec.name = name;
-  s.spec.dataset.kind = DatasetKind::kWitness;
-  s.spec.dataset.m = 8;
-  s.spec.dataset.seq_len = 3;
-  HeadSpec softmax;
-  softmax.kind = HeadKind::kSoftmax;
-  s.spec.heads = {HeadSpec{}, softmax};
-  s.spec.ranks = {1, 2, 4, 8, 16, 32};
-  s.spec.seed_count = seeds;
+  s.spec = KernelAndSoftmax(name, {1, 2, 4, 8, 16, 32}, seeds);
   s.spec.train.max_steps = 300;
   s.sweep.set_sweep_id(id);
   s.sweep.set_state(v1::SWEEP_STATE_DONE);

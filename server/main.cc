@@ -28,6 +28,7 @@
 #include <iostream>
 #include <sstream>
 #include <memory>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -253,6 +254,23 @@ int TokenCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Sets the gauge `name`{state} to each state's count from the store, 0 for
+// the listed states that have none (so that every state has its series);
+// only the zeros when the store cannot count, which is logged.
+template <typename State>
+void SetCountsByState(MetricsRegistry* m, const char* name, std::initializer_list<State> states,
+                      const absl::StatusOr<std::map<State, int64_t>>& counts) {
+  m->ClearGauge(name);
+  for (State state : states) m->Set(name, {{"state", Name(state)}}, 0);
+  if (!counts.ok()) {
+    LogEvent("metrics: cannot count %s: %s", name, counts.status().ToString());
+    return;
+  }
+  for (const auto& [state, n] : *counts) {
+    m->Set(name, {{"state", Name(state)}}, static_cast<double>(n));
+  }
+}
+
 int Serve() {
   const std::string listen = absl::GetFlag(FLAGS_listen);
   const std::string db = absl::GetFlag(FLAGS_db);
@@ -382,32 +400,14 @@ int Serve() {
   store->SetCommitObserver(
       [&metrics](double seconds) { metrics.Observe("ranksweep_store_commit_seconds", {}, seconds); });
   metrics.AddCollector([&coordinator](MetricsRegistry* m) {
-    m->ClearGauge("ranksweep_sweeps");
-    for (SweepState state : {SweepState::kRunning, SweepState::kDone, SweepState::kFailed,
-                             SweepState::kCancelled}) {
-      m->Set("ranksweep_sweeps", {{"state", Name(state)}}, 0);
-    }
-    absl::StatusOr<std::map<SweepState, int64_t>> sweeps = coordinator.CountSweepsByState();
-    if (sweeps.ok()) {
-      for (const auto& [state, n] : *sweeps) {
-        m->Set("ranksweep_sweeps", {{"state", Name(state)}}, static_cast<double>(n));
-      }
-    } else {
-      LogEvent("metrics: cannot count sweeps: %s", sweeps.status().ToString());
-    }
-    m->ClearGauge("ranksweep_cells");
-    for (CellState state : {CellState::kPending, CellState::kLeased, CellState::kDone,
-                            CellState::kFailed, CellState::kCancelled}) {
-      m->Set("ranksweep_cells", {{"state", Name(state)}}, 0);
-    }
-    absl::StatusOr<std::map<CellState, int64_t>> cells = coordinator.CountCellsByState();
-    if (cells.ok()) {
-      for (const auto& [state, n] : *cells) {
-        m->Set("ranksweep_cells", {{"state", Name(state)}}, static_cast<double>(n));
-      }
-    } else {
-      LogEvent("metrics: cannot count cells: %s", cells.status().ToString());
-    }
+    SetCountsByState(m, "ranksweep_sweeps",
+                     {SweepState::kRunning, SweepState::kDone, SweepState::kFailed,
+                      SweepState::kCancelled},
+                     coordinator.CountSweepsByState());
+    SetCountsByState(m, "ranksweep_cells",
+                     {CellState::kPending, CellState::kLeased, CellState::kDone,
+                      CellState::kFailed, CellState::kCancelled},
+                     coordinator.CountCellsByState());
     m->ClearGauge("ranksweep_workers_alive");
     absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator.ListWorkers();
     if (!workers.ok()) {

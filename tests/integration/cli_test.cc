@@ -466,11 +466,14 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   EXPECT_NE(access((dir.path() + "/tiny.svg").c_str(), F_OK), 0);
 
   // The report of the same sweep: one criterion, its provenance from the
-  // stored rows (this build, a CPU worker), the spec's non-default fields.
+  // stored rows (the worker's build, a CPU), the spec's non-default fields.
   CommandResult report = c.Cli({"report", id, "-o", dir.path() + "/report"});
   ASSERT_EQ(report.exit_code, 0) << report.err;
   const std::string page = testing::ReadFile(dir.path() + "/report/" + "report.md");
-  EXPECT_THAT(page, HasSubstr("\n- build: `" + build_id + "` (" + std::to_string(kCells) +
+  CommandResult worker_version = RunIn(dir, {RANKSWEEP_WORKER_BIN, "--version"});
+  ASSERT_TRUE(std::regex_search(worker_version.out, found, std::regex("build id: ([^\n]+)\n")))
+      << worker_version.out;
+  EXPECT_THAT(page, HasSubstr("\n- build: `" + found[1].str() + "` (" + std::to_string(kCells) +
                               " cells)\n"));
   EXPECT_THAT(page, HasSubstr("\n- devices: cpu (" + std::to_string(kCells) + " cells)\n"));
   EXPECT_EQ(Occurrences(page, "### Criterion `"), 1) << page;
