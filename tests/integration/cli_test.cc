@@ -444,6 +444,24 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   EXPECT_EQ(plot.err, "wrote " + png + " (" + std::to_string(2 * kCells) + " points)\n");
   EXPECT_EQ(testing::ReadFile(png).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 
+  // The same cells with 2 seeds, all served from the result cache, on one
+  // figure with the first sweep's 3: each line says its own seed count, and
+  // the caption no longer claims 3 for all.
+  std::string two = kSpec;
+  two.replace(two.find("\"seed_count\": 3"), 15, "\"seed_count\": 2");
+  two.replace(two.find("\"name\": \"cli\""), 13, "\"name\": \"cli2\"");
+  const std::string id2 = c.Submit(two);
+  ASSERT_EQ(c.Cli({"watch", id2}, 60s).exit_code, 0);
+  const std::string cmp = dir.path() + "/cmp.svg";
+  plot = c.Cli({"plot", id, id2, "-o", cmp});
+  ASSERT_EQ(plot.exit_code, 0) << plot.err;
+  const std::string cmp_svg = testing::ReadFile(cmp);
+  EXPECT_THAT(cmp_svg, ::testing::Not(HasSubstr("mean over 3 seeds")));
+  EXPECT_THAT(cmp_svg, HasSubstr("mean over its line's seeds"));
+  EXPECT_THAT(cmp_svg, HasSubstr(">cli: kernel/elu1 (n = 3)</text>"));
+  EXPECT_THAT(cmp_svg, HasSubstr(">cli2: kernel/elu1 (n = 2)</text>"));
+  EXPECT_THAT(cmp_svg, HasSubstr(">cli2: softmax (n = 2)</text>"));
+
   // A figure for a paper: vector PDF, no title or caption, its size and
   // text size set; a size the legend cannot fit in is refused, naming it.
   const std::string pdf = dir.path() + "/paper.pdf";
