@@ -15,9 +15,6 @@
 namespace ranksweep::client {
 namespace {
 
-// Colour-blind-safe (Okabe-Ito), without the yellow that vanishes on white.
-constexpr const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                   "#56B4E9", "#E69F00", "#000000"};
 
 std::string AxisValueText(double v) { return absl::StrFormat("%g", v); }
 
@@ -222,7 +219,8 @@ std::string RenderLawSvg(const LawPlotInput& in) {
   size_t ranked = 0;
   for (const v1::AxisLaw& law : in.laws) {
     if (!law.has_rank()) continue;
-    const char* color = kColors[ranked % std::size(kColors)];
+    // The palette of every figure (PlotStyleOf, plot.h).
+    const char* color = PlotStyleOf(ranked).color;
     const double dx = (static_cast<double>(ranked) - 0.5) * 6;  // heads side by side
     ++ranked;
     std::string line;

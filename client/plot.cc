@@ -4,6 +4,9 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -28,10 +31,6 @@ std::string SvgEscape(const std::string& s) {
 std::string SvgNum(double v) { return absl::StrFormat("%.1f", v); }
 
 namespace {
-
-constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                    "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
-
 
 // A few pixels of sideways jitter, the same for the same (head, seed).
 double Jitter(int head_index, uint64_t seed) {
@@ -117,8 +116,61 @@ double Mean(const std::vector<double>& v) {
 constexpr double kFontSize = 13;
 constexpr double kLegendFontSize = 12;
 constexpr double kCaptionFontSize = 12;
+constexpr double kNoteFontSize = 11;
+
+// Text sizes relative to the default 13 px (PlotInput::font_size).
+double FontScale(const PlotInput& input) {
+  const double f = input.font_size;
+  return f >= kMinPlotFontSize && f <= kMaxPlotFontSize ? f / kFontSize : 1.0;
+}
+
+// A font size as an attribute: "12", "15.7".
+std::string FontNum(double v) { return absl::StrCat(std::round(v * 10) / 10); }
 
 }  // namespace
+
+PlotStyle PlotStyleOf(size_t line) {
+  // Okabe-Ito, without its yellow.
+  static constexpr const char* kColors[kPlotColors] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                                       "#56B4E9", "#E69F00", "#000000"};
+  // Solid, dash-dot, short dashes, dash-dot-dot: none is the rank-less
+  // reference line's 10,5 or a gap's 1,4.
+  static constexpr const char* kDashes[4] = {"", "7,2,1.5,2", "3,2", "7,2,1.5,2,1.5,2"};
+  // Past the palette, dash and marker change together for the second to
+  // fourth round (a = 0) and then shift against each other, so each of
+  // the 16 (dash, marker) pairs comes once per colour.
+  const size_t round = (line / kPlotColors) % 16;
+  const size_t a = round / 4, b = round % 4;
+  return {kColors[line % kPlotColors], kDashes[b], static_cast<int>((a + b) % 4)};
+}
+
+std::string PlotMarkerSvg(int shape, const char* cls, double x, double y, double r,
+                          const std::string& attributes) {
+  switch (shape) {
+    case 1: {  // a square of the circle's area
+      const double h = r * 0.886;
+      return absl::StrCat("<rect class=\"", cls, "\" x=\"", SvgNum(x - h), "\" y=\"",
+                          SvgNum(y - h), "\" width=\"", SvgNum(2 * h), "\" height=\"",
+                          SvgNum(2 * h), "\" ", attributes, "/>\n");
+    }
+    case 2: {  // a triangle, point up
+      const double h = r * 1.2;
+      return absl::StrCat("<path class=\"", cls, "\" d=\"M", SvgNum(x), ",", SvgNum(y - h), " L",
+                          SvgNum(x + h * 0.866), ",", SvgNum(y + h * 0.5), " L",
+                          SvgNum(x - h * 0.866), ",", SvgNum(y + h * 0.5), " Z\" ", attributes,
+                          "/>\n");
+    }
+    case 3: {  // a diamond
+      const double h = r * 1.15;
+      return absl::StrCat("<path class=\"", cls, "\" d=\"M", SvgNum(x), ",", SvgNum(y - h), " L",
+                          SvgNum(x + h), ",", SvgNum(y), " L", SvgNum(x), ",", SvgNum(y + h),
+                          " L", SvgNum(x - h), ",", SvgNum(y), " Z\" ", attributes, "/>\n");
+    }
+    default:
+      return absl::StrCat("<circle class=\"", cls, "\" cx=\"", SvgNum(x), "\" cy=\"", SvgNum(y),
+                          "\" r=\"", absl::StrCat(r), "\" ", attributes, "/>\n");
+  }
+}
 
 bool PlotBox::Overlaps(const PlotBox& o) const {
   return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1;
@@ -160,6 +212,13 @@ double PlotLayout::YForValue(double value) const {
 PlotLayout ComputePlotLayout(const PlotInput& input) {
   PlotLayout l;
   const Values values = GroupValues(input);
+  // Text sizes and the offsets that hold text scale with the font size;
+  // marks do not.
+  const double k = FontScale(input);
+  const double font = kFontSize * k, legend_font = kLegendFontSize * k,
+               note_font = kNoteFontSize * k, caption_font = kCaptionFontSize * k;
+  l.left = 70 * k;
+  l.top = input.show_title ? 70 * k : 20 * k;
   std::set<int> ticks;
   for (const PlotHead& h : input.heads) {
     if (!h.has_rank) {
@@ -188,6 +247,63 @@ PlotLayout ComputePlotLayout(const PlotInput& input) {
     l.log2_max = hi + 1.5;
   }
 
+  // The legend's text: one row per head, then the key to the marks; its
+  // widest row decides where the plot area ends.
+  std::vector<std::pair<std::string, bool>> legend_rows;  // text, is a note
+  for (const PlotHead& h : input.heads) legend_rows.emplace_back(h.label, false);
+  // The key to the dotted line only when some line has a gap to dot; the
+  // band's says from how many seeds it is drawn.
+  legend_rows.emplace_back("marker: mean over seeds", true);
+  legend_rows.emplace_back(input.all_bands ? "band: 95% interval of the mean"
+                                           : absl::StrCat("band: 95% CI of the mean, ",
+                                                          kMinSeedsForBand, "+ seeds"),
+                           true);
+  legend_rows.emplace_back("dots: one per seed", true);
+  if (std::any_of(input.heads.begin(), input.heads.end(),
+                  [&](const PlotHead& h) { return RankRuns(h, values).size() > 1; })) {
+    legend_rows.emplace_back("dotted: ranks not swept", true);
+  }
+  double widest = 0;
+  for (const auto& [text, note] : legend_rows) {
+    widest = std::max(widest, note ? EstimateTextWidth(text, note_font)
+                                   : 34 + EstimateTextWidth(text, legend_font));
+  }
+  // The legend is 24 px right of the plot area, 6 px of margin around its
+  // rows, the figure 16 px wider than the legend.
+  if (input.width > 0) {
+    l.width = input.width;
+    l.right = l.width - 46 - widest;
+  } else {
+    l.right = l.left + 620;
+    l.width = std::max(l.left + 830, std::ceil(l.right + 46 + widest));
+  }
+
+  // The caption, each line broken at spaces to fit the figure's width.
+  std::vector<std::string> caption_lines;
+  const double caption_width = l.width - l.left - 16;
+  if (input.show_caption) {
+    for (const std::string& line : input.caption) {
+      std::string current;
+      const std::vector<std::string> words = absl::StrSplit(line, ' ');
+      for (const std::string& word : words) {
+        const std::string longer = current.empty() ? word : absl::StrCat(current, " ", word);
+        if (!current.empty() && EstimateTextWidth(longer, caption_font) > caption_width) {
+          caption_lines.push_back(current);
+          current = word;
+        } else {
+          current = longer;
+        }
+      }
+      caption_lines.push_back(current);
+    }
+  }
+  // Under the plot area: tick labels, the x label at 42 px, then the
+  // caption from 66 px, 16 px a line.
+  const double footer = input.show_caption
+                            ? (72 + 16 * static_cast<double>(caption_lines.size())) * k
+                            : 50 * k;
+  l.bottom = input.height > 0 ? input.height - footer : l.top + 400;
+
   // Tick labels under the axis, left to right; one that would touch the
   // previous label is left out (its tick stays).
   double last_end = -INFINITY;
@@ -195,9 +311,9 @@ PlotLayout ComputePlotLayout(const PlotInput& input) {
     PlotLabel t;
     t.text = absl::StrCat(r);
     t.x = l.XForRank(r);
-    t.y = l.bottom + 18;
-    const double w = EstimateTextWidth(t.text);
-    t.box = {t.x - w / 2, t.y - kFontSize, t.x + w / 2, t.y + 3};
+    t.y = l.bottom + 18 * k;
+    const double w = EstimateTextWidth(t.text, font);
+    t.box = {t.x - w / 2, t.y - font, t.x + w / 2, t.y + 3 * k};
     if (t.box.x0 < last_end + 4) continue;
     last_end = t.box.x1;
     l.tick_labels.push_back(std::move(t));
@@ -215,13 +331,19 @@ PlotLayout ComputePlotLayout(const PlotInput& input) {
     PlotLabel label;
     label.text = b.label;
     const double x = l.XForRank(static_cast<double>(b.rank));
-    const double w = EstimateTextWidth(b.label);
+    const double w = EstimateTextWidth(b.label, font);
     label.anchor_end = x + 4 + w > l.right - 2;
     label.x = label.anchor_end ? x - 4 : x + 4;
-    const double x0 = label.anchor_end ? label.x - w : label.x;
+    double x0 = label.anchor_end ? label.x - w : label.x;
+    // A plot area too narrow for the label on either side of its line (a
+    // small --size, a large --font-size): slid inside, on its white ground.
+    if (x0 < l.left + 2) {
+      x0 = std::min(l.left + 2, l.right - 2 - w);
+      label.x = label.anchor_end ? x0 + w : x0;
+    }
     for (int row = 0;; ++row) {
-      label.y = l.top + 16 + 17 * row;
-      label.box = {x0 - 2, label.y - kFontSize, x0 + w + 2, label.y + 4};
+      label.y = l.top + (16 + 17 * row) * k;
+      label.box = {x0 - 2, label.y - font, x0 + w + 2, label.y + 4 * k};
       bool clear = true;
       for (const PlotLabel& other : l.bound_labels) clear &= !other.box.Overlaps(label.box);
       if (clear) break;
@@ -229,82 +351,111 @@ PlotLayout ComputePlotLayout(const PlotInput& input) {
     l.bound_labels.push_back(std::move(label));
   }
 
-  // The legend: right of the plot area, one row per head, then the key to
-  // the marks; the figure is as wide as it needs to be.
+  // The legend: right of the plot area, one row per head, then the key.
   const double lx = l.right + 24;
-  double widest = 0;
-  double y = l.top + 10;
-  for (const PlotHead& h : input.heads) {
+  double y = l.top + 10 * k;
+  for (const auto& [text, note] : legend_rows) {
     PlotLabel label;
-    label.text = h.label;
-    label.x = lx + 34;
-    label.y = y + 4;
-    const double w = EstimateTextWidth(h.label, kLegendFontSize);
-    label.box = {label.x, label.y - kLegendFontSize, label.x + w, label.y + 4};
-    widest = std::max(widest, 34 + w);
-    l.legend_labels.push_back(std::move(label));
-    y += 22;
-  }
-  // The key to the dotted line only when some line has a gap to dot.
-  std::vector<const char*> notes = {"marker: mean over seeds", "band: 95% interval of the mean",
-                                    "dots: one per seed"};
-  if (std::any_of(input.heads.begin(), input.heads.end(),
-                  [&](const PlotHead& h) { return RankRuns(h, values).size() > 1; })) {
-    notes.push_back("dotted: ranks not swept");
-  }
-  for (const char* note : notes) {
-    PlotLabel label;
-    label.text = note;
-    label.x = lx;
-    label.y = y + 8;
-    const double w = EstimateTextWidth(note, 11);
-    label.box = {lx, label.y - 11, lx + w, label.y + 3};
-    widest = std::max(widest, w);
-    l.legend_labels.push_back(std::move(label));
-    y += 15;
-  }
-  l.legend = {lx - 6, l.top, lx + widest + 6, std::max(y + 8, l.top + 20)};
-  l.width = std::max(900.0, std::ceil(l.legend.x1 + 16));
-
-  // The caption under the x label, each line broken at spaces to fit the
-  // figure's width.
-  const double caption_width = l.width - l.left - 16;
-  double cy = l.bottom + 66;
-  for (const std::string& line : input.caption) {
-    std::vector<std::string> words = absl::StrSplit(line, ' ');
-    std::string current;
-    auto flush = [&] {
-      PlotLabel label;
-      label.text = current;
-      label.x = l.left;
-      label.y = cy;
-      label.box = {l.left, cy - kCaptionFontSize,
-                   l.left + EstimateTextWidth(current, kCaptionFontSize), cy + 4};
-      l.caption_labels.push_back(std::move(label));
-      cy += 16;
-      current.clear();
-    };
-    for (const std::string& word : words) {
-      const std::string longer = current.empty() ? word : absl::StrCat(current, " ", word);
-      if (!current.empty() && EstimateTextWidth(longer, kCaptionFontSize) > caption_width) {
-        flush();
-        current = word;
-      } else {
-        current = longer;
-      }
+    label.text = text;
+    if (note) {
+      label.x = lx;
+      label.y = y + 8 * k;
+      label.box = {lx, label.y - note_font, lx + EstimateTextWidth(text, note_font),
+                   label.y + 3 * k};
+      y += 15 * k;
+    } else {
+      label.x = lx + 34;
+      label.y = y + 4 * k;
+      label.box = {label.x, label.y - legend_font,
+                   label.x + EstimateTextWidth(text, legend_font), label.y + 4 * k};
+      y += 22 * k;
     }
-    flush();
+    l.legend_labels.push_back(std::move(label));
   }
-  l.height = std::max(cy + 6, std::ceil(l.legend.y1 + 16));
+  l.legend = {lx - 6, l.top, lx + widest + 6, std::max(y + 8 * k, l.top + 20 * k)};
+
+  double cy = l.bottom + 66 * k;
+  for (const std::string& text : caption_lines) {
+    PlotLabel label;
+    label.text = text;
+    label.x = l.left;
+    label.y = cy;
+    label.box = {l.left, cy - caption_font, l.left + EstimateTextWidth(text, caption_font),
+                 cy + 4 * k};
+    l.caption_labels.push_back(std::move(label));
+    cy += 16 * k;
+  }
+  l.height = input.height > 0 ? input.height
+                              : std::max(l.bottom + footer, std::ceil(l.legend.y1 + 16));
   return l;
+}
+
+absl::Status CheckPlotInput(const PlotInput& input) {
+  if (!(input.font_size >= kMinPlotFontSize && input.font_size <= kMaxPlotFontSize)) {
+    return absl::InvalidArgumentError(absl::StrCat("--font-size: ", input.font_size,
+                                                   " is out of range; use ", kMinPlotFontSize,
+                                                   " to ", kMaxPlotFontSize, " (px)"));
+  }
+  for (const auto& [name, v] : {std::pair<const char*, int>{"width", input.width},
+                                {"height", input.height}}) {
+    if (v != 0 && (v < kMinPlotSize || v > kMaxPlotSize)) {
+      return absl::InvalidArgumentError(absl::StrCat("--size: the ", name, " ", v,
+                                                     " is out of range; use ", kMinPlotSize,
+                                                     " to ", kMaxPlotSize, " (px)"));
+    }
+  }
+  const PlotLayout l = ComputePlotLayout(input);
+  if (input.width > 0 && l.right - l.left < kMinPlotAreaWidth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--size: a width of ", input.width, " px leaves the plot area ",
+        static_cast<int>(std::floor(std::max(0.0, l.right - l.left))),
+        " px wide beside the legend (at least ",
+        kMinPlotAreaWidth, " px); use a width of at least ",
+        static_cast<int>(std::ceil(input.width + kMinPlotAreaWidth - (l.right - l.left))),
+        " or a smaller --font-size"));
+  }
+  if (input.height > 0) {
+    // The legend, as high as its rows, must fit as well as the plot area.
+    const double need = std::max(kMinPlotAreaHeight - (l.bottom - l.top),
+                                 std::ceil(l.legend.y1 + 16) - l.height);
+    if (need > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--size: a height of ", input.height, " px leaves the plot area ",
+          static_cast<int>(std::floor(std::max(0.0, l.bottom - l.top))),
+          " px high with the title, caption and legend (at least ", kMinPlotAreaHeight,
+          " px, and room for the legend); use a height of at least ",
+          static_cast<int>(std::ceil(input.height + need)),
+          ", --no-title, --no-caption or a smaller --font-size"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string RenderPlotSvg(const PlotInput& input) {
   const PlotLayout l = ComputePlotLayout(input);
   const Values values = GroupValues(input);
+  const double k = FontScale(input);
   std::map<int, size_t> position;  // head_index -> legend position
   for (size_t i = 0; i < input.heads.size(); ++i) position[input.heads[i].head_index] = i;
-  auto color = [&](size_t pos) { return kPalette[pos % std::size(kPalette)]; };
+  auto color = [&](size_t pos) { return PlotStyleOf(pos).color; };
+  // A ranked line's dash pattern, as an attribute ("" when solid).
+  auto dash = [&](size_t pos) {
+    const char* d = PlotStyleOf(pos).dash;
+    return *d == '\0' ? std::string() : absl::StrCat(" stroke-dasharray=\"", d, "\"");
+  };
+  auto marker = [&](size_t pos, double x, double y, double r) {
+    return PlotMarkerSvg(PlotStyleOf(pos).marker, "mean-marker", x, y, r,
+                         absl::StrCat("fill=\"white\" stroke=\"", color(pos),
+                                      "\" stroke-width=\"2\""));
+  };
+  // The interval drawn for a rank's values: none below kMinSeedsForBand
+  // seeds unless every band is asked for.
+  auto ci_of = [&](const std::vector<double>& v) {
+    return input.all_bands || static_cast<int>(v.size()) >= kMinSeedsForBand ? MeanCi95(v) : 0.0;
+  };
+  auto shown = [&](const std::vector<double>& v) {
+    return v.size() >= 2 && (input.all_bands || static_cast<int>(v.size()) >= kMinSeedsForBand);
+  };
   const double n_heads = static_cast<double>(input.heads.size());
   // Heads side by side at one rank: a small fixed offset per head.
   auto head_offset = [&](size_t pos) { return (static_cast<double>(pos) - (n_heads - 1) / 2) * 5; };
@@ -316,16 +467,18 @@ std::string RenderPlotSvg(const PlotInput& input) {
 
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"13\">\n"
+      "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"%s\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       static_cast<int>(l.width), static_cast<int>(l.height), static_cast<int>(l.width),
-      static_cast<int>(l.height));
-  absl::StrAppend(&svg, "<text class=\"title\" x=\"", SvgNum((l.left + l.right) / 2), "\" y=\"28\" "
-                  "text-anchor=\"middle\" font-size=\"17\" font-weight=\"bold\">",
-                  SvgEscape(input.title), "</text>\n");
-  absl::StrAppend(&svg, "<text class=\"subtitle\" x=\"", SvgNum((l.left + l.right) / 2),
-                  "\" y=\"48\" text-anchor=\"middle\" fill=\"#444\">", SvgEscape(input.subtitle),
-                  "</text>\n");
+      static_cast<int>(l.height), FontNum(kFontSize * k));
+  if (input.show_title) {
+    absl::StrAppend(&svg, "<text class=\"title\" x=\"", SvgNum((l.left + l.right) / 2), "\" y=\"",
+                    SvgNum(28 * k), "\" text-anchor=\"middle\" font-size=\"", FontNum(17 * k),
+                    "\" font-weight=\"bold\">", SvgEscape(input.title), "</text>\n");
+    absl::StrAppend(&svg, "<text class=\"subtitle\" x=\"", SvgNum((l.left + l.right) / 2),
+                    "\" y=\"", SvgNum(48 * k), "\" text-anchor=\"middle\" fill=\"#444\">",
+                    SvgEscape(input.subtitle), "</text>\n");
+  }
 
   // Grid and ticks at the swept ranks, and the y axis.
   for (int r : l.tick_ranks) {
@@ -345,7 +498,7 @@ std::string RenderPlotSvg(const PlotInput& input) {
     absl::StrAppend(&svg, "<line class=\"no-rank\" x1=\"", SvgNum(x), "\" y1=\"", SvgNum(l.top),
                     "\" x2=\"", SvgNum(x), "\" y2=\"", SvgNum(l.bottom),
                     "\" stroke=\"#bbb\" stroke-dasharray=\"2,3\"/>\n<text class=\"xtick\" x=\"",
-                    SvgNum(x), "\" y=\"", SvgNum(l.bottom + 18),
+                    SvgNum(x), "\" y=\"", SvgNum(l.bottom + 18 * k),
                     "\" text-anchor=\"middle\">no rank</text>\n");
   }
   for (int i = 0; i <= 4; ++i) {
@@ -354,22 +507,23 @@ std::string RenderPlotSvg(const PlotInput& input) {
     absl::StrAppend(&svg, "<line class=\"grid\" x1=\"", SvgNum(l.left), "\" y1=\"", SvgNum(y),
                     "\" x2=\"", SvgNum(l.right), "\" y2=\"", SvgNum(y),
                     "\" stroke=\"#e4e4e4\"/>\n<text class=\"ytick\" x=\"", SvgNum(l.left - 8),
-                    "\" y=\"", SvgNum(y + 4), "\" text-anchor=\"end\">",
+                    "\" y=\"", SvgNum(y + 4 * k), "\" text-anchor=\"end\">",
                     absl::StrFormat("%.2f", v), "</text>\n");
   }
   absl::StrAppend(&svg, "<rect class=\"frame\" x=\"", SvgNum(l.left), "\" y=\"", SvgNum(l.top),
                   "\" width=\"", SvgNum(l.right - l.left), "\" height=\"", SvgNum(l.bottom - l.top),
                   "\" fill=\"none\" stroke=\"#333\"/>\n");
   absl::StrAppend(&svg, "<text class=\"xlabel\" x=\"", SvgNum((l.left + l.right) / 2), "\" y=\"",
-                  SvgNum(l.bottom + 42),
+                  SvgNum(l.bottom + 42 * k),
                   "\" text-anchor=\"middle\">feature rank r (log2 scale; ticks at the swept "
                   "ranks)</text>\n");
-  absl::StrAppend(&svg, "<text class=\"ylabel\" transform=\"translate(22,",
+  absl::StrAppend(&svg, "<text class=\"ylabel\" transform=\"translate(", SvgNum(22 * k), ",",
                   SvgNum((l.top + l.bottom) / 2), ") rotate(-90)\" text-anchor=\"middle\">",
                   SvgEscape(input.y_label), "</text>\n");
   for (const PlotLabel& t : l.caption_labels) {
     absl::StrAppend(&svg, "<text class=\"caption\" x=\"", SvgNum(t.x), "\" y=\"", SvgNum(t.y),
-                    "\" fill=\"#333\" font-size=\"12\">", SvgEscape(t.text), "</text>\n");
+                    "\" fill=\"#333\" font-size=\"", FontNum(kCaptionFontSize * k), "\">",
+                    SvgEscape(t.text), "</text>\n");
   }
 
   // Theory bounds.
@@ -405,26 +559,24 @@ std::string RenderPlotSvg(const PlotInput& input) {
       absl::StrAppend(&svg, "<line class=\"flat\" x1=\"", SvgNum(l.left), "\" y1=\"", SvgNum(y),
                       "\" x2=\"", SvgNum(l.right), "\" y2=\"", SvgNum(y), "\" stroke=\"", color(pos),
                       "\" stroke-width=\"1.6\" stroke-dasharray=\"10,5\"/>\n");
-      if (const double ci = MeanCi95(v); ci > 0) {
+      if (const double ci = ci_of(v); ci > 0) {
         absl::StrAppend(&svg, "<line class=\"ci\" x1=\"", SvgNum(x), "\" y1=\"",
                         SvgNum(l.YForValue(std::min(1.0, mean + ci))), "\" x2=\"", SvgNum(x),
                         "\" y2=\"", SvgNum(l.YForValue(std::max(0.0, mean - ci))), "\" stroke=\"",
                         color(pos), "\" stroke-width=\"6\" stroke-opacity=\"0.25\"/>\n");
       }
-      absl::StrAppend(&svg, "<circle class=\"mean-marker\" cx=\"", SvgNum(x), "\" cy=\"",
-                      SvgNum(l.YForValue(mean)), "\" r=\"5\" fill=\"white\" stroke=\"", color(pos),
-                      "\" stroke-width=\"2\"/>\n");
+      svg += marker(pos, x, l.YForValue(mean), 5);
       continue;
     }
     const std::vector<std::vector<int>> runs = RankRuns(h, values);
     auto x_of = [&](int r) { return l.XForRank(r) + dx; };
     auto y_of = [&](int r) { return l.YForValue(Mean(by_rank.at(r))); };
     std::string band, line, gap;
-    for (size_t k = 0; k < runs.size(); ++k) {
-      const std::vector<int>& run = runs[k];
+    for (size_t q = 0; q < runs.size(); ++q) {
+      const std::vector<int>& run = runs[q];
       if (run.size() == 1) {
         const std::vector<double>& v = by_rank.at(run[0]);
-        if (const double ci = MeanCi95(v); ci > 0) {
+        if (const double ci = ci_of(v); ci > 0) {
           absl::StrAppend(&svg, "<line class=\"ci\" x1=\"", SvgNum(x_of(run[0])), "\" y1=\"",
                           SvgNum(l.YForValue(std::min(1.0, Mean(v) + ci))), "\" x2=\"",
                           SvgNum(x_of(run[0])), "\" y2=\"",
@@ -433,25 +585,27 @@ std::string RenderPlotSvg(const PlotInput& input) {
         }
       } else {
         std::string upper, lower;
+        bool any_shown = false;
         for (size_t i = 0; i < run.size(); ++i) {
           const std::vector<double>& v = by_rank.at(run[i]);
-          const double ci = MeanCi95(v);
+          any_shown |= shown(v);
           absl::StrAppend(&upper, i == 0 ? "M" : " L", SvgNum(x_of(run[i])), ",",
-                          SvgNum(l.YForValue(std::min(1.0, Mean(v) + ci))));
+                          SvgNum(l.YForValue(std::min(1.0, Mean(v) + ci_of(v)))));
           absl::StrAppend(&line, i == 0 ? (line.empty() ? "M" : " M") : " L", SvgNum(x_of(run[i])),
                           ",", SvgNum(y_of(run[i])));
         }
         for (size_t i = run.size(); i-- > 0;) {
           const std::vector<double>& v = by_rank.at(run[i]);
           absl::StrAppend(&lower, " L", SvgNum(x_of(run[i])), ",",
-                          SvgNum(l.YForValue(std::max(0.0, Mean(v) - MeanCi95(v)))));
+                          SvgNum(l.YForValue(std::max(0.0, Mean(v) - ci_of(v)))));
         }
-        absl::StrAppend(&band, band.empty() ? "" : " ", upper, lower, " Z");
+        // A run where no rank has the seeds for an interval has no band.
+        if (any_shown) absl::StrAppend(&band, band.empty() ? "" : " ", upper, lower, " Z");
       }
-      if (k + 1 < runs.size()) {
+      if (q + 1 < runs.size()) {
         absl::StrAppend(&gap, gap.empty() ? "M" : " M", SvgNum(x_of(run.back())), ",",
-                        SvgNum(y_of(run.back())), " L", SvgNum(x_of(runs[k + 1].front())), ",",
-                        SvgNum(y_of(runs[k + 1].front())));
+                        SvgNum(y_of(run.back())), " L", SvgNum(x_of(runs[q + 1].front())), ",",
+                        SvgNum(y_of(runs[q + 1].front())));
       }
     }
     if (!band.empty()) {
@@ -460,17 +614,13 @@ std::string RenderPlotSvg(const PlotInput& input) {
     }
     if (!line.empty()) {
       absl::StrAppend(&svg, "<path class=\"mean\" d=\"", line, "\" fill=\"none\" stroke=\"",
-                      color(pos), "\" stroke-width=\"2\"/>\n");
+                      color(pos), "\" stroke-width=\"2\"", dash(pos), "/>\n");
     }
     if (!gap.empty()) {
       absl::StrAppend(&svg, "<path class=\"gap\" d=\"", gap, "\" fill=\"none\" stroke=\"",
                       color(pos), "\" stroke-width=\"1\" stroke-dasharray=\"1,4\"/>\n");
     }
-    for (const auto& [rank, v] : by_rank) {
-      absl::StrAppend(&svg, "<circle class=\"mean-marker\" cx=\"", SvgNum(x_of(rank)), "\" cy=\"",
-                      SvgNum(y_of(rank)), "\" r=\"5\" fill=\"white\" stroke=\"", color(pos),
-                      "\" stroke-width=\"2\"/>\n");
-    }
+    for (const auto& [rank, v] : by_rank) svg += marker(pos, x_of(rank), y_of(rank), 5);
   }
   // Every seed.
   for (const PlotPoint& p : input.points) {
@@ -488,20 +638,23 @@ std::string RenderPlotSvg(const PlotInput& input) {
   absl::StrAppend(&svg, "<g class=\"legend\">\n");
   for (size_t pos = 0; pos < input.heads.size(); ++pos) {
     const PlotLabel& t = l.legend_labels[pos];
-    const double y = t.y - 4;
+    const double y = t.y - 4 * k;
     const double x0 = t.x - 34;
     absl::StrAppend(&svg, "<line x1=\"", SvgNum(x0), "\" y1=\"", SvgNum(y), "\" x2=\"", SvgNum(x0 + 26),
                     "\" y2=\"", SvgNum(y), "\" stroke=\"", color(pos), "\" stroke-width=\"2\"",
-                    input.heads[pos].has_rank ? "" : " stroke-dasharray=\"10,5\"",
-                    "/>\n<circle cx=\"", SvgNum(x0 + 13), "\" cy=\"", SvgNum(y),
-                    "\" r=\"4\" fill=\"white\" stroke=\"", color(pos),
-                    "\" stroke-width=\"2\"/>\n<text class=\"legend-label\" x=\"", SvgNum(t.x),
-                    "\" y=\"", SvgNum(t.y), "\" font-size=\"12\">", SvgEscape(t.text), "</text>\n");
+                    input.heads[pos].has_rank ? dash(pos) : " stroke-dasharray=\"10,5\"", "/>\n",
+                    PlotMarkerSvg(PlotStyleOf(pos).marker, "legend-marker", x0 + 13, y, 4,
+                                  absl::StrCat("fill=\"white\" stroke=\"", color(pos),
+                                               "\" stroke-width=\"2\"")),
+                    "<text class=\"legend-label\" x=\"", SvgNum(t.x), "\" y=\"", SvgNum(t.y),
+                    "\" font-size=\"", FontNum(kLegendFontSize * k), "\">", SvgEscape(t.text),
+                    "</text>\n");
   }
   for (size_t i = input.heads.size(); i < l.legend_labels.size(); ++i) {
     const PlotLabel& t = l.legend_labels[i];
     absl::StrAppend(&svg, "<text class=\"legend-note\" x=\"", SvgNum(t.x), "\" y=\"", SvgNum(t.y),
-                    "\" fill=\"#555\" font-size=\"11\">", SvgEscape(t.text), "</text>\n");
+                    "\" fill=\"#555\" font-size=\"", FontNum(kNoteFontSize * k), "\">",
+                    SvgEscape(t.text), "</text>\n");
   }
   absl::StrAppend(&svg, "</g>\n</svg>\n");
   return svg;
@@ -519,14 +672,34 @@ std::string PlotSubtitle(const SweepSpec& spec, bool test_split) {
   return out;
 }
 
-std::string PlotCriterion(const std::string& metric, bool test_split, int seeds) {
+std::string PlotCriterion(const std::string& metric, bool test_split, int seeds,
+                          bool all_bands) {
   const std::string split = test_split ? "test" : "train";
   return absl::StrCat(
       metric == "error" ? absl::StrCat(split, " error = 1 - exact-sequence accuracy")
                         : absl::StrCat(split, " exact-sequence accuracy"),
-      "; marker: mean over ", seeds, seeds == 1 ? " seed" : " seeds",
-      ", band: its 95% t interval; transition rank: the smallest swept rank at which every "
-      "seed is exact");
+      "; marker: mean over ",
+      seeds > 0 ? absl::StrCat(seeds, seeds == 1 ? " seed" : " seeds")
+                : "its line's seeds (n in the legend)",
+      ", band: its 95% t interval",
+      all_bands ? "" : absl::StrCat(" (drawn from ", kMinSeedsForBand, " seeds)"),
+      "; transition rank: the smallest swept rank at which every seed is exact");
+}
+
+int MarkSeedCounts(PlotInput* input) {
+  std::map<int, std::set<uint64_t>> seeds;  // head_index -> its points' seeds
+  for (const PlotPoint& p : input->points) seeds[p.head_index].insert(p.seed);
+  std::set<size_t> counts;
+  for (const PlotHead& h : input->heads) {
+    auto it = seeds.find(h.head_index);
+    if (it != seeds.end()) counts.insert(it->second.size());
+  }
+  if (counts.size() <= 1) return counts.empty() ? 0 : static_cast<int>(*counts.begin());
+  for (PlotHead& h : input->heads) {
+    auto it = seeds.find(h.head_index);
+    if (it != seeds.end()) absl::StrAppend(&h.label, " (n = ", it->second.size(), ")");
+  }
+  return 0;
 }
 
 }  // namespace ranksweep::client

@@ -9,10 +9,13 @@
 //   * x: feature rank on a log2 axis with a tick at every swept rank;
 //     y: the metric, 0..1;
 //   * per head with a rank: a marker at the mean over seeds at each swept
-//     rank (<circle class="mean-marker">), a solid <path class="mean">
-//     between adjacent swept ranks, and the 95% t interval of the mean as a
-//     shaded <path class="band"> along it (a vertical <line class="ci"> at a
-//     rank with no neighbour to join). A "gap" — adjacent swept ranks more
+//     rank (class="mean-marker": a circle, or past the palette's seven
+//     colours a square, triangle or diamond; PlotStyleOf), a <path
+//     class="mean"> between adjacent swept ranks (solid, or past seven
+//     lines dashed), and the 95% t interval of the mean as a shaded <path
+//     class="band"> along it (a vertical <line class="ci"> at a rank with
+//     no neighbour to join), at ranks with kMinSeedsForBand seeds or more
+//     unless PlotInput::all_bands. A "gap" — adjacent swept ranks more
 //     than a factor of two apart, or a swept rank without a done seed in
 //     between — is a thin dotted <path class="gap">: the markers carry the
 //     data, and the dotted line claims nothing about the ranks it crosses;
@@ -31,7 +34,8 @@
 //     lines a key to the marks, "dotted: ranks not swept" only when some
 //     line has a gap;
 //   * title, subtitle, axis labels, and a caption under the x axis with the
-//     sweep id(s) and the criterion.
+//     sweep id(s) and the criterion; title and caption can be left out, and
+//     the figure's size and text size set (PlotInput's presentation fields).
 //
 // Thread-safety: free functions, no state.
 #ifndef RANKSWEEP_CLIENT_PLOT_H_
@@ -41,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/spec/spec.h"
 
@@ -66,6 +71,11 @@ struct PlotBound {
   std::string label;  // e.g. "upper bound 24"
 };
 
+// Below this many seeds at a rank the 95% band is left out unless asked for
+// (PlotInput::all_bands): with two seeds Student's t is 12.7 and the band
+// covers the whole axis, saying nothing.
+constexpr int kMinSeedsForBand = 3;
+
 struct PlotInput {
   std::string title;     // e.g. "witness-m24"
   std::string subtitle;  // e.g. "witness dataset, m = 24, N = 3, 5 seeds"
@@ -74,7 +84,41 @@ struct PlotInput {
   std::vector<PlotHead> heads;       // legend order; points of unknown heads are dropped
   std::vector<PlotPoint> points;     // one per done seed
   std::vector<PlotBound> bounds;     // theory bounds; equal ones are drawn once
+
+  // Presentation (`ranksweep plot`'s flags); the defaults draw the figure
+  // as it always was. CheckPlotInput says whether a combination fits.
+  bool show_title = true;    // false (--no-title): no title or subtitle; the plot moves up
+  bool show_caption = true;  // false (--no-caption): no caption lines under the x axis
+  bool all_bands = false;    // true (--bands): the band also below kMinSeedsForBand seeds
+  double font_size = 13;     // the base text size in px (--font-size); other text scales with it
+  int width = 0;             // the figure's size in px (--size WxH): the plot area takes what
+  int height = 0;            // the legend and text leave; 0: as large as the text needs
 };
+
+// Font sizes and figure sizes `ranksweep plot` accepts.
+constexpr double kMinPlotFontSize = 6, kMaxPlotFontSize = 40;
+constexpr int kMinPlotSize = 200, kMaxPlotSize = 10000;
+// The plot area (inside the axes) a --size must leave, in px.
+constexpr double kMinPlotAreaWidth = 120, kMinPlotAreaHeight = 80;
+
+// How a line of a figure is told apart: `color` from a colour-blind-safe
+// palette (Okabe-Ito, without the yellow that vanishes on white), and past
+// its seven colours a dash pattern and a marker shape, so no two of the
+// first kDistinctPlotStyles lines look the same.
+struct PlotStyle {
+  const char* color;  // "#0072B2"
+  const char* dash;   // an SVG stroke-dasharray; "" is solid
+  int marker;         // 0 circle, 1 square, 2 triangle, 3 diamond
+};
+constexpr size_t kPlotColors = 7;
+constexpr size_t kDistinctPlotStyles = kPlotColors * 16;
+PlotStyle PlotStyleOf(size_t line);
+
+// One marker of `shape` (PlotStyle::marker) centred at (x, y) with
+// "radius" r: `<circle class=...>`, `<rect ...>` or `<path ...>`, with the
+// given attributes (fill, stroke, ...) after the geometry.
+std::string PlotMarkerSvg(int shape, const char* cls, double x, double y, double r,
+                          const std::string& attributes);
 
 // An axis-aligned box in SVG pixels.
 struct PlotBox {
@@ -125,6 +169,21 @@ PlotLayout ComputePlotLayout(const PlotInput& input);
 
 std::string RenderPlotSvg(const PlotInput& input);
 
+// InvalidArgument, naming the flag and its allowed range, when the
+// presentation fields cannot be drawn: a font size outside
+// [kMinPlotFontSize, kMaxPlotFontSize], a width or height outside
+// [kMinPlotSize, kMaxPlotSize], or a --size that leaves the plot area less
+// than kMinPlotAreaWidth x kMinPlotAreaHeight beside the legend and text
+// (the error says the smallest size that fits). RenderPlotSvg draws any
+// input; the CLI checks first.
+absl::Status CheckPlotInput(const PlotInput& input);
+
+// The seeds behind each line: the number of distinct seeds among its
+// points. When every line with points has the same number, returns it;
+// otherwise appends " (n = K)" to each such line's legend label and
+// returns 0, for PlotCriterion to say the legend holds the counts.
+int MarkSeedCounts(PlotInput* input);
+
 // The 95% interval half-width of the mean of `values` (Student's t, n-1
 // degrees of freedom); 0 for fewer than two values.
 double MeanCi95(const std::vector<double>& values);
@@ -137,13 +196,35 @@ double MeanCi95(const std::vector<double>& values);
 std::string PlotSubtitle(const SweepSpec& spec, bool test_split);
 
 // The caption's criterion line: what is plotted and how the transition rank
-// is read off it.
-std::string PlotCriterion(const std::string& metric, bool test_split, int seeds);
+// is read off it. `seeds`: the seeds of every line (MarkSeedCounts), or 0
+// when lines differ and the legend gives each line's count. `all_bands`:
+// the band is drawn at every rank with two seeds or more (--bands), else
+// only from kMinSeedsForBand seeds, and the line says so.
+std::string PlotCriterion(const std::string& metric, bool test_split, int seeds,
+                          bool all_bands = false);
 
 // The PNG of an SVG document (librsvg renders, cairo encodes), at `scale`
 // device pixels per SVG pixel (2: 1800 px wide for the default figure).
 // InvalidArgument when librsvg cannot read the document.
 absl::StatusOr<std::string> RenderSvgToPng(const std::string& svg, double scale = 2);
+
+// The PDF of an SVG document (librsvg draws onto a cairo PDF surface):
+// vector paths and embedded fonts, one page the size of the figure at 96
+// SVG pixels to the inch (a 900 x 560 figure is a 675 x 420 pt page).
+// InvalidArgument when librsvg cannot read the document.
+absl::StatusOr<std::string> RenderSvgToPdf(const std::string& svg);
+
+// The figure formats `ranksweep plot` writes.
+enum class FigureFormat { kSvg, kPng, kPdf };
+
+// The format of a figure file: `format` ("svg", "png", "pdf") when given,
+// else the file name's extension. InvalidArgument naming -o or --format
+// when neither says one, the format is unknown, or they disagree.
+absl::StatusOr<FigureFormat> ResolveFigureFormat(const std::string& path,
+                                                 const std::string& format);
+
+// `svg` as the bytes of a file in `format` (PNG at twice its size).
+absl::StatusOr<std::string> EncodeFigure(const std::string& svg, FigureFormat format);
 
 }  // namespace ranksweep::client
 

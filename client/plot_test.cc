@@ -2,8 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -229,6 +233,52 @@ TEST(PlotTest, RanklessHeadsAreAReferenceLineAtAMarkedColumn) {
   EXPECT_THAT(svg, ::testing::Not(HasSubstr("inf")));
 }
 
+// Two seeds give Student's t 12.7: a "95% band" that covers the whole axis
+// and swamps the figure. Below three seeds at a rank there is none.
+TEST(PlotTest, TwoSeedBandsAreLeftOut) {
+  PlotInput in;
+  in.heads = {{0, "kernel/elu1", true, {1, 2, 4}}, {1, "softmax", false, {}}};
+  for (uint64_t seed = 0; seed < 2; ++seed) {
+    for (int rank : {1, 2}) in.points.push_back({0, rank, seed, 0.3 + 0.4 * seed});
+    in.points.push_back({0, 4, seed, 0.1 * seed});
+    in.points.push_back({1, 0, seed, 0.2 * seed});
+  }
+  const std::string svg = RenderPlotSvg(in);
+  EXPECT_EQ(Count(svg, "<path class=\"band\""), 0);
+  EXPECT_EQ(Count(svg, "<line class=\"ci\""), 0);
+  EXPECT_EQ(Count(svg, "<path class=\"mean\""), 1);  // the line itself stays
+  EXPECT_EQ(Count(svg, "<circle class=\"seed\""), 8);
+}
+
+// Twelve lines (three sweeps of two heads and two recipes) once shared
+// colours: no two lines of a figure may look the same, in line or marker.
+TEST(PlotTest, TwelveLinesNeverShareAStyle) {
+  PlotInput in;
+  for (int head = 0; head < 12; ++head) {
+    in.heads.push_back({head, "line " + std::to_string(head), true, {1, 2}});
+    for (int rank : {1, 2}) in.points.push_back({head, rank, 0, 0.05 * head});
+  }
+  const std::string svg = RenderPlotSvg(in);
+  // Each line's look: its stroke and dash, and the element its markers are.
+  std::vector<std::string> looks;
+  for (size_t at = svg.find("<path class=\"mean\""); at != std::string::npos;
+       at = svg.find("<path class=\"mean\"", at + 1)) {
+    const std::string element = svg.substr(at, svg.find("/>", at) - at);
+    const size_t stroke = element.find(" stroke=\"");
+    const size_t dash = element.find("stroke-dasharray=\"");
+    const size_t marker = svg.find("class=\"mean-marker\"", at);
+    looks.push_back(element.substr(stroke, 17) +
+                    (dash == std::string::npos ? "solid" : element.substr(dash)) +
+                    svg.substr(svg.rfind('<', marker), 6));
+  }
+  ASSERT_EQ(looks.size(), 12u);
+  for (size_t i = 0; i < looks.size(); ++i) {
+    for (size_t j = i + 1; j < looks.size(); ++j) {
+      EXPECT_NE(looks[i], looks[j]) << "lines " << i << " and " << j;
+    }
+  }
+}
+
 TEST(PlotTest, PngIsTheRenderedSvg) {
   const std::string svg =
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"40\" height=\"20\">"
@@ -275,9 +325,220 @@ TEST(PlotTest, SubtitleNamesTheDataAndFlagsCrossEntropyKernels) {
 TEST(PlotTest, CriterionSaysWhatIsPlottedAndHowTheTransitionIsRead) {
   EXPECT_EQ(PlotCriterion("error", false, 3),
             "train error = 1 - exact-sequence accuracy; marker: mean over 3 seeds, band: its 95% "
-            "t interval; transition rank: the smallest swept rank at which every seed is exact");
+            "t interval (drawn from 3 seeds); transition rank: the smallest swept rank at which "
+            "every seed is exact");
   EXPECT_THAT(PlotCriterion("exact_accuracy", true, 1),
               ::testing::StartsWith("test exact-sequence accuracy; marker: mean over 1 seed,"));
+  EXPECT_THAT(PlotCriterion("error", false, 2, /*all_bands=*/true),
+              HasSubstr("mean over 2 seeds, band: its 95% t interval; transition"));
+  EXPECT_THAT(PlotCriterion("error", false, 0),
+              HasSubstr("marker: mean over its line's seeds (n in the legend), band:"));
+}
+
+// A caption once said "mean over 4 seeds" of two sweeps, one of 3 seeds:
+// each line's count is its own, in the legend when lines differ.
+TEST(PlotTest, SeedCountsAreEachLinesOwn) {
+  PlotInput in;
+  in.heads = {{0, "a: kernel/elu1", true, {1}}, {1, "b: kernel/elu1", true, {1}},
+              {2, "c: softmax", false, {}}};
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    if (seed < 3) in.points.push_back({0, 1, seed, 0.5});
+    in.points.push_back({1, 1, seed, 0.5});
+    if (seed < 3) in.points.push_back({2, 0, seed, 0.0});
+  }
+  EXPECT_EQ(MarkSeedCounts(&in), 0);
+  EXPECT_EQ(in.heads[0].label, "a: kernel/elu1 (n = 3)");
+  EXPECT_EQ(in.heads[1].label, "b: kernel/elu1 (n = 4)");
+  EXPECT_EQ(in.heads[2].label, "c: softmax (n = 3)");
+  in.caption = {PlotCriterion("error", false, 0)};
+  const std::string svg = RenderPlotSvg(in);
+  EXPECT_THAT(svg, HasSubstr(">b: kernel/elu1 (n = 4)</text>"));
+  EXPECT_THAT(svg, ::testing::Not(HasSubstr("4 seeds")));
+  // Every line alike: the count, and the labels as they were.
+  PlotInput same = WitnessLike();
+  EXPECT_EQ(MarkSeedCounts(&same), 3);
+  EXPECT_EQ(same.heads[0].label, "kernel/elu1");
+}
+
+TEST(PlotTest, BandsBelowThreeSeedsAreDrawnWhenAskedFor) {
+  PlotInput in;
+  in.heads = {{0, "kernel/elu1", true, {1, 2}}, {1, "softmax", false, {}}};
+  for (uint64_t seed = 0; seed < 2; ++seed) {
+    for (int rank : {1, 2}) in.points.push_back({0, rank, seed, 0.3 + 0.4 * seed});
+    in.points.push_back({1, 0, seed, 0.2 * seed});
+  }
+  EXPECT_EQ(Count(RenderPlotSvg(in), "<path class=\"band\""), 0);
+  EXPECT_THAT(RenderPlotSvg(in), HasSubstr(">band: 95% CI of the mean, 3+ seeds</text>"));
+  in.all_bands = true;
+  const std::string svg = RenderPlotSvg(in);
+  EXPECT_EQ(Count(svg, "<path class=\"band\""), 1);
+  EXPECT_EQ(Count(svg, "<line class=\"ci\""), 1);  // softmax's, at the "no rank" column
+  EXPECT_THAT(svg, HasSubstr(">band: 95% interval of the mean</text>"));
+}
+
+// The palette is Okabe-Ito's (colour-blind safe, its yellow left out); past
+// its seven colours, dashes and marker shapes keep every line apart.
+TEST(PlotTest, StylesAreColourBlindSafeAndDistinctFarPastThePalette) {
+  const std::set<std::string> okabe_ito = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                           "#56B4E9", "#E69F00", "#000000"};
+  std::set<std::tuple<std::string, std::string, int>> seen;
+  for (size_t i = 0; i < kDistinctPlotStyles; ++i) {
+    const PlotStyle st = PlotStyleOf(i);
+    EXPECT_EQ(okabe_ito.count(st.color), 1u) << i;
+    EXPECT_TRUE(seen.insert({st.color, st.dash, st.marker}).second) << "style " << i;
+    if (i < kPlotColors) {
+      EXPECT_STREQ(st.dash, "") << i;  // up to seven lines: solid, circles
+      EXPECT_EQ(st.marker, 0) << i;
+    }
+    // Never the rank-less reference line's dash or a gap's dots.
+    EXPECT_STRNE(st.dash, "10,5");
+    EXPECT_STRNE(st.dash, "1,4");
+  }
+  EXPECT_EQ(kDistinctPlotStyles, 112u);
+  // Every marker shape carries its class and attributes.
+  for (int shape = 0; shape < 4; ++shape) {
+    const std::string m = PlotMarkerSvg(shape, "mean-marker", 10, 10, 5, "fill=\"white\"");
+    EXPECT_THAT(m, HasSubstr("class=\"mean-marker\""));
+    EXPECT_THAT(m, HasSubstr(" fill=\"white\"/>\n"));
+  }
+}
+
+// --no-title and --no-caption: the figure without them, the plot area
+// moved up and the figure shorter.
+TEST(PlotTest, TitleAndCaptionCanBeLeftOut) {
+  PlotInput in = WitnessLike();
+  const PlotLayout full = ComputePlotLayout(in);
+  in.show_title = false;
+  in.show_caption = false;
+  const std::string svg = RenderPlotSvg(in);
+  EXPECT_EQ(Count(svg, "class=\"title\""), 0);
+  EXPECT_EQ(Count(svg, "class=\"subtitle\""), 0);
+  EXPECT_EQ(Count(svg, "class=\"caption\""), 0);
+  EXPECT_THAT(svg, ::testing::Not(HasSubstr("witness-m24")));
+  EXPECT_THAT(svg, HasSubstr("class=\"xlabel\""));  // the axes keep their labels
+  const PlotLayout bare = ComputePlotLayout(in);
+  EXPECT_DOUBLE_EQ(bare.top, 20);
+  EXPECT_DOUBLE_EQ(bare.bottom - bare.top, full.bottom - full.top);  // the same plot area
+  EXPECT_DOUBLE_EQ(bare.height, bare.bottom + 50);
+  EXPECT_LT(bare.height, full.height - 50 - 2 * 16);
+}
+
+// --size WxH: the figure is that size and the plot area takes what the
+// legend and the text leave; --font-size scales every text and the room it
+// takes. Nothing overlaps and everything stays inside the figure.
+TEST(PlotTest, SizeAndFontSizeShapeTheFigureAndNothingOverlaps) {
+  for (double font : {9.0, 13.0, 16.0}) {
+    PlotInput in = WitnessLike();
+    in.width = 640;
+    in.height = 420;
+    in.font_size = font;
+    ASSERT_TRUE(CheckPlotInput(in).ok()) << font << ": " << CheckPlotInput(in);
+    const PlotLayout l = ComputePlotLayout(in);
+    EXPECT_DOUBLE_EQ(l.width, 640);
+    EXPECT_DOUBLE_EQ(l.height, 420);
+    const PlotBox figure = {0, 0, l.width, l.height};
+    EXPECT_TRUE(l.legend.Inside(figure)) << font;
+    EXPECT_FALSE(l.legend.Overlaps(l.Area())) << font;
+    std::vector<PlotBox> boxes;
+    for (const auto* labels : {&l.tick_labels, &l.caption_labels, &l.legend_labels}) {
+      for (const PlotLabel& t : *labels) {
+        EXPECT_TRUE(t.box.Inside(figure)) << font << ": " << t.text;
+        boxes.push_back(t.box);
+      }
+    }
+    // Bound labels stay inside the plot area however narrow it gets.
+    for (const PlotLabel& t : l.bound_labels) {
+      EXPECT_TRUE(t.box.Inside(l.Area())) << font << ": " << t.text;
+    }
+    // No two texts (ticks, caption lines, legend rows) overlap.
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      for (size_t j = i + 1; j < boxes.size(); ++j) {
+        EXPECT_FALSE(boxes[i].Overlaps(boxes[j])) << font << ": " << i << " and " << j;
+      }
+    }
+    const std::string svg = RenderPlotSvg(in);
+    EXPECT_THAT(svg, HasSubstr("width=\"640\" height=\"420\" viewBox=\"0 0 640 420\""));
+    EXPECT_THAT(svg, HasSubstr(absl::StrCat("font-family=\"sans-serif\" font-size=\"",
+                                            font, "\">")));
+  }
+  PlotInput big = WitnessLike();
+  big.font_size = 26;  // twice the default: the title at 34 px, the margins twice as wide
+  const PlotLayout l = ComputePlotLayout(big);
+  EXPECT_DOUBLE_EQ(l.left, 140);
+  EXPECT_DOUBLE_EQ(l.top, 140);
+  EXPECT_THAT(RenderPlotSvg(big), HasSubstr("font-size=\"34\" font-weight=\"bold\""));
+}
+
+// Each bad size or font names its flag and range; a size too small for the
+// legend says the smallest that fits, and that one does.
+TEST(PlotTest, SizesAndFontSizesOutOfRangeAreRefusedNamingTheFlag) {
+  PlotInput in = WitnessLike();
+  in.font_size = 5;
+  EXPECT_EQ(CheckPlotInput(in).message(), "--font-size: 5 is out of range; use 6 to 40 (px)");
+  in.font_size = 13;
+  in.width = 100;
+  in.height = 400;
+  EXPECT_EQ(CheckPlotInput(in).message(),
+            "--size: the width 100 is out of range; use 200 to 10000 (px)");
+  in.width = 400;
+  in.height = 20000;
+  EXPECT_EQ(CheckPlotInput(in).message(),
+            "--size: the height 20000 is out of range; use 200 to 10000 (px)");
+  // A long legend label leaves a 400 px figure no room to plot.
+  in.height = 400;
+  in.heads[0].label = "a-sweep-with-a-long-name: multihead_kernel/elu1/x4/h=32 lr=0.003";
+  absl::Status s = CheckPlotInput(in);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), ::testing::StartsWith("--size: a width of 400 px leaves the plot area"));
+  const size_t at = s.message().find("at least ", s.message().find("; use"));
+  ASSERT_NE(at, std::string::npos) << s.message();
+  in.width = std::stoi(std::string(s.message().substr(at + 9)));
+  EXPECT_TRUE(CheckPlotInput(in).ok()) << in.width << ": " << CheckPlotInput(in);
+  EXPECT_FALSE(CheckPlotInput([&] { PlotInput n = in; --n.width; return n; }()).ok());
+  // Too low for the title, caption and legend.
+  in.height = 200;
+  s = CheckPlotInput(in);
+  EXPECT_THAT(std::string(s.message()), ::testing::StartsWith("--size: a height of 200 px leaves the plot area"));
+  const size_t h = s.message().find("at least ", s.message().find("; use"));
+  in.height = std::stoi(std::string(s.message().substr(h + 9)));
+  EXPECT_TRUE(CheckPlotInput(in).ok()) << in.height << ": " << CheckPlotInput(in);
+}
+
+TEST(PlotTest, PdfIsAVectorPageTheSizeOfTheFigure) {
+  const std::string svg =
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"40\" height=\"20\">"
+      "<rect width=\"40\" height=\"20\" fill=\"#ff0000\"/></svg>";
+  absl::StatusOr<std::string> pdf = RenderSvgToPdf(svg);
+  ASSERT_TRUE(pdf.ok()) << pdf.status();
+  EXPECT_EQ(pdf->substr(0, 5), "%PDF-");
+  EXPECT_THAT(*pdf, HasSubstr("/MediaBox [ 0 0 30 15 ]"));  // 96 px to the inch, 72 pt
+  // The figure's text is text, in an embedded font, not pixels.
+  absl::StatusOr<std::string> figure = RenderSvgToPdf(RenderPlotSvg(WitnessLike()));
+  ASSERT_TRUE(figure.ok()) << figure.status();
+  EXPECT_THAT(*figure, HasSubstr("/FontFile"));
+  EXPECT_THAT(*figure, ::testing::Not(HasSubstr("/Subtype /Image")));
+  EXPECT_EQ(RenderSvgToPdf("not svg").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PlotTest, TheFigureFormatIsTheExtensionOrFormatAndTheyMustAgree) {
+  auto format = [](const std::string& path, const std::string& flag) {
+    absl::StatusOr<FigureFormat> f = ResolveFigureFormat(path, flag);
+    return f.ok() ? static_cast<int>(*f) : -1;
+  };
+  EXPECT_EQ(format("a.svg", ""), static_cast<int>(FigureFormat::kSvg));
+  EXPECT_EQ(format("out/a.PNG", ""), static_cast<int>(FigureFormat::kPng));
+  EXPECT_EQ(format("a.pdf", ""), static_cast<int>(FigureFormat::kPdf));
+  EXPECT_EQ(format("figure", "pdf"), static_cast<int>(FigureFormat::kPdf));
+  EXPECT_EQ(format("a.pdf", "pdf"), static_cast<int>(FigureFormat::kPdf));
+  EXPECT_EQ(ResolveFigureFormat("a.jpg", "").status().message(),
+            "-o: \"a.jpg\" must end in .svg, .png or .pdf, or give --format svg|png|pdf");
+  EXPECT_EQ(ResolveFigureFormat("a.svg", "pdf").status().message(),
+            "--format pdf: -o \"a.svg\" names another format; drop one or make them agree");
+  EXPECT_EQ(ResolveFigureFormat("a", "eps").status().message(),
+            "--format: \"eps\" is not one of svg, png, pdf");
+  absl::StatusOr<std::string> pdf = EncodeFigure(RenderPlotSvg(WitnessLike()), FigureFormat::kPdf);
+  ASSERT_TRUE(pdf.ok());
+  EXPECT_EQ(pdf->substr(0, 5), "%PDF-");
 }
 
 }  // namespace

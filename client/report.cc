@@ -2,16 +2,22 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "client/format.h"
 #include "client/law_plot.h"
 #include "client/sweep_views.h"
 #include "common/spec/criterion.h"
 #include "common/spec/spec_json.h"
+#include "nlohmann/json.hpp"
 
 namespace ranksweep::client {
 namespace {
@@ -128,6 +134,7 @@ std::string SweepSection(size_t index, const ReportSweep& s, const std::vector<F
                   SweepStateName(info.state()), ": ", info.counts().done(), " of ",
                   info.counts().total(), " cells done, ", info.counts().failed(), " failed, ",
                   info.counts().cancelled(), " cancelled.\n\n");
+  absl::StrAppend(&out, ProvenanceText(info, s.rows), "\n");
 
   absl::StrAppend(&out, "### Transition ranks\n\n");
   const bool laws = !s.summaries.empty() && s.summaries[0].laws_size() > 0;
@@ -176,11 +183,184 @@ std::string SweepSection(size_t index, const ReportSweep& s, const std::vector<F
       absl::StrAppend(&out, "![", s.spec.name, ": ", p.second, "](", p.first, ")\n\n");
     }
   }
-  absl::StrAppend(&out, "### Spec\n\n```json\n", SweepSpecToJson(s.spec, 2), "\n```\n");
+  absl::StrAppend(&out, "### Spec\n\nThe fields that differ from the defaults (`submit -f` reads "
+                  "it back):\n\n```json\n", NonDefaultSpecJson(s.spec), "\n```\n");
   return out;
 }
 
+using Json = nlohmann::json;
+
+// `value` without the keys of objects that equal `defaults`' (recursively);
+// lists and scalars are kept whole when they differ at all.
+Json WithoutDefaults(const Json& value, const Json& defaults) {
+  if (!value.is_object() || !defaults.is_object()) return value;
+  Json out = Json::object();
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    auto d = defaults.find(it.key());
+    if (d != defaults.end() && *d == it.value()) continue;
+    Json kept = d == defaults.end() ? it.value() : WithoutDefaults(it.value(), *d);
+    if (kept.is_object() && kept.empty()) continue;
+    out[it.key()] = std::move(kept);
+  }
+  return out;
+}
+
+// JSON on one line, with a space after each comma and colon.
+std::string OneLine(const Json& j) {
+  if (j.is_array()) {
+    std::vector<std::string> parts;
+    for (const Json& e : j) parts.push_back(OneLine(e));
+    return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+  }
+  if (j.is_object()) {
+    std::vector<std::string> parts;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      parts.push_back(absl::StrCat(Json(it.key()).dump(), ": ", OneLine(it.value())));
+    }
+    return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+  }
+  return j.dump();
+}
+
+// The top object one key a line; below it, a value on one line when the
+// line stays within kJsonLineWidth, else spread the same way (objects one
+// key a line, lists one element a line).
+constexpr size_t kJsonLineWidth = 96;
+
+void AppendCompactJson(const Json& j, int depth, std::string* out) {
+  const std::string pad(2 * static_cast<size_t>(depth + 1), ' ');
+  const std::string close(2 * static_cast<size_t>(depth), ' ');
+  if (j.is_object() && !j.empty()) {
+    *out += "{\n";
+    size_t i = 0;
+    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+      const std::string key = absl::StrCat(pad, Json(it.key()).dump(), ": ");
+      const std::string line = OneLine(it.value());
+      *out += key;
+      if (key.size() + line.size() + 1 <= kJsonLineWidth) {
+        *out += line;
+      } else {
+        AppendCompactJson(it.value(), depth + 1, out);
+      }
+      absl::StrAppend(out, i + 1 < j.size() ? ",\n" : "\n");
+    }
+    absl::StrAppend(out, close, "}");
+    return;
+  }
+  const bool nested = j.is_array() && std::any_of(j.begin(), j.end(), [](const Json& e) {
+                        return e.is_object() || e.is_array();
+                      });
+  if (!nested) {
+    *out += OneLine(j);
+    return;
+  }
+  *out += "[\n";
+  for (size_t i = 0; i < j.size(); ++i) {
+    absl::StrAppend(out, pad, OneLine(j[i]), i + 1 < j.size() ? ",\n" : "\n");
+  }
+  absl::StrAppend(out, close, "]");
+}
+
+// "`abc` (4 cells), `def` (2 cells)": each value and its count, most first.
+std::string Counted(const std::map<std::string, int>& counts, bool code) {
+  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [value, n] : sorted) {
+    parts.push_back(absl::StrCat(code ? "`" : "", value, code ? "`" : "", " (", n,
+                                 n == 1 ? " cell)" : " cells)"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
 }  // namespace
+
+std::string NonDefaultSpecJson(const SweepSpec& spec) {
+  const Json full = Json::parse(SweepSpecToJson(spec));
+  // Each dataset kind writes its own fields: the defaults are those of a
+  // dataset of the same kind.
+  SweepSpec defaults;
+  defaults.dataset.kind = spec.dataset.kind;
+  defaults.heads = {HeadSpec{}};
+  const Json base = Json::parse(SweepSpecToJson(defaults));
+  Json out = WithoutDefaults(full, base);
+  // The name and the dataset's and heads' kinds say what the sweep is,
+  // defaults or not.
+  out["name"] = full["name"];
+  out["dataset"]["kind"] = full["dataset"]["kind"];
+  Json heads = Json::array();
+  for (const Json& h : full["heads"]) {
+    Json head = WithoutDefaults(h, base["heads"][0]);
+    head["kind"] = h["kind"];
+    heads.push_back(std::move(head));
+  }
+  out["heads"] = std::move(heads);
+  std::string text;
+  AppendCompactJson(out, 0, &text);
+  return text;
+}
+
+std::string ProvenanceText(const v1::SweepInfo& sweep, const std::vector<v1::ResultRow>& rows) {
+  std::map<std::string, int> builds, torch, devices;
+  double wall = 0;
+  int trained = 0, cached = 0;
+  for (const v1::ResultRow& row : rows) {
+    if (!row.has_result()) continue;
+    const v1::VersionManifest& v = row.worker_version();
+    ++builds[v.build_id().empty() ? "unknown" : v.build_id()];
+    ++torch[absl::StrCat(v.torch_version().empty() ? "unknown" : v.torch_version(),
+                         v.cuda_version().empty() ? ", CPU" : ", CUDA " + v.cuda_version())];
+    ++devices[row.result().device().empty() ? "unknown" : row.result().device()];
+    if (row.cached_from_cell_id() != 0) {
+      ++cached;
+    } else {
+      ++trained;
+      wall += row.result().wall_seconds();
+    }
+  }
+  std::string out;
+  if (builds.empty()) {
+    out += "- workers: no done cell yet\n";
+  } else {
+    absl::StrAppend(&out, "- build: ", Counted(builds, true), "\n");
+    absl::StrAppend(&out, "- LibTorch: ", Counted(torch, false), "\n");
+    absl::StrAppend(&out, "- devices: ", Counted(devices, false), "\n");
+  }
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  absl::StrAppend(&out, "- dates: submitted ", FormatUnixMs(sweep.created_unix_ms(), utc), " UTC");
+  if (sweep.finished_unix_ms() > 0) {
+    absl::StrAppend(&out, ", finished ", FormatUnixMs(sweep.finished_unix_ms(), utc), " UTC (",
+                    FormatDuration((sweep.finished_unix_ms() - sweep.created_unix_ms()) / 1000.0),
+                    " later)\n");
+  } else {
+    out += ", not finished\n";
+  }
+  absl::StrAppend(&out, "- wall time: ", absl::StrFormat("%.1f", wall), " s training ", trained,
+                  trained == 1 ? " cell" : " cells");
+  if (trained > 0) absl::StrAppend(&out, absl::StrFormat(" (mean %.1f s)", wall / trained));
+  absl::StrAppend(&out, "; ", cached, cached == 1 ? " cell" : " cells",
+                  " served from the result cache\n");
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseReportCriteria(const std::string& flag,
+                                                             int seeds) {
+  if (flag.empty()) return std::vector<std::string>{"all"};
+  if (flag == "standard") return ReportCriteria(seeds);
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(flag, ',')) {
+    absl::StatusOr<Criterion> c = ParseCriterion(absl::StripAsciiWhitespace(part), "--criteria");
+    if (!c.ok()) return c.status();
+    std::string text = CriterionText(*c);
+    if (std::find(out.begin(), out.end(), text) != out.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--criteria: \"", text, "\" is given twice"));
+    }
+    out.push_back(std::move(text));
+  }
+  return out;
+}
 
 std::vector<std::string> ReportCriteria(int seeds) {
   std::vector<std::string> out = {"all", "mean:0.99"};
@@ -234,8 +414,8 @@ PlotInput SweepPlot(const std::string& sweep_id, const SweepSpec& spec,
   PlotInput in;
   AddSweepToPlot(sweep_id, spec, rows, facts, "error", test, /*several=*/false, &in);
   const char* split = test ? "test" : "train";
-  in.caption.push_back(
-      PlotCriterion("error", test, static_cast<int>(SweepSeeds(spec).size())));
+  const int seeds = MarkSeedCounts(&in);
+  in.caption.push_back(PlotCriterion("error", test, seeds));
   in.y_label = absl::StrCat(split, " error (1 - exact-sequence accuracy)");
   return in;
 }

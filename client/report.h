@@ -1,10 +1,12 @@
 // `ranksweep report`: a Markdown page about one or more sweeps, built from
 // what the coordinator answers (docs/ANALYSIS.md, "The report"). Per sweep:
-// its state, the transition ranks under each criterion (train, and test
-// when the dataset has a test split), the summary tables per criterion and
-// split, the plots, and the exact spec as JSON. Input is plain data (the
-// sweep, its grouped replies, its done rows); output is the page and the
-// SVG files, so the page is unit-tested line by line. No RPCs, no I/O.
+// its state, its provenance (builds, LibTorch, devices, dates, wall time),
+// the transition ranks under each criterion asked for (train, and test when
+// the dataset has a test split), the summary table per criterion and split,
+// the plots, and the spec's fields that differ from the defaults. Input is
+// plain data (the sweep, its grouped replies, its done rows); output is the
+// page and the SVG files, so the page is unit-tested line by line. No RPCs,
+// no I/O.
 //
 // Thread-safety: free functions, no state.
 #ifndef RANKSWEEP_CLIENT_REPORT_H_
@@ -12,6 +14,8 @@
 
 #include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 #include "client/plot.h"
 #include "common/spec/spec.h"
@@ -34,10 +38,32 @@ struct ReportFile {
   std::string contents;
 };
 
-// The criteria a sweep with `seeds` seeds is reported under: "all",
+// The three standard criteria of a sweep with `seeds` seeds: "all",
 // "mean:0.99", and "seeds:K" with K = ceil(seeds / 2) (at least half the
 // seeds exact) unless that is `all` again (one seed).
 std::vector<std::string> ReportCriteria(int seeds);
+
+// `report --criteria`: "" is "all" alone; else a comma-separated list of
+// criteria (all, mean:X, seeds:K) in canonical text, or "standard" for
+// ReportCriteria(seeds). InvalidArgument naming --criteria for a criterion
+// ParseCriterion refuses or one given twice.
+absl::StatusOr<std::vector<std::string>> ParseReportCriteria(const std::string& flag,
+                                                             int seeds);
+
+// The spec as JSON with only the fields that differ from a default
+// SweepSpec of its dataset kind (each head's from a default HeadSpec), the
+// name and the dataset's and each head's kind always: what `submit -f` reads back into the same spec. The top
+// object one key a line, each value on one line where it fits in 96
+// characters.
+std::string NonDefaultSpecJson(const SweepSpec& spec);
+
+// The provenance lines of a sweep (Markdown list items, each ending in a
+// newline), from what the coordinator stores: the builds and LibTorch
+// versions of the workers that trained its done rows, their devices (each
+// with its count of cells), when it was submitted and finished, and the
+// training wall time of the cells it trained (cells served from the result
+// cache counted apart).
+std::string ProvenanceText(const v1::SweepInfo& sweep, const std::vector<v1::ResultRow>& rows);
 
 // Adds one sweep's heads, done seeds and theory bounds to `plot`, as
 // `ranksweep plot` and the report draw them: one line per head, or with

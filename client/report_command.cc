@@ -1,6 +1,7 @@
-// `ranksweep report SWEEP... -o DIR`: fetches each sweep, its done rows and
-// its summary under each criterion of ReportCriteria, and writes the page
-// and plots of BuildReport (report.h) into DIR.
+// `ranksweep report SWEEP... -o DIR [--criteria LIST]`: fetches each sweep,
+// its done rows and its summary under each criterion asked for (`all`
+// alone by default; ParseReportCriteria), and writes the page and plots of
+// BuildReport (report.h) into DIR.
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,9 +24,14 @@ namespace {
 struct ReportArgs {
   std::vector<std::string> sweep_ids;
   std::string output;
+  std::string criteria;  // "" = all
 };
 
 int WriteReport(Client* client, const ReportArgs& a) {
+  // The list is checked before any call (its seeds:K against each sweep).
+  if (absl::StatusOr<std::vector<std::string>> c = ParseReportCriteria(a.criteria, 1); !c.ok()) {
+    return ReportLocal(c.status());
+  }
   std::vector<ReportSweep> sweeps;
   for (const std::string& id : a.sweep_ids) {
     int code = kExitOk;
@@ -41,8 +47,10 @@ int WriteReport(Client* client, const ReportArgs& a) {
     if (!status.ok()) return Report(client->globals(), status, "report");
     req.set_state(v1::CELL_STATE_UNSPECIFIED);
     req.set_group_by(v1::GROUP_BY_HEAD_RANK);
-    for (const std::string& criterion :
-         ReportCriteria(static_cast<int>(SweepSeeds(s.spec).size()))) {
+    absl::StatusOr<std::vector<std::string>> criteria =
+        ParseReportCriteria(a.criteria, static_cast<int>(SweepSeeds(s.spec).size()));
+    if (!criteria.ok()) return ReportLocal(criteria.status());
+    for (const std::string& criterion : *criteria) {
       req.set_criterion(criterion);
       v1::QueryResultsResponse& summary = s.summaries.emplace_back();
       auto ctx = client->Context();
@@ -79,13 +87,16 @@ int WriteReport(Client* client, const ReportArgs& a) {
 void AddReportCommand(CLI::App* app, Command* command) {
   auto ra = std::make_shared<ReportArgs>();
   CLI::App* report = app->add_subcommand(
-      "report", "Write a Markdown report of sweeps: transition ranks and summary tables per "
-                "criterion (train and test), plots, exact specs");
+      "report", "Write a Markdown report of sweeps: provenance, transition ranks and summary "
+                "tables (train and test), plots, the specs' non-default fields");
   report->footer(kHelpFooter);
   report->add_option("sweep", ra->sweep_ids, "Sweep ids, reported in this order")->required();
   report->add_option("-o,--output", ra->output,
                      "Directory to write report.md and its SVG plots into (created if missing)")
       ->required();
+  report->add_option("--criteria", ra->criteria,
+                     "Criteria to report, comma-separated: all (default), mean:X, seeds:K; or "
+                     "standard for all, mean:0.99 and seeds:ceil(seeds/2)");
   report->callback([command, ra] {
     command->action = [ra](Client* c) { return WriteReport(c, *ra); };
   });

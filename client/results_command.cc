@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -209,7 +211,23 @@ struct PlotArgs {
   std::vector<std::string> sweep_ids;
   std::string output, metric = "error", split = "train";
   std::string x;  // a dataset axis: transition rank against it (law_plot.h)
+  std::string format;  // svg | png | pdf; empty: -o's extension
+  bool no_title = false, no_caption = false, bands = false;
+  std::string size;  // WIDTHxHEIGHT in px
+  double font_size = 13;
 };
+
+// --size WIDTHxHEIGHT: the two numbers (their range is CheckPlotInput's).
+absl::Status ParseFigureSize(const std::string& text, int* width, int* height) {
+  const std::vector<std::string> parts = absl::StrSplit(absl::AsciiStrToLower(text), 'x');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], width) ||
+      !absl::SimpleAtoi(parts[1], height)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--size: \"", text, "\" is not WIDTHxHEIGHT in px, e.g. 640x400 (each ", kMinPlotSize,
+        " to ", kMaxPlotSize, ")"));
+  }
+  return absl::OkStatus();
+}
 
 // A sweep's done rows (the figures' points) and its grouped summary (its
 // facts, transitions and laws), as every figure reads them.
@@ -227,15 +245,12 @@ grpc::Status FetchDoneRowsAndSummary(Client* client, const std::string& id,
   return client->stub().QueryResults(ctx.get(), req, summary);
 }
 
-// Writes `svg` to `path` as SVG, or as PNG for a name ending in ".png".
-int WriteFigure(const std::string& path, std::string bytes) {
-  if (absl::EndsWithIgnoreCase(path, ".png")) {
-    absl::StatusOr<std::string> rendered = RenderSvgToPng(bytes);
-    if (!rendered.ok()) return ReportLocal(rendered.status());
-    bytes = *std::move(rendered);
-  }
+// Writes `svg` to `path` as SVG, PNG or PDF.
+int WriteFigure(const std::string& path, FigureFormat format, const std::string& svg) {
+  absl::StatusOr<std::string> bytes = EncodeFigure(svg, format);
+  if (!bytes.ok()) return ReportLocal(bytes.status());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
+  out << *bytes;
   out.close();
   if (!out) return ReportLocal(absl::InvalidArgumentError(absl::StrCat("-o: cannot write ", path)));
   return kExitOk;
@@ -243,7 +258,7 @@ int WriteFigure(const std::string& path, std::string bytes) {
 
 // `plot ID --x AXIS`: each ranked head's transition rank against a dataset
 // axis of one sweep, with the seeds' own transitions and the fit.
-int PlotLaw(Client* client, const PlotArgs& a, bool test) {
+int PlotLaw(Client* client, const PlotArgs& a, bool test, FigureFormat format) {
   if (a.sweep_ids.size() != 1) {
     return ReportLocal(absl::InvalidArgumentError(
         absl::StrCat("--x: draws one sweep, got ", a.sweep_ids.size())));
@@ -292,7 +307,7 @@ int PlotLaw(Client* client, const PlotArgs& a, bool test) {
     return ReportLocal(absl::InvalidArgumentError(
         absl::StrCat("plot: no done cell to plot yet in ", id)));
   }
-  if (const int written = WriteFigure(a.output, RenderLawSvg(in)); written != kExitOk) {
+  if (const int written = WriteFigure(a.output, format, RenderLawSvg(in)); written != kExitOk) {
     return written;
   }
   std::cerr << "wrote " << a.output << " (" << in.laws.size() << " heads against " << a.x
@@ -302,7 +317,7 @@ int PlotLaw(Client* client, const PlotArgs& a, bool test) {
 
 // `plot ID --curves`: each done seed's learning curve, a panel per head,
 // rank and recipe.
-int PlotCurves(Client* client, const PlotArgs& a, bool test) {
+int PlotCurves(Client* client, const PlotArgs& a, bool test, FigureFormat format) {
   if (a.sweep_ids.size() != 1) {
     return ReportLocal(absl::InvalidArgumentError(
         absl::StrCat("--curves: draws one sweep, got ", a.sweep_ids.size())));
@@ -341,7 +356,7 @@ int PlotCurves(Client* client, const PlotArgs& a, bool test) {
         "plot --curves: no done seed of ", id, " has a learning curve",
         rows.empty() ? " (none is done yet)" : " (heads trained for no step have none)")));
   }
-  if (const int written = WriteFigure(a.output, RenderCurvesSvg(in)); written != kExitOk) {
+  if (const int written = WriteFigure(a.output, format, RenderCurvesSvg(in)); written != kExitOk) {
     return written;
   }
   std::cerr << "wrote " << a.output << " (" << in.curves.size() << " seeds' curves)\n";
@@ -349,8 +364,8 @@ int PlotCurves(Client* client, const PlotArgs& a, bool test) {
 }
 
 // Fetches each sweep, its done rows and its summary (for the theory bounds)
-// and writes the figure of RenderPlotSvg: SVG, or PNG for a name ending in
-// ".png". Several sweeps share one figure, their heads labelled "NAME: HEAD".
+// and writes the figure of RenderPlotSvg as SVG, PNG or PDF (ResolveFigureFormat).
+// Several sweeps share one figure, their heads labelled "NAME: HEAD".
 int Plot(Client* client, const PlotArgs& a) {
   if (!a.curves && (!a.head.empty() || !a.ranks.empty())) {
     return ReportLocal(absl::InvalidArgumentError(
@@ -365,12 +380,15 @@ int Plot(Client* client, const PlotArgs& a) {
       return ReportLocal(absl::InvalidArgumentError(
           absl::StrCat("--split: \"", a.split, "\" is not one of train, test")));
     }
-    if (!absl::EndsWithIgnoreCase(a.output, ".png") &&
-        !absl::EndsWithIgnoreCase(a.output, ".svg")) {
+    if (a.no_title || a.no_caption || a.bands || !a.size.empty() || a.font_size != 13) {
       return ReportLocal(absl::InvalidArgumentError(
-          absl::StrCat("-o: \"", a.output, "\" must end in .svg or .png")));
+          "--curves: the curves figure takes -o, --format, --metric, --split, --head and --rank "
+          "only; --no-title, --no-caption, --bands, --size and --font-size shape the figure "
+          "against rank"));
     }
-    return PlotCurves(client, a, a.split == "test");
+    absl::StatusOr<FigureFormat> format = ResolveFigureFormat(a.output, a.format);
+    if (!format.ok()) return ReportLocal(format.status());
+    return PlotCurves(client, a, a.split == "test", *format);
   }
   if (a.metric != "error" && a.metric != "exact_accuracy") {
     return ReportLocal(absl::InvalidArgumentError(
@@ -380,17 +398,32 @@ int Plot(Client* client, const PlotArgs& a) {
     return ReportLocal(absl::InvalidArgumentError(
         absl::StrCat("--split: \"", a.split, "\" is not one of train, test")));
   }
-  const bool png = absl::EndsWithIgnoreCase(a.output, ".png");
-  if (!png && !absl::EndsWithIgnoreCase(a.output, ".svg")) {
-    return ReportLocal(absl::InvalidArgumentError(
-        absl::StrCat("-o: \"", a.output, "\" must end in .svg or .png")));
-  }
-  const bool test = a.split == "test";
-  if (!a.x.empty()) return PlotLaw(client, a, test);
-  const bool several = a.sweep_ids.size() > 1;
+  absl::StatusOr<FigureFormat> format = ResolveFigureFormat(a.output, a.format);
+  if (!format.ok()) return ReportLocal(format.status());
   PlotInput in;
+  in.show_title = !a.no_title;
+  in.show_caption = !a.no_caption;
+  in.all_bands = a.bands;
+  in.font_size = a.font_size;
+  if (!a.size.empty()) {
+    if (absl::Status s = ParseFigureSize(a.size, &in.width, &in.height); !s.ok()) {
+      return ReportLocal(s);
+    }
+  }
+  // The flags' own ranges first; whether the size fits the text is known
+  // once the sweeps' labels are.
+  if (absl::Status s = CheckPlotInput(in); !s.ok()) return ReportLocal(s);
+  const bool test = a.split == "test";
+  if (!a.x.empty()) {
+    if (a.no_title || a.no_caption || a.bands || !a.size.empty() || a.font_size != 13) {
+      return ReportLocal(absl::InvalidArgumentError(
+          "--x: the transition figure takes -o, --format and --split only; --no-title, "
+          "--no-caption, --bands, --size and --font-size shape the figure against rank"));
+    }
+    return PlotLaw(client, a, test, *format);
+  }
+  const bool several = a.sweep_ids.size() > 1;
   std::vector<std::string> names;
-  int max_seeds = 0;
   for (const std::string& id : a.sweep_ids) {
     int code = kExitOk;
     absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, id, &code);
@@ -410,7 +443,6 @@ int Plot(Client* client, const PlotArgs& a) {
 
     AddSweepToPlot(id, spec, rows, summary.facts(), a.metric, test, several, &in);
     names.push_back(spec.name);
-    max_seeds = std::max(max_seeds, static_cast<int>(SweepSeeds(spec).size()));
   }
   if (in.points.empty()) {
     return ReportLocal(absl::InvalidArgumentError(
@@ -420,11 +452,15 @@ int Plot(Client* client, const PlotArgs& a) {
     in.title = absl::StrJoin(names, " vs ");
     in.subtitle = absl::StrCat(a.sweep_ids.size(), " sweeps, ", a.split, " split");
   }
-  in.caption.push_back(PlotCriterion(a.metric, test, max_seeds));
+  // Each line's own seed count: sweeps of one figure may differ.
+  const int seeds = MarkSeedCounts(&in);
+  in.caption.push_back(PlotCriterion(a.metric, test, seeds, a.bands));
   in.y_label = a.metric == "error"
                    ? absl::StrCat(a.split, " error (1 - exact-sequence accuracy)")
                    : absl::StrCat(a.split, " exact-sequence accuracy");
-  if (const int written = WriteFigure(a.output, RenderPlotSvg(in)); written != kExitOk) {
+  if (absl::Status s = CheckPlotInput(in); !s.ok()) return ReportLocal(s);
+  if (const int written = WriteFigure(a.output, *format, RenderPlotSvg(in));
+      written != kExitOk) {
     return written;
   }
   std::cerr << "wrote " << a.output << " (" << in.points.size() << " points)\n";
@@ -470,11 +506,14 @@ void AddResultsCommand(CLI::App* app, Command* command) {
 void AddPlotCommand(CLI::App* app, Command* command) {
   auto pa = std::make_shared<PlotArgs>();
   CLI::App* plot = app->add_subcommand(
-      "plot", "Write an SVG or PNG of error (or exact accuracy) against rank, one line per head "
-              "of each sweep");
+      "plot", "Write an SVG, PNG or PDF of error (or exact accuracy) against rank, one line per "
+              "head of each sweep");
   plot->footer(kHelpFooter);
   plot->add_option("sweep", pa->sweep_ids, "Sweep ids: several share one figure")->required();
-  plot->add_option("-o,--output", pa->output, "File to write: NAME.svg or NAME.png")->required();
+  plot->add_option("-o,--output", pa->output, "File to write: NAME.svg, NAME.png or NAME.pdf")
+      ->required();
+  plot->add_option("--format", pa->format,
+                   "svg | png | pdf (default: from -o's extension; PDF is vector, for papers)");
   plot->add_option("--metric", pa->metric, "error | exact_accuracy")->capture_default_str();
   plot->add_option("--split", pa->split, "train | test (pool datasets)")->capture_default_str();
   plot->add_option("--x", pa->x,
@@ -487,6 +526,19 @@ void AddPlotCommand(CLI::App* app, Command* command) {
   plot->add_option("--head", pa->head, "With --curves: only this head label, e.g. kernel/elu1");
   plot->add_option("--rank", pa->ranks, "With --curves: only these ranks (comma-separated)")
       ->delimiter(',');
+  plot->add_flag("--no-title", pa->no_title,
+                 "Leave out the title and subtitle (a paper's caption says them)");
+  plot->add_flag("--no-caption", pa->no_caption,
+                 "Leave out the caption lines under the x axis (sweep ids, criterion)");
+  plot->add_flag("--bands", pa->bands,
+                 "Draw the 95% band at ranks with 2 seeds too (default: from 3 seeds; with 2, "
+                 "Student's t is 12.7 and the band covers the axis)");
+  plot->add_option("--size", pa->size,
+                   "Figure size WIDTHxHEIGHT in px, e.g. 640x400 (200-10000 each); the plot area "
+                   "takes what the legend and text leave");
+  plot->add_option("--font-size", pa->font_size,
+                   "Base text size in px, 6-40; other text scales with it")
+      ->capture_default_str();
   plot->callback([command, pa] {
     command->action = [pa](Client* c) { return Plot(c, *pa); };
   });

@@ -28,6 +28,7 @@
 #include <iostream>
 #include <sstream>
 #include <memory>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -253,6 +254,23 @@ int TokenCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Sets the gauge `name`{state} to each state's count from the store, 0 for
+// the listed states that have none (so that every state has its series);
+// only the zeros when the store cannot count, which is logged.
+template <typename State>
+void SetCountsByState(MetricsRegistry* m, const char* name, std::initializer_list<State> states,
+                      const absl::StatusOr<std::map<State, int64_t>>& counts) {
+  m->ClearGauge(name);
+  for (State state : states) m->Set(name, {{"state", Name(state)}}, 0);
+  if (!counts.ok()) {
+    LogEvent("metrics: cannot count %s: %s", name, counts.status().ToString());
+    return;
+  }
+  for (const auto& [state, n] : *counts) {
+    m->Set(name, {{"state", Name(state)}}, static_cast<double>(n));
+  }
+}
+
 int Serve() {
   const std::string listen = absl::GetFlag(FLAGS_listen);
   const std::string db = absl::GetFlag(FLAGS_db);
@@ -375,23 +393,21 @@ int Serve() {
   // Operators' metrics (--metrics-listen): counted whether served or not,
   // which costs a map update per call.
   MetricsRegistry metrics;
-  DefineCoordinatorMetrics(&metrics);
+  DefineCoordinatorMetrics(&metrics, RANKSWEEP_BUILD_ID);
+  // Made now, before the endpoint serves, so its zero samples of
+  // ranksweep_rpcs_total are there from the first scrape.
+  auto metrics_interceptor = std::make_unique<MetricsInterceptorFactory>(&metrics);
   store->SetCommitObserver(
       [&metrics](double seconds) { metrics.Observe("ranksweep_store_commit_seconds", {}, seconds); });
   metrics.AddCollector([&coordinator](MetricsRegistry* m) {
-    m->ClearGauge("ranksweep_cells");
-    for (CellState state : {CellState::kPending, CellState::kLeased, CellState::kDone,
-                            CellState::kFailed, CellState::kCancelled}) {
-      m->Set("ranksweep_cells", {{"state", Name(state)}}, 0);
-    }
-    absl::StatusOr<std::map<CellState, int64_t>> cells = coordinator.CountCellsByState();
-    if (cells.ok()) {
-      for (const auto& [state, n] : *cells) {
-        m->Set("ranksweep_cells", {{"state", Name(state)}}, static_cast<double>(n));
-      }
-    } else {
-      LogEvent("metrics: cannot count cells: %s", cells.status().ToString());
-    }
+    SetCountsByState(m, "ranksweep_sweeps",
+                     {SweepState::kRunning, SweepState::kDone, SweepState::kFailed,
+                      SweepState::kCancelled},
+                     coordinator.CountSweepsByState());
+    SetCountsByState(m, "ranksweep_cells",
+                     {CellState::kPending, CellState::kLeased, CellState::kDone,
+                      CellState::kFailed, CellState::kCancelled},
+                     coordinator.CountCellsByState());
     m->ClearGauge("ranksweep_workers_alive");
     absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator.ListWorkers();
     if (!workers.ok()) {
@@ -467,7 +483,7 @@ int Serve() {
   builder.RegisterService(&worker_service);
   builder.RegisterService(&sweep_admin_service);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&metrics));
+  interceptors.push_back(std::move(metrics_interceptor));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

@@ -461,6 +461,10 @@ absl::StatusOr<std::map<CellState, int64_t>> Coordinator::CountCellsByState() {
   return queries_.CountCellsByState();
 }
 
+absl::StatusOr<std::map<SweepState, int64_t>> Coordinator::CountSweepsByState() {
+  return queries_.CountSweepsByState();
+}
+
 absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
   if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
   int64_t cancelled = 0;

@@ -245,6 +245,9 @@ class Coordinator {
   // The cells of every sweep in the store, by state (states with no cell are
   // absent); read on the read connection, for the operators' metrics.
   absl::StatusOr<std::map<CellState, int64_t>> CountCellsByState();
+  // The sweeps in the store, by state (states with no sweep are absent);
+  // read on the read connection, for the operators' metrics.
+  absl::StatusOr<std::map<SweepState, int64_t>> CountSweepsByState();
 
   // Takes back the results of `worker_id` (server/core/quarantine.h): its
   // DONE results that finished at or after `since_ms` (0 = all) and every

@@ -52,6 +52,21 @@ TEST_F(CoordinatorTest, CellsAreCountedByStateAcrossSweeps) {
                                                    {CellState::kCancelled, 16}}));
 }
 
+TEST_F(CoordinatorTest, SweepsAreCountedByState) {
+  auto empty = coordinator_->CountSweepsByState();
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->empty());
+  auto first = coordinator_->Submit(MakeSpec("grid"), "local");
+  auto second = coordinator_->Submit(MakeSpec("grid2"), "local");
+  auto third = coordinator_->Submit(MakeSpec("grid3"), "local");
+  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+  ASSERT_TRUE(coordinator_->Cancel(second->sweep_id).ok());
+  auto counts = coordinator_->CountSweepsByState();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(*counts, (std::map<SweepState, int64_t>{{SweepState::kRunning, 2},
+                                                    {SweepState::kCancelled, 1}}));
+}
+
 TEST_F(CoordinatorTest, SubmitRejectsBadSpecNamingTheFieldAndStoresNothing) {
   SweepSpec spec = MakeSpec("bad");
   spec.dataset.m = 0;

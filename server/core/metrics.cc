@@ -195,7 +195,21 @@ std::string MetricsRegistry::Render() {
   return out;
 }
 
-void DefineCoordinatorMetrics(MetricsRegistry* r) {
+const std::vector<std::string>& RejectionReasons() {
+  static const std::vector<std::string>* reasons = new std::vector<std::string>{
+      "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+      "NOT_FOUND",          "ALREADY_EXISTS",    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+      "FAILED_PRECONDITION", "ABORTED",          "OUT_OF_RANGE",     "UNIMPLEMENTED",
+      "INTERNAL",           "UNAVAILABLE",       "DATA_LOSS",        "UNAUTHENTICATED"};
+  return *reasons;
+}
+
+void DefineCoordinatorMetrics(MetricsRegistry* r, const std::string& build_id) {
+  r->DefineGauge("ranksweep_build_info",
+                 "Always 1; the labels say which build of ranksweepd is running.");
+  r->Set("ranksweep_build_info",
+         {{"build_id", build_id}, {"version", build_id.substr(0, build_id.find('+'))}}, 1);
+  r->DefineGauge("ranksweep_sweeps", "Sweeps in the store, by state.");
   r->DefineGauge("ranksweep_cells", "Cells of every sweep in the store, by state.");
   r->DefineCounter("ranksweep_leases_granted_total",
                    "Cells leased to workers (AcquireTasks, and CompleteTasks asking for more).");
@@ -218,11 +232,19 @@ void DefineCoordinatorMetrics(MetricsRegistry* r) {
   r->DefineCounter("ranksweep_rpcs_total",
                    "gRPC calls finished, by full method name and status code; every method "
                    "the server does not serve is counted as \"unknown\".");
-  // Counters without labels exist from the start, at 0, so that a rate()
+  r->DefineHistogram("ranksweep_rpc_duration_seconds",
+                     "Time from a call's start to its status, by full method name (\"unknown\" "
+                     "for every method the server does not serve); a stream's is its lifetime.",
+                     {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+                      10, 30, 60, 300});
+  // Counters exist from the start, at 0, so that a rate() or increase()
   // over a fresh coordinator has a first sample.
   for (const char* name : {"ranksweep_leases_granted_total", "ranksweep_leases_expired_total",
                            "ranksweep_leases_lost_total", "ranksweep_results_accepted_total"}) {
     r->Add(name, {}, 0);
+  }
+  for (const std::string& reason : RejectionReasons()) {
+    r->Add("ranksweep_results_rejected_total", {{"reason", reason}}, 0);
   }
 }
 

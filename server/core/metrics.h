@@ -116,12 +116,25 @@ class MetricsRegistry {
 };
 
 // The families ranksweepd exports, defined on `registry` (docs/DEPLOY.md,
-// "Metrics"): ranksweep_cells{state}, ranksweep_leases_granted_total,
-// ranksweep_leases_expired_total, ranksweep_leases_lost_total,
-// ranksweep_results_accepted_total, ranksweep_results_rejected_total{reason},
-// ranksweep_workers_alive{device}, ranksweep_store_commit_seconds (histogram),
-// ranksweep_rpcs_total{method,code}. The counters without labels start at 0.
-void DefineCoordinatorMetrics(MetricsRegistry* registry);
+// "Metrics"): ranksweep_build_info{build_id,version} (1),
+// ranksweep_sweeps{state}, ranksweep_cells{state},
+// ranksweep_leases_granted_total, ranksweep_leases_expired_total,
+// ranksweep_leases_lost_total, ranksweep_results_accepted_total,
+// ranksweep_results_rejected_total{reason}, ranksweep_workers_alive{device},
+// ranksweep_store_commit_seconds (histogram), ranksweep_rpcs_total{method,code},
+// ranksweep_rpc_duration_seconds{method} (histogram). Every counter has a
+// sample from the start: those without labels at 0, rejected_total at 0 for
+// each refusal code (RejectionReasons); rpcs_total gets its zero samples
+// from the interceptor, which knows the methods
+// (server/service/metrics_interceptor.h). `build_id` is the binary's
+// RANKSWEEP_BUILD_ID ("0.9.0+1a2b3c4d5e6f.0123456789ab"); its part before
+// '+' is the version label.
+void DefineCoordinatorMetrics(MetricsRegistry* registry,
+                              const std::string& build_id = "unknown");
+
+// The status codes a refused CompleteTasks is counted under (every code
+// but OK), as gRPC names them: "CANCELLED", ..., "UNAUTHENTICATED".
+const std::vector<std::string>& RejectionReasons();
 
 }  // namespace ranksweep::server
 

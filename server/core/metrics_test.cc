@@ -107,6 +107,42 @@ TEST(MetricsTest, TheCoordinatorFamiliesAreAllDefined) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr("\nranksweep_rpcs_total ")));  // labelled only
 }
 
+// What an operator looks for first: which build runs, how many sweeps are
+// in each state, how long calls take, and a sample for every counter
+// before anything was counted (a refusal counter that appears only with the
+// first refusal has no rate() until then).
+TEST(MetricsTest, BuildInfoSweepsLatencyAndAZeroSampleForEveryCounter) {
+  MetricsRegistry r;
+  DefineCoordinatorMetrics(&r, "0.9.0+1a2b3c4d5e6f.0123456789ab");
+  const std::string text = r.Render();
+  EXPECT_THAT(text, HasSubstr("# TYPE ranksweep_build_info gauge\n"
+                              "ranksweep_build_info{build_id=\"0.9.0+1a2b3c4d5e6f.0123456789ab\","
+                              "version=\"0.9.0\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE ranksweep_sweeps gauge\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE ranksweep_rpc_duration_seconds histogram\n"));
+  // Each refusal code at 0; OK is no refusal.
+  ASSERT_EQ(RejectionReasons().size(), 16u);
+  for (const std::string& reason : RejectionReasons()) {
+    EXPECT_THAT(text, HasSubstr("\nranksweep_results_rejected_total{reason=\"" + reason +
+                                "\"} 0\n"));
+  }
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("reason=\"OK\"")));
+  // Every counter family but rpcs_total (whose methods the interceptor
+  // seeds) has a sample.
+  for (const char* name : {"ranksweep_leases_granted_total", "ranksweep_leases_expired_total",
+                           "ranksweep_leases_lost_total", "ranksweep_results_accepted_total",
+                           "ranksweep_results_rejected_total"}) {
+    EXPECT_TRUE(text.find(std::string("\n") + name + " 0\n") != std::string::npos ||
+                text.find(std::string("\n") + name + "{") != std::string::npos)
+        << name;
+  }
+  // Without a build id, the label says so.
+  MetricsRegistry plain;
+  DefineCoordinatorMetrics(&plain);
+  EXPECT_THAT(plain.Render(),
+              HasSubstr("ranksweep_build_info{build_id=\"unknown\",version=\"unknown\"} 1\n"));
+}
+
 TEST(MetricsTest, BucketBoundsAndFractionsArePlainDecimals) {
   MetricsRegistry r;
   r.DefineHistogram("rs_h", "H.", {0.0005});

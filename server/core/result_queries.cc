@@ -821,21 +821,36 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query,
   return out;
 }
 
-absl::StatusOr<std::map<CellState, int64_t>> SweepQueries::CountCellsByState() {
-  std::map<CellState, int64_t> counts;
-  RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
+namespace {
+
+// The rows of `table` (cells or sweeps) by their state column.
+template <typename State>
+absl::StatusOr<std::map<State, int64_t>> CountByState(Store* store, const char* table) {
+  std::map<State, int64_t> counts;
+  RETURN_IF_ERROR(store->Read([&](Connection& c) -> absl::Status {
     counts.clear();
-    enum Col : int { kState, kCells, kCount };
-    static const std::string* sql =
-        NewSelect<kCount>({"state", "COUNT(*)"}, "FROM cells GROUP BY state");
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    enum Col : int { kState, kRows, kCount };
+    static constexpr absl::string_view kColumns[] = {"state", "COUNT(*)"};
+    const std::string sql = absl::StrCat("SELECT ", ColumnList<kCount>(kColumns), " FROM ", table,
+                                         " GROUP BY state");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(sql));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return absl::OkStatus();
-      counts[static_cast<CellState>(q.ColumnInt(kState))] = q.ColumnInt(kCells);
+      counts[static_cast<State>(q.ColumnInt(kState))] = q.ColumnInt(kRows);
     }
   }));
   return counts;
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<CellState, int64_t>> SweepQueries::CountCellsByState() {
+  return CountByState<CellState>(store_, "cells");
+}
+
+absl::StatusOr<std::map<SweepState, int64_t>> SweepQueries::CountSweepsByState() {
+  return CountByState<SweepState>(store_, "sweeps");
 }
 
 absl::StatusOr<std::vector<WorkerInfo>> SweepQueries::ListWorkers() {

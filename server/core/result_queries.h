@@ -41,6 +41,7 @@ class SweepQueries {
   absl::StatusOr<std::string> SweepOwner(const std::string& sweep_id);
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
   absl::StatusOr<std::map<CellState, int64_t>> CountCellsByState();
+  absl::StatusOr<std::map<SweepState, int64_t>> CountSweepsByState();
   absl::StatusOr<QueryOutcome> Query(const ResultQuery& query);
   absl::StatusOr<QueryOutcome> Query(const ResultQuery& query, RowSink& sink);
 

@@ -1,5 +1,6 @@
 #include "server/service/metrics_interceptor.h"
 
+#include <chrono>
 #include <set>
 
 #include "google/protobuf/descriptor.h"
@@ -24,7 +25,8 @@ class MetricsInterceptor : public grpc::experimental::Interceptor {
  public:
   MetricsInterceptor(grpc::experimental::ServerRpcInfo* info, MetricsRegistry* metrics)
       : method_(MethodLabel(info->method() != nullptr ? info->method() : "")),
-        metrics_(metrics) {}
+        metrics_(metrics),
+        start_(std::chrono::steady_clock::now()) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
@@ -52,6 +54,9 @@ class MetricsInterceptor : public grpc::experimental::Interceptor {
       const grpc::Status status = methods->GetSendStatus();
       const std::string code = StatusCodeName(status.error_code());
       metrics_->Add("ranksweep_rpcs_total", {{"method", method_}, {"code", code}});
+      metrics_->Observe(
+          "ranksweep_rpc_duration_seconds", {{"method", method_}},
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
       if (!status.ok() && method_ == kComplete && results_ > 0) {
         metrics_->Add("ranksweep_results_rejected_total", {{"reason", code}}, results_);
       }
@@ -62,6 +67,7 @@ class MetricsInterceptor : public grpc::experimental::Interceptor {
  private:
   const std::string method_;
   MetricsRegistry* const metrics_;
+  const std::chrono::steady_clock::time_point start_;
   int results_ = 0;  // CompleteTasks: results in the request
 };
 
@@ -88,6 +94,17 @@ const std::set<std::string>& ServedMethods() {
 }
 
 }  // namespace
+
+std::vector<std::string> ServedMethodNames() {
+  return {ServedMethods().begin(), ServedMethods().end()};
+}
+
+MetricsInterceptorFactory::MetricsInterceptorFactory(MetricsRegistry* metrics)
+    : metrics_(metrics) {
+  for (const std::string& method : ServedMethodNames()) {
+    metrics_->Add("ranksweep_rpcs_total", {{"method", method}, {"code", "OK"}}, 0);
+  }
+}
 
 std::string MethodLabel(const std::string& method) {
   return ServedMethods().count(method) > 0 ? method : std::string("unknown");

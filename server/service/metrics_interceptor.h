@@ -4,6 +4,9 @@
 //
 //   ranksweep_rpcs_total{method,code}      every finished call; `method` is
 //                                          MethodLabel's, from a fixed set
+//   ranksweep_rpc_duration_seconds{method} each call's time from its start
+//                                          (the interceptor's creation) to
+//                                          its status
 //   ranksweep_leases_granted_total         cells in the tasks AcquireTasks and
 //                                          CompleteTasks (next_tasks) return
 //   ranksweep_leases_lost_total            Heartbeat's lost_lease_ids
@@ -18,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "grpcpp/support/server_interceptor.h"
 #include "grpcpp/support/status.h"
@@ -34,10 +38,15 @@ std::string StatusCodeName(grpc::StatusCode code);
 // a token, cannot add a series per name it makes up.
 std::string MethodLabel(const std::string& method);
 
+// Every method MethodLabel keeps, by full name, sorted.
+std::vector<std::string> ServedMethodNames();
+
 class MetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   // `metrics` is not owned; DefineCoordinatorMetrics must have run on it.
-  explicit MetricsInterceptorFactory(MetricsRegistry* metrics) : metrics_(metrics) {}
+  // Gives ranksweep_rpcs_total a zero sample for each served method with
+  // code OK, so that the family has its series before the first call.
+  explicit MetricsInterceptorFactory(MetricsRegistry* metrics);
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
 

@@ -238,6 +238,16 @@ TEST_F(ServiceTest, ShutdownEndsOpenWatches) {
 // unknown lease as one lost lease, and results sent again after a lost reply
 // as acknowledged but not accepted twice.
 TEST_F(ServiceTest, MetricsCountLeasesResultsAndCallsIncludingTheRefusedOnes) {
+  // Before any call, each served method has its OK sample at 0, and so
+  // does every refusal reason.
+  const std::string fresh = metrics_.Render();
+  for (const std::string& method : ServedMethodNames()) {
+    EXPECT_THAT(fresh, HasSubstr("\nranksweep_rpcs_total{code=\"OK\",method=\"" + method +
+                                 "\"} 0\n"));
+  }
+  EXPECT_GT(ServedMethodNames().size(), 10u);  // the ranksweep.v1 services at least
+  EXPECT_THAT(fresh, HasSubstr("\nranksweep_results_rejected_total{reason=\"FAILED_PRECONDITION\"} "
+                               "0\n"));
   SubmitKernelCells("metrics", 3);  // one task of 3 cells
   const std::string worker = Register();
   v1::AcquireTasksResponse acquired;
@@ -283,6 +293,15 @@ TEST_F(ServiceTest, MetricsCountLeasesResultsAndCallsIncludingTheRefusedOnes) {
                            {{"method", "/ranksweep.v1.SweepService/SubmitSweep"}, {"code", "OK"}}),
             1);
   EXPECT_EQ(metrics_.Value("ranksweep_leases_granted_total", {}), 3);
+  // Every call timed under its method, the refused one included: three
+  // CompleteTasks, each within the histogram's buckets.
+  const std::string text = metrics_.Render();
+  const std::string series = "{method=\"" + complete + "\"";
+  EXPECT_THAT(text, HasSubstr("\nranksweep_rpc_duration_seconds_count" + series + "} 3\n"));
+  EXPECT_THAT(text, HasSubstr("\nranksweep_rpc_duration_seconds_bucket" + series +
+                              ",le=\"+Inf\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("\nranksweep_rpc_duration_seconds_bucket" + series +
+                              ",le=\"60\"} 3\n"));
   EXPECT_EQ(StatusCodeName(grpc::StatusCode::UNAUTHENTICATED), "UNAUTHENTICATED");
   EXPECT_EQ(StatusCodeName(static_cast<grpc::StatusCode>(99)), "UNKNOWN");
 }

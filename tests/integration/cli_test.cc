@@ -110,6 +110,13 @@ class Coordinator {
   std::unique_ptr<Process> server_;
 };
 
+// How often `needle` occurs in `text`.
+int Occurrences(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 // One sample's value from Prometheus text, e.g. Sample(text,
 // "ranksweep_cells{state=\"done\"}"); -1 when absent.
 double Sample(const std::string& text, const std::string& series) {
@@ -329,9 +336,10 @@ TEST(CliTest, PlottingTheTestSplitOfADatasetWithoutOneIsAnError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--split test: sweep " + id + " (cli) has no test split"));
   EXPECT_NE(access(out.c_str(), F_OK), 0);  // nothing written
-  r = c.Cli({"plot", id, "-o", dir.path() + "/x.pdf"});
+  r = c.Cli({"plot", id, "-o", dir.path() + "/x.jpg"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("must end in .svg or .png"));
+  EXPECT_THAT(r.err, HasSubstr("-o: \"" + dir.path() + "/x.jpg\" must end in .svg, .png or .pdf, "
+                               "or give --format svg|png|pdf"));
 }
 
 // A real sweep, scraped while it runs and after: the counters are exact.
@@ -341,6 +349,36 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   const std::string before = c.Scrape();
   EXPECT_EQ(Sample(before, "ranksweep_results_accepted_total"), 0);
   EXPECT_THAT(before, HasSubstr("# TYPE ranksweep_store_commit_seconds histogram\n"));
+  // Every counter has a sample from start-up, before anything happened to
+  // count: a rate() over a fresh coordinator has a first point.
+  EXPECT_EQ(Sample(before, "ranksweep_results_rejected_total{reason=\"FAILED_PRECONDITION\"}"), 0)
+      << before;
+  EXPECT_EQ(Sample(before, "ranksweep_rpcs_total{code=\"OK\",method=\"/ranksweep.v1."
+                           "WorkerService/FailTask\"}"),
+            0);
+  for (size_t at = before.find("# TYPE "); at != std::string::npos;
+       at = before.find("# TYPE ", at + 1)) {
+    const size_t end = before.find('\n', at);
+    const std::string line = before.substr(at + 7, end - at - 7);  // "NAME counter"
+    if (line.substr(line.rfind(' ') + 1) != "counter") continue;
+    const std::string name = line.substr(0, line.rfind(' '));
+    EXPECT_TRUE(before.find("\n" + name + " ") != std::string::npos ||
+                before.find("\n" + name + "{") != std::string::npos)
+        << name << " has no sample at start-up";
+  }
+  // The build, as --version says it; no sweep in any state yet.
+  CommandResult version = RunIn(dir, {RANKSWEEPD_BIN, "--version"});
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(version.out, found, std::regex("build id: ([^\n]+)\n")))
+      << version.out;
+  const std::string build_id = found[1];
+  EXPECT_EQ(Sample(before, "ranksweep_build_info{build_id=\"" + build_id + "\",version=\"" +
+                               build_id.substr(0, build_id.find('+')) + "\"}"),
+            1)
+      << before;
+  for (const char* state : {"running", "done", "failed", "cancelled"}) {
+    EXPECT_EQ(Sample(before, std::string("ranksweep_sweeps{state=\"") + state + "\"}"), 0);
+  }
 
   const std::string id = c.Submit();
   const std::string during = c.Scrape();
@@ -349,6 +387,7 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
     cells += Sample(during, std::string("ranksweep_cells{state=\"") + state + "\"}");
   }
   EXPECT_EQ(cells, kCells);
+  EXPECT_EQ(Sample(during, "ranksweep_sweeps{state=\"running\"}"), 1);
 
   Process worker({RANKSWEEP_WORKER_BIN, "--coordinator=" + c.addr(), "--device=cpu",
                   "--slots=1", "--once", "--idle_exit_seconds=2"},
@@ -366,7 +405,18 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   EXPECT_EQ(Sample(after, "ranksweep_leases_granted_total"), kCells);
   EXPECT_EQ(Sample(after, "ranksweep_leases_expired_total"), 0);
   EXPECT_EQ(Sample(after, "ranksweep_leases_lost_total"), 0);
-  EXPECT_THAT(after, ::testing::Not(HasSubstr("ranksweep_results_rejected_total{")));
+  EXPECT_EQ(Sample(after, "ranksweep_sweeps{state=\"done\"}"), 1);
+  EXPECT_EQ(Sample(after, "ranksweep_sweeps{state=\"running\"}"), 0);
+  // Nothing refused: each reason still at 0.
+  EXPECT_EQ(Sample(after, "ranksweep_results_rejected_total{reason=\"FAILED_PRECONDITION\"}"), 0);
+  EXPECT_EQ(Sample(after, "ranksweep_results_rejected_total{reason=\"INVALID_ARGUMENT\"}"), 0);
+  // Each call timed under its method: one SubmitSweep, one RegisterWorker.
+  EXPECT_EQ(Sample(after, "ranksweep_rpc_duration_seconds_count{method=\"/ranksweep.v1."
+                          "SweepService/SubmitSweep\"}"),
+            1);
+  EXPECT_EQ(Sample(after, "ranksweep_rpc_duration_seconds_bucket{method=\"/ranksweep.v1."
+                          "WorkerService/RegisterWorker\",le=\"+Inf\"}"),
+            1);
   EXPECT_EQ(Sample(after, "ranksweep_rpcs_total{code=\"OK\",method=\"/ranksweep.v1."
                           "SweepService/SubmitSweep\"}"),
             1);
@@ -393,6 +443,67 @@ TEST(CliTest, MetricsCountEveryCellLeaseResultAndCallOfARealSweep) {
   ASSERT_EQ(plot.exit_code, 0) << plot.err;
   EXPECT_EQ(plot.err, "wrote " + png + " (" + std::to_string(2 * kCells) + " points)\n");
   EXPECT_EQ(testing::ReadFile(png).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+
+  // The same cells with 2 seeds, all served from the result cache, on one
+  // figure with the first sweep's 3: each line says its own seed count, and
+  // the caption no longer claims 3 for all.
+  std::string two = kSpec;
+  two.replace(two.find("\"seed_count\": 3"), 15, "\"seed_count\": 2");
+  two.replace(two.find("\"name\": \"cli\""), 13, "\"name\": \"cli2\"");
+  const std::string id2 = c.Submit(two);
+  ASSERT_EQ(c.Cli({"watch", id2}, 60s).exit_code, 0);
+  const std::string cmp = dir.path() + "/cmp.svg";
+  plot = c.Cli({"plot", id, id2, "-o", cmp});
+  ASSERT_EQ(plot.exit_code, 0) << plot.err;
+  const std::string cmp_svg = testing::ReadFile(cmp);
+  EXPECT_THAT(cmp_svg, ::testing::Not(HasSubstr("mean over 3 seeds")));
+  EXPECT_THAT(cmp_svg, HasSubstr("mean over its line's seeds"));
+  EXPECT_THAT(cmp_svg, HasSubstr(">cli: kernel/elu1 (n = 3)</text>"));
+  EXPECT_THAT(cmp_svg, HasSubstr(">cli2: kernel/elu1 (n = 2)</text>"));
+  EXPECT_THAT(cmp_svg, HasSubstr(">cli2: softmax (n = 2)</text>"));
+
+  // A figure for a paper: vector PDF, no title or caption, its size and
+  // text size set; a size the legend cannot fit in is refused, naming it.
+  const std::string pdf = dir.path() + "/paper.pdf";
+  plot = c.Cli({"plot", id, "-o", pdf, "--no-title", "--no-caption", "--size", "640x400",
+                "--font-size", "11"});
+  ASSERT_EQ(plot.exit_code, 0) << plot.err;
+  const std::string pdf_bytes = testing::ReadFile(pdf);
+  EXPECT_EQ(pdf_bytes.substr(0, 5), "%PDF-");
+  EXPECT_THAT(pdf_bytes, HasSubstr("/MediaBox [ 0 0 480 300 ]"));  // 640 x 400 px
+  const std::string svg = dir.path() + "/paper.svg";
+  plot = c.Cli({"plot", id, "-o", svg, "--no-title", "--size", "640x400"});
+  ASSERT_EQ(plot.exit_code, 0) << plot.err;
+  const std::string svg_text = testing::ReadFile(svg);
+  EXPECT_THAT(svg_text, HasSubstr("width=\"640\" height=\"400\""));
+  EXPECT_THAT(svg_text, ::testing::Not(HasSubstr("class=\"title\"")));
+  EXPECT_THAT(svg_text, HasSubstr("class=\"caption\""));
+  plot = c.Cli({"plot", id, "-o", dir.path() + "/tiny.svg", "--size", "200x200"});
+  EXPECT_EQ(plot.exit_code, 1);
+  EXPECT_THAT(plot.err, HasSubstr("--size: a width of 200 px leaves the plot area"));
+  EXPECT_NE(access((dir.path() + "/tiny.svg").c_str(), F_OK), 0);
+
+  // The report of the same sweep: one criterion, its provenance from the
+  // stored rows (the worker's build, a CPU), the spec's non-default fields.
+  CommandResult report = c.Cli({"report", id, "-o", dir.path() + "/report"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string page = testing::ReadFile(dir.path() + "/report/" + "report.md");
+  CommandResult worker_version = RunIn(dir, {RANKSWEEP_WORKER_BIN, "--version"});
+  ASSERT_TRUE(std::regex_search(worker_version.out, found, std::regex("build id: ([^\n]+)\n")))
+      << worker_version.out;
+  EXPECT_THAT(page, HasSubstr("\n- build: `" + found[1].str() + "` (" + std::to_string(kCells) +
+                              " cells)\n"));
+  EXPECT_THAT(page, HasSubstr("\n- devices: cpu (" + std::to_string(kCells) + " cells)\n"));
+  EXPECT_EQ(Occurrences(page, "### Criterion `"), 1) << page;
+  EXPECT_THAT(page, ::testing::Not(HasSubstr("\"priority\"")));
+  report = c.Cli({"report", id, "-o", dir.path() + "/report2", "--criteria", "all,mean:0.99"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_EQ(Occurrences(testing::ReadFile(dir.path() + "/report2/" + "report.md"),
+                        "### Criterion `"),
+            2);
+  report = c.Cli({"report", id, "-o", dir.path() + "/report3", "--criteria", "all,all"});
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_THAT(report.err, HasSubstr("--criteria: \"all\" is given twice"));
 }
 
 // A witness family of 28 sequences (4 queries of a weight-4 code in
@@ -450,8 +561,9 @@ TEST(CliTest, ReportOfARealSweepWritesThePageThePlotAndEveryCriterion) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("criterion: every seed exact (all)\n\n"));
 
+  // The three standard criteria (the default is `all` alone).
   const std::string out = dir.path() + "/report";
-  r = c.Cli({"report", id, "-o", out});
+  r = c.Cli({"report", id, "-o", out, "--criteria", "standard"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string page_path = out + "/" + "report.md";
   EXPECT_EQ(r.err, "wrote " + page_path + " (1 sweep, 1 plot)\n");
@@ -491,7 +603,8 @@ TEST(CliTest, ReportOfARealSweepWritesThePageThePlotAndEveryCriterion) {
   EXPECT_THAT(page, ::testing::Not(HasSubstr("Test split")));
   EXPECT_THAT(page, HasSubstr("### Plots\n\n![report-e2e: train error against feature rank]"
                               "(1-report-e2e-train.svg)\n"));
-  EXPECT_THAT(page, HasSubstr("### Spec\n\n```json\n{\n  \"dataset\": {\n"));
+  EXPECT_THAT(page, HasSubstr("### Spec\n\nThe fields that differ from the defaults (`submit -f` "
+                              "reads it back):\n\n```json\n{\n  \"dataset\": {"));
   EXPECT_THAT(page, HasSubstr("  \"name\": \"report-e2e\",\n"));
   EXPECT_THAT(testing::ReadFile(out + "/1-report-e2e-train.svg"), HasSubstr("<svg"));
 
