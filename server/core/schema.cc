@@ -417,6 +417,18 @@ CREATE TABLE sweep_tags (
 ) WITHOUT ROWID;
 CREATE INDEX sweep_tags_by_tag ON sweep_tags(tag);
 )sql"},
+    // A quarantine that also holds the worker's token (`ranksweep workers
+    // quarantine W --token`, server/core/quarantine.h): every worker that
+    // token registered, or registers later, is held until the worker that
+    // was quarantined is lifted. A row per held token name.
+    {16, R"sql(
+CREATE TABLE held_tokens (
+  name      TEXT PRIMARY KEY,
+  worker_id TEXT NOT NULL,
+  by        TEXT NOT NULL,
+  at_ms     INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {
