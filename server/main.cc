@@ -68,6 +68,7 @@
 #include "server/core/store.h"
 #include "server/core/metrics.h"
 #include "server/metrics_http.h"
+#include "server/service/malformed_request.h"
 #include "server/service/metrics_interceptor.h"
 #include "server/service/sweep_admin_service.h"
 #include "server/service/sweep_service.h"
@@ -497,6 +498,8 @@ int Serve() {
   builder.RegisterService(&worker_service);
   builder.RegisterService(&sweep_admin_service);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // First, so that the metrics count the status the caller gets.
+  interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>());
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&metrics));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
