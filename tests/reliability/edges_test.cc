@@ -34,6 +34,15 @@ using ::ranksweep::testing::RunCommand;
 using ::ranksweep::testing::TempDir;
 using namespace std::chrono_literals;
 
+// A cluster of this build's binaries in `dir`, with tokens or --insecure-local.
+ClusterOptions Options(const TempDir& dir, bool tokens) {
+  ClusterOptions o;
+  o.dir = dir.path();
+  o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
+  o.tokens = tokens;
+  return o;
+}
+
 // "Negative --busy-timeout-ms, --drain-seconds, --heartbeat-ms are accepted."
 TEST(EdgesTest, NegativeOrZeroDurationsAreRefusedAtStartUpNamingTheFlag) {
   TempDir dir;
@@ -66,11 +75,7 @@ TEST(EdgesTest, NegativeOrZeroDurationsAreRefusedAtStartUpNamingTheFlag) {
 // unknown id answers NOT_FOUND."
 TEST(EdgesTest, AnotherUsersSweepIsNotFoundInTheWordsOfAnUnknownOne) {
   TempDir dir;
-  ClusterOptions o;
-  o.dir = dir.path();
-  o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
-  o.tokens = true;
-  Cluster cluster(o);
+  Cluster cluster(Options(dir, /*tokens=*/true));
   const std::string alice = cluster.CreateToken("alice", "user");
   const std::string bob = cluster.CreateToken("bob", "user");
   ASSERT_FALSE(alice.empty() || bob.empty()) << cluster.error();
@@ -162,11 +167,7 @@ grpc::Status CallWithBytes(const std::string& address, const std::string& method
 // "Malformed request bytes get UNIMPLEMENTED with an empty message."
 TEST(EdgesTest, MalformedRequestBytesAreInvalidArgumentNamingTheRequestType) {
   TempDir dir;
-  ClusterOptions o;
-  o.dir = dir.path();
-  o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
-  o.tokens = true;
-  Cluster cluster(o);
+  Cluster cluster(Options(dir, /*tokens=*/true));
   const std::string admin = cluster.CreateToken("ops", "admin");
   ASSERT_FALSE(admin.empty()) << cluster.error();
   ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
@@ -219,10 +220,7 @@ size_t LongestRun(const std::string& text, char c) {
 // bytes docs/LIMITS.md promises."
 TEST(EdgesTest, QuotedInputIsCutTo200BytesAndNoReplyMessageExceeds1024) {
   TempDir dir;
-  ClusterOptions o;
-  o.dir = dir.path();
-  o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
-  Cluster cluster(o);  // --insecure-local: every caller is the admin
+  Cluster cluster(Options(dir, /*tokens=*/false));  // --insecure-local: every caller is admin
   ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
   auto channel = grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials());
   auto sweeps = v1::SweepService::NewStub(channel);

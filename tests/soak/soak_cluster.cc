@@ -265,61 +265,55 @@ std::string IntegrityCheck(const std::string& db) {
   return out;
 }
 
+namespace {
+
+// Calls `line(i, word, a, b)` for every "WORD A B" line of paths[i], in
+// order. A worker killed mid-write can leave a torn last line; it fails to
+// parse and ends the file.
+template <typename F>
+void ForEachLogLine(const std::vector<std::string>& paths, F line) {
+  for (size_t i = 0; i < paths.size(); ++i) {
+    std::ifstream in(paths[i]);
+    std::string word;
+    int64_t a = 0, b = 0;
+    while (in >> word >> a >> b) line(i, word, a, b);
+  }
+}
+
+}  // namespace
+
 std::map<int64_t, std::set<int64_t>> ReadAcks(const std::vector<std::string>& paths) {
   std::map<int64_t, std::set<int64_t>> acks;
-  for (const std::string& path : paths) {
-    std::ifstream in(path);
-    std::string word;
-    int64_t cell = 0;
-    int64_t lease = 0;
-    // A worker killed mid-write can leave a torn last line; it fails to
-    // parse and ends the file.
-    while (in >> word >> cell >> lease) {
-      if (word == "ack") acks[cell].insert(lease);
-    }
-  }
+  ForEachLogLine(paths, [&](size_t, const std::string& word, int64_t cell, int64_t lease) {
+    if (word == "ack") acks[cell].insert(lease);
+  });
   return acks;
 }
 
 LieCounts ReadLies(const std::vector<std::string>& paths) {
   LieCounts counts;
-  for (const std::string& path : paths) {
-    std::ifstream in(path);
-    std::string word;
-    int64_t cell = 0, lease = 0;
-    while (in >> word >> cell >> lease) {
-      if (word == "rejected") ++counts.rejected;
-      if (word == "poisoned") ++counts.accepted;
-    }
-  }
+  ForEachLogLine(paths, [&](size_t, const std::string& word, int64_t, int64_t) {
+    if (word == "rejected") ++counts.rejected;
+    if (word == "poisoned") ++counts.accepted;
+  });
   return counts;
 }
 
 HijackCounts ReadHijacks(const std::vector<std::string>& paths) {
   HijackCounts counts;
-  for (const std::string& path : paths) {
-    std::ifstream in(path);
-    std::string word;
-    int64_t a = 0, b = 0;
-    while (in >> word >> a >> b) {
-      if (word == "refused") counts.refused += b;
-      if (word == "hijacked") ++counts.honoured;
-    }
-  }
+  ForEachLogLine(paths, [&](size_t, const std::string& word, int64_t, int64_t n) {
+    if (word == "refused") counts.refused += n;
+    if (word == "hijacked") ++counts.honoured;
+  });
   return counts;
 }
 
 std::map<int64_t, std::string> ReadLeaseHolders(const std::vector<std::string>& paths,
                                                 const std::vector<std::string>& worker_ids) {
   std::map<int64_t, std::string> holders;
-  for (size_t i = 0; i < paths.size() && i < worker_ids.size(); ++i) {
-    std::ifstream in(paths[i]);
-    std::string word;
-    int64_t cell = 0, lease = 0;
-    while (in >> word >> cell >> lease) {
-      if (word == "lease") holders[lease] = worker_ids[i];
-    }
-  }
+  ForEachLogLine(paths, [&](size_t i, const std::string& word, int64_t, int64_t lease) {
+    if (word == "lease" && i < worker_ids.size()) holders[lease] = worker_ids[i];
+  });
   return holders;
 }
 
