@@ -19,9 +19,11 @@ namespace ranksweep::client {
 namespace {
 
 // `ranksweep workers quarantine WORKER [--since TIME]`.
-int Quarantine(Client* client, const std::string& worker_id, const std::string& since) {
+int Quarantine(Client* client, const std::string& worker_id, const std::string& since,
+               bool hold_token) {
   v1::QuarantineWorkerRequest req;
   req.set_worker_id(worker_id);
+  req.set_hold_token(hold_token);
   if (!since.empty()) {
     absl::Time t;
     int64_t seconds = 0;
@@ -52,6 +54,9 @@ int Quarantine(Client* client, const std::string& worker_id, const std::string& 
   if (resp.sweeps_reopened_size() > 0) {
     std::cout << ", running again:";
     for (const std::string& id : resp.sweeps_reopened()) std::cout << " " << id;
+  }
+  if (!resp.token_held().empty()) {
+    std::cout << "; token " << resp.token_held() << " held: none of its workers leases";
   }
   std::cout << "\n";
   return kExitOk;
@@ -93,6 +98,7 @@ void AddWorkersCommand(CLI::App* app, Command* command) {
   // The flags' values, kept alive by the callbacks that read them.
   struct Flags {
     std::string worker, since;
+    bool token = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* quarantine = workers->add_subcommand(
@@ -104,11 +110,15 @@ void AddWorkersCommand(CLI::App* app, Command* command) {
   quarantine->add_option("--since", f->since,
                          "Only results finished at or after this time: RFC 3339 "
                          "(2026-12-01T13:00:00Z) or Unix seconds (default: all)");
+  quarantine->add_flag("--token", f->token,
+                       "Also hold the worker's token: every worker it registered or registers "
+                       "later is held until this worker is unquarantined");
   quarantine->callback([command, f] {
-    command->action = [f](Client* c) { return Quarantine(c, f->worker, f->since); };
+    command->action = [f](Client* c) { return Quarantine(c, f->worker, f->since, f->token); };
   });
   CLI::App* unquarantine = workers->add_subcommand(
-      "unquarantine", "Admin: let a quarantined worker register, lease and complete again");
+      "unquarantine", "Admin: let a quarantined worker (and the workers of a token its quarantine held) "
+      "register, lease and complete again");
   unquarantine->footer(kHelpFooter);
   unquarantine->add_option("worker", f->worker, "Worker id")->required();
   unquarantine->callback([command, f] {

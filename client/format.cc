@@ -592,7 +592,8 @@ Table WorkersTable(const std::vector<v1::WorkerInfo>& workers, absl::Time now) {
     }
     t.rows.push_back({w.worker_id(), w.hostname(), device, absl::StrCat(w.slots()),
                       absl::StrCat(w.leased_cells()), absl::StrCat(w.completed_cells()),
-                      w.quarantined_unix_ms() != 0 ? "quarantined"
+                      w.quarantined_unix_ms() != 0  ? "quarantined"
+                      : !w.token_held_by().empty() ? "held (token)"
                       : w.alive()                  ? "yes"
                                                    : "no",
                       seen, version});

@@ -51,6 +51,8 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -67,6 +69,7 @@
 #include "server/core/store.h"
 #include "server/core/metrics.h"
 #include "server/metrics_http.h"
+#include "server/service/malformed_request.h"
 #include "server/service/metrics_interceptor.h"
 #include "server/service/sweep_admin_service.h"
 #include "server/service/sweep_service.h"
@@ -96,11 +99,25 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
 ABSL_FLAG(std::string, metrics_listen, "",
           "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/DEPLOY.md); port 0 picks "
           "a free port (printed at start-up); empty = no metrics endpoint");
+ABSL_FLAG(std::vector<std::string>, trusted_build, {},
+          "A worker build id whose results the result cache may serve, besides this "
+          "coordinator's own (printed by --version); repeat it or separate ids with commas "
+          "(docs/SECURITY.md, \"The result cache\")");
+ABSL_FLAG(bool, shared_cache, false,
+          "Let the result cache serve one user's sweeps from results trained for another's "
+          "(off: each user is served only from their own sweeps; docs/SECURITY.md)");
 ABSL_FLAG(std::string, name, "", "token create/revoke: the token's name, 1..64 of [A-Za-z0-9._-]");
 ABSL_FLAG(std::string, role, "", "token create: admin, user or worker");
 
 namespace ranksweep::server {
 namespace {
+
+// Every --trusted-build given, in order (Abseil keeps only the last
+// occurrence of a flag; main collects them all before parsing).
+std::vector<std::string>& TrustedBuilds() {
+  static auto* builds = new std::vector<std::string>();
+  return *builds;
+}
 
 // Replaces the port of HOST:PORT (or [V6]:PORT) with `port`.
 std::string WithPort(const std::string& address, int port) {
@@ -300,6 +317,13 @@ int Serve() {
               << "\n";
     return kUsageError;
   }
+  for (const std::string& build : TrustedBuilds()) {
+    if (build.empty() || build.size() > 256) {
+      std::cerr << "ranksweepd: --trusted-build must be a build id of 1..256 bytes, got "
+                << build.size() << " bytes\n";
+      return kUsageError;
+    }
+  }
   const int call_threads = absl::GetFlag(FLAGS_call_threads);
   if (call_threads < 1 || call_threads > 1024) {
     std::cerr << "ranksweepd: --call-threads must be 1..1024, got " << call_threads << "\n";
@@ -382,6 +406,13 @@ int Serve() {
   options.max_attempts = max_attempts;
   // The result cache serves only results trained by workers of this build.
   options.code_version = RANKSWEEP_BUILD_ID;
+  options.trusted_builds = TrustedBuilds();
+  options.shared_cache = absl::GetFlag(FLAGS_shared_cache);
+  LogEvent("result cache: results of build %s%s%s, served %s", RANKSWEEP_BUILD_ID,
+           options.trusted_builds.empty() ? "" : " and the trusted builds ",
+           absl::StrJoin(options.trusted_builds, ", "),
+           options.shared_cache ? "to every user (--shared-cache)"
+                                : "only to the user whose sweeps they were trained for");
   options.max_task_memory_bytes = max_task_memory_bytes;
   Coordinator coordinator(store.get(), &clock, options);
   absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
@@ -483,6 +514,8 @@ int Serve() {
   builder.RegisterService(&worker_service);
   builder.RegisterService(&sweep_admin_service);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // First, so that the metrics count the status the caller gets.
+  interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>());
   interceptors.push_back(std::move(metrics_interceptor));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -581,6 +614,22 @@ int main(int argc, char** argv) {
   // Flags are defined with underscores; the dashed spelling is rewritten to
   // them (common/flag_names.h).
   std::vector<std::string> underscored = ranksweep::UnderscoreFlagNames(argc, argv);
+  // --trusted-build may be repeated: collect every occurrence (each a
+  // comma-separated list) before Abseil keeps the last.
+  for (size_t i = 1; i < underscored.size(); ++i) {
+    const std::string& a = underscored[i];
+    std::string value;
+    if (absl::StartsWith(a, "--trusted_build=")) {
+      value = a.substr(std::string("--trusted_build=").size());
+    } else if (a == "--trusted_build" && i + 1 < underscored.size()) {
+      value = underscored[i + 1];
+    } else {
+      continue;
+    }
+    for (absl::string_view id : absl::StrSplit(value, ',')) {
+      ranksweep::server::TrustedBuilds().emplace_back(id);
+    }
+  }
   std::vector<char*> parsed_argv = ranksweep::ArgvOf(underscored);
   const std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(underscored.size()), parsed_argv.data());

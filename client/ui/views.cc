@@ -264,6 +264,10 @@ Json WorkerView(const v1::WorkerInfo& w, int64_t now_unix_ms) {
       {"alive", w.alive()},
       {"leased_cells", w.leased_cells()},
       {"completed_cells", w.completed_cells()},
+      // A quarantine's hold: on the worker itself (since when), or on the
+      // token that registered it (the quarantined worker whose hold it is).
+      {"quarantined_unix_ms", TimeOrNull(w.quarantined_unix_ms())},
+      {"token_held_by", w.token_held_by().empty() ? Json(nullptr) : Json(w.token_held_by())},
   };
 }
 

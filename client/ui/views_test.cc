@@ -230,7 +230,18 @@ TEST(WorkerViewTest, Fields) {
             R"({"id":"w1","hostname":"box","device":"cuda","device_name":"NVIDIA H200",)"
             R"("memory_bytes":1024,"slots":4,"version":{"build_id":"0.1.0+abc","torch":"1.13.1",)"
             R"("cuda":"12.1"},"registered_unix_ms":1000,"last_seen_unix_ms":5000,)"
-            R"("last_seen_ago_seconds":2.5,"alive":true,"leased_cells":2,"completed_cells":17})");
+            R"("last_seen_ago_seconds":2.5,"alive":true,"leased_cells":2,"completed_cells":17,)"
+            R"("quarantined_unix_ms":null,"token_held_by":null})");
+}
+
+// The quarantine's mark: on the worker itself, or on its token.
+TEST(WorkerViewTest, QuarantineMarks) {
+  const auto held = Parse<v1::WorkerInfo>(R"pb(worker_id: "w1" quarantined_unix_ms: 6000)pb");
+  EXPECT_EQ(WorkerView(held, 7500)["quarantined_unix_ms"], 6000);
+  EXPECT_TRUE(WorkerView(held, 7500)["token_held_by"].is_null());
+  const auto by_token = Parse<v1::WorkerInfo>(R"pb(worker_id: "w2" token_held_by: "w1")pb");
+  EXPECT_TRUE(WorkerView(by_token, 7500)["quarantined_unix_ms"].is_null());
+  EXPECT_EQ(WorkerView(by_token, 7500)["token_held_by"], "w1");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/spec/result_validation.h"  // Clip: quoted input is cut
 #include "common/witness_code.h"
 
 namespace ranksweep {
@@ -67,7 +68,7 @@ absl::StatusOr<E> Parse(const NameTable<E> (&table)[K], const std::string& s,
     names.push_back(row.name);
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      field, " must be one of ", absl::StrJoin(names, ", "), "; got \"", s, "\""));
+      field, " must be one of ", absl::StrJoin(names, ", "), "; got \"", Clip(s), "\""));
 }
 
 // "field must be in lo..hi, got v"
@@ -294,7 +295,7 @@ absl::StatusOr<double> ParseAxisValue(const std::string& name, const std::string
                                       const std::string& field) {
   const AxisRow* row = FindAxis(name);
   if (row == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": \"", name, "\" is not an axis; axes: ",
+    return absl::InvalidArgumentError(absl::StrCat(field, ": \"", Clip(name), "\" is not an axis; axes: ",
                                                    absl::StrJoin(AxisNames(), ", ")));
   }
   if (row->names != nullptr) {
@@ -302,7 +303,7 @@ absl::StatusOr<double> ParseAxisValue(const std::string& name, const std::string
     if (it == row->names->end()) {
       return absl::InvalidArgumentError(absl::StrCat(field, " must be one of ",
                                                      absl::StrJoin(*row->names, ", "), "; got \"",
-                                                     text, "\""));
+                                                     Clip(text), "\""));
     }
     return static_cast<double>(it - row->names->begin());
   }
@@ -316,7 +317,7 @@ absl::StatusOr<double> ParseAxisValue(const std::string& name, const std::string
                                : absl::SimpleAtod(text, &v) && std::isfinite(v);
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, " must be ", row->integer ? "an integer" : "a number", ", got \"", text, "\""));
+        field, " must be ", row->integer ? "an integer" : "a number", ", got \"", Clip(text), "\""));
   }
   return v;
 }
@@ -342,7 +343,7 @@ absl::Status SetAxisValues(const std::string& name, std::vector<double> values,
   const AxisRow* row = FindAxis(name);
   if (row == nullptr || values.empty()) {
     return absl::InvalidArgumentError(
-        row == nullptr ? absl::StrCat("\"", name, "\" is not an axis; axes: ",
+        row == nullptr ? absl::StrCat("\"", Clip(name), "\" is not an axis; axes: ",
                                       absl::StrJoin(AxisNames(), ", "))
                        : absl::StrCat(name, ": at least one value"));
   }
@@ -685,7 +686,7 @@ absl::Status ValidateAxes(const SweepSpec& s) {
     const AxisRow* row = FindAxis(axis.name);
     if (row == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "axes[", i, "]: \"", axis.name, "\" is not an axis; axes: ",
+          "axes[", i, "]: \"", Clip(axis.name), "\" is not an axis; axes: ",
           absl::StrJoin(AxisNames(), ", ")));
     }
     const int order = AxisOrder(axis.name);
@@ -744,7 +745,7 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
               (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "name must use only the characters A-Z a-z 0-9 . _ -, got \"", s.name, "\""));
+          "name must use only the characters A-Z a-z 0-9 . _ -, got \"", Clip(s.name), "\""));
     }
   }
   RS_CHECK(ValidateAxes(s));

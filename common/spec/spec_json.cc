@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/spec/result_metrics.h"
+#include "common/spec/result_validation.h"  // Clip: quoted input is cut
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -129,7 +130,7 @@ class ObjectReader {
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       if (!taken_.count(it.key())) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "unknown field \"", Field(it.key().c_str()), "\""));
+            "unknown field \"", Clip(Field(it.key().c_str())), "\""));
       }
     }
     return absl::OkStatus();

@@ -284,7 +284,8 @@ class Client:
         reply = self._call("workers", self._stub.ListWorkers, pb.ListWorkersRequest())
         return frames.workers_frame(reply.workers)
 
-    def quarantine(self, worker_id: str, since: Since = None) -> Dict[str, Any]:
+    def quarantine(self, worker_id: str, since: Since = None,
+                   hold_token: bool = False) -> Dict[str, Any]:
         """Invalidates the DONE results `worker_id` trained (those finished at
         or after `since`: None for all, Unix seconds, an RFC 3339 string or a
         datetime with a time zone) and every copy the result cache served of
@@ -294,16 +295,21 @@ class Client:
         another worker. One transaction. Admin only: PERMISSION_DENIED for
         any other token (docs/SECURITY.md); NOT_FOUND for a worker that
         never registered. Returns the counts as a dict: quarantine_id,
-        results_invalidated, copies_invalidated, cells_reset and
-        sweeps_reopened (ids of done or failed sweeps now running again)."""
+        results_invalidated, copies_invalidated, cells_reset,
+        sweeps_reopened (ids of done or failed sweeps now running again) and
+        token_held. With hold_token, the token that registered the worker is
+        held too (`--token`): every worker of it, also ones registered later,
+        is refused until the worker is unquarantined; token_held names it."""
         request = pb.QuarantineWorkerRequest(worker_id=worker_id,
-                                             since_unix_ms=_since_unix_ms(since))
+                                             since_unix_ms=_since_unix_ms(since),
+                                             hold_token=hold_token)
         reply = self._call("quarantine", self._stub.QuarantineWorker, request)
         return {"quarantine_id": reply.quarantine_id,
                 "results_invalidated": reply.results_invalidated,
                 "copies_invalidated": reply.copies_invalidated,
                 "cells_reset": reply.cells_reset,
-                "sweeps_reopened": list(reply.sweeps_reopened)}
+                "sweeps_reopened": list(reply.sweeps_reopened),
+                "token_held": reply.token_held}
 
     def watch(self, sweep_id: str,
               reconnect: float = DEFAULT_RECONNECT_SECONDS) -> Iterator[frames.Progress]:

@@ -566,7 +566,7 @@ class ClientQuarantineTest(unittest.TestCase):
         # --insecure_local: every caller is "local", an admin.
         self.assertEqual(client.quarantine(bad), {
             "quarantine_id": 1, "results_invalidated": WITNESS_CELLS, "copies_invalidated": 0,
-            "cells_reset": WITNESS_CELLS, "sweeps_reopened": [sweep]})
+            "cells_reset": WITNESS_CELLS, "sweeps_reopened": [sweep], "token_held": ""})
         status = client.status(sweep)
         self.assertEqual((status["state"], status["pending"], status["done"]),
                          ("RUNNING", WITNESS_CELLS, 0))
@@ -597,7 +597,7 @@ class ClientQuarantineTest(unittest.TestCase):
         # A time after every result invalidates nothing more.
         self.assertEqual(client.quarantine(bad, since="2100-01-01T00:00:00Z"), {
             "quarantine_id": 2, "results_invalidated": 0, "copies_invalidated": 0,
-            "cells_reset": 0, "sweeps_reopened": []})
+            "cells_reset": 0, "sweeps_reopened": [], "token_held": ""})
 
         # Another worker trains the cells again.
         c.start_worker()

@@ -51,35 +51,55 @@ ResultRow FinishedRow(const CellGroupKey& group, uint64_t seed, CellState state,
 }
 
 absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, uint64_t seed,
-                                        const std::string& build_id, int max_steps,
-                                        ResultRow* row) {
+                                        const CachePolicy& policy, const std::string& sweep_id,
+                                        int max_steps, ResultRow* row) {
   // "task_key != ''" and the other constant terms let SQLite use the
-  // partial index results_by_task.
+  // partial index results_by_task. A source's worker must be in good
+  // standing (neither it nor its token held by a quarantine), and unless
+  // the cache is shared its sweep must have the new sweep's owner.
   static const std::string* sql = NewSelect<PackedCol::kCount>(
       {"r.cell_id", "p.packed"},
-      absl::StrCat("FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
-                   "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND "
-                   "r.task_key != '' AND r.cached_from = 0 AND r.state = ", kCellDone,
-                   " ORDER BY r.cell_id"));
-  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, build_id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool found, q.Step());
-    if (!found) return 0;
-    RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(PackedCol::kPacked), row));
-    if (row->result.has_value() && ValidateSeedResult(*row->result, max_steps).ok()) {
-      return q.ColumnInt(PackedCol::kCellId);
+      absl::StrCat(
+          "FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
+          "JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN workers w ON w.id = r.worker_id "
+          "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND "
+          "r.task_key != '' AND r.cached_from = 0 AND r.state = ", kCellDone,
+          " AND COALESCE(w.quarantined_ms, 0) = 0 "
+          "AND NOT EXISTS (SELECT 1 FROM held_tokens h WHERE h.name = w.owner) "
+          "AND (?4 != 0 OR s.owner = (SELECT owner FROM sweeps WHERE id = ?5)) "
+          "ORDER BY r.cell_id"));
+  int64_t best = 0;
+  ResultRow found;
+  for (const std::string& build : policy.builds) {
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, build);
+    q.Bind(4, policy.shared ? 1 : 0).Bind(5, sweep_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, q.Step());
+      if (!more) break;
+      const int64_t cell_id = q.ColumnInt(PackedCol::kCellId);
+      if (best != 0 && cell_id >= best) break;  // rows come in cell order
+      ResultRow candidate;
+      RETURN_IF_ERROR(UnpackResultRow(q.ColumnBlob(PackedCol::kPacked), &candidate));
+      if (candidate.result.has_value() &&
+          ValidateSeedResult(*candidate.result, max_steps).ok()) {
+        best = cell_id;
+        found = std::move(candidate);
+        break;
+      }
     }
   }
+  if (best != 0) *row = std::move(found);
+  return best;
 }
 
 absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
                                                         const std::string& sweep_id,
                                                         const SweepSpec& spec,
                                                         const CellGroupKey& group,
-                                                        const std::string& build_id,
+                                                        const CachePolicy& policy,
                                                         int64_t now_ms) {
-  const bool use_cache = spec.reuse_results && !build_id.empty();
+  const bool use_cache = spec.reuse_results && !policy.builds.empty();
   const std::string key =
       use_cache ? TaskKey(spec, group.head_index, group.rank, group.recipe) : std::string();
   // The recipe's max_steps bounds a served result's steps.
@@ -106,7 +126,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
     // results were checked at CompleteTasks may hold anything.
     ResultRow copied;
     ASSIGN_OR_RETURN(const int64_t source,
-                     FindCacheSource(c, key, seed, build_id, max_steps, &copied));
+                     FindCacheSource(c, key, seed, policy, sweep_id, max_steps, &copied));
     if (source == 0) continue;
     {
       copied.head_index = group.head_index;

@@ -46,23 +46,41 @@ ResultRow FinishedRow(const CellGroupKey& group, uint64_t seed, CellState state,
                       int64_t lease_id, const std::string& worker_id,
                       const VersionManifest& version, int64_t finished_ms);
 
-// The result the cache serves for (task key, seed) under `build_id`: the
-// first trained (not copied) DONE row, in cell order, whose result passes
-// ValidateSeedResult, unpacked into `row`. 0 when there is none.
+// Whose results the result cache may serve: what the coordinator can vouch
+// for (docs/SECURITY.md, "The result cache"). A worker's build id is its own
+// claim, so a build alone never makes a result trustworthy: the cache also
+// keeps every user to results trained for that user's own sweeps unless the
+// operator shares it, and serves nothing a quarantined worker trained.
+struct CachePolicy {
+  // Builds whose results are served (the build id a worker registered
+  // with). Empty turns the cache off.
+  std::vector<std::string> builds;
+  // Serve results trained for any user's sweeps; false: only for sweeps of
+  // the new sweep's owner.
+  bool shared = false;
+};
+
+// The result the cache serves for (task key, seed) to a cell of `sweep_id`
+// (a sweep already stored) under `policy`: the first trained (not copied)
+// DONE row, in cell order, whose worker registered one of policy.builds, is
+// not quarantined (nor its token), whose sweep has the same owner as
+// `sweep_id` unless policy.shared, and whose result passes
+// ValidateSeedResult; unpacked into `row`. 0 when there is none.
 absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, uint64_t seed,
-                                        const std::string& build_id, int max_steps,
-                                        ResultRow* row);
+                                        const CachePolicy& policy, const std::string& sweep_id,
+                                        int max_steps, ResultRow* row);
 
 // Creates the cells of `group` for every seed of the sweep (a seed whose
-// cell exists is skipped). Unless `build_id` is empty or the sweep says
-// reuse_results = false, a cell whose (task key, seed) has a result trained
-// under `build_id` is DONE at once with a copy of it, added to its result
-// group. Returns {created, of those served from the cache}.
+// cell exists is skipped). Unless policy.builds is empty or the sweep says
+// reuse_results = false, a cell whose (task key, seed) has a result the
+// policy lets FindCacheSource serve is DONE at once with a copy of it
+// (naming the source cell and, as its worker, the source's), added to its
+// result group. Returns {created, of those served from the cache}.
 absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
                                                         const std::string& sweep_id,
                                                         const SweepSpec& spec,
                                                         const CellGroupKey& group,
-                                                        const std::string& build_id,
+                                                        const CachePolicy& policy,
                                                         int64_t now_ms);
 
 }  // namespace ranksweep::server

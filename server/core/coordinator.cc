@@ -65,12 +65,30 @@ absl::Status CheckTaskMemory(const SweepSpec& spec, int64_t limit) {
   return absl::OkStatus();
 }
 
+// The builds and reach of the result cache (cell_plan.h): the coordinator's
+// own build, then the admitted ones, each once.
+CachePolicy CachePolicyOf(const CoordinatorOptions& options) {
+  CachePolicy policy;
+  policy.shared = options.shared_cache;
+  std::vector<std::string> builds = options.trusted_builds;
+  builds.insert(builds.begin(), options.code_version);
+  for (const std::string& b : builds) {
+    if (b.empty() || std::find(policy.builds.begin(), policy.builds.end(), b) !=
+                         policy.builds.end()) {
+      continue;
+    }
+    policy.builds.push_back(b);
+  }
+  return policy;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(Store* store, const Clock* clock, CoordinatorOptions options)
     : store_(store),
       clock_(clock),
       options_(options),
+      cache_policy_(CachePolicyOf(options)),
       queries_(store, clock, &specs_, options.lease_ms, options.two_thread_query_rows) {}
 
 // ------------------------------------------------------------------ helpers
@@ -144,7 +162,7 @@ absl::StatusOr<int64_t> Coordinator::AdvanceSearch(Connection& c, const std::str
       if (!rank.has_value()) continue;
       for (int recipe = 0; recipe < recipes; ++recipe) {
         ASSIGN_OR_RETURN(auto made, CreateCells(c, sweep_id, spec, {h, *rank, recipe},
-                                                options_.code_version, now));
+                                                cache_policy_, now));
         events.Log("sweep %s search: %s%s probes rank %d (%d cells, %d from the cache)",
                    sweep_id, HeadLabel(spec.heads[h]),
                    spec.axes.empty() ? std::string() : " " + RecipeLabel(spec, recipe), *rank,
@@ -403,7 +421,7 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
     for (const CellGroupKey& g : GridGroups(spec)) {
       if (spec.mode == SweepMode::kSearch && HeadHasRank(spec.heads[g.head_index])) continue;
       RETURN_IF_ERROR(
-          CreateCells(c, out.sweep_id, spec, g, options_.code_version, now).status());
+          CreateCells(c, out.sweep_id, spec, g, cache_policy_, now).status());
     }
     // Advances a search (its first probes) and ends a sweep whose cells all
     // came from the cache.
@@ -527,6 +545,8 @@ absl::StatusOr<RegisteredWorker> Coordinator::RegisterWorker(const WorkerRegistr
     known = false;
     released = 0;
     events = Events();
+    // A token held by a quarantine registers nothing, under any id.
+    RETURN_IF_ERROR(CheckTokenNotHeld(c, reg.owner));
     if (!worker_id.empty()) {
       RETURN_IF_ERROR(CheckWorkerOwner(c, worker_id, reg.owner));
       // A quarantined worker cannot come back by registering again.
@@ -1156,14 +1176,15 @@ absl::StatusOr<int64_t> Coordinator::ExpireLeases() {
 
 absl::StatusOr<QuarantineOutcome> Coordinator::Quarantine(const std::string& worker_id,
                                                           int64_t since_ms,
-                                                          const std::string& by) {
+                                                          const std::string& by,
+                                                          bool hold_token) {
   const int64_t now = clock_->NowMs();
   QuarantineOutcome out;
   Events events;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     events = Events();
     std::vector<QuarantinedCell> cells;
-    ASSIGN_OR_RETURN(out, QuarantineIn(c, worker_id, since_ms, by, now, &cells));
+    ASSIGN_OR_RETURN(out, QuarantineIn(c, worker_id, since_ms, by, now, hold_token, &cells));
     for (const QuarantinedCell& cell : cells) {
       events.Add(cell.sweep_id,
                  absl::StrCat("cell ", cell.cell_id,
@@ -1175,10 +1196,13 @@ absl::StatusOr<QuarantineOutcome> Coordinator::Quarantine(const std::string& wor
   }));
   LogEvent("quarantine %d of worker %s by %s (since %d ms): %d results and %d copies invalid, "
            "%d cells pending again, %d leases released, %d sweeps running again; the worker "
-           "is held until unquarantined",
+           "%sis held until unquarantined",
            out.quarantine_id, Clip(worker_id), Clip(by), since_ms, out.results_invalidated,
            out.copies_invalidated, out.cells_reset, out.leases_released,
-           out.sweeps_reopened.size());
+           out.sweeps_reopened.size(),
+           out.token_held.empty() ? ""
+                                  : absl::StrCat("(and every worker of token ",
+                                                 Clip(out.token_held), ") "));
   Dispatch(events);
   return out;
 }

@@ -75,13 +75,18 @@ struct CoordinatorOptions {
   // estimated (EstimateTaskMemoryBytes) above this. 0 = no limit.
   int64_t max_task_memory_bytes = int64_t{64} << 30;
   // The result cache: a new cell whose task (TaskKey) and seed match a
-  // result trained by a worker whose build_id equals code_version is done
-  // at once with a copy of that result, unless the sweep sets
-  // reuse_results = false. Empty turns the cache off. ranksweepd sets its own
-  // build id, which includes a hash of the trainer and spec sources
-  // (cmake/BuildId.cmake): workers built from the same source reuse each
-  // other's results, and nothing trained by other code is ever served.
+  // result the coordinator can vouch for is done at once with a copy of
+  // that result, unless the sweep sets reuse_results = false. A source must
+  // have been trained by a worker that registered code_version or one of
+  // trusted_builds, that is in good standing (not quarantined, nor its
+  // token), for a sweep of the new sweep's owner unless shared_cache
+  // (cell_plan.h, CachePolicy). Empty code_version and trusted_builds turn
+  // the cache off. ranksweepd sets its own build id, which includes a hash
+  // of the trainer and spec sources (cmake/BuildId.cmake), and takes more
+  // from --trusted-build; --shared-cache shares results between users.
   std::string code_version;
+  std::vector<std::string> trusted_builds;
+  bool shared_cache = false;
   // A row query that may return at least this many rows (from its page
   // size and the cell id range of the sweep's results) unpacks and hands on
   // its rows on a second thread while SQLite reads the next ones. 0: never.
@@ -264,12 +269,15 @@ class Coordinator {
   // again nor lease, heartbeat, complete or fail (PermissionDenied). A
   // reset cell starts its attempts afresh (attempt 0, so --max-attempts new
   // leases): the invalidated training does not count against it.
+  // With `hold_token`, the token that registered the worker is held too:
+  // every worker of that token, registered now or later, is refused alike
+  // until Unquarantine(worker_id) (quarantine.h).
   absl::StatusOr<QuarantineOutcome> Quarantine(const std::string& worker_id, int64_t since_ms,
-                                               const std::string& by);
+                                               const std::string& by, bool hold_token = false);
 
-  // Lifts the hold of Quarantine on `worker_id` (its invalid rows stay
-  // invalid). Returns whether it was quarantined; NotFound for an unknown
-  // worker. `by` goes to the log.
+  // Lifts the hold of Quarantine on `worker_id` and on the token its
+  // quarantine held (its invalid rows stay invalid). Returns whether either
+  // was held; NotFound for an unknown worker. `by` goes to the log.
   absl::StatusOr<bool> Unquarantine(const std::string& worker_id, const std::string& by);
 
   // ---------------------------------------------------------------- listening
@@ -344,6 +352,7 @@ class Coordinator {
   Store* const store_;
   const Clock* const clock_;
   const CoordinatorOptions options_;
+  const CachePolicy cache_policy_;  // from options_
 
   SpecCache specs_;
   SweepQueries queries_;  // the read side, on the store's read connection

@@ -190,6 +190,84 @@ TEST_F(ResultCacheTest, OnlyTheSameTaskSeedAndBuildAreReused) {
   }
 }
 
+// "A lying worker claiming the current build fed another user's identical
+// sweep": a build id is a worker's own claim, so the cache keeps each user
+// to results trained for that user's sweeps unless the operator shares it.
+TEST_F(ResultCacheTest, EachUserIsServedOnlyFromTheirOwnSweepsUnlessTheCacheIsShared) {
+  auto coord = WithCodeVersion("0.1.0+abc");
+  std::string w = Register();
+  auto a = coord->Submit(MakeSpec("a", {1, 2}, 2), "alice");
+  ASSERT_TRUE(a.ok());
+  TrainEverything(*coord, w);
+  ASSERT_EQ(Count("SELECT COUNT(*) FROM results"), 6);
+
+  auto bob = coord->Submit(MakeSpec("b", {1, 2}, 2), "bob");
+  ASSERT_TRUE(bob.ok());
+  EXPECT_EQ(bob->cached_cells, 0);
+  EXPECT_EQ(Cells(bob->sweep_id, CellState::kPending), 6);
+  auto alice = coord->Submit(MakeSpec("a2", {1, 2}, 2), "alice");
+  ASSERT_TRUE(alice.ok());
+  EXPECT_EQ(alice->cached_cells, 6);
+  // Every copy names its source cell and the worker that trained it.
+  auto a_rows = coord->Query(ResultQuery{a->sweep_id});
+  auto copies = coord->Query(ResultQuery{alice->sweep_id});
+  ASSERT_TRUE(a_rows.ok() && copies.ok());
+  ASSERT_EQ(copies->rows.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(copies->rows[i].cached_from_cell_id, a_rows->rows[i].cell_id);
+    EXPECT_EQ(copies->rows[i].worker_id, w);
+  }
+
+  // Shared (--shared-cache): bob's next identical sweep is served too.
+  auto shared = WithCodeVersion("0.1.0+abc", {}, /*shared=*/true);
+  auto bob2 = shared->Submit(MakeSpec("b2", {1, 2}, 2), "bob");
+  ASSERT_TRUE(bob2.ok());
+  EXPECT_EQ(bob2->cached_cells, 6);
+}
+
+TEST_F(ResultCacheTest, OnlyTheOwnBuildAndAdmittedBuildsAreServed) {
+  auto old_build = WithCodeVersion("0.1.0+abc");
+  std::string w = Register();  // reports 0.1.0+abc
+  ASSERT_TRUE(old_build->Submit(MakeSpec("a", {1}, 2, 0, false), "local").ok());
+  TrainEverything(*old_build, w);
+
+  // A coordinator of a newer build serves nothing of 0.1.0+abc...
+  auto newer = WithCodeVersion("0.2.0+def");
+  auto plain = newer->Submit(MakeSpec("b", {1}, 2, 0, false), "local");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->cached_cells, 0);
+  // ... unless an admin admitted it (--trusted-build); an admitted build
+  // alone, with no own build, keeps the cache on.
+  for (const std::string& own : {std::string("0.2.0+def"), std::string()}) {
+    auto admitted = WithCodeVersion(own, {"0.9.9+zzz", "0.1.0+abc"});
+    auto sub = admitted->Submit(MakeSpec("c", {1}, 2, 0, false), "local");
+    ASSERT_TRUE(sub.ok());
+    EXPECT_EQ(sub->cached_cells, 2) << own;
+  }
+}
+
+// "A quarantine invalidates every copy" and a worker out of good standing
+// feeds nothing: rows a quarantine kept (--since) are not served while it
+// holds.
+TEST_F(ResultCacheTest, AQuarantinedWorkersKeptRowsAreNotServedWhileItIsHeld) {
+  auto coord = WithCodeVersion("0.1.0+abc");
+  std::string w = Register();
+  ASSERT_TRUE(coord->Submit(MakeSpec("a", {1}, 2, 0, false), "local").ok());
+  TrainEverything(*coord, w);
+  clock_.AdvanceMs(1000);
+  auto out = coord->Quarantine(w, clock_.NowMs() + 1, "ops");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->results_invalidated, 0);
+  ASSERT_EQ(Count("SELECT COUNT(*) FROM results"), 2);
+  auto held = coord->Submit(MakeSpec("b", {1}, 2, 0, false), "local");
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->cached_cells, 0);
+  ASSERT_TRUE(coord->Unquarantine(w, "ops").ok());
+  auto lifted = coord->Submit(MakeSpec("c", {1}, 2, 0, false), "local");
+  ASSERT_TRUE(lifted.ok());
+  EXPECT_EQ(lifted->cached_cells, 2);
+}
+
 // ------------------------------------------------------------------ quarantine
 
 class QuarantineTest : public ResultCacheTest {
@@ -199,7 +277,10 @@ class QuarantineTest : public ResultCacheTest {
   // cache. Both end DONE.
   void SetUp() override {
     ResultCacheTest::SetUp();
-    coord_ = WithCodeVersion("0.1.0+abc");
+    // Shared between users (--shared-cache), so that bob's sweep copies
+    // alice's results and a quarantine must find copies in other users'
+    // sweeps too.
+    coord_ = WithCodeVersion("0.1.0+abc", {}, /*shared=*/true);
     bad_ = Register("bad-gpu");
     good_ = Register("good-gpu");
     auto a = coord_->Submit(MakeSpec("a", {1}, 4, 0, false), "alice");
@@ -394,6 +475,75 @@ TEST_F(QuarantineTest, TheQuarantineHoldsUntilItIsLiftedAndReleasesWhatTheWorker
   auto again = coord_->Acquire(bad_, 1, 2);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->size(), 1u);
+}
+
+// `ranksweep workers quarantine W --token`: every worker of W's token, the
+// ones registered and any registered later under a new id, is held with W
+// until W is lifted; their results stay valid.
+TEST_F(QuarantineTest, HoldingTheTokenHoldsEveryWorkerOfItUntilTheWorkerIsLifted) {
+  auto reg = [&](const std::string& owner, const std::string& id = "") {
+    WorkerRegistration r;
+    r.worker_id = id;
+    r.hostname = "h";
+    r.device = "cpu";
+    r.version = {"0.1.0+abc", "2.1.0", ""};
+    r.owner = owner;
+    return coord_->RegisterWorker(r);
+  };
+  auto liar = reg("pool-a");
+  auto sibling = reg("pool-a");
+  auto other = reg("pool-b");
+  ASSERT_TRUE(liar.ok() && sibling.ok() && other.ok());
+  ASSERT_TRUE(coord_->Submit(MakeSpec("e", {1, 2}, 2, 0, false), "erin").ok());
+  auto held = coord_->Acquire(sibling->worker_id, 1, 2);
+  ASSERT_TRUE(held.ok());
+  ASSERT_EQ(held->size(), 1u);
+
+  // bad_ (no token) cannot have its token held; nothing is recorded.
+  EXPECT_EQ(coord_->Quarantine(bad_, 0, "ops", true).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM quarantines"), 0);
+
+  auto out = coord_->Quarantine(liar->worker_id, 0, "ops", /*hold_token=*/true);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->token_held, "pool-a");
+  EXPECT_EQ(out->leases_released, 2);  // the sibling's
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM cells WHERE state = 2"), 0);
+  for (const std::string& id : {sibling->worker_id, liar->worker_id}) {
+    EXPECT_EQ(coord_->Acquire(id, 1, 2).status().code(), absl::StatusCode::kPermissionDenied)
+        << id;
+  }
+  EXPECT_EQ(coord_->Complete(sibling->worker_id, ResultsFor((*held)[0], 0.0)).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  auto fresh = reg("pool-a");
+  EXPECT_EQ(fresh.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(fresh.status().message(),
+              HasSubstr("ranksweep workers unquarantine " + liar->worker_id));
+  EXPECT_EQ(reg("pool-a", sibling->worker_id).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  // Another token's worker is not held.
+  auto theirs = coord_->Acquire(other->worker_id, 1, 2);
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  EXPECT_EQ(theirs->size(), 1u);
+  auto workers = coord_->ListWorkers();
+  ASSERT_TRUE(workers.ok());
+  int marked = 0;
+  for (const WorkerInfo& w : *workers) {
+    if (w.token_held_by.empty()) continue;
+    EXPECT_EQ(w.token_held_by, liar->worker_id);
+    ++marked;
+  }
+  EXPECT_EQ(marked, 2);
+
+  // Lifting the worker lifts its token: a new id registers and leases.
+  EXPECT_EQ(*coord_->Unquarantine(liar->worker_id, "ops"), true);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM held_tokens"), 0);
+  auto later = reg("pool-a");
+  ASSERT_TRUE(later.ok()) << later.status();
+  ASSERT_TRUE(coord_->Submit(MakeSpec("f", {4}, 2, 0, false), "erin").ok());
+  auto leased = coord_->Acquire(sibling->worker_id, 1, 2);
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  EXPECT_EQ(leased->size(), 1u);
 }
 
 }  // namespace

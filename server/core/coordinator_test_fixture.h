@@ -212,11 +212,16 @@ class CoordinatorTest : public ::testing::Test {
 
 class ResultCacheTest : public CoordinatorTest {
  protected:
-  // A coordinator of build "0.1.0+abc", the build Register() reports.
-  std::unique_ptr<Coordinator> WithCodeVersion(const std::string& version) {
+  // A coordinator of build `version` (Register() reports "0.1.0+abc") that
+  // also trusts `trusted` builds, with the cache shared between users or not.
+  std::unique_ptr<Coordinator> WithCodeVersion(const std::string& version,
+                                               std::vector<std::string> trusted = {},
+                                               bool shared = false) {
     CoordinatorOptions options;
     options.lease_ms = kLeaseMs;
     options.code_version = version;
+    options.trusted_builds = std::move(trusted);
+    options.shared_cache = shared;
     return std::make_unique<Coordinator>(store_.get(), &clock_, options);
   }
 

@@ -64,18 +64,26 @@ std::string FormatMs(int64_t ms) {
 
 absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string& worker_id,
                                                int64_t since_ms, const std::string& by,
-                                               int64_t now_ms,
+                                               int64_t now_ms, bool hold_token,
                                                std::vector<QuarantinedCell>* cells) {
   cells->clear();
   if (since_ms < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("since_unix_ms must be 0 (every result) or more, got ", since_ms));
   }
+  std::string token;
   {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT owner FROM workers WHERE id = ?1"));
     q.Bind(1, worker_id);
     ASSIGN_OR_RETURN(bool known, q.Step());
     if (!known) return absl::NotFoundError(absl::StrCat("no worker ", Clip(worker_id)));
+    token = q.ColumnText(0);
+  }
+  if (hold_token && token.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", Clip(worker_id),
+        " is bound to no token yet (it has not registered since tokens were bound); "
+        "quarantine it without the token, or revoke the token (ranksweepd token revoke)"));
   }
   QuarantineOutcome out;
   {
@@ -182,13 +190,24 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
     u.Bind(":now", now_ms).Bind(":id", worker_id);
     RETURN_IF_ERROR(u.Run());
   }
+  if (hold_token) {
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("INSERT OR REPLACE INTO held_tokens (name, "
+                                            "worker_id, by, at_ms) VALUES (?1, ?2, ?3, ?4)"));
+    u.Bind(1, token).Bind(2, worker_id).Bind(3, by).Bind(4, now_ms);
+    RETURN_IF_ERROR(u.Run());
+    out.token_held = token;
+  }
   {
+    // The worker's leases, and with its token held those of every worker
+    // the token registered.
     static const std::string* held = new std::string(absl::StrCat(
-        "SELECT id, sweep_id FROM cells WHERE worker_id = :id AND state = ", kCellLeased));
+        "SELECT id, sweep_id FROM cells WHERE state = ", kCellLeased,
+        " AND (worker_id = :id OR (:token != '' AND worker_id IN "
+        "(SELECT id FROM workers WHERE owner = :token)))"));
     std::vector<std::pair<int64_t, std::string>> leased;
     {
       ASSIGN_OR_RETURN(Statement q, c.Prepare(*held));
-      q.Bind(":id", worker_id);
+      q.Bind(":id", worker_id).Bind(":token", hold_token ? token : std::string());
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -244,11 +263,16 @@ absl::StatusOr<bool> LiftQuarantine(Connection& c, const std::string& worker_id)
     if (!row) return absl::NotFoundError(absl::StrCat("no worker ", Clip(worker_id)));
     was = q.ColumnInt(kQuarantinedMs) != 0;
   }
-  ASSIGN_OR_RETURN(Statement u,
-                   c.Prepare("UPDATE workers SET quarantined_ms = 0 WHERE id = :id"));
+  {
+    ASSIGN_OR_RETURN(Statement u,
+                     c.Prepare("UPDATE workers SET quarantined_ms = 0 WHERE id = :id"));
+    u.Bind(":id", worker_id);
+    RETURN_IF_ERROR(u.Run());
+  }
+  ASSIGN_OR_RETURN(Statement u, c.Prepare("DELETE FROM held_tokens WHERE worker_id = :id"));
   u.Bind(":id", worker_id);
   RETURN_IF_ERROR(u.Run());
-  return was;
+  return was || c.Changes() > 0;
 }
 
 absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,

@@ -50,13 +50,19 @@ struct QuarantinedCell {
 // until LiftQuarantine, and the cells it holds now are released (pending,
 // their attempt given back). A reset cell's attempt count starts again at
 // 0: the invalidated training does not count against --max-attempts.
+// With `hold_token`, the token that registered the worker (workers.owner) is
+// held too (table held_tokens, schema version 16): every worker it
+// registered, or registers from now on, is refused as a quarantined one is,
+// and the cells they hold now are released as well; their results stay
+// valid. FailedPrecondition for a worker bound to no token.
 absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string& worker_id,
                                                int64_t since_ms, const std::string& by,
-                                               int64_t now_ms,
+                                               int64_t now_ms, bool hold_token,
                                                std::vector<QuarantinedCell>* cells);
 
-// Lifts the hold of a quarantine on `worker_id`: returns whether it was
-// quarantined; NotFound for an unknown worker.
+// Lifts the hold of a quarantine on `worker_id`, and on the token its
+// quarantine held: returns whether either was held; NotFound for an unknown
+// worker.
 absl::StatusOr<bool> LiftQuarantine(Connection& c, const std::string& worker_id);
 
 // The invalidated rows of `sweep_id` in the order they were invalidated,

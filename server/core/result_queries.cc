@@ -859,7 +859,8 @@ absl::StatusOr<std::vector<WorkerInfo>> SweepQueries::ListWorkers() {
   RETURN_IF_ERROR(store_->Read([&](Connection& c) -> absl::Status {
     enum Col : int {
       kId, kHostname, kDevice, kDeviceName, kMemoryBytes, kSlots, kBuildId, kTorchVersion,
-      kCudaVersion, kRegisteredMs, kLastSeenMs, kCompleted, kLeased, kQuarantinedMs, kCount
+      kCudaVersion, kRegisteredMs, kLastSeenMs, kCompleted, kLeased, kQuarantinedMs,
+      kTokenHeldBy, kCount
     };
     static const std::string* leased = new std::string(absl::StrCat(
         "(SELECT COUNT(*) FROM cells c WHERE c.worker_id = w.id AND c.state = ", kCellLeased,
@@ -867,8 +868,9 @@ absl::StatusOr<std::vector<WorkerInfo>> SweepQueries::ListWorkers() {
     static const std::string* sql = NewSelect<kCount>(
         {"w.id", "w.hostname", "w.device", "w.device_name", "w.memory_bytes", "w.slots",
          "w.build_id", "w.torch_version", "w.cuda_version", "w.registered_ms", "w.last_seen_ms",
-         "w.completed", leased->c_str(), "w.quarantined_ms"},
-        "FROM workers w ORDER BY w.id");
+         "w.completed", leased->c_str(), "w.quarantined_ms", "COALESCE(h.worker_id, '')"},
+        "FROM workers w LEFT JOIN held_tokens h ON h.name = w.owner AND w.owner != '' "
+        "ORDER BY w.id");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -888,6 +890,7 @@ absl::StatusOr<std::vector<WorkerInfo>> SweepQueries::ListWorkers() {
       w.leased_cells = static_cast<int>(q.ColumnInt(kLeased));
       w.alive = now - w.last_seen_unix_ms <= 3 * lease_ms_;
       w.quarantined_unix_ms = q.ColumnInt(kQuarantinedMs);
+      w.token_held_by = q.ColumnText(kTokenHeldBy);
       workers.push_back(std::move(w));
     }
     return absl::OkStatus();

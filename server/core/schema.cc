@@ -417,11 +417,23 @@ CREATE TABLE sweep_tags (
 ) WITHOUT ROWID;
 CREATE INDEX sweep_tags_by_tag ON sweep_tags(tag);
 )sql"},
+    // A quarantine that also holds the worker's token (`ranksweep workers
+    // quarantine W --token`, server/core/quarantine.h): every worker that
+    // token registered, or registers later, is held until the worker that
+    // was quarantined is lifted. A row per held token name.
+    {16, R"sql(
+CREATE TABLE held_tokens (
+  name      TEXT PRIMARY KEY,
+  worker_id TEXT NOT NULL,
+  by        TEXT NOT NULL,
+  at_ms     INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql"},
     // Learning curves (common/spec/curve.h): one encoded curve per DONE
     // result that has one, by the result's cell; a cached row reads its
     // source cell's. Apart from `results` so that reading results never
     // pages through them.
-    {16, R"sql(
+    {17, R"sql(
 CREATE TABLE result_curves (
   cell_id  INTEGER PRIMARY KEY REFERENCES cells(id),
   sweep_id TEXT NOT NULL,

@@ -70,14 +70,22 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created (empty) file back into what schema version 16 wrote.
+absl::Status DowngradeToVersion16(Connection& c) {
+  // Version 17: learning curves.
+  RETURN_IF_ERROR(c.Exec("DROP TABLE result_curves"));
+  return c.Exec("UPDATE schema_version SET version = 16");
+}
+
 // Turns a freshly created (empty) file back into what schema version 15 wrote.
 absl::Status DowngradeToVersion15(Connection& c) {
-  // Version 16: learning curves.
-  RETURN_IF_ERROR(c.Exec("DROP TABLE result_curves"));
+  RETURN_IF_ERROR(DowngradeToVersion16(c));
+  // Version 16: tokens held by a quarantine (server/core/quarantine.h).
+  RETURN_IF_ERROR(c.Exec("DROP TABLE held_tokens"));
   return c.Exec("UPDATE schema_version SET version = 15");
 }
 
-// Turns a freshly created (empty) file back into what schema version 14 wrote.
+// Turns a freshly created file back into what schema version 14 wrote.
 absl::Status DowngradeToVersion14(Connection& c) {
   RETURN_IF_ERROR(DowngradeToVersion15(c));
   // Version 15: notes, archive marks and tags (server/core/sweep_admin.h).
@@ -476,14 +484,29 @@ TEST(StoreTest, MigrationToVersion15KeepsEverySweepWithNoNoteTagOrArchiveMark) {
   EXPECT_EQ(CountRows(**store, "sweep_tags"), 0);
 }
 
-TEST(StoreTest, MigrationToVersion16KeepsEveryResultWithNoCurve) {
+TEST(StoreTest, MigrationToVersion16HoldsNoToken) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(
+      dir, DowngradeToVersion15,
+      "INSERT INTO workers (id, hostname, device, device_name, memory_bytes, slots, build_id, "
+      "torch_version, cuda_version, registered_ms, last_seen_ms, completed, owner) VALUES "
+      "('wk-old', 'h', 'cpu', 'c', 0, 1, 'b', 't', '', 1, 2, 4, 'pool')");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_EQ(CountRows(**store, "held_tokens"), 0);
+  EXPECT_THAT(RowsAsText(**store, "SELECT id, owner, quarantined_ms FROM workers", 3),
+              ::testing::ElementsAre("wk-old pool 0 "));
+}
+
+TEST(StoreTest, MigrationToVersion17KeepsEveryResultWithNoCurve) {
   TempDir dir;
   {
     auto store = Store::Open(File(dir, "a.db"));
     ASSERT_TRUE(store.ok());
     ASSERT_TRUE((*store)
                     ->Write([](Connection& c) -> absl::Status {
-                      RETURN_IF_ERROR(DowngradeToVersion15(c));
+                      RETURN_IF_ERROR(DowngradeToVersion16(c));
                       return c.Exec(
                           "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
                           "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)");

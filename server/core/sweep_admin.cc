@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/spec/result_validation.h"  // Clip
 #include "common/spec/spec.h"
 #include "common/status_macros.h"
 #include "server/core/sql_columns.h"
@@ -25,7 +26,7 @@ absl::Status CheckTag(const std::string& tag, const std::string& field) {
                     c == '_' || c == '-' || c == ':';
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
-          field, " must use only the characters A-Z a-z 0-9 . _ : -, got \"", tag, "\""));
+          field, " must use only the characters A-Z a-z 0-9 . _ : -, got \"", Clip(tag), "\""));
     }
   }
   return absl::OkStatus();

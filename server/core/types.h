@@ -119,6 +119,9 @@ struct WorkerInfo {
   int64_t completed_cells = 0;
   bool alive = false;  // seen within 3 lease periods
   int64_t quarantined_unix_ms = 0;  // 0: in good standing; else quarantined since
+  // Set when the token that registered it is held by the quarantine of a
+  // worker (this one or another): that worker's id. Held as if quarantined.
+  std::string token_held_by;
 };
 
 struct LeasedCell {
@@ -367,6 +370,9 @@ struct QuarantineOutcome {
   int64_t cells_reset = 0;          // cells returned to pending
   std::vector<std::string> sweeps_reopened;  // DONE or FAILED sweeps now RUNNING
   int64_t leases_released = 0;      // cells the worker held, back to pending
+  // With the token held too: the token's name (its other workers are held
+  // with it, and their leases count in leases_released); else empty.
+  std::string token_held;
 };
 
 // Summary of Coordinator::Recover().

@@ -46,6 +46,16 @@ absl::Status UnknownWorker(const std::string& worker_id) {
   return absl::NotFoundError(absl::StrCat("unknown worker ", Clip(worker_id), "; register first"));
 }
 
+// The refusal of a worker whose token a quarantine holds; names the worker
+// whose quarantine holds it, never the token's secret.
+absl::Status TokenHeld(const std::string& quarantined_worker) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      "the token this worker uses is held with quarantined worker ", Clip(quarantined_worker),
+      ": no worker of it leases or completes anything until an admin runs `ranksweep workers "
+      "unquarantine ",
+      Clip(quarantined_worker), "`"));
+}
+
 // The version manifest `worker_id` registered with; nullopt for an unknown
 // worker.
 absl::StatusOr<std::optional<VersionManifest>> FindWorkerVersion(Connection& c,
@@ -158,18 +168,34 @@ absl::Status CheckWorkerOwner(Connection& c, const std::string& worker_id,
 }
 
 absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id) {
-  enum Col : int { kQuarantinedMs, kCount };
-  static const std::string* sql =
-      NewSelect<kCount>({"quarantined_ms"}, "FROM workers WHERE id = :id");
+  enum Col : int { kQuarantinedMs, kHeldBy, kCount };
+  static const std::string* sql = NewSelect<kCount>(
+      {"w.quarantined_ms", "COALESCE(h.worker_id, '')"},
+      "FROM workers w LEFT JOIN held_tokens h ON h.name = w.owner AND w.owner != '' "
+      "WHERE w.id = :id");
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(":id", worker_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row || q.ColumnInt(kQuarantinedMs) == 0) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(
-      "worker ", Clip(worker_id),
-      " is quarantined: it leases and completes nothing until an admin runs `ranksweep workers "
-      "unquarantine ",
-      Clip(worker_id), "`"));
+  if (!row) return absl::OkStatus();
+  if (q.ColumnInt(kQuarantinedMs) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker ", Clip(worker_id),
+        " is quarantined: it leases and completes nothing until an admin runs `ranksweep "
+        "workers unquarantine ",
+        Clip(worker_id), "`"));
+  }
+  const std::string held_by = q.ColumnText(kHeldBy);
+  if (held_by.empty()) return absl::OkStatus();
+  return TokenHeld(held_by);
+}
+
+absl::Status CheckTokenNotHeld(Connection& c, const std::string& owner) {
+  if (owner.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT worker_id FROM held_tokens WHERE name = :name"));
+  q.Bind(":name", owner);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::OkStatus();
+  return TokenHeld(q.ColumnText(0));
 }
 
 absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,

@@ -82,7 +82,13 @@ absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t no
 // PermissionDenied when `worker_id` is quarantined (Quarantine in
 // quarantine.h holds it until Unquarantine), naming the command that lifts
 // it; OK for one in good standing or an unknown one. Writes nothing.
+// A worker whose token a quarantine holds (QuarantineIn with hold_token) is
+// refused the same way, naming the quarantined worker.
 absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id);
+
+// PermissionDenied when the token named `owner` is held by a quarantine, so
+// that no new worker id registers with it; OK otherwise. Writes nothing.
+absl::Status CheckTokenNotHeld(Connection& c, const std::string& owner);
 
 // The version manifest `worker_id` registered with; NotFound, as
 // TouchWorker says it, for an unknown one. Writes nothing.

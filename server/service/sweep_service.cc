@@ -396,13 +396,15 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QuarantineWorker(
         AuthorizeCall(*authorizer_, context, methods::kQuarantineWorker);
     if (!caller.ok()) return caller.status();
     absl::StatusOr<QuarantineOutcome> out =
-        coordinator_->Quarantine(request->worker_id(), request->since_unix_ms(), caller->name);
+        coordinator_->Quarantine(request->worker_id(), request->since_unix_ms(), caller->name,
+                                 request->hold_token());
     if (!out.ok()) return out.status();
     response->set_quarantine_id(out->quarantine_id);
     response->set_results_invalidated(out->results_invalidated);
     response->set_copies_invalidated(out->copies_invalidated);
     response->set_cells_reset(out->cells_reset);
     response->set_leases_released(out->leases_released);
+    response->set_token_held(out->token_held);
     for (const std::string& id : out->sweeps_reopened) response->add_sweeps_reopened(id);
     return absl::OkStatus();
   });

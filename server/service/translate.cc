@@ -107,6 +107,7 @@ v1::WorkerInfo ToProto(const WorkerInfo& info) {
   p.set_completed_cells(info.completed_cells);
   p.set_alive(info.alive);
   p.set_quarantined_unix_ms(info.quarantined_unix_ms);
+  p.set_token_held_by(info.token_held_by);
   return p;
 }
 

@@ -1,15 +1,19 @@
 // The edges of the service through real processes on loopback: what a
 // caller sees when the disk fills or a file size limit is hit, when it asks
-// for a sweep it may not see, and what the binaries say about a duration
-// flag that makes no sense.
+// for a sweep it may not see, when its request bytes do not parse, when it
+// sends long text that errors quote, and what the binaries say about a
+// duration flag that makes no sense.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
@@ -29,6 +33,15 @@ using ::ranksweep::testing::Process;
 using ::ranksweep::testing::RunCommand;
 using ::ranksweep::testing::TempDir;
 using namespace std::chrono_literals;
+
+// A cluster of this build's binaries in `dir`, with tokens or --insecure-local.
+ClusterOptions Options(const TempDir& dir, bool tokens) {
+  ClusterOptions o;
+  o.dir = dir.path();
+  o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
+  o.tokens = tokens;
+  return o;
+}
 
 // "Negative --busy-timeout-ms, --drain-seconds, --heartbeat-ms are accepted."
 TEST(EdgesTest, NegativeOrZeroDurationsAreRefusedAtStartUpNamingTheFlag) {
@@ -62,11 +75,7 @@ TEST(EdgesTest, NegativeOrZeroDurationsAreRefusedAtStartUpNamingTheFlag) {
 // unknown id answers NOT_FOUND."
 TEST(EdgesTest, AnotherUsersSweepIsNotFoundInTheWordsOfAnUnknownOne) {
   TempDir dir;
-  ClusterOptions o;
-  o.dir = dir.path();
-  o.bin = {RANKSWEEPD_BIN, RANKSWEEP_FAKE_WORKER_BIN, RANKSWEEP_CLI_BIN};
-  o.tokens = true;
-  Cluster cluster(o);
+  Cluster cluster(Options(dir, /*tokens=*/true));
   const std::string alice = cluster.CreateToken("alice", "user");
   const std::string bob = cluster.CreateToken("bob", "user");
   ASSERT_FALSE(alice.empty() || bob.empty()) << cluster.error();
@@ -137,6 +146,168 @@ TEST(EdgesTest, AFileSizeLimitFailsTheCallNotTheCoordinator) {
   EXPECT_TRUE(stub->ListSweeps(&ctx, v1::ListSweepsRequest(), &listed).ok());
   server.Signal(SIGTERM);
   EXPECT_TRUE(server.Wait(30s).has_value());
+}
+
+// Sends `bytes` as the request of `method` through the generic stub (no
+// protobuf on the client side) with `token` (none when empty).
+grpc::Status CallWithBytes(const std::string& address, const std::string& method,
+                           const std::string& bytes, const std::string& token = "") {
+  grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+// "Malformed request bytes get UNIMPLEMENTED with an empty message."
+TEST(EdgesTest, MalformedRequestBytesAreInvalidArgumentNamingTheRequestType) {
+  TempDir dir;
+  Cluster cluster(Options(dir, /*tokens=*/true));
+  const std::string admin = cluster.CreateToken("ops", "admin");
+  ASSERT_FALSE(admin.empty()) << cluster.error();
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+
+  // Field 1 with wire type 7 (none exists), and a varint that never ends.
+  const std::vector<std::string> garbage = {std::string("\x0f\x00", 2),
+                                            std::string(12, '\xff')};
+  const std::vector<std::pair<std::string, std::string>> methods = {
+      {"/ranksweep.v1.SweepService/GetSweep", "ranksweep.v1.GetSweepRequest"},
+      {"/ranksweep.v1.SweepService/SubmitSweep", "ranksweep.v1.SubmitSweepRequest"},
+      {"/ranksweep.v1.SweepService/WatchSweep", "ranksweep.v1.WatchSweepRequest"},
+      {"/ranksweep.v1.WorkerService/CompleteTasks", "ranksweep.v1.CompleteTasksRequest"},
+      {"/ranksweep.v1.WorkerService/AcquireTasks", "ranksweep.v1.AcquireTasksRequest"},
+  };
+  for (const std::string& token : {admin, std::string()}) {
+    for (const std::string& bytes : garbage) {
+      for (const auto& [method, type] : methods) {
+        const grpc::Status s = CallWithBytes(cluster.address(), method, bytes, token);
+        EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+        EXPECT_EQ(s.error_message(), "request: the bytes received are not a valid " + type +
+                                         " message (protobuf wire format); nothing was done")
+            << method;
+      }
+    }
+  }
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM sweeps"), 0);
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM workers"), 0);
+  // Well-formed bytes reach the service (an empty GetSweep names its
+  // field), and a method the server does not serve stays UNIMPLEMENTED.
+  grpc::Status s = CallWithBytes(cluster.address(), "/ranksweep.v1.SweepService/GetSweep", "",
+                                 admin);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message().find("request: the bytes"), std::string::npos) << s.error_message();
+  s = CallWithBytes(cluster.address(), "/ranksweep.v1.SweepService/Nope", garbage[0], admin);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
+}
+
+// The longest run of `c` in `text`.
+size_t LongestRun(const std::string& text, char c) {
+  size_t best = 0, run = 0;
+  for (char x : text) {
+    run = x == c ? run + 1 : 0;
+    best = std::max(best, run);
+  }
+  return best;
+}
+
+// "A 300-byte axis name is quoted whole and a reply exceeded the 1,024
+// bytes docs/LIMITS.md promises."
+TEST(EdgesTest, QuotedInputIsCutTo200BytesAndNoReplyMessageExceeds1024) {
+  TempDir dir;
+  Cluster cluster(Options(dir, /*tokens=*/false));  // --insecure-local: every caller is admin
+  ASSERT_TRUE(cluster.StartCoordinator()) << cluster.error();
+  auto channel = grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials());
+  auto sweeps = v1::SweepService::NewStub(channel);
+  auto workers = v1::WorkerService::NewStub(channel);
+  auto ctx = [] {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + 30s);
+    return c;
+  };
+
+  SweepSpec spec;
+  spec.name = "long";
+  spec.heads = {HeadSpec{}};
+  spec.ranks = {1};
+  spec.seed_count = 1;
+  spec.dataset.m = 2;
+  spec.dataset.seq_len = 3;
+  v1::SubmitSweepRequest submit;
+  *submit.mutable_spec() = ToProto(spec);
+  v1::SweepAxis* axis = submit.mutable_spec()->add_axes();
+  axis->set_name(std::string(300, 'x'));
+  axis->add_values(0.01);
+  std::vector<std::pair<std::string, grpc::Status>> replies;
+  {
+    v1::SubmitSweepResponse out;
+    replies.emplace_back("SubmitSweep axis name", sweeps->SubmitSweep(ctx().get(), submit, &out));
+    const grpc::Status& s = replies.back().second;
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("axes[0]: \"" + std::string(200, 'x') +
+                                     "... (300 bytes)\" is not an axis"),
+              std::string::npos)
+        << s.error_message();
+  }
+  submit.mutable_spec()->clear_axes();
+  submit.mutable_spec()->set_name("bad name " + std::string(100, 'x'));
+  {
+    v1::SubmitSweepResponse out;
+    replies.emplace_back("SubmitSweep name", sweeps->SubmitSweep(ctx().get(), submit, &out));
+  }
+  const std::string huge(5000, 'x');
+  {
+    v1::GetSweepRequest req;
+    req.set_sweep_id(huge);
+    v1::GetSweepResponse out;
+    replies.emplace_back("GetSweep", sweeps->GetSweep(ctx().get(), req, &out));
+  }
+  {
+    v1::CancelSweepRequest req;
+    req.set_sweep_id(huge);
+    v1::CancelSweepResponse out;
+    replies.emplace_back("CancelSweep", sweeps->CancelSweep(ctx().get(), req, &out));
+  }
+  {
+    v1::QuarantineWorkerRequest req;
+    req.set_worker_id(huge);
+    v1::QuarantineWorkerResponse out;
+    replies.emplace_back("QuarantineWorker", sweeps->QuarantineWorker(ctx().get(), req, &out));
+  }
+  {
+    v1::RegisterWorkerRequest req;
+    req.set_worker_id(huge);
+    req.set_hostname(huge);
+    v1::RegisterWorkerResponse out;
+    replies.emplace_back("RegisterWorker", workers->RegisterWorker(ctx().get(), req, &out));
+  }
+  {
+    v1::HeartbeatRequest req;
+    req.set_worker_id(huge);
+    req.set_session(huge);
+    v1::HeartbeatResponse out;
+    replies.emplace_back("Heartbeat", workers->Heartbeat(ctx().get(), req, &out));
+  }
+  {
+    v1::FailTaskRequest req;
+    req.set_worker_id(huge);
+    req.set_reason(huge);
+    v1::FailTaskResponse out;
+    replies.emplace_back("FailTask", workers->FailTask(ctx().get(), req, &out));
+  }
+  for (const auto& [what, s] : replies) {
+    EXPECT_NE(s.error_code(), grpc::StatusCode::OK) << what;
+    EXPECT_FALSE(s.error_message().empty()) << what;
+    EXPECT_LE(s.error_message().size(), 1024u) << what << ": " << s.error_message();
+    EXPECT_LE(LongestRun(s.error_message(), 'x'), 200u) << what << ": " << s.error_message();
+  }
+  EXPECT_EQ(QueryInt(cluster.db(), "SELECT count(*) FROM sweeps"), 0);
+  ASSERT_TRUE(cluster.StopCoordinator(SIGTERM));
 }
 
 }  // namespace

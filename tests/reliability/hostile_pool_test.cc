@@ -13,6 +13,9 @@
 //    coordinator handed out refuses its result with INVALID_ARGUMENT.
 //  - Unbounded memory without a token: unknown method names share one
 //    metrics series, and the coordinator's memory stays flat under them.
+//  - Cache poisoning across users: a liar claiming the coordinator's own
+//    build feeds no other user's identical sweep unless the operator shares
+//    the cache, and its quarantine takes back every copy.
 #include <signal.h>
 
 #include <algorithm>
@@ -34,6 +37,7 @@
 #include "gtest/gtest.h"
 #include "grpcpp/grpcpp.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID: the build a liar claims
 #include "tests/soak/soak_cluster.h"
 #include "tests/support/process.h"
 
@@ -56,12 +60,13 @@ class WorkerClient {
             grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
         token_(std::move(token)) {}
 
-  grpc::Status Register(const std::string& worker_id, v1::RegisterWorkerResponse* out) {
+  grpc::Status Register(const std::string& worker_id, v1::RegisterWorkerResponse* out,
+                        const std::string& build_id = "hostile-test") {
     v1::RegisterWorkerRequest req;
     req.set_hostname("h");
     req.set_device("cpu");
     req.set_slots(1);
-    req.mutable_version()->set_build_id("hostile-test");
+    req.mutable_version()->set_build_id(build_id);
     req.set_worker_id(worker_id);
     auto ctx = Ctx();
     return stub_->RegisterWorker(ctx.get(), req, out);
@@ -379,6 +384,68 @@ TEST_F(HostilePoolTest, AQuarantinedWorkerLeasesAndCompletesNothingUntilLifted) 
   EXPECT_EQ(Q("SELECT count(*) FROM invalid_results"), 4);  // the rows stay invalid
 }
 
+// "A new worker id registered with the same token is not held": with
+// --token the quarantine holds the token too, until the worker is lifted.
+TEST_F(HostilePoolTest, AQuarantineWithTheTokenHoldsEveryWorkerOfTheToken) {
+  ASSERT_FALSE(cluster_->Submit(SweepJson("token", 2, 4)).empty()) << cluster_->error();
+  WorkerClient bad(cluster_->address(), pool_a_), other(cluster_->address(), pool_b_);
+  v1::RegisterWorkerResponse reg, sibling, theirs;
+  ASSERT_TRUE(bad.Register("bad-1", &reg).ok());
+  ASSERT_TRUE(bad.Register("bad-2", &sibling).ok());
+  ASSERT_TRUE(other.Register("other-1", &theirs).ok());
+  v1::AcquireTasksResponse held;
+  ASSERT_TRUE(bad.Acquire("bad-2", sibling.session(), 4, &held).ok());
+  ASSERT_EQ(held.tasks_size(), 1);
+
+  testing::CommandResult q = cluster_->Cli({"workers", "quarantine", "bad-1", "--token"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.out, "quarantine 1 of worker bad-1: 0 results and 0 cached copies invalid, 0 cells "
+                   "pending again, 4 leases released; token pool-a held: none of its workers "
+                   "leases\n");
+  EXPECT_EQ(Q("SELECT count(*) FROM held_tokens WHERE name = 'pool-a' AND worker_id = 'bad-1'"),
+            1);
+  EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 1 AND attempt = 0"), 8);
+
+  // The sibling and a new id of the same token: refused, nothing recorded.
+  v1::AcquireTasksResponse none;
+  grpc::Status s = bad.Acquire("bad-2", sibling.session(), 4, &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("ranksweep workers unquarantine bad-1"), std::string::npos)
+      << s.error_message();
+  v1::CompleteTasksResponse done;
+  EXPECT_EQ(bad.Complete("bad-2", sibling.session(), held.tasks(0), &done).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::RegisterWorkerResponse fresh;
+  EXPECT_EQ(bad.Register("", &fresh).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(bad.Register("bad-3", &fresh).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(fresh.session().empty());
+  EXPECT_EQ(Q("SELECT count(*) FROM workers"), 3);
+  EXPECT_EQ(Q("SELECT count(*) FROM results"), 0);
+  EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 2"), 0);
+
+  // `workers` marks both; another token's worker leases as before.
+  testing::CommandResult list = cluster_->Cli({"workers"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  for (const std::string& id : {"bad-1", "bad-2"}) {
+    const size_t line = list.out.find("\n" + id + " ");
+    ASSERT_NE(line, std::string::npos) << list.out;
+    const std::string row = list.out.substr(line, list.out.find('\n', line + 1) - line);
+    EXPECT_NE(row.find(id == "bad-1" ? "quarantined" : "held (token)"), std::string::npos)
+        << row;
+  }
+  v1::AcquireTasksResponse got;
+  ASSERT_TRUE(other.Acquire("other-1", theirs.session(), 4, &got).ok());
+  EXPECT_EQ(got.tasks_size(), 1);
+
+  // Lifting bad-1 lifts the token: a new id registers and leases.
+  testing::CommandResult lift = cluster_->Cli({"workers", "unquarantine", "bad-1"});
+  ASSERT_EQ(lift.exit_code, 0) << lift.err;
+  EXPECT_EQ(Q("SELECT count(*) FROM held_tokens"), 0);
+  ASSERT_TRUE(bad.Register("bad-3", &fresh).ok());
+  ASSERT_TRUE(bad.Acquire("bad-3", fresh.session(), 4, &got).ok());
+  EXPECT_EQ(got.tasks_size(), 1);
+}
+
 // ------------------------------------------------- impossible results
 
 // "Impossible results still stored: first_exact_step 200 with steps 1; 7
@@ -441,6 +508,83 @@ TEST_F(HostilePoolTest, EveryImpossibleResultIsRefusedAgainstItsTask) {
   ASSERT_TRUE(liar.Complete("liar-1", reg.session(), task, &done).ok());
   EXPECT_EQ(done.recorded(), 4);
   EXPECT_EQ(Q("SELECT count(*) FROM results"), 4);
+}
+
+// ------------------------------------------------- the result cache
+
+// "The cache trusts the build id a worker reports about itself: a lying
+// worker claiming the current build fed another user's identical sweep."
+TEST_F(HostilePoolTest, ALiarClaimingTheCurrentBuildFeedsNoOtherUsersSweep) {
+  const std::string alice = cluster_->CreateToken("alice", "user");
+  const std::string bob = cluster_->CreateToken("bob", "user");
+  ASSERT_FALSE(alice.empty() || bob.empty()) << cluster_->error();
+  const std::string spec = SweepJson("same", 1, 4);
+  auto submit = [&](const std::string& token) {
+    cluster_->set_cli_token(token);
+    std::string id = cluster_->Submit(spec);
+    EXPECT_FALSE(id.empty()) << cluster_->error();
+    return id;
+  };
+  auto cells = [&](const std::string& sweep, int state) {
+    return Q("SELECT count(*) FROM cells WHERE sweep_id = '" + sweep +
+             "' AND state = " + std::to_string(state));
+  };
+
+  // The liar claims the coordinator's own build and trains alice's sweep
+  // with plausible numbers no check can refuse.
+  const std::string a1 = submit(alice);
+  WorkerClient liar(cluster_->address(), pool_a_);
+  v1::RegisterWorkerResponse reg;
+  ASSERT_TRUE(liar.Register("liar-1", &reg, RANKSWEEP_BUILD_ID).ok());
+  v1::AcquireTasksResponse got;
+  ASSERT_TRUE(liar.Acquire("liar-1", reg.session(), 4, &got).ok());
+  ASSERT_EQ(got.tasks_size(), 1);
+  v1::CompleteTasksResponse done;
+  ASSERT_TRUE(liar.Complete("liar-1", reg.session(), got.tasks(0), &done).ok());
+  ASSERT_EQ(done.recorded(), 4);
+  ASSERT_EQ(Q("SELECT count(*) FROM results WHERE worker_build_id = '" +
+              std::string(RANKSWEEP_BUILD_ID) + "'"),
+            4);
+
+  // Bob's identical sweep gets nothing of it: all 4 cells wait for training.
+  const std::string b1 = submit(bob);
+  EXPECT_EQ(cells(b1, 1), 4);
+  EXPECT_EQ(cells(b1, 3), 0);
+  // Alice's own second sweep is served, each row naming its source cell and
+  // the worker that trained it.
+  const std::string a2 = submit(alice);
+  EXPECT_EQ(cells(a2, 3), 4);
+  EXPECT_EQ(Q("SELECT count(*) FROM results c JOIN results s ON s.cell_id = c.cached_from "
+              "WHERE c.sweep_id = '" + a2 + "' AND s.sweep_id = '" + a1 +
+              "' AND c.worker_id = 'liar-1' AND s.worker_id = 'liar-1' AND c.seed = s.seed"),
+            4);
+  EXPECT_EQ(Q("SELECT count(*) FROM results WHERE cached_from != 0"), 4);
+
+  // The operator shares the cache (--shared-cache): bob's next sweep is
+  // served from alice's.
+  ASSERT_TRUE(cluster_->StopCoordinator(SIGTERM));
+  cluster_->set_coordinator_args({"--shared_cache"});
+  ASSERT_TRUE(cluster_->StartCoordinator()) << cluster_->error();
+  const std::string b2 = submit(bob);
+  EXPECT_EQ(cells(b2, 3), 4);
+  EXPECT_EQ(Q("SELECT count(*) FROM results WHERE cached_from != 0"), 8);
+
+  // A quarantine takes back every copy, in every user's sweep, and nothing
+  // of the liar is served any more.
+  cluster_->set_cli_token(admin_);
+  testing::CommandResult q = cluster_->Cli({"workers", "quarantine", "liar-1"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.out.rfind("quarantine 1 of worker liar-1: 4 results and 8 cached copies invalid, "
+                        "12 cells pending again, running again: ",
+                        0),
+            0u)
+      << q.out;
+  EXPECT_EQ(Q("SELECT count(*) FROM results"), 0);
+  EXPECT_EQ(Q("SELECT count(*) FROM invalid_results"), 12);
+  for (const std::string& sweep : {a1, a2, b1, b2}) EXPECT_EQ(cells(sweep, 1), 4) << sweep;
+  const std::string b3 = submit(bob);
+  EXPECT_EQ(cells(b3, 1), 4);
+  EXPECT_EQ(Q("SELECT count(*) FROM results"), 0);
 }
 
 // ------------------------------------------------- bounded memory

@@ -15,7 +15,6 @@
 //  - `ranksweep workers quarantine` takes a worker's results back, its
 //    cells train again, and the invalid rows stay queryable.
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -68,12 +67,11 @@ int64_t WaitForCount(const std::string& db, const std::string& sql, int64_t want
   return got;
 }
 
-int64_t TotalSize(const std::vector<std::string>& paths) {
+// Acknowledgements ("ack" lines) in the workers' logs, which also hold the
+// leases they were given.
+int64_t AckCount(const std::vector<std::string>& paths) {
   int64_t total = 0;
-  for (const std::string& p : paths) {
-    struct stat st;
-    if (stat(p.c_str(), &st) == 0) total += st.st_size;
-  }
+  for (const auto& [cell, leases] : ReadAcks(paths)) total += static_cast<int64_t>(leases.size());
   return total;
 }
 
@@ -107,12 +105,12 @@ TEST(CoordinatorCrashTest, EveryAcknowledgedResultSurvivesKill9RightAfterTheAck)
   int64_t verified = 0;
   for (int kill = 0; kill < kKills; ++kill) {
     // Wait for a fresh acknowledgement, then kill at once.
-    const int64_t before = TotalSize(cluster.ack_logs());
+    const int64_t before = AckCount(cluster.ack_logs());
     const auto deadline = Clock::now() + 60s;
-    while (TotalSize(cluster.ack_logs()) == before && Clock::now() < deadline) {
+    while (AckCount(cluster.ack_logs()) == before && Clock::now() < deadline) {
       std::this_thread::sleep_for(1ms);
     }
-    ASSERT_GT(TotalSize(cluster.ack_logs()), before) << "no acknowledgement within 60 s, kill "
+    ASSERT_GT(AckCount(cluster.ack_logs()), before) << "no acknowledgement within 60 s, kill "
                                                      << kill << "\n" << cluster.CoordinatorStderr();
     ASSERT_TRUE(cluster.StopCoordinator(SIGKILL));
 

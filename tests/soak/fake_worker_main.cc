@@ -25,6 +25,26 @@
 // LEASE" for each lie refused so and "poisoned CELL LEASE" for one accepted.
 // The honest call follows, so a liar still finishes its cells.
 //
+// With --ack_log it also appends "lease CELL LEASE" for every cell it is
+// leased (AcquireTasks, or CompleteTasks' next tasks), as the reply arrives:
+// what a hijacker would steal (below), and whose worker a lease was for.
+//
+// --plausible_lies makes every result say what no check can refuse but is
+// wrong: every seed exact (a GPU with silent errors); only a quarantine takes
+// such results back.
+//
+// --hijack_dir=DIR makes it a hijacker instead of a worker: it registers
+// under its own id with its own token and trains nothing; every
+// --hijack_period_ms it reads the "lease" lines the other workers' ack logs
+// in DIR (ack-*.log) gained, and with the newest leases (at most 8) sends,
+// as itself, a Heartbeat, a CompleteTasks with plausible results and a
+// FailTask, then the same three in the name of the lease's worker (the log
+// file names it), with its own session. The coordinator must honour none:
+// every lease reads as lost, the CompleteTasks and the calls in another's
+// name are refused. Its --ack_log gets "refused 0 N" after each round of N
+// refused calls and "hijacked CELL LEASE" for every call that was honoured
+// (a result recorded, a lease extended, a call in another's name accepted).
+//
 // Prints "ranksweep-fake-worker ready" on stdout once SIGTERM/SIGINT are
 // handled (a drain); before that line they kill it.
 //
@@ -40,7 +60,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -80,6 +104,11 @@ ABSL_FLAG(double, lie_rate, 0,
 ABSL_FLAG(std::string, outbox_dir, "",
           "Keep unacknowledged results (and the session) in this directory, as "
           "ranksweep-worker --outbox-dir does; empty = in memory only");
+ABSL_FLAG(bool, plausible_lies, false,
+          "Report every seed exact: wrong, but nothing a check can refuse");
+ABSL_FLAG(std::string, hijack_dir, "",
+          "Be a hijacker: act on the leases other workers' ack logs in this folder list");
+ABSL_FLAG(int, hijack_period_ms, 50, "A hijacker's pause between rounds");
 
 namespace ranksweep::agent {
 namespace {
@@ -88,7 +117,8 @@ namespace {
 // runs of one cell report the same numbers.
 class FakeRunner : public TaskRunner {
  public:
-  FakeRunner(int min_ms, int max_ms) : min_ms_(min_ms), max_ms_(max_ms) {}
+  FakeRunner(int min_ms, int max_ms, bool plausible_lies = false)
+      : min_ms_(min_ms), max_ms_(max_ms), plausible_lies_(plausible_lies) {}
 
   absl::StatusOr<std::vector<SeedResult>> Run(const TaskSpec& spec,
                                               const RunControl& control) override {
@@ -118,6 +148,11 @@ class FakeRunner : public TaskRunner {
       r.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
       r.device = "cpu";
       r.facts.train_sequences = 64;
+      if (plausible_lies_) {
+        r.train.exact_accuracy = r.train.position_accuracy = 1.0;
+        r.train.error = 0.0;
+        r.final_loss = 0.001;
+      }
       out.push_back(r);
     }
     return out;
@@ -126,6 +161,7 @@ class FakeRunner : public TaskRunner {
  private:
   const int min_ms_;
   const int max_ms_;
+  const bool plausible_lies_;
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
 };
@@ -186,7 +222,9 @@ class AckLoggingClient : public CoordinatorClient {
     return inner_->Register(request);
   }
   absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override {
-    return inner_->Acquire(request);
+    absl::StatusOr<std::vector<Task>> tasks = inner_->Acquire(request);
+    if (tasks.ok()) LogLeases(*tasks);
+    return tasks;
   }
   absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
                                            const std::vector<int64_t>& lease_ids) override {
@@ -211,6 +249,7 @@ class AckLoggingClient : public CoordinatorClient {
             absl::StrCat(lie[victim].cell_id, " ", lie[victim].lease_id, "\n"));
     }
     absl::StatusOr<CompleteReply> reply = inner_->Complete(worker_id, results, next);
+    if (reply.ok()) LogLeases(reply->next_tasks);
     if (reply.ok() && !reply->next_tasks.empty() && lose_replies_.load() > 0 &&
         lose_replies_.fetch_sub(1) > 0) {
       std::cerr << "ranksweep-fake-worker: losing the reply to a CompleteTasks call that leased "
@@ -232,6 +271,16 @@ class AckLoggingClient : public CoordinatorClient {
   void SetDeadline(absl::Time deadline) override { inner_->SetDeadline(deadline); }
 
  private:
+  // "lease CELL LEASE" for every cell of `tasks`, one write.
+  void LogLeases(const std::vector<Task>& tasks) {
+    if (fd_ < 0 || tasks.empty()) return;
+    std::string lines;
+    for (const Task& t : tasks) {
+      for (const LeasedCell& c : t.cells) absl::StrAppend(&lines, "lease ", c.cell_id, " ", c.lease_id, "\n");
+    }
+    AppendLines(fd_, lines);
+  }
+
   // Logs how the coordinator answered a lie: refused (INVALID_ARGUMENT) or
   // taken. Other answers (the coordinator down, a stale lease) say nothing
   // about the lie and are not logged.
@@ -252,6 +301,151 @@ class AckLoggingClient : public CoordinatorClient {
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
 };
+
+// A stolen lease: the cell, the lease, and the worker it was leased to.
+struct Stolen {
+  int64_t cell_id = 0;
+  int64_t lease_id = 0;
+  std::string worker_id;
+};
+
+// Reads what the other workers' ack logs in a folder gained since the last
+// call: their "lease" lines. A file "ack-<ID>.<N>.log" is worker ID's.
+class LeaseThief {
+ public:
+  LeaseThief(std::string dir, std::string self) : dir_(std::move(dir)), self_(std::move(self)) {}
+
+  // The newest stolen leases, at most `n`.
+  std::vector<Stolen> Newest(size_t n) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("ack-", 0) != 0 || name.size() < 8 ||
+          name.compare(name.size() - 4, 4, ".log") != 0) {
+        continue;
+      }
+      const std::string stem = name.substr(4, name.size() - 8);  // ID.N
+      const std::string worker = stem.substr(0, stem.rfind('.'));
+      if (worker == self_) continue;
+      std::ifstream in(entry.path());
+      in.seekg(offsets_[name]);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (in.eof()) break;  // a line still being written: read it next time
+        offsets_[name] += static_cast<std::streamoff>(line.size() + 1);
+        std::istringstream words(line);
+        std::string word;
+        Stolen s;
+        if (words >> word >> s.cell_id >> s.lease_id && word == "lease") {
+          s.worker_id = worker;
+          recent_.push_back(s);
+        }
+      }
+    }
+    if (recent_.size() > 256) recent_.erase(recent_.begin(), recent_.end() - 256);
+    std::vector<Stolen> out(recent_.end() - std::min(n, recent_.size()), recent_.end());
+    return out;
+  }
+
+ private:
+  const std::string dir_;
+  const std::string self_;
+  std::map<std::string, std::streamoff> offsets_;
+  std::vector<Stolen> recent_;
+};
+
+// Plausible results for stolen leases: what the fake trainer would report
+// for seed 0 (a hijacker does not know the cells' seeds).
+std::vector<CellResult> FakeResults(const std::vector<Stolen>& leases) {
+  std::vector<CellResult> out;
+  for (const Stolen& s : leases) {
+    CellResult r;
+    r.cell_id = s.cell_id;
+    r.lease_id = s.lease_id;
+    r.result.train.sequences = 64;
+    r.result.train.exact_accuracy = r.result.train.position_accuracy = 1.0;
+    r.result.facts.train_sequences = 64;
+    r.result.final_loss = 0.001;
+    r.result.steps = 1;
+    r.result.device = "cpu";
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The hijacker's loop (--hijack_dir): until `stop`.
+int RunHijacker(CoordinatorClient* client, const RegisterRequest& registration, int fd,
+                const std::string& dir, int period_ms, const std::atomic<bool>& stop) {
+  std::string self;
+  while (!stop.load()) {
+    absl::StatusOr<RegisterReply> reply = client->Register(registration);
+    if (reply.ok()) {
+      self = reply->worker_id;
+      break;
+    }
+    if (!absl::IsUnavailable(reply.status()) && !absl::IsDeadlineExceeded(reply.status())) {
+      std::cerr << "ranksweep-fake-worker: hijacker: " << reply.status() << std::endl;
+      return 1;
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  LeaseThief thief(dir, self);
+  auto honoured = [&](const Stolen& s, const char* how) {
+    std::cerr << "ranksweep-fake-worker: hijack honoured (" << how << ") for cell " << s.cell_id
+              << " lease " << s.lease_id << " of " << s.worker_id << std::endl;
+    if (fd >= 0) AppendLines(fd, absl::StrCat("hijacked ", s.cell_id, " ", s.lease_id, "\n"));
+  };
+  // A call the coordinator could not take (it is restarting) proves
+  // nothing either way.
+  auto down = [](const absl::Status& st) {
+    return absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st);
+  };
+  while (!stop.load()) {
+    absl::SleepFor(absl::Milliseconds(period_ms));
+    const std::vector<Stolen> leases = thief.Newest(8);
+    if (leases.empty()) continue;
+    int64_t refused = 0;
+    std::vector<int64_t> ids;
+    for (const Stolen& s : leases) ids.push_back(s.lease_id);
+    // As itself: every lease must read as lost, nothing recorded.
+    absl::StatusOr<HeartbeatReply> hb = client->Heartbeat(self, ids);
+    if (hb.ok()) {
+      for (const Stolen& s : leases) {
+        if (std::find(hb->lost_lease_ids.begin(), hb->lost_lease_ids.end(), s.lease_id) ==
+            hb->lost_lease_ids.end()) {
+          honoured(s, "heartbeat extended it");
+        } else {
+          ++refused;
+        }
+      }
+    }
+    absl::StatusOr<CompleteReply> done = client->Complete(self, FakeResults(leases), NextTasks{});
+    if (done.ok() && done->recorded > 0) {
+      for (int i = 0; i < done->recorded; ++i) {
+        honoured(leases[std::min<size_t>(i, leases.size() - 1)], "results recorded as itself");
+      }
+    } else if (!done.ok() && !down(done.status())) {
+      ++refused;
+    }
+    // FailTask ignores leases that are not the caller's: an OK says nothing.
+    client->Fail(self, ids, "hijack", /*release=*/true).IgnoreError();
+    // In the name of each lease's worker, with its own session: refused.
+    for (const Stolen& s : leases) {
+      const std::vector<int64_t> one = {s.lease_id};
+      absl::StatusOr<HeartbeatReply> as = client->Heartbeat(s.worker_id, one);
+      if (as.ok()) honoured(s, "heartbeat in the worker's name");
+      else if (!down(as.status())) ++refused;
+      absl::StatusOr<CompleteReply> c = client->Complete(s.worker_id, FakeResults({s}), NextTasks{});
+      if (c.ok()) honoured(s, "results in the worker's name");
+      else if (!down(c.status())) ++refused;
+      absl::Status f = client->Fail(s.worker_id, one, "hijack", /*release=*/true);
+      if (f.ok()) honoured(s, "fail in the worker's name");
+      else if (!down(f)) ++refused;
+    }
+    if (fd >= 0 && refused > 0) AppendLines(fd, absl::StrCat("refused 0 ", refused, "\n"));
+  }
+  return 0;
+}
 
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -321,7 +515,20 @@ int Main(int argc, char** argv) {
                                          token != nullptr ? token : "");
   auto* client =
       new AckLoggingClient(grpc, ack_fd, absl::GetFlag(FLAGS_lose_replies), lie_rate);
-  auto* runner = new FakeRunner(min_ms, max_ms);
+  if (const std::string dir = absl::GetFlag(FLAGS_hijack_dir); !dir.empty()) {
+    static std::atomic<bool> stop{false};
+    std::thread([signals] {
+      int sig = 0;
+      while (sigwait(&signals, &sig) != 0) {
+      }
+      stop.store(true);
+    }).detach();
+    // Its calls go straight to the coordinator: none of them is a lie the
+    // liar's wrapper would judge.
+    return RunHijacker(grpc, reg, ack_fd, dir, std::max(1, absl::GetFlag(FLAGS_hijack_period_ms)),
+                       stop);
+  }
+  auto* runner = new FakeRunner(min_ms, max_ms, absl::GetFlag(FLAGS_plausible_lies));
   if (!absl::GetFlag(FLAGS_outbox_dir).empty()) {
     absl::StatusOr<std::unique_ptr<FileOutbox>> outbox =
         FileOutbox::Open(absl::GetFlag(FLAGS_outbox_dir));

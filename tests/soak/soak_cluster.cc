@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -46,6 +47,7 @@ bool Cluster::StartCoordinator() {
   if (options_.max_message_bytes > 0) {
     argv.push_back("--max_message_bytes=" + std::to_string(options_.max_message_bytes));
   }
+  argv.insert(argv.end(), options_.coordinator_args.begin(), options_.coordinator_args.end());
   coordinator_ = std::make_unique<Process>(
       argv, options_.dir + "/coordinator" + std::to_string(coordinator_starts_++));
   std::optional<std::string> bound =
@@ -115,14 +117,14 @@ void Cluster::StartWorker(int index) {
     workers_.resize(index + 1);
     incarnations_.resize(index + 1, 0);
   }
-  char id[32];
-  snprintf(id, sizeof(id), "%s%02d", options_.worker_id_prefix.c_str(), index);
-  const std::string name = std::string(id) + "." + std::to_string(incarnations_[index]++);
+  const std::string id = WorkerId(index);
+  const std::string name = id + "." + std::to_string(incarnations_[index]++);
   const std::string ack_log = options_.dir + "/ack-" + name + ".log";
   ack_logs_.push_back(ack_log);
-  workers_[index] = std::make_unique<Process>(
-      std::vector<std::string>{
-          options_.bin.fake_worker, "--coordinator=" + address_, "--worker_id=" + std::string(id),
+  ack_log_workers_.push_back(index);
+  const auto setup = setups_.find(index);
+  std::vector<std::string> argv{
+          options_.bin.fake_worker, "--coordinator=" + address_, "--worker_id=" + id,
           "--slots=1", "--max_seeds=" + std::to_string(options_.max_seeds),
           "--min_sleep_ms=" + std::to_string(options_.min_sleep_ms),
           "--max_sleep_ms=" + std::to_string(options_.max_sleep_ms),
@@ -130,8 +132,29 @@ void Cluster::StartWorker(int index) {
           "--poll_ms=" + std::to_string(options_.poll_ms), "--rpc_timeout_seconds=5",
           "--drain_seconds=10", "--ack_log=" + ack_log, "--quiet",
           "--lose_replies=" + std::to_string(options_.lose_replies),
-          "--lie_rate=" + std::to_string(index < options_.liars ? options_.lie_rate : 0.0)},
-      options_.dir + "/worker-" + name, TokenEnv(options_.worker_token));
+          "--lie_rate=" + std::to_string(index < options_.liars ? options_.lie_rate : 0.0)};
+  std::string token = options_.worker_token;
+  if (setup != setups_.end()) {
+    argv.insert(argv.end(), setup->second.args.begin(), setup->second.args.end());
+    if (!setup->second.token.empty()) token = setup->second.token;
+  }
+  workers_[index] =
+      std::make_unique<Process>(argv, options_.dir + "/worker-" + name, TokenEnv(token));
+}
+
+void Cluster::SetupWorker(int index, WorkerSetup setup) { setups_[index] = std::move(setup); }
+
+std::string Cluster::WorkerId(int index) const {
+  char id[64];
+  snprintf(id, sizeof(id), "%s%02d", options_.worker_id_prefix.c_str(), index);
+  return id;
+}
+
+std::optional<int> Cluster::WorkerExit(int index) {
+  if (index >= worker_count() || !workers_[index] || workers_[index]->running()) {
+    return std::nullopt;
+  }
+  return workers_[index]->Wait(0s);
 }
 
 int Cluster::StopWorker(int index, int sig, int wait_s) {
@@ -242,34 +265,80 @@ std::string IntegrityCheck(const std::string& db) {
   return out;
 }
 
+namespace {
+
+// Calls `line(i, word, a, b)` for every "WORD A B" line of paths[i], in
+// order. A worker killed mid-write can leave a torn last line; it fails to
+// parse and ends the file.
+template <typename F>
+void ForEachLogLine(const std::vector<std::string>& paths, F line) {
+  for (size_t i = 0; i < paths.size(); ++i) {
+    std::ifstream in(paths[i]);
+    std::string word;
+    int64_t a = 0, b = 0;
+    while (in >> word >> a >> b) line(i, word, a, b);
+  }
+}
+
+}  // namespace
+
 std::map<int64_t, std::set<int64_t>> ReadAcks(const std::vector<std::string>& paths) {
   std::map<int64_t, std::set<int64_t>> acks;
-  for (const std::string& path : paths) {
-    std::ifstream in(path);
-    std::string word;
-    int64_t cell = 0;
-    int64_t lease = 0;
-    // A worker killed mid-write can leave a torn last line; it fails to
-    // parse and ends the file.
-    while (in >> word >> cell >> lease) {
-      if (word == "ack") acks[cell].insert(lease);
-    }
-  }
+  ForEachLogLine(paths, [&](size_t, const std::string& word, int64_t cell, int64_t lease) {
+    if (word == "ack") acks[cell].insert(lease);
+  });
   return acks;
 }
 
 LieCounts ReadLies(const std::vector<std::string>& paths) {
   LieCounts counts;
-  for (const std::string& path : paths) {
-    std::ifstream in(path);
-    std::string word;
-    int64_t cell = 0, lease = 0;
-    while (in >> word >> cell >> lease) {
-      if (word == "rejected") ++counts.rejected;
-      if (word == "poisoned") ++counts.accepted;
-    }
-  }
+  ForEachLogLine(paths, [&](size_t, const std::string& word, int64_t, int64_t) {
+    if (word == "rejected") ++counts.rejected;
+    if (word == "poisoned") ++counts.accepted;
+  });
   return counts;
+}
+
+HijackCounts ReadHijacks(const std::vector<std::string>& paths) {
+  HijackCounts counts;
+  ForEachLogLine(paths, [&](size_t, const std::string& word, int64_t, int64_t n) {
+    if (word == "refused") counts.refused += n;
+    if (word == "hijacked") ++counts.honoured;
+  });
+  return counts;
+}
+
+std::map<int64_t, std::string> ReadLeaseHolders(const std::vector<std::string>& paths,
+                                                const std::vector<std::string>& worker_ids) {
+  std::map<int64_t, std::string> holders;
+  ForEachLogLine(paths, [&](size_t i, const std::string& word, int64_t, int64_t lease) {
+    if (word == "lease" && i < worker_ids.size()) holders[lease] = worker_ids[i];
+  });
+  return holders;
+}
+
+int64_t RowsThroughOthersLeases(const std::string& db,
+                                const std::map<int64_t, std::string>& holders,
+                                const std::vector<std::string>& hijackers) {
+  ReadOnlyDb h(db);
+  sqlite3_stmt* st = nullptr;
+  int64_t n = 0;
+  if (sqlite3_prepare_v2(h.get(),
+                         "SELECT lease_id, worker_id FROM results WHERE cached_from = 0", -1,
+                         &st, nullptr) != SQLITE_OK) {
+    std::cerr << "results: " << sqlite3_errmsg(h.get()) << "\n";
+    return -1;
+  }
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const int64_t lease = sqlite3_column_int64(st, 0);
+    const std::string worker = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+    const bool hijacker =
+        std::find(hijackers.begin(), hijackers.end(), worker) != hijackers.end();
+    const auto holder = holders.find(lease);
+    if (hijacker || (holder != holders.end() && holder->second != worker)) ++n;
+  }
+  sqlite3_finalize(st);
+  return n;
 }
 
 namespace {
@@ -331,7 +400,10 @@ Verdict Verify(const std::string& db, const std::map<int64_t, std::set<int64_t>>
       "WHERE c.id IS NULL OR c.lease_id != r.lease_id OR c.seed != r.seed");
   // workers.completed counts what each CompleteTasks recorded (not
   // duplicates): more than the result rows means a cell was recorded twice.
-  const int64_t recorded = QueryInt(db, "SELECT COALESCE(sum(completed), 0) FROM workers");
+  // Rows a quarantine took back were recorded and are no longer results.
+  const int64_t recorded =
+      QueryInt(db, "SELECT COALESCE(sum(completed), 0) FROM workers") -
+      QueryInt(db, "SELECT COALESCE(sum(results), 0) FROM quarantines");
   const int64_t over_recorded = recorded > v.results ? recorded - v.results : 0;
   if (extra_rows != 0 || foreign_rows != 0 || over_recorded != 0 || recorded < v.results) {
     v.problems.push_back("results: " + std::to_string(extra_rows) + " extra rows, " +

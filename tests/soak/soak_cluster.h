@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +55,17 @@ struct ClusterOptions {
   bool metrics = false;
   std::string cli_token;
   std::string worker_token;
+  // More ranksweepd flags, as given (e.g. "--shared_cache"); read at every
+  // StartCoordinator, so a test may change them between restarts.
+  std::vector<std::string> coordinator_args;
+};
+
+// How one worker runs when it is not like the others: its own token and
+// more flags, after the usual ones (so they win: "--worker_id=" makes the
+// coordinator assign a fresh id).
+struct WorkerSetup {
+  std::string token;  // empty: ClusterOptions::worker_token
+  std::vector<std::string> args;
 };
 
 class Cluster {
@@ -77,6 +89,12 @@ class Cluster {
   // Starts worker `index` (0-based; a new index appends a worker). Its acks
   // go to a fresh file per incarnation, listed by ack_logs().
   void StartWorker(int index);
+  // Worker `index` starts (from its next StartWorker on) as `setup` says.
+  void SetupWorker(int index, WorkerSetup setup);
+  // The stable id of worker `index`: "<prefix>NN".
+  std::string WorkerId(int index) const;
+  // The exit code of worker `index` if it has exited, else nullopt.
+  std::optional<int> WorkerExit(int index);
   // Sends `sig` to worker `index` and waits for its exit (at most `wait_s`).
   // Returns the exit code, or -1 on timeout.
   int StopWorker(int index, int sig, int wait_s = 30);
@@ -99,12 +117,18 @@ class Cluster {
   // Sets the token the CLI (Submit, Cli) and workers started from now on send.
   void set_cli_token(std::string token) { options_.cli_token = std::move(token); }
   void set_worker_token(std::string token) { options_.worker_token = std::move(token); }
+  // The extra ranksweepd flags of the next StartCoordinator.
+  void set_coordinator_args(std::vector<std::string> args) {
+    options_.coordinator_args = std::move(args);
+  }
   // Runs `ranksweep --addr=ADDRESS ARGS...` with the CLI token.
   testing::CommandResult Cli(const std::vector<std::string>& args);
 
   const std::string& address() const { return address_; }
   const std::string& db() const { return db_; }
   const std::vector<std::string>& ack_logs() const { return ack_logs_; }
+  // The worker index of each of ack_logs(), in the same order.
+  const std::vector<int>& ack_log_workers() const { return ack_log_workers_; }
   const std::string& error() const { return error_; }
   std::string CoordinatorStderr() const;
 
@@ -121,6 +145,8 @@ class Cluster {
   std::vector<std::unique_ptr<testing::Process>> workers_;
   std::vector<int> incarnations_;
   std::vector<std::string> ack_logs_;
+  std::vector<int> ack_log_workers_;
+  std::map<int, WorkerSetup> setups_;
 };
 
 // ------------------------------------------------------------- the database
@@ -141,6 +167,28 @@ struct LieCounts {
   int64_t accepted = 0;
 };
 LieCounts ReadLies(const std::vector<std::string>& paths);
+
+// What the hijackers (ranksweep-fake-worker --hijack_dir) met, from their
+// logs: "refused 0 N" lines (N calls refused) and "hijacked" lines (a call
+// the coordinator honoured).
+struct HijackCounts {
+  int64_t refused = 0;
+  int64_t honoured = 0;
+};
+HijackCounts ReadHijacks(const std::vector<std::string>& paths);
+
+// worker id -> the lease ids its "lease" lines in `paths` record, with each
+// path's worker id from `worker_ids` (same order).
+std::map<int64_t, std::string> ReadLeaseHolders(const std::vector<std::string>& paths,
+                                                const std::vector<std::string>& worker_ids);
+
+// Result rows stored through another worker's lease: trained rows (not
+// copies) whose lease `holders` says was leased to another worker than the
+// row's, plus every row whose worker is one of `hijackers` (they lease
+// nothing). Rows whose lease no log recorded are not judged.
+int64_t RowsThroughOthersLeases(const std::string& db,
+                                const std::map<int64_t, std::string>& holders,
+                                const std::vector<std::string>& hijackers);
 
 struct Verdict {
   int64_t cells = 0;

@@ -16,17 +16,42 @@
 // they send a result or a registration no trainer produces, which the
 // coordinator must refuse.
 //
+// The pool is a shared one: ranksweepd runs with tokens, the workers share a
+// worker token, the CLI and watchers use an admin token. Beside them:
+//
+// --hijackers more processes (ranksweep-fake-worker --hijack_dir) with a
+// worker token of their own steal the leases the other workers log and
+// heartbeat, complete and fail them, as themselves and in the leases'
+// workers' names, every 50 ms. hijacked = result rows stored through
+// another worker's lease (rows of a hijacker, and rows whose lease the logs
+// show was leased to another worker than the row names) plus every hijack
+// call the coordinator honoured (the hijackers' logs).
+//
+// --quarantined_liar adds one worker, with a token of its own, whose results
+// are plausible but wrong (every seed exact). Once --quarantine_at of round
+// 0's cells are done (and it has stored some) the driver quarantines it
+// with its token (`ranksweep workers quarantine ID --token`), kills it, and
+// from then on starts it again whenever it is down, as a supervisor would,
+// alternately under its id and under a fresh one. requarantined = leases and
+// results its incarnations after the quarantine logged, plus result rows
+// any worker of its token holds at the end (the quarantine invalidated
+// every earlier one).
+//
 // When every sweep is DONE it drains the workers, stops the coordinator and
 // checks the SQLite file directly against every acknowledgement the workers
 // logged (soak_cluster.h, Verify) and for impossible values in any result
 // row, copy from the result cache or group. The last line of stdout is
 //   cells=N worker_kills=K coordinator_restarts=R lost=L duplicated=D integrity=I
-//   rejected=J poisoned=P watchers=W watch_failures=F
+//   rejected=J poisoned=P watchers=W watch_failures=F hijacked=H requarantined=Q
+//   hijack_refused=A liar_reconnects=C
 // (one line; rejected: the lies refused; poisoned: lies taken plus stored
-// impossible values) and the exit code is 0 only for lost=0 duplicated=0
-// integrity=ok poisoned=0 watch_failures=0, at least one lie refused when
-// there are liars, all sweeps DONE and at least the requested kills done;
-// 1 otherwise; 2 for bad flags.
+// impossible values; hijack_refused: hijack calls refused; liar_reconnects:
+// starts of the quarantined liar after its quarantine) and the exit code is
+// 0 only for lost=0 duplicated=0 integrity=ok poisoned=0 watch_failures=0
+// hijacked=0 requarantined=0, at least one lie refused when there are
+// liars, at least one hijack refused when there are hijackers, the liar
+// quarantined and refused on reconnecting when there is one, all sweeps
+// DONE and at least the requested kills done; 1 otherwise; 2 for bad flags.
 #include <signal.h>
 
 #include <algorithm>
@@ -74,6 +99,11 @@ ABSL_FLAG(int, coordinator_down_ms, 1000, "Longest coordinator downtime");
 ABSL_FLAG(int, liars, 0, "Workers that also send impossible results (the first N)");
 ABSL_FLAG(double, lie_rate, 0.3, "Share of a liar's CompleteTasks calls preceded by a lie");
 ABSL_FLAG(int, watchers, 1, "`ranksweep watch` processes per round, on the round's sweeps in turn");
+ABSL_FLAG(int, hijackers, 0, "Processes that try to act on other workers' leases");
+ABSL_FLAG(bool, quarantined_liar, false,
+          "Add a worker with plausible wrong results that is quarantined (with its token) "
+          "during round 0 and keeps reconnecting");
+ABSL_FLAG(double, quarantine_at, 0.3, "Share of round 0's cells done when the liar is quarantined");
 ABSL_FLAG(std::string, dir, "", "Work directory (kept); empty = a temporary one (removed)");
 ABSL_FLAG(std::string, ranksweepd, RANKSWEEPD_BIN, "ranksweepd binary");
 ABSL_FLAG(std::string, fake_worker, RANKSWEEP_FAKE_WORKER_BIN, "ranksweep-fake-worker binary");
@@ -153,7 +183,36 @@ int Main(int argc, char** argv) {
   options.worker_id_prefix = "soak-w";
   options.liars = absl::GetFlag(FLAGS_liars);
   options.lie_rate = absl::GetFlag(FLAGS_lie_rate);
+  options.tokens = true;
   Cluster cluster(options);
+  const int n_hijackers = absl::GetFlag(FLAGS_hijackers);
+  const bool with_liar = absl::GetFlag(FLAGS_quarantined_liar);
+  const double quarantine_at = absl::GetFlag(FLAGS_quarantine_at);
+  if (n_hijackers < 0 || !(quarantine_at > 0 && quarantine_at < 1)) {
+    std::cerr << "ranksweep-soak: --hijackers must be >= 0 and --quarantine_at in (0, 1)\n";
+    return 2;
+  }
+  // A shared pool: tokens for the CLI, the workers, the hijackers and the
+  // liar, each its own.
+  const std::string admin_token = cluster.CreateToken("soak-ops", "admin");
+  const std::string pool_token = cluster.CreateToken("soak-pool", "worker");
+  const std::string hijack_token = cluster.CreateToken("soak-hijack", "worker");
+  const std::string liar_token = cluster.CreateToken("soak-liar", "worker");
+  if (admin_token.empty() || pool_token.empty() || hijack_token.empty() || liar_token.empty()) {
+    std::cerr << "ranksweep-soak: " << cluster.error() << "\n";
+    return 1;
+  }
+  cluster.set_cli_token(admin_token);
+  cluster.set_worker_token(pool_token);
+  // Workers 0..n-1 train; then the hijackers; then the quarantined liar.
+  std::vector<int> hijackers;
+  for (int i = 0; i < n_hijackers; ++i) {
+    hijackers.push_back(n_workers + i);
+    cluster.SetupWorker(n_workers + i, {hijack_token, {"--hijack_dir=" + dir}});
+  }
+  const int liar = with_liar ? n_workers + n_hijackers : -1;
+  if (with_liar) cluster.SetupWorker(liar, {liar_token, {"--plausible_lies"}});
+  const int all_workers = n_workers + n_hijackers + (with_liar ? 1 : 0);
 
   const Clock::time_point start = Clock::now();
   const Clock::time_point give_up = start + std::chrono::seconds(absl::GetFlag(FLAGS_timeout_seconds));
@@ -163,7 +222,21 @@ int Main(int argc, char** argv) {
     std::cerr << "ranksweep-soak: " << cluster.error() << "\n";
     return 1;
   }
-  for (int i = 0; i < n_workers; ++i) cluster.StartWorker(i);
+  for (int i = 0; i < all_workers; ++i) cluster.StartWorker(i);
+  // The quarantine of the liar: when, and the first ack log after it.
+  bool quarantined = false;
+  size_t first_log_after_quarantine = 0;
+  int64_t liar_reconnects = 0, liar_refused = 0;
+  Clock::time_point next_reconnect;
+  // Starts the quarantined liar again, as a supervisor would: under its id,
+  // then under a fresh one (the same token), in turn.
+  auto reconnect_liar = [&] {
+    std::vector<std::string> args = {"--plausible_lies"};
+    if (liar_reconnects % 2 == 1) args.push_back("--worker_id=");
+    cluster.SetupWorker(liar, {liar_token, args});
+    cluster.StartWorker(liar);
+    ++liar_reconnects;
+  };
 
   int64_t worker_kills = 0;
   int64_t coordinator_restarts = 0;
@@ -188,7 +261,8 @@ int Main(int argc, char** argv) {
       watches.push_back(std::make_unique<testing::Process>(
           std::vector<std::string>{absl::GetFlag(FLAGS_cli), "--addr=" + cluster.address(),
                                    "watch", id},
-          dir + "/watch-" + std::to_string(round) + "-" + std::to_string(i)));
+          dir + "/watch-" + std::to_string(round) + "-" + std::to_string(i),
+          std::vector<std::string>{"RANKSWEEP_TOKEN=" + admin_token}));
       // Connected before any kill: a watch that never reached the
       // coordinator reports that at once instead of reconnecting.
       if (!watches.back()->WaitForStderr(std::regex("watching"), 30s)) {
@@ -209,7 +283,8 @@ int Main(int argc, char** argv) {
       const Clock::time_point now = Clock::now();
       for (auto it = restarts.begin(); it != restarts.end();) {
         if (it->first <= now) {
-          cluster.StartWorker(it->second);
+          // The quarantined liar comes back through its reconnects below.
+          if (!(quarantined && it->second == liar)) cluster.StartWorker(it->second);
           it = restarts.erase(it);
         } else {
           ++it;
@@ -217,6 +292,29 @@ int Main(int argc, char** argv) {
       }
       const int64_t done = QueryInt(cluster.db(), "SELECT count(*) FROM results") - done_before;
       const double progress = static_cast<double>(done) / cells_per_round;
+      if (with_liar && round == 0 && !quarantined && progress >= quarantine_at &&
+          (progress >= 0.8 ||
+           QueryInt(cluster.db(), "SELECT count(*) FROM results WHERE worker_id = '" +
+                                      cluster.WorkerId(liar) + "'") > 0)) {
+        testing::CommandResult q =
+            cluster.Cli({"workers", "quarantine", cluster.WorkerId(liar), "--token"});
+        if (q.exit_code != 0) {
+          std::cerr << "ranksweep-soak: quarantine of the liar exited " << q.exit_code << ": "
+                    << q.err;
+          return 1;
+        }
+        cluster.StopWorker(liar, SIGKILL);
+        quarantined = true;
+        first_log_after_quarantine = cluster.ack_logs().size();
+        next_reconnect = Clock::now() + 200ms;
+        std::cout << "soak: +" << Seconds(Clock::now() - start) << "s at " << done << "/"
+                  << cells_per_round << " " << q.out << std::flush;
+      }
+      if (quarantined && !cluster.worker_running(liar) && Clock::now() >= next_reconnect) {
+        if (cluster.WorkerExit(liar) == std::optional<int>(1)) ++liar_refused;
+        reconnect_liar();
+        next_reconnect = Clock::now() + 500ms;
+      }
       while (next_event < events.size() && events[next_event].at <= progress) {
         const Event e = events[next_event++];
         if (e.coordinator) {
@@ -237,7 +335,7 @@ int Main(int argc, char** argv) {
         } else {
           std::vector<int> alive;
           for (int i = 0; i < cluster.worker_count(); ++i) {
-            if (cluster.worker_running(i)) alive.push_back(i);
+            if (cluster.worker_running(i) && !(quarantined && i == liar)) alive.push_back(i);
           }
           if (alive.empty()) continue;
           const int victim = alive[std::uniform_int_distribution<size_t>(0, alive.size() - 1)(rng)];
@@ -265,6 +363,8 @@ int Main(int argc, char** argv) {
       for (int i = 0; i < cluster.worker_count(); ++i) {
         bool pending = std::any_of(restarts.begin(), restarts.end(),
                                    [i](const auto& r) { return r.second == i; });
+        // The quarantined liar is refused and exits; it is started again.
+        if (quarantined && i == liar) continue;
         if (!pending && !cluster.worker_running(i)) {
           std::cerr << "ranksweep-soak: worker " << i << " exited on its own\n";
           ok = false;
@@ -289,16 +389,37 @@ int Main(int argc, char** argv) {
     }
   }
 
-  // Bring back the workers still down, then drain everyone.
-  for (const auto& r : restarts) cluster.StartWorker(r.second);
+  // Bring back the workers still down, then drain everyone (but the
+  // quarantined liar, which is stopped).
+  for (const auto& r : restarts) {
+    if (!(quarantined && r.second == liar)) cluster.StartWorker(r.second);
+  }
+  if (quarantined) {
+    // Every reconnect must be refused (exit 1): wait for the last one, and
+    // try both kinds (its id, a fresh id) at least once.
+    for (int extra = 0;; ++extra) {
+      const int code = cluster.WaitWorker(liar, 15);
+      if (code == 1) ++liar_refused;
+      if (code == -1) {
+        std::cerr << "ranksweep-soak: the quarantined liar did not exit within 15 s\n";
+        cluster.StopWorker(liar, SIGKILL);
+      }
+      if (liar_reconnects >= 2 || extra >= 2) break;
+      reconnect_liar();
+    }
+  }
+  auto drained = [&](int i) { return !(quarantined && i == liar); };
   for (int i = 0; i < cluster.worker_count(); ++i) {
-    if (!cluster.WaitWorkerReady(i)) {
+    if (drained(i) && !cluster.WaitWorkerReady(i)) {
       std::cerr << "ranksweep-soak: worker " << i << " never became ready\n";
       ok = false;
     }
   }
-  for (int i = 0; i < cluster.worker_count(); ++i) cluster.SignalWorker(i, SIGTERM);
   for (int i = 0; i < cluster.worker_count(); ++i) {
+    if (drained(i)) cluster.SignalWorker(i, SIGTERM);
+  }
+  for (int i = 0; i < cluster.worker_count(); ++i) {
+    if (!drained(i)) continue;
     if (const int code = cluster.WaitWorker(i, 30); code != 0) {
       std::cerr << "ranksweep-soak: worker " << i << " exited " << code << " on SIGTERM\n";
       ok = false;
@@ -309,9 +430,64 @@ int Main(int argc, char** argv) {
     ok = false;
   }
 
-  const auto acks = ReadAcks(cluster.ack_logs());
+  // The logs by role. The liar's acknowledgements are of rows its
+  // quarantine took back: not the stored results, so not Verify's.
+  std::vector<std::string> pool_logs, pool_ids, hijack_logs, liar_logs_after;
+  for (size_t k = 0; k < cluster.ack_logs().size(); ++k) {
+    const int w = cluster.ack_log_workers()[k];
+    const std::string& path = cluster.ack_logs()[k];
+    if (std::find(hijackers.begin(), hijackers.end(), w) != hijackers.end()) {
+      hijack_logs.push_back(path);
+    } else if (w == liar) {
+      if (quarantined && k >= first_log_after_quarantine) liar_logs_after.push_back(path);
+    } else {
+      pool_logs.push_back(path);
+      pool_ids.push_back(cluster.WorkerId(w));
+    }
+  }
+  const auto acks = ReadAcks(pool_logs);
   Verdict v = Verify(cluster.db(), acks);
-  const LieCounts lies = ReadLies(cluster.ack_logs());
+  const LieCounts lies = ReadLies(pool_logs);
+
+  // Hijacks: rows through another worker's lease, and calls honoured.
+  std::vector<std::string> hijacker_ids;
+  for (int h : hijackers) hijacker_ids.push_back(cluster.WorkerId(h));
+  const HijackCounts hijacks = ReadHijacks(hijack_logs);
+  const int64_t stolen_rows = RowsThroughOthersLeases(
+      cluster.db(), ReadLeaseHolders(pool_logs, pool_ids), hijacker_ids);
+  const int64_t hijacked = stolen_rows + hijacks.honoured;
+  if (hijacked != 0) {
+    std::cerr << "ranksweep-soak: " << stolen_rows << " rows stored through another worker's "
+              << "lease, " << hijacks.honoured << " hijack calls honoured\n";
+  }
+  if (n_hijackers > 0 && hijacks.refused == 0) {
+    std::cerr << "ranksweep-soak: hijackers ran but no hijack was refused\n";
+    ok = false;
+  }
+  // The quarantined liar: what it took after its quarantine.
+  int64_t requarantined = 0;
+  if (with_liar) {
+    const int64_t rows = QueryInt(cluster.db(),
+                                  "SELECT count(*) FROM results WHERE worker_id IN "
+                                  "(SELECT id FROM workers WHERE owner = 'soak-liar')");
+    int64_t taken = 0;
+    for (const auto& [cell, leases] : ReadAcks(liar_logs_after)) taken += leases.size();
+    taken += static_cast<int64_t>(ReadLeaseHolders(liar_logs_after,
+                                                   std::vector<std::string>(
+                                                       liar_logs_after.size(), "liar"))
+                                      .size());
+    requarantined = rows + taken;
+    if (requarantined != 0) {
+      std::cerr << "ranksweep-soak: the quarantined liar holds " << rows << " result rows and "
+                << "took " << taken << " leases and acknowledgements after its quarantine\n";
+    }
+    if (!quarantined || liar_reconnects < 2 || liar_refused != liar_reconnects) {
+      std::cerr << "ranksweep-soak: the liar was " << (quarantined ? "" : "not ")
+                << "quarantined, reconnected " << liar_reconnects << " times, refused "
+                << liar_refused << " times\n";
+      ok = false;
+    }
+  }
   const int64_t poisoned = v.poisoned + lies.accepted;
   if (lies.accepted != 0) {
     std::cerr << "ranksweep-soak: the coordinator accepted " << lies.accepted << " lies\n";
@@ -343,9 +519,12 @@ int Main(int argc, char** argv) {
             << " coordinator_restarts=" << coordinator_restarts << " lost=" << v.lost
             << " duplicated=" << v.duplicated << " integrity=" << v.integrity
             << " rejected=" << lies.rejected << " poisoned=" << poisoned
-            << " watchers=" << watches.size() << " watch_failures=" << watch_failures << std::endl;
+            << " watchers=" << watches.size() << " watch_failures=" << watch_failures
+            << " hijacked=" << hijacked << " requarantined=" << requarantined
+            << " hijack_refused=" << hijacks.refused << " liar_reconnects=" << liar_reconnects
+            << std::endl;
   ok = ok && v.lost == 0 && v.duplicated == 0 && v.integrity == "ok" && poisoned == 0 &&
-       watch_failures == 0;
+       watch_failures == 0 && hijacked == 0 && requarantined == 0;
   return ok ? 0 : 1;
 }
 

@@ -158,6 +158,7 @@ def main():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     os.makedirs(args.out, exist_ok=True)
@@ -413,6 +414,7 @@ def main():
         check(cells["slots"] == "1", str(cells))
         check(cells["completed_cells"] == str(CELLS_A + CELLS_B + CELLS_C), str(cells))
         check(cells["alive"] == "alive", str(cells))
+        check(cells["standing"] == "good", str(cells))
         check(re.fullmatch(r"\d+ s ago", cells["last_seen"]) is not None, str(cells))
         shot("workers.png")
 
@@ -423,6 +425,15 @@ def main():
         r = cli("workers", "quarantine", cells["id"])
         check(r.returncode == 0 and f": {CELLS_A + CELLS_B + CELLS_C} results" in r.stdout,
               f"quarantine: {r.stdout} {r.stderr}")
+        # The workers page (still open; it refreshes every 5 s) marks it.
+        def standing(d):
+            head = d.find_elements(By.CSS_SELECTOR, "#workers-table thead th")
+            row = d.find_elements(By.CSS_SELECTOR, "#workers-table tbody tr")[0]
+            keys = [th.get_attribute("data-key") for th in head]
+            return row.find_elements(By.CSS_SELECTOR, "td")[keys.index("standing")].text
+        WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException, IndexError)
+                      ).until(lambda d: standing(d) == "quarantined")
+        shot("workers-quarantined.png")
         open_page(f"#/sweep/{sweep_b}")
         check(driver.find_element(By.ID, "progress").get_attribute("data-state") == "RUNNING",
               "the sweep is not running again")

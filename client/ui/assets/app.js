@@ -695,6 +695,11 @@ pages.workers = async (main) => {
      cell: w => `${w.version.build_id} · torch ${w.version.torch || '?'}${w.version.cuda ? ` · CUDA ${w.version.cuda}` : ''}`},
     {key: 'last_seen', label: 'Last seen', value: w => w.last_seen_ago_seconds, cell: w => fmtAgo(w.last_seen_ago_seconds)},
     {key: 'alive', label: 'Alive', value: w => w.alive ? 0 : 1, cell: w => w.alive ? badge('alive') : badge('gone', 'dead')},
+    // A quarantine's hold: the worker leases and completes nothing until an
+    // admin runs `ranksweep workers unquarantine`.
+    {key: 'standing', label: 'Standing', value: w => w.quarantined_unix_ms ? 2 : w.token_held_by ? 1 : 0,
+     cell: w => w.quarantined_unix_ms ? badge('quarantined', 'INVALID')
+       : w.token_held_by ? badge(`held (token of ${w.token_held_by})`, 'INVALID') : badge('good', 'alive')},
   ]);
   const count = el('span', {id: 'worker-count', class: 'muted'});
   main.append(el('h1', {}, 'Workers'), el('div', {class: 'sub'}, 'Every worker that registered; refreshed every 5 s.'),
@@ -702,7 +707,9 @@ pages.workers = async (main) => {
   const load = async () => {
     const workers = await api('/api/workers');
     table.setRows(workers);
-    count.textContent = `${workers.length} worker${workers.length === 1 ? '' : 's'}, ${workers.filter(w => w.alive).length} alive`;
+    const held = workers.filter(w => w.quarantined_unix_ms || w.token_held_by).length;
+    count.textContent = `${workers.length} worker${workers.length === 1 ? '' : 's'}, ${workers.filter(w => w.alive).length} alive` +
+      (held > 0 ? `, ${held} quarantined or held` : '');
   };
   await load();
   const timer = setInterval(() => load().catch(e => setStatus(e.message, true)), 5000);
