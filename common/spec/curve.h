@@ -2,7 +2,7 @@
 // (every eval_every steps, and the last step), kept beside the result's
 // final metrics. The trainer fills it, the worker sends it
 // (v1::SeedResult.curve), the coordinator checks it (CheckCurve) and stores
-// it as one blob per result (EncodeCurve: the `result_curves` table), and
+// it as one blob per result (EncodeCurve: the `curve` column of `results`), and
 // `ranksweep results --curves` / `plot --curves`, the dashboard and the
 // Python client read it back.
 //

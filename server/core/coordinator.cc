@@ -1027,12 +1027,12 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       ASSIGN_OR_RETURN(std::string key,
                        TaskKeyOf(c, sweep_id, group.head_index, group.rank, group.recipe));
       ins.Bind(kInsertTaskKey, key).Bind(kInsertRecipe, group.recipe);
+      BindCurve(ins, r.result.curve);
       ResultRow row =
           FinishedRow(group, seed, CellState::kDone, attempt, lease_id, worker_id, version, now);
       row.result = r.result;
       RETURN_IF_ERROR(ins.Run());
       RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
-      RETURN_IF_ERROR(InsertCurve(c, r.cell_id, sweep_id, r.result.curve));
     }
     RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, group.head_index, group.rank, group.recipe,
                                      r.result, false));

@@ -50,7 +50,7 @@ TEST_F(CurvesTest, StoredWithTheResultAndReadBackOnlyWhenAsked) {
   auto a = coord->Submit(MakeSpec("a", {1, 2}, 2), "local");
   ASSERT_TRUE(a.ok()) << a.status();
   TrainWithCurves(*coord, w);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_curves"), 6);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results WHERE curve IS NOT NULL"), 6);
 
   for (const ResultRow& row : Rows(*coord, a->sweep_id, false)) {
     ASSERT_TRUE(row.result.has_value());
@@ -74,7 +74,7 @@ TEST_F(CurvesTest, StoredWithTheResultAndReadBackOnlyWhenAsked) {
     EXPECT_NE(row.cached_from_cell_id, 0);
     EXPECT_EQ(row.result->curve, TwoPoints(row.seed)) << "cell " << row.cell_id;
   }
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_curves"), 6);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results WHERE curve IS NOT NULL"), 6);
 
   ResultQuery grouped{a->sweep_id};
   grouped.group_by = GroupBy::kHeadRank;
@@ -98,26 +98,26 @@ TEST_F(CurvesTest, AnImpossibleCurveIsRefusedAndNothingOfTheCallStored) {
               ::testing::HasSubstr(
                   "result.curve.points[1].step must be at most steps (100), got 150"));
   EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 0);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_curves"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results WHERE curve IS NOT NULL"), 0);
 }
 
 TEST_F(CurvesTest, AQuarantineAndADeleteTakeTheCurvesWithTheirResults) {
   const std::string w = Register();
   const std::string a = Submit(MakeSpec("a", {1, 2}, 2));
   TrainWithCurves(*coordinator_, w);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_curves"), 6);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results WHERE curve IS NOT NULL"), 6);
   auto q = coordinator_->Quarantine(w, 0, "admin");
   ASSERT_TRUE(q.ok()) << q.status();
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_curves"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results WHERE curve IS NOT NULL"), 0);
 
   ASSERT_TRUE(coordinator_->Unquarantine(w, "admin").ok());
   const std::string w2 = Register("host2");
   TrainWithCurves(*coordinator_, w2);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_curves"), 6);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results WHERE curve IS NOT NULL"), 6);
   SweepAdmin admin(store_.get(), coordinator_.get());
   auto deleted = admin.Delete(a, a);
   ASSERT_TRUE(deleted.ok()) << deleted.status();
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_curves"), 0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM results WHERE curve IS NOT NULL"), 0);
 }
 
 }  // namespace

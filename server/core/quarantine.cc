@@ -149,7 +149,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
         ins.BindBlob(4, q.ColumnBlob(kPacked)).Bind(5, now_ms).Bind(6, by).Bind(7, out.quarantine_id);
         RETURN_IF_ERROR(ins.Run());
       }
-      for (const char* table : {"results", "result_packs", "result_curves"}) {
+      for (const char* table : {"results", "result_packs"}) {
         ASSIGN_OR_RETURN(Statement del,
                          c.Prepare(absl::StrCat("DELETE FROM ", table, " WHERE cell_id = ?1")));
         del.Bind(1, cell_id);

@@ -53,33 +53,31 @@ const std::string& InsertResultSql() {
   static const std::string* sql = [] {
     std::string values =
         absl::StrCat("?1, ?2, ?3, ?4, ?5, ", kCellDone, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12");
-    for (int i = kInsertResultFirst; i <= kInsertRecipe; ++i) {
+    for (int i = kInsertResultFirst; i <= kInsertCurve; ++i) {
       absl::StrAppend(&values, ", ?", i);
     }
     return new std::string(absl::StrCat(
         "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
         "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
         "finished_ms, ",
-        ResultColumns(), ", task_key, recipe) VALUES (", values, ")"));
+        ResultColumns(), ", task_key, recipe, curve) VALUES (", values, ")"));
   }();
   return *sql;
 }
 
-absl::Status InsertCurve(Connection& c, int64_t cell_id, const std::string& sweep_id,
-                         const Curve& curve) {
-  if (curve.points.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(Statement ins, c.Prepare("INSERT OR REPLACE INTO result_curves (cell_id, "
-                                            "sweep_id, curve) VALUES (?1, ?2, ?3)"));
-  const std::string bytes = EncodeCurve(curve);
-  ins.Bind(1, cell_id).Bind(2, sweep_id).BindBlob(3, bytes);
-  return ins.Run();
+void BindCurve(Statement& st, const Curve& curve) {
+  if (curve.points.empty()) {
+    st.BindNull(kInsertCurve);
+  } else {
+    st.BindBlob(kInsertCurve, EncodeCurve(curve));
+  }
 }
 
 absl::StatusOr<Curve> ReadCurve(Connection& c, int64_t source_cell_id) {
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT curve FROM result_curves WHERE cell_id = ?1"));
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT curve FROM results WHERE cell_id = ?1"));
   q.Bind(1, source_cell_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return Curve();
+  if (!row || q.ColumnIsNull(0)) return Curve();
   const std::string_view bytes = q.ColumnBlob(0);
   return DecodeCurve(absl::string_view(bytes.data(), bytes.size()));
 }

@@ -82,6 +82,8 @@ void ReadResultColumns(const Statement& st, int first, SeedResult* r);
 constexpr int kInsertResultFirst = 13;
 constexpr int kInsertTaskKey = kInsertResultFirst + ResultCol::kCount;
 constexpr int kInsertRecipe = kInsertTaskKey + 1;
+// The learning curve (EncodeCurve), NULL when the result has none.
+constexpr int kInsertCurve = kInsertRecipe + 1;
 
 // INSERT of a DONE result row: cell_id, sweep_id, head_index, rank, seed,
 // lease_id, attempt, worker_id, worker_build_id, worker_torch_version,
@@ -91,10 +93,9 @@ const std::string& InsertResultSql();
 
 // Writes the packed copy (server/core/packed_row.h) of a result row just
 // written to `results`, replacing the cell's earlier one.
-// Stores `curve` (EncodeCurve) as the learning curve of the result of
-// `cell_id`, replacing one stored before; nothing for an empty curve.
-absl::Status InsertCurve(Connection& c, int64_t cell_id, const std::string& sweep_id,
-                         const Curve& curve);
+// Binds `curve` (EncodeCurve) to the INSERT's ?kInsertCurve: NULL for an
+// empty curve.
+void BindCurve(Statement& st, const Curve& curve);
 
 // The learning curve of a result of cell `source_cell_id` (a cached row's
 // source, else the row's own cell); an empty curve when none is stored.

@@ -429,17 +429,12 @@ CREATE TABLE held_tokens (
   at_ms     INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql"},
-    // Learning curves (common/spec/curve.h): one encoded curve per DONE
-    // result that has one, by the result's cell; a cached row reads its
-    // source cell's. Apart from `results` so that reading results never
-    // pages through them.
+    // Learning curves (common/spec/curve.h): a DONE result's encoded
+    // curve, NULL when it has none; a cached row reads its source cell's.
+    // Row queries read result_packs and groups result_groups, so neither
+    // pages through curves.
     {17, R"sql(
-CREATE TABLE result_curves (
-  cell_id  INTEGER PRIMARY KEY REFERENCES cells(id),
-  sweep_id TEXT NOT NULL,
-  curve    BLOB NOT NULL
-);
-CREATE INDEX result_curves_by_sweep ON result_curves(sweep_id);
+ALTER TABLE results ADD COLUMN curve BLOB;
 )sql"},
 };
 constexpr bool VersionsAreOneToN() {

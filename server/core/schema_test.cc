@@ -73,7 +73,7 @@ constexpr const char* kVersion3Columns[] = {
 // Turns a freshly created (empty) file back into what schema version 16 wrote.
 absl::Status DowngradeToVersion16(Connection& c) {
   // Version 17: learning curves.
-  RETURN_IF_ERROR(c.Exec("DROP TABLE result_curves"));
+  RETURN_IF_ERROR(c.Exec("ALTER TABLE results DROP COLUMN curve"));
   return c.Exec("UPDATE schema_version SET version = 16");
 }
 
@@ -517,7 +517,7 @@ TEST(StoreTest, MigrationToVersion17KeepsEveryResultWithNoCurve) {
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
   EXPECT_EQ(CountRows(**store, "sweeps"), 1);
-  EXPECT_EQ(CountRows(**store, "result_curves"), 0);
+  EXPECT_EQ(CountRows(**store, "results"), 0);
 }
 
 TEST(StoreTest, MigrationToVersion6PacksExistingResultRows) {
