@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -256,18 +257,28 @@ int WriteFigure(const std::string& path, FigureFormat format, const std::string&
   return kExitOk;
 }
 
+// The spec of the one sweep a figure of `flag` draws; nullopt (the error
+// reported, *code set) for another number of sweeps or a failed GetSweep.
+std::optional<SweepSpec> OneSweepSpec(Client* client, const PlotArgs& a, const char* flag,
+                                      int* code) {
+  if (a.sweep_ids.size() != 1) {
+    *code = ReportLocal(absl::InvalidArgumentError(
+        absl::StrCat(flag, ": draws one sweep, got ", a.sweep_ids.size())));
+    return std::nullopt;
+  }
+  absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, a.sweep_ids[0], code);
+  if (!sweep.ok()) return std::nullopt;
+  return FromProto(sweep->spec());
+}
+
 // `plot ID --x AXIS`: each ranked head's transition rank against a dataset
 // axis of one sweep, with the seeds' own transitions and the fit.
 int PlotLaw(Client* client, const PlotArgs& a, bool test, FigureFormat format) {
-  if (a.sweep_ids.size() != 1) {
-    return ReportLocal(absl::InvalidArgumentError(
-        absl::StrCat("--x: draws one sweep, got ", a.sweep_ids.size())));
-  }
-  const std::string& id = a.sweep_ids[0];
   int code = kExitOk;
-  absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, id, &code);
-  if (!sweep.ok()) return code;
-  const SweepSpec spec = FromProto(sweep->spec());
+  const std::optional<SweepSpec> one = OneSweepSpec(client, a, "--x", &code);
+  if (!one.has_value()) return code;
+  const std::string& id = a.sweep_ids[0];
+  const SweepSpec& spec = *one;
   std::vector<std::string> dataset_axes;
   for (const SweepAxis& axis : spec.axes) {
     if (absl::StartsWith(AxisField(axis.name), "dataset.")) dataset_axes.push_back(axis.name);
@@ -318,15 +329,11 @@ int PlotLaw(Client* client, const PlotArgs& a, bool test, FigureFormat format) {
 // `plot ID --curves`: each done seed's learning curve, a panel per head,
 // rank and recipe.
 int PlotCurves(Client* client, const PlotArgs& a, bool test, FigureFormat format) {
-  if (a.sweep_ids.size() != 1) {
-    return ReportLocal(absl::InvalidArgumentError(
-        absl::StrCat("--curves: draws one sweep, got ", a.sweep_ids.size())));
-  }
-  const std::string& id = a.sweep_ids[0];
   int code = kExitOk;
-  absl::StatusOr<v1::SweepInfo> sweep = GetSweep(client, id, &code);
-  if (!sweep.ok()) return code;
-  const SweepSpec spec = FromProto(sweep->spec());
+  const std::optional<SweepSpec> one = OneSweepSpec(client, a, "--curves", &code);
+  if (!one.has_value()) return code;
+  const std::string& id = a.sweep_ids[0];
+  const SweepSpec& spec = *one;
   if (test && !HasTestSplit(spec)) {
     return ReportLocal(absl::InvalidArgumentError(absl::StrCat(
         "--split test: sweep ", id, " (", spec.name, ") has no test split")));

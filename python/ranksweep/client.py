@@ -393,15 +393,19 @@ class Client:
             invalid.CopyFrom(request)
             invalid.state = pb.CELL_STATE_INVALID
             requests.append(invalid)
-        replies = []
-        for request in requests:
-            while True:
-                reply = self._call("results", self._stub.QueryResults, request)
-                replies.append(reply)
-                if not reply.next_page_token:
-                    break
-                request.page_token = reply.next_page_token
+        replies = [r for request in requests for r in self._pages("results", request)]
         return frames.results_frame(replies, spec)
+
+    def _pages(self, what: str, request: pb.QueryResultsRequest) -> List[Any]:
+        """Every reply of a rows query, a page at a time (request's page_token
+        moves on)."""
+        replies = []
+        while True:
+            reply = self._call(what, self._stub.QueryResults, request)
+            replies.append(reply)
+            if not reply.next_page_token:
+                return replies
+            request.page_token = reply.next_page_token
 
     def curves(self, sweep_id: str, head: Optional[str] = None,
                ranks: Optional[Sequence[int]] = None,
@@ -417,14 +421,7 @@ class Client:
         request.state = pb.CELL_STATE_DONE
         request.curves = True
         request.page_size = CURVES_PAGE_SIZE
-        replies = []
-        while True:
-            reply = self._call("curves", self._stub.QueryResults, request)
-            replies.append(reply)
-            if not reply.next_page_token:
-                break
-            request.page_token = reply.next_page_token
-        return frames.curves_frame(replies, spec)
+        return frames.curves_frame(self._pages("curves", request), spec)
 
     def _grouped(self, what: str, sweep_id: str, head: Optional[str],
                  ranks: Optional[Sequence[int]], seeds: Optional[Sequence[int]],
