@@ -65,14 +65,16 @@ TEST_F(CoordinatorTest, EveryResultFieldComesBackFromTheStoreUnchanged) {
     SeedResult r;
     r.seed = c.seed;
     r.train = {276, 0.75, 0.5, 0.5, 1.25};
-    // Seed 0 has a test split; seed 1 has none (its test_error is stored as
-    // NULL and reads back as the default, 1).
-    r.test = c.seed == 0 ? SplitMetrics{50, 0.875, 0.625, 0.375, 2.5} : SplitMetrics{};
+    // Both seeds have the dataset's test split (a result without one, whose
+    // test_error is stored as NULL and reads back as the default 1, is an
+    // exhaustive dataset's: MakeSpec's, in the other tests).
+    r.test = c.seed == 0 ? SplitMetrics{50, 0.875, 0.625, 0.375, 2.5}
+                         : SplitMetrics{50, 0.5, 0.25, 0.75, 1.5};
     r.final_loss = 0.0625;
     r.steps = 1234;
     r.wall_seconds = 3.25;
     r.device = "cuda:0 (NVIDIA H200)";
-    r.facts = {276, c.seed == 0 ? 50 : 0, 4, 0, 0};  // no rank bounds: not a witness family
+    r.facts = {276, 50, 4, 0, 0};  // no rank bounds: not a witness family
     results.push_back(CellResult{c.cell_id, c.lease_id, r});
   }
   ASSERT_TRUE(coordinator_->Complete(w, results).ok());
@@ -96,13 +98,13 @@ TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
   const double test[] = {0.1, 0.2, 0.3};
   for (size_t i = 0; i < 3; ++i) {
     const LeasedCell& c = tasks[0].cells[i];
-    results.push_back(CellResult{c.cell_id, c.lease_id, MakeResult(c.seed, train[i], test[i], 10)});
+    results.push_back(CellResult{c.cell_id, c.lease_id, MakeResult(c.seed, train[i], test[i], 40)});
   }
   ASSERT_TRUE(coordinator_->Complete(w, results).ok());
-  // Group (kernel, r=2): one seed done out of 3, no test split.
+  // Group (kernel, r=2): one seed done out of 3, exact on both splits.
   tasks = Acquire(w, 1, 1);
   ASSERT_EQ(tasks[0].rank, 2);
-  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 0.0)).ok());
+  ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(tasks[0], 0.0, 40)).ok());
 
   ResultQuery query{sweep};
   query.group_by = GroupBy::kHeadRank;
@@ -136,7 +138,7 @@ TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
   EXPECT_DOUBLE_EQ(g2.train_error.mean, 0.0);
   EXPECT_DOUBLE_EQ(g2.train_error.std, 0.0);
   EXPECT_DOUBLE_EQ(g2.train_error.ci95, 0.0);
-  EXPECT_DOUBLE_EQ(g2.test_error.mean, 0.0);  // no test split
+  EXPECT_DOUBLE_EQ(g2.test_error.mean, 0.0);
 
   const ResultGroup& g3 = q->groups[2];
   EXPECT_EQ(g3.head, "softmax");
@@ -336,7 +338,7 @@ TEST_F(CoordinatorTest, QueryFiltersByHeadRankSeedAndState) {
 
 TEST_F(CoordinatorTest, GroupsFromTheRunningAggregatesEqualGroupsFromTheRows) {
   // 2 ranks x 6 seeds + softmax: three tasks of up to 4 seeds done with
-  // varied errors, with and without a test split; two cells failed for
+  // varied errors on both splits; two cells failed for
   // good, one leased, the rest pending.
   std::string sweep = Submit(WithTestSplit(MakeSpec("agree", {1, 2}, 6)));
   std::string w = Register();
@@ -347,7 +349,7 @@ TEST_F(CoordinatorTest, GroupsFromTheRunningAggregatesEqualGroupsFromTheRows) {
       ++k;
       const double train = (k % 5) * 0.125;
       results.push_back(CellResult{c.cell_id, c.lease_id,
-                                   MakeResult(c.seed, train, (k % 3) * 0.3, k % 2 ? 16 : 0)});
+                                   MakeResult(c.seed, train, (k % 3) * 0.3, 40)});
     }
     ASSERT_TRUE(coordinator_->Complete(w, results).ok());
   }

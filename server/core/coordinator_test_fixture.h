@@ -110,10 +110,13 @@ inline SeedResult MakeResult(uint64_t seed, double train_error, double test_erro
   return r;
 }
 
-inline std::vector<CellResult> ResultsFor(const Task& task, double train_error = 0) {
+// `test_sequences`: the test split of a pool dataset (WithTestSplit's 40).
+inline std::vector<CellResult> ResultsFor(const Task& task, double train_error = 0,
+                                          int64_t test_sequences = 0) {
   std::vector<CellResult> out;
   for (const LeasedCell& c : task.cells) {
-    out.push_back(CellResult{c.cell_id, c.lease_id, MakeResult(c.seed, train_error)});
+    out.push_back(CellResult{c.cell_id, c.lease_id,
+                             MakeResult(c.seed, train_error, 0, test_sequences)});
   }
   return out;
 }

@@ -73,17 +73,17 @@ absl::Status CheckResultAgainstTask(const SeedResult& r, const TaskSpec& task) {
       }
       break;
     case DatasetKind::kPool:
-      if (f.train_sequences > d.train_size) {
+      // Either split builds exactly train_size and test_size sequences.
+      if (f.train_sequences != d.train_size) {
         return Refuse("facts.train_sequences",
-                      absl::StrCat("at most the task's train_size (", d.train_size, ")"),
+                      absl::StrCat("the task's train_size (", d.train_size, ")"),
                       f.train_sequences);
       }
-      if (f.test_sequences > d.test_size) {
+      if (f.test_sequences != d.test_size) {
         return Refuse("facts.test_sequences",
-                      absl::StrCat(d.test_size == 0
-                                       ? std::string("0 (the task's pool dataset has no test split)")
-                                       : absl::StrCat("at most the task's test_size (",
-                                                      d.test_size, ")")),
+                      d.test_size == 0
+                          ? std::string("0 (the task's pool dataset has no test split)")
+                          : absl::StrCat("the task's test_size (", d.test_size, ")"),
                       f.test_sequences);
       }
       break;

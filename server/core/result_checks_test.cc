@@ -142,15 +142,28 @@ TEST(ResultChecksTest, AWitnessFamilyWithNumQueriesHasItsSize) {
                 "keys are scored), got 25");
 }
 
-TEST(ResultChecksTest, APoolDatasetHasAtMostItsSizes) {
+TEST(ResultChecksTest, APoolDatasetHasExactlyItsSizes) {
+  // Either split builds exactly train_size and test_size sequences: fewer
+  // is as impossible as more.
+  for (int64_t train : {63, 65}) {
+    SeedResult r = Honest(Pool(16));
+    r.train.sequences = r.facts.train_sequences = train;
+    ExpectRefused(r, Pool(16),
+                  absl::StrCat("result.facts.train_sequences must be the task's train_size (64), "
+                               "got ", train));
+  }
+  for (int64_t test : {15, 17}) {
+    SeedResult r = Honest(Pool(16));
+    r.test.sequences = r.facts.test_sequences = test;
+    ExpectRefused(r, Pool(16),
+                  absl::StrCat("result.facts.test_sequences must be the task's test_size (16), "
+                               "got ", test));
+  }
+  // A result without the test split a pool dataset has.
   SeedResult r = Honest(Pool(16));
-  r.train.sequences = r.facts.train_sequences = 65;
-  ExpectRefused(r, Pool(16),
-                "result.facts.train_sequences must be at most the task's train_size (64), got 65");
-  r = Honest(Pool(16));
-  r.test.sequences = r.facts.test_sequences = 17;
-  ExpectRefused(r, Pool(16),
-                "result.facts.test_sequences must be at most the task's test_size (16), got 17");
+  r.test = SplitMetrics{};
+  r.facts.test_sequences = 0;
+  ExpectRefused(r, Pool(16), "result.facts.test_sequences must be the task's test_size (16), got 0");
 }
 
 TEST(ResultChecksTest, NoTestSplitWhereTheDatasetHasNone) {
