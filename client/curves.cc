@@ -44,7 +44,7 @@ std::vector<SeedCurve> CurvesOfRows(const std::vector<v1::ResultRow>& rows) {
     c.rank = row.rank();
     c.recipe = row.recipe();
     c.seed = row.seed();
-    c.curve = FromProto(row.result()).curve;
+    c.curve = FromProto(row.result().curve());
     out.push_back(std::move(c));
   }
   return out;

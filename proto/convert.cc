@@ -275,6 +275,29 @@ void SetProtoMetric(const ResultMetric& metric, std::optional<double> value,
   }
 }
 
+Curve FromProto(const v1::Curve& c) {
+  Curve curve;
+  curve.has_test = c.has_test();
+  curve.points.resize(c.steps_size());
+  // The lists' lengths are checked before (CheckWireSeedResult); a short
+  // list reads as the defaults.
+  auto at = [](const google::protobuf::RepeatedField<float>& v, int i, float fallback) {
+    return i < v.size() ? v.Get(i) : fallback;
+  };
+  for (int i = 0; i < c.steps_size(); ++i) {
+    CurvePoint& point = curve.points[i];
+    point.step = c.steps(i);
+    point.loss = at(c.loss(), i, 0);
+    point.train_error = at(c.train_error(), i, 1);
+    point.train_position_accuracy = at(c.train_position_accuracy(), i, 0);
+    if (c.has_test()) {
+      point.test_error = at(c.test_error(), i, 1);
+      point.test_position_accuracy = at(c.test_position_accuracy(), i, 0);
+    }
+  }
+  return curve;
+}
+
 SeedResult FromProto(const v1::SeedResult& p) {
   SeedResult r;
   r.seed = p.seed();
@@ -286,25 +309,7 @@ SeedResult FromProto(const v1::SeedResult& p) {
   r.device = p.device();
   r.facts = FromProto(p.facts());
   for (const ResultMetric& m : ResultMetrics()) SetMetric(m, GetProtoMetric(m, p), &r);
-  const v1::Curve& c = p.curve();
-  r.curve.has_test = c.has_test();
-  r.curve.points.resize(c.steps_size());
-  // The lists' lengths are checked before (CheckWireSeedResult); a short
-  // list reads as the defaults.
-  auto at = [](const google::protobuf::RepeatedField<float>& v, int i, float fallback) {
-    return i < v.size() ? v.Get(i) : fallback;
-  };
-  for (int i = 0; i < c.steps_size(); ++i) {
-    CurvePoint& point = r.curve.points[i];
-    point.step = c.steps(i);
-    point.loss = at(c.loss(), i, 0);
-    point.train_error = at(c.train_error(), i, 1);
-    point.train_position_accuracy = at(c.train_position_accuracy(), i, 0);
-    if (c.has_test()) {
-      point.test_error = at(c.test_error(), i, 1);
-      point.test_position_accuracy = at(c.test_position_accuracy(), i, 0);
-    }
-  }
+  r.curve = FromProto(p.curve());
   return r;
 }
 

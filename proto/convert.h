@@ -19,6 +19,8 @@ TrainSpec FromProto(const v1::TrainSpec& p);
 SweepSpec FromProto(const v1::SweepSpec& p);
 TaskSpec FromProto(const v1::TaskSpec& p);
 SeedResult FromProto(const v1::SeedResult& p);
+// A learning curve alone (what FromProto(SeedResult) puts in `curve`).
+Curve FromProto(const v1::Curve& c);
 DatasetFacts FromProto(const v1::DatasetFacts& p);
 
 v1::DatasetSpec ToProto(const DatasetSpec& s);
