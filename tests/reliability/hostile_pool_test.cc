@@ -510,6 +510,59 @@ TEST_F(HostilePoolTest, EveryImpossibleResultIsRefusedAgainstItsTask) {
   EXPECT_EQ(Q("SELECT count(*) FROM results"), 4);
 }
 
+// A pool dataset builds exactly train_size and test_size sequences: a
+// result that claims fewer (a worker that trained on a smaller split and
+// reports it consistently, train.sequences and facts alike) is refused,
+// and so is one that claims more.
+TEST_F(HostilePoolTest, APoolResultWithAnyOtherSplitSizeIsRefused) {
+  const std::string spec =
+      R"({"name": "pool-liar", "dataset": {"kind": "pool", "m": 8, "seq_len": 3, )"
+      R"("weight": 2, "pool_size": 24, "test_pool_share": 0.25, "train_size": 20, )"
+      R"("test_size": 8}, "heads": [{"kind": "kernel", "feature_map": "elu1"}], )"
+      R"("ranks": [1], "seed_count": 2, "train": {"max_steps": 100, "eval_every": 50}})";
+  ASSERT_FALSE(cluster_->Submit(spec).empty()) << cluster_->error();
+  WorkerClient liar(cluster_->address(), pool_a_);
+  v1::RegisterWorkerResponse reg;
+  ASSERT_TRUE(liar.Register("liar-1", &reg).ok());
+  v1::AcquireTasksResponse got;
+  ASSERT_TRUE(liar.Acquire("liar-1", reg.session(), 4, &got).ok());
+  ASSERT_EQ(got.tasks_size(), 1);
+  const v1::Task task = got.tasks(0);
+  ASSERT_EQ(task.cells_size(), 2);
+
+  // Sizes for both splits, consistent between the metrics and the facts.
+  auto sized = [](int64_t train, int64_t test) {
+    return [train, test](v1::SeedResult* r) {
+      r->mutable_train()->set_sequences(train);
+      r->mutable_facts()->set_train_sequences(train);
+      r->mutable_test()->set_sequences(test);
+      r->mutable_test()->set_exact_accuracy(1);
+      r->mutable_test()->set_position_accuracy(1);
+      r->mutable_test()->set_error(0);
+      r->mutable_facts()->set_test_sequences(test);
+    };
+  };
+  const std::vector<std::pair<std::string, std::function<void(v1::SeedResult*)>>> lies = {
+      {"result.facts.train_sequences must be the task's train_size (20), got 19", sized(19, 8)},
+      {"result.facts.train_sequences must be the task's train_size (20), got 21", sized(21, 8)},
+      {"result.facts.test_sequences must be the task's test_size (8), got 7", sized(20, 7)},
+      {"result.facts.test_sequences must be the task's test_size (8), got 9", sized(20, 9)},
+  };
+  for (const auto& [message, lie] : lies) {
+    v1::CompleteTasksResponse done;
+    grpc::Status s = liar.Complete("liar-1", reg.session(), task, &done, lie);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << message;
+    EXPECT_NE(s.error_message().find(message), std::string::npos) << s.error_message();
+    EXPECT_EQ(Q("SELECT count(*) FROM results"), 0) << message;
+    EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 2"), 2) << message;
+  }
+  // The exact sizes are stored.
+  v1::CompleteTasksResponse done;
+  ASSERT_TRUE(liar.Complete("liar-1", reg.session(), task, &done, sized(20, 8)).ok());
+  EXPECT_EQ(done.recorded(), 2);
+  EXPECT_EQ(Q("SELECT count(*) FROM results"), 2);
+}
+
 // ------------------------------------------------- the result cache
 
 // "The cache trusts the build id a worker reports about itself: a lying
