@@ -244,6 +244,11 @@ v1::SeedResult FakeResult(uint64_t seed) {
     // the last step.
     r.set_steps(25 * g_curve_points);
     v1::Curve* c = r.mutable_curve();
+    // Sized once, as a worker that knows its evaluation count would.
+    c->mutable_steps()->Reserve(g_curve_points);
+    c->mutable_loss()->Reserve(g_curve_points);
+    c->mutable_train_error()->Reserve(g_curve_points);
+    c->mutable_train_position_accuracy()->Reserve(g_curve_points);
     for (int i = 1; i <= g_curve_points; ++i) {
       const float f = static_cast<float>(g_curve_points - i) / static_cast<float>(g_curve_points);
       c->add_steps(25 * i);

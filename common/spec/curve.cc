@@ -22,12 +22,14 @@ absl::Status CheckShare(int64_t i, absl::string_view field, float v) {
   return absl::OkStatus();
 }
 
-void PutVarint(uint64_t v, std::string* out) {
+// Writes v at `at` (room for 10 bytes) and returns the byte after it.
+char* PutVarint(uint64_t v, char* at) {
   while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    *at++ = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  out->push_back(static_cast<char>(v));
+  *at++ = static_cast<char>(v);
+  return at;
 }
 
 bool GetVarint(absl::string_view* in, uint64_t* v) {
@@ -42,10 +44,12 @@ bool GetVarint(absl::string_view* in, uint64_t* v) {
   return false;
 }
 
-void PutFloat(float f, std::string* out) {
+// Writes f's four bytes, least significant first, at `at`.
+char* PutFloat(float f, char* at) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);
-  for (int k = 0; k < 4; ++k) out->push_back(static_cast<char>((bits >> (8 * k)) & 0xff));
+  for (int k = 0; k < 4; ++k) at[k] = static_cast<char>((bits >> (8 * k)) & 0xff);
+  return at + 4;
 }
 
 bool GetFloat(absl::string_view* in, float* f) {
@@ -104,25 +108,29 @@ absl::Status CheckCurve(const Curve& curve, int64_t steps, int eval_every, bool 
 }
 
 std::string EncodeCurve(const Curve& curve) {
-  std::string out;
-  const size_t per_point = curve.has_test ? 21 : 13;
-  out.reserve(2 + 3 + curve.points.size() * per_point);
-  out.push_back(static_cast<char>(kFormat));
-  out.push_back(static_cast<char>(curve.has_test ? kHasTest : 0));
-  PutVarint(curve.points.size(), &out);
+  // Written into a buffer sized for the longest encoding (a varint is at
+  // most 10 bytes) and cut to what was written: one allocation, no
+  // per-byte growth check, on the path of every completed result.
+  const size_t floats = curve.has_test ? 5 : 3;
+  std::string out(2 + 10 + curve.points.size() * (10 + 4 * floats), '\0');
+  char* at = out.data();
+  *at++ = static_cast<char>(kFormat);
+  *at++ = static_cast<char>(curve.has_test ? kHasTest : 0);
+  at = PutVarint(curve.points.size(), at);
   int64_t before = 0;
   for (const CurvePoint& p : curve.points) {
     // Steps ascend (CheckCurve), so the delta is small and positive.
-    PutVarint(static_cast<uint64_t>(p.step - before), &out);
+    at = PutVarint(static_cast<uint64_t>(p.step - before), at);
     before = p.step;
-    PutFloat(p.loss, &out);
-    PutFloat(p.train_error, &out);
-    PutFloat(p.train_position_accuracy, &out);
+    at = PutFloat(p.loss, at);
+    at = PutFloat(p.train_error, at);
+    at = PutFloat(p.train_position_accuracy, at);
     if (curve.has_test) {
-      PutFloat(p.test_error, &out);
-      PutFloat(p.test_position_accuracy, &out);
+      at = PutFloat(p.test_error, at);
+      at = PutFloat(p.test_position_accuracy, at);
     }
   }
+  out.resize(static_cast<size_t>(at - out.data()));
   return out;
 }
 
