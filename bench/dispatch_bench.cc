@@ -40,7 +40,10 @@
 //   query:    QueryResults latency on a sweep of Q result rows, median of
 //             several runs: per-seed rows in one reply (page_size 0); in
 //             pages of --page_size rows (the CLI's 10,000), the first page
-//             and all of them; and grouped by (head, rank).
+//             and all of them; and grouped by (head, rank). Its floor, in
+//             the same run: the same rows read straight from the database
+//             file by the bench itself (no coordinator, no gRPC), from
+//             `results` with every column and from `result_packs`.
 //
 // It starts its own ranksweepd (temporary database, port 0). The peer
 // (Optuna with SQLite storage running no-op trials) is run by
@@ -71,6 +74,7 @@
 #include "common/temp_dir.h"
 #include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "sqlite3.h"
 
 namespace {
 
@@ -258,6 +262,72 @@ v1::SeedResult FakeResult(uint64_t seed) {
     }
   }
   return r;
+}
+
+// A raw SQLite scan of one sweep's rows, median of `runs`: every column of
+// every row read (text and blobs touched byte by byte, as a consumer
+// would), on a read-only connection of this process.
+struct ScanTimes {
+  int64_t rows = 0;
+  double median_ms = 0;
+};
+ScanTimes RawScanMs(const std::string& db_path, const std::string& sql,
+                    const std::string& sweep_id, int runs) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    std::fprintf(stderr, "raw scan: cannot open %s: %s\n", db_path.c_str(), sqlite3_errmsg(db));
+    std::exit(1);
+  }
+  ScanTimes out;
+  std::vector<double> ms;
+  uint64_t checksum = 0;
+  for (int run = 0; run < runs; ++run) {
+    const auto t0 = Clock::now();
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+      std::fprintf(stderr, "raw scan: %s: %s\n", sql.c_str(), sqlite3_errmsg(db));
+      std::exit(1);
+    }
+    sqlite3_bind_text(st, 1, sweep_id.data(), static_cast<int>(sweep_id.size()), SQLITE_STATIC);
+    int64_t rows = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      ++rows;
+      const int n = sqlite3_column_count(st);
+      for (int i = 0; i < n; ++i) {
+        switch (sqlite3_column_type(st, i)) {
+          case SQLITE_INTEGER:
+            checksum += static_cast<uint64_t>(sqlite3_column_int64(st, i));
+            break;
+          case SQLITE_FLOAT:
+            checksum += static_cast<uint64_t>(sqlite3_column_double(st, i) * 1024);
+            break;
+          case SQLITE_TEXT:
+          case SQLITE_BLOB: {
+            const auto* bytes = static_cast<const unsigned char*>(sqlite3_column_blob(st, i));
+            const int size = sqlite3_column_bytes(st, i);
+            for (int k = 0; k < size; ++k) checksum += bytes[k];
+            break;
+          }
+          default:
+            break;
+        }
+      }
+    }
+    if (rc != SQLITE_DONE) {
+      std::fprintf(stderr, "raw scan: %s\n", sqlite3_errmsg(db));
+      std::exit(1);
+    }
+    sqlite3_finalize(st);
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    out.rows = rows;
+  }
+  sqlite3_close(db);
+  std::sort(ms.begin(), ms.end());
+  out.median_ms = ms.empty() ? 0 : ms[ms.size() / 2];
+  if (checksum == 1) std::fprintf(stderr, "raw scan checksum %llu\n",
+                                  static_cast<unsigned long long>(checksum));  // keeps the reads
+  return out;
 }
 
 // A registered worker: its id and the session every later call carries.
@@ -707,6 +777,21 @@ int main(int argc, char** argv) {
                 "all_pages_median_ms=%.1f one_reply_as_rows_median_ms=%.1f\n",
                 columns.items, columns.all_ms, columns_paged.first_page_ms, columns_paged.all_ms,
                 columns_as_rows.all_ms);
+    // The floor: the same rows read straight from the file by this process,
+    // no coordinator, no gRPC. `results` with every column, as a program of
+    // its own would read them; `result_packs`, the packed copy the
+    // coordinator's query reads.
+    const std::string db = dir.path() + "/bench.db";
+    const ScanTimes results_scan = RawScanMs(
+        db, "SELECT * FROM results WHERE sweep_id = ?1 ORDER BY cell_id", id, flags.query_runs);
+    const ScanTimes packs_scan = RawScanMs(
+        db, "SELECT cell_id, packed FROM result_packs WHERE sweep_id = ?1 ORDER BY cell_id", id,
+        flags.query_runs);
+    std::printf("query_raw_sqlite results_rows=%lld results_median_ms=%.1f packs_rows=%lld "
+                "packs_median_ms=%.1f columns_over_results_scan=%.2f\n",
+                static_cast<long long>(results_scan.rows), results_scan.median_ms,
+                static_cast<long long>(packs_scan.rows), packs_scan.median_ms,
+                results_scan.median_ms > 0 ? columns.all_ms / results_scan.median_ms : 0.0);
   }
   server.Signal(SIGTERM);
   server.Wait(30s);
