@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/spec/spec.h"
 #include "ranksweep/v1/ranksweep.pb.h"
 
@@ -59,9 +60,24 @@ struct LawPlotInput {
   std::vector<v1::AxisLaw> laws;  // this axis' laws, one per head
   std::vector<SeedTransition> seeds;
   std::vector<std::string> caption;
+
+  // Presentation, as `ranksweep plot`'s flags set it (PlotInput's fields of
+  // the same names, plot.h); the defaults draw the figure as it always was.
+  bool show_title = true;    // false: no title or subtitle; the plot moves up
+  bool show_caption = true;  // false: no caption lines under the x axis
+  double font_size = 13;     // the base text size in px; every text and margin scales with it
+  int width = 0;             // the figure's size in px: the plot area takes what the legend
+  int height = 0;            // and text leave; 0: the default area (540 x 380 px at size 13)
 };
 
-// InvalidArgument-free by design: a law without points draws nothing.
+// OK, or InvalidArgument when a --size leaves the plot area smaller than
+// kMinPlotAreaWidth x kMinPlotAreaHeight (plot.h) with this input's text
+// and font size; the error says the smallest size that fits. The flags'
+// own ranges are CheckPlotInput's.
+absl::Status CheckLawPlotSize(const LawPlotInput& input);
+
+// InvalidArgument-free by design: a law without points draws nothing; a
+// size CheckLawPlotSize refuses draws a plot area of its minimum size.
 std::string RenderLawSvg(const LawPlotInput& input);
 
 // "log2 r = 1.02 m - 0.10 (95%: 0.84..1.20; 4 values; m = 7 left out)",

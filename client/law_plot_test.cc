@@ -137,6 +137,55 @@ TEST(RenderLawSvgTest, TransitionsUndefinedMarksSeedsFitReferenceAndBounds) {
   EXPECT_EQ(Count(RenderLawSvg(in), "class=\"reference\""), 0);
 }
 
+// The presentation fields: no title, no caption, a size of its own, text
+// scaled with the font size; a size the text does not leave room in is
+// refused with the smallest that fits.
+TEST(RenderLawSvgTest, TitleCaptionSizeAndFontSizeAreChoices) {
+  LawPlotInput in;
+  in.title = "law";
+  in.subtitle = "exhaustive dataset";
+  in.axis = "m";
+  v1::AxisLaw kernel;
+  kernel.set_head("kernel/elu1");
+  kernel.set_has_rank(true);
+  *kernel.add_points() = Point(2, true, 4, 3);
+  *kernel.add_points() = Point(3, true, 8, 5);
+  in.laws = {kernel};
+  in.caption = {"sweep sw-1", "criterion all"};
+  const std::string plain = RenderLawSvg(in);
+  EXPECT_THAT(plain, HasSubstr("width=\"960\" height=\"552\""));  // 450 + 70 + 2 x 16
+  EXPECT_EQ(Count(plain, "class=\"title\""), 1);
+  EXPECT_EQ(Count(plain, "class=\"caption\""), 2);
+
+  in.show_title = false;
+  in.show_caption = false;
+  const std::string bare = RenderLawSvg(in);
+  EXPECT_THAT(bare, HasSubstr("width=\"960\" height=\"470\""));  // 20 + 380 + 70
+  EXPECT_EQ(Count(bare, "class=\"title\""), 0);
+  EXPECT_EQ(Count(bare, "class=\"subtitle\""), 0);
+  EXPECT_EQ(Count(bare, "class=\"caption\""), 0);
+  EXPECT_EQ(Count(bare, "class=\"transition\""), 2);
+
+  in.font_size = 26;  // twice the base: margins and legend twice as wide
+  EXPECT_THAT(RenderLawSvg(in), HasSubstr("width=\"1380\" height=\"560\""));
+  EXPECT_THAT(RenderLawSvg(in), HasSubstr("font-family=\"sans-serif\" font-size=\"26\""));
+  EXPECT_THAT(RenderLawSvg(in), HasSubstr("font-size=\"24\""));  // the legend's 12, doubled
+  in.width = 1200;
+  in.height = 500;
+  ASSERT_TRUE(CheckLawPlotSize(in).ok()) << CheckLawPlotSize(in);
+  EXPECT_THAT(RenderLawSvg(in), HasSubstr("width=\"1200\" height=\"500\""));
+  in.width = 700;  // 700 - 160 - 680 leaves no plot area
+  EXPECT_EQ(std::string(CheckLawPlotSize(in).message()),
+            "--size: a width of 700 px leaves the plot area 0 px wide beside the legend (at "
+            "least 120 px); use a width of at least 960 or a smaller --font-size");
+  in.width = 0;
+  in.height = 250;  // 250 - 40 - 140 = 70 px high; the legend needs 278
+  EXPECT_EQ(std::string(CheckLawPlotSize(in).message()),
+            "--size: a height of 250 px leaves the plot area 70 px high with the title, caption "
+            "and legend (at least 80 px, and room for the legend); use a height of at least 278, "
+            "--no-title, --no-caption or a smaller --font-size");
+}
+
 // A rank-less head reads "exact on 3/3 seeds" once when every value agrees.
 TEST(RanklessCaptionTest, OneLineWhenEveryValueReadsTheSameElseEach) {
   v1::AxisLaw law;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "absl/strings/str_split.h"
 
 namespace ranksweep::client {
@@ -390,7 +391,7 @@ PlotLayout ComputePlotLayout(const PlotInput& input) {
   return l;
 }
 
-absl::Status CheckPlotInput(const PlotInput& input) {
+absl::Status CheckPlotRanges(const PlotInput& input) {
   if (!(input.font_size >= kMinPlotFontSize && input.font_size <= kMaxPlotFontSize)) {
     return absl::InvalidArgumentError(absl::StrCat("--font-size: ", input.font_size,
                                                    " is out of range; use ", kMinPlotFontSize,
@@ -404,6 +405,11 @@ absl::Status CheckPlotInput(const PlotInput& input) {
                                                      " to ", kMaxPlotSize, " (px)"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPlotInput(const PlotInput& input) {
+  RETURN_IF_ERROR(CheckPlotRanges(input));
   const PlotLayout l = ComputePlotLayout(input);
   if (input.width > 0 && l.right - l.left < kMinPlotAreaWidth) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -177,6 +177,9 @@ std::string RenderPlotSvg(const PlotInput& input);
 // (the error says the smallest size that fits). RenderPlotSvg draws any
 // input; the CLI checks first.
 absl::Status CheckPlotInput(const PlotInput& input);
+// The flags' own ranges alone (font size, width and height), for a figure
+// with a layout of its own (the transition figure, law_plot.h).
+absl::Status CheckPlotRanges(const PlotInput& input);
 
 // The seeds behind each line: the number of distinct seeds among its
 // points. When every line with points has the same number, returns it;

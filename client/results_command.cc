@@ -273,7 +273,9 @@ std::optional<SweepSpec> OneSweepSpec(Client* client, const PlotArgs& a, const c
 
 // `plot ID --x AXIS`: each ranked head's transition rank against a dataset
 // axis of one sweep, with the seeds' own transitions and the fit.
-int PlotLaw(Client* client, const PlotArgs& a, bool test, FigureFormat format) {
+// `look` holds the presentation flags, already checked against their ranges.
+int PlotLaw(Client* client, const PlotArgs& a, bool test, FigureFormat format,
+            const PlotInput& look) {
   int code = kExitOk;
   const std::optional<SweepSpec> one = OneSweepSpec(client, a, "--x", &code);
   if (!one.has_value()) return code;
@@ -318,6 +320,12 @@ int PlotLaw(Client* client, const PlotArgs& a, bool test, FigureFormat format) {
     return ReportLocal(absl::InvalidArgumentError(
         absl::StrCat("plot: no done cell to plot yet in ", id)));
   }
+  in.show_title = look.show_title;
+  in.show_caption = look.show_caption;
+  in.font_size = look.font_size;
+  in.width = look.width;
+  in.height = look.height;
+  if (absl::Status s = CheckLawPlotSize(in); !s.ok()) return ReportLocal(s);
   if (const int written = WriteFigure(a.output, format, RenderLawSvg(in)); written != kExitOk) {
     return written;
   }
@@ -419,15 +427,15 @@ int Plot(Client* client, const PlotArgs& a) {
   }
   // The flags' own ranges first; whether the size fits the text is known
   // once the sweeps' labels are.
-  if (absl::Status s = CheckPlotInput(in); !s.ok()) return ReportLocal(s);
+  if (absl::Status s = CheckPlotRanges(in); !s.ok()) return ReportLocal(s);
   const bool test = a.split == "test";
   if (!a.x.empty()) {
-    if (a.no_title || a.no_caption || a.bands || !a.size.empty() || a.font_size != 13) {
+    if (a.bands) {
       return ReportLocal(absl::InvalidArgumentError(
-          "--x: the transition figure takes -o, --format and --split only; --no-title, "
-          "--no-caption, --bands, --size and --font-size shape the figure against rank"));
+          "--bands: the transition figure (--x) draws each seed's transition, not bands; "
+          "drop --bands"));
     }
-    return PlotLaw(client, a, test, *format);
+    return PlotLaw(client, a, test, *format, in);
   }
   const bool several = a.sweep_ids.size() > 1;
   std::vector<std::string> names;

@@ -8,6 +8,7 @@
 // fit's arithmetic to the points the summary itself reports, not a rank.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,31 @@ TEST(LawE2eTest, LawAndOodPresetsGiveTheTransitionAtEachMItsFitAndTheirFigures) 
   EXPECT_EQ(Count(drawn, "class=\"transition\""), static_cast<int>(defined.size()));
   EXPECT_EQ(Count(drawn, "class=\"undefined\""), static_cast<int>(undefined.size()));
   EXPECT_EQ(Count(drawn, "class=\"reference\""), 1);
+  // The figure for a paper: no title or caption, its own size and text size,
+  // PDF; a size too small for the text is refused before anything is written.
+  const std::string pdf = dir.path() + "/law.pdf";
+  r = service.Cli({"plot", id, "--x", "m", "-o", pdf, "--no-title", "--no-caption", "--size",
+                   "700x420", "--font-size", "16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(testing::ReadFile(pdf).rfind("%PDF-", 0), 0u);
+  r = service.Cli({"plot", id, "--x", "m", "-o", svg, "--no-title", "--no-caption", "--size",
+                   "700x420", "--font-size", "16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string bare = testing::ReadFile(svg);
+  EXPECT_THAT(bare, HasSubstr("width=\"700\" height=\"420\""));
+  EXPECT_THAT(bare, HasSubstr("font-size=\"16\""));
+  EXPECT_EQ(Count(bare, "class=\"title\""), 0);
+  EXPECT_EQ(Count(bare, "class=\"caption\""), 0);
+  EXPECT_EQ(Count(bare, "class=\"transition\""), static_cast<int>(defined.size()));
+  r = service.Cli({"plot", id, "--x", "m", "-o", dir.path() + "/small.svg", "--size", "300x420"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--size: a width of 300 px leaves the plot area 0 px wide beside "
+                               "the legend (at least 120 px); use a width of at least 540"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/small.svg"));
+  r = service.Cli({"plot", id, "--x", "m", "-o", svg, "--bands"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--bands: the transition figure (--x) draws each seed's "
+                               "transition, not bands"));
   r = service.Cli({"plot", id, "--x", "pool_size", "-o", svg});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--x: sweep " + id + " (law-s0.1) has no dataset axis "
