@@ -6,6 +6,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -213,6 +214,92 @@ std::string PathOf(const std::vector<std::pair<int64_t, double>>& v,
 
 }  // namespace
 
+namespace {
+
+// The figure's grid and margins at the default font size (13 px); every
+// margin and gap scales with font_size / 13, the panels take the rest of a
+// --size.
+constexpr double kPanelWidth = 230, kPanelHeight = 170, kGapX = 40, kGapY = 56;
+constexpr double kMarginLeft = 60, kMarginRight = 30, kMarginTop = 100, kMarginTopNoTitle = 24;
+constexpr double kMarginBottom = 60, kMarginBottomNoCaption = 30;
+constexpr int kMostColumns = 4;
+
+struct CurvesLayout {
+  double scale = 1;
+  int columns = 1, rows = 1;
+  double panel_w = kPanelWidth, panel_h = kPanelHeight;
+  double gap_x = 0, gap_y = 0, margin_left = 0, margin_top = 0;
+  double width = 0, height = 0;
+};
+
+// Panels in rows of at most kMostColumns, one per (head, rank, recipe).
+CurvesLayout ComputeCurvesLayout(const CurvePlotInput& in, size_t panels) {
+  CurvesLayout l;
+  l.scale = in.font_size / 13;
+  const double s = l.scale;
+  l.columns = std::max<int>(1, std::min<int>(kMostColumns, static_cast<int>(panels)));
+  l.rows = std::max<int>(1, (static_cast<int>(panels) + l.columns - 1) / l.columns);
+  l.gap_x = kGapX * s;
+  l.gap_y = kGapY * s;
+  l.margin_left = kMarginLeft * s;
+  l.margin_top = (in.show_title ? kMarginTop : kMarginTopNoTitle) * s;
+  const double right = kMarginRight * s;
+  const double bottom = (in.show_caption ? kMarginBottom : kMarginBottomNoCaption) * s;
+  const double outside_w = l.margin_left + (l.columns - 1) * l.gap_x + right;
+  const double outside_h = l.margin_top + (l.rows - 1) * l.gap_y + bottom;
+  if (in.width > 0) l.panel_w = (in.width - outside_w) / l.columns;
+  if (in.height > 0) l.panel_h = (in.height - outside_h) / l.rows;
+  // A size too small (CheckCurvePlotSize refuses it) still draws the
+  // smallest panels.
+  l.panel_w = std::max(l.panel_w, kMinPlotAreaWidth);
+  l.panel_h = std::max(l.panel_h, kMinPlotAreaHeight);
+  l.width = in.width > 0 ? in.width : outside_w + l.columns * l.panel_w;
+  l.height = in.height > 0 ? in.height : outside_h + l.rows * l.panel_h;
+  return l;
+}
+
+size_t PanelCount(const CurvePlotInput& in) {
+  std::set<std::tuple<int, int, int>> panels;
+  for (const SeedCurve& c : in.curves) panels.insert({c.head_index, c.rank, c.recipe});
+  return panels.size();
+}
+
+}  // namespace
+
+absl::Status CheckCurvePlotSize(const CurvePlotInput& in) {
+  const CurvesLayout l = ComputeCurvesLayout(in, PanelCount(in));
+  const double s = l.scale;
+  if (in.width > 0) {
+    const double outside =
+        l.margin_left + (l.columns - 1) * l.gap_x + kMarginRight * s;
+    const double panel = (in.width - outside) / l.columns;
+    if (panel < kMinPlotAreaWidth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--size: a width of ", in.width, " px leaves ", l.columns == 1 ? "the" : "each of the ",
+          l.columns == 1 ? "" : absl::StrCat(l.columns, " "), "panel",
+          l.columns == 1 ? " " : "s ", static_cast<int>(std::floor(std::max(0.0, panel))),
+          " px wide (at least ", kMinPlotAreaWidth, " px); use a width of at least ",
+          static_cast<int>(std::ceil(outside + l.columns * kMinPlotAreaWidth)),
+          " or a smaller --font-size"));
+    }
+  }
+  if (in.height > 0) {
+    const double outside = l.margin_top + (l.rows - 1) * l.gap_y +
+                           (in.show_caption ? kMarginBottom : kMarginBottomNoCaption) * s;
+    const double panel = (in.height - outside) / l.rows;
+    if (panel < kMinPlotAreaHeight) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--size: a height of ", in.height, " px leaves ", l.rows == 1 ? "the" : "each of the ",
+          l.rows == 1 ? "" : absl::StrCat(l.rows, " "), "row", l.rows == 1 ? " " : "s ",
+          "of panels ", static_cast<int>(std::floor(std::max(0.0, panel))),
+          " px high (at least ", kMinPlotAreaHeight, " px); use a height of at least ",
+          static_cast<int>(std::ceil(outside + l.rows * kMinPlotAreaHeight)),
+          ", --no-title, --no-caption or a smaller --font-size"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string RenderCurvesSvg(const CurvePlotInput& in) {
   // Panels by (head, rank, recipe); seeds in order within each.
   std::map<std::tuple<int, int, int>, std::vector<const SeedCurve*>> panels;
@@ -231,40 +318,43 @@ std::string RenderCurvesSvg(const CurvePlotInput& in) {
     }
     if (top_value <= 0) top_value = 1;
   }
-  const int columns = std::max<int>(1, std::min<int>(4, static_cast<int>(panels.size())));
-  const int rows_n = std::max<int>(1, (static_cast<int>(panels.size()) + columns - 1) / columns);
-  const double panel_w = 230, panel_h = 170, gap_x = 40, gap_y = 56, margin_left = 60,
-               margin_top = 100;
-  const double width = margin_left + columns * panel_w + (columns - 1) * gap_x + 30;
-  const double height = margin_top + rows_n * panel_h + (rows_n - 1) * gap_y + 60;
+  const CurvesLayout l = ComputeCurvesLayout(in, panels.size());
+  const double s = l.scale;
+  // Sizes of text and marks: the default's, scaled.
+  auto px = [&](double at_13) { return absl::StrCat(at_13 * s); };
+  const double panel_w = l.panel_w, panel_h = l.panel_h, margin_left = l.margin_left,
+               margin_top = l.margin_top;
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" viewBox=\"0 0 %s %s\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n",
-      SvgNum(width), SvgNum(height), SvgNum(width), SvgNum(height));
+      "font-family=\"sans-serif\" font-size=\"%s\">\n",
+      SvgNum(l.width), SvgNum(l.height), SvgNum(l.width), SvgNum(l.height), px(12));
   absl::StrAppend(&svg, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-  absl::StrAppend(&svg, "<text class=\"title\" x=\"", SvgNum(margin_left), "\" y=\"28\" font-size=\"17\">",
-                  SvgEscape(in.title), "</text>\n");
-  const std::string what =
-      in.metric == "loss"
-          ? std::string("training loss")
-          : absl::StrCat(in.test ? "test " : "train ",
-                         in.metric == "error" ? "error (1 - exact-sequence accuracy)"
-                                              : "position accuracy");
-  absl::StrAppend(&svg, "<text class=\"subtitle\" x=\"", SvgNum(margin_left), "\" y=\"48\">",
-                  SvgEscape(in.subtitle.empty() ? what : absl::StrCat(in.subtitle, "; ", what)),
-                  "</text>\n");
-  absl::StrAppend(&svg, "<text class=\"key\" x=\"", SvgNum(margin_left),
-                  "\" y=\"66\" fill=\"#555\">thin: one seed each; bold: their mean (a seed that "
-                  "stopped early keeps its last value)</text>\n");
+  if (in.show_title) {
+    absl::StrAppend(&svg, "<text class=\"title\" x=\"", SvgNum(margin_left), "\" y=\"", px(28),
+                    "\" font-size=\"", px(17), "\">", SvgEscape(in.title), "</text>\n");
+    const std::string what =
+        in.metric == "loss"
+            ? std::string("training loss")
+            : absl::StrCat(in.test ? "test " : "train ",
+                           in.metric == "error" ? "error (1 - exact-sequence accuracy)"
+                                                : "position accuracy");
+    absl::StrAppend(&svg, "<text class=\"subtitle\" x=\"", SvgNum(margin_left), "\" y=\"",
+                    px(48), "\">",
+                    SvgEscape(in.subtitle.empty() ? what : absl::StrCat(in.subtitle, "; ", what)),
+                    "</text>\n");
+    absl::StrAppend(&svg, "<text class=\"key\" x=\"", SvgNum(margin_left), "\" y=\"", px(66),
+                    "\" fill=\"#555\">thin: one seed each; bold: their mean (a seed that "
+                    "stopped early keeps its last value)</text>\n");
+  }
   if (panels.empty()) {
     absl::StrAppend(&svg, "<text class=\"empty\" x=\"", SvgNum(margin_left), "\" y=\"",
-                    SvgNum(margin_top + 40), "\">no done seed has a learning curve</text>\n");
+                    SvgNum(margin_top + 40 * s), "\">no done seed has a learning curve</text>\n");
   }
   int index = 0;
   for (const auto& [key, seeds] : panels) {
     const auto& [head_index, rank, recipe] = key;
-    const double x0 = margin_left + (index % columns) * (panel_w + gap_x);
-    const double y0 = margin_top + (index / columns) * (panel_h + gap_y);
+    const double x0 = margin_left + (index % l.columns) * (panel_w + l.gap_x);
+    const double y0 = margin_top + (index / l.columns) * (panel_h + l.gap_y);
     ++index;
     auto X = [&](double step) { return x0 + step / static_cast<double>(last_step) * panel_w; };
     auto Y = [&](double v) { return y0 + panel_h - std::clamp(v / top_value, 0.0, 1.0) * panel_h; };
@@ -275,20 +365,20 @@ std::string RenderCurvesSvg(const CurvePlotInput& in) {
       absl::StrAppend(&label, " ", in.recipe_labels[recipe]);
     }
     absl::StrAppend(&svg, "<g class=\"panel\">\n<text class=\"panel-title\" x=\"", SvgNum(x0),
-                    "\" y=\"", SvgNum(y0 - 8), "\">", SvgEscape(label), "</text>\n");
+                    "\" y=\"", SvgNum(y0 - 8 * s), "\">", SvgEscape(label), "</text>\n");
     absl::StrAppend(&svg, "<rect class=\"frame\" x=\"", SvgNum(x0), "\" y=\"", SvgNum(y0),
                     "\" width=\"", SvgNum(panel_w), "\" height=\"", SvgNum(panel_h),
                     "\" fill=\"none\" stroke=\"#999\"/>\n");
     // y ticks at 0, half and the top; x ticks at 0 and the last step.
     for (double f : {0.0, 0.5, 1.0}) {
-      absl::StrAppend(&svg, "<text class=\"y-tick\" x=\"", SvgNum(x0 - 4), "\" y=\"",
-                      SvgNum(Y(f * top_value) + 4), "\" text-anchor=\"end\" font-size=\"10\">",
-                      absl::StrFormat("%.3g", f * top_value), "</text>\n");
+      absl::StrAppend(&svg, "<text class=\"y-tick\" x=\"", SvgNum(x0 - 4 * s), "\" y=\"",
+                      SvgNum(Y(f * top_value) + 4 * s), "\" text-anchor=\"end\" font-size=\"",
+                      px(10), "\">", absl::StrFormat("%.3g", f * top_value), "</text>\n");
     }
     for (double f : {0.0, 1.0}) {
       absl::StrAppend(&svg, "<text class=\"x-tick\" x=\"", SvgNum(x0 + f * panel_w), "\" y=\"",
-                      SvgNum(y0 + panel_h + 14), "\" text-anchor=\"middle\" font-size=\"10\">",
-                      static_cast<int64_t>(f * last_step), "</text>\n");
+                      SvgNum(y0 + panel_h + 14 * s), "\" text-anchor=\"middle\" font-size=\"",
+                      px(10), "\">", static_cast<int64_t>(f * last_step), "</text>\n");
     }
     std::vector<std::vector<std::pair<int64_t, double>>> values;
     for (const SeedCurve* c : seeds) {
@@ -302,8 +392,10 @@ std::string RenderCurvesSvg(const CurvePlotInput& in) {
     absl::StrAppend(&svg, "<path class=\"mean-line\" d=\"", PathOf(MeanCurve(values), X, Y),
                     "\" fill=\"none\" stroke=\"#0072B2\" stroke-width=\"2.5\"/>\n</g>\n");
   }
-  absl::StrAppend(&svg, "<text class=\"x-label\" x=\"", SvgNum(width / 2), "\" y=\"",
-                  SvgNum(height - 16), "\" text-anchor=\"middle\">training step</text>\n");
+  if (in.show_caption) {
+    absl::StrAppend(&svg, "<text class=\"x-label\" x=\"", SvgNum(l.width / 2), "\" y=\"",
+                    SvgNum(l.height - 16 * s), "\" text-anchor=\"middle\">training step</text>\n");
+  }
   absl::StrAppend(&svg, "</svg>\n");
   return svg;
 }

@@ -59,7 +59,20 @@ struct CurvePlotInput {
   // The recipe labels of a sweep with axes ("lr=0.01"), by recipe index;
   // empty without axes.
   std::vector<std::string> recipe_labels;
+
+  // Presentation, as `ranksweep plot`'s flags set it (PlotInput's fields of
+  // the same names, plot.h); the defaults draw the figure as it always was.
+  bool show_title = true;    // false: no title, subtitle or key line; the panels move up
+  bool show_caption = true;  // false: no x-axis label under the panels
+  double font_size = 13;     // the base text size in px; text and margins scale with it
+  int width = 0;             // the figure's size in px: the panels share what the margins
+  int height = 0;            // leave; 0: 230 x 170 px panels at size 13
 };
+
+// OK, or InvalidArgument when a --size leaves each panel smaller than
+// kMinPlotAreaWidth x kMinPlotAreaHeight (plot.h); the error says the
+// smallest size that fits. The flags' own ranges are CheckPlotRanges'.
+absl::Status CheckCurvePlotSize(const CurvePlotInput& in);
 
 // InvalidArgument naming the flag for a metric or split it cannot draw,
 // or for curves that have no test split when `test` is asked.

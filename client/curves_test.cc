@@ -7,9 +7,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
+#include "tests/support/text.h"
 
 namespace ranksweep::client {
 namespace {
+
+using ::ranksweep::testing::Count;
 
 using ::testing::HasSubstr;
 
@@ -100,11 +103,6 @@ TEST(MeanCurveTest, ASeedThatStoppedKeepsItsLastValue) {
   EXPECT_TRUE(MeanCurve({}).empty());
 }
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 TEST(CurvesPlotTest, APanelPerHeadRankAndRecipeWithASeedLineEachAndOneMean) {
   CurvePlotInput in;
@@ -127,6 +125,45 @@ TEST(CurvesPlotTest, APanelPerHeadRankAndRecipeWithASeedLineEachAndOneMean) {
   EXPECT_THAT(two, HasSubstr(">kernel/elu1 r=4 lr=0.003</text>"));
   in.curves.clear();
   EXPECT_THAT(RenderCurvesSvg(in), HasSubstr("no done seed has a learning curve"));
+}
+
+// Title, key and x label are choices; a size shares its room among the
+// panels, and one that leaves a panel under 120 x 80 px is refused with the
+// smallest that fits.
+TEST(CurvesPlotTest, TitleCaptionSizeAndFontSizeAreChoices) {
+  CurvePlotInput in;
+  in.title = "tiny";
+  in.curves = CurvesOfRows({Row(1, 4, 0, false), Row(2, 8, 0, false), Row(3, 16, 0, false),
+                            Row(4, 32, 0, false), Row(5, 64, 0, false)});  // 4 + 1 panels
+  std::string svg = RenderCurvesSvg(in);
+  // 60 + 3 x 40 + 30 + 4 x 230 wide; 100 + 56 + 60 + 2 x 170 high.
+  EXPECT_THAT(svg, HasSubstr("width=\"1130.0\" height=\"556.0\""));
+  EXPECT_EQ(Count(svg, "class=\"key\""), 1);
+  in.show_title = false;
+  in.show_caption = false;
+  in.font_size = 26;  // margins and gaps doubled, panels as they were
+  svg = RenderCurvesSvg(in);
+  EXPECT_THAT(svg, HasSubstr("width=\"1340.0\" height=\"560.0\""));
+  EXPECT_THAT(svg, HasSubstr("font-size=\"24\""));
+  EXPECT_EQ(Count(svg, "class=\"title\""), 0);
+  EXPECT_EQ(Count(svg, "class=\"key\""), 0);
+  EXPECT_EQ(Count(svg, "class=\"x-label\""), 0);
+  EXPECT_EQ(Count(svg, "class=\"mean-line\""), 5);
+  in.font_size = 13;
+  in.width = 800;
+  in.height = 400;
+  ASSERT_TRUE(CheckCurvePlotSize(in).ok());
+  EXPECT_THAT(RenderCurvesSvg(in), HasSubstr("width=\"800.0\" height=\"400.0\""));
+  in.width = 600;  // (600 - 60 - 120 - 30) / 4 = 97.5
+  EXPECT_EQ(std::string(CheckCurvePlotSize(in).message()),
+            "--size: a width of 600 px leaves each of the 4 panels 97 px wide (at least 120 px); "
+            "use a width of at least 690 or a smaller --font-size");
+  in.width = 0;
+  in.height = 250;  // (250 - 24 - 56 - 30) / 2 = 70
+  EXPECT_EQ(std::string(CheckCurvePlotSize(in).message()),
+            "--size: a height of 250 px leaves each of the 2 rows of panels 70 px high (at least "
+            "80 px); use a height of at least 270, --no-title, --no-caption or a smaller "
+            "--font-size");
 }
 
 TEST(CurvesPlotTest, RefusesWhatTheCurvesDoNotHold) {

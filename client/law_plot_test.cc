@@ -6,17 +6,15 @@
 #include "gmock/gmock.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/support/text.h"
 
 namespace ranksweep::client {
 namespace {
 
+using ::ranksweep::testing::Count;
+
 using ::testing::HasSubstr;
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // lr {0.01, 0.001} x m {2, 3}: recipe = 2 * lr index + m index.
 SweepSpec TwoAxisSpec() {

@@ -11,20 +11,15 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/text.h"
 
 namespace ranksweep::client {
 namespace {
 
+using ::ranksweep::testing::Count;
+
 using ::testing::HasSubstr;
 
-int Count(const std::string& haystack, const std::string& needle) {
-  int n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos;
-       at = haystack.find(needle, at + 1)) {
-    ++n;
-  }
-  return n;
-}
 
 // Two ranked heads over ranks 1..256 (3 seeds each), softmax, bounds 8 and 24.
 PlotInput WitnessLike() {

@@ -336,7 +336,8 @@ int PlotLaw(Client* client, const PlotArgs& a, bool test, FigureFormat format,
 
 // `plot ID --curves`: each done seed's learning curve, a panel per head,
 // rank and recipe.
-int PlotCurves(Client* client, const PlotArgs& a, bool test, FigureFormat format) {
+int PlotCurves(Client* client, const PlotArgs& a, bool test, FigureFormat format,
+               const PlotInput& look) {
   int code = kExitOk;
   const std::optional<SweepSpec> one = OneSweepSpec(client, a, "--curves", &code);
   if (!one.has_value()) return code;
@@ -371,6 +372,12 @@ int PlotCurves(Client* client, const PlotArgs& a, bool test, FigureFormat format
         "plot --curves: no done seed of ", id, " has a learning curve",
         rows.empty() ? " (none is done yet)" : " (heads trained for no step have none)")));
   }
+  in.show_title = look.show_title;
+  in.show_caption = look.show_caption;
+  in.font_size = look.font_size;
+  in.width = look.width;
+  in.height = look.height;
+  if (absl::Status s = CheckCurvePlotSize(in); !s.ok()) return ReportLocal(s);
   if (const int written = WriteFigure(a.output, format, RenderCurvesSvg(in)); written != kExitOk) {
     return written;
   }
@@ -386,6 +393,19 @@ int Plot(Client* client, const PlotArgs& a) {
     return ReportLocal(absl::InvalidArgumentError(
         "--head and --rank choose the panels of --curves; use them with --curves"));
   }
+  // The presentation flags, shared by the three figures. Their own ranges
+  // first; whether a size fits the text is known once the sweeps' labels are.
+  PlotInput in;
+  in.show_title = !a.no_title;
+  in.show_caption = !a.no_caption;
+  in.all_bands = a.bands;
+  in.font_size = a.font_size;
+  if (!a.size.empty()) {
+    if (absl::Status s = ParseFigureSize(a.size, &in.width, &in.height); !s.ok()) {
+      return ReportLocal(s);
+    }
+  }
+  if (absl::Status s = CheckPlotRanges(in); !s.ok()) return ReportLocal(s);
   if (a.curves) {
     if (!a.x.empty()) {
       return ReportLocal(absl::InvalidArgumentError(
@@ -395,15 +415,14 @@ int Plot(Client* client, const PlotArgs& a) {
       return ReportLocal(absl::InvalidArgumentError(
           absl::StrCat("--split: \"", a.split, "\" is not one of train, test")));
     }
-    if (a.no_title || a.no_caption || a.bands || !a.size.empty() || a.font_size != 13) {
+    if (a.bands) {
       return ReportLocal(absl::InvalidArgumentError(
-          "--curves: the curves figure takes -o, --format, --metric, --split, --head and --rank "
-          "only; --no-title, --no-caption, --bands, --size and --font-size shape the figure "
-          "against rank"));
+          "--bands: the curves figure (--curves) draws every seed's curve and their mean, not "
+          "bands; drop --bands"));
     }
     absl::StatusOr<FigureFormat> format = ResolveFigureFormat(a.output, a.format);
     if (!format.ok()) return ReportLocal(format.status());
-    return PlotCurves(client, a, a.split == "test", *format);
+    return PlotCurves(client, a, a.split == "test", *format, in);
   }
   if (a.metric != "error" && a.metric != "exact_accuracy") {
     return ReportLocal(absl::InvalidArgumentError(
@@ -415,19 +434,6 @@ int Plot(Client* client, const PlotArgs& a) {
   }
   absl::StatusOr<FigureFormat> format = ResolveFigureFormat(a.output, a.format);
   if (!format.ok()) return ReportLocal(format.status());
-  PlotInput in;
-  in.show_title = !a.no_title;
-  in.show_caption = !a.no_caption;
-  in.all_bands = a.bands;
-  in.font_size = a.font_size;
-  if (!a.size.empty()) {
-    if (absl::Status s = ParseFigureSize(a.size, &in.width, &in.height); !s.ok()) {
-      return ReportLocal(s);
-    }
-  }
-  // The flags' own ranges first; whether the size fits the text is known
-  // once the sweeps' labels are.
-  if (absl::Status s = CheckPlotRanges(in); !s.ok()) return ReportLocal(s);
   const bool test = a.split == "test";
   if (!a.x.empty()) {
     if (a.bands) {

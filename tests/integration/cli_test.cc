@@ -22,9 +22,12 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/process.h"
 #include "tests/support/small_sweep.h"
+#include "tests/support/text.h"
 
 namespace ranksweep {
 namespace {
+
+using ::ranksweep::testing::Count;
 
 using ::ranksweep::testing::CommandResult;
 using ::ranksweep::testing::Process;
@@ -607,6 +610,39 @@ TEST(CliTest, ReportOfARealSweepWritesThePageThePlotAndEveryCriterion) {
                               "reads it back):\n\n```json\n{\n  \"dataset\": {"));
   EXPECT_THAT(page, HasSubstr("  \"name\": \"report-e2e\",\n"));
   EXPECT_THAT(testing::ReadFile(out + "/1-report-e2e-train.svg"), HasSubstr("<svg"));
+
+  // Learning curves: two trained heads (the constructions train no step),
+  // two seeds each, evaluated at steps 50 and 100.
+  r = c.Cli({"results", id, "--curves", "--format", "csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Count(r.out, "\n" + id + ","), 8) << r.out;
+  const std::string curves = dir.path() + "/curves.svg";
+  r = c.Cli({"plot", id, "--curves", "-o", curves});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "wrote " + curves + " (4 seeds' curves)\n");
+  std::string drawn = testing::ReadFile(curves);
+  EXPECT_EQ(Count(drawn, "<g class=\"panel\">"), 2);
+  EXPECT_THAT(drawn, HasSubstr("width=\"590.0\" height=\"330.0\""));
+  EXPECT_EQ(Count(drawn, "class=\"title\""), 1);
+  EXPECT_EQ(Count(drawn, "class=\"x-label\""), 1);
+  // For a paper: no title or caption, its own size and text size.
+  r = c.Cli({"plot", id, "--curves", "-o", curves, "--no-title", "--no-caption", "--size",
+             "700x300", "--font-size", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  drawn = testing::ReadFile(curves);
+  EXPECT_THAT(drawn, HasSubstr("width=\"700.0\" height=\"300.0\""));
+  EXPECT_EQ(Count(drawn, "class=\"title\""), 0);
+  EXPECT_EQ(Count(drawn, "class=\"x-label\""), 0);
+  EXPECT_EQ(Count(drawn, "class=\"mean-line\""), 2);
+  r = c.Cli({"plot", id, "--curves", "-o", curves, "--size", "300x300"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--size: a width of 300 px leaves each of the 2 panels 85 px wide "
+                               "(at least 120 px); use a width of at least 370 or a smaller "
+                               "--font-size"));
+  r = c.Cli({"plot", id, "--curves", "-o", curves, "--bands"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--bands: the curves figure (--curves) draws every seed's curve "
+                               "and their mean, not bands"));
 
   // A directory that cannot be made, and a sweep that does not exist.
   std::ofstream(dir.path() + "/file") << "x";

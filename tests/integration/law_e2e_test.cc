@@ -18,9 +18,12 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/local_service.h"
 #include "tests/support/process.h"
+#include "tests/support/text.h"
 
 namespace ranksweep {
 namespace {
+
+using ::ranksweep::testing::Count;
 
 using ::ranksweep::testing::CommandResult;
 using ::ranksweep::testing::Process;
@@ -33,11 +36,6 @@ std::vector<std::string> Ids(const std::string& out) {
   return absl::StrSplit(out, '\n', absl::SkipEmpty());
 }
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 TEST(LawE2eTest, LawAndOodPresetsGiveTheTransitionAtEachMItsFitAndTheirFigures) {
   TempDir dir;

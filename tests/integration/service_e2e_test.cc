@@ -20,9 +20,12 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/process.h"
 #include "tests/support/small_sweep.h"
+#include "tests/support/text.h"
 
 namespace ranksweep {
 namespace {
+
+using ::ranksweep::testing::Count;
 
 using ::ranksweep::testing::CommandResult;
 using ::ranksweep::testing::Process;
@@ -399,11 +402,6 @@ TEST(ServiceE2ETest, SearchFindsTheTransitionAndAResubmissionComesFromTheCache) 
 }
 
 // Occurrences of `text` in `log`.
-int Count(const std::string& log, const std::string& text) {
-  int n = 0;
-  for (size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
-  return n;
-}
 
 // One cell (kernel rank 1, one seed) that trains `steps` steps, evaluated
 // only at the end and never stopped early: a task whose length the test sets.
