@@ -113,7 +113,8 @@ function markStale(err, retryMs) {
 
 // Runs load() now and then every periodMs while the page is open; a failed
 // load marks the page stale and is retried with backoff, a good one marks
-// it fresh.
+// it fresh. Returns a function that loads at once (after a filter
+// changed), whose `first` is the first load (it never rejects).
 function keepLoading(load, periodMs) {
   let attempt = 0, timer = null, left = false;
   const run = async () => {
@@ -132,8 +133,8 @@ function keepLoading(load, periodMs) {
   };
   onLeave(() => { left = true; clearTimeout(timer); });
   const now = () => { clearTimeout(timer); return run(); };
-  run();
-  return now;  // loads at once (after a filter changed)
+  now.first = run();
+  return now;
 }
 
 function pad2(n) { return String(n).padStart(2, '0'); }
@@ -588,6 +589,7 @@ pages.sweeps = async (main) => {
     count.textContent = `${sweeps.length} sweep${sweeps.length === 1 ? '' : 's'}${filtered ? ' match' : ''}`;
   };
   const loadNow = keepLoading(load, 5000);
+  await loadNow.first;
   let typing = null;
   search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(loadNow, 250); });
   for (const f of [state, tag, owner, archived]) f.addEventListener('change', loadNow);
@@ -1074,13 +1076,13 @@ pages.workers = async (main) => {
   const count = el('span', {id: 'worker-count', class: 'muted'});
   main.append(el('h1', {}, 'Workers'), el('div', {class: 'sub'}, 'Every worker that registered; refreshed every 5 s.'),
               el('div', {class: 'card'}, el('div', {class: 'filters'}, count), el('div', {class: 'scroll'}, table.table)));
-  keepLoading(async () => {
+  await keepLoading(async () => {
     const workers = await api('/api/workers');
     table.setRows(workers);
     const held = workers.filter(w => w.quarantined_unix_ms || w.token_held_by).length;
     count.textContent = `${workers.length} worker${workers.length === 1 ? '' : 's'}, ${workers.filter(w => w.alive).length} alive` +
       (held > 0 ? `, ${held} quarantined or held` : '');
-  }, 5000);
+  }, 5000).first;
 };
 
 // ------------------------------------------------------------------ routing
