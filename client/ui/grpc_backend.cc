@@ -36,7 +36,8 @@ class GrpcEventStream : public EventStream {
 
 GrpcBackend::GrpcBackend(Coordinator coordinator)
     : coordinator_(std::move(coordinator)),
-      stub_(v1::SweepService::NewStub(coordinator_.channel)) {}
+      stub_(v1::SweepService::NewStub(coordinator_.channel)),
+      admin_(v1::SweepAdminService::NewStub(coordinator_.channel)) {}
 
 std::unique_ptr<grpc::ClientContext> GrpcBackend::Context(bool with_deadline) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
@@ -60,22 +61,39 @@ absl::Status GrpcBackend::ToAbsl(const grpc::Status& status) const {
   return absl::Status(code, status.error_message());
 }
 
-absl::StatusOr<std::vector<v1::SweepInfo>> GrpcBackend::ListSweeps(int limit) {
-  v1::ListSweepsRequest req;
-  req.set_limit(limit);
-  v1::ListSweepsResponse resp;
+absl::StatusOr<std::vector<v1::ManagedSweep>> GrpcBackend::ListSweeps(
+    const v1::ListManagedSweepsRequest& request) {
+  v1::ListManagedSweepsResponse resp;
   auto ctx = Context(true);
-  if (grpc::Status s = stub_->ListSweeps(ctx.get(), req, &resp); !s.ok()) return ToAbsl(s);
-  return std::vector<v1::SweepInfo>(resp.sweeps().begin(), resp.sweeps().end());
+  if (grpc::Status s = admin_->ListManagedSweeps(ctx.get(), request, &resp); !s.ok()) {
+    return ToAbsl(s);
+  }
+  return std::vector<v1::ManagedSweep>(resp.sweeps().begin(), resp.sweeps().end());
 }
 
-absl::StatusOr<v1::SweepInfo> GrpcBackend::GetSweep(const std::string& sweep_id) {
+absl::StatusOr<v1::ManagedSweep> GrpcBackend::GetSweep(const std::string& sweep_id) {
   v1::GetSweepRequest req;
   req.set_sweep_id(sweep_id);
   v1::GetSweepResponse resp;
   auto ctx = Context(true);
   if (grpc::Status s = stub_->GetSweep(ctx.get(), req, &resp); !s.ok()) return ToAbsl(s);
-  return resp.sweep();
+  v1::ManagedSweep out;
+  *out.mutable_sweep() = resp.sweep();
+  // The notes come with the managed listing only: the sweeps whose id, name,
+  // owner, note or a tag contain this id, of which one is this sweep.
+  v1::ListManagedSweepsRequest list;
+  list.set_search(sweep_id);
+  list.set_include_archived(true);
+  list.set_limit(10000);
+  auto listed = ListSweeps(list);
+  if (!listed.ok()) return listed.status();
+  for (const v1::ManagedSweep& s : *listed) {
+    if (s.sweep().sweep_id() != sweep_id) continue;
+    out.set_note(s.note());
+    *out.mutable_tags() = s.tags();
+    out.set_archived(s.archived());
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<v1::ResultRow>> GrpcBackend::QueryRows(
@@ -122,6 +140,37 @@ std::unique_ptr<EventStream> GrpcBackend::WatchSweep(const std::string& sweep_id
   return std::make_unique<GrpcEventStream>(
       Context(false), stub_.get(), sweep_id,
       [this](const grpc::Status& s) { return ToAbsl(s); });
+}
+
+absl::StatusOr<v1::ManagedSweep> GrpcBackend::UpdateSweep(const v1::UpdateSweepRequest& request) {
+  v1::UpdateSweepResponse resp;
+  auto ctx = Context(true);
+  if (grpc::Status s = admin_->UpdateSweep(ctx.get(), request, &resp); !s.ok()) return ToAbsl(s);
+  return resp.sweep();
+}
+
+absl::StatusOr<v1::DeleteSweepResponse> GrpcBackend::DeleteSweep(
+    const v1::DeleteSweepRequest& request) {
+  v1::DeleteSweepResponse resp;
+  auto ctx = Context(true);
+  if (grpc::Status s = admin_->DeleteSweep(ctx.get(), request, &resp); !s.ok()) return ToAbsl(s);
+  return resp;
+}
+
+absl::StatusOr<int64_t> GrpcBackend::RetrySweep(const v1::RetrySweepRequest& request) {
+  v1::RetrySweepResponse resp;
+  auto ctx = Context(true);
+  if (grpc::Status s = admin_->RetrySweep(ctx.get(), request, &resp); !s.ok()) return ToAbsl(s);
+  return resp.cells_retried();
+}
+
+absl::StatusOr<int64_t> GrpcBackend::CancelSweep(const std::string& sweep_id) {
+  v1::CancelSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  v1::CancelSweepResponse resp;
+  auto ctx = Context(true);
+  if (grpc::Status s = stub_->CancelSweep(ctx.get(), req, &resp); !s.ok()) return ToAbsl(s);
+  return resp.cells_cancelled();
 }
 
 }  // namespace ranksweep::client::ui

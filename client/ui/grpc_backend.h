@@ -14,6 +14,7 @@
 #include "client/ui/dashboard.h"
 #include "grpcpp/grpcpp.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
+#include "ranksweep/v1/sweep_admin.grpc.pb.h"
 
 namespace ranksweep::client::ui {
 
@@ -29,20 +30,26 @@ class GrpcBackend : public Backend {
  public:
   explicit GrpcBackend(Coordinator coordinator);
 
-  absl::StatusOr<std::vector<v1::SweepInfo>> ListSweeps(int limit) override;
-  absl::StatusOr<v1::SweepInfo> GetSweep(const std::string& sweep_id) override;
+  absl::StatusOr<std::vector<v1::ManagedSweep>> ListSweeps(
+      const v1::ListManagedSweepsRequest& request) override;
+  absl::StatusOr<v1::ManagedSweep> GetSweep(const std::string& sweep_id) override;
   absl::StatusOr<std::vector<v1::ResultRow>> QueryRows(
       const v1::QueryResultsRequest& request) override;
   absl::StatusOr<v1::QueryResultsResponse> QueryGroups(const std::string& sweep_id) override;
   absl::StatusOr<std::vector<v1::WorkerInfo>> ListWorkers() override;
   std::unique_ptr<EventStream> WatchSweep(const std::string& sweep_id) override;
-
+  absl::StatusOr<v1::ManagedSweep> UpdateSweep(const v1::UpdateSweepRequest& request) override;
+  absl::StatusOr<v1::DeleteSweepResponse> DeleteSweep(
+      const v1::DeleteSweepRequest& request) override;
+  absl::StatusOr<int64_t> RetrySweep(const v1::RetrySweepRequest& request) override;
+  absl::StatusOr<int64_t> CancelSweep(const std::string& sweep_id) override;
  private:
   std::unique_ptr<grpc::ClientContext> Context(bool with_deadline) const;
   absl::Status ToAbsl(const grpc::Status& status) const;
 
   Coordinator coordinator_;
   std::unique_ptr<v1::SweepService::Stub> stub_;
+  std::unique_ptr<v1::SweepAdminService::Stub> admin_;
 };
 
 }  // namespace ranksweep::client::ui

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/ui/sse.h"
@@ -26,10 +27,11 @@ constexpr size_t kServerThreads = 16;
 }  // namespace
 
 DashboardServer::DashboardServer(Backend* backend, ListenAddress address, bool allow_remote,
-                                 std::chrono::milliseconds keep_alive)
+                                 std::string action_key, std::chrono::milliseconds keep_alive)
     : backend_(backend),
       address_(std::move(address)),
       allow_remote_(allow_remote),
+      action_key_(std::move(action_key)),
       keep_alive_(keep_alive) {}
 
 DashboardServer::~DashboardServer() = default;
@@ -53,13 +55,16 @@ absl::StatusOr<int> DashboardServer::Bind() {
                                                address_.port, " (in use, or not this machine's)"));
   }
   port_ = port;
-  dashboard_ = std::make_unique<Dashboard>(backend_, port_, allow_remote_, &NowUnixMs);
+  dashboard_ =
+      std::make_unique<Dashboard>(backend_, port_, allow_remote_, &NowUnixMs, action_key_);
   auto handle = [this](const httplib::Request& req, httplib::Response& res) {
     HttpRequest request;
     request.method = req.method;
     request.path = req.path;
     for (const auto& [key, value] : req.params) request.query[key] = value;
     request.host = req.get_header_value("Host");
+    for (const auto& [key, value] : req.headers) request.headers[absl::AsciiStrToLower(key)] = value;
+    request.body = req.body;
     HttpReply reply = dashboard_->Handle(request);
     res.status = reply.status;
     for (const auto& [key, value] : reply.headers) res.set_header(key, value);
@@ -73,7 +78,7 @@ absl::StatusOr<int> DashboardServer::Bind() {
     });
   };
   // Every path goes through Dashboard::Handle, which routes and answers 405
-  // for methods other than GET and HEAD.
+  // for a method the path does not take.
   server_->Get(".*", handle);
   server_->Post(".*", handle);
   server_->Put(".*", handle);

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "client/ui/dashboard.h"
@@ -24,9 +25,12 @@ namespace ranksweep::client::ui {
 
 class DashboardServer {
  public:
-  // `backend` is not owned and outlives the server. An idle event stream
-  // gets a comment every `keep_alive`, which is how a closed page is noticed.
+  // `backend` is not owned and outlives the server. `action_key` is the
+  // secret an action must carry (Dashboard); empty = read-only. An idle
+  // event stream gets a comment every `keep_alive`, which is how a closed
+  // page is noticed.
   DashboardServer(Backend* backend, ListenAddress address, bool allow_remote,
+                  std::string action_key,
                   std::chrono::milliseconds keep_alive = std::chrono::seconds(15));
   ~DashboardServer();
 
@@ -46,6 +50,7 @@ class DashboardServer {
   Backend* backend_;
   ListenAddress address_;
   bool allow_remote_;
+  std::string action_key_;
   std::chrono::milliseconds keep_alive_;
   int port_ = 0;
   std::unique_ptr<httplib::Server> server_;

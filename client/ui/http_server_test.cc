@@ -66,10 +66,11 @@ class FakeStream : public EventStream {
 
 class StreamBackend : public Backend {
  public:
-  absl::StatusOr<std::vector<v1::SweepInfo>> ListSweeps(int) override {
-    return std::vector<v1::SweepInfo>(1);
+  absl::StatusOr<std::vector<v1::ManagedSweep>> ListSweeps(
+      const v1::ListManagedSweepsRequest&) override {
+    return std::vector<v1::ManagedSweep>(1);
   }
-  absl::StatusOr<v1::SweepInfo> GetSweep(const std::string& id) override {
+  absl::StatusOr<v1::ManagedSweep> GetSweep(const std::string& id) override {
     return absl::NotFoundError("no sweep " + id);
   }
   absl::StatusOr<std::vector<v1::ResultRow>> QueryRows(const v1::QueryResultsRequest&) override {
@@ -85,18 +86,31 @@ class StreamBackend : public Backend {
     ++watches;
     return std::make_unique<FakeStream>(events, block, &cancels);
   }
+  absl::StatusOr<v1::ManagedSweep> UpdateSweep(const v1::UpdateSweepRequest& r) override {
+    updates.push_back(r);
+    v1::ManagedSweep out;
+    out.mutable_sweep()->set_sweep_id(r.sweep_id());
+    out.set_note(r.note());
+    return out;
+  }
+  absl::StatusOr<v1::DeleteSweepResponse> DeleteSweep(const v1::DeleteSweepRequest&) override {
+    return absl::FailedPreconditionError("not here");
+  }
+  absl::StatusOr<int64_t> RetrySweep(const v1::RetrySweepRequest&) override { return 0; }
+  absl::StatusOr<int64_t> CancelSweep(const std::string&) override { return 0; }
 
   std::vector<v1::SweepEvent> events;
   bool block = false;
   std::atomic<int> watches{0};
   std::atomic<int> cancels{0};
+  std::vector<v1::UpdateSweepRequest> updates;
 };
 
 class HttpServerTest : public ::testing::Test {
  protected:
   void Start() {
     server_ = std::make_unique<DashboardServer>(&backend_, ListenAddress{"127.0.0.1", 0}, false,
-                                                100ms);
+                                                "k3y", 100ms);
     absl::StatusOr<int> port = server_->Bind();
     ASSERT_TRUE(port.ok()) << port.status();
     port_ = *port;
@@ -194,12 +208,38 @@ TEST_F(HttpServerTest, StopEndsOpenStreams) {
   EXPECT_EQ(backend_.cancels, 1);
 }
 
+// The headers and body of a POST reach the dashboard: the key and the JSON
+// make an action; without the key, or as a form, it is refused.
+TEST_F(HttpServerTest, ActionsOverTheSocket) {
+  Start();
+  httplib::Client client("127.0.0.1", port_);
+  const std::string origin = "http://127.0.0.1:" + std::to_string(port_);
+  auto ok = client.Post("/api/sweeps/s1/update",
+                        {{"X-Ranksweep-Key", "k3y"}, {"Origin", origin}},
+                        R"({"note": "lr too high"})", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(nlohmann::json::parse(ok->body)["note"], "lr too high");
+  ASSERT_EQ(backend_.updates.size(), 1u);
+  EXPECT_EQ(backend_.updates[0].note(), "lr too high");
+
+  auto viewer = client.Post("/api/sweeps/s1/update", {{"Origin", origin}},
+                            R"({"note": "x"})", "application/json");
+  ASSERT_TRUE(viewer);
+  EXPECT_EQ(viewer->status, 403);
+  auto form = client.Post("/api/sweeps/s1/update", {{"X-Ranksweep-Key", "k3y"}},
+                          "note=x", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 415);
+  EXPECT_EQ(backend_.updates.size(), 1u);
+}
+
 TEST(DashboardServerBindTest, PortInUse) {
   StreamBackend backend;
-  DashboardServer first(&backend, ListenAddress{"127.0.0.1", 0}, false);
+  DashboardServer first(&backend, ListenAddress{"127.0.0.1", 0}, false, "");
   absl::StatusOr<int> port = first.Bind();
   ASSERT_TRUE(port.ok()) << port.status();
-  DashboardServer second(&backend, ListenAddress{"127.0.0.1", *port}, false);
+  DashboardServer second(&backend, ListenAddress{"127.0.0.1", *port}, false, "");
   absl::StatusOr<int> again = second.Bind();
   EXPECT_EQ(again.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(again.status().message(),

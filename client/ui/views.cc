@@ -108,9 +108,17 @@ Json SweepView(const v1::SweepInfo& sweep) {
   };
 }
 
-Json SweepsView(const std::vector<v1::SweepInfo>& sweeps) {
+Json ManagedSweepView(const v1::ManagedSweep& sweep) {
+  Json out = SweepView(sweep.sweep());
+  out["note"] = sweep.note();
+  out["tags"] = Json(std::vector<std::string>(sweep.tags().begin(), sweep.tags().end()));
+  out["archived"] = sweep.archived();
+  return out;
+}
+
+Json ManagedSweepsView(const std::vector<v1::ManagedSweep>& sweeps) {
   Json out = Json::array();
-  for (const auto& s : sweeps) out.push_back(SweepView(s));
+  for (const auto& s : sweeps) out.push_back(ManagedSweepView(s));
   return out;
 }
 

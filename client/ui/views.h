@@ -15,6 +15,7 @@
 
 #include "nlohmann/json.hpp"
 #include "ranksweep/v1/ranksweep.pb.h"
+#include "ranksweep/v1/sweep_admin.pb.h"
 
 namespace ranksweep::client::ui {
 
@@ -29,7 +30,10 @@ using Json = nlohmann::ordered_json;
 // recipes ([{recipe, label ("lr=0.003", "" without axes), values {axis:
 // value}}], one without axes) and the whole spec (spec.h field names).
 Json SweepView(const v1::SweepInfo& sweep);
-Json SweepsView(const std::vector<v1::SweepInfo>& sweeps);
+// SweepView and what people wrote about the sweep: note ("" = none), tags
+// (sorted), archived.
+Json ManagedSweepView(const v1::ManagedSweep& sweep);
+Json ManagedSweepsView(const std::vector<v1::ManagedSweep>& sweeps);
 
 // The column names of a per-seed row, in order: the keys of RowView and the
 // header of RowsCsv.

@@ -9,9 +9,17 @@ Server-Sent Events: the worker starts only after the page is open), the
 exact number of rows in the per-seed table, one plot line per head (per head
 and recipe for a sweep with an lr axis, whose rows show their lr), a column
 that sorts on a click, filters and downloads, two sweeps overlaid on the
-compare page, the worker on the workers page, and after a quarantine of that
-worker the invalidated rows: out of the plot and the summary, listed (marked
-INVALID) only when asked for. Screenshots of every page go to --out.
+compare page (with the settings that differ between them), the worker on the
+workers page, and after a quarantine of that worker the invalidated rows: out
+of the plot and the summary, listed (marked INVALID) only when asked for.
+Then what a page does when the coordinator goes away: a sweep page open
+across a coordinator restart is marked stale and then shows the state
+`ranksweep status` shows; pages loaded while it is down say so, and show the
+data once it is back. Then managing sweeps: a viewer is refused; the browser
+that opened the manage link notes, tags, renames, archives, cancels, retries
+and deletes (after typing the id); the sweep list searches and filters by
+state, tag and owner; a legend entry hides its line; the metric and the log
+scale are choices. Screenshots of every page go to --out.
 
 Exit codes: 0 pass, 1 fail, 77 skip (no Chromium or ChromeDriver installed).
 """
@@ -19,6 +27,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -60,6 +69,20 @@ CELLS_B = 4
 # A sweep with an lr axis: two recipes (lr 0.02 and 0.005) of a kernel head at
 # two ranks, two seeds: 2 x 2 x 2 = 8 cells; its page draws a line per
 # (head, recipe) and lists the lr of every row.
+# Sweeps for the restart and the actions: no worker is running when they are
+# submitted; 2 cells each.
+SWEEP_D = {
+    "name": "ui-restart",
+    "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
+    "heads": [{"kind": "kernel", "feature_map": "elu1"}],
+    "ranks": [1, 2],
+    "seed_count": 1,
+    "train": {"max_steps": 100, "eval_every": 50, "lr": 0.02},
+}
+CELLS_D = 2
+# Not SWEEP_D again: the result cache would serve it, done at once.
+SWEEP_E = dict(SWEEP_D, name="ui-manage", train=dict(SWEEP_D["train"], lr=0.01))
+CELLS_E = 2
 SWEEP_C = {
     "name": "ui-recipes",
     "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
@@ -134,8 +157,8 @@ def find_browser():
     return chromium, driver
 
 
-def http_get(url, headers=None):
-    req = urllib.request.Request(url, headers=headers or {})
+def http_get(url, headers=None, data=None):
+    req = urllib.request.Request(url, headers=headers or {}, data=data)
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, dict(r.headers), r.read().decode()
@@ -175,6 +198,18 @@ def main():
         procs.append(server)
         addr = server.wait_for_line(r"listening on (\S+)", 30)
 
+        def stop_server():
+            check(server.stop() == 0, f"ranksweepd exited {server.p.returncode} after SIGTERM")
+            procs.remove(server)
+
+        def start_server():
+            # The same address and database: a restart.
+            nonlocal server
+            server = Proc([f"{bin_dir}/ranksweepd", f"--listen={addr}", f"--db={work}/rs.db",
+                           "--insecure_local"], f"{work}/server-again")
+            procs.append(server)
+            server.wait_for_line(r"listening on (\S+)", 30)
+
         def cli(*argv, stdin=None):
             r = subprocess.run([f"{bin_dir}/ranksweep", f"--addr={addr}", *argv], input=stdin,
                                capture_output=True, text=True, timeout=60)
@@ -196,6 +231,8 @@ def main():
                   f"{work}/ui")
         procs.append(ui)
         base = ui.wait_for_line(r"dashboard at (http://\S+/)", 30)
+        manage_link = ui.wait_for_line(r"manage sweeps at (http://\S+#key=[0-9a-f]{64}) ", 30)
+        key = manage_link.rsplit("=", 1)[1]
 
         # Requests naming another host (DNS rebinding) are refused.
         port = base.rstrip("/").rsplit(":", 1)[1]
@@ -210,7 +247,9 @@ def main():
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         driver = webdriver.Chrome(service=Service(chromedriver, log_path=f"{work}/chromedriver.log"),
                                   options=options)
-        wait = WebDriverWait(driver, 60)
+        # Pages redraw on their own (loads, live events): an element found
+        # may be gone by the time it is read, and is found again.
+        wait = WebDriverWait(driver, 60, ignored_exceptions=(StaleElementReferenceException,))
 
         def open_page(hash_):
             driver.get(base + hash_)
@@ -476,6 +515,257 @@ def main():
         # The pages ran without a script error or a blocked resource.
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         check(not severe, f"browser console errors: {severe}")
+
+        def post(path, body, headers):
+            return http_get(base + path, dict({"Content-Type": "application/json"}, **headers),
+                            data=body.encode())
+
+        def error_of(body):
+            return json.loads(body)["error"]
+
+        def state_of(sweep_id):
+            r = cli("status", sweep_id)
+            check(r.returncode == 0, f"status {sweep_id}: {r.stderr}")
+            return re.search(r"^state: +(\S+)$", r.stdout, re.M).group(1)
+
+        def stale_banner(d):
+            banner = d.find_element(By.ID, "stale")
+            return banner.text if banner.is_displayed() else ""
+
+        # ---- a sweep page open across a coordinator restart: stale while it
+        # is down (never a state it did not say), then the state `ranksweep
+        # status` says once it is back and the sweep has run.
+        r = cli("submit", "-f", "-", stdin=json.dumps(SWEEP_D))
+        check(r.returncode == 0, f"submit: {r.stderr}")
+        sweep_d = r.stdout.strip()
+        open_page(f"#/sweep/{sweep_d}")
+        wait.until(lambda d: d.find_element(By.ID, "status").text == "live")
+        stop_server()
+        wait.until(lambda d: stale_banner(d).startswith("Not current: "))
+        check(driver.find_element(By.TAG_NAME, "body").get_attribute("data-stale") == "true",
+              "the page is not marked stale")
+        check(driver.find_element(By.ID, "sweep-state").text == "RUNNING",
+              f"header during the outage: {driver.find_element(By.ID, 'sweep-state').text}")
+        shot("sweep-stale.png")
+        start_server()
+        worker2 = Proc([f"{bin_dir}/ranksweep-worker", f"--coordinator={addr}", "--device=cpu",
+                        "--slots=1"], f"{work}/worker2", env={"RANKSWEEP_TORCH_THREADS": "1"})
+        procs.append(worker2)
+        WebDriverWait(driver, 120).until(
+            lambda d: d.find_element(By.ID, "progress").get_attribute("data-state") == "DONE")
+        check(state_of(sweep_d) == "DONE", f"ranksweep status says {state_of(sweep_d)}")
+        wait.until(lambda d: stale_banner(d) == "")
+        check(driver.find_element(By.ID, "progress-text").text.startswith(f"{CELLS_D} / {CELLS_D} done"),
+              driver.find_element(By.ID, "progress-text").text)
+        check(driver.find_element(By.ID, "sweep-state").text == "DONE",
+              driver.find_element(By.ID, "sweep-state").text)
+        check(driver.find_element(By.TAG_NAME, "body").get_attribute("data-stale") == "false",
+              "still marked stale")
+        wait.until(lambda d: d.find_element(By.ID, "status").text == "sweep DONE")
+        # The cells the quarantine gave back ran again too.
+        for sweep_id in (sweep_a, sweep_b, sweep_c):
+            check(cli("watch", sweep_id).returncode == 0, f"{sweep_id} did not finish")
+        check(worker2.stop() == 0, f"worker exited {worker2.p.returncode} after SIGTERM")
+        procs.remove(worker2)
+
+        # ---- pages loaded while the coordinator is down: they say so, with
+        # no error card, and show the data once it is back.
+        stop_server()
+        driver.get(base + "#/sweeps")
+        wait.until(lambda d: stale_banner(d).startswith("Not current: coordinator at "))
+        check("Nothing read yet" in stale_banner(driver), stale_banner(driver))
+        check(not driver.find_elements(By.ID, "error"), "an error card during the outage")
+        shot("sweeps-outage.png")
+        start_server()
+        wait.until(lambda d: stale_banner(d) == "" and
+                   len(d.find_elements(By.CSS_SELECTOR, "#sweeps-table tbody tr")) == 4)
+        check(not driver.find_elements(By.ID, "error"), "an error card after the outage")
+        check(driver.find_element(By.ID, "sweep-count").text == "4 sweeps",
+              driver.find_element(By.ID, "sweep-count").text)
+        stop_server()
+        driver.get(base + f"#/sweep/{sweep_d}")
+        wait.until(lambda d: d.find_elements(By.ID, "waiting") and stale_banner(d).startswith("Not current: "))
+        start_server()
+        wait.until(lambda d: d.find_elements(By.ID, "progress-text") and
+                   d.find_element(By.ID, "main").get_attribute("data-ready") == "true")
+        check(driver.find_element(By.ID, "progress-text").text.startswith(f"{CELLS_D} / {CELLS_D} done"),
+              driver.find_element(By.ID, "progress-text").text)
+        check(stale_banner(driver) == "" and not driver.find_elements(By.ID, "error"),
+              f"after the outage: {stale_banner(driver)}")
+
+        # ---- compare: the settings that differ between two sweeps.
+        open_page(f"#/compare/{sweep_a},{sweep_c}")
+        diff_rows = {r.get_attribute("data-key"): [td.text for td in r.find_elements(By.CSS_SELECTOR, "td")[1:]]
+                     for r in driver.find_elements(By.CSS_SELECTOR, "#config-diff tbody tr")}
+        check(diff_rows.get("name") == ["ui-demo", "ui-recipes"], f"name row: {diff_rows}")
+        check(diff_rows.get("train.max_steps") == ["300", "200"], f"max_steps row: {diff_rows}")
+        check("dataset.kind" not in diff_rows and "train.eval_every" not in diff_rows,
+              f"a setting they share is listed: {sorted(diff_rows)}")
+        m = re.fullmatch(r"(\d+) settings differ; (\d+) are the same\.",
+                         driver.find_element(By.ID, "config-same").text)
+        check(m is not None and int(m.group(1)) == len(diff_rows) and int(m.group(2)) > 0,
+              driver.find_element(By.ID, "config-same").text)
+        shot("compare-config.png")
+
+        # ---- the plot: a legend entry hides and shows its line; the metric
+        # and the log scale are choices.
+        open_page(f"#/sweep/{sweep_a}")
+
+        def line_heads():
+            return sorted(l.get_attribute("data-head")
+                          for l in driver.find_elements(By.CSS_SELECTOR, "#plot path.series-line"))
+
+        driver.find_element(By.CSS_SELECTOR, '#plot .legend-entry[data-key="softmax|train"] text').click()
+        check(line_heads() == ["kernel/elu1"], f"lines after hiding softmax: {line_heads()}")
+        check(driver.find_element(By.CSS_SELECTOR, '#plot .legend-entry[data-key="softmax|train"]')
+              .get_attribute("data-hidden") == "true", "the legend entry is not marked hidden")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#plot .point")) == 9, "points of the shown head")
+        driver.find_element(By.CSS_SELECTOR, '#plot .legend-entry[data-key="softmax|train"] text').click()
+        check(line_heads() == HEADS_A, f"lines after showing softmax: {line_heads()}")
+        Select(driver.find_element(By.ID, "plot-metric")).select_by_value("final_loss")
+        check(driver.find_element(By.CSS_SELECTOR, "#plot").get_attribute("aria-label") == "ui-demo",
+              "plot title")
+        check(line_heads() == HEADS_A, f"final loss lines: {line_heads()}")
+        linear = texts("#plot text.ytick")
+        check(linear[0] == "0" and float(linear[-1]) > 0, f"linear ticks {linear}")
+        driver.find_element(By.ID, "plot-logy").click()
+        check(driver.find_element(By.CSS_SELECTOR, "#plot").get_attribute("data-scale") == "log", "log scale")
+        ticks = [float(t) for t in texts("#plot text.ytick")]
+        check(len(ticks) >= 2 and all(abs(math.log10(t) - round(math.log10(t))) < 1e-9 for t in ticks),
+              f"log ticks {ticks}")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#plot .point")) == CELLS_A, "log-scale points")
+        shot("sweep-loss-log.png")
+
+        # ---- managing sweeps. This browser has not opened the manage link: a
+        # viewer, told so, and refused.
+        check(driver.find_element(By.ID, "manage-readonly").text ==
+              "You are a viewer: open the manage link `ranksweep ui` printed to change this sweep.",
+              driver.find_element(By.ID, "manage-readonly").text)
+        origin = base.rstrip("/")
+        status, _, body = post(f"api/sweeps/{sweep_a}/update", '{"note": "x"}', {"Origin": origin})
+        check(status == 403 and error_of(body) == "viewers may not change sweeps: open the manage link "
+              "that `ranksweep ui` printed to act with its token", f"viewer: {status} {body}")
+        # Another site's page, or a form, is refused even with the key.
+        status, _, body = post(f"api/sweeps/{sweep_a}/update", '{"note": "x"}',
+                               {"Origin": "http://evil.example", "X-Ranksweep-Key": key})
+        check(status == 403 and error_of(body) == f'Origin "http://evil.example" is not this dashboard '
+              f'({origin}): only its own pages may change sweeps', f"cross-site: {status} {body}")
+        status, _, body = post(f"api/sweeps/{sweep_a}/update", "note=x",
+                               {"Content-Type": "application/x-www-form-urlencoded", "X-Ranksweep-Key": key})
+        check(status == 415, f"form: {status} {body}")
+        status, _, body = http_get(f"{base}api/sweeps/{sweep_a}/cancel")
+        check(status == 405, f"GET of an action: {status}")
+        status, _, body = post(f"api/sweeps/{sweep_a}/update", '{"note": 5}', {"X-Ranksweep-Key": key})
+        check(status == 400 and error_of(body) == "note: must be a string of 0..4096 bytes", f"{status} {body}")
+
+        # The manage link: this browser may act from now on.
+        driver.get(manage_link)
+        wait.until(lambda d: d.current_url.endswith("#/sweeps") and
+                   d.find_element(By.ID, "main").get_attribute("data-ready") == "true")
+        open_page(f"#/sweep/{sweep_a}")
+        note = driver.find_element(By.ID, "note-input")
+        note.clear()
+        note.send_keys("lr too high; rerun at 0.003")
+        driver.find_element(By.ID, "note-save").click()
+        wait.until(lambda d: d.find_elements(By.ID, "sweep-note") and
+                   d.find_element(By.ID, "sweep-note").text == "lr too high; rerun at 0.003")
+        driver.find_element(By.ID, "tag-input").send_keys("paper ood")
+        driver.find_element(By.ID, "tag-add").click()
+        wait.until(lambda d: texts("#sweep-tags .tag") == ["ood", "paper"])
+        driver.find_element(By.CSS_SELECTOR, '#manage .tag-remove[data-tag="ood"]').click()
+        wait.until(lambda d: texts("#sweep-tags .tag") == ["paper"])
+        driver.find_element(By.ID, "tag-input").send_keys("bad tag!")
+        driver.find_element(By.ID, "tag-add").click()
+        wait.until(lambda d: d.find_element(By.ID, "manage-message").text ==
+                   'tags[1] must use only the characters A-Z a-z 0-9 . _ : -, got "tag!"')
+        rename = driver.find_element(By.ID, "rename-input")
+        rename.clear()
+        rename.send_keys("ui-demo-v2")
+        driver.find_element(By.ID, "rename-save").click()
+        wait.until(lambda d: d.find_element(By.ID, "sweep-name").text == "ui-demo-v2")
+        shot("sweep-managed.png")
+
+        # The list: search (the note, any case), state, tag and owner.
+        open_page("#/sweeps")
+
+        def listed():
+            return sorted(a.text for a in driver.find_elements(By.CSS_SELECTOR, "#sweeps-table a.sweep-link"))
+
+        def count_is(n):
+            wait.until(lambda d: d.find_element(By.ID, "sweep-count").text.startswith(f"{n} sweep"))
+
+        count_is(4)
+        driver.find_element(By.ID, "list-search").send_keys("RERUN")
+        count_is(1)
+        check(listed() == ["ui-demo-v2"], f"search: {listed()}")
+        driver.find_element(By.ID, "list-search").clear()
+        driver.find_element(By.ID, "list-search").send_keys(" ")
+        count_is(4)
+        Select(driver.find_element(By.ID, "list-tag")).select_by_value("paper")
+        count_is(1)
+        check(listed() == ["ui-demo-v2"], f"tag: {listed()}")
+        Select(driver.find_element(By.ID, "list-tag")).select_by_value("")
+        Select(driver.find_element(By.ID, "list-state")).select_by_value("CANCELLED")
+        count_is(0)
+        Select(driver.find_element(By.ID, "list-state")).select_by_value("DONE")
+        count_is(4)
+        check(listed() == ["ui-compare", "ui-demo-v2", "ui-recipes", "ui-restart"], f"done: {listed()}")
+        Select(driver.find_element(By.ID, "list-state")).select_by_value("")
+        Select(driver.find_element(By.ID, "list-owner")).select_by_value("local")
+        count_is(4)
+        check(driver.find_element(By.ID, "sweep-count").text == "4 sweeps match",
+              driver.find_element(By.ID, "sweep-count").text)
+        status, _, body = http_get(f"{base}api/sweeps?owner=nobody")
+        check(status == 200 and json.loads(body) == [], f"owner nobody: {body}")
+        status, _, body = http_get(f"{base}api/sweeps?state=paused")
+        check(status == 400 and error_of(body) ==
+              'state: "paused" is not one of running, done, failed, cancelled', body)
+        shot("sweeps-filtered.png")
+
+        # Archive: out of the list, back with "archived too".
+        open_page(f"#/sweep/{sweep_a}")
+        driver.find_element(By.ID, "archive-button").click()
+        wait.until(lambda d: d.find_element(By.ID, "archive-button").text == "Unarchive")
+        open_page("#/sweeps")
+        count_is(3)
+        check("ui-demo-v2" not in listed(), f"archived listed: {listed()}")
+        driver.find_element(By.ID, "list-archived").click()
+        count_is(4)
+        check("ui-demo-v2" in listed(), f"archived not listed: {listed()}")
+
+        # Cancel, retry the cancelled cells, cancel again, then delete: only
+        # once the id is typed.
+        r = cli("submit", "-f", "-", stdin=json.dumps(SWEEP_E))
+        check(r.returncode == 0, f"submit: {r.stderr}")
+        sweep_e = r.stdout.strip()
+        open_page(f"#/sweep/{sweep_e}")
+        check(driver.find_element(By.ID, "delete-button").get_attribute("disabled") is not None,
+              "delete is offered for a running sweep")
+        driver.find_element(By.ID, "cancel-button").click()
+        wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "CANCELLED")
+        check(driver.find_element(By.ID, "manage-message").text == f"cancelled {CELLS_E} cells",
+              driver.find_element(By.ID, "manage-message").text)
+        check(state_of(sweep_e) == "CANCELLED", "not cancelled")
+        retry = driver.find_element(By.ID, "retry-cancelled")
+        check(retry.text == f"Retry {CELLS_E} cancelled", retry.text)
+        retry.click()
+        wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "RUNNING")
+        check(driver.find_element(By.ID, "manage-message").text == f"retrying {CELLS_E} cells",
+              driver.find_element(By.ID, "manage-message").text)
+        check(state_of(sweep_e) == "RUNNING", "not running again")
+        driver.find_element(By.ID, "cancel-button").click()
+        wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "CANCELLED")
+        driver.find_element(By.ID, "delete-button").click()
+        driver.find_element(By.ID, "delete-confirm").send_keys(sweep_e[:-1])
+        driver.find_element(By.ID, "delete-go").click()
+        wait.until(lambda d: d.find_element(By.ID, "manage-message").text ==
+                   f"delete of sweep {sweep_e} not confirmed: confirm must repeat the sweep id")
+        check(state_of(sweep_e) == "CANCELLED", "deleted without confirmation")
+        driver.find_element(By.ID, "delete-confirm").send_keys(sweep_e[-1])
+        driver.find_element(By.ID, "delete-go").click()
+        wait.until(lambda d: d.find_element(By.ID, "main").get_attribute("data-page") == "sweeps")
+        r = cli("status", sweep_e)
+        check(r.returncode == 3, f"status of a deleted sweep exited {r.returncode}: {r.stdout}")
 
         # Ctrl-C (SIGINT) stops the dashboard cleanly.
         ui.p.send_signal(signal.SIGINT)

@@ -39,12 +39,102 @@ function svg(tag, attrs, ...children) {
   return node;
 }
 
-async function api(path) {
-  const response = await fetch(path, {cache: 'no-store'});
+// An error of a call to this dashboard: status is the HTTP status, 0 when
+// the dashboard itself did not answer.
+class ApiError extends Error {
+  constructor(message, status) { super(message); this.status = status; }
+}
+// Whether a failure is an outage (the dashboard or the coordinator cannot be
+// reached, or timed out) that retrying may cure, not an answer.
+function isOutage(err) { return [0, 502, 503, 504].includes(err.status); }
+
+async function call(path, init) {
+  let response;
+  try {
+    response = await fetch(path, Object.assign({cache: 'no-store'}, init || {}));
+  } catch (e) {
+    throw new ApiError('the dashboard does not answer (is `ranksweep ui` still running?)', 0);
+  }
   let body = null;
   try { body = await response.json(); } catch (e) { /* not JSON */ }
-  if (!response.ok) throw new Error((body && body.error) || `${response.status} ${response.statusText}`);
+  if (!response.ok) throw new ApiError((body && body.error) || `${response.status} ${response.statusText}`, response.status);
   return body;
+}
+function api(path) { return call(path); }
+
+// ------------------------------------------------------------------ actions
+
+// The action key comes from the manage link `ranksweep ui` prints
+// (#key=...); the page keeps it in this origin's storage and sends it with
+// every action, in a header no other site's page can set.
+const KEY_STORE = 'ranksweep-action-key';
+const session = {canAct: false, readOnly: false};
+function actionKey() { return localStorage.getItem(KEY_STORE) || ''; }
+function takeKeyFromLink() {
+  const m = location.hash.match(/^#key=([0-9a-f]+)$/);
+  if (!m) return;
+  localStorage.setItem(KEY_STORE, m[1]);
+  history.replaceState(null, '', '#/sweeps');  // the key leaves the address bar
+}
+async function loadSession() {
+  const s = await call('/api/session', {headers: {'X-Ranksweep-Key': actionKey()}});
+  session.canAct = s.can_act;
+  session.readOnly = s.read_only;
+  // A key from an earlier run: it will never act again.
+  if (!s.can_act && actionKey()) localStorage.removeItem(KEY_STORE);
+}
+function act(path, body) {
+  return call(path, {method: 'POST', headers: {'Content-Type': 'application/json', 'X-Ranksweep-Key': actionKey()},
+                     body: JSON.stringify(body || {})});
+}
+
+// ------------------------------------------------------------------ freshness
+
+// Nothing on a page is shown as current when it is not: while the
+// coordinator (or this dashboard) cannot be reached, the banner says since
+// when the page's data dates and the page is greyed; loads retry with
+// backoff and the banner goes once one succeeds.
+const BACKOFF_MS = [1000, 2000, 4000, 8000, 15000];
+function backoff(attempt) { return BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length) - 1] || BACKOFF_MS[0]; }
+let freshAt = null;  // when the page's data was last read whole
+function markFresh() {
+  freshAt = Date.now();
+  document.body.dataset.stale = 'false';
+  document.getElementById('stale').hidden = true;
+}
+function markStale(err, retryMs) {
+  document.body.dataset.stale = 'true';
+  const banner = document.getElementById('stale');
+  banner.hidden = false;
+  banner.textContent = `Not current: ${err.message || err}. ` +
+      (freshAt ? `Showing what was read at ${fmtTime(freshAt)}` : 'Nothing read yet') +
+      `; retrying in ${Math.round(retryMs / 1000)} s.`;
+}
+
+// Runs load() now and then every periodMs while the page is open; a failed
+// load marks the page stale and is retried with backoff, a good one marks
+// it fresh. Returns a function that loads at once (after a filter
+// changed), whose `first` is the first load (it never rejects).
+function keepLoading(load, periodMs) {
+  let attempt = 0, timer = null, left = false;
+  const run = async () => {
+    timer = null;
+    try {
+      await load();
+      if (left) return;
+      attempt = 0;
+      markFresh();
+    } catch (e) {
+      if (left) return;
+      attempt++;
+      markStale(e, backoff(attempt));
+    }
+    timer = setTimeout(run, attempt ? backoff(attempt) : periodMs);
+  };
+  onLeave(() => { left = true; clearTimeout(timer); });
+  const now = () => { clearTimeout(timer); return run(); };
+  now.first = run();
+  return now;
 }
 
 function pad2(n) { return String(n).padStart(2, '0'); }
@@ -168,72 +258,102 @@ class SortableTable {
 
 // ------------------------------------------------------------------ the plot
 
-// Error against rank. series: [{label, color, split: 'train'|'test',
-// hasRank, means: [{rank, mean, ci95}], points: [{rank, seed, value}]}].
-// Ranks sit on a log2 axis with a tick at every swept rank; the line joins
-// adjacent swept ranks only (a rank not swept has no marker, so a straight
-// segment over it claims nothing at it) and the band is the 95% interval of
-// the mean. A rank-less head (softmax) is a dotted level across the plot,
-// its seeds in a "no rank" column at the right. bounds: {lower, upper} or
-// null draw the theory's rank bounds as vertical lines.
+// A metric against rank. series: [{label, color, split: 'train'|'test',
+// hasRank, means: [{rank, mean, ci95 (null: no band)}], points: [{rank,
+// seed, value}]}]. Ranks sit on a log2 axis with a tick at every swept rank;
+// the line joins adjacent swept ranks only (a rank not swept has no marker,
+// so a straight segment over it claims nothing at it) and the band is the
+// 95% interval of the mean. A rank-less head (softmax) is a dotted level
+// across the plot, its seeds in a "no rank" column at the right. bounds:
+// {lower, upper} or null draw the theory's rank bounds as vertical lines.
+// opts: id, title, yLabel; unitRange (the y axis is 0..1, else 0..the
+// largest value); logY (a log10 axis over the positive values; values at or
+// below its bottom sit on it); hidden (a Set of series keys "label|split"
+// not drawn) and onToggle (called after a legend entry, clicked, changed
+// it).
 function renderPlot(series, bounds, opts) {
   const W = 760, H = 340, left = 52, top = 14, bottom = 44, legendW = 230;
   const right = W - legendW;
+  const hidden = opts.hidden || new Set();
+  const keyOf = s => `${s.label}|${s.split}`;
+  const shown = series.filter(s => !hidden.has(keyOf(s)));
   const ranks = [...new Set(series.filter(s => s.hasRank).flatMap(s => s.means.map(m => m.rank)
       .concat(s.points.map(p => p.rank))))].sort((a, b) => a - b);
   const anyRankless = series.some(s => !s.hasRank);
   const root = svg('svg', {class: 'plot', id: opts.id, viewBox: `0 0 ${W} ${H}`, role: 'img',
-                           'aria-label': opts.title || 'error against rank'});
+                           'aria-label': opts.title || 'metric against rank',
+                           'data-scale': opts.logY ? 'log' : 'linear'});
   const plotRight = anyRankless ? right - 60 : right - 10;
   const lo = ranks.length ? Math.log2(ranks[0]) : 0;
   const hi = ranks.length ? Math.log2(ranks[ranks.length - 1]) : 1;
   const x = r => ranks.length <= 1 ? (left + plotRight) / 2
       : left + 16 + (Math.log2(r) - lo) / (hi - lo) * (plotRight - left - 32);
   const xNoRank = right - 30;
-  const y = v => top + (1 - v) * (H - top - bottom);
-  // Grid and axes.
-  for (const v of [0, 0.25, 0.5, 0.75, 1]) {
-    root.append(svg('line', {class: 'gridline', x1: left, x2: right, y1: y(v), y2: y(v)}));
-    root.append(svg('text', {x: left - 6, y: y(v) + 4, 'text-anchor': 'end'}, String(v)));
+  // The y range: from the values shown.
+  const values = shown.flatMap(s => s.means.map(m => m.mean).concat(s.points.map(p => p.value)))
+      .filter(v => v !== null && Number.isFinite(v));
+  let yLo = 0, yHi = 1, ticks;
+  if (opts.logY) {
+    const pos = values.filter(v => v > 0);
+    yLo = 10 ** Math.floor(Math.log10(pos.length ? Math.min(...pos) : 1e-3));
+    yHi = 10 ** Math.ceil(Math.log10(pos.length ? Math.max(...pos) : 1));
+    if (yHi <= yLo) yHi = yLo * 10;
+    ticks = [];
+    for (let t = yLo; t <= yHi * 1.0001; t *= 10) ticks.push(t);
+  } else {
+    if (!opts.unitRange) yHi = values.length ? Math.max(1e-9, ...values) * 1.05 : 1;
+    ticks = [0, 0.25, 0.5, 0.75, 1].map(f => yLo + f * (yHi - yLo));
   }
-  root.append(svg('line', {class: 'axis', x1: left, x2: right, y1: y(0), y2: y(0)}));
-  root.append(svg('line', {class: 'axis', x1: left, x2: left, y1: top, y2: y(0)}));
+  const frac = v => opts.logY ? (Math.log10(Math.max(v, yLo)) - Math.log10(yLo)) / (Math.log10(yHi) - Math.log10(yLo))
+                              : (v - yLo) / (yHi - yLo);
+  const y = v => top + (1 - Math.min(1, Math.max(0, frac(v)))) * (H - top - bottom);
+  const yBase = y(yLo);
+  // Grid and axes.
+  for (const v of ticks) {
+    root.append(svg('line', {class: 'gridline', x1: left, x2: right, y1: y(v), y2: y(v)}));
+    root.append(svg('text', {class: 'ytick', x: left - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtNum(v)));
+  }
+  root.append(svg('line', {class: 'axis', x1: left, x2: right, y1: yBase, y2: yBase}));
+  root.append(svg('line', {class: 'axis', x1: left, x2: left, y1: top, y2: yBase}));
   for (const r of ranks) {
-    root.append(svg('line', {class: 'axis', x1: x(r), x2: x(r), y1: y(0), y2: y(0) + 4}));
-    root.append(svg('text', {class: 'xtick', x: x(r), y: y(0) + 16, 'text-anchor': 'middle'}, String(r)));
+    root.append(svg('line', {class: 'axis', x1: x(r), x2: x(r), y1: yBase, y2: yBase + 4}));
+    root.append(svg('text', {class: 'xtick', x: x(r), y: yBase + 16, 'text-anchor': 'middle'}, String(r)));
   }
   if (anyRankless) {
-    root.append(svg('text', {x: xNoRank, y: y(0) + 16, 'text-anchor': 'middle'}, 'no rank'));
+    root.append(svg('text', {x: xNoRank, y: yBase + 16, 'text-anchor': 'middle'}, 'no rank'));
   }
   root.append(svg('text', {x: (left + plotRight) / 2, y: H - 8, 'text-anchor': 'middle'},
                   'rank (log scale; ticks at the swept ranks)'));
-  root.append(svg('text', {x: 14, y: (top + y(0)) / 2, 'text-anchor': 'middle',
-                           transform: `rotate(-90 14 ${(top + y(0)) / 2})`},
-                  opts.yLabel || 'error (1 − exact-sequence accuracy)'));
+  const yLabel = (opts.yLabel || 'error (1 − exact-sequence accuracy)') + (opts.logY ? ', log scale' : '');
+  root.append(svg('text', {x: 14, y: (top + yBase) / 2, 'text-anchor': 'middle',
+                           transform: `rotate(-90 14 ${(top + yBase) / 2})`}, yLabel));
   // Theory bounds, where they fall inside the swept range.
   if (bounds && ranks.length > 1) {
     for (const [name, b] of [['lower bound', bounds.lower], ['upper bound', bounds.upper]]) {
       if (b === null || b === undefined || b < ranks[0] || b > ranks[ranks.length - 1]) continue;
-      root.append(svg('line', {class: 'bound', x1: x(b), x2: x(b), y1: top, y2: y(0)}));
+      root.append(svg('line', {class: 'bound', x1: x(b), x2: x(b), y1: top, y2: yBase}));
       root.append(svg('text', {x: x(b) + 3, y: top + 10}, `${name} ${b}`));
     }
   }
   // Series: band, line, points.
-  series.forEach((s, i) => {
+  const tooMany = shown.reduce((n, t) => n + t.points.length, 0) > MAX_PLOT_POINTS;
+  for (const s of shown) {
     const g = svg('g', {class: 'series', 'data-head': s.label, 'data-split': s.split});
     const means = [...s.means].sort((a, b) => a.rank - b.rank);
+    const band = means.length > 1 && means.every(m => m.ci95 !== null && m.ci95 !== undefined);
     if (s.hasRank && means.length) {
-      if (means.length > 1) {
-        const upper = means.map(m => `${x(m.rank)},${y(Math.min(1, m.mean + m.ci95))}`);
-        const lower = means.map(m => `${x(m.rank)},${y(Math.max(0, m.mean - m.ci95))}`).reverse();
+      if (band) {
+        const upper = means.map(m => `${x(m.rank)},${y(m.mean + m.ci95)}`);
+        const lower = means.map(m => `${x(m.rank)},${y(m.mean - m.ci95)}`).reverse();
         g.append(svg('polygon', {class: `band ${s.split}`, fill: s.color, points: upper.concat(lower).join(' ')}));
       }
       const d = means.map((m, j) => `${j ? 'L' : 'M'}${x(m.rank)},${y(m.mean)}`).join(' ');
       g.append(svg('path', {class: `series-line ${s.split}`, stroke: s.color, d,
                             'data-head': s.label, 'data-split': s.split}));
       for (const m of means) {
+        const ci = m.ci95 === null || m.ci95 === undefined ? '' : ` ± ${fmtNum(m.ci95)}`;
         g.append(svg('circle', {cx: x(m.rank), cy: y(m.mean), r: 3.5, fill: s.color},
-                     svg('title', {}, `${s.label} rank ${m.rank}: mean ${fmtNum(m.mean)} ± ${fmtNum(m.ci95)}`)));
+                     svg('title', {}, `${s.label} rank ${m.rank}: mean ${fmtNum(m.mean)}${ci}`)));
       }
     } else if (!s.hasRank && means.length) {
       const m = means[0];
@@ -243,28 +363,40 @@ function renderPlot(series, bounds, opts) {
     }
     // Per-seed points, spread a little sideways so equal values stay apart;
     // past MAX_PLOT_POINTS in all only the means are drawn.
-    if (series.reduce((n, t) => n + t.points.length, 0) > MAX_PLOT_POINTS) { root.append(g); return; }
-    const seeds = [...new Set(s.points.map(p => p.seed))].sort((a, b) => a - b);
-    for (const p of s.points) {
-      const spread = (seeds.indexOf(p.seed) - (seeds.length - 1) / 2) * 3;
-      const px = (s.hasRank ? x(p.rank) : xNoRank) + spread + (s.split === 'test' ? 8 : 0);
-      g.append(svg(s.split === 'test' ? 'rect' : 'circle',
-                   s.split === 'test'
-                       ? {class: 'point', x: px - 2, y: y(p.value) - 2, width: 4, height: 4, fill: s.color}
-                       : {class: 'point', cx: px, cy: y(p.value), r: 2, fill: 'none', stroke: s.color},
-                   svg('title', {}, `${s.label}${s.hasRank ? ` rank ${p.rank}` : ''} seed ${p.seed}: ${s.split} error ${fmtNum(p.value)}`)));
+    if (!tooMany) {
+      const seeds = [...new Set(s.points.map(p => p.seed))].sort((a, b) => a - b);
+      for (const p of s.points) {
+        const spread = (seeds.indexOf(p.seed) - (seeds.length - 1) / 2) * 3;
+        const px = (s.hasRank ? x(p.rank) : xNoRank) + spread + (s.split === 'test' ? 8 : 0);
+        g.append(svg(s.split === 'test' ? 'rect' : 'circle',
+                     s.split === 'test'
+                         ? {class: 'point', x: px - 2, y: y(p.value) - 2, width: 4, height: 4, fill: s.color}
+                         : {class: 'point', cx: px, cy: y(p.value), r: 2, fill: 'none', stroke: s.color},
+                     svg('title', {}, `${s.label}${s.hasRank ? ` rank ${p.rank}` : ''} seed ${p.seed}: ${fmtNum(p.value)}`)));
+      }
     }
     root.append(g);
-  });
-  // The legend sits right of the plot area, so it never covers a label.
+  }
+  // The legend sits right of the plot area, so it never covers a label; an
+  // entry, clicked, hides or shows its series.
   series.forEach((s, i) => {
     const ly = top + 8 + i * 20;
-    root.append(svg('line', {class: 'series-key',
-                             x1: right + 8, x2: right + 34, y1: ly, y2: ly, stroke: s.color,
-                             'stroke-width': 2, 'stroke-dasharray': s.split === 'test' ? '6 4' : (s.hasRank ? null : '1 4')}));
+    const key = keyOf(s);
+    const off = hidden.has(key);
+    const entry = svg('g', {class: off ? 'legend-entry off' : 'legend-entry', 'data-key': key,
+                            'data-hidden': off ? 'true' : 'false', role: 'button'});
+    entry.append(svg('rect', {class: 'legend-hit', x: right + 4, y: ly - 9, width: legendW - 8, height: 18}));
+    entry.append(svg('line', {class: 'series-key',
+                              x1: right + 8, x2: right + 34, y1: ly, y2: ly, stroke: s.color,
+                              'stroke-width': 2, 'stroke-dasharray': s.split === 'test' ? '6 4' : (s.hasRank ? null : '1 4')}));
     const text = `${s.label}${s.split === 'test' ? ' (test)' : ''}`;
-    root.append(svg('text', {class: 'legend', x: right + 40, y: ly + 4},
-                    text.length > 30 ? text.slice(0, 29) + '…' : text, svg('title', {}, text)));
+    entry.append(svg('text', {class: 'legend', x: right + 40, y: ly + 4},
+                     text.length > 30 ? text.slice(0, 29) + '…' : text, svg('title', {}, `${text}: click to ${off ? 'show' : 'hide'}`)));
+    entry.addEventListener('click', () => {
+      if (hidden.has(key)) hidden.delete(key); else hidden.add(key);
+      if (opts.onToggle) opts.onToggle();
+    });
+    root.append(entry);
   });
   if (!series.length) {
     root.append(svg('text', {x: (left + right) / 2, y: H / 2, 'text-anchor': 'middle'}, 'no results yet'));
@@ -321,14 +453,36 @@ function renderCurves(curves, metric, chosenCell, opts) {
   return root;
 }
 
+// The metrics a sweep's plot may show: error (train, and test with a test
+// split: the summary's means and 95% intervals), and per-seed metrics whose
+// means over seeds are taken here (no band). unit: the values are in 0..1.
+function metricChoices(sweep) {
+  return [{key: 'error', label: 'Error', axis: 'error (1 − exact-sequence accuracy)', unit: true},
+          {key: 'train_position_accuracy', label: 'Position accuracy', axis: 'train position accuracy', unit: true},
+          {key: 'final_loss', label: 'Final loss', axis: 'final training loss', unit: false}]
+      .concat((sweep.row_metrics || []).map(m => ({key: m.key, label: m.label, axis: m.label, unit: false})));
+}
+
+// The mean over seeds at each rank of points [{rank, value}].
+function meansOf(points) {
+  const by = new Map();
+  for (const p of points) {
+    if (!by.has(p.rank)) by.set(p.rank, []);
+    by.get(p.rank).push(p.value);
+  }
+  return [...by].map(([rank, v]) => ({rank, mean: v.reduce((a, b) => a + b, 0) / v.length, ci95: null}));
+}
+
 // The series of one sweep for renderPlot: per head and recipe (one recipe
-// without axes), train (and test when the dataset has a test split), means
-// from the summary, points from the rows. With recipe axes a series is
-// labelled "kernel/elu1 lr=0.003". Rows a quarantine invalidated (state
-// INVALID) are never drawn, as the summary never counts them.
-function sweepSeries(sweep, summary, rows, colorOffset, labelPrefix) {
+// without axes); for the error, train (and test when the dataset has a test
+// split) with means from the summary, for another metric (a row key) one
+// series with means over the rows; points from the rows. With recipe axes a
+// series is labelled "kernel/elu1 lr=0.003". Rows a quarantine invalidated
+// (state INVALID) are never drawn, as the summary never counts them.
+function sweepSeries(sweep, summary, rows, colorOffset, labelPrefix, metric) {
   const series = [];
-  const splits = sweep.has_test_split ? ['train', 'test'] : ['train'];
+  const byError = !metric || metric === 'error';
+  const splits = !byError ? ['train'] : sweep.has_test_split ? ['train', 'test'] : ['train'];
   const recipes = sweep.recipes && sweep.recipes.length ? sweep.recipes : [{recipe: 0, label: ''}];
   let line = 0;
   summary.heads.forEach((h) => {
@@ -336,12 +490,14 @@ function sweepSeries(sweep, summary, rows, colorOffset, labelPrefix) {
       const color = COLORS[(colorOffset + line++) % COLORS.length];
       const label = (labelPrefix || '') + h.head + (recipe.label ? ` ${recipe.label}` : '');
       for (const split of splits) {
-        const key = `${split}_error`;
-        const means = h.groups.filter(g => (g.recipe || 0) === recipe.recipe && g[key] !== null)
-            .map(g => ({rank: g.rank, mean: g[key].mean, ci95: g[key].ci95}));
+        const key = byError ? `${split}_error` : metric;
         const points = rows.filter(r => r.head_index === h.head_index && (r.recipe || 0) === recipe.recipe &&
-                                        r.state !== 'INVALID' && r[key] !== null)
+                                        r.state === 'DONE' && r[key] !== null && r[key] !== undefined)
             .map(r => ({rank: r.rank, seed: r.seed, value: r[key]}));
+        const means = byError
+            ? h.groups.filter(g => (g.recipe || 0) === recipe.recipe && g[key] !== null)
+                .map(g => ({rank: g.rank, mean: g[key].mean, ci95: g[key].ci95}))
+            : meansOf(points);
         series.push({label, color, split, hasRank: h.has_rank, means, points});
       }
     }
@@ -363,7 +519,8 @@ function sweepColumns(selectable, selected, onSelect) {
   const cols = [
     {key: 'name', label: 'Sweep', value: s => s.name,
      cell: s => el('span', {}, el('a', {href: `#/sweep/${s.id}`, class: 'sweep-link'}, s.name), ' ',
-                   el('span', {class: 'muted'}, s.id))},
+                   el('span', {class: 'muted'}, s.id), s.archived ? [' ', badge('archived', 'archived')] : null,
+                   (s.tags || []).map(t => [' ', el('span', {class: 'tag'}, t)]))},
     {key: 'state', label: 'State', value: s => s.state, cell: s => badge(s.state)},
     {key: 'owner', label: 'Owner', value: s => s.owner, cell: s => s.owner || '–'},
     {key: 'progress', label: 'Done / total', value: s => s.counts.total ? s.counts.done / s.counts.total : 0,
@@ -390,18 +547,53 @@ pages.sweeps = async (main) => {
     if (on) selected.add(id); else selected.delete(id);
     button.disabled = selected.size < 1;
   }));
+  // Search and filters go to the coordinator (state, tag, search) and the
+  // dashboard (owner); the tag and owner choices are those seen so far.
+  const search = el('input', {id: 'list-search', type: 'search', placeholder: 'search id, name, owner, note, tag…'});
+  const state = el('select', {id: 'list-state'}, el('option', {value: ''}, 'any state'),
+                   ['RUNNING', 'DONE', 'FAILED', 'CANCELLED'].map(s => el('option', {value: s}, s.toLowerCase())));
+  const tag = el('select', {id: 'list-tag'}, el('option', {value: ''}, 'any tag'));
+  const owner = el('select', {id: 'list-owner'}, el('option', {value: ''}, 'any owner'));
+  const archived = el('input', {id: 'list-archived', type: 'checkbox'});
+  const known = {tag: new Set(), owner: new Set()};
+  const addChoices = (select, set, values) => {
+    for (const v of values) {
+      if (!v || set.has(v)) continue;
+      set.add(v);
+      select.append(el('option', {value: v}, v));
+    }
+  };
+  const count = el('span', {id: 'sweep-count', class: 'muted'});
   main.append(el('h1', {}, 'Sweeps'),
               el('div', {class: 'sub'}, 'Newest first; refreshed every 5 s. Tick sweeps to overlay them on one plot.'),
-              el('div', {class: 'card'}, el('div', {class: 'filters'}, el('span', {id: 'sweep-count', class: 'muted'}), el('span', {class: 'right'}, button)),
+              el('div', {class: 'card'},
+                 el('div', {class: 'filters'}, search, state, tag, owner,
+                    el('label', {class: 'toggle'}, archived, ' archived too'), count,
+                    el('span', {class: 'right'}, button)),
                  el('div', {class: 'scroll'}, table.table)));
+  let generation = 0;  // a reply to an older filter draws nothing
   const load = async () => {
-    const sweeps = await api('/api/sweeps');
+    const q = new URLSearchParams();
+    if (search.value.trim()) q.set('search', search.value.trim());
+    if (state.value) q.set('state', state.value.toLowerCase());
+    if (tag.value) q.set('tag', tag.value);
+    if (owner.value) q.set('owner', owner.value);
+    if (archived.checked) q.set('archived', 'true');
+    const mine = ++generation;
+    const sweeps = await api(`/api/sweeps?${q}`);
+    if (mine !== generation) return;
+    addChoices(tag, known.tag, sweeps.flatMap(s => s.tags));
+    addChoices(owner, known.owner, sweeps.map(s => s.owner));
     table.setRows(sweeps);
-    document.getElementById('sweep-count').textContent = `${sweeps.length} sweep${sweeps.length === 1 ? '' : 's'}`;
+    const filtered = [...q.keys()].some(k => k !== 'archived');
+    count.textContent = `${sweeps.length} sweep${sweeps.length === 1 ? '' : 's'}${filtered ? ' match' : ''}`;
   };
-  await load();
-  const timer = setInterval(() => load().catch(e => setStatus(e.message, true)), 5000);
-  onLeave(() => clearInterval(timer));
+  const loadNow = keepLoading(load, 5000);
+  await loadNow.first;
+  let typing = null;
+  search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(loadNow, 250); });
+  for (const f of [state, tag, owner, archived]) f.addEventListener('change', loadNow);
+  onLeave(() => clearTimeout(typing));
 };
 
 pages.sweep = async (main, id) => {
@@ -409,11 +601,21 @@ pages.sweep = async (main, id) => {
   const header = el('div');
   const progress = el('div', {id: 'progress', 'data-state': sweep.state});
   const events = el('ul', {class: 'events', id: 'events'});
-  const plotCard = el('div', {class: 'card'}, el('h2', {}, 'Error against rank'), el('div', {id: 'plot-holder'}),
+  // The plot's metric and scale are choices; a legend entry, clicked,
+  // hides or shows its series.
+  const metricSelect = el('select', {id: 'plot-metric'}, metricChoices(sweep).map(m => el('option', {value: m.key}, m.label)));
+  const logToggle = el('input', {id: 'plot-logy', type: 'checkbox'});
+  const hidden = new Set();
+  const plotTitle = el('h2', {}, 'Error against rank');
+  const plotCard = el('div', {class: 'card'}, plotTitle,
+                      el('div', {class: 'filters'}, metricSelect, el('label', {class: 'toggle'}, logToggle, ' log scale')),
+                      el('div', {id: 'plot-holder'}),
                       el('div', {class: 'note'}, 'Lines join the mean over seeds at adjacent swept ranks (a gap between ticks was not swept); ' +
-                         'the band is its 95% interval; circles are train seeds, squares test seeds; dashed lines are test error.'));
+                         'the band is its 95% interval; circles are train seeds, squares test seeds; dashed lines are test error. ' +
+                         'Click a legend entry to hide or show its line.'));
   const summaryCard = el('div', {class: 'card'}, el('h2', {}, 'Summary'), el('div', {id: 'summary-holder'}));
-  const failures = el('div', {class: 'card'}, el('h2', {}, 'Recent failures'), el('div', {id: 'failures'}));
+  const failures = el('div', {class: 'card'}, el('h2', {}, 'Failures'), el('div', {id: 'failures'}));
+  const manage = el('div', {class: 'card', id: 'manage'});
 
   const headSelect = el('select', {id: 'filter-head'}, el('option', {value: ''}, 'all heads'),
                         sweep.heads.map(h => el('option', {value: h.label}, h.label)));
@@ -512,14 +714,102 @@ pages.sweep = async (main, id) => {
                           el('span', {class: 'right'}, 'Download ', csv, ' ', json)),
                        el('div', {class: 'scroll'}, rowsTable.table));
   main.append(header, el('div', {class: 'card'}, el('h2', {}, 'Progress'), progress, events),
-              el('div', {class: 'grid2'}, plotCard, summaryCard), tableCard, curvesCard, failures);
+              el('div', {class: 'grid2'}, plotCard, summaryCard), tableCard, curvesCard, failures, manage);
 
   const drawHeader = () => {
     header.replaceChildren(el('h1', {id: 'sweep-name'}, sweep.name),
-        el('div', {class: 'sub'}, el('span', {}, badge(sweep.state)), el('span', {}, sweep.id),
+        el('div', {class: 'sub'}, el('span', {id: 'sweep-state'}, badge(sweep.state)), el('span', {}, sweep.id),
            el('span', {}, `owner ${sweep.owner || '–'}`), el('span', {}, `${sweep.dataset} dataset`),
            el('span', {}, `${sweep.mode} mode`), el('span', {}, `${sweep.seeds} seeds`),
-           el('span', {}, `created ${fmtTime(sweep.created_unix_ms)}`)));
+           el('span', {}, `created ${fmtTime(sweep.created_unix_ms)}`),
+           sweep.archived ? el('span', {}, badge('archived', 'archived')) : null,
+           el('span', {id: 'sweep-tags'}, (sweep.tags || []).map(t => el('span', {class: 'tag'}, t)))),
+        sweep.note ? el('div', {class: 'note-text', id: 'sweep-note'}, sweep.note) : null);
+    drawManage();
+  };
+  // Managing the sweep: for the browser that opened the manage link; a
+  // viewer is told how to become one. Every action reads the sweep again.
+  // The last action's outcome; it stays when the card is drawn again.
+  let said = {text: '', isError: false};
+  const message = (text, isError) => {
+    said = {text, isError};
+    const m = document.getElementById('manage-message');
+    m.textContent = text;
+    m.className = isError ? 'error' : 'muted';
+  };
+  const doAction = async (verb, body, done) => {
+    try {
+      const out = await act(`/api/sweeps/${id}/${verb}`, body);
+      if (left) return;
+      message(done(out), false);
+      await refresh();
+    } catch (e) {
+      if (!left) message(e.message, true);
+    }
+  };
+  const drawManage = () => {
+    if (!session.canAct) {
+      manage.replaceChildren(el('h2', {}, 'Manage'), el('div', {class: 'muted', id: 'manage-readonly'},
+          session.readOnly ? 'This dashboard is read-only (ranksweep ui --read-only).'
+                           : 'You are a viewer: open the manage link `ranksweep ui` printed to change this sweep.'));
+      return;
+    }
+    const c = sweep.counts;
+    const note = el('textarea', {id: 'note-input', rows: 2, maxlength: 4096}, sweep.note);
+    const tagInput = el('input', {id: 'tag-input', placeholder: 'tag'});
+    const renameInput = el('input', {id: 'rename-input', value: sweep.name});
+    const confirmInput = el('input', {id: 'delete-confirm', placeholder: `type ${sweep.id} to delete`});
+    const deleteGo = el('button', {id: 'delete-go', class: 'danger', onclick: () =>
+        doAction('delete', {confirm: confirmInput.value}, out => {
+          location.hash = '#/sweeps';
+          return `deleted ${out.cells_deleted} cells and ${out.results_deleted} results`;
+        })}, 'Delete for good');
+    const deleteBox = el('span', {id: 'delete-box', hidden: true}, confirmInput, ' ', deleteGo);
+    manage.replaceChildren(el('h2', {}, 'Manage'),
+      el('div', {class: 'filters'}, el('label', {}, 'Note '), note,
+         el('button', {id: 'note-save', onclick: () => doAction('update', {note: note.value}, () => 'note saved')}, 'Save note')),
+      el('div', {class: 'filters'}, el('label', {}, 'Tags '),
+         (sweep.tags || []).map(t => el('span', {class: 'tag'}, t, ' ',
+             el('button', {class: 'tag-remove', 'data-tag': t, title: `remove ${t}`,
+                           onclick: () => doAction('update', {remove_tags: [t]}, () => `tag ${t} removed`)}, '×'))),
+         tagInput, el('button', {id: 'tag-add', onclick: () =>
+             doAction('update', {add_tags: tagInput.value.split(/[\s,]+/).filter(Boolean)}, () => 'tags added')}, 'Add tag')),
+      el('div', {class: 'filters'}, el('label', {}, 'Name '), renameInput,
+         el('button', {id: 'rename-save', onclick: () => doAction('update', {name: renameInput.value}, () => 'renamed')}, 'Rename')),
+      el('div', {class: 'filters'},
+         el('button', {id: 'archive-button', onclick: () => doAction('update', {archived: !sweep.archived},
+                                                                     () => sweep.archived ? 'unarchived' : 'archived')},
+            sweep.archived ? 'Unarchive' : 'Archive'),
+         sweep.state === 'RUNNING' ? el('button', {id: 'cancel-button', onclick: () =>
+             doAction('cancel', {}, out => `cancelled ${out.cells_cancelled} cells`)}, 'Cancel sweep') : null,
+         el('button', {id: 'retry-failed', disabled: !c.failed, onclick: () =>
+             doAction('retry', {failed: true}, out => `retrying ${out.cells_retried} cells`)}, `Retry ${c.failed} failed`),
+         el('button', {id: 'retry-cancelled', disabled: !c.cancelled, onclick: () =>
+             doAction('retry', {cancelled: true}, out => `retrying ${out.cells_retried} cells`)}, `Retry ${c.cancelled} cancelled`),
+         el('button', {id: 'delete-button', class: 'danger', disabled: sweep.state === 'RUNNING',
+                       title: sweep.state === 'RUNNING' ? 'cancel the sweep first' : 'delete the sweep, its cells and results',
+                       onclick: () => { deleteBox.hidden = false; confirmInput.focus(); }}, 'Delete…'),
+         deleteBox),
+      el('div', {id: 'manage-message', class: said.isError ? 'error' : 'muted'}, said.text));
+  };
+  // Failed cells with their reasons (from the rows), and the coordinator's
+  // recent failed attempts, some of which may have been retried since.
+  const drawFailures = () => {
+    const failed = rows.filter(r => r.state === 'FAILED');
+    const recent = sweep.recent_failures;
+    const holder = document.getElementById('failures');
+    if (!failed.length && !recent.length) {
+      holder.replaceChildren(el('span', {class: 'muted', id: 'no-failures'}, 'none'));
+      return;
+    }
+    holder.replaceChildren(
+      el('div', {id: 'failure-count', class: 'muted'}, `${failed.length} failed cell${failed.length === 1 ? '' : 's'}`),
+      failed.length ? el('div', {class: 'scroll'}, el('table', {id: 'failed-cells'},
+        el('thead', {}, el('tr', {}, ['Head', 'Rank', 'Seed', 'Attempt', 'Worker', 'Reason'].map(t => el('th', {}, t)))),
+        el('tbody', {}, failed.map(r => el('tr', {}, el('td', {}, r.head), el('td', {}, r.rank === null ? '–' : r.rank),
+          el('td', {}, r.seed), el('td', {}, r.attempt), el('td', {}, r.worker_id || '–'),
+          el('td', {class: 'wrap reason'}, r.failure || '–')))))) : null,
+      recent.length ? [el('h3', {}, 'Recent failed attempts'), el('ol', {class: 'failures'}, recent.map(t => el('li', {}, t)))] : null);
   };
   const drawProgress = () => {
     const c = sweep.counts;
@@ -532,10 +822,7 @@ pages.sweep = async (main, id) => {
     if (sweep.cached_cells) parts.push(`${sweep.cached_cells} from the result cache`);
     parts.push(sweep.state === 'RUNNING' ? `ETA ${sweep.eta || '?'}` : sweep.state);
     progress.replaceChildren(progressBar(sweep, true), el('span', {id: 'progress-text'}, parts.join(' · ')));
-    const f = sweep.recent_failures;
-    document.getElementById('failures').replaceChildren(f.length
-        ? el('ol', {class: 'failures'}, f.map(t => el('li', {}, t)))
-        : el('span', {class: 'muted', id: 'no-failures'}, 'none'));
+    drawFailures();
   };
   const drawSummary = (summary) => {
     const facts = summary.facts;
@@ -580,11 +867,24 @@ pages.sweep = async (main, id) => {
       for (const a of axes) r[`axis_${a.name}`] = recipe ? recipe.values[a.name] : null;
     }
     rows = newRows;
+    lastSummary = summary;
     applyFilters();
     drawSummary(summary);
-    document.getElementById('plot-holder').replaceChildren(
-        renderPlot(sweepSeries(sweep, summary, rows, 0, ''), boundsOf(summary), {id: 'plot', title: sweep.name}));
+    drawFailures();
+    drawPlot();
   };
+  let lastSummary = null;
+  const drawPlot = () => {
+    if (!lastSummary) return;
+    const metric = metricChoices(sweep).find(m => m.key === metricSelect.value);
+    plotTitle.textContent = `${metric.label} against rank`;
+    document.getElementById('plot-holder').replaceChildren(
+        renderPlot(sweepSeries(sweep, lastSummary, rows, 0, '', metric.key), metric.key === 'error' ? boundsOf(lastSummary) : null,
+                   {id: 'plot', title: sweep.name, yLabel: metric.axis, unitRange: metric.unit, logY: logToggle.checked,
+                    hidden, onToggle: drawPlot}));
+  };
+  metricSelect.addEventListener('change', drawPlot);
+  logToggle.addEventListener('change', drawPlot);
   // New results reload the table, summary and plot: one load at a time, and
   // the next one no sooner than twice as long as the last took (at least
   // 1 s), so a large sweep finishing cells quickly is not read over and over.
@@ -596,7 +896,8 @@ pages.sweep = async (main, id) => {
     if (loading) { again = true; return; }
     main.dataset.loading = 'true';
     const started = Date.now();
-    loading = loadResults().catch(e => setStatus(e.message, true)).finally(() => {
+    // A load that meets an outage starts the page's retries (outage below).
+    loading = loadResults().catch(e => { if (left) return; if (isOutage(e)) outage(e); else setStatus(e.message, true); }).finally(() => {
       const pause = Math.max(1000, 2 * (Date.now() - started));
       setTimeout(() => {
         loading = null;
@@ -609,12 +910,31 @@ pages.sweep = async (main, id) => {
   await loadResults();
 
   // Live progress: the server follows WatchSweep and pushes each event.
-  if (sweep.state === 'RUNNING') {
-    const source = new EventSource(`/api/sweeps/${id}/events`);
-    let lastFinished = sweep.counts.done + sweep.counts.failed;
+  // After any outage (the stream breaks, or ends with an error) the page is
+  // marked stale and the sweep is read again, with backoff, until the
+  // coordinator answers; a stream that ends is followed by a read too, so
+  // the header shows the coordinator's state, never the stream's last word.
+  let source = null, attempt = 0, retryTimer = null;
+  let lastFinished = sweep.counts.done + sweep.counts.failed;
+  const closeSource = () => { if (source) source.close(); source = null; };
+  const outage = (err) => {
+    closeSource();
+    if (left) return;
+    attempt++;
+    markStale(err, backoff(attempt));
+    setStatus('reconnecting…', true);
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(refresh, backoff(attempt));
+  };
+  const follow = () => {
+    closeSource();
+    if (left || sweep.state !== 'RUNNING') return;
+    source = new EventSource(`/api/sweeps/${id}/events`);
     source.addEventListener('progress', (e) => {
       const data = JSON.parse(e.data);
-      sweep = data.sweep;
+      sweep = Object.assign(data.sweep, {note: sweep.note, tags: sweep.tags, archived: sweep.archived});
+      attempt = 0;
+      markFresh();
       drawProgress();
       if (data.message) {
         events.prepend(el('li', {}, `${fmtTime(Date.now())}  ${data.message}`));
@@ -626,14 +946,33 @@ pages.sweep = async (main, id) => {
     });
     source.addEventListener('end', (e) => {
       const data = JSON.parse(e.data);
-      source.close();
-      drawHeader();
-      if (data.error) setStatus(`watch ended: ${data.error}`, true); else setStatus(`sweep ${data.state}`);
-      reload();
+      closeSource();
+      if (data.error) outage(new Error(`the coordinator's event stream ended: ${data.error}`));
+      else refresh();
     });
-    source.onerror = () => setStatus('reconnecting…', true);
-    onLeave(() => source.close());
-  }
+    source.onerror = () => outage(new Error('the event stream from the dashboard broke'));
+  };
+  const refresh = async () => {
+    retryTimer = null;
+    let fresh;
+    try {
+      fresh = await api(`/api/sweeps/${id}`);
+    } catch (e) {
+      if (isOutage(e)) outage(e); else if (!left) setStatus(e.message, true);
+      return;
+    }
+    if (left) return;
+    sweep = fresh;
+    attempt = 0;
+    markFresh();
+    drawHeader();
+    drawProgress();
+    lastFinished = sweep.counts.done + sweep.counts.failed;
+    reload();
+    if (sweep.state === 'RUNNING') follow(); else setStatus(`sweep ${sweep.state}`);
+  };
+  follow();
+  onLeave(() => { closeSource(); clearTimeout(retryTimer); });
 };
 
 pages.compare = async (main, arg) => {
@@ -649,12 +988,16 @@ pages.compare = async (main, arg) => {
   }
   const split = el('select', {id: 'compare-split'}, el('option', {value: 'train'}, 'train error'),
                    el('option', {value: 'test'}, 'test error'));
+  const logToggle = el('input', {id: 'plot-logy', type: 'checkbox'});
+  const hidden = new Set();
   const holder = el('div', {id: 'plot-holder'});
   const list = el('div', {id: 'compare-list'});
+  const diff = el('div', {id: 'diff-holder'});
   main.append(el('div', {class: 'sub'}, `${ids.length} sweep${ids.length === 1 ? '' : 's'} on one plot: one line per sweep and head.`),
-              el('div', {class: 'card'}, el('div', {class: 'filters'}, split), holder,
-                 el('div', {class: 'note'}, 'Means over seeds with their 95% band; points are seeds.')),
-              el('div', {class: 'card'}, el('h2', {}, 'Sweeps'), list));
+              el('div', {class: 'card'}, el('div', {class: 'filters'}, split, el('label', {class: 'toggle'}, logToggle, ' log scale')), holder,
+                 el('div', {class: 'note'}, 'Means over seeds with their 95% band; points are seeds. Click a legend entry to hide or show its line.')),
+              el('div', {class: 'card'}, el('h2', {}, 'Sweeps'), list),
+              el('div', {class: 'card'}, el('h2', {}, 'Configuration'), diff));
   const data = await Promise.all(ids.map(async id => {
     const [sweep, summary, rows] = await Promise.all([api(`/api/sweeps/${id}`), api(`/api/sweeps/${id}/summary`),
                                                      api(`/api/sweeps/${id}/results?state=done`)]);
@@ -670,16 +1013,45 @@ pages.compare = async (main, arg) => {
       series.push(...s);
     }
     const bounds = data.length === 1 ? boundsOf(data[0].summary) : null;
-    holder.replaceChildren(renderPlot(series, bounds, {id: 'plot', yLabel: `${split.value} error`}));
+    holder.replaceChildren(renderPlot(series, bounds, {id: 'plot', yLabel: `${split.value} error`, unitRange: true,
+                                                       logY: logToggle.checked, hidden, onToggle: draw}));
   };
   split.addEventListener('change', draw);
+  logToggle.addEventListener('change', draw);
   draw();
+  diff.replaceChildren(...configDiff(data.map(d => d.sweep)));
   list.replaceChildren(el('table', {}, el('thead', {}, el('tr', {}, ['Sweep', 'State', 'Done / total', 'Transition ranks']
       .map(t => el('th', {}, t)))), el('tbody', {}, data.map(d => el('tr', {},
       el('td', {}, el('a', {href: `#/sweep/${d.sweep.id}`}, d.sweep.name), ' ', el('span', {class: 'muted'}, d.sweep.id)),
       el('td', {}, badge(d.sweep.state)), el('td', {}, `${d.sweep.counts.done} / ${d.sweep.counts.total}`),
       el('td', {}, d.summary.heads.filter(h => h.has_rank).map(h => `${h.head}: ${fmtNum(h.transition_rank)}`).join(', ') || '–'))))));
 };
+
+// The settings of sweeps' specs, flattened to dotted keys ("train.lr",
+// "heads[0].kind"): a table of those that differ (one column per sweep; a
+// setting one of them lacks is "–") and how many are the same.
+function flatten(value, prefix, out) {
+  if (value !== null && typeof value === 'object' && !(Array.isArray(value) && value.every(v => typeof v !== 'object'))) {
+    for (const [k, v] of Object.entries(value)) flatten(v, Array.isArray(value) ? `${prefix}[${k}]` : (prefix ? `${prefix}.${k}` : k), out);
+  } else {
+    out[prefix] = JSON.stringify(value);
+  }
+  return out;
+}
+function configDiff(sweeps) {
+  const flat = sweeps.map(s => flatten(s.spec, '', {}));
+  const keys = [...new Set(flat.flatMap(f => Object.keys(f)))].sort();
+  const differ = keys.filter(k => flat.some(f => f[k] !== flat[0][k]));
+  const same = keys.length - differ.length;
+  const note = el('div', {class: 'note', id: 'config-same'},
+                  sweeps.length < 2 ? 'One sweep: nothing to compare.'
+                  : `${differ.length} setting${differ.length === 1 ? '' : 's'} differ; ${same} are the same.`);
+  if (sweeps.length < 2 || !differ.length) return [note];
+  return [el('div', {class: 'scroll'}, el('table', {id: 'config-diff'},
+    el('thead', {}, el('tr', {}, el('th', {}, 'Setting'), sweeps.map(s => el('th', {}, s.name)))),
+    el('tbody', {}, differ.map(k => el('tr', {'data-key': k}, el('td', {}, k),
+      flat.map(f => el('td', {class: 'wrap'}, f[k] === undefined ? '–' : f[k].replace(/^"(.*)"$/, '$1')))))))), note];
+}
 
 pages.workers = async (main) => {
   const table = new SortableTable('workers-table', [
@@ -704,23 +1076,23 @@ pages.workers = async (main) => {
   const count = el('span', {id: 'worker-count', class: 'muted'});
   main.append(el('h1', {}, 'Workers'), el('div', {class: 'sub'}, 'Every worker that registered; refreshed every 5 s.'),
               el('div', {class: 'card'}, el('div', {class: 'filters'}, count), el('div', {class: 'scroll'}, table.table)));
-  const load = async () => {
+  await keepLoading(async () => {
     const workers = await api('/api/workers');
     table.setRows(workers);
     const held = workers.filter(w => w.quarantined_unix_ms || w.token_held_by).length;
     count.textContent = `${workers.length} worker${workers.length === 1 ? '' : 's'}, ${workers.filter(w => w.alive).length} alive` +
       (held > 0 ? `, ${held} quarantined or held` : '');
-  };
-  await load();
-  const timer = setInterval(() => load().catch(e => setStatus(e.message, true)), 5000);
-  onLeave(() => clearInterval(timer));
+  }, 5000).first;
 };
 
 // ------------------------------------------------------------------ routing
 
+let routeAttempt = 0, routeTimer = null;
 async function route() {
   for (const fn of cleanup) fn();
   cleanup = [];
+  clearTimeout(routeTimer);
+  const hash = location.hash;
   const [, page = 'sweeps', arg = ''] = (location.hash || '#/sweeps').match(/^#\/([a-z]*)\/?(.*)$/) || [];
   const name = pages[page] ? page : 'sweeps';
   for (const a of document.querySelectorAll('header nav a')) {
@@ -731,14 +1103,34 @@ async function route() {
   main.dataset.page = name;
   main.dataset.ready = 'false';
   setStatus('');
+  // A new page shows nothing old: no banner until one of its loads fails.
+  freshAt = null;
+  document.body.dataset.stale = 'false';
+  document.getElementById('stale').hidden = true;
   try {
+    await loadSession();
     await pages[name](main, decodeURIComponent(arg));
+    routeAttempt = 0;
+    // Pages that keep loading mark themselves; the others were read whole.
+    if (document.body.dataset.stale !== 'true') markFresh();
   } catch (e) {
-    main.append(errorCard(e));
-    setStatus('error', true);
+    if (isOutage(e)) {
+      // Nothing of this page could be read: the banner says why, and the
+      // page is read again, with backoff, until it can be.
+      routeAttempt++;
+      const wait = backoff(routeAttempt);
+      main.replaceChildren(el('div', {class: 'card muted', id: 'waiting'}, 'Waiting for the coordinator…'));
+      markStale(e, wait);
+      routeTimer = setTimeout(() => { if (location.hash === hash) route(); }, wait);
+    } else {
+      main.append(errorCard(e));
+      setStatus('error', true);
+    }
   }
   main.dataset.ready = 'true';
 }
 
-window.addEventListener('hashchange', route);
+takeKeyFromLink();
+// A manage link opened on a page already open is a hash change.
+window.addEventListener('hashchange', () => { takeKeyFromLink(); routeAttempt = 0; route(); });
 route();
