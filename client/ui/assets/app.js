@@ -4,6 +4,9 @@
 // #/compare/ID,ID..., #/workers.
 'use strict';
 
+// "1 cell", "2 cells": a count and its noun, singular for one.
+const counted = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 // Rows a table shows, and per-seed points a plot draws, at most.
 const MAX_TABLE_ROWS = 2000;
 const MAX_PLOT_POINTS = 5000;
@@ -586,7 +589,7 @@ pages.sweeps = async (main) => {
     addChoices(owner, known.owner, sweeps.map(s => s.owner));
     table.setRows(sweeps);
     const filtered = [...q.keys()].some(k => k !== 'archived');
-    count.textContent = `${sweeps.length} sweep${sweeps.length === 1 ? '' : 's'}${filtered ? ' match' : ''}`;
+    count.textContent = `${counted(sweeps.length, 'sweep')}${filtered ? ' match' : ''}`;
   };
   const loadNow = keepLoading(load, 5000);
   await loadNow.first;
@@ -781,11 +784,11 @@ pages.sweep = async (main, id) => {
                                                                      () => sweep.archived ? 'unarchived' : 'archived')},
             sweep.archived ? 'Unarchive' : 'Archive'),
          sweep.state === 'RUNNING' ? el('button', {id: 'cancel-button', onclick: () =>
-             doAction('cancel', {}, out => `cancelled ${out.cells_cancelled} cells`)}, 'Cancel sweep') : null,
+             doAction('cancel', {}, out => `cancelled ${counted(out.cells_cancelled, 'cell')}`)}, 'Cancel sweep') : null,
          el('button', {id: 'retry-failed', disabled: !c.failed, onclick: () =>
-             doAction('retry', {failed: true}, out => `retrying ${out.cells_retried} cells`)}, `Retry ${c.failed} failed`),
+             doAction('retry', {failed: true}, out => `retrying ${counted(out.cells_retried, 'cell')}`)}, `Retry ${c.failed} failed`),
          el('button', {id: 'retry-cancelled', disabled: !c.cancelled, onclick: () =>
-             doAction('retry', {cancelled: true}, out => `retrying ${out.cells_retried} cells`)}, `Retry ${c.cancelled} cancelled`),
+             doAction('retry', {cancelled: true}, out => `retrying ${counted(out.cells_retried, 'cell')}`)}, `Retry ${c.cancelled} cancelled`),
          el('button', {id: 'delete-button', class: 'danger', disabled: sweep.state === 'RUNNING',
                        title: sweep.state === 'RUNNING' ? 'cancel the sweep first' : 'delete the sweep, its cells and results',
                        onclick: () => { deleteBox.hidden = false; confirmInput.focus(); }}, 'Delete…'),
@@ -803,7 +806,7 @@ pages.sweep = async (main, id) => {
       return;
     }
     holder.replaceChildren(
-      el('div', {id: 'failure-count', class: 'muted'}, `${failed.length} failed cell${failed.length === 1 ? '' : 's'}`),
+      el('div', {id: 'failure-count', class: 'muted'}, `${counted(failed.length, 'failed cell')}`),
       failed.length ? el('div', {class: 'scroll'}, el('table', {id: 'failed-cells'},
         el('thead', {}, el('tr', {}, ['Head', 'Rank', 'Seed', 'Attempt', 'Worker', 'Reason'].map(t => el('th', {}, t)))),
         el('tbody', {}, failed.map(r => el('tr', {}, el('td', {}, r.head), el('td', {}, r.rank === null ? '–' : r.rank),
@@ -993,7 +996,7 @@ pages.compare = async (main, arg) => {
   const holder = el('div', {id: 'plot-holder'});
   const list = el('div', {id: 'compare-list'});
   const diff = el('div', {id: 'diff-holder'});
-  main.append(el('div', {class: 'sub'}, `${ids.length} sweep${ids.length === 1 ? '' : 's'} on one plot: one line per sweep and head.`),
+  main.append(el('div', {class: 'sub'}, `${counted(ids.length, 'sweep')} on one plot: one line per sweep and head.`),
               el('div', {class: 'card'}, el('div', {class: 'filters'}, split, el('label', {class: 'toggle'}, logToggle, ' log scale')), holder,
                  el('div', {class: 'note'}, 'Means over seeds with their 95% band; points are seeds. Click a legend entry to hide or show its line.')),
               el('div', {class: 'card'}, el('h2', {}, 'Sweeps'), list),
@@ -1080,7 +1083,7 @@ pages.workers = async (main) => {
     const workers = await api('/api/workers');
     table.setRows(workers);
     const held = workers.filter(w => w.quarantined_unix_ms || w.token_held_by).length;
-    count.textContent = `${workers.length} worker${workers.length === 1 ? '' : 's'}, ${workers.filter(w => w.alive).length} alive` +
+    count.textContent = `${counted(workers.length, 'worker')}, ${workers.filter(w => w.alive).length} alive` +
       (held > 0 ? `, ${held} quarantined or held` : '');
   }, 5000).first;
 };
