@@ -21,28 +21,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <memory>
-#include <initializer_list>
-#include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
-
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/flags/flag.h"
 #include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
@@ -63,17 +46,9 @@
 #include "common/status_macros.h"
 #include "server/core/auth.h"
 #include "server/core/clock.h"
-#include "server/core/coordinator.h"
-#include "server/core/db_lock.h"
 #include "server/core/log.h"
 #include "server/core/store.h"
-#include "server/core/metrics.h"
-#include "server/metrics_http.h"
-#include "server/service/malformed_request.h"
-#include "server/service/metrics_interceptor.h"
-#include "server/service/sweep_admin_service.h"
-#include "server/service/sweep_service.h"
-#include "server/service/worker_service.h"
+#include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve on, HOST:PORT; port 0 picks a free port (printed at start-up)");
@@ -119,13 +94,6 @@ std::vector<std::string>& TrustedBuilds() {
   return *builds;
 }
 
-// Replaces the port of HOST:PORT (or [V6]:PORT) with `port`.
-std::string WithPort(const std::string& address, int port) {
-  const size_t colon = address.rfind(':');
-  const std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  return host + ":" + std::to_string(port);
-}
-
 constexpr int kUsageError = kExitUsage;  // the one table: common/exit_codes.h
 
 // Exit code for a failed token command: bad input is a usage error.
@@ -133,8 +101,8 @@ int ExitCodeFor(const absl::Status& status) {
   return ::ranksweep::ExitCodeFor(status);
 }
 
-// Opens (and migrates) the database of --db with --busy-timeout-ms; on
-// failure says why on stderr and returns null.
+// Opens (and migrates) the database of --db with --busy-timeout-ms for a
+// token command; on failure says why on stderr and returns null.
 std::unique_ptr<Store> OpenStore(const std::string& db) {
   StoreOptions options;
   options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
@@ -144,35 +112,6 @@ std::unique_ptr<Store> OpenStore(const std::string& db) {
     return nullptr;
   }
   return *std::move(store);
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Checks that `cert_pem` and `key_pem` are a certificate and its private key,
-// so that a wrong file fails at start-up instead of at the first handshake.
-absl::Status CheckKeyPair(const std::string& cert_pem, const std::string& key_pem) {
-  std::unique_ptr<BIO, decltype(&BIO_free)> cert_bio(
-      BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())), &BIO_free);
-  std::unique_ptr<X509, decltype(&X509_free)> cert(
-      PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr), &X509_free);
-  if (cert == nullptr) return absl::InvalidArgumentError("--tls-cert: no PEM certificate");
-  std::unique_ptr<BIO, decltype(&BIO_free)> key_bio(
-      BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())), &BIO_free);
-  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
-      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
-  if (key == nullptr) {
-    return absl::InvalidArgumentError("--tls-key: no unencrypted PEM private key");
-  }
-  if (X509_check_private_key(cert.get(), key.get()) != 1) {
-    return absl::InvalidArgumentError("--tls-key is not the private key of --tls-cert");
-  }
-  return absl::OkStatus();
 }
 
 // `ranksweepd token create|list|revoke`.
@@ -274,95 +213,32 @@ int TokenCommand(const std::vector<std::string>& args) {
 // Sets the gauge `name`{state} to each state's count from the store, 0 for
 // the listed states that have none (so that every state has its series);
 // only the zeros when the store cannot count, which is logged.
-template <typename State>
-void SetCountsByState(MetricsRegistry* m, const char* name, std::initializer_list<State> states,
-                      const absl::StatusOr<std::map<State, int64_t>>& counts) {
-  m->ClearGauge(name);
-  for (State state : states) m->Set(name, {{"state", Name(state)}}, 0);
-  if (!counts.ok()) {
-    LogEvent("metrics: cannot count %s: %s", name, counts.status().ToString());
-    return;
-  }
-  for (const auto& [state, n] : *counts) {
-    m->Set(name, {{"state", Name(state)}}, static_cast<double>(n));
-  }
-}
-
+// The server until SIGTERM or SIGINT (server/server.h).
 int Serve() {
-  const std::string listen = absl::GetFlag(FLAGS_listen);
-  const std::string db = absl::GetFlag(FLAGS_db);
-  const int lease_seconds = absl::GetFlag(FLAGS_lease_seconds);
-  const int max_attempts = absl::GetFlag(FLAGS_max_attempts);
-  const int max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
-  if (lease_seconds < 1 || lease_seconds > 86400) {
-    std::cerr << "ranksweepd: --lease-seconds must be 1..86400\n";
-    return kUsageError;
-  }
-  if (max_attempts < 1 || max_attempts > 100) {
-    std::cerr << "ranksweepd: --max-attempts must be 1..100\n";
-    return kUsageError;
-  }
-  const int64_t max_task_memory_bytes = absl::GetFlag(FLAGS_max_task_memory_bytes);
-  if (max_task_memory_bytes < 0) {
-    std::cerr << "ranksweepd: --max-task-memory-bytes must be >= 0 (0 = no limit)\n";
-    return kUsageError;
-  }
-  if (max_message_bytes < 1 << 20) {
-    std::cerr << "ranksweepd: --max-message-bytes must be at least 1 MiB\n";
-    return kUsageError;
-  }
-  // A duration of 0 or less would make every write fail at once.
-  if (const int busy = absl::GetFlag(FLAGS_busy_timeout_ms); busy < 1) {
-    std::cerr << "ranksweepd: --busy-timeout-ms must be at least 1 (milliseconds), got " << busy
-              << "\n";
-    return kUsageError;
-  }
-  for (const std::string& build : TrustedBuilds()) {
-    if (build.empty() || build.size() > 256) {
-      std::cerr << "ranksweepd: --trusted-build must be a build id of 1..256 bytes, got "
-                << build.size() << " bytes\n";
-      return kUsageError;
-    }
-  }
-  const int call_threads = absl::GetFlag(FLAGS_call_threads);
-  if (call_threads < 1 || call_threads > 1024) {
-    std::cerr << "ranksweepd: --call-threads must be 1..1024, got " << call_threads << "\n";
-    return kUsageError;
-  }
   if (!absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_role).empty()) {
     std::cerr << "ranksweepd: --name and --role belong to `ranksweepd token`\n";
     return kUsageError;
   }
-  const bool insecure_local = absl::GetFlag(FLAGS_insecure_local);
-  const bool loopback = IsLoopbackListenAddress(listen);
-  if (insecure_local && !loopback) {
-    std::cerr << "ranksweepd: --insecure-local turns authentication off and is allowed only on "
-                 "a loopback address (127.0.0.1, [::1], localhost), not --listen="
-              << listen
-              << ". To serve other machines, create tokens with `ranksweepd token create` "
-                 "and drop --insecure-local (docs/SECURITY.md).\n";
+  ServerOptions options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.db = absl::GetFlag(FLAGS_db);
+  options.lease_seconds = absl::GetFlag(FLAGS_lease_seconds);
+  options.max_attempts = absl::GetFlag(FLAGS_max_attempts);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.max_task_memory_bytes = absl::GetFlag(FLAGS_max_task_memory_bytes);
+  options.call_threads = absl::GetFlag(FLAGS_call_threads);
+  options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
+  options.insecure_local = absl::GetFlag(FLAGS_insecure_local);
+  options.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key = absl::GetFlag(FLAGS_tls_key);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.trusted_builds = TrustedBuilds();
+  options.shared_cache = absl::GetFlag(FLAGS_shared_cache);
+  options.build_id = RANKSWEEP_BUILD_ID;
+  // Bad options are refused before anything is touched.
+  if (absl::Status ok = CheckServerOptions(options); !ok.ok()) {
+    std::cerr << "ranksweepd: " << ok.message() << "\n";
     return kUsageError;
-  }
-  const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  const std::string tls_key = absl::GetFlag(FLAGS_tls_key);
-  if (tls_cert.empty() != tls_key.empty()) {
-    std::cerr << "ranksweepd: --tls-cert and --tls-key go together\n";
-    return kUsageError;
-  }
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (!tls_cert.empty()) {
-    absl::StatusOr<std::string> cert = ReadFile(tls_cert, "--tls-cert");
-    absl::StatusOr<std::string> key = ReadFile(tls_key, "--tls-key");
-    absl::Status pair = !cert.ok() ? cert.status()
-                        : !key.ok() ? key.status()
-                                    : CheckKeyPair(*cert, *key);
-    if (!pair.ok()) {
-      std::cerr << "ranksweepd: " << pair.message() << "\n";
-      return kUsageError;
-    }
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    credentials = grpc::SslServerCredentials(ssl);
   }
 
   // SIGTERM / SIGINT are taken by sigwait below; block them before any
@@ -383,199 +259,23 @@ int Serve() {
              static_cast<int64_t>(fsize.rlim_cur));
   }
 
-  // One coordinator per database: two would hand out the same cells and
-  // fencing tokens. The lock is taken before SQLite opens the file, so a
-  // second coordinator exits without touching it; it outlives the store
-  // (declared first, destroyed last; server/core/db_lock.h says why).
-  absl::StatusOr<std::unique_ptr<DatabaseLock>> db_lock = DatabaseLock::Acquire(db);
-  if (!db_lock.ok()) {
-    std::cerr << "ranksweepd: " << db_lock.status().message() << "\n";
-    return kExitFailure;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+  if (!server.ok()) {
+    std::cerr << "ranksweepd: " << server.status().message() << "\n";
+    return server.status().code() == absl::StatusCode::kInvalidArgument ? kUsageError
+                                                                         : kExitFailure;
   }
-  std::unique_ptr<Store> store = OpenStore(db);
-  if (store == nullptr) return kExitFailure;
-  // A read-only file opens fine and would fail only at the first write.
-  if (absl::Status writable = store->CheckWritable(); !writable.ok()) {
-    std::cerr << "ranksweepd: " << writable.message() << "\n";
-    return kExitFailure;
+  // The metrics line comes before the "listening" line, which tells scripts
+  // that all is up.
+  if (const std::string metrics = (*server)->metrics_address(); !metrics.empty()) {
+    std::cout << "ranksweepd metrics on http://" << metrics << "/metrics\n";
   }
-
-  RealClock clock;
-  CoordinatorOptions options;
-  options.lease_ms = int64_t{lease_seconds} * 1000;
-  options.max_attempts = max_attempts;
-  // The result cache serves only results trained by workers of this build.
-  options.code_version = RANKSWEEP_BUILD_ID;
-  options.trusted_builds = TrustedBuilds();
-  options.shared_cache = absl::GetFlag(FLAGS_shared_cache);
-  LogEvent("result cache: results of build %s%s%s, served %s", RANKSWEEP_BUILD_ID,
-           options.trusted_builds.empty() ? "" : " and the trusted builds ",
-           absl::StrJoin(options.trusted_builds, ", "),
-           options.shared_cache ? "to every user (--shared-cache)"
-                                : "only to the user whose sweeps they were trained for");
-  options.max_task_memory_bytes = max_task_memory_bytes;
-  Coordinator coordinator(store.get(), &clock, options);
-  absl::StatusOr<RecoveryReport> recovered = coordinator.Recover();
-  if (!recovered.ok()) {
-    std::cerr << "ranksweepd: recovery failed: " << recovered.status() << "\n";
-    return kExitFailure;
-  }
-
-  // Operators' metrics (--metrics-listen): counted whether served or not,
-  // which costs a map update per call.
-  MetricsRegistry metrics;
-  DefineCoordinatorMetrics(&metrics, RANKSWEEP_BUILD_ID);
-  // Made now, before the endpoint serves, so its zero samples of
-  // ranksweep_rpcs_total are there from the first scrape.
-  auto metrics_interceptor = std::make_unique<MetricsInterceptorFactory>(&metrics);
-  store->SetCommitObserver(
-      [&metrics](double seconds) { metrics.Observe("ranksweep_store_commit_seconds", {}, seconds); });
-  metrics.AddCollector([&coordinator](MetricsRegistry* m) {
-    SetCountsByState(m, "ranksweep_sweeps",
-                     {SweepState::kRunning, SweepState::kDone, SweepState::kFailed,
-                      SweepState::kCancelled},
-                     coordinator.CountSweepsByState());
-    SetCountsByState(m, "ranksweep_cells",
-                     {CellState::kPending, CellState::kLeased, CellState::kDone,
-                      CellState::kFailed, CellState::kCancelled},
-                     coordinator.CountCellsByState());
-    m->ClearGauge("ranksweep_workers_alive");
-    absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator.ListWorkers();
-    if (!workers.ok()) {
-      LogEvent("metrics: cannot list workers: %s", workers.status().ToString());
-      return;
-    }
-    // The device a worker registered is its own text: the label takes it
-    // only from a fixed set, so that registrations cannot add series.
-    std::map<std::string, int> alive;
-    for (const WorkerInfo& w : *workers) {
-      const std::string device = w.device == "cpu" || w.device == "cuda" ? w.device : "other";
-      alive[device] += w.alive ? 1 : 0;
-    }
-    for (const auto& [device, n] : alive) {
-      m->Set("ranksweep_workers_alive", {{"device", device}}, n);
-    }
-  });
-  metrics.Add("ranksweep_leases_expired_total", {}, static_cast<double>(recovered->leases_expired));
-  std::unique_ptr<MetricsHttpServer> metrics_http;
-  if (const std::string address = absl::GetFlag(FLAGS_metrics_listen); !address.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =
-        MetricsHttpServer::Start(address, &metrics);
-    if (!started.ok()) {
-      std::cerr << "ranksweepd: " << started.status().message() << "\n";
-      return started.status().code() == absl::StatusCode::kInvalidArgument ? kUsageError
-                                                                            : kExitFailure;
-    }
-    metrics_http = *std::move(started);
-    LogEvent("metrics on http://%s/metrics", metrics_http->address());
-    // Before the "listening" line, which tells scripts that all is up.
-    std::cout << "ranksweepd metrics on http://" << metrics_http->address() << "/metrics\n";
-  }
-
-  TokenStore tokens(store.get(), &clock);
-  const Authorizer authorizer = insecure_local ? Authorizer::InsecureLocal() : Authorizer(&tokens);
-  if (insecure_local) {
-    LogEvent("WARNING: --insecure-local: no authentication; every caller is the admin \"local\"");
-  } else {
-    absl::StatusOr<std::vector<TokenRecord>> records = tokens.List();
-    if (!records.ok()) {
-      std::cerr << "ranksweepd: cannot read tokens: " << records.status() << "\n";
-      return kExitFailure;
-    }
-    int active = 0;
-    for (const TokenRecord& r : *records) active += r.revoked_unix_ms == 0 ? 1 : 0;
-    LogEvent("authentication on: %d active token(s)%s", active,
-             active > 0 ? ""
-                        : "; create one with `ranksweepd token create --db=FILE --name=NAME "
-                          "--role=admin`");
-    if (!loopback && tls_cert.empty()) {
-      LogEvent("WARNING: serving %s without TLS: bearer tokens cross the network in plaintext; "
-               "use --tls-cert/--tls-key",
-               listen);
-    }
-  }
-
-  SweepServiceImpl sweep_service(&coordinator, &authorizer);
-  WorkerServiceImpl worker_service(&coordinator, &authorizer, call_threads);
-  SweepAdmin sweep_admin(store.get(), &coordinator);  // server/core/sweep_admin.h
-  SweepAdminServiceImpl sweep_admin_service(&sweep_admin, &coordinator, &authorizer);
-
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(listen, credentials, &port);
-  // gRPC sets SO_REUSEPORT by default, which lets a second coordinator bind
-  // the same port and take half of the connections.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(max_message_bytes);
-  builder.SetMaxSendMessageSize(max_message_bytes);
-  builder.RegisterService(&sweep_service);
-  builder.RegisterService(&worker_service);
-  builder.RegisterService(&sweep_admin_service);
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  // First, so that the metrics count the status the caller gets.
-  interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>());
-  interceptors.push_back(std::move(metrics_interceptor));
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "ranksweepd: cannot listen on " << listen
-              << " (is the port in use by another process?)\n";
-    return kExitFailure;
-  }
-
-  // Reclaims expired leases a few times per lease period (at least every
-  // second), so a dead worker's cells return within about one lease.
-  std::mutex expiry_mu;
-  std::condition_variable expiry_cv;
-  bool stopping = false;
-  const auto period = std::chrono::milliseconds(std::min<int64_t>(1000, options.lease_ms / 4));
-  std::thread expiry([&] {
-    std::unique_lock<std::mutex> lock(expiry_mu);
-    while (!expiry_cv.wait_for(lock, period, [&] { return stopping; })) {
-      lock.unlock();
-      absl::StatusOr<int64_t> n = coordinator.ExpireLeases();
-      if (!n.ok()) LogEvent("lease expiry failed: %s", n.status().ToString());
-      if (n.ok()) metrics.Add("ranksweep_leases_expired_total", {}, static_cast<double>(*n));
-      lock.lock();
-    }
-  });
-
-  const std::string bound = WithPort(listen, port);
-  LogEvent("ranksweepd serving %s on %s with %s (lease %ds, max attempts %d)", db, bound,
-           tls_cert.empty() ? "plaintext" : "TLS", lease_seconds, max_attempts);
-  std::cout << "ranksweepd listening on " << bound << std::endl;  // flushes
+  std::cout << "ranksweepd listening on " << (*server)->address() << std::endl;  // flushes
 
   int sig = 0;
   sigwait(&signals, &sig);
   LogEvent("ranksweepd: %s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-
-  {
-    std::lock_guard<std::mutex> lock(expiry_mu);
-    stopping = true;
-  }
-  expiry_cv.notify_all();
-  expiry.join();
-  if (metrics_http != nullptr) metrics_http->Stop();
-  server->GetHealthCheckService()->SetServingStatus(false);
-  // Parked long-polls and open watches end first, so that the server's
-  // shutdown does not wait on them.
-  worker_service.Shutdown();
-  sweep_service.Shutdown();
-  sweep_admin_service.Shutdown();
-  // Calls still running get 5 s to finish; so do idle client connections,
-  // which grpc waits for too. A call cut off here is safe to repeat:
-  // CompleteTasks is all-or-nothing and idempotent under its lease.
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  server->Wait();
-  server.reset();
-  const Store::WriteStats stats = store->write_stats();
-  LogEvent("ranksweepd: %d writes in %d commits this run; %d transactions rolled back for a "
-           "failed write and run again without it",
-           stats.writes, stats.commits, stats.reruns);
-  store.reset();  // closes the database (and checkpoints the WAL)
-  LogEvent("ranksweepd stopped");
+  (*server)->Stop();
   return 0;
 }
 
