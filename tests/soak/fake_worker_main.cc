@@ -109,6 +109,9 @@ ABSL_FLAG(bool, plausible_lies, false,
 ABSL_FLAG(std::string, hijack_dir, "",
           "Be a hijacker: act on the leases other workers' ack logs in this folder list");
 ABSL_FLAG(int, hijack_period_ms, 50, "A hijacker's pause between rounds");
+ABSL_FLAG(bool, fail_tasks, false,
+          "Fail every task, as a worker whose trainer errors: FailTask with the reason "
+          "\"injected failure (--fail-tasks)\"");
 
 namespace ranksweep::agent {
 namespace {
@@ -117,8 +120,8 @@ namespace {
 // runs of one cell report the same numbers.
 class FakeRunner : public TaskRunner {
  public:
-  FakeRunner(int min_ms, int max_ms, bool plausible_lies = false)
-      : min_ms_(min_ms), max_ms_(max_ms), plausible_lies_(plausible_lies) {}
+  FakeRunner(int min_ms, int max_ms, bool plausible_lies = false, bool fail = false)
+      : min_ms_(min_ms), max_ms_(max_ms), plausible_lies_(plausible_lies), fail_(fail) {}
 
   absl::StatusOr<std::vector<SeedResult>> Run(const TaskSpec& spec,
                                               const RunControl& control) override {
@@ -133,6 +136,7 @@ class FakeRunner : public TaskRunner {
       if (control.should_stop()) return absl::CancelledError("stopped");
       absl::SleepFor(std::min(absl::Milliseconds(2), end - absl::Now()));
     }
+    if (fail_) return absl::InternalError("injected failure (--fail-tasks)");
     control.on_progress(1);
     std::vector<SeedResult> out;
     out.reserve(spec.seeds.size());
@@ -162,6 +166,7 @@ class FakeRunner : public TaskRunner {
   const int min_ms_;
   const int max_ms_;
   const bool plausible_lies_;
+  const bool fail_;
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
 };
@@ -528,7 +533,8 @@ int Main(int argc, char** argv) {
     return RunHijacker(grpc, reg, ack_fd, dir, std::max(1, absl::GetFlag(FLAGS_hijack_period_ms)),
                        stop);
   }
-  auto* runner = new FakeRunner(min_ms, max_ms, absl::GetFlag(FLAGS_plausible_lies));
+  auto* runner = new FakeRunner(min_ms, max_ms, absl::GetFlag(FLAGS_plausible_lies),
+                                absl::GetFlag(FLAGS_fail_tasks));
   if (!absl::GetFlag(FLAGS_outbox_dir).empty()) {
     absl::StatusOr<std::unique_ptr<FileOutbox>> outbox =
         FileOutbox::Open(absl::GetFlag(FLAGS_outbox_dir));

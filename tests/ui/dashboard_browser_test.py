@@ -17,7 +17,8 @@ across a coordinator restart is marked stale and then shows the state
 `ranksweep status` shows; pages loaded while it is down say so, and show the
 data once it is back. Then managing sweeps: a viewer is refused; the browser
 that opened the manage link notes, tags, renames, archives, cancels, retries
-and deletes (after typing the id); the sweep list searches and filters by
+and deletes (after typing the id); a cell a worker failed three times is
+listed with its reason, and retried from the page; the sweep list searches and filters by
 state, tag and owner; a legend entry hides its line; the metric and the log
 scale are choices. Screenshots of every page go to --out.
 
@@ -83,6 +84,9 @@ CELLS_D = 2
 # Not SWEEP_D again: the result cache would serve it, done at once.
 SWEEP_E = dict(SWEEP_D, name="ui-manage", train=dict(SWEEP_D["train"], lr=0.01))
 CELLS_E = 2
+# A sweep whose one cell a worker fails every time it runs it (the fake
+# worker's --fail-tasks): FAILED after the coordinator's 3 attempts.
+SWEEP_F = dict(SWEEP_D, name="ui-fails", ranks=[1], train=dict(SWEEP_D["train"], lr=0.007))
 SWEEP_C = {
     "name": "ui-recipes",
     "dataset": {"kind": "exhaustive", "m": 2, "seq_len": 3},
@@ -766,6 +770,34 @@ def main():
         wait.until(lambda d: d.find_element(By.ID, "main").get_attribute("data-page") == "sweeps")
         r = cli("status", sweep_e)
         check(r.returncode == 3, f"status of a deleted sweep exited {r.returncode}: {r.stdout}")
+
+        # A cell that failed for good: listed with its reason, and retried
+        # from the page.
+        r = cli("submit", "-f", "-", stdin=json.dumps(SWEEP_F))
+        check(r.returncode == 0, f"submit: {r.stderr}")
+        sweep_f = r.stdout.strip()
+        failer = Proc([f"{bin_dir}/ranksweep-fake-worker", f"--coordinator={addr}",
+                       "--fail_tasks", "--once", "--idle_exit_seconds=2", "--poll_ms=200"],
+                      f"{work}/failer.log")
+        procs.append(failer)
+        check(failer.p.wait(60) == 0, f"the failing worker exited {failer.p.returncode}")
+        check(state_of(sweep_f) == "FAILED", f"not failed: {state_of(sweep_f)}")
+        open_page(f"#/sweep/{sweep_f}")
+        wait.until(lambda d: d.find_element(By.ID, "failure-count").text == "1 failed cell")
+        cells = driver.find_elements(By.CSS_SELECTOR, "#failed-cells tbody tr td")
+        texts = [c.text for c in cells]
+        check(len(texts) == 6 and texts[0] == "kernel/elu1" and texts[1] == "1" and
+              texts[3] == "3" and texts[5].endswith(": INTERNAL: injected failure (--fail-tasks) "
+              "(attempt 3 of 3)"),
+              f"failed cell row: {texts}")
+        shot("sweep-failures.png")
+        retry = driver.find_element(By.ID, "retry-failed")
+        check(retry.text == "Retry 1 failed", retry.text)
+        retry.click()
+        wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "RUNNING")
+        check(driver.find_element(By.ID, "manage-message").text == "retrying 1 cell",
+              driver.find_element(By.ID, "manage-message").text)
+        check(state_of(sweep_f) == "RUNNING", "not running again")
 
         # Ctrl-C (SIGINT) stops the dashboard cleanly.
         ui.p.send_signal(signal.SIGINT)
