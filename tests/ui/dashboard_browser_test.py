@@ -185,7 +185,8 @@ def main():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import (NoSuchElementException,
+                                            StaleElementReferenceException, TimeoutException)
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     os.makedirs(args.out, exist_ok=True)
@@ -255,6 +256,20 @@ def main():
         # may be gone by the time it is read, and is found again.
         wait = WebDriverWait(driver, 60, ignored_exceptions=(StaleElementReferenceException,))
 
+        def text_now(element_id):
+            try:
+                return driver.find_element(By.ID, element_id).text
+            except (NoSuchElementException, StaleElementReferenceException):
+                return None
+
+        def wait_text(element_id, expected):
+            # Pages redraw as data arrives, replacing their elements: read
+            # the element until it says `expected`, never a stale copy.
+            try:
+                wait.until(lambda d: text_now(element_id) == expected)
+            except TimeoutException:
+                raise Failure(f"#{element_id} says {text_now(element_id)!r}, not {expected!r}")
+
         def open_page(hash_):
             driver.get(base + hash_)
             wait.until(lambda d: d.find_element(By.ID, "main").get_attribute("data-ready") == "true")
@@ -291,8 +306,7 @@ def main():
         wait.until(lambda d: d.find_element(By.ID, "main").get_attribute("data-loading") == "false")
         check(len(driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")) == CELLS_A,
               f"{len(driver.find_elements(By.CSS_SELECTOR, '#rows tbody tr'))} rows, want {CELLS_A}")
-        check(driver.find_element(By.ID, "row-count").text == f"{CELLS_A} of {CELLS_A} rows",
-              driver.find_element(By.ID, "row-count").text)
+        wait_text("row-count", f"{CELLS_A} of {CELLS_A} rows")
         # One line per head (train only: no test split), one point per seed.
         lines = driver.find_elements(By.CSS_SELECTOR, "#plot path.series-line")
         check(sorted(l.get_attribute("data-head") for l in lines) == HEADS_A,
@@ -309,8 +323,7 @@ def main():
         check(summary_rows[1].find_elements(By.CSS_SELECTOR, "td")[1].text == "no rank", summary_rows[1].text)
         check(summary_rows[0].find_elements(By.CSS_SELECTOR, "td")[1].text in ("1", "2", "4", "–"),
               summary_rows[0].text)
-        check(driver.find_element(By.ID, "theory").text == "theory: no bound for this dataset",
-              driver.find_element(By.ID, "theory").text)
+        wait_text("theory", "theory: no bound for this dataset")
         check(driver.find_element(By.ID, "no-failures").text == "none", "recent failures not empty")
         shot("sweep.png")
 
@@ -353,8 +366,7 @@ def main():
                   f"curve {c}")
         status, _, _ = http_get(f"{base}api/sweeps/{sweep_a}/curves?head=softmax")
         check(status == 400, f"curves without a rank: {status}")
-        check(driver.find_element(By.ID, "row-count").text == f"3 of {CELLS_A} rows",
-              driver.find_element(By.ID, "row-count").text)
+        wait_text("row-count", f"3 of {CELLS_A} rows")
         # The downloads carry the filter.
         status, headers, body = http_get(driver.find_element(By.ID, "download-csv").get_attribute("href"))
         check(status == 200, f"CSV download: {status}")
@@ -433,8 +445,7 @@ def main():
         lrs = [r.find_elements(By.CSS_SELECTOR, "td")[keys.index("axis_lr")].text
                for r in driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")]
         check(sorted(lrs) == ["0.005"] * 4 + ["0.02"] * 4, f"lr column {lrs}")
-        check(driver.find_element(By.ID, "row-count").text == f"{CELLS_C} of {CELLS_C} rows",
-              driver.find_element(By.ID, "row-count").text)
+        wait_text("row-count", f"{CELLS_C} of {CELLS_C} rows")
         lines = driver.find_elements(By.CSS_SELECTOR, "#plot path.series-line")
         check(sorted(l.get_attribute("data-head") for l in lines) ==
               ["kernel/elu1 lr=0.005", "kernel/elu1 lr=0.02"],
@@ -481,11 +492,9 @@ def main():
         check(driver.find_element(By.ID, "progress").get_attribute("data-state") == "RUNNING",
               "the sweep is not running again")
         check(not driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr"), "invalid rows listed unasked")
-        check(driver.find_element(By.ID, "row-count").text == f"0 of 0 rows ({CELLS_B} invalid not shown)",
-              driver.find_element(By.ID, "row-count").text)
+        wait_text("row-count", f"0 of 0 rows ({CELLS_B} invalid not shown)")
         check(not driver.find_elements(By.CSS_SELECTOR, "#plot .point"), "an invalid result is plotted")
-        check(driver.find_element(By.ID, "theory").text == "theory: no cell done yet",
-              driver.find_element(By.ID, "theory").text)
+        wait_text("theory", "theory: no cell done yet")
         group_n = [r.find_elements(By.CSS_SELECTOR, "td")[2].text
                    for r in driver.find_elements(By.CSS_SELECTOR, "#groups tbody tr")]
         check(group_n == ["0/2", "0/2"], f"summary groups n: {group_n}")
@@ -500,8 +509,7 @@ def main():
             check(tds[keys.index("head")].text == "kernel/relu_eps", row.text)
             check(re.fullmatch(rf"invalidated \S+ by local: quarantine 1 of worker {re.escape(cells['id'])}",
                                tds[keys.index("failure")].text) is not None, row.text)
-        check(driver.find_element(By.ID, "row-count").text == f"{CELLS_B} of {CELLS_B} rows ({CELLS_B} invalid)",
-              driver.find_element(By.ID, "row-count").text)
+        wait_text("row-count", f"{CELLS_B} of {CELLS_B} rows ({CELLS_B} invalid)")
         check(not driver.find_elements(By.CSS_SELECTOR, "#plot .point"), "an invalid result is plotted")
         href = driver.find_element(By.ID, "download-csv").get_attribute("href")
         status, _, body = http_get(href)
@@ -561,8 +569,7 @@ def main():
         wait.until(lambda d: stale_banner(d) == "")
         check(driver.find_element(By.ID, "progress-text").text.startswith(f"{CELLS_D} / {CELLS_D} done"),
               driver.find_element(By.ID, "progress-text").text)
-        check(driver.find_element(By.ID, "sweep-state").text == "DONE",
-              driver.find_element(By.ID, "sweep-state").text)
+        wait_text("sweep-state", "DONE")
         check(driver.find_element(By.TAG_NAME, "body").get_attribute("data-stale") == "false",
               "still marked stale")
         wait.until(lambda d: d.find_element(By.ID, "status").text == "sweep DONE")
@@ -584,8 +591,7 @@ def main():
         wait.until(lambda d: stale_banner(d) == "" and
                    len(d.find_elements(By.CSS_SELECTOR, "#sweeps-table tbody tr")) == 4)
         check(not driver.find_elements(By.ID, "error"), "an error card after the outage")
-        check(driver.find_element(By.ID, "sweep-count").text == "4 sweeps",
-              driver.find_element(By.ID, "sweep-count").text)
+        wait_text("sweep-count", "4 sweeps")
         stop_server()
         driver.get(base + f"#/sweep/{sweep_d}")
         wait.until(lambda d: d.find_elements(By.ID, "waiting") and stale_banner(d).startswith("Not current: "))
@@ -717,8 +723,7 @@ def main():
         Select(driver.find_element(By.ID, "list-state")).select_by_value("")
         Select(driver.find_element(By.ID, "list-owner")).select_by_value("local")
         count_is(4)
-        check(driver.find_element(By.ID, "sweep-count").text == "4 sweeps match",
-              driver.find_element(By.ID, "sweep-count").text)
+        wait_text("sweep-count", "4 sweeps match")
         status, _, body = http_get(f"{base}api/sweeps?owner=nobody")
         check(status == 200 and json.loads(body) == [], f"owner nobody: {body}")
         status, _, body = http_get(f"{base}api/sweeps?state=paused")
@@ -747,15 +752,12 @@ def main():
               "delete is offered for a running sweep")
         driver.find_element(By.ID, "cancel-button").click()
         wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "CANCELLED")
-        check(driver.find_element(By.ID, "manage-message").text == f"cancelled {CELLS_E} cells",
-              driver.find_element(By.ID, "manage-message").text)
+        wait_text("manage-message", f"cancelled {CELLS_E} cells")
         check(state_of(sweep_e) == "CANCELLED", "not cancelled")
-        retry = driver.find_element(By.ID, "retry-cancelled")
-        check(retry.text == f"Retry {CELLS_E} cancelled", retry.text)
-        retry.click()
+        wait_text("retry-cancelled", f"Retry {CELLS_E} cancelled")
+        driver.find_element(By.ID, "retry-cancelled").click()
         wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "RUNNING")
-        check(driver.find_element(By.ID, "manage-message").text == f"retrying {CELLS_E} cells",
-              driver.find_element(By.ID, "manage-message").text)
+        wait_text("manage-message", f"retrying {CELLS_E} cells")
         check(state_of(sweep_e) == "RUNNING", "not running again")
         driver.find_element(By.ID, "cancel-button").click()
         wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "CANCELLED")
@@ -784,19 +786,27 @@ def main():
         check(state_of(sweep_f) == "FAILED", f"not failed: {state_of(sweep_f)}")
         open_page(f"#/sweep/{sweep_f}")
         wait.until(lambda d: d.find_element(By.ID, "failure-count").text == "1 failed cell")
-        cells = driver.find_elements(By.CSS_SELECTOR, "#failed-cells tbody tr td")
-        texts = [c.text for c in cells]
-        check(len(texts) == 6 and texts[0] == "kernel/elu1" and texts[1] == "1" and
-              texts[3] == "3" and texts[5].endswith(": INTERNAL: injected failure (--fail-tasks) "
-              "(attempt 3 of 3)"),
-              f"failed cell row: {texts}")
+        def failed_row():
+            try:
+                return [c.text for c in
+                        driver.find_elements(By.CSS_SELECTOR, "#failed-cells tbody tr td")]
+            except StaleElementReferenceException:
+                return []
+
+        def failed_row_is_right(texts):
+            return (len(texts) == 6 and texts[0] == "kernel/elu1" and texts[1] == "1" and
+                    texts[3] == "3" and
+                    texts[5].endswith(": INTERNAL: injected failure (--fail-tasks) "
+                                      "(attempt 3 of 3)"))
+        try:
+            wait.until(lambda d: failed_row_is_right(failed_row()))
+        except TimeoutException:
+            raise Failure(f"failed cell row: {failed_row()}")
         shot("sweep-failures.png")
-        retry = driver.find_element(By.ID, "retry-failed")
-        check(retry.text == "Retry 1 failed", retry.text)
-        retry.click()
+        wait_text("retry-failed", "Retry 1 failed")
+        driver.find_element(By.ID, "retry-failed").click()
         wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "RUNNING")
-        check(driver.find_element(By.ID, "manage-message").text == "retrying 1 cell",
-              driver.find_element(By.ID, "manage-message").text)
+        wait_text("manage-message", "retrying 1 cell")
         check(state_of(sweep_f) == "RUNNING", "not running again")
 
         # Ctrl-C (SIGINT) stops the dashboard cleanly.
