@@ -262,6 +262,16 @@ def main():
             except (NoSuchElementException, StaleElementReferenceException):
                 return None
 
+        def text_of(element_id):
+            # The text of an element that a redraw may replace under us: read
+            # again (a few times) when it went stale between find and read.
+            for _ in range(50):
+                try:
+                    return driver.find_element(By.ID, element_id).text
+                except StaleElementReferenceException:
+                    time.sleep(0.1)
+            return driver.find_element(By.ID, element_id).text
+
         def wait_text(element_id, expected):
             # Pages redraw as data arrives, replacing their elements: read
             # the element until it says `expected`, never a stale copy.
@@ -281,6 +291,11 @@ def main():
             check(driver.save_screenshot(path), f"screenshot {path}")
 
         def texts(selector):
+            for _ in range(50):
+                try:
+                    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, selector)]
+                except StaleElementReferenceException:
+                    time.sleep(0.1)
             return [e.text for e in driver.find_elements(By.CSS_SELECTOR, selector)]
 
         # ---- a sweep, open while nothing has run: progress must come live.
@@ -288,14 +303,16 @@ def main():
         progress = driver.find_element(By.ID, "progress")
         check(progress.get_attribute("data-state") == "RUNNING",
               f"state {progress.get_attribute('data-state')}, want RUNNING")
-        check(driver.find_element(By.ID, "progress-text").text.startswith(f"0 / {CELLS_A} done"),
-              driver.find_element(By.ID, "progress-text").text)
+        check(text_of("progress-text").startswith(f"0 / {CELLS_A} done"),
+              text_of("progress-text"))
         worker = Proc([f"{bin_dir}/ranksweep-worker", f"--coordinator={addr}", "--device=cpu",
                        "--slots=1"], f"{work}/worker", env={"RANKSWEEP_TORCH_THREADS": "1"})
         procs.append(worker)
         WebDriverWait(driver, 240).until(
             lambda d: d.find_element(By.ID, "progress").get_attribute("data-state") == "DONE")
-        progress_text = driver.find_element(By.ID, "progress-text").text
+        # The stream's end is followed by a read of the sweep, which redraws.
+        wait.until(lambda d: text_now("status") == "sweep DONE")
+        progress_text = text_of("progress-text")
         check(progress_text.startswith(f"{CELLS_A} / {CELLS_A} done") and progress_text.endswith("DONE"),
               f"progress: {progress_text}")
         check(len(driver.find_elements(By.CSS_SELECTOR, "#events li")) > 0,
@@ -324,7 +341,7 @@ def main():
         check(summary_rows[0].find_elements(By.CSS_SELECTOR, "td")[1].text in ("1", "2", "4", "–"),
               summary_rows[0].text)
         wait_text("theory", "theory: no bound for this dataset")
-        check(driver.find_element(By.ID, "no-failures").text == "none", "recent failures not empty")
+        check(text_of("no-failures") == "none", "recent failures not empty")
         shot("sweep.png")
 
         # Sorting: the seed column ascending, then descending, on clicks.
@@ -397,7 +414,7 @@ def main():
                        for r in driver.find_elements(By.CSS_SELECTOR, "#rows tbody tr")]
         check(len(test_errors) == CELLS_B and all(re.fullmatch(r"[0-9.e-]+", t) for t in test_errors),
               f"test errors {test_errors}")
-        check("Test transition" in driver.find_element(By.ID, "summary").text, "no test transition column")
+        check("Test transition" in text_of("summary"), "no test transition column")
         shot("sweep-test-split.png")
 
         # ---- sweeps: both sweeps, the first one done; tick both and compare.
@@ -556,8 +573,8 @@ def main():
         wait.until(lambda d: stale_banner(d).startswith("Not current: "))
         check(driver.find_element(By.TAG_NAME, "body").get_attribute("data-stale") == "true",
               "the page is not marked stale")
-        check(driver.find_element(By.ID, "sweep-state").text == "RUNNING",
-              f"header during the outage: {driver.find_element(By.ID, 'sweep-state').text}")
+        check(text_of("sweep-state") == "RUNNING",
+              f"header during the outage: {text_of('sweep-state')}")
         shot("sweep-stale.png")
         start_server()
         worker2 = Proc([f"{bin_dir}/ranksweep-worker", f"--coordinator={addr}", "--device=cpu",
@@ -567,8 +584,8 @@ def main():
             lambda d: d.find_element(By.ID, "progress").get_attribute("data-state") == "DONE")
         check(state_of(sweep_d) == "DONE", f"ranksweep status says {state_of(sweep_d)}")
         wait.until(lambda d: stale_banner(d) == "")
-        check(driver.find_element(By.ID, "progress-text").text.startswith(f"{CELLS_D} / {CELLS_D} done"),
-              driver.find_element(By.ID, "progress-text").text)
+        check(text_of("progress-text").startswith(f"{CELLS_D} / {CELLS_D} done"),
+              text_of("progress-text"))
         wait_text("sweep-state", "DONE")
         check(driver.find_element(By.TAG_NAME, "body").get_attribute("data-stale") == "false",
               "still marked stale")
@@ -598,8 +615,8 @@ def main():
         start_server()
         wait.until(lambda d: d.find_elements(By.ID, "progress-text") and
                    d.find_element(By.ID, "main").get_attribute("data-ready") == "true")
-        check(driver.find_element(By.ID, "progress-text").text.startswith(f"{CELLS_D} / {CELLS_D} done"),
-              driver.find_element(By.ID, "progress-text").text)
+        check(text_of("progress-text").startswith(f"{CELLS_D} / {CELLS_D} done"),
+              text_of("progress-text"))
         check(stale_banner(driver) == "" and not driver.find_elements(By.ID, "error"),
               f"after the outage: {stale_banner(driver)}")
 
@@ -612,9 +629,9 @@ def main():
         check("dataset.kind" not in diff_rows and "train.eval_every" not in diff_rows,
               f"a setting they share is listed: {sorted(diff_rows)}")
         m = re.fullmatch(r"(\d+) settings differ; (\d+) are the same\.",
-                         driver.find_element(By.ID, "config-same").text)
+                         text_of("config-same"))
         check(m is not None and int(m.group(1)) == len(diff_rows) and int(m.group(2)) > 0,
-              driver.find_element(By.ID, "config-same").text)
+              text_of("config-same"))
         shot("compare-config.png")
 
         # ---- the plot: a legend entry hides and shows its line; the metric
@@ -648,9 +665,9 @@ def main():
 
         # ---- managing sweeps. This browser has not opened the manage link: a
         # viewer, told so, and refused.
-        check(driver.find_element(By.ID, "manage-readonly").text ==
+        check(text_of("manage-readonly") ==
               "You are a viewer: open the manage link `ranksweep ui` printed to change this sweep.",
-              driver.find_element(By.ID, "manage-readonly").text)
+              text_of("manage-readonly"))
         origin = base.rstrip("/")
         status, _, body = post(f"api/sweeps/{sweep_a}/update", '{"note": "x"}', {"Origin": origin})
         check(status == 403 and error_of(body) == "viewers may not change sweeps: open the manage link "
