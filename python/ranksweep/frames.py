@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
@@ -37,8 +37,9 @@ from ranksweep.errors import RanksweepError
 from ranksweep.spec import INTEGER_AXES, NAMED_AXES, spec_to_proto
 from ranksweep.v1 import ranksweep_pb2 as pb
 
-# Column order of results(): the CLI's CSV columns, then what it leaves out.
-RESULT_COLUMNS = (
+# Column order of results(): the CLI's CSV columns, then what it leaves out;
+# the optional metrics and the recipe follow (RESULT_COLUMNS, below).
+_FIXED_COLUMNS: Tuple[str, ...] = (
     "sweep_id", "cell_id", "head", "head_index", "rank", "seed", "state",
     "train_sequences", "train_error", "train_exact_accuracy", "train_position_accuracy",
     "train_max_abs_error",
@@ -46,7 +47,7 @@ RESULT_COLUMNS = (
     "test_max_abs_error",
     "final_loss", "steps", "wall_seconds", "device", "failure", "worker_id", "build_id",
     "torch_version", "cuda_version", "attempt", "lease_id", "finished", "cached_from_cell_id",
-    "distinct_queries", "rank_lower_bound", "rank_upper_bound", "first_exact_step", "recipe",
+    "distinct_queries", "rank_lower_bound", "rank_upper_bound",
 )
 _SPLIT_FLOATS = ("error", "exact_accuracy", "position_accuracy", "max_abs_error")
 # What an empty SplitMetrics holds (and an empty metric column means).
@@ -59,9 +60,18 @@ AGGREGATE_FIELDS = ("mean", "std", "min", "max", "ci95")
 
 _UTC = pd.DatetimeTZDtype(tz="UTC")
 
-# Names of the optional metrics (SeedResult fields with presence) the frames
-# carry, as MetricColumn names them.
-_OPTIONAL_METRICS = ("first_exact_step",)
+# The optional metrics: the scalar fields of SeedResult with presence (an
+# `optional` in the proto), as MetricColumn names them, read off the
+# message's descriptor: a metric the coordinator adds is a column of
+# results() once the package is installed from its proto, with no list here.
+_OPTIONAL_METRICS = tuple(f.name for f in pb.SeedResult.DESCRIPTOR.fields
+                          if f.has_presence and f.message_type is None)
+_INTEGER_METRICS = frozenset(
+    f.name for f in pb.SeedResult.DESCRIPTOR.fields
+    if f.name in _OPTIONAL_METRICS and f.cpp_type in (
+        f.CPPTYPE_INT32, f.CPPTYPE_INT64, f.CPPTYPE_UINT32, f.CPPTYPE_UINT64))
+# ... then the optional metrics and the recipe, as the CLI's CSV ends.
+RESULT_COLUMNS: Tuple[str, ...] = _FIXED_COLUMNS + _OPTIONAL_METRICS + ("recipe",)
 
 
 # A sweep's spec as a ranksweep.v1.SweepSpec or as its dict (Client.spec).
@@ -303,7 +313,10 @@ def results_frame(replies: Sequence[pb.QueryResultsResponse],
         data[bound] = _ints(values, not_done | (values == 0))  # 0: no bound
     for m in _OPTIONAL_METRICS:
         absent = np.array([v is None for v in cols[m]], dtype=bool) | not_done
-        data[m] = _ints([0 if v is None else int(v) for v in cols[m]], absent)
+        if m in _INTEGER_METRICS:
+            data[m] = _ints([0 if v is None else int(v) for v in cols[m]], absent)
+        else:
+            data[m] = _floats([0.0 if v is None else float(v) for v in cols[m]], absent)
     axes = _add_axis_columns(data, cols["recipe"], spec)
     return pd.DataFrame({k: data[k] for k in list(RESULT_COLUMNS) + axes})
 

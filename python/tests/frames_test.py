@@ -229,6 +229,16 @@ class ResultsFrameTest(unittest.TestCase):
         frames._add_axis_columns(data, [1, 0, 5], named)
         self.assertEqual(data["schedule"], ["cosine", "constant", None])
 
+    def test_the_optional_metrics_come_from_the_proto(self):
+        # Every scalar SeedResult field with presence is a column, typed by
+        # its field: nothing to list by hand when the coordinator adds one.
+        optional = [f.name for f in pb.SeedResult.DESCRIPTOR.fields
+                    if f.has_presence and f.message_type is None]
+        self.assertEqual(optional, ["first_exact_step"])
+        self.assertEqual(frames.RESULT_COLUMNS[-len(optional) - 1:],
+                         tuple(optional) + ("recipe",))
+        self.assertEqual(RESULT_DTYPES["first_exact_step"], "Int64")
+
     def test_no_rows(self):
         df = frames.results_frame([pb.QueryResultsResponse()])
         self.assertEqual(len(df), 0)
