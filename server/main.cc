@@ -437,7 +437,7 @@ int Serve() {
                      coordinator.CountSweepsByState());
     SetCountsByState(m, "ranksweep_cells",
                      {CellState::kPending, CellState::kLeased, CellState::kDone,
-                      CellState::kFailed, CellState::kCancelled},
+                      CellState::kFailed, CellState::kCancelled, CellState::kPruned},
                      coordinator.CountCellsByState());
     m->ClearGauge("ranksweep_workers_alive");
     absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator.ListWorkers();
