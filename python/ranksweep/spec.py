@@ -144,6 +144,8 @@ def _fill_prune(out: pb.SweepSpec, prune: Any) -> None:
     """`prune` as the CLI reads it: a rule's name or {rule, eta, min_steps,
     margin}; ranges are the coordinator's to check, as for every field."""
     if isinstance(prune, str):
+        if prune not in PRUNE_RULES:
+            raise SpecError(f"prune must be one of none, halving; got {_dump(prune)}")
         prune = {"rule": prune}
     if not isinstance(prune, Mapping):
         raise SpecError('prune must be "none", "halving" or an object {rule, eta, min_steps, '
@@ -152,7 +154,7 @@ def _fill_prune(out: pb.SweepSpec, prune: Any) -> None:
     rule = prune.get("rule", "none")
     if rule not in PRUNE_RULES:
         raise SpecError(f'prune.rule must be one of none, halving; got {_dump(rule)}')
-    out.prune.rule = PRUNE_RULES.index(rule) + 1
+    out.prune.rule = pb.PruneRule.Value("PRUNE_RULE_" + rule.upper())
     for key in ("eta", "min_steps"):
         if key in prune:
             value = prune[key]
