@@ -507,25 +507,14 @@ TEST(StoreTest, MigrationToVersion16HoldsNoToken) {
               ::testing::ElementsAre("wk-old pool 0 "));
 }
 
-TEST(StoreTest, MigrationToVersion18AddsAnEmptyTableOfRungScores) {
+TEST(StoreTest, MigrationToVersion18KeepsEveryCellWithNoRungScore) {
   TempDir dir;
-  {
-    auto store = Store::Open(File(dir, "a.db"));
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)
-                    ->Write([](Connection& c) -> absl::Status {
-                      RETURN_IF_ERROR(DowngradeToVersion17(c));
-                      return c.Exec(
-                          "INSERT INTO sweeps (id, name, owner, spec_json, priority, state, "
-                          "created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 2, 0)");
-                    })
-                    .ok());
-  }
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion17, "");
   auto store = Store::Open(File(dir, "a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
   EXPECT_EQ(Store::kSchemaVersion, 18);
-  EXPECT_EQ(CountRows(**store, "sweeps"), 1);
+  EXPECT_EQ(CountRows(**store, "cells"), 5);
   EXPECT_EQ(CountRows(**store, "rung_scores"), 0);
 }
 
