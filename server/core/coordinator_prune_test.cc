@@ -199,6 +199,19 @@ TEST_F(CoordinatorTest, BadProgressIsRefusedNamingTheFieldAndWritesNothing) {
   EXPECT_EQ(Count("SELECT COUNT(*) FROM rung_scores"), 0);
 }
 
+TEST_F(CoordinatorTest, AQuarantineForgetsTheRungScoresOfTheCellsItTakesBack) {
+  std::string w = Register();
+  Submit(PruneSpecOf("quarantined"));
+  std::map<int, Task> t = AcquireByRecipe(*coordinator_, w);
+  // Within the margin of recipe 0's 0: recipe 1 trains on, leased.
+  ASSERT_TRUE(coordinator_->Heartbeat(w, LeaseIds(t[1]), ProgressOf(t[1], 100, 0.02)).ok());
+  ASSERT_TRUE(coordinator_->Complete(w, ExactEarly(t[0])).ok());
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM rung_scores"), 2 + 2 * 3);
+  // Its done cells and its leased ones alike: no score of it judges a recipe.
+  ASSERT_TRUE(coordinator_->Quarantine(w, 0, "ops").ok());
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM rung_scores"), 0);
+}
+
 TEST_F(CoordinatorTest, SearchModeCountsAPrunedRecipeAsAMissAndMovesOn) {
   std::string w = Register();
   SweepSpec spec = PruneSpecOf("search");

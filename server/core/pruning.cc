@@ -87,6 +87,12 @@ absl::Status RecordCurveScores(Connection& c, int64_t cell_id, const std::vector
   return absl::OkStatus();
 }
 
+absl::Status ForgetRungScores(Connection& c, int64_t cell_id) {
+  ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM rung_scores WHERE cell_id = ?1"));
+  del.Bind(1, cell_id);
+  return del.Run();
+}
+
 absl::StatusOr<std::vector<std::string>> PruneGroup(Connection& c, const std::string& sweep_id,
                                                     const SweepSpec& spec, int head_index,
                                                     int rank, int64_t now_ms) {

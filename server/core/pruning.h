@@ -74,6 +74,10 @@ absl::Status RecordRungScore(Connection& c, int64_t cell_id, const std::vector<i
 absl::Status RecordCurveScores(Connection& c, int64_t cell_id, const std::vector<int64_t>& rungs,
                                const SeedResult& result);
 
+// Forgets the rung scores of a cell whose training no longer counts (a
+// quarantine took it back), so that they judge no recipe.
+absl::Status ForgetRungScores(Connection& c, int64_t cell_id);
+
 // Judges one (head, rank) of a pruning sweep and prunes what the rule
 // stops: its pending and leased cells become PRUNED, each with a result row
 // in state PRUNED whose failure text says where and by how much. Returns

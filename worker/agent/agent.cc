@@ -472,7 +472,7 @@ void Agent::RunOne(const std::shared_ptr<TaskState>& state) {
     dropped = state->dropped;
   }
   if (reason == StopReason::kDropped) {
-    Log(absl::StrCat("stopped ", label, ": leases cancelled or lost"));
+    Log(absl::StrCat("stopped ", label, ": leases cancelled, lost or pruned"));
     absl::MutexLock lock(&mu_);
     ++stats_.tasks_dropped;
     return;
