@@ -176,6 +176,7 @@ std::string CellStateName(v1::CellState state) {
     case v1::CELL_STATE_FAILED: return "FAILED";
     case v1::CELL_STATE_CANCELLED: return "CANCELLED";
     case v1::CELL_STATE_INVALID: return "INVALID";
+    case v1::CELL_STATE_PRUNED: return "PRUNED";
     default: return "UNSPECIFIED";
   }
 }
@@ -193,11 +194,13 @@ absl::StatusOr<v1::SweepState> ParseSweepState(const std::string& s) {
 absl::StatusOr<v1::CellState> ParseCellState(const std::string& s) {
   const std::string upper = absl::AsciiStrToUpper(s);
   for (auto state : {v1::CELL_STATE_PENDING, v1::CELL_STATE_LEASED, v1::CELL_STATE_DONE,
-                     v1::CELL_STATE_FAILED, v1::CELL_STATE_CANCELLED, v1::CELL_STATE_INVALID}) {
+                     v1::CELL_STATE_FAILED, v1::CELL_STATE_CANCELLED, v1::CELL_STATE_INVALID,
+                     v1::CELL_STATE_PRUNED}) {
     if (CellStateName(state) == upper) return state;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--state: \"", s, "\" is not one of pending, leased, done, failed, cancelled, invalid"));
+      "--state: \"", s,
+      "\" is not one of pending, leased, done, failed, cancelled, invalid, pruned"));
 }
 
 std::string FormatUnixMs(int64_t unix_ms, absl::TimeZone tz) {

@@ -133,7 +133,11 @@ std::string SweepSection(size_t index, const ReportSweep& s, const std::vector<F
   absl::StrAppend(&out, "Sweep `", info.sweep_id(), "`: ", PlotSubtitle(s.spec, test), ". ",
                   SweepStateName(info.state()), ": ", info.counts().done(), " of ",
                   info.counts().total(), " cells done, ", info.counts().failed(), " failed, ",
-                  info.counts().cancelled(), " cancelled.\n\n");
+                  info.counts().cancelled(), " cancelled",
+                  info.counts().pruned() > 0
+                      ? absl::StrCat(", ", info.counts().pruned(), " pruned (recipe pruning)")
+                      : "",
+                  ".\n\n");
   absl::StrAppend(&out, ProvenanceText(info, s.rows), "\n");
 
   absl::StrAppend(&out, "### Transition ranks\n\n");

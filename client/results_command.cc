@@ -509,7 +509,8 @@ void AddResultsCommand(CLI::App* app, Command* command) {
   results->add_option("--head", ra->head, "Only this head label, e.g. kernel/elu1");
   results->add_option("--rank", ra->ranks, "Only these ranks (comma-separated)")->delimiter(',');
   results->add_option("--seed", ra->seeds, "Only these seeds (comma-separated)")->delimiter(',');
-  results->add_option("--state", ra->state, "done | failed (default both) | invalid");
+  results->add_option("--state", ra->state,
+                      "done | failed | pruned (default all three) | invalid");
   results->add_flag("--include-invalid", ra->include_invalid,
                     "Also the rows a quarantine invalidated (state INVALID), after the others");
   results->add_option("--page-size", ra->page_size,

@@ -32,6 +32,10 @@ struct SubmitArgs {
   std::string name, dataset, loss, mode;
   bool no_cache = false;
   bool one_recipe = false;
+  // Recipe pruning (docs/ANALYSIS.md, "Recipe pruning").
+  std::string prune;
+  int prune_eta = 0, prune_min_steps = 0;
+  double prune_margin = 0;
   int seq_len = 0, seed_count = 0, eval_every = 0, early_stop_evals = 0, priority = 0;
   bool final_query_only = false;
   uint64_t data_seed = 0;
@@ -111,11 +115,22 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     if (!parsed.ok()) return ReportLocal(parsed.status());
     mode = *parsed;
   }
+  std::optional<PruneRule> prune;
+  if (given("--prune")) {
+    absl::StatusOr<PruneRule> parsed = ParsePruneRule(a.prune, "--prune");
+    if (!parsed.ok()) return ReportLocal(parsed.status());
+    prune = *parsed;
+  }
   std::vector<std::string> kept;  // what --one-recipe dropped, a line per sweep
+  std::vector<std::string> notes;
   for (SweepSpec& one : specs) {
     if (absl::Status s = ApplyOverrides(o, &one); !s.ok()) return ReportLocal(s);
     if (mode.has_value()) one.mode = *mode;
     if (a.no_cache) one.reuse_results = false;
+    if (prune.has_value()) one.prune.rule = *prune;
+    if (given("--prune-eta")) one.prune.eta = a.prune_eta;
+    if (given("--prune-min-steps")) one.prune.min_steps = a.prune_min_steps;
+    if (given("--prune-margin")) one.prune.margin = a.prune_margin;
     // The server validates too; checking here gives the same message offline.
     if (absl::Status s = ValidateSweepSpec(one); !s.ok()) return ReportLocal(s);
     // After the axis flags, so `--lr 0.003,0.001 --one-recipe` keeps 0.003.
@@ -126,6 +141,10 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
             absl::StrCat(one.name, ": ", dropped, "; ", CountOf(GridCellCount(one), "cell")));
       }
     }
+    if (one.prune.rule != PruneRule::kNone && RecipeCount(one) < 2) {
+      notes.push_back(absl::StrCat(one.name, ": prune ", Name(one.prune.rule),
+                                   " has nothing to prune: the sweep has one recipe"));
+    }
   }
   if (!resolution.empty()) {
     std::cerr << "preset " << a.preset << " at scale " << a.scale << ":\n";
@@ -135,6 +154,7 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     std::cerr << "--one-recipe, the first value of each training axis:\n";
     for (const std::string& line : kept) std::cerr << "  " << line << "\n";
   }
+  for (const std::string& line : notes) std::cerr << "note: " << line << "\n";
   for (const SweepSpec& one : specs) {
     const SweepCost cost = EstimateSweepCost(one);
     if (a.dry_run) {
@@ -273,6 +293,17 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
                    "Keep only each training axis' first value (e.g. an ood-tokens preset's lr "
                    "0.01), a fraction of the cells; dataset axes (the law's m) stay; axis flags "
                    "on the same line apply first");
+  submit->add_option("--prune", sa->prune,
+                     "none | halving: stop the recipes of a (head, rank) that are clearly losing "
+                     "on training error at the rungs (successive halving; docs/ANALYSIS.md)");
+  submit->add_option("--prune-eta", sa->prune_eta,
+                     "Halving's reduction factor, 2..16: the best 1/eta of the recipes go on at "
+                     "a rung (default 3)");
+  submit->add_option("--prune-min-steps", sa->prune_min_steps,
+                     "The first rung's step; 0 = max_steps / eta^3 (the default)");
+  submit->add_option("--prune-margin", sa->prune_margin,
+                     "How far above the best training error at a rung a recipe must be to be "
+                     "stopped, 0..1 (default 0.05)");
   submit->add_flag("--no-cache", sa->no_cache,
                    "Train every cell, even those already trained by this build");
   submit->add_flag("--watch", sa->watch, "Follow the sweep after submitting (as `watch`)");

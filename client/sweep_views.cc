@@ -27,7 +27,7 @@ double EstimateEtaSeconds(const v1::SweepInfo& sweep) {
 
 std::string ProgressLine(const v1::SweepInfo& sweep, int bar_width) {
   const auto& c = sweep.counts();
-  const int64_t finished = c.done() + c.failed() + c.cancelled();
+  const int64_t finished = c.done() + c.failed() + c.cancelled() + c.pruned();
   int filled = 0;
   if (c.total() > 0) {
     filled = static_cast<int>(finished * bar_width / c.total());
@@ -38,6 +38,7 @@ std::string ProgressLine(const v1::SweepInfo& sweep, int bar_width) {
                                   c.total(), " done  ", c.leased(), " running  ", c.failed(),
                                   " failed");
   if (c.cancelled() > 0) absl::StrAppend(&line, "  ", c.cancelled(), " cancelled");
+  if (c.pruned() > 0) absl::StrAppend(&line, "  ", c.pruned(), " pruned");
   if (sweep.state() == v1::SWEEP_STATE_RUNNING || sweep.state() == v1::SWEEP_STATE_UNSPECIFIED) {
     const double eta = EstimateEtaSeconds(sweep);
     absl::StrAppend(&line, "  ETA ", eta < 0 ? "?" : FormatDuration(eta));
@@ -56,7 +57,15 @@ std::string SweepStatusText(const v1::SweepInfo& s, absl::TimeZone tz) {
   absl::StrAppend(&out, "priority:   ", s.priority(), "\n");
   absl::StrAppend(&out, "cells:      ", c.total(), " total, ", c.done(), " done, ", c.leased(),
                   " running, ", c.pending(), " pending, ", c.failed(), " failed, ",
-                  c.cancelled(), " cancelled\n");
+                  c.cancelled(), " cancelled", c.pruned() > 0 ? absl::StrCat(", ", c.pruned(), " pruned") : "", "\n");
+  if (s.spec().prune().rule() == v1::PRUNE_RULE_HALVING) {
+    const v1::PruneSpec& p = s.spec().prune();
+    absl::StrAppend(&out, "prune:      halving, eta ", p.has_eta() ? p.eta() : 3, ", margin ",
+                    p.has_margin() ? p.margin() : 0.05, ", first rung ",
+                    p.min_steps() > 0 ? absl::StrCat("step ", p.min_steps())
+                                      : std::string("max_steps / eta^3"),
+                    "; ", c.pruned(), " cells pruned\n");
+  }
   if (s.spec().mode() == v1::SWEEP_MODE_SEARCH) {
     absl::StrAppend(&out, "search:     ", c.total(), " of ", s.grid_cells(),
                     " grid cells created (", s.grid_cells() - c.total(), " saved)\n");
@@ -84,6 +93,10 @@ std::string SweepStatusText(const v1::SweepInfo& s, absl::TimeZone tz) {
 
 std::string CompletenessText(const v1::ResultGroup& g) {
   if (g.missing_seeds_size() == 0) return "complete";
+  // Stopped by recipe pruning: its recipe lost (not met), not missing.
+  if (g.pruned() > 0 && g.pruned() == g.missing_seeds_size()) {
+    return absl::StrCat("pruned (", g.pruned(), g.pruned() == 1 ? " seed)" : " seeds)");
+  }
   constexpr int kMaxListed = 8;
   std::vector<std::string> listed;
   for (int i = 0; i < g.missing_seeds_size() && i < kMaxListed; ++i) {

@@ -151,6 +151,14 @@ SweepSpec FromProto(const v1::SweepSpec& p) {
   for (const auto& a : p.axes()) {
     s.axes.push_back(SweepAxis{a.name(), {a.values().begin(), a.values().end()}});
   }
+  if (p.has_prune()) {
+    const PruneSpec def;
+    const v1::PruneSpec& q = p.prune();
+    s.prune.rule = EnumFromProto(q.rule(), def.rule);
+    s.prune.eta = OrDefault(q.has_eta(), q.eta(), def.eta);
+    s.prune.min_steps = q.min_steps();
+    s.prune.margin = OrDefault(q.has_margin(), q.margin(), def.margin);
+  }
   return s;
 }
 
@@ -170,6 +178,13 @@ v1::SweepSpec ToProto(const SweepSpec& s) {
     v1::SweepAxis* axis = p.add_axes();
     axis->set_name(a.name);
     for (double v : a.values) axis->add_values(v);
+  }
+  if (s.prune.rule != PruneRule::kNone) {
+    v1::PruneSpec* q = p.mutable_prune();
+    q->set_rule(EnumToProto<v1::PruneRule>(s.prune.rule));
+    q->set_eta(s.prune.eta);
+    q->set_min_steps(s.prune.min_steps);
+    q->set_margin(s.prune.margin);
   }
   return p;
 }

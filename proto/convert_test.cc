@@ -256,6 +256,14 @@ std::vector<FieldCase> FieldCases() {
        [=](SweepSpec& x, Pick p) {
          if (p == Pick::kOther) x.axes = {{"lr", {0.05, 0.0}}, {"max_steps", {0, 30}}};
        }},
+      {"SweepSpec", "prune",  // written only when a rule is on; zeros keep their presence
+       [=](SweepSpec& x, Pick p) {
+         if (p == Pick::kDefault) return;
+         x.prune.rule = PruneRule::kHalving;
+         x.prune.eta = p == Pick::kZero ? 0 : 5;
+         x.prune.min_steps = p == Pick::kZero ? 0 : 300;
+         x.prune.margin = p == Pick::kZero ? 0.0 : 0.2;
+       }},
       // A TaskSpec is a SweepSpec's dataset, one head, one rank, its train
       // spec and seeds; the rows above cover the messages they share.
       {"TaskSpec", "dataset", [](SweepSpec&, Pick) {}},

@@ -191,7 +191,7 @@ absl::Status Server::StartAll() {
                      coordinator_->CountSweepsByState());
     SetCountsByState(m, "ranksweep_cells",
                      {CellState::kPending, CellState::kLeased, CellState::kDone,
-                      CellState::kFailed, CellState::kCancelled},
+                      CellState::kFailed, CellState::kCancelled, CellState::kPruned},
                      coordinator_->CountCellsByState());
     m->ClearGauge("ranksweep_workers_alive");
     absl::StatusOr<std::vector<WorkerInfo>> workers = coordinator_->ListWorkers();

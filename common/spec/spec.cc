@@ -49,6 +49,8 @@ constexpr NameTable<LrSchedule> kLrSchedules[] = {{LrSchedule::kConstant, "const
                                                   {LrSchedule::kCosine, "cosine"}};
 constexpr NameTable<SweepMode> kSweepModes[] = {{SweepMode::kGrid, "grid"},
                                                 {SweepMode::kSearch, "search"}};
+constexpr NameTable<PruneRule> kPruneRules[] = {{PruneRule::kNone, "none"},
+                                                {PruneRule::kHalving, "halving"}};
 constexpr NameTable<PoolSplit> kPoolSplits[] = {{PoolSplit::kTokens, "tokens"},
                                                 {PoolSplit::kSequences, "sequences"}};
 
@@ -117,6 +119,7 @@ const char* Name(LossKind v) { return Lookup(kLossKinds, v); }
 const char* Name(LrSchedule v) { return Lookup(kLrSchedules, v); }
 const char* Name(SweepMode v) { return Lookup(kSweepModes, v); }
 const char* Name(PoolSplit v) { return Lookup(kPoolSplits, v); }
+const char* Name(PruneRule v) { return Lookup(kPruneRules, v); }
 
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::string& field) {
   return Parse(kDatasetKinds, s, field);
@@ -141,6 +144,26 @@ absl::StatusOr<PoolSplit> ParsePoolSplit(const std::string& s, const std::string
 }
 absl::StatusOr<SweepMode> ParseSweepMode(const std::string& s, const std::string& field) {
   return Parse(kSweepModes, s, field);
+}
+absl::StatusOr<PruneRule> ParsePruneRule(const std::string& s, const std::string& field) {
+  return Parse(kPruneRules, s, field);
+}
+
+std::vector<int64_t> PruneRungSteps(const SweepSpec& spec, const TrainSpec& train) {
+  constexpr size_t kMaxRungs = 16;
+  std::vector<int64_t> rungs;
+  if (spec.prune.rule == PruneRule::kNone || RecipeCount(spec) < 2) return rungs;
+  const int64_t eta = std::max(2, spec.prune.eta);
+  const int64_t every = std::max(1, train.eval_every);
+  const int64_t max_steps = train.max_steps;
+  int64_t first = spec.prune.min_steps;
+  if (first <= 0) first = (max_steps + eta * eta * eta - 1) / (eta * eta * eta);
+  first = std::max<int64_t>(1, first);
+  first = (first + every - 1) / every * every;
+  for (int64_t s = first; s < max_steps && rungs.size() < kMaxRungs; s *= eta) {
+    rungs.push_back(s);
+  }
+  return rungs;
 }
 
 bool HeadHasRank(const HeadSpec& head) {
@@ -785,6 +808,10 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   RS_CHECK(ValidateTrain(first.train));
   RS_CHECK(CheckRange("priority", s.priority, -100, 100));
   RS_CHECK(CheckEnum(kSweepModes, s.mode, "mode"));
+  RS_CHECK(CheckEnum(kPruneRules, s.prune.rule, "prune.rule"));
+  RS_CHECK(CheckRange("prune.eta", s.prune.eta, 2, 16));
+  RS_CHECK(CheckRange("prune.min_steps", s.prune.min_steps, 0, 1'000'000'000));
+  RS_CHECK(CheckUnit("prune.margin", s.prune.margin, false, false));
   const int64_t cells = GridCellCount(s);
   const int64_t recipes = RecipeCount(s);
   RS_CHECK(CheckRange<int64_t>(

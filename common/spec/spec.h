@@ -194,6 +194,26 @@ enum class SweepMode {
   kSearch,  // per ranked head, bisection over the sorted ranks (docs/ANALYSIS.md)
 };
 
+// Recipe pruning (docs/ANALYSIS.md, "Recipe pruning"): successive halving
+// across the recipes of each (head, rank), on the training error at rungs.
+enum class PruneRule {
+  kNone,     // every recipe trains to its end
+  kHalving,  // stop the recipes that are clearly losing at a rung
+};
+
+struct PruneSpec {
+  PruneRule rule = PruneRule::kNone;
+  // Reduction factor: at a rung with n recipes scored, the best
+  // max(1, floor(n / eta)) go on. 2..16.
+  int eta = 3;
+  // The first rung's step, rounded up to an evaluation; later rungs are
+  // eta times apart. 0 = max_steps / eta^3 (rounded up). 0..10^9.
+  int min_steps = 0;
+  // A recipe is stopped only when its mean training error at the rung is at
+  // least this much above the best recipe's there. 0..1.
+  double margin = 0.05;
+};
+
 struct SweepSpec {
   std::string name;
   DatasetSpec dataset;
@@ -211,7 +231,15 @@ struct SweepSpec {
   // an axis takes the axis' values; its value in `dataset` / `train` is not
   // used. Empty: one recipe, the fields as they are.
   std::vector<SweepAxis> axes;
+  PruneSpec prune;
 };
+
+// The rungs of pruning for one recipe's training (`train`, with the
+// recipe's axis values applied): the first at min_steps (0: ceil(max_steps /
+// eta^3)) rounded up to a multiple of eval_every, each next eta times the
+// one before, every rung below max_steps (at most 16). Empty when the sweep
+// does not prune or has one recipe.
+std::vector<int64_t> PruneRungSteps(const SweepSpec& spec, const TrainSpec& train);
 
 // True when cells of this head carry a rank (kernel-type heads that are
 // trained, or the rank-1 construction). Softmax and the indicator
@@ -351,6 +379,7 @@ const char* Name(LossKind v);
 const char* Name(LrSchedule v);
 const char* Name(SweepMode v);
 const char* Name(PoolSplit v);  // "tokens" "sequences"
+const char* Name(PruneRule v);  // "none" "halving"
 // Parsers return InvalidArgument naming `field` and the allowed names.
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::string& field);
 absl::StatusOr<HeadKind> ParseHeadKind(const std::string& s, const std::string& field);
@@ -360,6 +389,7 @@ absl::StatusOr<LossKind> ParseLossKind(const std::string& s, const std::string& 
 absl::StatusOr<LrSchedule> ParseLrSchedule(const std::string& s, const std::string& field);
 absl::StatusOr<PoolSplit> ParsePoolSplit(const std::string& s, const std::string& field);
 absl::StatusOr<SweepMode> ParseSweepMode(const std::string& s, const std::string& field);
+absl::StatusOr<PruneRule> ParsePruneRule(const std::string& s, const std::string& field);
 
 // A short label for a head in tables: "kernel/elu1", "softmax",
 // "multihead_kernel/elu1x4", "kernel/rank1*" (constructions end in '*').

@@ -393,6 +393,26 @@ absl::Status FromJ(const Json& j, const std::string& path, Curve* c) {
   return r.Finish();
 }
 
+// `prune` is a rule's name ("halving") or an object {rule, eta,
+// min_steps, margin}.
+absl::Status FromJ(const Json& j, const std::string& path, PruneSpec* p) {
+  if (j.is_string()) {
+    ASSIGN_OR_RETURN(p->rule, ParsePruneRule(j.get<std::string>(), path));
+    return absl::OkStatus();
+  }
+  ObjectReader r(j, path);
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " must be \"none\", \"halving\" or an object {rule, eta, min_steps, margin}, got ",
+        j.type_name()));
+  }
+  RETURN_IF_ERROR(r.Enum("rule", &p->rule, &ParsePruneRule));
+  RETURN_IF_ERROR(r.Number("eta", &p->eta));
+  RETURN_IF_ERROR(r.Number("min_steps", &p->min_steps));
+  RETURN_IF_ERROR(r.Number("margin", &p->margin));
+  return r.Finish();
+}
+
 template <typename T>
 absl::Status Sub(ObjectReader& r, const char* key, T* out) {
   const Json* c = r.Child(key);
@@ -491,6 +511,13 @@ std::string SweepSpecToJson(const SweepSpec& spec, int indent) {
     }
     slot = std::move(values);
   }
+  // Written only when on, so a spec without pruning reads as it always has.
+  if (spec.prune.rule != PruneRule::kNone) {
+    j["prune"] = {{"rule", Name(spec.prune.rule)},
+                  {"eta", spec.prune.eta},
+                  {"min_steps", spec.prune.min_steps},
+                  {"margin", spec.prune.margin}};
+  }
   return Dump(j, indent);
 }
 
@@ -519,6 +546,7 @@ absl::StatusOr<SweepSpec> SweepSpecFromJson(const std::string& text) {
   RETURN_IF_ERROR(r.Number("priority", &s.priority));
   RETURN_IF_ERROR(r.Enum("mode", &s.mode, &ParseSweepMode));
   RETURN_IF_ERROR(r.Bool("reuse_results", &s.reuse_results));
+  RETURN_IF_ERROR(Sub(r, "prune", &s.prune));
   RETURN_IF_ERROR(r.Finish());
   return s;
 }

@@ -225,6 +225,43 @@ TEST(SpecJsonTest, ScheduleRoundTripsAndIsLeftOutWhenDefault) {
   EXPECT_THAT(bad.status().message(), HasSubstr("must be one of constant, cosine"));
 }
 
+TEST(SpecJsonTest, PruneIsANameOrAnObjectAndLeftOutWhenNone) {
+  SweepSpec s = GoodSweep();
+  EXPECT_THAT(SweepSpecToJson(s), ::testing::Not(HasSubstr("prune")));
+  auto named = SweepSpecFromJson(R"({"name": "x", "prune": "halving"})");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->prune.rule, PruneRule::kHalving);
+  EXPECT_EQ(named->prune.eta, 3);
+  EXPECT_DOUBLE_EQ(named->prune.margin, 0.05);
+  auto object = SweepSpecFromJson(
+      R"({"name": "x", "prune": {"rule": "halving", "eta": 2, "min_steps": 300, "margin": 0.1}})");
+  ASSERT_TRUE(object.ok()) << object.status();
+  EXPECT_EQ(object->prune.eta, 2);
+  EXPECT_EQ(object->prune.min_steps, 300);
+  auto back = SweepSpecFromJson(SweepSpecToJson(*object));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(SweepSpecToJson(*back), SweepSpecToJson(*object));
+  auto bad = SweepSpecFromJson(R"({"name": "x", "prune": "asha"})");
+  EXPECT_THAT(bad.status().message(), HasSubstr("prune must be one of none, halving"));
+  bad = SweepSpecFromJson(R"({"name": "x", "prune": {"rule": "halving", "rungs": 3}})");
+  EXPECT_THAT(bad.status().message(), HasSubstr("unknown field \"prune.rungs\""));
+}
+
+TEST(SpecTest, PruneValuesAreCheckedNamingTheFieldAndRange) {
+  SweepSpec s = GoodSweep();
+  s.prune.rule = PruneRule::kHalving;
+  EXPECT_TRUE(ValidateSweepSpec(s).ok());
+  s.prune.eta = 1;
+  EXPECT_THAT(ValidateSweepSpec(s).message(), HasSubstr("prune.eta must be in 2..16, got 1"));
+  s.prune.eta = 3;
+  s.prune.min_steps = -1;
+  EXPECT_THAT(ValidateSweepSpec(s).message(),
+              HasSubstr("prune.min_steps must be in 0..1000000000, got -1"));
+  s.prune.min_steps = 0;
+  s.prune.margin = 1.5;
+  EXPECT_THAT(ValidateSweepSpec(s).message(), HasSubstr("prune.margin must be in [0, 1], got 1.5"));
+}
+
 TEST(SpecJsonTest, SyntaxErrorHasLineAndColumn) {
   auto r = SweepSpecFromJson("{\n  \"name\": \"x\",\n  \"ranks\": [1, 2,,]\n}");
   ASSERT_FALSE(r.ok());

@@ -367,11 +367,12 @@ class Client:
                 ranks: Optional[Sequence[int]] = None, seeds: Optional[Sequence[int]] = None,
                 state: Optional[str] = None, include_invalid: bool = False,
                 page_size: int = PAGE_SIZE) -> pd.DataFrame:
-        """Per-seed results: one row per finished (done or failed) cell, in
+        """Per-seed results: one row per finished (done, failed or pruned) cell, in
         cell id order, as a DataFrame (frames.RESULT_COLUMNS; missing values
         are NaN / <NA> / None, see ranksweep.frames). Filters: `head` label
-        ("kernel/elu1"), `ranks`, `seeds`, `state` ("done", "failed", or
-        "invalid" for the invalidated rows only).
+        ("kernel/elu1"), `ranks`, `seeds`, `state` ("done", "failed",
+        "pruned" for the cells recipe pruning stopped, or "invalid" for the
+        invalidated rows only).
 
         `include_invalid` appends the rows a quarantine invalidated, as
         `ranksweep results --include-invalid` does: state INVALID, their
@@ -384,7 +385,7 @@ class Client:
         request = self._query(sweep_id, head, ranks, seeds)
         if state:
             request.state = _state("state", state, pb.CellState, "CELL_STATE_",
-                                   ("done", "failed", "invalid"))
+                                   ("done", "failed", "pruned", "invalid"))
         request.page_size = page_size
         request.columns = True
         requests = [request]

@@ -133,7 +133,39 @@ _SWEEP_SCALARS = {
 SpecInput = Union[Mapping[str, Any], str, "os.PathLike[str]", pb.SweepSpec]
 
 _SWEEP_KEYS = ("name", "dataset", "heads", "ranks", "seeds", "seed_count", "train",
-               "priority", "mode", "reuse_results")
+               "priority", "mode", "reuse_results", "prune")
+# Recipe pruning (docs/ANALYSIS.md, "Recipe pruning"): "none", "halving" or
+# an object of these.
+PRUNE_RULES = ("none", "halving")
+_PRUNE_KEYS = ("rule", "eta", "min_steps", "margin")
+
+
+def _fill_prune(out: pb.SweepSpec, prune: Any) -> None:
+    """`prune` as the CLI reads it: a rule's name or {rule, eta, min_steps,
+    margin}; ranges are the coordinator's to check, as for every field."""
+    if isinstance(prune, str):
+        if prune not in PRUNE_RULES:
+            raise SpecError(f"prune must be one of none, halving; got {_dump(prune)}")
+        prune = {"rule": prune}
+    if not isinstance(prune, Mapping):
+        raise SpecError('prune must be "none", "halving" or an object {rule, eta, min_steps, '
+                        f"margin}}, got {_dump(prune)}")
+    _check_unknown("prune", prune, _PRUNE_KEYS)
+    rule = prune.get("rule", "none")
+    if rule not in PRUNE_RULES:
+        raise SpecError(f'prune.rule must be one of none, halving; got {_dump(rule)}')
+    out.prune.rule = pb.PruneRule.Value("PRUNE_RULE_" + rule.upper())
+    for key in ("eta", "min_steps"):
+        if key in prune:
+            value = prune[key]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SpecError(f"prune.{key} must be an integer, got {_dump(value)}")
+            setattr(out.prune, key, value)
+    if "margin" in prune:
+        value = prune["margin"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"prune.margin must be a number, got {_dump(value)}")
+        out.prune.margin = float(value)
 
 
 def _dump(value: Any) -> str:
@@ -304,6 +336,8 @@ def spec_to_proto(spec: Mapping[str, Any]) -> pb.SweepSpec:
         if not isinstance(reuse, bool):
             raise SpecError(f"reuse_results must be true or false, got {_dump(reuse)}")
         out.no_result_cache = not reuse
+    if spec.get("prune") is not None:
+        _fill_prune(out, spec["prune"])
     _check_unknown("", spec, _SWEEP_KEYS)
     return out
 
@@ -540,6 +574,11 @@ def spec_to_dict(spec: pb.SweepSpec) -> Dict[str, Any]:
     if spec.mode:
         out["mode"] = SWEEP_MODES[spec.mode - 1]
     out["reuse_results"] = not spec.no_result_cache
+    if spec.HasField("prune") and spec.prune.rule == 2:
+        out["prune"] = {"rule": "halving",
+                        "eta": spec.prune.eta if spec.prune.HasField("eta") else 3,
+                        "min_steps": spec.prune.min_steps,
+                        "margin": spec.prune.margin if spec.prune.HasField("margin") else 0.05}
     objects = {"dataset": dataset, "train": train}
     places = dict(AXES)
     for axis in spec.axes:

@@ -279,7 +279,7 @@ class ClientEndToEndTest(unittest.TestCase):
         with self.assertRaises(ValueError) as ctx:
             self.client.results(self.witness, state="leased")
         self.assertEqual(str(ctx.exception),
-                         'state: "leased" is not one of done, failed, invalid')
+                         'state: "leased" is not one of done, failed, pruned, invalid')
 
     def test_groups_match_the_cli(self):
         df = self.client.groups(self.witness, by="head,rank")

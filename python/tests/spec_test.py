@@ -176,6 +176,20 @@ class SpecTest(unittest.TestCase):
         self.assertSpecError({"train": {"loss": "mae"}},
                              'train.loss must be one of mse, ce; got "mae"')
 
+    def test_prune_is_a_rule_or_an_object_and_reads_back(self):
+        p = spec_lib.to_proto({**DEMO, "prune": "halving"})
+        self.assertEqual(p.prune.rule, pb.PRUNE_RULE_HALVING)
+        self.assertFalse(p.prune.HasField("eta"))  # the coordinator's default, 3
+        p = spec_lib.to_proto({**DEMO, "prune": {"rule": "halving", "eta": 2, "margin": 0.1}})
+        self.assertEqual((p.prune.eta, p.prune.margin), (2, 0.1))
+        self.assertEqual(spec_lib.spec_to_dict(p)["prune"],
+                         {"rule": "halving", "eta": 2, "min_steps": 0, "margin": 0.1})
+        self.assertNotIn("prune", spec_lib.spec_to_dict(spec_lib.to_proto(DEMO)))
+        self.assertSpecError({"prune": "asha"}, 'prune must be one of none, halving; got "asha"')
+        self.assertSpecError({"prune": {"rule": "halving", "rungs": 3}},
+                             'unknown field "prune.rungs"')
+        self.assertSpecError({"prune": {"eta": "3"}}, 'prune.eta must be an integer, got "3"')
+
     def test_unknown_fields_are_refused_by_path(self):
         self.assertSpecError({"nmae": "x"}, 'unknown field "nmae"')
         self.assertSpecError({"dataset": {"mm": 3}}, 'unknown field "dataset.mm"')

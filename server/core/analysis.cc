@@ -18,6 +18,7 @@ constexpr double kMeanTolerance = 1e-9;
 // One group's standing on one split.
 struct SplitCounts {
   int64_t n = 0, expected = 0, exact = 0;
+  int64_t pruned = 0;  // cells stopped by recipe pruning
   double accuracy_sum = 0;  // exact accuracy summed over the n done seeds
 };
 
@@ -25,6 +26,7 @@ SplitCounts CountsOf(const ResultGroup& g, bool test) {
   SplitCounts c;
   c.n = g.n;
   c.expected = g.expected;
+  c.pruned = g.pruned;
   c.exact = test ? g.test_exact_seeds : g.exact_seeds;
   const double mean_accuracy =
       test ? 1.0 - g.test_error.mean : g.train_exact_accuracy.mean;
@@ -34,6 +36,9 @@ SplitCounts CountsOf(const ResultGroup& g, bool test) {
 
 Verdict Judge(const SplitCounts& c, const Criterion& criterion) {
   const int64_t missing = c.expected - c.n;
+  // Pruning stopped this recipe as clearly losing: it counts as not
+  // meeting the criterion, whatever its done seeds show (the header).
+  if (c.pruned > 0) return Verdict::kNotMet;
   switch (criterion.kind) {
     case Criterion::Kind::kAll:
       if (c.expected > 0 && c.exact == c.expected) return Verdict::kMeets;
@@ -189,6 +194,7 @@ std::string RanklessNote(const std::map<int32_t, std::vector<const ResultGroup*>
       sum.expected += g->expected;
       sum.exact_seeds += g->exact_seeds;
       sum.test_exact_seeds += g->test_exact_seeds;
+      sum.pruned += g->pruned;
       sum.missing_seeds.insert(sum.missing_seeds.end(), g->missing_seeds.begin(),
                                g->missing_seeds.end());
       accuracy_sum += CountsOf(*g, test).accuracy_sum;

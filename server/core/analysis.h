@@ -19,6 +19,9 @@
 //   * is UNDECIDED otherwise (this includes a group with no done seed).
 // A failed or cancelled seed stays missing, so it can leave a group
 // undecided for good; `all` is exactly seeds:K with K = expected.
+// A group with a cell stopped by recipe pruning (ResultGroup::pruned,
+// server/core/pruning.h) is NOT MET: the rule stopped its recipe as clearly
+// losing to another recipe of the same (head, rank), which trained on.
 // The mean is compared with a tolerance of 1e-9, so that the mean of seeds
 // whose accuracies are X reaches X whatever the rounding.
 //

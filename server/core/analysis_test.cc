@@ -345,6 +345,25 @@ TEST(SummarizeHeadTest, BestOverRecipeIsUndecidedWhileAnOpenRecipeCouldStillMeet
             "recipe 0 (3/3)");
 }
 
+TEST(SummarizeHeadTest, APrunedRecipeIsNotMetSoItNeverLeavesARankUndecided) {
+  // The same groups as above, but recipe 1's missing seed was pruned: its
+  // recipe lost at a rung, so rank 4 is not met and rank 8 is the transition.
+  ResultGroup pruned = InRecipe(Group(0, 4, 2, 3, 2, {1}), 1);
+  pruned.pruned = 1;
+  EXPECT_EQ(JudgeGroup(pruned, Criterion{}, false), Verdict::kNotMet);
+  HeadSummary s = SummarizeHead({InRecipe(Group(0, 4, 3, 3, 1), 0), pruned,
+                                 InRecipe(Group(0, 8, 3, 3, 3), 0),
+                                 InRecipe(Group(0, 8, 3, 3, 3), 1)},
+                                false);
+  EXPECT_TRUE(s.transition_defined);
+  EXPECT_EQ(s.transition_rank, 8);
+  EXPECT_EQ(s.ranks[0].verdict, Verdict::kNotMet);
+  // A group with no done seed at all, every one pruned, is not met either.
+  ResultGroup none = InRecipe(Group(0, 4, 0, 3, 0, {0, 1, 2}), 1);
+  none.pruned = 3;
+  EXPECT_EQ(JudgeGroup(none, Criterion{}, true), Verdict::kNotMet);
+}
+
 TEST(SummarizeHeadTest, RanklessHeadWithRecipes) {
   HeadSummary s = SummarizeHead(
       {InRecipe(Group(1, 0, 3, 3, 2), 0), InRecipe(Group(1, 0, 3, 3, 3), 1)}, false);

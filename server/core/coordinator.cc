@@ -23,6 +23,7 @@
 #include "server/core/lease_order.h"
 #include "server/core/log.h"
 #include "server/core/packed_row.h"
+#include "server/core/pruning.h"
 #include "server/core/quarantine.h"
 #include "server/core/rank_search.h"
 #include "server/core/result_checks.h"
@@ -786,6 +787,7 @@ absl::Status Coordinator::LeaseTasks(Connection& c, const std::string& worker_id
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, SpecOf(c, sweep_id));
     const SweepSpec& spec = *spec_ptr;
     task.spec = LeasedTaskSpec(spec, task);
+    task.rung_steps = PruneRungSteps(spec, task.spec.train);
     if (limited) budget -= EstimateTaskMemoryBytes(task.spec);
     task.deadline_unix_ms = deadline;
     events.Add(sweep_id, absl::StrFormat("%s: %d cells leased to %s",
@@ -849,6 +851,7 @@ absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_
     }
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, SpecOf(c, task.sweep_id));
     task.spec = LeasedTaskSpec(*spec, task);
+    task.rung_steps = PruneRungSteps(*spec, task.spec.train);
   }
   events.Log("worker %s sent results again; %d tasks leased in reply to them the first time "
              "go to it again",
@@ -856,13 +859,35 @@ absl::Status Coordinator::LeasedAsNext(Connection& c, const std::string& worker_
   return absl::OkStatus();
 }
 
-absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worker_id,
-                                                        const std::vector<int64_t>& lease_ids) {
+absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(
+    const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+    const std::vector<LeaseProgress>& progress) {
+  const std::set<int64_t> named(lease_ids.begin(), lease_ids.end());
+  for (size_t i = 0; i < progress.size(); ++i) {
+    const LeaseProgress& p = progress[i];
+    if (!named.count(p.lease_id)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "progress[", i, "].lease_id: lease ", p.lease_id, " is not among lease_ids"));
+    }
+    if (!(p.train_error >= 0 && p.train_error <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "progress[", i, "].train_error must be in [0, 1], got ", p.train_error));
+    }
+    if (p.step < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("progress[", i, "].step must be at least 1, got ", p.step));
+    }
+  }
   const int64_t now = clock_->NowMs();
   HeartbeatOutcome out;
+  Events events;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     out = HeartbeatOutcome();
+    events = Events();
     RETURN_IF_ERROR(TouchWorker(c, worker_id, now));
+    // Recipe pruning first, so that a lease pruned by this very report is
+    // answered as pruned.
+    RETURN_IF_ERROR(RecordProgress(c, worker_id, progress, now, events));
     out.deadline_unix_ms = now + options_.lease_ms;
     std::vector<int64_t> live;
     for (int64_t lease_id : lease_ids) {
@@ -876,6 +901,8 @@ absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worke
         live.push_back(row->cell_id);
       } else if (row->state == kCellCancelled && row->worker_id == worker_id) {
         out.cancelled_lease_ids.push_back(lease_id);
+      } else if (row->state == kCellPruned && row->worker_id == worker_id) {
+        out.pruned_lease_ids.push_back(lease_id);
       } else {
         out.lost_lease_ids.push_back(lease_id);
       }
@@ -889,7 +916,55 @@ absl::StatusOr<HeartbeatOutcome> Coordinator::Heartbeat(const std::string& worke
     }
     return absl::OkStatus();
   }));
+  Dispatch(events);
   return out;
+}
+
+absl::Status Coordinator::RecordProgress(Connection& c, const std::string& worker_id,
+                                         const std::vector<LeaseProgress>& progress, int64_t now,
+                                         Events& events) {
+  std::set<std::tuple<std::string, int, int>> touched;  // (sweep, head, rank)
+  for (const LeaseProgress& p : progress) {
+    ASSIGN_OR_RETURN(std::optional<LeaseRow> lease, FindLease(c, p.lease_id));
+    // Only a live lease of the caller's counts; others are answered below.
+    if (!lease.has_value() || lease->state != kCellLeased || lease->worker_id != worker_id) {
+      continue;
+    }
+    enum Col : int { kSweepId, kHeadIndex, kRank, kRecipe, kCount };
+    static const std::string* sql = NewSelect<kCount>(
+        {"sweep_id", "head_index", "rank", "recipe"}, "FROM cells WHERE id = ?1");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(1, lease->cell_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) continue;
+    const std::string sweep_id = q.ColumnText(kSweepId);
+    const int head = static_cast<int>(q.ColumnInt(kHeadIndex));
+    const int rank = static_cast<int>(q.ColumnInt(kRank));
+    const int recipe = static_cast<int>(q.ColumnInt(kRecipe));
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, SpecOf(c, sweep_id));
+    const std::vector<int64_t> rungs =
+        PruneRungSteps(*spec, MakeTaskSpec(*spec, head, rank, recipe, {}).train);
+    if (rungs.empty()) continue;
+    RETURN_IF_ERROR(RecordRungScore(c, lease->cell_id, rungs, p.step, p.train_error));
+    touched.insert({sweep_id, head, rank});
+  }
+  for (const auto& [sweep_id, head, rank] : touched) {
+    RETURN_IF_ERROR(PruneAndFinish(c, sweep_id, head, rank, now, events));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::PruneAndFinish(Connection& c, const std::string& sweep_id, int head,
+                                         int rank, int64_t now, Events& events) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, SpecOf(c, sweep_id));
+  ASSIGN_OR_RETURN(std::vector<std::string> lines,
+                   PruneGroup(c, sweep_id, *spec, head, rank, now));
+  if (lines.empty()) return absl::OkStatus();
+  for (const std::string& line : lines) {
+    events.Log("sweep %s: %s", sweep_id, line);
+    events.Add(sweep_id, absl::StrCat("pruned ", line));
+  }
+  return MaybeFinishSweep(c, sweep_id, events);
 }
 
 absl::StatusOr<CompleteOutcome> Coordinator::Complete(const std::string& worker_id,
@@ -951,6 +1026,7 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
     if (next_of == 0 || r.lease_id < next_of) next_of = r.lease_id;
   }
   std::set<std::string> touched;
+  std::set<std::tuple<std::string, int, int>> prune_groups;  // (sweep, head, rank)
   for (size_t i = 0; i < results.size(); ++i) {
     const CellResult& r = results[i];
     std::string sweep_id, holder;
@@ -1002,13 +1078,18 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       ++out.duplicates;
       continue;
     }
-    if (lease_id != r.lease_id || (state != kCellLeased && state != kCellCancelled) ||
+    if (lease_id != r.lease_id ||
+        (state != kCellLeased && state != kCellCancelled && state != kCellPruned) ||
         holder != worker_id) {
       return NotYourLease(r.lease_id, r.cell_id);
     }
     if (state == kCellCancelled) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "lease %d for cell %d: sweep %s was cancelled", r.lease_id, r.cell_id, sweep_id));
+    }
+    if (state == kCellPruned) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "lease %d for cell %d: its recipe was pruned", r.lease_id, r.cell_id));
     }
     if (r.result.seed != seed) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -1034,6 +1115,10 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
       RETURN_IF_ERROR(ins.Run());
       RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
     }
+    if (const std::vector<int64_t> rungs = PruneRungSteps(spec, task.train); !rungs.empty()) {
+      RETURN_IF_ERROR(RecordCurveScores(c, r.cell_id, rungs, r.result));
+      prune_groups.insert({sweep_id, group.head_index, group.rank});
+    }
     RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, group.head_index, group.rank, group.recipe,
                                      r.result, false));
     {
@@ -1058,6 +1143,10 @@ absl::Status Coordinator::CompleteIn(Connection& c, const std::string& worker_id
                                             "completed + ?3 WHERE id = ?1"));
     u.Bind(1, worker_id).Bind(2, now).Bind(3, out.recorded);
     RETURN_IF_ERROR(u.Run());
+  }
+  // A recipe done may show a running one to be losing.
+  for (const auto& [sweep_id, head, rank] : prune_groups) {
+    RETURN_IF_ERROR(PruneAndFinish(c, sweep_id, head, rank, now, events));
   }
   for (const std::string& sweep_id : touched) {
     RETURN_IF_ERROR(MaybeFinishSweep(c, sweep_id, events));

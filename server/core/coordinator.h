@@ -173,11 +173,20 @@ class Coordinator {
                                             int max_seeds, int64_t memory_bytes = 0);
 
   // Extends the worker's live leases to now + lease_ms. Leases of cancelled
-  // cells are reported in cancelled_lease_ids; leases that expired, were
-  // reassigned, never existed or are another worker's, alike, in
-  // lost_lease_ids (nothing of another worker's is extended or revealed).
+  // cells are reported in cancelled_lease_ids, of pruned ones in
+  // pruned_lease_ids; leases that expired, were reassigned, never existed or
+  // are another worker's, alike, in lost_lease_ids (nothing of another
+  // worker's is extended or revealed).
+  //
+  // `progress` (recipe pruning, server/core/pruning.h): each running seed's
+  // training error at an evaluation. Of a live lease of the worker in a
+  // sweep that prunes, it is recorded at its rung, and the (head, rank) is
+  // judged, in the same transaction, before the leases are answered.
+  // InvalidArgument naming progress[i] for a lease not in `lease_ids`, a
+  // step below 1 or a train_error outside [0, 1]; nothing is written then.
   absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
-                                             const std::vector<int64_t>& lease_ids);
+                                             const std::vector<int64_t>& lease_ids,
+                                             const std::vector<LeaseProgress>& progress = {});
 
   // Records results, all or nothing, in one transaction: OK means every
   // result is durable. A result for a cell already done under the same lease
@@ -328,6 +337,15 @@ class Coordinator {
                           const std::vector<CellResult>& results,
                           const std::optional<TaskWant>& want, int64_t now, Events& events,
                           CompleteOutcome& out);
+  // Heartbeat's progress: records the scores of the caller's live leases
+  // and judges each (head, rank) they belong to (PruneAndFinish).
+  absl::Status RecordProgress(Connection& c, const std::string& worker_id,
+                              const std::vector<LeaseProgress>& progress, int64_t now,
+                              Events& events);
+  // Prunes what the rule stops in one (head, rank) of a sweep (pruning.h),
+  // then finishes or advances the sweep as a completion would.
+  absl::Status PruneAndFinish(Connection& c, const std::string& sweep_id, int head, int rank,
+                              int64_t now, Events& events);
   // Ends `sweep_id` if it is RUNNING with no pending or leased cell left.
   // Advances a search-mode sweep (creating the cells of the next probed
   // ranks), then ends the sweep when nothing is left to run.

@@ -269,6 +269,18 @@ std::map<std::string, Probe> Probes(CoordinatorUnderTest& cut) {
   })};
   p["SweepSpec|`seed_count`"] = {sweep([](SweepSpec& s, double v) { s.seed_count = I(v); })};
   p["SweepSpec|`priority`"] = {sweep([](SweepSpec& s, double v) { s.priority = I(v); })};
+  p["SweepSpec|`prune.eta`"] = {sweep([](SweepSpec& s, double v) {
+    s.prune.rule = PruneRule::kHalving;
+    s.prune.eta = I(v);
+  })};
+  p["SweepSpec|`prune.min_steps`"] = {sweep([](SweepSpec& s, double v) {
+    s.prune.rule = PruneRule::kHalving;
+    s.prune.min_steps = I(v);
+  })};
+  p["SweepSpec|`prune.margin`"] = {sweep([](SweepSpec& s, double v) {
+    s.prune.rule = PruneRule::kHalving;
+    s.prune.margin = v;
+  })};
   p["SweepSpec|`axes[].values`"] = {sweep([](SweepSpec& s, double v) {
     SweepAxis lr{"lr", {}};
     for (int i = 1; i <= I(v); ++i) lr.values.push_back(i * 1e-3);

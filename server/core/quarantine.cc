@@ -11,6 +11,7 @@
 #include "common/spec/result_validation.h"
 #include "common/status_macros.h"
 #include "server/core/packed_row.h"
+#include "server/core/pruning.h"
 #include "server/core/result_schema.h"
 #include "server/core/sql_columns.h"
 #include "server/core/worker_registry.h"
@@ -177,6 +178,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
       u.Bind(1, cell_id).Bind(2, absl::StrCat("result invalidated by quarantine ",
                                               out.quarantine_id, " of worker ", worker_id));
       RETURN_IF_ERROR(u.Run());
+      RETURN_IF_ERROR(ForgetRungScores(c, cell_id));
       if (reset) ++out.cells_reset;
       cells->push_back(QuarantinedCell{sweep_id, cell_id, reset});
     }
@@ -225,6 +227,7 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
                                                       out.quarantine_id, " of worker ",
                                                       worker_id));
       RETURN_IF_ERROR(u.Run());
+      RETURN_IF_ERROR(ForgetRungScores(c, cell_id));
       cells->push_back(QuarantinedCell{sweep_id, cell_id, true, true});
     }
     out.leases_released = static_cast<int64_t>(leased.size());

@@ -189,13 +189,15 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
   // Every state but done, so that SQLite reads only those ranges of
   // cells_by_state.
   static const std::string* sql = new std::string(absl::StrCat(
-      "SELECT head_index, rank, recipe, seed FROM cells WHERE sweep_id = ?1 AND state IN (",
-      kCellPending, ", ", kCellLeased, ", ", kCellFailed, ", ", kCellCancelled, ")"));
+      "SELECT head_index, rank, recipe, seed, state FROM cells WHERE sweep_id = ?1 AND state IN (",
+      kCellPending, ", ", kCellLeased, ", ", kCellFailed, ", ", kCellCancelled, ", ", kCellPruned,
+      ")"));
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(1, sweep_id);
   return ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
     ++g.expected;
     g.missing_seeds.push_back(SeedFromDb(q.ColumnInt(GroupKeyCol::kCount)));
+    if (q.ColumnInt(GroupKeyCol::kCount + 1) == kCellPruned) ++g.pruned;
   });
 }
 
@@ -412,6 +414,7 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
     ++g.expected;
     if (q.ColumnInt(QueryCol::kState) != kCellDone || q.ColumnInt(QueryCol::kHasResult) == 0) {
       g.missing_seeds.push_back(seed);
+      if (q.ColumnInt(QueryCol::kState) == kCellPruned) ++g.pruned;
       continue;
     }
     ++g.n;
@@ -483,6 +486,7 @@ absl::StatusOr<SweepInfo> SweepQueries::LoadSweep(Connection& c, const std::stri
         case CellState::kDone: info.counts.done += n; break;
         case CellState::kFailed: info.counts.failed += n; break;
         case CellState::kCancelled: info.counts.cancelled += n; break;
+        case CellState::kPruned: info.counts.pruned += n; break;
         case CellState::kInvalid: break;  // rows only, never a cell
       }
     }

@@ -436,6 +436,18 @@ CREATE TABLE held_tokens (
     {17, R"sql(
 ALTER TABLE results ADD COLUMN curve BLOB;
 )sql"},
+    // Recipe pruning (server/core/pruning.h): each seed's training error at
+    // each rung of its recipe, as a heartbeat reported it or its curve
+    // read it when done. Cells have no foreign key to it: deleting a sweep
+    // deletes its rows first.
+    {18, R"sql(
+CREATE TABLE rung_scores (
+  cell_id     INTEGER NOT NULL,
+  rung        INTEGER NOT NULL,
+  train_error REAL NOT NULL,
+  PRIMARY KEY (cell_id, rung)
+) WITHOUT ROWID;
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {

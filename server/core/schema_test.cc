@@ -70,8 +70,16 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Turns a freshly created (empty) file back into what schema version 17 wrote.
+absl::Status DowngradeToVersion17(Connection& c) {
+  // Version 18: recipe pruning's rung scores.
+  RETURN_IF_ERROR(c.Exec("DROP TABLE rung_scores"));
+  return c.Exec("UPDATE schema_version SET version = 17");
+}
+
 // Turns a freshly created (empty) file back into what schema version 16 wrote.
 absl::Status DowngradeToVersion16(Connection& c) {
+  RETURN_IF_ERROR(DowngradeToVersion17(c));
   // Version 17: learning curves.
   RETURN_IF_ERROR(c.Exec("ALTER TABLE results DROP COLUMN curve"));
   return c.Exec("UPDATE schema_version SET version = 16");
@@ -497,6 +505,17 @@ TEST(StoreTest, MigrationToVersion16HoldsNoToken) {
   EXPECT_EQ(CountRows(**store, "held_tokens"), 0);
   EXPECT_THAT(RowsAsText(**store, "SELECT id, owner, quarantined_ms FROM workers", 3),
               ::testing::ElementsAre("wk-old pool 0 "));
+}
+
+TEST(StoreTest, MigrationToVersion18KeepsEveryCellWithNoRungScore) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion17, "");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_EQ(Store::kSchemaVersion, 18);
+  EXPECT_EQ(CountRows(**store, "cells"), 5);
+  EXPECT_EQ(CountRows(**store, "rung_scores"), 0);
 }
 
 TEST(StoreTest, MigrationToVersion17KeepsEveryResultWithNoCurve) {

@@ -160,6 +160,8 @@ absl::StatusOr<DeleteOutcome> SweepAdmin::Delete(const std::string& sweep_id,
     }
     // Children first; each table keyed or indexed by the sweep.
     for (const char* sql : {"DELETE FROM result_packs WHERE sweep_id = ?1",
+                            "DELETE FROM rung_scores WHERE cell_id IN "
+                            "(SELECT id FROM cells WHERE sweep_id = ?1)",
                             "DELETE FROM results WHERE sweep_id = ?1",
                             "DELETE FROM result_groups WHERE sweep_id = ?1",
                             "DELETE FROM invalid_results WHERE sweep_id = ?1",

@@ -19,6 +19,7 @@ const char* Name(CellState s) {
     case CellState::kDone: return "done";
     case CellState::kFailed: return "failed";
     case CellState::kCancelled: return "cancelled";
+    case CellState::kPruned: return "pruned";
     case CellState::kInvalid: return "invalid";
   }
   return "unknown";

@@ -34,6 +34,9 @@ enum class CellState : int {
   // Never a cell's state: a result row invalidated by a quarantine
   // (server/core/quarantine.h), as queries report it.
   kInvalid = 6,
+  // Stopped by recipe pruning (server/core/pruning.h): its recipe was
+  // clearly losing at a rung. Not a failure; never retried.
+  kPruned = 7,
 };
 
 // The states' numbers as the `state` columns of sweeps, cells and results
@@ -48,9 +51,10 @@ inline constexpr int kCellLeased = static_cast<int>(CellState::kLeased);
 inline constexpr int kCellDone = static_cast<int>(CellState::kDone);
 inline constexpr int kCellFailed = static_cast<int>(CellState::kFailed);
 inline constexpr int kCellCancelled = static_cast<int>(CellState::kCancelled);
+inline constexpr int kCellPruned = static_cast<int>(CellState::kPruned);
 
 const char* Name(SweepState s);  // "running" "done" "failed" "cancelled"
-const char* Name(CellState s);   // "pending" "leased" "done" "failed" "cancelled" "invalid"
+const char* Name(CellState s);   // "pending" "leased" "done" "failed" "cancelled" "invalid" "pruned"
 
 struct CellCounts {
   int64_t total = 0;
@@ -59,6 +63,7 @@ struct CellCounts {
   int64_t done = 0;
   int64_t failed = 0;
   int64_t cancelled = 0;
+  int64_t pruned = 0;  // stopped by recipe pruning
 };
 
 struct SweepInfo {
@@ -140,11 +145,23 @@ struct Task {
   TaskSpec spec;  // spec.seeds lists the cells' seeds in `cells` order
   std::vector<LeasedCell> cells;
   int64_t deadline_unix_ms = 0;
+  // Recipe pruning: the steps at which the worker reports each seed's
+  // training error (PruneRungSteps); empty when the sweep does not prune.
+  std::vector<int64_t> rung_steps;
+};
+
+// A running seed's training error at an evaluation, as a heartbeat
+// reports it for recipe pruning.
+struct LeaseProgress {
+  int64_t lease_id = 0;
+  int64_t step = 0;
+  double train_error = 0;
 };
 
 struct HeartbeatOutcome {
   std::vector<int64_t> cancelled_lease_ids;  // sweep cancelled: stop them
   std::vector<int64_t> lost_lease_ids;       // expired, reassigned or unknown
+  std::vector<int64_t> pruned_lease_ids;     // recipe pruned: stop them
   int64_t deadline_unix_ms = 0;              // new deadline of the live leases
 };
 
@@ -254,6 +271,9 @@ struct ResultGroup {
   // the train split and (with one) the test split (JudgeGroups).
   Verdict verdict = Verdict::kUndecided;
   Verdict test_verdict = Verdict::kUndecided;
+  // Cells of the group stopped by recipe pruning (their seeds are among
+  // missing_seeds); such a group is NOT MET (analysis.h).
+  int64_t pruned = 0;
 };
 
 // One rank of a head under the query's criterion, over its recipes: the

@@ -81,6 +81,7 @@ v1::SweepInfo ToProto(const SweepInfo& info) {
   c->set_done(info.counts.done);
   c->set_failed(info.counts.failed);
   c->set_cancelled(info.counts.cancelled);
+  c->set_pruned(info.counts.pruned);
   p.set_created_unix_ms(info.created_unix_ms);
   p.set_finished_unix_ms(info.finished_unix_ms);
   p.set_priority(info.priority);
@@ -124,6 +125,7 @@ v1::Task ToProto(const Task& task) {
     c->set_attempt(cell.attempt);
   }
   p.set_deadline_unix_ms(task.deadline_unix_ms);
+  for (int64_t step : task.rung_steps) p.add_rung_steps(step);
   return p;
 }
 
@@ -205,6 +207,7 @@ v1::ResultGroup ToProto(const ResultGroup& group) {
   p.set_test_exact_seeds(group.test_exact_seeds);
   p.set_verdict(ToProto(group.verdict));
   p.set_test_verdict(ToProto(group.test_verdict));
+  p.set_pruned(group.pruned);
   return p;
 }
 
@@ -284,7 +287,7 @@ absl::StatusOr<std::optional<CellState>> CellStateFromProto(v1::CellState state,
                                                             const char* field) {
   const int v = static_cast<int>(state);
   if (v == 0) return std::optional<CellState>();
-  if (v < 1 || v > static_cast<int>(CellState::kInvalid)) {
+  if (v < 1 || v > static_cast<int>(CellState::kPruned)) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": unknown cell state ", v));
   }
   return std::optional<CellState>(static_cast<CellState>(v));

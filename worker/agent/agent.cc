@@ -338,7 +338,7 @@ absl::Status Agent::Run() {
   const AgentStats s = stats();
   Log(absl::StrCat("exiting: ", s.tasks_completed, " tasks (", s.cells_completed,
                    " cells) completed, ", s.tasks_failed, " failed, ", s.tasks_released,
-                   " released, ", s.tasks_dropped, " dropped"));
+                   " released, ", s.tasks_dropped, " dropped (", s.tasks_pruned, " pruned)"));
   return absl::OkStatus();
 }
 
@@ -457,6 +457,9 @@ void Agent::RunOne(const std::shared_ptr<TaskState>& state) {
     }
     Log(absl::StrCat(label, ": step ", steps));
   };
+  control.on_eval = [this, raw](int64_t step, const std::vector<double>& train_error) {
+    ReportProgress(*raw, step, train_error);
+  };
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<SeedResult>> results = runner_->Run(task.spec, control);
   const absl::Duration took = absl::Now() - start;
@@ -469,7 +472,7 @@ void Agent::RunOne(const std::shared_ptr<TaskState>& state) {
     dropped = state->dropped;
   }
   if (reason == StopReason::kDropped) {
-    Log(absl::StrCat("stopped ", label, ": leases cancelled or lost"));
+    Log(absl::StrCat("stopped ", label, ": leases cancelled, lost or pruned"));
     absl::MutexLock lock(&mu_);
     ++stats_.tasks_dropped;
     return;
@@ -751,7 +754,41 @@ void Agent::HeartbeatLoop() {
     }
     DropLeases(reply->cancelled_lease_ids, "cancelled");
     DropLeases(reply->lost_lease_ids, "lost");
+    DropLeases(reply->pruned_lease_ids, "pruned");
   }
+}
+
+void Agent::ReportProgress(TaskState& state, int64_t step,
+                           const std::vector<double>& train_error) {
+  const std::vector<int64_t>& rungs = state.task.rung_steps;
+  if (rungs.empty() || step < rungs.front()) return;
+  const bool at_rung = state.next_rung < rungs.size() && step >= rungs[state.next_rung];
+  while (state.next_rung < rungs.size() && step >= rungs[state.next_rung]) ++state.next_rung;
+  const absl::Time now = absl::Now();
+  if (!at_rung && now - state.last_report < absl::Seconds(1)) return;
+  state.last_report = now;
+  std::vector<int64_t> leases;
+  std::vector<LeaseProgress> progress;
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < state.task.cells.size() && i < train_error.size(); ++i) {
+      const int64_t lease = state.task.cells[i].lease_id;
+      if (state.dropped.count(lease)) continue;
+      leases.push_back(lease);
+      progress.push_back({lease, step, train_error[i]});
+    }
+  }
+  if (leases.empty()) return;
+  absl::StatusOr<HeartbeatReply> reply =
+      coordinator_->ReportProgress(CurrentWorkerId(), leases, progress);
+  if (!reply.ok()) {
+    // The heartbeat thread keeps the leases; the next rung reports again.
+    Log(absl::StrCat("progress of ", Label(state.task), ": ", reply.status().ToString()));
+    return;
+  }
+  DropLeases(reply->cancelled_lease_ids, "cancelled");
+  DropLeases(reply->lost_lease_ids, "lost");
+  DropLeases(reply->pruned_lease_ids, "pruned");
 }
 
 void Agent::DropLeases(const std::vector<int64_t>& ids, const char* why) {
@@ -777,6 +814,7 @@ void Agent::DropLeases(const std::vector<int64_t>& ids, const char* why) {
   for (const auto& s : running_) {
     if (mark(*s) && s->stop_reason == StopReason::kNone) {
       Log(absl::StrCat("stopping ", Label(s->task), ": leases ", why));
+      if (absl::string_view(why) == "pruned") ++stats_.tasks_pruned;
       s->stop_reason = StopReason::kDropped;
       s->stop = true;
     }

@@ -114,7 +114,8 @@ struct AgentStats {
   int64_t cells_completed = 0;
   int64_t tasks_failed = 0;      // FailTask release=false
   int64_t tasks_released = 0;    // FailTask release=true (drain, out of memory)
-  int64_t tasks_dropped = 0;     // every cell cancelled or lost
+  int64_t tasks_dropped = 0;     // every cell cancelled, lost or pruned
+  int64_t tasks_pruned = 0;      // of those, running ones stopped by recipe pruning
   int64_t results_discarded = 0; // cells whose result the coordinator refused
   int64_t batches_resumed = 0;   // batches a previous process left in the outbox
 };
@@ -147,6 +148,10 @@ class Agent {
     StopReason stop_reason = StopReason::kNone;
     std::atomic<bool> stop{false};
     absl::Time last_log = absl::InfinitePast();
+    // Recipe pruning, read and written by the task's runner thread only:
+    // the next rung to report, and when progress was last sent.
+    size_t next_rung = 0;
+    absl::Time last_report = absl::InfinitePast();
   };
   struct Batch {
     int64_t id = 0;
@@ -176,6 +181,11 @@ class Agent {
   void RunnerLoop();
   void HeartbeatLoop();
   void RunOne(const std::shared_ptr<TaskState>& state);
+  // Recipe pruning: at an evaluation of a running task, sends each live
+  // seed's training error (at every rung, and at most once a second
+  // between rungs so that a prune decided on another recipe's report is
+  // heard soon) and stops what the reply prunes, cancels or loses.
+  void ReportProgress(TaskState& state, int64_t step, const std::vector<double>& train_error);
   void Drain();
   // Sends the outbox, oldest first. Returns the first transient error that
   // outlasted the retries (the rest stays queued); OK when empty. `slot`:

@@ -79,6 +79,15 @@ class FakeCoordinator : public CoordinatorClient {
     return HeartbeatReply{};
   }
 
+  absl::StatusOr<HeartbeatReply> ReportProgress(
+      const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+      const std::vector<LeaseProgress>& progress) override {
+    absl::MutexLock lock(&mu);
+    reports.push_back(progress);
+    if (on_report) return on_report(progress);
+    return HeartbeatReply{};
+  }
+
   absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
                                          const NextTasks& next) override {
@@ -131,6 +140,9 @@ class FakeCoordinator : public CoordinatorClient {
   std::deque<std::vector<Task>> next_script;
   std::function<void()> on_complete;  // called first in every Complete call
   std::function<HeartbeatReply(const std::vector<int64_t>&)> on_heartbeat;
+  // Recipe pruning: every ReportProgress call's progress, and its answer.
+  std::vector<std::vector<LeaseProgress>> reports;
+  std::function<HeartbeatReply(const std::vector<LeaseProgress>&)> on_report;
   std::vector<RegisterRequest> registers;
   std::vector<AcquireRequest> acquires;
   std::vector<std::vector<int64_t>> heartbeats;
@@ -476,6 +488,49 @@ TEST(AgentTest, HeartbeatCancellationStopsTheRunner) {
   EXPECT_TRUE(coordinator.fails.empty());  // the coordinator already knows
   EXPECT_EQ(agent.stats().tasks_dropped, 1);
   EXPECT_EQ(agent.stats().tasks_completed, 0);
+}
+
+TEST(AgentTest, ATaskReportsItsSeedsErrorsAtEachRungAndStopsWhenPruned) {
+  FakeCoordinator coordinator;
+  Task task = MakeTask("s-1", {0, 1}, 10, 100);
+  task.rung_steps = {20, 60};
+  coordinator.acquire_script.push_back(std::vector<Task>{task});
+  // The first rung keeps the task, the second prunes it.
+  coordinator.on_report = [](const std::vector<LeaseProgress>& progress) {
+    HeartbeatReply reply;
+    if (progress.front().step >= 60) {
+      for (const LeaseProgress& p : progress) reply.pruned_lease_ids.push_back(p.lease_id);
+    }
+    return reply;
+  };
+  std::atomic<int64_t> stopped_at{0};
+  FakeRunner runner([&](const TaskSpec& spec, const RunControl& control) {
+    // Evaluations every 10 steps; seed i's error is (i + 1) / 10 at each.
+    for (int64_t step = 10; step <= 100; step += 10) {
+      control.on_eval(step, {0.1, 0.2});
+      if (control.should_stop()) {
+        stopped_at = step;
+        return absl::StatusOr<std::vector<SeedResult>>(absl::CancelledError("stopped"));
+      }
+    }
+    return absl::StatusOr<std::vector<SeedResult>>(ResultsFor(spec));
+  });
+  Agent agent(&coordinator, &runner, TestOptions());
+  ASSERT_TRUE(agent.Run().ok());
+
+  // Reported at the rungs (20 and 60), not at every evaluation before the
+  // first; each seed under its own lease with its own error.
+  ASSERT_GE(coordinator.reports.size(), 2u);
+  EXPECT_EQ(coordinator.reports.front().size(), 2u);
+  EXPECT_EQ(coordinator.reports.front()[0].step, 20);
+  EXPECT_EQ(coordinator.reports.front()[0].lease_id, 100);
+  EXPECT_DOUBLE_EQ(coordinator.reports.front()[1].train_error, 0.2);
+  EXPECT_EQ(coordinator.reports.back()[0].step, 60);
+  EXPECT_EQ(stopped_at.load(), 60);
+  EXPECT_TRUE(coordinator.completes.empty());
+  EXPECT_TRUE(coordinator.fails.empty());  // the coordinator already knows
+  EXPECT_EQ(agent.stats().tasks_pruned, 1);
+  EXPECT_EQ(agent.stats().tasks_dropped, 1);
 }
 
 TEST(AgentTest, LostLeaseOfOneCellReportsOnlyTheOthers) {

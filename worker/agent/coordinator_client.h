@@ -62,6 +62,16 @@ struct Task {
   TaskSpec spec;
   std::vector<LeasedCell> cells;
   int64_t deadline_unix_ms = 0;
+  // Recipe pruning: the steps at which each seed's training error is
+  // reported (ReportProgress); empty when the sweep does not prune.
+  std::vector<int64_t> rung_steps;
+};
+
+// One seed's training error at an evaluation (HeartbeatRequest.progress).
+struct LeaseProgress {
+  int64_t lease_id = 0;
+  int64_t step = 0;
+  double train_error = 0;
 };
 
 struct AcquireRequest {
@@ -75,6 +85,7 @@ struct AcquireRequest {
 struct HeartbeatReply {
   std::vector<int64_t> cancelled_lease_ids;
   std::vector<int64_t> lost_lease_ids;
+  std::vector<int64_t> pruned_lease_ids;
   int64_t deadline_unix_ms = 0;
 };
 
@@ -113,6 +124,14 @@ class CoordinatorClient {
   virtual absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) = 0;
   virtual absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
                                                    const std::vector<int64_t>& lease_ids) = 0;
+  // A Heartbeat of `lease_ids` that also carries `progress` (recipe
+  // pruning). A client that cannot send progress heartbeats without it.
+  virtual absl::StatusOr<HeartbeatReply> ReportProgress(
+      const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+      const std::vector<LeaseProgress>& progress) {
+    (void)progress;
+    return Heartbeat(worker_id, lease_ids);
+  }
   // OK means every result is durable; idempotent under the same leases.
   // With next.max_tasks > 0 the same call also leases up to that many
   // tasks; a coordinator that predates `next` leases none.
@@ -140,6 +159,10 @@ struct RunControl {
   std::function<bool()> should_stop;
   // Called with the steps done so far. Never empty.
   std::function<void(int64_t steps)> on_progress;
+  // Called after each evaluation with its step and each seed's training
+  // error (spec.seeds order; a seed stopped early keeps its last). May be
+  // empty.
+  std::function<void(int64_t step, const std::vector<double>& train_error)> on_eval;
 };
 
 // Trains one task: all of spec.seeds together. Returns one SeedResult per

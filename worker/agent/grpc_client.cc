@@ -133,6 +133,7 @@ Task TaskFromProto(const v1::Task& p) {
     task.cells.push_back({c.cell_id(), c.seed(), c.lease_id(), c.attempt()});
   }
   task.deadline_unix_ms = p.deadline_unix_ms();
+  task.rung_steps.assign(p.rung_steps().begin(), p.rung_steps().end());
   return task;
 }
 
@@ -182,10 +183,22 @@ absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRe
 
 absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::Heartbeat(
     const std::string& worker_id, const std::vector<int64_t>& lease_ids) {
+  return ReportProgress(worker_id, lease_ids, {});
+}
+
+absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::ReportProgress(
+    const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+    const std::vector<LeaseProgress>& progress) {
   v1::HeartbeatRequest req;
   req.set_worker_id(worker_id);
   req.set_session(Session());
   for (int64_t id : lease_ids) req.add_lease_ids(id);
+  for (const LeaseProgress& p : progress) {
+    v1::LeaseProgress* q = req.add_progress();
+    q->set_lease_id(p.lease_id);
+    q->set_step(p.step);
+    q->set_train_error(p.train_error);
+  }
   v1::HeartbeatResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);
@@ -196,6 +209,7 @@ absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::Heartbeat(
   reply.cancelled_lease_ids.assign(resp.cancelled_lease_ids().begin(),
                                    resp.cancelled_lease_ids().end());
   reply.lost_lease_ids.assign(resp.lost_lease_ids().begin(), resp.lost_lease_ids().end());
+  reply.pruned_lease_ids.assign(resp.pruned_lease_ids().begin(), resp.pruned_lease_ids().end());
   reply.deadline_unix_ms = resp.deadline_unix_ms();
   return reply;
 }

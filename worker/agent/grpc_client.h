@@ -55,6 +55,9 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override;
   absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
                                            const std::vector<int64_t>& lease_ids) override;
+  absl::StatusOr<HeartbeatReply> ReportProgress(
+      const std::string& worker_id, const std::vector<int64_t>& lease_ids,
+      const std::vector<LeaseProgress>& progress) override;
   absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
                                          const NextTasks& next) override;

@@ -10,6 +10,7 @@ absl::StatusOr<std::vector<SeedResult>> TrainerTaskRunner::Run(const TaskSpec& s
   options.device = device_;
   options.should_stop = control.should_stop;
   options.on_progress = control.on_progress;
+  options.on_eval = control.on_eval;
   absl::StatusOr<trainer::TaskResult> result = trainer::RunTask(spec, options);
   if (!result.ok()) return result.status();
   return std::move(result->seeds);

@@ -500,6 +500,7 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     FusedAdam adam(head->parameters(), ts, /*capturable=*/graph);
     std::vector<char> active(s_count, 1);
     std::vector<int> streak(s_count, 0);
+    std::vector<double> train_error(s_count, 1.0);  // for on_eval
     auto upload_active = [&]() {
       torch::Tensor a = torch::empty({s_count}, torch::kFloat32);
       for (int64_t s = 0; s < s_count; ++s) a[s] = active[s] ? 1.0f : 0.0f;
@@ -589,6 +590,11 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
       if (changed) {
         active_t = upload_active();
         adam.SetActive(active_t, n_active == s_count);
+      }
+      if (options.on_eval) {
+        // A seed that stopped early is frozen, so this is its last error.
+        for (int64_t s = 0; s < s_count; ++s) train_error[s] = m[s].error;
+        options.on_eval(step + 1, train_error);
       }
       if (options.on_progress) options.on_progress(step + 1);
     }

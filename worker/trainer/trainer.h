@@ -29,6 +29,10 @@ struct RunOptions {
   std::function<bool()> should_stop;
   // Called after each evaluation with steps done so far. May be empty.
   std::function<void(int64_t steps)> on_progress;
+  // Called after each evaluation with its step and each seed's training
+  // error there (TaskSpec::seeds order); a seed that stopped early keeps the
+  // error of its last evaluation. May be empty. Recipe pruning reads it.
+  std::function<void(int64_t step, const std::vector<double>& train_error)> on_eval;
 };
 
 struct TaskResult {
