@@ -87,8 +87,36 @@ absl::StatusOr<Json> PlainScalarToJson(const std::string& v, const std::string& 
   return Json(v);
 }
 
+// A spec is a few levels deep and a few hundred values; YAML aliases can
+// make a file of a few bytes refer to itself (endless) or to a node many
+// times over (exponential). Past these limits the file is refused.
+constexpr int kMaxYamlDepth = 32;
+constexpr int64_t kMaxYamlNodes = 100000;
+
+// How deep the current node is and how many nodes were converted so far.
+struct YamlBudget {
+  int depth = 0;
+  int64_t nodes = 0;
+};
+
 absl::StatusOr<Json> NodeToJson(const YAML::Node& node, const std::string& path,
-                                const std::string& source, MarkIndex* marks) {
+                                const std::string& source, MarkIndex* marks,
+                                YamlBudget* budget) {
+  if (budget->depth > kMaxYamlDepth) {
+    return YamlError(source, node.Mark(),
+                     absl::StrCat("nested more than ", kMaxYamlDepth,
+                                  " levels deep (an alias that refers to a node it is in?)"));
+  }
+  if (++budget->nodes > kMaxYamlNodes) {
+    return YamlError(source, node.Mark(),
+                     absl::StrCat("more than ", kMaxYamlNodes,
+                                  " values (aliases that repeat a node many times?)"));
+  }
+  struct Deeper {
+    explicit Deeper(YamlBudget* b) : b(b) { ++b->depth; }
+    ~Deeper() { --b->depth; }
+    YamlBudget* b;
+  } deeper(budget);
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -102,7 +130,7 @@ absl::StatusOr<Json> NodeToJson(const YAML::Node& node, const std::string& path,
       for (size_t i = 0; i < node.size(); ++i) {
         std::string item_path = absl::StrCat(path, "[", i, "]");
         (*marks)[item_path] = node[i].Mark();
-        ASSIGN_OR_RETURN(Json item, NodeToJson(node[i], item_path, source, marks));
+        ASSIGN_OR_RETURN(Json item, NodeToJson(node[i], item_path, source, marks, budget));
         out.push_back(std::move(item));
       }
       return out;
@@ -119,7 +147,7 @@ absl::StatusOr<Json> NodeToJson(const YAML::Node& node, const std::string& path,
         }
         std::string key_path = path.empty() ? key : absl::StrCat(path, ".", key);
         (*marks)[key_path] = kv.first.Mark();
-        ASSIGN_OR_RETURN(Json value, NodeToJson(kv.second, key_path, source, marks));
+        ASSIGN_OR_RETURN(Json value, NodeToJson(kv.second, key_path, source, marks, budget));
         out[key] = std::move(value);
       }
       return out;
@@ -166,7 +194,8 @@ absl::StatusOr<std::pair<std::string, MarkIndex>> YamlToJsonWithMarks(const std:
   MarkIndex marks;
   Json json;
   try {
-    ASSIGN_OR_RETURN(json, NodeToJson(root, "", source, &marks));
+    YamlBudget budget;
+    ASSIGN_OR_RETURN(json, NodeToJson(root, "", source, &marks, &budget));
   } catch (const YAML::Exception& e) {
     return YamlError(source, e.mark, e.msg);
   }

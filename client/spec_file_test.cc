@@ -5,6 +5,7 @@
 #include "common/spec/spec_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 
 namespace ranksweep::client {
 namespace {
@@ -122,6 +123,29 @@ TEST(SpecFileTest, YamlRejectsDuplicateKeysAndNonFiniteNumbers) {
             absl::InvalidArgumentError("s.yaml:2:7: non-finite number not allowed: .inf"));
   EXPECT_EQ(ParseSweepSpecText("- a\n", SpecFormat::kYaml, "s.yaml").status(),
             absl::InvalidArgumentError("s.yaml:1:1: a sweep spec must be a mapping of fields"));
+}
+
+// An alias inside the node it names refers to itself: endless nesting (the
+// fuzzer's stack overflow); aliases that repeat a list grow it
+// exponentially. Both are refused with their place, not followed.
+TEST(SpecFileTest, YamlAliasesThatNestOrRepeatWithoutEndAreRefused) {
+  const absl::Status self =
+      ParseSweepSpecText("a: &x\n  b: *x\n", SpecFormat::kYaml, "s.yaml").status();
+  EXPECT_EQ(self.code(), absl::StatusCode::kInvalidArgument) << self;
+  EXPECT_THAT(std::string(self.message()),
+              ::testing::AllOf(::testing::StartsWith("s.yaml:"),
+                               ::testing::HasSubstr("nested more than 32 levels deep (an alias "
+                                                    "that refers to a node it is in?)")));
+  std::string laughs = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    laughs += absl::StrCat(std::string(1, c), ": &", std::string(1, c), " [");
+    for (int i = 0; i < 10; ++i) absl::StrAppend(&laughs, i ? ", " : "", "*", std::string(1, c - 1));
+    laughs += "]\n";
+  }
+  const absl::Status many = ParseSweepSpecText(laughs, SpecFormat::kYaml, "s.yaml").status();
+  EXPECT_THAT(std::string(many.message()),
+              ::testing::HasSubstr("more than 100000 values (aliases that repeat a node many "
+                                   "times?)"));
 }
 
 TEST(SpecFileTest, YamlQuotedScalarsStayStrings) {
