@@ -512,8 +512,8 @@ def _meeting(reply: pb.QueryResultsResponse, head: Any, test: bool) -> List[str]
 # ---------------------------------------------------------------- sweeps, workers
 
 SWEEP_COLUMNS = ("sweep_id", "name", "owner", "state", "total", "pending", "leased", "done",
-                 "failed", "cancelled", "grid_cells", "cached_cells", "priority", "created",
-                 "finished", "mean_cell_seconds")
+                 "failed", "cancelled", "pruned", "grid_cells", "cached_cells", "priority",
+                 "created", "finished", "mean_cell_seconds")
 
 
 def sweeps_frame(sweeps: Iterable[pb.SweepInfo]) -> pd.DataFrame:
@@ -534,7 +534,7 @@ def sweeps_frame(sweeps: Iterable[pb.SweepInfo]) -> pd.DataFrame:
         "finished": _times([s.finished_unix_ms for s in sweeps]),
         "mean_cell_seconds": _floats(mean, np.asarray(mean) == 0),
     }
-    for c in ("total", "pending", "leased", "done", "failed", "cancelled"):
+    for c in ("total", "pending", "leased", "done", "failed", "cancelled", "pruned"):
         data[c] = np.asarray([getattr(s.counts, c) for s in sweeps], dtype=np.int64)
     return pd.DataFrame(data, columns=list(SWEEP_COLUMNS))
 
@@ -585,6 +585,7 @@ class Progress:
     done: int
     failed: int
     cancelled: int
+    pruned: int  # stopped by recipe pruning (--prune)
     mean_cell_seconds: float
     message: str
     recent_failures: tuple
@@ -601,5 +602,6 @@ def progress_from_event(event: pb.SweepEvent) -> Progress:
         sweep_id=s.sweep_id, name=s.name, state=sweep_state_name(s.state),
         total=s.counts.total, pending=s.counts.pending, running=s.counts.leased,
         done=s.counts.done, failed=s.counts.failed, cancelled=s.counts.cancelled,
+        pruned=s.counts.pruned,
         mean_cell_seconds=s.mean_cell_seconds if s.mean_cell_seconds else float("nan"),
         message=event.message, recent_failures=tuple(s.recent_failures))

@@ -378,10 +378,11 @@ class SweepsAndWorkersTest(unittest.TestCase):
                                created_unix_ms=1764590400000, grid_cells=9,
                                mean_cell_seconds=1.5)
         fresh = pb.SweepInfo(sweep_id="b", name="new", state=pb.SWEEP_STATE_DONE,
-                             counts=pb.CellCounts(total=2, done=2), cached_cells=2,
+                             counts=pb.CellCounts(total=2, done=1, pruned=1), cached_cells=2,
                              created_unix_ms=1764590400000, finished_unix_ms=1764590401000)
         df = frames.sweeps_frame([running, fresh])
         self.assertEqual(list(df.columns), list(frames.SWEEP_COLUMNS))
+        self.assertEqual(df["pruned"].tolist(), [0, 1])
         self.assertEqual(df["state"].tolist(), ["RUNNING", "DONE"])
         self.assertEqual(df["leased"].tolist(), [2, 0])
         self.assertTrue(pd.isna(df["finished"][0]))

@@ -822,6 +822,7 @@ pages.sweep = async (main, id) => {
     const parts = [`${c.done} / ${c.total} done`, `${c.leased} running`, `${c.pending} pending`];
     if (c.failed) parts.push(`${c.failed} failed`);
     if (c.cancelled) parts.push(`${c.cancelled} cancelled`);
+    if (c.pruned) parts.push(`${c.pruned} pruned`);
     if (sweep.cached_cells) parts.push(`${sweep.cached_cells} from the result cache`);
     parts.push(sweep.state === 'RUNNING' ? `ETA ${sweep.eta || '?'}` : sweep.state);
     progress.replaceChildren(progressBar(sweep, true), el('span', {id: 'progress-text'}, parts.join(' · ')));
