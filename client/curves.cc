@@ -230,6 +230,10 @@ struct CurvesLayout {
   double panel_w = kPanelWidth, panel_h = kPanelHeight;
   double gap_x = 0, gap_y = 0, margin_left = 0, margin_top = 0;
   double width = 0, height = 0;
+  // What the margins and gaps take, and the panel size the input's size
+  // leaves before the minimum is applied (CheckCurvePlotSize refuses less).
+  double outside_w = 0, outside_h = 0;
+  double wanted_panel_w = kPanelWidth, wanted_panel_h = kPanelHeight;
 };
 
 // Panels in rows of at most kMostColumns, one per (head, rank, recipe).
@@ -245,16 +249,16 @@ CurvesLayout ComputeCurvesLayout(const CurvePlotInput& in, size_t panels) {
   l.margin_top = (in.show_title ? kMarginTop : kMarginTopNoTitle) * s;
   const double right = kMarginRight * s;
   const double bottom = (in.show_caption ? kMarginBottom : kMarginBottomNoCaption) * s;
-  const double outside_w = l.margin_left + (l.columns - 1) * l.gap_x + right;
-  const double outside_h = l.margin_top + (l.rows - 1) * l.gap_y + bottom;
-  if (in.width > 0) l.panel_w = (in.width - outside_w) / l.columns;
-  if (in.height > 0) l.panel_h = (in.height - outside_h) / l.rows;
+  l.outside_w = l.margin_left + (l.columns - 1) * l.gap_x + right;
+  l.outside_h = l.margin_top + (l.rows - 1) * l.gap_y + bottom;
+  if (in.width > 0) l.wanted_panel_w = (in.width - l.outside_w) / l.columns;
+  if (in.height > 0) l.wanted_panel_h = (in.height - l.outside_h) / l.rows;
   // A size too small (CheckCurvePlotSize refuses it) still draws the
   // smallest panels.
-  l.panel_w = std::max(l.panel_w, kMinPlotAreaWidth);
-  l.panel_h = std::max(l.panel_h, kMinPlotAreaHeight);
-  l.width = in.width > 0 ? in.width : outside_w + l.columns * l.panel_w;
-  l.height = in.height > 0 ? in.height : outside_h + l.rows * l.panel_h;
+  l.panel_w = std::max(l.wanted_panel_w, kMinPlotAreaWidth);
+  l.panel_h = std::max(l.wanted_panel_h, kMinPlotAreaHeight);
+  l.width = in.width > 0 ? in.width : l.outside_w + l.columns * l.panel_w;
+  l.height = in.height > 0 ? in.height : l.outside_h + l.rows * l.panel_h;
   return l;
 }
 
@@ -268,11 +272,9 @@ size_t PanelCount(const CurvePlotInput& in) {
 
 absl::Status CheckCurvePlotSize(const CurvePlotInput& in) {
   const CurvesLayout l = ComputeCurvesLayout(in, PanelCount(in));
-  const double s = l.scale;
   if (in.width > 0) {
-    const double outside =
-        l.margin_left + (l.columns - 1) * l.gap_x + kMarginRight * s;
-    const double panel = (in.width - outside) / l.columns;
+    const double outside = l.outside_w;
+    const double panel = l.wanted_panel_w;
     if (panel < kMinPlotAreaWidth) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--size: a width of ", in.width, " px leaves ", l.columns == 1 ? "the" : "each of the ",
@@ -284,9 +286,8 @@ absl::Status CheckCurvePlotSize(const CurvePlotInput& in) {
     }
   }
   if (in.height > 0) {
-    const double outside = l.margin_top + (l.rows - 1) * l.gap_y +
-                           (in.show_caption ? kMarginBottom : kMarginBottomNoCaption) * s;
-    const double panel = (in.height - outside) / l.rows;
+    const double outside = l.outside_h;
+    const double panel = l.wanted_panel_h;
     if (panel < kMinPlotAreaHeight) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--size: a height of ", in.height, " px leaves ", l.rows == 1 ? "the" : "each of the ",

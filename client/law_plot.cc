@@ -155,6 +155,9 @@ struct LawLayout {
   double left = 0, right = 0, top = 0, bottom = 0, legend_x = 0;
   double legend_bottom = 0;  // below the legend's last line
   double width = 0, height = 0;
+  // The plot area the input's size leaves, before the minimum is applied:
+  // below kMinPlotAreaWidth x kMinPlotAreaHeight, CheckLawPlotSize refuses it.
+  double area_w = 0, area_h = 0;
 };
 
 LawLayout ComputeLawLayout(const LawPlotInput& in, const std::vector<LegendEntry>& legend) {
@@ -166,12 +169,12 @@ LawLayout ComputeLawLayout(const LawPlotInput& in, const std::vector<LegendEntry
   l.left = kLawLeft * s;
   l.top = (in.show_title ? kLawTop : kLawTopNoTitle) * s;
   const double beside = (kLawLegendGap + kLawLegendWidth) * s;
-  const double area_w = in.width > 0 ? in.width - l.left - beside : kLawAreaWidth;
-  const double area_h = in.height > 0 ? in.height - l.top - below : kLawAreaHeight;
+  l.area_w = in.width > 0 ? in.width - l.left - beside : kLawAreaWidth;
+  l.area_h = in.height > 0 ? in.height - l.top - below : kLawAreaHeight;
   // A size too small for the text (CheckLawPlotSize refuses it) still draws
   // the smallest plot area.
-  l.right = l.left + std::max(area_w, kMinPlotAreaWidth);
-  l.bottom = l.top + std::max(area_h, kMinPlotAreaHeight);
+  l.right = l.left + std::max(l.area_w, kMinPlotAreaWidth);
+  l.bottom = l.top + std::max(l.area_h, kMinPlotAreaHeight);
   l.legend_x = l.right + kLawLegendGap * s;
   l.legend_bottom = l.top + 12 * s;
   for (const LegendEntry& e : legend) {
@@ -213,10 +216,8 @@ std::vector<LegendEntry> LawLegend(const LawPlotInput& in) {
 
 absl::Status CheckLawPlotSize(const LawPlotInput& input) {
   const LawLayout l = ComputeLawLayout(input, LawLegend(input));
-  const double s = l.scale;
-  const double beside = (kLawLegendGap + kLawLegendWidth) * s;
   if (input.width > 0) {
-    const double area = input.width - l.left - beside;
+    const double area = l.area_w;
     if (area < kMinPlotAreaWidth) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--size: a width of ", input.width, " px leaves the plot area ",
@@ -227,12 +228,10 @@ absl::Status CheckLawPlotSize(const LawPlotInput& input) {
     }
   }
   if (input.height > 0) {
-    const size_t captions = input.show_caption ? input.caption.size() : 0;
-    const double area =
-        input.height - l.top - (kLawBelow + kLawCaptionLine * static_cast<double>(captions)) * s;
+    const double area = l.area_h;
     // The legend, as high as its rows, must fit as well as the plot area.
-    const double need =
-        std::max(kMinPlotAreaHeight - area, std::ceil(l.legend_bottom + 16 * s) - input.height);
+    const double need = std::max(kMinPlotAreaHeight - area,
+                                 std::ceil(l.legend_bottom + 16 * l.scale) - input.height);
     if (need > 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--size: a height of ", input.height, " px leaves the plot area ",

@@ -271,6 +271,17 @@ std::optional<SweepSpec> OneSweepSpec(Client* client, const PlotArgs& a, const c
   return FromProto(sweep->spec());
 }
 
+// The presentation flags of `plot`, as PlotInput holds them, onto another
+// figure's input (LawPlotInput, CurvePlotInput: fields of the same names).
+template <typename FigureInput>
+void CopyLook(const PlotInput& look, FigureInput* in) {
+  in->show_title = look.show_title;
+  in->show_caption = look.show_caption;
+  in->font_size = look.font_size;
+  in->width = look.width;
+  in->height = look.height;
+}
+
 // `plot ID --x AXIS`: each ranked head's transition rank against a dataset
 // axis of one sweep, with the seeds' own transitions and the fit.
 // `look` holds the presentation flags, already checked against their ranges.
@@ -320,11 +331,7 @@ int PlotLaw(Client* client, const PlotArgs& a, bool test, FigureFormat format,
     return ReportLocal(absl::InvalidArgumentError(
         absl::StrCat("plot: no done cell to plot yet in ", id)));
   }
-  in.show_title = look.show_title;
-  in.show_caption = look.show_caption;
-  in.font_size = look.font_size;
-  in.width = look.width;
-  in.height = look.height;
+  CopyLook(look, &in);
   if (absl::Status s = CheckLawPlotSize(in); !s.ok()) return ReportLocal(s);
   if (const int written = WriteFigure(a.output, format, RenderLawSvg(in)); written != kExitOk) {
     return written;
@@ -372,11 +379,7 @@ int PlotCurves(Client* client, const PlotArgs& a, bool test, FigureFormat format
         "plot --curves: no done seed of ", id, " has a learning curve",
         rows.empty() ? " (none is done yet)" : " (heads trained for no step have none)")));
   }
-  in.show_title = look.show_title;
-  in.show_caption = look.show_caption;
-  in.font_size = look.font_size;
-  in.width = look.width;
-  in.height = look.height;
+  CopyLook(look, &in);
   if (absl::Status s = CheckCurvePlotSize(in); !s.ok()) return ReportLocal(s);
   if (const int written = WriteFigure(a.output, format, RenderCurvesSvg(in)); written != kExitOk) {
     return written;
