@@ -1,10 +1,8 @@
 #include "server/server.h"
 
 #include <chrono>
-#include <fstream>
 #include <initializer_list>
 #include <map>
-#include <sstream>
 #include <utility>
 
 #include <openssl/bio.h>
@@ -17,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/flag_file.h"
 #include "common/status_macros.h"
 #include "server/core/log.h"
 #include "server/service/malformed_request.h"
@@ -30,14 +29,6 @@ std::string WithPort(const std::string& address, int port) {
   const size_t colon = address.rfind(':');
   const std::string host = colon == std::string::npos ? address : address.substr(0, colon);
   return host + ":" + std::to_string(port);
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // Checks that `cert_pem` and `key_pem` are a certificate and its private key,
@@ -64,8 +55,8 @@ absl::Status CheckKeyPair(const std::string& cert_pem, const std::string& key_pe
 // The server's credentials: plaintext, or TLS from --tls-cert/--tls-key.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
   if (o.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  ASSIGN_OR_RETURN(const std::string cert, ReadFile(o.tls_cert, "--tls-cert"));
-  ASSIGN_OR_RETURN(const std::string key, ReadFile(o.tls_key, "--tls-key"));
+  ASSIGN_OR_RETURN(const std::string cert, ReadFlagFile(o.tls_cert, "--tls-cert"));
+  ASSIGN_OR_RETURN(const std::string key, ReadFlagFile(o.tls_key, "--tls-key"));
   RETURN_IF_ERROR(CheckKeyPair(cert, key));
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({key, cert});

@@ -168,6 +168,23 @@ class HostilePoolTest : public ::testing::Test {
 
   int64_t Q(const std::string& sql) { return QueryInt(cluster_->db(), sql); }
 
+  // A result edited by a lie, and the start of the refusal it must get.
+  using Lies = std::vector<std::pair<std::string, std::function<void(v1::SeedResult*)>>>;
+
+  // Each lie, sent by liar-1 for `task`, is refused with INVALID_ARGUMENT
+  // and its message; nothing is stored and the task's `cells` stay leased.
+  void ExpectEveryLieRefused(WorkerClient& liar, const std::string& session,
+                             const v1::Task& task, const Lies& lies, int cells) {
+    for (const auto& [message, lie] : lies) {
+      v1::CompleteTasksResponse done;
+      grpc::Status s = liar.Complete("liar-1", session, task, &done, lie);
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << message;
+      EXPECT_NE(s.error_message().find(message), std::string::npos) << s.error_message();
+      EXPECT_EQ(Q("SELECT count(*) FROM results"), 0) << message;
+      EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 2"), cells) << message;
+    }
+  }
+
   TempDir dir_;
   std::unique_ptr<Cluster> cluster_;
   std::string admin_, pool_a_, pool_b_;
@@ -462,7 +479,7 @@ TEST_F(HostilePoolTest, EveryImpossibleResultIsRefusedAgainstItsTask) {
   const v1::Task task = got.tasks(0);
 
   // SweepJson's task: exhaustive m=2, seq_len=3 (64 sequences), max_steps 100.
-  const std::vector<std::pair<std::string, std::function<void(v1::SeedResult*)>>> lies = {
+  const Lies lies = {
       {"result.first_exact_step must be at most steps (1), got 50",
        [](v1::SeedResult* r) { r->set_steps(1); r->set_first_exact_step(50); }},
       {"result.train.sequences must be facts.train_sequences (64), got 7",
@@ -495,14 +512,7 @@ TEST_F(HostilePoolTest, EveryImpossibleResultIsRefusedAgainstItsTask) {
          r->mutable_train()->set_error(1);
        }},
   };
-  for (const auto& [message, lie] : lies) {
-    v1::CompleteTasksResponse done;
-    grpc::Status s = liar.Complete("liar-1", reg.session(), task, &done, lie);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << message;
-    EXPECT_NE(s.error_message().find(message), std::string::npos) << s.error_message();
-    EXPECT_EQ(Q("SELECT count(*) FROM results"), 0) << message;
-    EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 2"), 4) << message;
-  }
+  ExpectEveryLieRefused(liar, reg.session(), task, lies, 4);
   // The truth is stored.
   v1::CompleteTasksResponse done;
   ASSERT_TRUE(liar.Complete("liar-1", reg.session(), task, &done).ok());
@@ -542,20 +552,13 @@ TEST_F(HostilePoolTest, APoolResultWithAnyOtherSplitSizeIsRefused) {
       r->mutable_facts()->set_test_sequences(test);
     };
   };
-  const std::vector<std::pair<std::string, std::function<void(v1::SeedResult*)>>> lies = {
+  const Lies lies = {
       {"result.facts.train_sequences must be the task's train_size (20), got 19", sized(19, 8)},
       {"result.facts.train_sequences must be the task's train_size (20), got 21", sized(21, 8)},
       {"result.facts.test_sequences must be the task's test_size (8), got 7", sized(20, 7)},
       {"result.facts.test_sequences must be the task's test_size (8), got 9", sized(20, 9)},
   };
-  for (const auto& [message, lie] : lies) {
-    v1::CompleteTasksResponse done;
-    grpc::Status s = liar.Complete("liar-1", reg.session(), task, &done, lie);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << message;
-    EXPECT_NE(s.error_message().find(message), std::string::npos) << s.error_message();
-    EXPECT_EQ(Q("SELECT count(*) FROM results"), 0) << message;
-    EXPECT_EQ(Q("SELECT count(*) FROM cells WHERE state = 2"), 2) << message;
-  }
+  ExpectEveryLieRefused(liar, reg.session(), task, lies, 2);
   // The exact sizes are stored.
   v1::CompleteTasksResponse done;
   ASSERT_TRUE(liar.Complete("liar-1", reg.session(), task, &done, sized(20, 8)).ok());

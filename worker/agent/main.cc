@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
 #include "absl/time/time.h"
+#include "common/flag_file.h"
 #include "common/exit_codes.h"
 #include "common/flag_help.h"
 #include "common/flag_names.h"
@@ -85,14 +86,6 @@ int64_t PhysicalMemory() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
 }
 
 int Main(int argc, char** argv) {
@@ -250,7 +243,7 @@ int Main(int argc, char** argv) {
 
   std::string tls_ca_pem;
   if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
-    absl::StatusOr<std::string> pem = ReadFile(absl::GetFlag(FLAGS_tls_ca), "--tls-ca");
+    absl::StatusOr<std::string> pem = ReadFlagFile(absl::GetFlag(FLAGS_tls_ca), "--tls-ca");
     if (!pem.ok()) {
       std::cerr << "ranksweep-worker: " << pem.status().message() << "\n";
       return 1;
@@ -260,7 +253,7 @@ int Main(int argc, char** argv) {
   std::string token;
   if (const char* env = std::getenv("RANKSWEEP_TOKEN"); env != nullptr) token = env;
   if (!absl::GetFlag(FLAGS_token_file).empty()) {
-    absl::StatusOr<std::string> file = ReadFile(absl::GetFlag(FLAGS_token_file), "--token-file");
+    absl::StatusOr<std::string> file = ReadFlagFile(absl::GetFlag(FLAGS_token_file), "--token-file");
     if (!file.ok()) {
       std::cerr << "ranksweep-worker: " << file.status().message() << "\n";
       return 1;
