@@ -40,7 +40,7 @@
 #include "server/core/db_lock.h"
 #include "server/core/metrics.h"
 #include "server/core/store.h"
-#include "server/core/sweep_admin.h"
+#include "server/core/sweeps/sweep_admin.h"
 #include "server/metrics_http.h"
 #include "server/service/sweep_admin_service.h"
 #include "server/service/sweep_service.h"

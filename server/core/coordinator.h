@@ -3,6 +3,13 @@
 // and failures come back under those leases, and queries read the results.
 // It knows nothing of gRPC; server/service adapts it to ranksweep.v1.
 //
+// A facade: the work is done by managers, each owning its tables through
+// the store (server/core/store.h) with its own statements --
+// SweepLifecycle (sweeps/), LeaseManager (leases/), ResultRecorder and
+// SweepQueries (results/), WorkerManager (workers/). The coordinator wires
+// them, runs the transactions that span two of them (recovery, the async
+// calls) and delivers the events they collect after each commit.
+//
 // State lives in the Store only (plus an in-memory cache of immutable sweep
 // specs), so a coordinator rebuilt on the same database file by Recover()
 // continues exactly where the previous process stopped.
@@ -44,23 +51,25 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/spec/spec.h"
-#include "server/core/cell_plan.h"  // TaskKey, for callers of this header
 #include "server/core/clock.h"
 #include "server/core/events.h"
-#include "server/core/result_queries.h"
-#include "server/core/spec_cache.h"
-#include "server/core/statistics.h"  // Summarize, for callers of this header
+#include "server/core/leases/lease_manager.h"
+#include "server/core/results/result_queries.h"
+#include "server/core/results/result_recorder.h"
+#include "server/core/results/statistics.h"  // Summarize, for callers of this header
 #include "server/core/store.h"
+#include "server/core/sweeps/cell_plan.h"  // TaskKey, for callers of this header
+#include "server/core/sweeps/spec_cache.h"
+#include "server/core/sweeps/sweep_lifecycle.h"
 #include "server/core/types.h"
+#include "server/core/workers/worker_manager.h"
 
 namespace ranksweep::server {
 
@@ -178,7 +187,7 @@ class Coordinator {
   // are another worker's, alike, in lost_lease_ids (nothing of another
   // worker's is extended or revealed).
   //
-  // `progress` (recipe pruning, server/core/pruning.h): each running seed's
+  // `progress` (recipe pruning, server/core/sweeps/pruning.h): each running seed's
   // training error at an evaluation. Of a live lease of the worker in a
   // sweep that prunes, it is recorded at its rung, and the (head, rank) is
   // judged, in the same transaction, before the leases are answered.
@@ -243,7 +252,7 @@ class Coordinator {
   // (schema version 5), one row per group, plus the seeds of cells not done;
   // only a seed filter makes it aggregate the result rows themselves. Rows
   // of done and failed cells are read from their packed copies
-  // (result_packs, schema version 6, server/core/packed_row.h).
+  // (result_packs, schema version 6, server/core/results/packed_row.h).
   // InvalidArgument when sweep_id is empty, `head` names no head of the
   // sweep, page_size is negative, or after_cell_id is negative or set on a
   // grouped query; NotFound for an unknown sweep.
@@ -263,7 +272,7 @@ class Coordinator {
   // read on the read connection, for the operators' metrics.
   absl::StatusOr<std::map<SweepState, int64_t>> CountSweepsByState();
 
-  // Takes back the results of `worker_id` (server/core/quarantine.h): its
+  // Takes back the results of `worker_id` (server/core/workers/quarantine.h): its
   // DONE results that finished at or after `since_ms` (0 = all) and every
   // copy the result cache served of them become invalid rows (a Query with
   // state kInvalid lists them), their groups are summed up again without
@@ -305,81 +314,20 @@ class Coordinator {
  private:
   using Events = TransactionEvents;  // collected inside a transaction, sent after it
 
-  // The sweep's spec, shared from the cache (specs never change), so that
-  // the per-call paths (Acquire, Complete) do not copy it.
-  absl::StatusOr<std::shared_ptr<const SweepSpec>> SpecOf(Connection& c,
-                                                         const std::string& sweep_id);
-  // Checks `want` and fills in its defaults (0 tasks = 1, 0 seeds = the
-  // default); InvalidArgument names the field after `field_prefix`.
-  absl::Status CheckWant(TaskWant& want, const char* field_prefix) const;
-  // Leases tasks for a checked `want` (Acquire's order and memory rules)
-  // inside the caller's write transaction; appends them to `tasks`.
-  // `next_of`: for the `next` tasks of a CompleteTasks call, the smallest
-  // lease id of its results (cells.next_of); 0 otherwise.
-  absl::Status LeaseTasks(Connection& c, const std::string& worker_id, const TaskWant& want,
-                          int64_t now, Events& events, std::vector<Task>& tasks,
-                          int64_t next_of = 0);
-  // The tasks a CompleteTasks call whose results' smallest lease id was
-  // `next_of` leased to `worker_id` as `next`, those of its cells still
-  // leased to it, deadlines extended from `now`; appended to `tasks` in
-  // their first reply's order. For the same results sent again.
-  absl::Status LeasedAsNext(Connection& c, const std::string& worker_id, int64_t next_of,
-                            int64_t now, Events& events, std::vector<Task>& tasks);
-  // Acquire()'s transaction: marks the worker seen, then leases for a
-  // checked `want`. Sets `events` and `tasks` afresh, as a transaction that
-  // may run twice must (store.h, group commit).
-  absl::Status AcquireIn(Connection& c, const std::string& worker_id, const TaskWant& want,
-                         int64_t now, Events& events, std::vector<Task>& tasks);
-  // Complete()'s transaction: records `results`, then leases for `want`
-  // when it has a value (checked by CheckWant). Sets `events` and `out`
-  // afresh.
-  absl::Status CompleteIn(Connection& c, const std::string& worker_id,
-                          const std::vector<CellResult>& results,
-                          const std::optional<TaskWant>& want, int64_t now, Events& events,
-                          CompleteOutcome& out);
-  // Heartbeat's progress: records the scores of the caller's live leases
-  // and judges each (head, rank) they belong to (PruneAndFinish).
-  absl::Status RecordProgress(Connection& c, const std::string& worker_id,
-                              const std::vector<LeaseProgress>& progress, int64_t now,
-                              Events& events);
-  // Prunes what the rule stops in one (head, rank) of a sweep (pruning.h),
-  // then finishes or advances the sweep as a completion would.
-  absl::Status PruneAndFinish(Connection& c, const std::string& sweep_id, int head, int rank,
-                              int64_t now, Events& events);
-  // Ends `sweep_id` if it is RUNNING with no pending or leased cell left.
-  // Advances a search-mode sweep (creating the cells of the next probed
-  // ranks), then ends the sweep when nothing is left to run.
-  absl::Status MaybeFinishSweep(Connection& c, const std::string& sweep_id, Events& events);
-  // Search mode: for every (ranked head, recipe) whose probes so far are complete,
-  // creates the cells of the next rank bisection asks for (serving them from
-  // the cache where it can, which may complete them at once, so it loops).
-  // Returns the cells created.
-  absl::StatusOr<int64_t> AdvanceSearch(Connection& c, const std::string& sweep_id,
-                                        const SweepSpec& spec, Events& events);
-  // TaskKey (cell_plan.h) of one (head, rank, recipe) of a sweep, from the
-  // cache when known.
-  absl::StatusOr<std::string> TaskKeyOf(Connection& c, const std::string& sweep_id,
-                                        int head_index, int rank, int recipe);
-  // Moves one leased cell back to pending or to FAILED. `use_attempt` false
-  // gives the attempt back (release).
-  absl::Status ReturnCell(Connection& c, int64_t cell_id, const std::string& reason,
-                          bool use_attempt, Events& events);
-  absl::StatusOr<int64_t> ExpireLeasesLocked(Connection& c, int64_t now_ms, Events& events);
   void Dispatch(Events& events);
 
   Store* const store_;
   const Clock* const clock_;
   const CoordinatorOptions options_;
-  const CachePolicy cache_policy_;  // from options_
 
+  // The managers, each over its own tables (docs/ARCHITECTURE.md), in the
+  // order they depend on each other; all share the spec cache.
   SpecCache specs_;
   SweepQueries queries_;  // the read side, on the store's read connection
-  std::mutex spec_mu_;
-  // TaskKey of (sweep, head, rank, recipe), computed once (a JSON dump and a
-  // SHA-256 per completion otherwise); at most kMaxCachedTaskKeys entries.
-  // Guarded by spec_mu_.
-  static constexpr size_t kMaxCachedTaskKeys = 65536;
-  std::map<std::tuple<std::string, int, int, int>, std::string> task_key_cache_;
+  SweepLifecycle sweeps_;
+  LeaseManager leases_;
+  ResultRecorder results_;
+  WorkerManager workers_;
 
   ChangeListeners listeners_;
 };

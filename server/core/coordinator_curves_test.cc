@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "server/core/coordinator_test_fixture.h"
-#include "server/core/sweep_admin.h"
+#include "server/core/sweeps/sweep_admin.h"
 
 namespace ranksweep::server {
 namespace {

@@ -1,4 +1,4 @@
-// Recipe pruning (server/core/pruning.h) through the coordinator: rungs in
+// Recipe pruning (server/core/sweeps/pruning.h) through the coordinator: rungs in
 // the tasks, progress in heartbeats, pruned leases in the replies, PRUNED
 // cells in counts, rows and summaries.
 #include <algorithm>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/core/analysis.h"
+#include "server/core/results/analysis.h"
 #include "server/core/coordinator_test_fixture.h"
 
 namespace ranksweep::server {

@@ -32,7 +32,7 @@
 #include "gtest/gtest.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
-#include "server/core/packed_row.h"
+#include "server/core/results/packed_row.h"
 #include "server/core/store.h"
 #include "tests/support/result_row.h"
 #include "tests/support/seed_result.h"

@@ -227,7 +227,7 @@ JOIN (SELECT sweep_id, head_index, rank, AVG(train_error) AS te,
 WHERE r.state = {cell_done}
 GROUP BY r.sweep_id, r.head_index, r.rank;
 )sql"},
-    // Each result row also packed into one BLOB (server/core/packed_row.h),
+    // Each result row also packed into one BLOB (server/core/results/packed_row.h),
     // in a narrow table of its own keyed like results, so that row queries
     // step through small records and read one column per row instead of
     // ~36; rows already stored are packed here from their columns.
@@ -285,9 +285,9 @@ CREATE INDEX cells_leased ON cells(worker_id, lease_deadline_ms) WHERE state = {
 ALTER TABLE cells ADD COLUMN next_of INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE cells ADD COLUMN next_task INTEGER NOT NULL DEFAULT 0;
 )sql"},
-    // Quarantine (server/core/quarantine.h): who took back which worker's
+    // Quarantine (server/core/workers/quarantine.h): who took back which worker's
     // results and when, and the rows it invalidated, kept as they were
-    // (packed, server/core/packed_row.h) but out of `results`, so that no
+    // (packed, server/core/results/packed_row.h) but out of `results`, so that no
     // reader of `results` (queries, groups, the result cache) sees them and
     // the cell can take a fresh result. Copies of a result are found by
     // their source through an index of copies only.
@@ -389,19 +389,19 @@ ALTER TABLE result_groups_v11 RENAME TO result_groups;
 )sql"},
     // A worker is bound to the token that registered it (`owner`, the
     // token's name) and to its registration (`session_hash`, the SHA-256 of
-    // the session secret RegisterWorker handed out; server/core/worker_registry.h).
+    // the session secret RegisterWorker handed out; server/core/workers/worker_registry.h).
     // Rows from before have neither: the next registration of the id binds it.
     {13, R"sql(
 ALTER TABLE workers ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE workers ADD COLUMN session_hash TEXT NOT NULL DEFAULT '';
 )sql"},
-    // Quarantine holds (server/core/quarantine.h): a quarantined worker
+    // Quarantine holds (server/core/workers/quarantine.h): a quarantined worker
     // leases and completes nothing until an admin lifts it; 0 = in good
     // standing, else when the quarantine that holds it was ordered.
     {14, R"sql(
 ALTER TABLE workers ADD COLUMN quarantined_ms INTEGER NOT NULL DEFAULT 0;
 )sql"},
-    // What people write about a sweep (server/core/sweep_admin.h): a note,
+    // What people write about a sweep (server/core/sweeps/sweep_admin.h): a note,
     // the archived mark, and tags, each tag a row so that a list by tag
     // reads an index.
     {15, R"sql(
@@ -418,7 +418,7 @@ CREATE TABLE sweep_tags (
 CREATE INDEX sweep_tags_by_tag ON sweep_tags(tag);
 )sql"},
     // A quarantine that also holds the worker's token (`ranksweep workers
-    // quarantine W --token`, server/core/quarantine.h): every worker that
+    // quarantine W --token`, server/core/workers/quarantine.h): every worker that
     // token registered, or registers later, is held until the worker that
     // was quarantined is lifted. A row per held token name.
     {16, R"sql(
@@ -436,7 +436,7 @@ CREATE TABLE held_tokens (
     {17, R"sql(
 ALTER TABLE results ADD COLUMN curve BLOB;
 )sql"},
-    // Recipe pruning (server/core/pruning.h): each seed's training error at
+    // Recipe pruning (server/core/sweeps/pruning.h): each seed's training error at
     // each rung of its recipe, as a heartbeat reported it or its curve
     // read it when done. Cells have no foreign key to it: deleting a sweep
     // deletes its rows first.

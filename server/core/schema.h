@@ -47,7 +47,7 @@ absl::StatusOr<int> ReadSchemaVersion(Connection& c);
 // Brings the file behind `writer` (read-write, no transaction open) to
 // kSchemaVersion. `path` names the file in errors. Migration 6 calls the SQL
 // function ranksweep_pack_row, which the caller registers on `writer` first
-// (server/core/packed_row.h).
+// (server/core/results/packed_row.h).
 absl::Status Migrate(Connection& writer, const std::string& path);
 
 }  // namespace ranksweep::server

@@ -7,8 +7,8 @@
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/core/packed_row.h"
-#include "server/core/result_schema.h"
+#include "server/core/results/packed_row.h"
+#include "server/core/results/result_schema.h"
 #include "server/core/sqlite.h"
 #include "server/core/store.h"
 #include "server/core/store_test_util.h"
@@ -88,7 +88,7 @@ absl::Status DowngradeToVersion16(Connection& c) {
 // Turns a freshly created (empty) file back into what schema version 15 wrote.
 absl::Status DowngradeToVersion15(Connection& c) {
   RETURN_IF_ERROR(DowngradeToVersion16(c));
-  // Version 16: tokens held by a quarantine (server/core/quarantine.h).
+  // Version 16: tokens held by a quarantine (server/core/workers/quarantine.h).
   RETURN_IF_ERROR(c.Exec("DROP TABLE held_tokens"));
   return c.Exec("UPDATE schema_version SET version = 15");
 }
@@ -96,7 +96,7 @@ absl::Status DowngradeToVersion15(Connection& c) {
 // Turns a freshly created file back into what schema version 14 wrote.
 absl::Status DowngradeToVersion14(Connection& c) {
   RETURN_IF_ERROR(DowngradeToVersion15(c));
-  // Version 15: notes, archive marks and tags (server/core/sweep_admin.h).
+  // Version 15: notes, archive marks and tags (server/core/sweeps/sweep_admin.h).
   RETURN_IF_ERROR(c.Exec("DROP TABLE sweep_tags; DROP TABLE sweep_notes"));
   return c.Exec("UPDATE schema_version SET version = 14");
 }

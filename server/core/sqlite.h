@@ -117,7 +117,7 @@ class Connection {
   bool InTransaction() const;
 
   // The SQLite handle, for registering SQL functions
-  // (server/core/packed_row.h). The Connection keeps owning it.
+  // (server/core/results/packed_row.h). The Connection keeps owning it.
   sqlite3* handle() const { return db_; }
 
  private:

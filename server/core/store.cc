@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/core/packed_row.h"
+#include "server/core/results/packed_row.h"
 
 namespace ranksweep::server {
 

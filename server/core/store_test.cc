@@ -20,7 +20,7 @@
 #include "gmock/gmock.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
-#include "server/core/packed_row.h"
+#include "server/core/results/packed_row.h"
 #include "server/core/store_test_util.h"
 
 namespace ranksweep::server {

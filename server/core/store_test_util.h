@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "server/core/packed_row.h"
+#include "server/core/results/packed_row.h"
 #include "server/core/schema.h"
 #include "server/core/sqlite.h"
 #include "server/core/store.h"

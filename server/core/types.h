@@ -32,9 +32,9 @@ enum class CellState : int {
   kFailed = 4,
   kCancelled = 5,
   // Never a cell's state: a result row invalidated by a quarantine
-  // (server/core/quarantine.h), as queries report it.
+  // (server/core/workers/quarantine.h), as queries report it.
   kInvalid = 6,
-  // Stopped by recipe pruning (server/core/pruning.h): its recipe was
+  // Stopped by recipe pruning (server/core/sweeps/pruning.h): its recipe was
   // clearly losing at a rung. Not a failure; never retried.
   kPruned = 7,
 };
@@ -246,7 +246,7 @@ struct Aggregate {
 };
 
 // How a (head, rank) group, or a rank over its recipes, stands under a
-// criterion (server/core/analysis.h has the rule).
+// criterion (server/core/results/analysis.h has the rule).
 enum class Verdict { kUndecided, kMeets, kNotMet };
 
 // One (head, rank, recipe) of a sweep.
@@ -287,7 +287,7 @@ struct RankOutcome {
   std::vector<int32_t> test_recipes_meeting;
 };
 
-// The transition rank of one head (server/core/analysis.h has the rule).
+// The transition rank of one head (server/core/results/analysis.h has the rule).
 struct HeadSummary {
   std::string head;  // HeadLabel
   int head_index = 0;
@@ -307,7 +307,7 @@ struct HeadSummary {
   std::vector<RankOutcome> ranks;
   // Empty when the dataset's single-head rank bounds apply to this head;
   // else why not: "multi-head", "signed", "softmax", "construction",
-  // "loss ce" (NoBoundReason in server/core/analysis.h).
+  // "loss ce" (NoBoundReason in server/core/results/analysis.h).
   std::string no_bound;
 };
 

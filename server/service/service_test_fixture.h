@@ -154,7 +154,7 @@ class ServiceTest : public ::testing::Test {
       r->mutable_result()->mutable_train()->set_exact_accuracy(0.75);
       r->mutable_result()->mutable_train()->set_position_accuracy(0.75);
       r->mutable_result()->set_wall_seconds(1.5);
-      // Coherent with the task (server/core/result_checks.h): Spec's
+      // Coherent with the task (server/core/results/result_checks.h): Spec's
       // dataset has 2^(2*3) sequences, the loss is not 0 for an error.
       r->mutable_result()->mutable_facts()->set_train_sequences(64);
       r->mutable_result()->set_final_loss(0.0625);

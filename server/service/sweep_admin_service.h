@@ -1,5 +1,5 @@
 // SweepAdminService (proto/ranksweep/v1/sweep_admin.proto): the gRPC adapter
-// of SweepAdmin (server/core/sweep_admin.h). It only translates and checks
+// of SweepAdmin (server/core/sweeps/sweep_admin.h). It only translates and checks
 // the caller: every call needs a role that may cancel a sweep (the rule of
 // SweepService/CancelSweep in server/core/auth.cc: admin or user), and a
 // user may touch only their own sweeps; admins see and manage all. Unary
@@ -17,7 +17,7 @@
 #include "ranksweep/v1/sweep_admin.grpc.pb.h"
 #include "server/core/auth.h"
 #include "server/core/coordinator.h"
-#include "server/core/sweep_admin.h"
+#include "server/core/sweeps/sweep_admin.h"
 #include "server/service/call_pool.h"
 
 namespace ranksweep::server {

@@ -1,0 +1,189 @@
+#include "server/core/results/result_recorder.h"
+
+#include <memory>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/spec/result_validation.h"
+#include "common/status_macros.h"
+#include "server/core/results/result_checks.h"
+#include "server/core/results/result_schema.h"
+#include "server/core/sql_columns.h"
+#include "server/core/sweeps/pruning.h"
+#include "server/core/workers/worker_registry.h"
+
+namespace ranksweep::server {
+
+ResultRecorder::ResultRecorder(SweepLifecycle* sweeps, LeaseManager* leases)
+    : sweeps_(sweeps), leases_(leases) {}
+
+absl::Status ResultRecorder::CompleteIn(Connection& c, const std::string& worker_id,
+                                        const std::vector<CellResult>& results,
+                                        const std::optional<TaskWant>& want, int64_t now,
+                                        Events& events, CompleteOutcome& out) {
+  out = CompleteOutcome();
+  events = Events();
+  ASSIGN_OR_RETURN(const VersionManifest version, KnownWorkerVersion(c, worker_id));
+  RETURN_IF_ERROR(CheckNotQuarantined(c, worker_id));
+  // The call's key for the tasks it leases as `next`: the smallest lease id
+  // among its results (lease ids start at 1).
+  int64_t next_of = 0;
+  for (const CellResult& r : results) {
+    if (next_of == 0 || r.lease_id < next_of) next_of = r.lease_id;
+  }
+  std::set<std::string> touched;
+  std::set<std::tuple<std::string, int, int>> prune_groups;  // (sweep, head, rank)
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CellResult& r = results[i];
+    std::string sweep_id, holder;
+    CellGroupKey group;
+    int state = 0, attempt = 0;
+    uint64_t seed = 0;
+    int64_t lease_id = 0;
+    {
+      enum Col : int {
+        kSweepId, kHeadIndex, kRank, kRecipe, kSeed, kState, kAttempt, kLeaseId, kWorkerId,
+        kCount
+      };
+      static const std::string* sql = NewSelect<kCount>(
+          {"sweep_id", "head_index", "rank", "recipe", "seed", "state", "attempt", "lease_id",
+           "worker_id"},
+          "FROM cells WHERE id = :id");
+      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+      q.Bind(":id", r.cell_id);
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return absl::NotFoundError(absl::StrCat("no cell ", r.cell_id));
+      sweep_id = q.ColumnText(kSweepId);
+      group.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+      group.rank = static_cast<int>(q.ColumnInt(kRank));
+      group.recipe = static_cast<int>(q.ColumnInt(kRecipe));
+      seed = SeedFromDb(q.ColumnInt(kSeed));
+      state = static_cast<int>(q.ColumnInt(kState));
+      attempt = static_cast<int>(q.ColumnInt(kAttempt));
+      lease_id = q.ColumnInt(kLeaseId);
+      holder = q.ColumnText(kWorkerId);
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, sweeps_->SpecOf(c, sweep_id));
+    const SweepSpec& spec = *spec_ptr;
+    // A result no trainer could produce fails the whole call, even one sent
+    // again for a cell already recorded: nothing of the call is stored, and
+    // the lease stays with the worker until it fails the task or the lease
+    // expires. The cell's recipe may set its own max_steps. Then the
+    // cross-field checks against the task this coordinator handed out
+    // (server/core/results/result_checks.h).
+    const TaskSpec task = MakeTaskSpec(spec, group.head_index, group.rank, group.recipe, {});
+    absl::Status s = ValidateSeedResult(r.result, task.train.max_steps);
+    if (s.ok()) s = CheckResultAgainstTask(r.result, task);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "results[", i, "] for cell ", r.cell_id, " (",
+          CellLabel(spec, group.head_index, group.rank, group.recipe, seed), "): ", s.message()));
+    }
+    if (state == kCellDone && lease_id == r.lease_id && holder == worker_id) {
+      ++out.duplicates;
+      continue;
+    }
+    if (lease_id != r.lease_id ||
+        (state != kCellLeased && state != kCellCancelled && state != kCellPruned) ||
+        holder != worker_id) {
+      return NotYourLease(r.lease_id, r.cell_id);
+    }
+    if (state == kCellCancelled) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "lease %d for cell %d: sweep %s was cancelled", r.lease_id, r.cell_id, sweep_id));
+    }
+    if (state == kCellPruned) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "lease %d for cell %d: its recipe was pruned", r.lease_id, r.cell_id));
+    }
+    if (r.result.seed != seed) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "results[].result.seed: cell %d has seed %d, the result says %d", r.cell_id, seed,
+          r.result.seed));
+    }
+    {
+      // The column list comes from the result schema (result_schema.h), so
+      // its parameters are numbered from that table.
+      ASSIGN_OR_RETURN(Statement ins, c.Prepare(InsertResultSql()));
+      ins.Bind(1, r.cell_id).Bind(2, sweep_id).Bind(3, group.head_index).Bind(4, group.rank);
+      ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
+      ins.Bind(9, version.build_id).Bind(10, version.torch_version);
+      ins.Bind(11, version.cuda_version).Bind(12, now);
+      BindResultColumns(ins, kInsertResultFirst, r.result);
+      ASSIGN_OR_RETURN(std::string key, sweeps_->TaskKeyOf(c, sweep_id, group.head_index,
+                                                           group.rank, group.recipe));
+      ins.Bind(kInsertTaskKey, key).Bind(kInsertRecipe, group.recipe);
+      BindCurve(ins, r.result.curve);
+      ResultRow row =
+          FinishedRow(group, seed, CellState::kDone, attempt, lease_id, worker_id, version, now);
+      row.result = r.result;
+      RETURN_IF_ERROR(ins.Run());
+      RETURN_IF_ERROR(InsertPack(c, r.cell_id, sweep_id, row));
+    }
+    if (const std::vector<int64_t> rungs = PruneRungSteps(spec, task.train); !rungs.empty()) {
+      RETURN_IF_ERROR(RecordCurveScores(c, r.cell_id, rungs, r.result));
+      prune_groups.insert({sweep_id, group.head_index, group.rank});
+    }
+    RETURN_IF_ERROR(AddToResultGroup(c, sweep_id, group.head_index, group.rank, group.recipe,
+                                     r.result, false));
+    {
+      static const std::string* sql = new std::string(
+          absl::StrCat("UPDATE cells SET state = ", kCellDone,
+                       ", lease_deadline_ms = 0, last_failure = '' WHERE id = :id"));
+      ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
+      u.Bind(":id", r.cell_id);
+      RETURN_IF_ERROR(u.Run());
+    }
+    ++out.recorded;
+    touched.insert(sweep_id);
+    events.Add(sweep_id,
+               absl::StrCat("cell ",
+                            CellLabel(spec, group.head_index, group.rank, group.recipe, seed),
+                            " done"));
+  }
+  RETURN_IF_ERROR(RecordCompletions(c, worker_id, now, out.recorded));
+  // A recipe done may show a running one to be losing.
+  for (const auto& [sweep_id, head, rank] : prune_groups) {
+    RETURN_IF_ERROR(sweeps_->PruneAndFinishIn(c, sweep_id, head, rank, now, events));
+  }
+  for (const std::string& sweep_id : touched) {
+    RETURN_IF_ERROR(sweeps_->MaybeFinishIn(c, sweep_id, events));
+  }
+  if (!want.has_value()) return absl::OkStatus();
+  if (next_of > 0 && out.recorded == 0) {
+    // Every result was already recorded: the worker sends them again
+    // because it lost the reply. What that reply leased goes to it again.
+    RETURN_IF_ERROR(leases_->LeasedAsNextIn(c, worker_id, next_of, now, events, out.next_tasks));
+    if (!out.next_tasks.empty()) return absl::OkStatus();
+  }
+  return leases_->LeaseTasksIn(c, worker_id, *want, now, events, out.next_tasks, next_of);
+}
+
+absl::Status RecordFailedResult(Connection& c, int64_t cell_id, const std::string& sweep_id,
+                                const CellGroupKey& group, uint64_t seed, int attempt,
+                                int64_t lease_id, const std::string& worker_id,
+                                const std::string& failure, int64_t now_ms) {
+  ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
+  static const std::string* sql = new std::string(absl::StrCat(
+      "INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+      "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
+      "worker_cuda_version, failure, finished_ms, recipe) VALUES (:cell_id, :sweep_id, :head, "
+      ":rank, :seed, ", kCellFailed, ", :lease_id, :attempt, :worker_id, :build_id, "
+      ":torch_version, :cuda_version, :failure, :finished_ms, :recipe)"));
+  ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
+  ins.Bind(":cell_id", cell_id).Bind(":sweep_id", sweep_id).Bind(":head", group.head_index);
+  ins.Bind(":rank", group.rank).Bind(":seed", SeedToDb(seed)).Bind(":recipe", group.recipe);
+  ins.Bind(":lease_id", lease_id).Bind(":attempt", attempt).Bind(":worker_id", worker_id);
+  ins.Bind(":build_id", version.build_id).Bind(":torch_version", version.torch_version);
+  ins.Bind(":cuda_version", version.cuda_version).Bind(":failure", failure);
+  ResultRow row = FinishedRow(group, seed, CellState::kFailed, attempt, lease_id, worker_id,
+                              version, now_ms);
+  row.failure = failure;
+  ins.Bind(":finished_ms", row.finished_unix_ms);
+  RETURN_IF_ERROR(ins.Run());
+  return InsertPack(c, cell_id, sweep_id, row);
+}
+
+}  // namespace ranksweep::server

@@ -1,0 +1,258 @@
+#include "server/core/results/result_schema.h"
+
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "server/core/results/packed_row.h"
+#include "server/core/sql_columns.h"
+
+namespace ranksweep::server {
+namespace {
+
+constexpr const char* kResultColumnNames[] = {
+    "train_sequences", "train_position_accuracy", "train_exact_accuracy", "train_error",
+    "train_max_abs_error", "test_sequences", "test_position_accuracy", "test_exact_accuracy",
+    "test_error", "test_max_abs_error", "final_loss", "steps", "wall_seconds", "device",
+    "facts_train_sequences", "facts_test_sequences", "facts_distinct_queries",
+    "facts_rank_lower_bound", "facts_rank_upper_bound"};
+
+}  // namespace
+
+std::string CellLabel(const SweepSpec& spec, int head_index, int rank, int recipe,
+                      uint64_t seed) {
+  std::string head = head_index >= 0 && head_index < static_cast<int>(spec.heads.size())
+                         ? HeadLabel(spec.heads[head_index])
+                         : absl::StrCat("head#", head_index);
+  std::string label = rank > 0 ? absl::StrFormat("%s r=%d seed=%d", head, rank, seed)
+                               : absl::StrFormat("%s seed=%d", head, seed);
+  if (!spec.axes.empty() && recipe >= 0 && recipe < RecipeCount(spec)) {
+    absl::StrAppend(&label, " ", RecipeLabel(spec, recipe));
+  }
+  return label;
+}
+
+const std::string& ResultColumns() {
+  static const std::string* columns = [] {
+    auto* list =
+        new std::string(ColumnList<ResultCol::kMetricsFirst>(kResultColumnNames));
+    for (const ResultMetric& m : kResultMetrics) absl::StrAppend(list, ", ", m.name);
+    return list;
+  }();
+  return *columns;
+}
+
+const std::string& StateCountSql() {
+  static const std::string* sql = NewSelect<StateCountCol::kCount>(
+      {"state", "COUNT(*)"}, "FROM cells WHERE sweep_id = :sweep_id GROUP BY state");
+  return *sql;
+}
+
+const std::string& InsertResultSql() {
+  static const std::string* sql = [] {
+    std::string values =
+        absl::StrCat("?1, ?2, ?3, ?4, ?5, ", kCellDone, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12");
+    for (int i = kInsertResultFirst; i <= kInsertCurve; ++i) {
+      absl::StrAppend(&values, ", ?", i);
+    }
+    return new std::string(absl::StrCat(
+        "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, "
+        "attempt, worker_id, worker_build_id, worker_torch_version, worker_cuda_version, "
+        "finished_ms, ",
+        ResultColumns(), ", task_key, recipe, curve) VALUES (", values, ")"));
+  }();
+  return *sql;
+}
+
+void BindCurve(Statement& st, const Curve& curve) {
+  if (curve.points.empty()) {
+    st.BindNull(kInsertCurve);
+  } else {
+    st.BindBlob(kInsertCurve, EncodeCurve(curve));
+  }
+}
+
+absl::StatusOr<Curve> ReadCurve(Connection& c, int64_t source_cell_id) {
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT curve FROM results WHERE cell_id = ?1"));
+  q.Bind(1, source_cell_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row || q.ColumnIsNull(0)) return Curve();
+  const std::string_view bytes = q.ColumnBlob(0);
+  return DecodeCurve(absl::string_view(bytes.data(), bytes.size()));
+}
+
+// test_error is NULL when there is no test split (sequences == 0), so that
+// aggregates over it skip such rows; it reads back as the default, 1.
+void BindResultColumns(Statement& st, int first, const SeedResult& r) {
+  using C = ResultCol;
+  st.Bind(first + C::kTrainSequences, r.train.sequences);
+  st.Bind(first + C::kTrainPositionAccuracy, r.train.position_accuracy);
+  st.Bind(first + C::kTrainExactAccuracy, r.train.exact_accuracy);
+  st.Bind(first + C::kTrainError, r.train.error);
+  st.Bind(first + C::kTrainMaxAbsError, r.train.max_abs_error);
+  st.Bind(first + C::kTestSequences, r.test.sequences);
+  st.Bind(first + C::kTestPositionAccuracy, r.test.position_accuracy);
+  st.Bind(first + C::kTestExactAccuracy, r.test.exact_accuracy);
+  if (r.test.sequences > 0) {
+    st.Bind(first + C::kTestError, r.test.error);
+  } else {
+    st.BindNull(first + C::kTestError);
+  }
+  st.Bind(first + C::kTestMaxAbsError, r.test.max_abs_error);
+  st.Bind(first + C::kFinalLoss, r.final_loss);
+  st.Bind(first + C::kSteps, r.steps);
+  st.Bind(first + C::kWallSeconds, r.wall_seconds);
+  st.Bind(first + C::kDevice, r.device);
+  st.Bind(first + C::kFactsTrainSequences, r.facts.train_sequences);
+  st.Bind(first + C::kFactsTestSequences, r.facts.test_sequences);
+  st.Bind(first + C::kFactsDistinctQueries, r.facts.distinct_queries);
+  st.Bind(first + C::kFactsRankLowerBound, r.facts.rank_lower_bound);
+  st.Bind(first + C::kFactsRankUpperBound, r.facts.rank_upper_bound);
+  for (int k = 0; k < kResultMetricCount; ++k) {
+    const ResultMetric& m = kResultMetrics[k];
+    const int column = first + C::kMetricsFirst + k;
+    if (m.integer != nullptr && (r.*m.integer).has_value()) {
+      st.Bind(column, *(r.*m.integer));
+    } else if (m.real != nullptr && (r.*m.real).has_value()) {
+      st.Bind(column, *(r.*m.real));
+    } else {
+      st.BindNull(column);
+    }
+  }
+}
+
+void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
+  using C = ResultCol;
+  r->train.sequences = st.ColumnInt(first + C::kTrainSequences);
+  r->train.position_accuracy = st.ColumnDouble(first + C::kTrainPositionAccuracy);
+  r->train.exact_accuracy = st.ColumnDouble(first + C::kTrainExactAccuracy);
+  r->train.error = st.ColumnDouble(first + C::kTrainError);
+  r->train.max_abs_error = st.ColumnDouble(first + C::kTrainMaxAbsError);
+  r->test.sequences = st.ColumnInt(first + C::kTestSequences);
+  r->test.position_accuracy = st.ColumnDouble(first + C::kTestPositionAccuracy);
+  r->test.exact_accuracy = st.ColumnDouble(first + C::kTestExactAccuracy);
+  r->test.error =
+      st.ColumnIsNull(first + C::kTestError) ? 1.0 : st.ColumnDouble(first + C::kTestError);
+  r->test.max_abs_error = st.ColumnDouble(first + C::kTestMaxAbsError);
+  r->final_loss = st.ColumnDouble(first + C::kFinalLoss);
+  r->steps = st.ColumnInt(first + C::kSteps);
+  r->wall_seconds = st.ColumnDouble(first + C::kWallSeconds);
+  r->device = st.ColumnText(first + C::kDevice);
+  r->facts.train_sequences = st.ColumnInt(first + C::kFactsTrainSequences);
+  r->facts.test_sequences = st.ColumnInt(first + C::kFactsTestSequences);
+  r->facts.distinct_queries = st.ColumnInt(first + C::kFactsDistinctQueries);
+  r->facts.rank_lower_bound = st.ColumnInt(first + C::kFactsRankLowerBound);
+  r->facts.rank_upper_bound = st.ColumnInt(first + C::kFactsRankUpperBound);
+  for (int k = 0; k < kResultMetricCount; ++k) {
+    const ResultMetric& m = kResultMetrics[k];
+    const int column = first + C::kMetricsFirst + k;
+    if (st.ColumnIsNull(column)) {
+      SetMetric(m, std::nullopt, r);
+    } else if (m.integer != nullptr) {
+      r->*m.integer = st.ColumnInt(column);
+    } else {
+      r->*m.real = st.ColumnDouble(column);
+    }
+  }
+}
+
+// The packed copy of a result row just written to `results` (schema 6,
+// server/core/results/packed_row.h); replaces the cell's earlier one, as the
+// failure path's INSERT OR REPLACE does in `results`.
+absl::Status InsertPack(Connection& c, int64_t cell_id, const std::string& sweep_id,
+                        const ResultRow& row) {
+  ASSIGN_OR_RETURN(Statement ins, c.Prepare("INSERT OR REPLACE INTO result_packs (cell_id, "
+                                            "sweep_id, packed) VALUES (?1, ?2, ?3)"));
+  ins.Bind(1, cell_id).Bind(2, sweep_id).BindBlob(3, PackResultRow(row));
+  return ins.Run();
+}
+
+// The columns of result_groups after the key (sweep_id, head_index, rank),
+// in the order in which ReadGroupStats reads them and the upsert binds them.
+constexpr const char* kGroupColumnNames[] = {
+    "n", "exact_seeds", "test_n", "test_exact_seeds", "train_error_mean", "train_error_m2",
+    "train_error_min", "train_error_max", "exact_mean", "exact_m2", "exact_min", "exact_max",
+    "position_mean", "position_m2", "position_min", "position_max", "test_error_mean",
+    "test_error_m2", "test_error_min", "test_error_max", "trained_n", "trained_seconds",
+    "cached_n"};
+constexpr int kGroupColumnCount = static_cast<int>(std::size(kGroupColumnNames));
+
+const std::string& GroupColumns() {
+  static const std::string* columns =
+      new std::string(ColumnList<kGroupColumnCount>(kGroupColumnNames));
+  return *columns;
+}
+
+// Reads the kGroupColumnNames columns in order from column `first` on.
+GroupStats ReadGroupStats(const Statement& st, int first) {
+  GroupStats g;
+  int i = first;
+  const int64_t n = st.ColumnInt(i++);
+  g.exact_seeds = st.ColumnInt(i++);
+  g.test_error.n = st.ColumnInt(i++);
+  g.test_exact_seeds = st.ColumnInt(i++);
+  g.train_error.n = g.exact.n = g.position.n = n;
+  for (RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
+    m->mean = st.ColumnDouble(i++);
+    m->m2 = st.ColumnDouble(i++);
+    m->min = st.ColumnDouble(i++);
+    m->max = st.ColumnDouble(i++);
+  }
+  g.trained_n = st.ColumnInt(i++);
+  g.trained_seconds = st.ColumnDouble(i++);
+  g.cached_n = st.ColumnInt(i++);
+  return g;
+}
+
+absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int head_index,
+                              int rank, int recipe, const SeedResult& r, bool cached) {
+  GroupStats g;
+  {
+    static const std::string* sql = new std::string(
+        absl::StrCat("SELECT ", GroupColumns(),
+                     " FROM result_groups WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3"
+                     " AND recipe = ?4"));
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) g = ReadGroupStats(q, 0);
+  }
+  g.train_error.Add(r.train.error);
+  g.exact.Add(r.train.exact_accuracy);
+  g.position.Add(r.train.position_accuracy);
+  if (r.train.error == 0) ++g.exact_seeds;
+  if (r.test.sequences > 0) {
+    g.test_error.Add(r.test.error);
+    if (r.test.error == 0) ++g.test_exact_seeds;
+  }
+  if (cached) {
+    ++g.cached_n;
+  } else {
+    ++g.trained_n;
+    g.trained_seconds += r.wall_seconds;
+  }
+  // ?1..?4 the key, then the kGroupColumnNames columns in order.
+  constexpr int kFirstStat = 5;
+  static const std::string* sql = [] {
+    std::string values = "?1, ?2, ?3, ?4";
+    for (int i = kFirstStat; i < kFirstStat + kGroupColumnCount; ++i) {
+      absl::StrAppend(&values, ", ?", i);
+    }
+    return new std::string(absl::StrCat("INSERT OR REPLACE INTO result_groups (sweep_id, "
+                                        "head_index, rank, recipe, ",
+                                        GroupColumns(), ") VALUES (", values, ")"));
+  }();
+  ASSIGN_OR_RETURN(Statement up, c.Prepare(*sql));
+  up.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
+  int i = kFirstStat;
+  up.Bind(i++, g.train_error.n).Bind(i++, g.exact_seeds).Bind(i++, g.test_error.n);
+  up.Bind(i++, g.test_exact_seeds);
+  for (const RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
+    up.Bind(i++, m->mean).Bind(i++, m->m2).Bind(i++, m->min).Bind(i++, m->max);
+  }
+  up.Bind(i++, g.trained_n).Bind(i++, g.trained_seconds).Bind(i++, g.cached_n);
+  return up.Run();
+}
+
+}  // namespace ranksweep::server

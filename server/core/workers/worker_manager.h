@@ -1,0 +1,63 @@
+// Workers, over the `workers` and quarantine tables (worker_registry.h,
+// quarantine.h): registration bound to the token that made it, the session
+// check every later worker call passes, and quarantine that takes a
+// worker's results back and holds it (and, on request, its token) until an
+// admin lifts it.
+//
+// The calls run their own write transaction and fill `events` for the
+// caller to dispatch after the commit.
+//
+// Errors: InvalidArgument naming the field for a bad registration;
+// NotFound for an unknown worker; PermissionDenied for another token's
+// worker id, a stale session or a quarantined worker or token.
+//
+// Thread-safety: safe from any thread; writes are serialized by the store.
+#ifndef RANKSWEEP_SERVER_CORE_WORKERS_WORKER_MANAGER_H_
+#define RANKSWEEP_SERVER_CORE_WORKERS_WORKER_MANAGER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/core/clock.h"
+#include "server/core/events.h"
+#include "server/core/leases/lease_manager.h"
+#include "server/core/store.h"
+#include "server/core/types.h"
+
+namespace ranksweep::server {
+
+class WorkerManager {
+ public:
+  using Events = TransactionEvents;
+
+  // `store`, `clock` and `leases` are not owned and must outlive it.
+  WorkerManager(Store* store, const Clock* clock, LeaseManager* leases);
+  WorkerManager(const WorkerManager&) = delete;
+  WorkerManager& operator=(const WorkerManager&) = delete;
+
+  // Coordinator::RegisterWorker: a known id keeps its identity and the
+  // cells its previous process held go back to pending (attempts given
+  // back).
+  absl::StatusOr<RegisteredWorker> Register(const WorkerRegistration& registration,
+                                            Events& events);
+  // Coordinator::CheckWorkerSession, on the store's quick read connection.
+  absl::Status CheckSession(const std::string& worker_id, const std::string& owner,
+                            const std::string& session);
+  // Coordinator::Quarantine.
+  absl::StatusOr<QuarantineOutcome> Quarantine(const std::string& worker_id, int64_t since_ms,
+                                               const std::string& by, bool hold_token,
+                                               Events& events);
+  // Coordinator::Unquarantine.
+  absl::StatusOr<bool> Unquarantine(const std::string& worker_id, const std::string& by);
+
+ private:
+  Store* const store_;
+  const Clock* const clock_;
+  LeaseManager* const leases_;
+};
+
+}  // namespace ranksweep::server
+
+#endif  // RANKSWEEP_SERVER_CORE_WORKERS_WORKER_MANAGER_H_

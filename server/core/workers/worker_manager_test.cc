@@ -1,0 +1,63 @@
+// WorkerManager on its own (no Coordinator): registration bound to its
+// token, sessions, and quarantine that holds.
+#include "server/core/workers/worker_manager.h"
+
+#include "server/core/manager_test_fixture.h"
+
+namespace ranksweep::server {
+namespace {
+
+using WorkerManagerTest = ManagerTest;
+
+TEST_F(WorkerManagerTest, RegisteringAgainReleasesWhatTheOldProcessHeldAndEndsItsSession) {
+  const std::string sweep = Submit(MakeSpec("a", {1}, 2, 0, /*with_softmax=*/false));
+  const RegisteredWorker first = Register();
+  EXPECT_EQ(first.worker_id.rfind("wk-", 0), 0u);
+  ASSERT_EQ(Lease(first.worker_id).size(), 1u);
+  EXPECT_EQ(Cells(sweep, CellState::kLeased), 2);
+  const RegisteredWorker second = Register(first.worker_id);
+  EXPECT_EQ(second.worker_id, first.worker_id);
+  EXPECT_EQ(Cells(sweep, CellState::kPending), 2);
+  EXPECT_EQ(Count("SELECT SUM(attempt) FROM cells"), 0);  // the attempts given back
+  EXPECT_TRUE(workers_->CheckSession(first.worker_id, "a", second.session).ok());
+  EXPECT_EQ(workers_->CheckSession(first.worker_id, "a", first.session).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(workers_->CheckSession(first.worker_id, "b", second.session).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(workers_->CheckSession("wk-none", "a", second.session).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(WorkerManagerTest, AnotherTokenCannotTakeAWorkerIdAndNothingIsWritten) {
+  const RegisteredWorker w = Register("", "a");
+  WorkerRegistration reg;
+  reg.worker_id = w.worker_id;
+  reg.hostname = "elsewhere";
+  reg.owner = "b";
+  Events events;
+  EXPECT_EQ(workers_->Register(reg, events).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM workers WHERE hostname = 'elsewhere'"), 0);
+}
+
+TEST_F(WorkerManagerTest, AQuarantinedWorkerCannotRegisterUntilItIsLifted) {
+  const RegisteredWorker w = Register();
+  Events events;
+  auto q = workers_->Quarantine(w.worker_id, 0, "admin", /*hold_token=*/false, events);
+  ASSERT_TRUE(q.ok()) << q.status();
+  WorkerRegistration reg;
+  reg.worker_id = w.worker_id;
+  reg.hostname = "host";
+  reg.owner = "a";
+  EXPECT_EQ(workers_->Register(reg, events).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  auto lifted = workers_->Unquarantine(w.worker_id, "admin");
+  ASSERT_TRUE(lifted.ok()) << lifted.status();
+  EXPECT_TRUE(*lifted);
+  EXPECT_TRUE(workers_->Register(reg, events).ok());
+  EXPECT_EQ(workers_->Unquarantine("wk-none", "admin").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ranksweep::server
