@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -565,7 +566,7 @@ absl::Status ValidateDataset(const DatasetSpec& d) {
     case DatasetKind::kWitness:
       RS_CHECK(CheckRange("dataset.code_weight", d.code_weight, 1, d.m));
       RS_CHECK(CheckRange("dataset.max_overlap", d.max_overlap, 0, d.code_weight - 1));
-      RS_CHECK(CheckRange("dataset.num_queries", d.num_queries, 0, 1 << 20));
+      RS_CHECK(CheckRange("dataset.num_queries", d.num_queries, 0, L::kMaxWitnessQueries));
       break;
     case DatasetKind::kPool:
       RS_CHECK(CheckEnum(kPoolSplits, d.split, "dataset.split"));
@@ -677,11 +678,22 @@ absl::Status CheckSeeds(const std::string& field, const std::vector<uint64_t>& s
 // The checks the worker runs when it builds the dataset, beyond
 // ValidateDataset's static ranges: for a witness family its code's
 // (common/witness_code.h), so that a sweep the worker would fail is refused
-// at submit with the worker's own message.
-absl::Status CheckBuildable(const DatasetSpec& d) {
-  if (d.kind != DatasetKind::kWitness) return absl::OkStatus();
-  return WitnessQueries(d).status();
-}
+// at submit with the worker's own message. One per sweep: its recipes' codes
+// share one step budget, each distinct dataset charged once.
+class BuildableCheck {
+ public:
+  absl::Status Check(const DatasetSpec& d) {
+    if (d.kind != DatasetKind::kWitness) return absl::OkStatus();
+    if (!checked_.insert({d.m, d.code_weight, d.max_overlap, d.num_queries}).second) {
+      return absl::OkStatus();
+    }
+    return WitnessQueries(d, &steps_left_).status();
+  }
+
+ private:
+  uint64_t steps_left_ = SpecLimits::kMaxWitnessCodeSteps;
+  std::set<std::tuple<int, int, int, int>> checked_;
+};
 
 }  // namespace
 
@@ -776,7 +788,8 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   // recipe 0's dataset and training; the other recipes are checked after.
   const TaskSpec first = ApplyAxes(s, RecipeValues(s, 0));
   RS_CHECK(ValidateDataset(first.dataset));
-  RS_CHECK(CheckBuildable(first.dataset));
+  BuildableCheck buildable;
+  RS_CHECK(buildable.Check(first.dataset));
   RS_CHECK(CheckRange<size_t>("heads count", s.heads.size(), 1, L::kMaxHeads));
   bool any_ranked = false;
   for (size_t i = 0; i < s.heads.size(); ++i) {
@@ -827,7 +840,7 @@ absl::Status ValidateSweepSpec(const SweepSpec& s) {
   for (int64_t k = 1; dataset_axes && k < recipes; ++k) {
     const TaskSpec t = ApplyAxes(s, RecipeValues(s, static_cast<int>(k)));
     absl::Status st = ValidateDataset(t.dataset);
-    if (st.ok()) st = CheckBuildable(t.dataset);
+    if (st.ok()) st = buildable.Check(t.dataset);
     for (size_t i = 0; st.ok() && i < s.heads.size(); ++i) {
       st = ValidateHead(s.heads[i], t.dataset);
       if (!st.ok()) st = absl::InvalidArgumentError(absl::StrCat("heads[", i, "]: ", st.message()));
@@ -859,9 +872,6 @@ double BinomialDouble(int n, int k) {
   return std::round(c);
 }
 
-// The largest witness family the service accepts: n(2n-1) <= 10M sequences.
-constexpr int64_t kMaxWitnessQueries = 2236;
-
 }  // namespace
 
 DatasetSize EstimateDatasetSize(const DatasetSpec& d) {
@@ -880,9 +890,9 @@ DatasetSize EstimateDatasetSize(const DatasetSpec& d) {
         const double packing = std::floor(BinomialDouble(d.m, d.max_overlap + 1) /
                                           std::max(1.0, BinomialDouble(d.code_weight,
                                                                        d.max_overlap + 1)));
-        n = static_cast<int64_t>(std::min<double>(packing, kMaxWitnessQueries));
+        n = static_cast<int64_t>(std::min<double>(packing, SpecLimits::kMaxWitnessQueries));
       }
-      n = std::clamp<int64_t>(n, 0, kMaxWitnessQueries);
+      n = std::clamp<int64_t>(n, 0, SpecLimits::kMaxWitnessQueries);
       size.train = n * (2 * n - 1);
       break;
     }

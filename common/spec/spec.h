@@ -411,6 +411,11 @@ struct SpecLimits {
   static constexpr int64_t kMaxCells = 100000;
   static constexpr int kMaxSteps = 10000000;
   static constexpr int kMaxDatasetSequences = 10000000;
+  // The largest witness family: n(2n-1) <= kMaxDatasetSequences queries.
+  static constexpr int kMaxWitnessQueries = 2236;
+  // Steps (words scanned plus overlap checks) the greedy witness code may
+  // take: (24, 8, 4)'s full 759-word code takes 3.2e7.
+  static constexpr uint64_t kMaxWitnessCodeSteps = 100000000;
   // pool_size 0 enumerates every vector: at most this many.
   static constexpr int64_t kMaxEnumeratedVectors = int64_t{1} << 20;
   // split sequences enumerates every sequence of the pool up to this many.

@@ -448,6 +448,52 @@ TEST(MemoryEstimateTest, FormatBytes) {
   EXPECT_EQ(FormatBytes((int64_t{1} << 30) * 5 / 4), "1.25 GiB");
 }
 
+// ---------------------------------------------------------------- witness code budget
+
+SweepSpec WitnessSweep(int m, int code_weight, int max_overlap, int num_queries) {
+  SweepSpec s = GoodSweep();
+  s.dataset.kind = DatasetKind::kWitness;
+  s.dataset.m = m;
+  s.dataset.code_weight = code_weight;
+  s.dataset.max_overlap = max_overlap;
+  s.dataset.num_queries = num_queries;
+  return s;
+}
+
+TEST(WitnessBudgetTest, MoreQueriesThanAFamilyMayHaveAreRefusedBeforeAnySearch) {
+  EXPECT_EQ(ValidateSweepSpec(WitnessSweep(24, 8, 4, 2237)).message(),
+            "dataset.num_queries must be in 0..2236, got 2237");
+}
+
+TEST(WitnessBudgetTest, ASearchThatWouldRunForSecondsStopsAtItsStepBudget) {
+  // m = 40, w = 8, t = 3 keeps a word every million steps or so: in 1e8 steps
+  // the greedy scan finds 95 words (the fuzzer found the unbounded search).
+  EXPECT_EQ(ValidateSweepSpec(WitnessSweep(40, 8, 3, 2236)).message(),
+            "dataset.num_queries must be in 2..95 (the words the greedy code for m=40, "
+            "code_weight=8, max_overlap=3 finds within 100000000 steps), got 2236");
+  // The words it found are the code's first 95, whatever was asked before.
+  EXPECT_TRUE(ValidateSweepSpec(WitnessSweep(40, 8, 3, 95)).ok());
+  EXPECT_EQ(ValidateSweepSpec(WitnessSweep(40, 8, 3, 96)).message(),
+            "dataset.num_queries must be in 2..95 (the words the greedy code for m=40, "
+            "code_weight=8, max_overlap=3 finds within 100000000 steps), got 96");
+  // The full (24, 8, 4) code (759 octads) takes 31,584,295 steps.
+  EXPECT_TRUE(ValidateSweepSpec(WitnessSweep(24, 8, 4, 0)).ok());
+}
+
+TEST(WitnessBudgetTest, ASweepsRecipesShareOneBudgetAndEachDatasetIsChargedOnce) {
+  // Every codeword for m = 24 and 25 takes 31,584,295 + 62,017,486 steps.
+  SweepSpec s = WitnessSweep(24, 8, 4, 0);
+  s.axes = {{"lr", {0.01, 0.003, 0.001, 0.0003}}, {"m", {24, 25}}};
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+  // m = 23 adds 15,622,518 first, and m = 25 no longer fits.
+  s.axes = {{"m", {23, 24, 25}}};
+  EXPECT_EQ(ValidateSweepSpec(s).message(),
+            "recipe 2 (m=25): dataset.num_queries: the greedy codes of one sweep may take "
+            "100000000 steps together; this one (m=25, code_weight=8, max_overlap=4, "
+            "num_queries=0) takes 62017486 with 52793187 left: use fewer queries or fewer "
+            "values of m");
+}
+
 // ---------------------------------------------------------------- axes
 
 SweepSpec AxesSweep() {
