@@ -51,6 +51,7 @@ class Statement {
   Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
   Statement& BindBlob(int index, std::string_view value);
   Statement& BindNull(int index);
+  Statement& BindNull(const char* name) { return BindNull(IndexOf(name)); }
   // By name (":name" in the SQL), as new statements bind. A name the
   // statement does not have is a programming error and aborts, so that a
   // misspelt name fails the first test that runs the statement instead of
