@@ -70,7 +70,7 @@ const std::string* NewRecordSelect(absl::string_view rest) {
 enum RevokedCol : int { kRevokedOnly, kRevokedColCount };
 const std::string& RevokedByNameSql() {
   static const std::string* sql =
-      NewSelect<kRevokedColCount>({"revoked_ms"}, "FROM tokens WHERE name = ?1");
+      NewSelect<kRevokedColCount>({"revoked_ms"}, "FROM tokens WHERE name = :name");
   return *sql;
 }
 
@@ -150,7 +150,7 @@ absl::StatusOr<std::string> TokenStore::Create(const std::string& name, Role rol
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     {
       ASSIGN_OR_RETURN(Statement q, c.Prepare(RevokedByNameSql()));
-      q.Bind(1, name);
+      q.Bind(":name", name);
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (row) {
         const bool revoked = q.ColumnInt(kRevokedOnly) != 0;
@@ -161,8 +161,9 @@ absl::StatusOr<std::string> TokenStore::Create(const std::string& name, Role rol
     }
     ASSIGN_OR_RETURN(Statement ins,
                      c.Prepare("INSERT INTO tokens (name, role, hash, created_ms, revoked_ms) "
-                               "VALUES (?1, ?2, ?3, ?4, 0)"));
-    ins.Bind(1, name).Bind(2, RoleName(role)).Bind(3, hash).Bind(4, clock_->NowMs());
+                               "VALUES (:name, :role, :hash, :created_ms, 0)"));
+    ins.Bind(":name", name).Bind(":role", RoleName(role)).Bind(":hash", hash);
+    ins.Bind(":created_ms", clock_->NowMs());
     return ins.Run();
   }));
   return token;
@@ -191,14 +192,14 @@ absl::StatusOr<bool> TokenStore::Revoke(const std::string& name) {
     revoked = false;
     {
       ASSIGN_OR_RETURN(Statement q, c.Prepare(RevokedByNameSql()));
-      q.Bind(1, name);
+      q.Bind(":name", name);
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return absl::NotFoundError(absl::StrCat("no token named \"", name, "\""));
       if (q.ColumnInt(kRevokedOnly) != 0) return absl::OkStatus();
     }
-    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE tokens SET revoked_ms = ?2 WHERE name = ?1"));
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE tokens SET revoked_ms = :revoked_ms WHERE name = :name"));
     // Never 0, which means "active", even on a clock at the epoch.
-    u.Bind(1, name).Bind(2, std::max<int64_t>(1, clock_->NowMs()));
+    u.Bind(":name", name).Bind(":revoked_ms", std::max<int64_t>(1, clock_->NowMs()));
     RETURN_IF_ERROR(u.Run());
     revoked = true;
     return absl::OkStatus();
@@ -210,9 +211,9 @@ absl::StatusOr<std::optional<TokenRecord>> TokenStore::Lookup(std::string_view t
   const std::string hash = HashToken(token);
   std::optional<TokenRecord> record;
   RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
-    static const std::string* sql = NewRecordSelect("WHERE hash = ?1");
+    static const std::string* sql = NewRecordSelect("WHERE hash = :hash");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, hash);
+    q.Bind(":hash", hash);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
       ASSIGN_OR_RETURN(record, ReadRecord(q));

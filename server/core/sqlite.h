@@ -52,6 +52,9 @@ class Statement {
   Statement& BindBlob(int index, std::string_view value);
   Statement& BindNull(int index);
   Statement& BindNull(const char* name) { return BindNull(IndexOf(name)); }
+  Statement& BindBlob(const char* name, std::string_view value) {
+    return BindBlob(IndexOf(name), value);
+  }
   // By name (":name" in the SQL), as new statements bind. A name the
   // statement does not have is a programming error and aborts, so that a
   // misspelt name fails the first test that runs the statement instead of

@@ -14,7 +14,6 @@
 #include "common/status_macros.h"
 #include "server/core/leases/lease_order.h"
 #include "server/core/log.h"
-#include "server/core/results/result_recorder.h"
 #include "server/core/results/result_schema.h"
 #include "server/core/sql_columns.h"
 #include "server/core/sweeps/cell_plan.h"
@@ -451,8 +450,9 @@ absl::Status LeaseManager::ReturnCellIn(Connection& c, int64_t cell_id,
     u.Bind(":id", cell_id).Bind(":failure", failure);
     RETURN_IF_ERROR(u.Run());
   }
-  RETURN_IF_ERROR(RecordFailedResult(c, cell_id, sweep_id, group, seed, attempt, lease_id,
-                                     worker_id, failure, clock_->NowMs()));
+  RETURN_IF_ERROR(RecordEndedResult(c, CellState::kFailed, cell_id, sweep_id, group.head_index,
+                                    group.rank, group.recipe, seed, attempt, lease_id, worker_id,
+                                    failure, clock_->NowMs()));
   events.Log("cell %d (%s) of sweep %s failed: %s", cell_id, label, sweep_id, Clip(failure));
   events.Add(sweep_id, absl::StrCat("cell ", label, " failed: ", failure));
   return sweeps_->MaybeFinishIn(c, sweep_id, events);

@@ -43,14 +43,14 @@ absl::StatusOr<std::optional<LeasePick>> NextGroupToLease(Connection& c, SpecCac
       enum Col : int { kHeadIndex, kRank, kRecipe, kCount };
       static const std::string* all_groups = NewSelect<kCount>(
           {"head_index", "rank", "recipe"},
-          absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
+          absl::StrCat("FROM cells WHERE sweep_id = :sweep_id AND state = ", kCellPending,
                        " GROUP BY head_index, rank, recipe ORDER BY MIN(id)"));
       static const std::string* first_group = NewSelect<kCount>(
           {"head_index", "rank", "recipe"},
-          absl::StrCat("FROM cells WHERE sweep_id = ?1 AND state = ", kCellPending,
+          absl::StrCat("FROM cells WHERE sweep_id = :sweep_id AND state = ", kCellPending,
                        " ORDER BY id LIMIT 1"));
       ASSIGN_OR_RETURN(Statement q, c.Prepare(limited ? *all_groups : *first_group));
-      q.Bind(1, sweep_id);
+      q.Bind(":sweep_id", sweep_id);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;

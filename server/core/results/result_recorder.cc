@@ -104,13 +104,15 @@ absl::Status ResultRecorder::CompleteIn(Connection& c, const std::string& worker
           r.result.seed));
     }
     {
-      // The column list comes from the result schema (result_schema.h), so
-      // its parameters are numbered from that table.
+      // The cell's fields by name; the result's columns come from the result
+      // schema's table (result_schema.h), numbered in its order.
       ASSIGN_OR_RETURN(Statement ins, c.Prepare(InsertResultSql()));
-      ins.Bind(1, r.cell_id).Bind(2, sweep_id).Bind(3, group.head_index).Bind(4, group.rank);
-      ins.Bind(5, SeedToDb(seed)).Bind(6, lease_id).Bind(7, attempt).Bind(8, worker_id);
-      ins.Bind(9, version.build_id).Bind(10, version.torch_version);
-      ins.Bind(11, version.cuda_version).Bind(12, now);
+      ins.Bind(":cell_id", r.cell_id).Bind(":sweep_id", sweep_id);
+      ins.Bind(":head", group.head_index).Bind(":rank", group.rank);
+      ins.Bind(":seed", SeedToDb(seed)).Bind(":lease_id", lease_id).Bind(":attempt", attempt);
+      ins.Bind(":worker_id", worker_id).Bind(":build_id", version.build_id);
+      ins.Bind(":torch_version", version.torch_version);
+      ins.Bind(":cuda_version", version.cuda_version).Bind(":finished_ms", now);
       BindResultColumns(ins, kInsertResultFirst, r.result);
       ASSIGN_OR_RETURN(std::string key, sweeps_->TaskKeyOf(c, sweep_id, group.head_index,
                                                            group.rank, group.recipe));
@@ -159,31 +161,6 @@ absl::Status ResultRecorder::CompleteIn(Connection& c, const std::string& worker
     if (!out.next_tasks.empty()) return absl::OkStatus();
   }
   return leases_->LeaseTasksIn(c, worker_id, *want, now, events, out.next_tasks, next_of);
-}
-
-absl::Status RecordFailedResult(Connection& c, int64_t cell_id, const std::string& sweep_id,
-                                const CellGroupKey& group, uint64_t seed, int attempt,
-                                int64_t lease_id, const std::string& worker_id,
-                                const std::string& failure, int64_t now_ms) {
-  ASSIGN_OR_RETURN(const VersionManifest version, WorkerVersion(c, worker_id));
-  static const std::string* sql = new std::string(absl::StrCat(
-      "INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
-      "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
-      "worker_cuda_version, failure, finished_ms, recipe) VALUES (:cell_id, :sweep_id, :head, "
-      ":rank, :seed, ", kCellFailed, ", :lease_id, :attempt, :worker_id, :build_id, "
-      ":torch_version, :cuda_version, :failure, :finished_ms, :recipe)"));
-  ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
-  ins.Bind(":cell_id", cell_id).Bind(":sweep_id", sweep_id).Bind(":head", group.head_index);
-  ins.Bind(":rank", group.rank).Bind(":seed", SeedToDb(seed)).Bind(":recipe", group.recipe);
-  ins.Bind(":lease_id", lease_id).Bind(":attempt", attempt).Bind(":worker_id", worker_id);
-  ins.Bind(":build_id", version.build_id).Bind(":torch_version", version.torch_version);
-  ins.Bind(":cuda_version", version.cuda_version).Bind(":failure", failure);
-  ResultRow row = FinishedRow(group, seed, CellState::kFailed, attempt, lease_id, worker_id,
-                              version, now_ms);
-  row.failure = failure;
-  ins.Bind(":finished_ms", row.finished_unix_ms);
-  RETURN_IF_ERROR(ins.Run());
-  return InsertPack(c, cell_id, sweep_id, row);
 }
 
 }  // namespace ranksweep::server

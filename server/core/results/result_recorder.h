@@ -3,8 +3,7 @@
 // CompleteTasks call is checked against the task this coordinator handed
 // out (result_checks.h) and under the lease it names, then stored, all or
 // nothing; the cell becomes DONE, its (head, rank) is judged for pruning and
-// its sweep finished or advanced. A cell that fails for good gets its
-// failed row here too.
+// its sweep finished or advanced.
 //
 // Errors: InvalidArgument naming results[i] for a result no trainer could
 // produce or the wrong seed; FailedPrecondition for a stale or foreign lease
@@ -52,13 +51,6 @@ class ResultRecorder {
   SweepLifecycle* const sweeps_;
   LeaseManager* const leases_;
 };
-
-// The FAILED row of a cell that used its last attempt: who held it, under
-// which lease, with `failure` as the reason, finished at `now_ms`.
-absl::Status RecordFailedResult(Connection& c, int64_t cell_id, const std::string& sweep_id,
-                                const CellGroupKey& group, uint64_t seed, int attempt,
-                                int64_t lease_id, const std::string& worker_id,
-                                const std::string& failure, int64_t now_ms);
 
 }  // namespace ranksweep::server
 

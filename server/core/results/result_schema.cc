@@ -7,6 +7,8 @@
 #include "common/status_macros.h"
 #include "server/core/results/packed_row.h"
 #include "server/core/sql_columns.h"
+#include "server/core/sweeps/cell_plan.h"
+#include "server/core/workers/worker_registry.h"
 
 namespace ranksweep::server {
 namespace {
@@ -52,7 +54,9 @@ const std::string& StateCountSql() {
 const std::string& InsertResultSql() {
   static const std::string* sql = [] {
     std::string values =
-        absl::StrCat("?1, ?2, ?3, ?4, ?5, ", kCellDone, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12");
+        absl::StrCat(":cell_id, :sweep_id, :head, :rank, :seed, ", kCellDone,
+                     ", :lease_id, :attempt, :worker_id, :build_id, :torch_version, "
+                     ":cuda_version, :finished_ms");
     for (int i = kInsertResultFirst; i <= kInsertCurve; ++i) {
       absl::StrAppend(&values, ", ?", i);
     }
@@ -74,8 +78,8 @@ void BindCurve(Statement& st, const Curve& curve) {
 }
 
 absl::StatusOr<Curve> ReadCurve(Connection& c, int64_t source_cell_id) {
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT curve FROM results WHERE cell_id = ?1"));
-  q.Bind(1, source_cell_id);
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT curve FROM results WHERE cell_id = :cell_id"));
+  q.Bind(":cell_id", source_cell_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row || q.ColumnIsNull(0)) return Curve();
   const std::string_view bytes = q.ColumnBlob(0);
@@ -163,9 +167,39 @@ void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
 absl::Status InsertPack(Connection& c, int64_t cell_id, const std::string& sweep_id,
                         const ResultRow& row) {
   ASSIGN_OR_RETURN(Statement ins, c.Prepare("INSERT OR REPLACE INTO result_packs (cell_id, "
-                                            "sweep_id, packed) VALUES (?1, ?2, ?3)"));
-  ins.Bind(1, cell_id).Bind(2, sweep_id).BindBlob(3, PackResultRow(row));
+                                            "sweep_id, packed) VALUES (:cell_id, :sweep_id, :packed)"));
+  ins.Bind(":cell_id", cell_id).Bind(":sweep_id", sweep_id);
+  ins.BindBlob(":packed", PackResultRow(row));
   return ins.Run();
+}
+
+absl::Status RecordEndedResult(Connection& c, CellState state, int64_t cell_id,
+                               const std::string& sweep_id, int head_index, int rank,
+                               int recipe, uint64_t seed, int attempt, int64_t lease_id,
+                               const std::string& worker_id, const std::string& reason,
+                               int64_t now_ms) {
+  VersionManifest version;
+  if (!worker_id.empty()) {
+    ASSIGN_OR_RETURN(version, WorkerVersion(c, worker_id));
+  }
+  ASSIGN_OR_RETURN(Statement ins, c.Prepare(
+      "INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
+      "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
+      "worker_cuda_version, failure, finished_ms, recipe) VALUES (:cell_id, :sweep_id, :head, "
+      ":rank, :seed, :state, :lease_id, :attempt, :worker_id, :build_id, :torch_version, "
+      ":cuda_version, :reason, :finished_ms, :recipe)"));
+  ins.Bind(":cell_id", cell_id).Bind(":sweep_id", sweep_id).Bind(":head", head_index);
+  ins.Bind(":rank", rank).Bind(":seed", SeedToDb(seed)).Bind(":recipe", recipe);
+  ins.Bind(":state", static_cast<int>(state)).Bind(":lease_id", lease_id);
+  ins.Bind(":attempt", attempt).Bind(":worker_id", worker_id);
+  ins.Bind(":build_id", version.build_id).Bind(":torch_version", version.torch_version);
+  ins.Bind(":cuda_version", version.cuda_version).Bind(":reason", reason);
+  ins.Bind(":finished_ms", now_ms);
+  RETURN_IF_ERROR(ins.Run());
+  ResultRow row = FinishedRow(CellGroupKey{head_index, rank, recipe}, seed, state, attempt,
+                              lease_id, worker_id, version, now_ms);
+  row.failure = reason;
+  return InsertPack(c, cell_id, sweep_id, row);
 }
 
 // The columns of result_groups after the key (sweep_id, head_index, rank),
@@ -211,10 +245,11 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
   {
     static const std::string* sql = new std::string(
         absl::StrCat("SELECT ", GroupColumns(),
-                     " FROM result_groups WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3"
-                     " AND recipe = ?4"));
+                     " FROM result_groups WHERE sweep_id = :sweep_id AND head_index = :head AND "
+                     "rank = :rank AND recipe = :recipe"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
+    q.Bind(":sweep_id", sweep_id).Bind(":head", head_index).Bind(":rank", rank);
+    q.Bind(":recipe", recipe);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) g = ReadGroupStats(q, 0);
   }
@@ -232,10 +267,11 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
     ++g.trained_n;
     g.trained_seconds += r.wall_seconds;
   }
-  // ?1..?4 the key, then the kGroupColumnNames columns in order.
+  // The key by name (parameters 1..4), then the kGroupColumnNames columns
+  // numbered in order, as the column list is generated.
   constexpr int kFirstStat = 5;
   static const std::string* sql = [] {
-    std::string values = "?1, ?2, ?3, ?4";
+    std::string values = ":sweep_id, :head, :rank, :recipe";
     for (int i = kFirstStat; i < kFirstStat + kGroupColumnCount; ++i) {
       absl::StrAppend(&values, ", ?", i);
     }
@@ -244,7 +280,8 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
                                         GroupColumns(), ") VALUES (", values, ")"));
   }();
   ASSIGN_OR_RETURN(Statement up, c.Prepare(*sql));
-  up.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
+  up.Bind(":sweep_id", sweep_id).Bind(":head", head_index).Bind(":rank", rank);
+  up.Bind(":recipe", recipe);
   int i = kFirstStat;
   up.Bind(i++, g.train_error.n).Bind(i++, g.exact_seeds).Bind(i++, g.test_error.n);
   up.Bind(i++, g.test_exact_seeds);

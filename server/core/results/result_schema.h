@@ -77,18 +77,19 @@ void BindResultColumns(Statement& st, int first, const SeedResult& r);
 // Reads the ResultCol columns of `st`'s row, the first at index `first`.
 void ReadResultColumns(const Statement& st, int first, SeedResult* r);
 
-// InsertResultSql's parameters after the ?1..?12 its text names: the result
-// columns from ?kInsertResultFirst on, then the task key and the recipe.
+// InsertResultSql's parameters after the twelve it names (parameters
+// 1..12): the result columns, generated from ResultCol, numbered from
+// ?kInsertResultFirst on, then the task key and the recipe.
 constexpr int kInsertResultFirst = 13;
 constexpr int kInsertTaskKey = kInsertResultFirst + ResultCol::kCount;
 constexpr int kInsertRecipe = kInsertTaskKey + 1;
 // The learning curve (EncodeCurve), NULL when the result has none.
 constexpr int kInsertCurve = kInsertRecipe + 1;
 
-// INSERT of a DONE result row: cell_id, sweep_id, head_index, rank, seed,
-// lease_id, attempt, worker_id, worker_build_id, worker_torch_version,
-// worker_cuda_version and finished_ms as ?1..?12, then the result columns
-// the task key and the recipe as above.
+// INSERT of a DONE result row: :cell_id, :sweep_id, :head, :rank, :seed,
+// :lease_id, :attempt, :worker_id, :build_id, :torch_version,
+// :cuda_version and :finished_ms, then the result columns, the task key and
+// the recipe as above.
 const std::string& InsertResultSql();
 
 // Writes the packed copy (server/core/results/packed_row.h) of a result row just
@@ -103,6 +104,16 @@ absl::StatusOr<Curve> ReadCurve(Connection& c, int64_t source_cell_id);
 
 absl::Status InsertPack(Connection& c, int64_t cell_id, const std::string& sweep_id,
                         const ResultRow& row);
+
+// The row of a cell that ended without a result, `state` kFailed (its last
+// attempt used) or kPruned (its recipe pruned), and its packed copy: who
+// held it (`worker_id`, empty for a pending cell), under which lease, with
+// `reason` as the failure, finished at `now_ms`.
+absl::Status RecordEndedResult(Connection& c, CellState state, int64_t cell_id,
+                               const std::string& sweep_id, int head_index, int rank,
+                               int recipe, uint64_t seed, int attempt, int64_t lease_id,
+                               const std::string& worker_id, const std::string& reason,
+                               int64_t now_ms);
 
 // A packed result row with its cell id (result_packs, schema 6).
 struct PackedCol {

@@ -62,18 +62,18 @@ absl::StatusOr<int64_t> FindCacheSource(Connection& c, const std::string& key, u
       absl::StrCat(
           "FROM results r JOIN result_packs p ON p.cell_id = r.cell_id "
           "JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN workers w ON w.id = r.worker_id "
-          "WHERE r.task_key = ?1 AND r.seed = ?2 AND r.worker_build_id = ?3 AND "
+          "WHERE r.task_key = :key AND r.seed = :seed AND r.worker_build_id = :build AND "
           "r.task_key != '' AND r.cached_from = 0 AND r.state = ", kCellDone,
           " AND COALESCE(w.quarantined_ms, 0) = 0 "
           "AND NOT EXISTS (SELECT 1 FROM held_tokens h WHERE h.name = w.owner) "
-          "AND (?4 != 0 OR s.owner = (SELECT owner FROM sweeps WHERE id = ?5)) "
+          "AND (:shared != 0 OR s.owner = (SELECT owner FROM sweeps WHERE id = :sweep_id)) "
           "ORDER BY r.cell_id"));
   int64_t best = 0;
   ResultRow found;
   for (const std::string& build : policy.builds) {
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, key).Bind(2, SeedToDb(seed)).Bind(3, build);
-    q.Bind(4, policy.shared ? 1 : 0).Bind(5, sweep_id);
+    q.Bind(":key", key).Bind(":seed", SeedToDb(seed)).Bind(":build", build);
+    q.Bind(":shared", policy.shared ? 1 : 0).Bind(":sweep_id", sweep_id);
     while (true) {
       ASSIGN_OR_RETURN(bool more, q.Step());
       if (!more) break;
@@ -111,10 +111,10 @@ absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
     {
       static const std::string* sql = new std::string(
           absl::StrCat("INSERT OR IGNORE INTO cells (sweep_id, head_index, rank, recipe, seed, "
-                       "state) VALUES (?1, ?2, ?3, ?4, ?5, ", kCellPending, ")"));
+                       "state) VALUES (:sweep_id, :head, :rank, :recipe, :seed, ", kCellPending, ")"));
       ASSIGN_OR_RETURN(Statement ins, c.Prepare(*sql));
-      ins.Bind(1, sweep_id).Bind(2, group.head_index).Bind(3, group.rank);
-      ins.Bind(4, group.recipe).Bind(5, SeedToDb(seed));
+      ins.Bind(":sweep_id", sweep_id).Bind(":head", group.head_index).Bind(":rank", group.rank);
+      ins.Bind(":recipe", group.recipe).Bind(":seed", SeedToDb(seed));
       RETURN_IF_ERROR(ins.Run());
       if (c.Changes() == 0) continue;  // a repeated seed
       cell_id = c.LastInsertRowId();
@@ -141,13 +141,14 @@ absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
           "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
           "worker_cuda_version, finished_ms, task_key, cached_from, ",
           ResultColumns(),
-          ") SELECT ?1, ?2, ?3, ?4, ?7, seed, ", kCellDone,
+          ") SELECT :cell_id, :sweep_id, :head, :rank, :recipe, seed, ", kCellDone,
           ", lease_id, attempt, worker_id, worker_build_id, "
-          "worker_torch_version, worker_cuda_version, ?5, task_key, cell_id, ",
-          ResultColumns(), " FROM results WHERE cell_id = ?6"));
+          "worker_torch_version, worker_cuda_version, :finished_ms, task_key, cell_id, ",
+          ResultColumns(), " FROM results WHERE cell_id = :source"));
       ASSIGN_OR_RETURN(Statement ins, c.Prepare(*copy));
-      ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, group.head_index).Bind(4, group.rank);
-      ins.Bind(5, now_ms).Bind(6, source).Bind(7, group.recipe);
+      ins.Bind(":cell_id", cell_id).Bind(":sweep_id", sweep_id).Bind(":head", group.head_index);
+      ins.Bind(":rank", group.rank).Bind(":recipe", group.recipe);
+      ins.Bind(":finished_ms", now_ms).Bind(":source", source);
       RETURN_IF_ERROR(ins.Run());
     }
     RETURN_IF_ERROR(InsertPack(c, cell_id, sweep_id, copied));
@@ -155,9 +156,9 @@ absl::StatusOr<std::pair<int64_t, int64_t>> CreateCells(Connection& c,
                                      *copied.result, true));
     {
       static const std::string* sql =
-          new std::string(absl::StrCat("UPDATE cells SET state = ", kCellDone, " WHERE id = ?1"));
+          new std::string(absl::StrCat("UPDATE cells SET state = ", kCellDone, " WHERE id = :id"));
       ASSIGN_OR_RETURN(Statement u, c.Prepare(*sql));
-      u.Bind(1, cell_id);
+      u.Bind(":id", cell_id);
       RETURN_IF_ERROR(u.Run());
     }
     ++cached;

@@ -28,8 +28,8 @@ int RungAt(const std::vector<int64_t>& rungs, int64_t step) {
 absl::Status InsertScore(Connection& c, int64_t cell_id, int rung, double train_error) {
   ASSIGN_OR_RETURN(Statement ins,
                    c.Prepare("INSERT OR IGNORE INTO rung_scores (cell_id, rung, train_error) "
-                             "VALUES (?1, ?2, ?3)"));
-  ins.Bind(1, cell_id).Bind(2, rung).Bind(3, train_error);
+                             "VALUES (:cell_id, :rung, :train_error)"));
+  ins.Bind(":cell_id", cell_id).Bind(":rung", rung).Bind(":train_error", train_error);
   return ins.Run();
 }
 
@@ -88,8 +88,8 @@ absl::Status RecordCurveScores(Connection& c, int64_t cell_id, const std::vector
 }
 
 absl::Status ForgetRungScores(Connection& c, int64_t cell_id) {
-  ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM rung_scores WHERE cell_id = ?1"));
-  del.Bind(1, cell_id);
+  ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM rung_scores WHERE cell_id = :cell_id"));
+  del.Bind(":cell_id", cell_id);
   return del.Run();
 }
 
@@ -103,10 +103,10 @@ absl::StatusOr<std::vector<std::string>> PruneGroup(Connection& c, const std::st
     enum Col : int { kRecipe, kRung, kError, kCount };
     static const std::string* sql = NewSelect<kCount>(
         {"c.recipe", "s.rung", "AVG(s.train_error)"},
-        "FROM rung_scores s JOIN cells c ON c.id = s.cell_id WHERE c.sweep_id = ?1 AND "
-        "c.head_index = ?2 AND c.rank = ?3 GROUP BY c.recipe, s.rung");
+        "FROM rung_scores s JOIN cells c ON c.id = s.cell_id WHERE c.sweep_id = :sweep_id AND "
+        "c.head_index = :head AND c.rank = :rank GROUP BY c.recipe, s.rung");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+    q.Bind(":sweep_id", sweep_id).Bind(":head", head_index).Bind(":rank", rank);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -116,11 +116,11 @@ absl::StatusOr<std::vector<std::string>> PruneGroup(Connection& c, const std::st
   }
   {
     static const std::string* sql = new std::string(absl::StrCat(
-        "SELECT DISTINCT recipe FROM cells WHERE sweep_id = ?1 AND head_index = ?2 AND "
-        "rank = ?3 AND state IN (",
+        "SELECT DISTINCT recipe FROM cells WHERE sweep_id = :sweep_id AND head_index = :head AND "
+        "rank = :rank AND state IN (",
         kCellPending, ", ", kCellLeased, ")"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank);
+    q.Bind(":sweep_id", sweep_id).Bind(":head", head_index).Bind(":rank", rank);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -152,11 +152,12 @@ absl::StatusOr<std::vector<std::string>> PruneGroup(Connection& c, const std::st
       enum Col : int { kId, kSeed, kAttempt, kLeaseId, kWorkerId, kCount };
       static const std::string* sql = NewSelect<kCount>(
           {"id", "seed", "attempt", "lease_id", "worker_id"},
-          absl::StrCat("FROM cells WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND "
-                       "recipe = ?4 AND state IN (",
+          absl::StrCat("FROM cells WHERE sweep_id = :sweep_id AND head_index = :head AND "
+                       "rank = :rank AND recipe = :recipe AND state IN (",
                        kCellPending, ", ", kCellLeased, ") ORDER BY id"));
       ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-      q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, d.recipe);
+      q.Bind(":sweep_id", sweep_id).Bind(":head", head_index).Bind(":rank", rank);
+      q.Bind(":recipe", d.recipe);
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -169,31 +170,14 @@ absl::StatusOr<std::vector<std::string>> PruneGroup(Connection& c, const std::st
     // heartbeat hears that it was pruned.
     static const std::string* update = new std::string(
         absl::StrCat("UPDATE cells SET state = ", kCellPruned,
-                     ", lease_deadline_ms = 0, last_failure = ?2 WHERE id = ?1"));
-    static const std::string* insert = new std::string(absl::StrCat(
-        "INSERT OR REPLACE INTO results (cell_id, sweep_id, head_index, rank, seed, state, "
-        "lease_id, attempt, worker_id, worker_build_id, worker_torch_version, "
-        "worker_cuda_version, failure, finished_ms, recipe) VALUES (?1, ?2, ?3, ?4, ?5, ",
-        kCellPruned, ", ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
-    const CellGroupKey group{head_index, rank, d.recipe};
+                     ", lease_deadline_ms = 0, last_failure = :reason WHERE id = :id"));
     for (const Open& cell : open) {
       ASSIGN_OR_RETURN(Statement u, c.Prepare(*update));
-      u.Bind(1, cell.id).Bind(2, reason);
+      u.Bind(":id", cell.id).Bind(":reason", reason);
       RETURN_IF_ERROR(u.Run());
-      VersionManifest version;
-      if (!cell.worker_id.empty()) {
-        ASSIGN_OR_RETURN(version, WorkerVersion(c, cell.worker_id));
-      }
-      ASSIGN_OR_RETURN(Statement ins, c.Prepare(*insert));
-      ins.Bind(1, cell.id).Bind(2, sweep_id).Bind(3, head_index).Bind(4, rank);
-      ins.Bind(5, SeedToDb(cell.seed)).Bind(6, cell.lease_id).Bind(7, cell.attempt);
-      ins.Bind(8, cell.worker_id).Bind(9, version.build_id).Bind(10, version.torch_version);
-      ins.Bind(11, version.cuda_version).Bind(12, reason).Bind(13, now_ms).Bind(14, d.recipe);
-      RETURN_IF_ERROR(ins.Run());
-      ResultRow row = FinishedRow(group, cell.seed, CellState::kPruned, cell.attempt,
-                                  cell.lease_id, cell.worker_id, version, now_ms);
-      row.failure = reason;
-      RETURN_IF_ERROR(InsertPack(c, cell.id, sweep_id, row));
+      RETURN_IF_ERROR(RecordEndedResult(c, CellState::kPruned, cell.id, sweep_id, head_index,
+                                        rank, d.recipe, cell.seed, cell.attempt, cell.lease_id,
+                                        cell.worker_id, reason, now_ms));
     }
     if (!open.empty()) {
       lines.push_back(absl::StrCat(

@@ -16,8 +16,8 @@ absl::StatusOr<std::shared_ptr<const SweepSpec>> SpecCache::Get(Connection& c,
     auto it = specs_.find(sweep_id);
     if (it != specs_.end()) return it->second;
   }
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT spec_json FROM sweeps WHERE id = ?1"));
-  q.Bind(1, sweep_id);
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT spec_json FROM sweeps WHERE id = :id"));
+  q.Bind(":id", sweep_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", Clip(sweep_id)));
   absl::StatusOr<SweepSpec> spec = SweepSpecFromJson(q.ColumnText(0));

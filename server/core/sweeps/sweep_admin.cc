@@ -34,8 +34,8 @@ absl::Status CheckTag(const std::string& tag, const std::string& field) {
 
 // NotFound unless the sweep exists; its state otherwise.
 absl::StatusOr<int> SweepStateIn(Connection& c, const std::string& sweep_id) {
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = ?1"));
-  q.Bind(1, sweep_id);
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = :sweep_id"));
+  q.Bind(":sweep_id", sweep_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
   return static_cast<int>(q.ColumnInt(0));
@@ -45,8 +45,8 @@ absl::StatusOr<SweepNotes> NotesIn(Connection& c, const std::string& sweep_id) {
   SweepNotes notes;
   {
     ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT note, archived FROM sweep_notes WHERE sweep_id = ?1"));
-    q.Bind(1, sweep_id);
+                     c.Prepare("SELECT note, archived FROM sweep_notes WHERE sweep_id = :sweep_id"));
+    q.Bind(":sweep_id", sweep_id);
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
       notes.note = q.ColumnText(0);
@@ -54,8 +54,8 @@ absl::StatusOr<SweepNotes> NotesIn(Connection& c, const std::string& sweep_id) {
     }
   }
   ASSIGN_OR_RETURN(Statement q,
-                   c.Prepare("SELECT tag FROM sweep_tags WHERE sweep_id = ?1 ORDER BY tag"));
-  q.Bind(1, sweep_id);
+                   c.Prepare("SELECT tag FROM sweep_tags WHERE sweep_id = :sweep_id ORDER BY tag"));
+  q.Bind(":sweep_id", sweep_id);
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
@@ -95,33 +95,33 @@ absl::StatusOr<SweepNotes> SweepAdmin::Update(const std::string& sweep_id,
     out = SweepNotes();
     RETURN_IF_ERROR(SweepStateIn(c, sweep_id).status());
     if (update.name.has_value()) {
-      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE sweeps SET name = ?2 WHERE id = ?1"));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Bind(2, *update.name).Run());
+      ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE sweeps SET name = :name WHERE id = :sweep_id"));
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Bind(":name", *update.name).Run());
     }
     {
       ASSIGN_OR_RETURN(Statement u, c.Prepare(
-          "INSERT INTO sweep_notes (sweep_id) VALUES (?1) ON CONFLICT (sweep_id) DO NOTHING"));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Run());
+          "INSERT INTO sweep_notes (sweep_id) VALUES (:sweep_id) ON CONFLICT (sweep_id) DO NOTHING"));
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Run());
     }
     if (update.note.has_value()) {
       ASSIGN_OR_RETURN(Statement u,
-                       c.Prepare("UPDATE sweep_notes SET note = ?2 WHERE sweep_id = ?1"));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Bind(2, *update.note).Run());
+                       c.Prepare("UPDATE sweep_notes SET note = :note WHERE sweep_id = :sweep_id"));
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Bind(":note", *update.note).Run());
     }
     if (update.archived.has_value()) {
       ASSIGN_OR_RETURN(Statement u,
-                       c.Prepare("UPDATE sweep_notes SET archived = ?2 WHERE sweep_id = ?1"));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Bind(2, *update.archived ? 1 : 0).Run());
+                       c.Prepare("UPDATE sweep_notes SET archived = :archived WHERE sweep_id = :sweep_id"));
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Bind(":archived", *update.archived ? 1 : 0).Run());
     }
     for (const std::string& tag : update.remove_tags) {
       ASSIGN_OR_RETURN(Statement u,
-                       c.Prepare("DELETE FROM sweep_tags WHERE sweep_id = ?1 AND tag = ?2"));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Bind(2, tag).Run());
+                       c.Prepare("DELETE FROM sweep_tags WHERE sweep_id = :sweep_id AND tag = :tag"));
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Bind(":tag", tag).Run());
     }
     for (const std::string& tag : update.add_tags) {
       ASSIGN_OR_RETURN(Statement u, c.Prepare(
-          "INSERT INTO sweep_tags (sweep_id, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING"));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Bind(2, tag).Run());
+          "INSERT INTO sweep_tags (sweep_id, tag) VALUES (:sweep_id, :tag) ON CONFLICT DO NOTHING"));
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Bind(":tag", tag).Run());
     }
     ASSIGN_OR_RETURN(out, NotesIn(c, sweep_id));
     if (out.tags.size() > static_cast<size_t>(kMaxTags)) {
@@ -159,18 +159,18 @@ absl::StatusOr<DeleteOutcome> SweepAdmin::Delete(const std::string& sweep_id,
           "sweep ", sweep_id, " is RUNNING; cancel it first (ranksweep cancel ", sweep_id, ")"));
     }
     // Children first; each table keyed or indexed by the sweep.
-    for (const char* sql : {"DELETE FROM result_packs WHERE sweep_id = ?1",
+    for (const char* sql : {"DELETE FROM result_packs WHERE sweep_id = :sweep_id",
                             "DELETE FROM rung_scores WHERE cell_id IN "
-                            "(SELECT id FROM cells WHERE sweep_id = ?1)",
-                            "DELETE FROM results WHERE sweep_id = ?1",
-                            "DELETE FROM result_groups WHERE sweep_id = ?1",
-                            "DELETE FROM invalid_results WHERE sweep_id = ?1",
-                            "DELETE FROM cells WHERE sweep_id = ?1",
-                            "DELETE FROM sweep_tags WHERE sweep_id = ?1",
-                            "DELETE FROM sweep_notes WHERE sweep_id = ?1",
-                            "DELETE FROM sweeps WHERE id = ?1"}) {
+                            "(SELECT id FROM cells WHERE sweep_id = :sweep_id)",
+                            "DELETE FROM results WHERE sweep_id = :sweep_id",
+                            "DELETE FROM result_groups WHERE sweep_id = :sweep_id",
+                            "DELETE FROM invalid_results WHERE sweep_id = :sweep_id",
+                            "DELETE FROM cells WHERE sweep_id = :sweep_id",
+                            "DELETE FROM sweep_tags WHERE sweep_id = :sweep_id",
+                            "DELETE FROM sweep_notes WHERE sweep_id = :sweep_id",
+                            "DELETE FROM sweeps WHERE id = :sweep_id"}) {
       ASSIGN_OR_RETURN(Statement u, c.Prepare(sql));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Run());
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Run());
       if (absl::StartsWith(sql, "DELETE FROM results ")) out.results_deleted = c.Changes();
       if (absl::StartsWith(sql, "DELETE FROM cells ")) out.cells_deleted = c.Changes();
     }
@@ -196,7 +196,7 @@ absl::StatusOr<int64_t> SweepAdmin::Retry(const std::string& sweep_id, bool fail
   if (failed) states = absl::StrCat(kCellFailed);
   if (cancelled) absl::StrAppend(&states, states.empty() ? "" : ", ", kCellCancelled);
   const std::string chosen =
-      absl::StrCat("SELECT id FROM cells WHERE sweep_id = ?1 AND state IN (", states, ")");
+      absl::StrCat("SELECT id FROM cells WHERE sweep_id = :sweep_id AND state IN (", states, ")");
   int64_t retried = 0;
   RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
     retried = 0;
@@ -206,20 +206,20 @@ absl::StatusOr<int64_t> SweepAdmin::Retry(const std::string& sweep_id, bool fail
     for (const char* table : {"result_packs", "results"}) {
       ASSIGN_OR_RETURN(Statement u, c.Prepare(absl::StrCat(
           "DELETE FROM ", table, " WHERE cell_id IN (", chosen, ")")));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Run());
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Run());
     }
     {
       ASSIGN_OR_RETURN(Statement u, c.Prepare(absl::StrCat(
           "UPDATE cells SET state = ", kCellPending, ", attempt = 0, lease_id = 0, "
           "lease_deadline_ms = 0, worker_id = '', last_failure = '', next_of = 0, "
-          "next_task = 0 WHERE sweep_id = ?1 AND state IN (", states, ")")));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Run());
+          "next_task = 0 WHERE sweep_id = :sweep_id AND state IN (", states, ")")));
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Run());
       retried = c.Changes();
     }
     if (retried > 0) {
       ASSIGN_OR_RETURN(Statement u, c.Prepare(absl::StrCat(
-          "UPDATE sweeps SET state = ", kSweepRunning, ", finished_ms = 0 WHERE id = ?1")));
-      RETURN_IF_ERROR(u.Bind(1, sweep_id).Run());
+          "UPDATE sweeps SET state = ", kSweepRunning, ", finished_ms = 0 WHERE id = :sweep_id")));
+      RETURN_IF_ERROR(u.Bind(":sweep_id", sweep_id).Run());
     }
     return absl::OkStatus();
   }));

@@ -29,20 +29,24 @@ using GroupKey = std::tuple<std::string, int, int, int>;  // sweep, head_index, 
 absl::Status RebuildGroup(Connection& c, const GroupKey& key) {
   const auto& [sweep_id, head_index, rank, recipe] = key;
   {
-    ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_groups WHERE sweep_id = ?1 "
-                                              "AND head_index = ?2 AND rank = ?3 AND recipe = ?4"));
-    del.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
+    ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_groups WHERE sweep_id = :sweep_id AND "
+                                              "head_index = :head AND rank = :rank AND "
+                                              "recipe = :recipe"));
+    del.Bind(":sweep_id", sweep_id).Bind(":head", head_index).Bind(":rank", rank);
+    del.Bind(":recipe", recipe);
     RETURN_IF_ERROR(del.Run());
   }
   static const std::string* sql = new std::string(absl::StrCat(
       "SELECT ", ResultColumns(), ", cached_from FROM results "
-      "WHERE sweep_id = ?1 AND head_index = ?2 AND rank = ?3 AND recipe = ?4 AND state = ",
+      "WHERE sweep_id = :sweep_id AND head_index = :head AND rank = :rank AND recipe = :recipe "
+      "AND state = ",
       kCellDone,
       " ORDER BY cell_id"));
   std::vector<std::pair<SeedResult, bool>> rows;  // (result, served from the cache)
   {
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, sweep_id).Bind(2, head_index).Bind(3, rank).Bind(4, recipe);
+    q.Bind(":sweep_id", sweep_id).Bind(":head", head_index).Bind(":rank", rank);
+    q.Bind(":recipe", recipe);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -74,8 +78,8 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   }
   std::string token;
   {
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT owner FROM workers WHERE id = ?1"));
-    q.Bind(1, worker_id);
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT owner FROM workers WHERE id = :id"));
+    q.Bind(":id", worker_id);
     ASSIGN_OR_RETURN(bool known, q.Step());
     if (!known) return absl::NotFoundError(absl::StrCat("no worker ", Clip(worker_id)));
     token = q.ColumnText(0);
@@ -90,8 +94,9 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   {
     ASSIGN_OR_RETURN(Statement ins,
                      c.Prepare("INSERT INTO quarantines (worker_id, since_ms, by, at_ms) "
-                               "VALUES (?1, ?2, ?3, ?4)"));
-    ins.Bind(1, worker_id).Bind(2, since_ms).Bind(3, by).Bind(4, now_ms);
+                               "VALUES (:worker_id, :since_ms, :by, :at_ms)"));
+    ins.Bind(":worker_id", worker_id).Bind(":since_ms", since_ms).Bind(":by", by);
+    ins.Bind(":at_ms", now_ms);
     RETURN_IF_ERROR(ins.Run());
     out.quarantine_id = c.LastInsertRowId();
   }
@@ -100,10 +105,10 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   std::set<int64_t> trained, copies;
   {
     static const std::string* sql = new std::string(
-        absl::StrCat("SELECT cell_id FROM results WHERE worker_id = ?1 AND cached_from = 0 "
-                     "AND state = ", kCellDone, " AND finished_ms >= ?2"));
+        absl::StrCat("SELECT cell_id FROM results WHERE worker_id = :worker_id AND "
+                     "cached_from = 0 AND state = ", kCellDone, " AND finished_ms >= :since_ms"));
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(1, worker_id).Bind(2, since_ms);
+    q.Bind(":worker_id", worker_id).Bind(":since_ms", since_ms);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -112,9 +117,9 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   }
   for (int64_t source : trained) {
     // "cached_from != 0" lets SQLite use the partial index results_by_source.
-    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT cell_id FROM results WHERE cached_from = ?1 "
+    ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT cell_id FROM results WHERE cached_from = :source "
                                             "AND cached_from != 0"));
-    q.Bind(1, source);
+    q.Bind(":source", source);
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -133,9 +138,9 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
         enum Col : int { kSweepId, kHeadIndex, kRank, kRecipe, kWorkerId, kPacked, kCount };
         static const std::string* sql = NewSelect<kCount>(
             {"r.sweep_id", "r.head_index", "r.rank", "r.recipe", "r.worker_id", "p.packed"},
-            "FROM results r JOIN result_packs p ON p.cell_id = r.cell_id WHERE r.cell_id = ?1");
+            "FROM results r JOIN result_packs p ON p.cell_id = r.cell_id WHERE r.cell_id = :cell_id");
         ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-        q.Bind(1, cell_id);
+        q.Bind(":cell_id", cell_id);
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) return absl::InternalError(absl::StrCat("result of cell ", cell_id, " vanished"));
         sweep_id = q.ColumnText(kSweepId);
@@ -145,21 +150,24 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
         ASSIGN_OR_RETURN(Statement ins,
                          c.Prepare("INSERT INTO invalid_results (cell_id, sweep_id, worker_id, "
                                    "packed, invalid_ms, invalid_by, quarantine_id) "
-                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
-        ins.Bind(1, cell_id).Bind(2, sweep_id).Bind(3, q.ColumnText(kWorkerId));
-        ins.BindBlob(4, q.ColumnBlob(kPacked)).Bind(5, now_ms).Bind(6, by).Bind(7, out.quarantine_id);
+                                   "VALUES (:cell_id, :sweep_id, :worker_id, :packed, :invalid_ms, "
+                                   ":invalid_by, :quarantine_id)"));
+        ins.Bind(":cell_id", cell_id).Bind(":sweep_id", sweep_id);
+        ins.Bind(":worker_id", q.ColumnText(kWorkerId)).BindBlob(":packed", q.ColumnBlob(kPacked));
+        ins.Bind(":invalid_ms", now_ms).Bind(":invalid_by", by);
+        ins.Bind(":quarantine_id", out.quarantine_id);
         RETURN_IF_ERROR(ins.Run());
       }
       for (const char* table : {"results", "result_packs"}) {
         ASSIGN_OR_RETURN(Statement del,
-                         c.Prepare(absl::StrCat("DELETE FROM ", table, " WHERE cell_id = ?1")));
-        del.Bind(1, cell_id);
+                         c.Prepare(absl::StrCat("DELETE FROM ", table, " WHERE cell_id = :cell_id")));
+        del.Bind(":cell_id", cell_id);
         RETURN_IF_ERROR(del.Run());
       }
       auto state = sweep_states.find(sweep_id);
       if (state == sweep_states.end()) {
-        ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = ?1"));
-        q.Bind(1, sweep_id);
+        ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT state FROM sweeps WHERE id = :id"));
+        q.Bind(":id", sweep_id);
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) return absl::InternalError(absl::StrCat("sweep of cell ", cell_id, " vanished"));
         state = sweep_states.emplace(sweep_id, static_cast<int>(q.ColumnInt(0))).first;
@@ -170,13 +178,14 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
       // A fresh start: attempt 0, so the cell gets --max-attempts new leases.
       static const std::string* pending = new std::string(absl::StrCat(
           "UPDATE cells SET state = ", kCellPending, ", attempt = 0, lease_id = 0, "
-          "lease_deadline_ms = 0, worker_id = '', last_failure = ?2 WHERE id = ?1"));
+          "lease_deadline_ms = 0, worker_id = '', last_failure = :reason WHERE id = :id"));
       static const std::string* cancelled = new std::string(
           absl::StrCat("UPDATE cells SET state = ", kCellCancelled, ", lease_deadline_ms = 0, "
-                       "last_failure = ?2 WHERE id = ?1"));
+                       "last_failure = :reason WHERE id = :id"));
       ASSIGN_OR_RETURN(Statement u, c.Prepare(reset ? *pending : *cancelled));
-      u.Bind(1, cell_id).Bind(2, absl::StrCat("result invalidated by quarantine ",
-                                              out.quarantine_id, " of worker ", worker_id));
+      u.Bind(":id", cell_id).Bind(":reason", absl::StrCat("result invalidated by quarantine ",
+                                                          out.quarantine_id, " of worker ",
+                                                          worker_id));
       RETURN_IF_ERROR(u.Run());
       RETURN_IF_ERROR(ForgetRungScores(c, cell_id));
       if (reset) ++out.cells_reset;
@@ -194,8 +203,8 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
   }
   if (hold_token) {
     ASSIGN_OR_RETURN(Statement u, c.Prepare("INSERT OR REPLACE INTO held_tokens (name, "
-                                            "worker_id, by, at_ms) VALUES (?1, ?2, ?3, ?4)"));
-    u.Bind(1, token).Bind(2, worker_id).Bind(3, by).Bind(4, now_ms);
+                                            "worker_id, by, at_ms) VALUES (:name, :worker_id, :by, :at_ms)"));
+    u.Bind(":name", token).Bind(":worker_id", worker_id).Bind(":by", by).Bind(":at_ms", now_ms);
     RETURN_IF_ERROR(u.Run());
     out.token_held = token;
   }
@@ -238,17 +247,17 @@ absl::StatusOr<QuarantineOutcome> QuarantineIn(Connection& c, const std::string&
       continue;
     }
     static const std::string* reopen = new std::string(
-        absl::StrCat("UPDATE sweeps SET state = ", kSweepRunning, ", finished_ms = 0 WHERE id = ?1"));
+        absl::StrCat("UPDATE sweeps SET state = ", kSweepRunning, ", finished_ms = 0 WHERE id = :id"));
     ASSIGN_OR_RETURN(Statement u, c.Prepare(*reopen));
-    u.Bind(1, sweep_id);
+    u.Bind(":id", sweep_id);
     RETURN_IF_ERROR(u.Run());
     out.sweeps_reopened.push_back(sweep_id);
   }
   {
-    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE quarantines SET results = ?2, copies = ?3, "
-                                            "cells_reset = ?4 WHERE id = ?1"));
-    u.Bind(1, out.quarantine_id).Bind(2, out.results_invalidated);
-    u.Bind(3, out.copies_invalidated).Bind(4, out.cells_reset);
+    ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE quarantines SET results = :results, copies = "
+                                            ":copies, cells_reset = :cells_reset WHERE id = :id"));
+    u.Bind(":id", out.quarantine_id).Bind(":results", out.results_invalidated);
+    u.Bind(":copies", out.copies_invalidated).Bind(":cells_reset", out.cells_reset);
     RETURN_IF_ERROR(u.Run());
   }
   return out;
@@ -291,9 +300,9 @@ absl::Status ReadInvalidRows(Connection& c, const std::string& sweep_id,
       {"i.id", "i.cell_id", "i.packed", "i.invalid_ms", "i.invalid_by", "i.quarantine_id",
        "q.worker_id"},
       "FROM invalid_results i JOIN quarantines q ON q.id = i.quarantine_id "
-      "WHERE i.sweep_id = ?1 AND i.id > ?2 ORDER BY i.id");
+      "WHERE i.sweep_id = :sweep_id AND i.id > :after ORDER BY i.id");
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, sweep_id).Bind(2, after_id);
+  q.Bind(":sweep_id", sweep_id).Bind(":after", after_id);
   int64_t sent = 0, last_sent = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool found, q.Step());

@@ -62,9 +62,9 @@ absl::StatusOr<std::optional<VersionManifest>> FindWorkerVersion(Connection& c,
                                                                  const std::string& worker_id) {
   enum Col : int { kBuildId, kTorchVersion, kCudaVersion, kCount };
   static const std::string* sql = NewSelect<kCount>(
-      {"build_id", "torch_version", "cuda_version"}, "FROM workers WHERE id = ?1");
+      {"build_id", "torch_version", "cuda_version"}, "FROM workers WHERE id = :id");
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, worker_id);
+  q.Bind(":id", worker_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return std::optional<VersionManifest>();
   return VersionManifest{q.ColumnText(kBuildId), q.ColumnText(kTorchVersion),
@@ -87,8 +87,8 @@ absl::StatusOr<int> CheckRegistration(const WorkerRegistration& reg) {
 }
 
 absl::StatusOr<bool> WorkerExists(Connection& c, const std::string& worker_id) {
-  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = ?1"));
-  q.Bind(1, worker_id);
+  ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT 1 FROM workers WHERE id = :id"));
+  q.Bind(":id", worker_id);
   return q.Step();
 }
 
@@ -104,9 +104,9 @@ absl::StatusOr<std::string> NewWorkerId(Connection& c, absl::FunctionRef<std::st
 absl::StatusOr<std::vector<int64_t>> LeasedCellsOf(Connection& c, const std::string& worker_id) {
   enum Col : int { kId, kCount };
   static const std::string* sql = NewSelect<kCount>(
-      {"id"}, absl::StrCat("FROM cells WHERE worker_id = ?1 AND state = ", kCellLeased));
+      {"id"}, absl::StrCat("FROM cells WHERE worker_id = :id AND state = ", kCellLeased));
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, worker_id);
+  q.Bind(":id", worker_id);
   std::vector<int64_t> cells;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
@@ -232,8 +232,8 @@ void LogRegistration(const WorkerRegistration& reg, const std::string& worker_id
 
 absl::Status TouchWorker(Connection& c, const std::string& worker_id, int64_t now_ms) {
   if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
-  ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET last_seen_ms = ?2 WHERE id = ?1"));
-  u.Bind(1, worker_id).Bind(2, now_ms);
+  ASSIGN_OR_RETURN(Statement u, c.Prepare("UPDATE workers SET last_seen_ms = :now WHERE id = :id"));
+  u.Bind(":id", worker_id).Bind(":now", now_ms);
   RETURN_IF_ERROR(u.Run());
   if (c.Changes() == 0) {
     return UnknownWorker(worker_id);
@@ -266,9 +266,9 @@ absl::StatusOr<VersionManifest> WorkerVersion(Connection& c, const std::string& 
 absl::StatusOr<int64_t> RegisteredMemoryBytes(Connection& c, const std::string& worker_id) {
   enum Col : int { kMemoryBytes, kCount };
   static const std::string* sql =
-      NewSelect<kCount>({"memory_bytes"}, "FROM workers WHERE id = ?1");
+      NewSelect<kCount>({"memory_bytes"}, "FROM workers WHERE id = :id");
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(1, worker_id);
+  q.Bind(":id", worker_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
   return row ? q.ColumnInt(kMemoryBytes) : 0;
 }
