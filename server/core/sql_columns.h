@@ -5,7 +5,7 @@
 //
 //   enum Col : int { kId, kState, kCount };
 //   static const std::string* sql =
-//       NewSelect<kCount>({"id", "state"}, "FROM cells WHERE id = ?1");
+//       NewSelect<kCount>({"id", "state"}, "FROM cells WHERE id = :id");
 //   ... q.ColumnInt(kState) ...
 //
 // Thread-safety: pure functions.
