@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "client/format.h"
 #include "client/spec_file.h"
+#include "common/spec/dataset_kinds.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -67,12 +68,13 @@ std::string Scale(SweepSpec& spec, double s) {
     note("warmup_steps", spec.train.warmup_steps, w);
   }
   DatasetSpec& d = spec.dataset;
-  if (d.kind == DatasetKind::kWitness && d.num_queries > 0) {
+  // By the fields the kind has (common/spec/dataset_kinds.h).
+  if (DatasetKindHasField(d.kind, "num_queries") && d.num_queries > 0) {
     const int q = d.num_queries;
     d.num_queries = static_cast<int>(ScaleCount(q, s, 6, false));
     note("dataset.num_queries", d.num_queries, q);
   }
-  if (d.kind == DatasetKind::kPool) {
+  if (DatasetKindHasField(d.kind, "pool_size")) {
     const int p = d.pool_size, tr = d.train_size, te = d.test_size;
     d.pool_size = static_cast<int>(ScaleCount(p, s, 40, false));
     d.train_size = static_cast<int>(ScaleCount(tr, s, 200, false));

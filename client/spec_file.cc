@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/hints.h"
+#include "common/spec/dataset_kinds.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -460,9 +461,8 @@ std::vector<std::string> SweepCostWarnings(const SweepSpec& spec, const SweepCos
   std::vector<std::string> warnings;
   const int64_t sequences = cost.train_sequences + cost.test_sequences;
   if (sequences > kLargeDatasetSequences) {
-    std::string shrink = "--m or --seq-len";
-    if (spec.dataset.kind == DatasetKind::kWitness) shrink = "--num-queries (or --m)";
-    if (spec.dataset.kind == DatasetKind::kPool) shrink = "--train-size and --test-size";
+    const DatasetKindRow* kind = FindDatasetKind(spec.dataset.kind);
+    const std::string shrink = kind != nullptr ? kind->shrink_flags : "--m or --seq-len";
     warnings.push_back(absl::StrCat("the dataset has ", WithThousands(sequences),
                                     " sequences, more than ", WithThousands(kLargeDatasetSequences),
                                     ": every step and evaluation goes over it; ", shrink,

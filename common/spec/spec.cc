@@ -13,10 +13,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/spec/result_validation.h"  // Clip: quoted input is cut
+#include "common/spec/checks.h"
+#include "common/spec/dataset_kinds.h"
+#include "common/spec/spec_json.h"
 #include "common/witness_code.h"
 
 namespace ranksweep {
 namespace {
+
+using spec_checks::CheckRange;
+using spec_checks::CheckUnit;
 
 template <typename E>
 struct NameTable {
@@ -24,10 +30,6 @@ struct NameTable {
   const char* name;
 };
 
-constexpr NameTable<DatasetKind> kDatasetKinds[] = {
-    {DatasetKind::kExhaustive, "exhaustive"},
-    {DatasetKind::kWitness, "witness"},
-    {DatasetKind::kPool, "pool"}};
 constexpr NameTable<HeadKind> kHeadKinds[] = {
     {HeadKind::kKernel, "kernel"},
     {HeadKind::kSoftmax, "softmax"},
@@ -74,24 +76,6 @@ absl::StatusOr<E> Parse(const NameTable<E> (&table)[K], const std::string& s,
       field, " must be one of ", absl::StrJoin(names, ", "), "; got \"", Clip(s), "\""));
 }
 
-// "field must be in lo..hi, got v"
-template <typename T>
-absl::Status CheckRange(const std::string& field, T v, T lo, T hi) {
-  if (v >= lo && v <= hi) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " must be in ", lo, "..", hi, ", got ", v));
-}
-
-absl::Status CheckUnit(const std::string& field, double v, bool open_low,
-                       bool open_high, double lo = 0.0, double hi = 1.0) {
-  bool ok = std::isfinite(v) && (open_low ? v > lo : v >= lo) &&
-            (open_high ? v < hi : v <= hi);
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, " must be in ", open_low ? "(" : "[", lo, ", ", hi,
-      open_high ? ")" : "]", ", got ", v));
-}
-
 // Specs built in code (not parsed) can carry enum values outside the named
 // set; reject them with the allowed names.
 template <typename E, size_t K>
@@ -104,15 +88,12 @@ absl::Status CheckEnum(const NameTable<E> (&table)[K], E v, const std::string& f
                                                  "; got value ", static_cast<int>(v)));
 }
 
-#define RS_CHECK(expr)                   \
-  do {                                   \
-    absl::Status rs_s_ = (expr);         \
-    if (!rs_s_.ok()) return rs_s_;       \
-  } while (0)
-
 }  // namespace
 
-const char* Name(DatasetKind v) { return Lookup(kDatasetKinds, v); }
+const char* Name(DatasetKind v) {
+  const DatasetKindRow* row = FindDatasetKind(v);
+  return row != nullptr ? row->name : "?";
+}
 const char* Name(HeadKind v) { return Lookup(kHeadKinds, v); }
 const char* Name(FeatureMap v) { return Lookup(kFeatureMaps, v); }
 const char* Name(Construction v) { return Lookup(kConstructions, v); }
@@ -123,7 +104,13 @@ const char* Name(PoolSplit v) { return Lookup(kPoolSplits, v); }
 const char* Name(PruneRule v) { return Lookup(kPruneRules, v); }
 
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::string& field) {
-  return Parse(kDatasetKinds, s, field);
+  std::vector<std::string> names;
+  for (const DatasetKindRow& row : DatasetKinds()) {
+    if (s == row.name) return row.kind;
+    names.push_back(row.name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " must be one of ", absl::StrJoin(names, ", "), "; got \"", Clip(s), "\""));
 }
 absl::StatusOr<HeadKind> ParseHeadKind(const std::string& s, const std::string& field) {
   return Parse(kHeadKinds, s, field);
@@ -205,21 +192,19 @@ std::string HeadLabel(const HeadSpec& head) {
 
 namespace {
 
-// One row per axis: adding an axis is adding a row. `applies` is the dataset
-// kind the field belongs to (nullptr: every kind).
+// One row per axis: adding an axis is adding a row.
 struct AxisRow {
   const char* name;
   const char* field;
   bool integer;
-  const DatasetKind* only_kind;
+  // A field of some dataset kinds only (DatasetKindRow::fields): the axis
+  // needs one of those kinds.
+  bool kind_field;
   void (*apply)(double v, TaskSpec* t);
   // An enum field: its value is the index of a name in `names` (nullptr for
   // numbers), written and read by name.
   const std::vector<std::string>* names = nullptr;
 };
-
-constexpr DatasetKind kWitnessOnly = DatasetKind::kWitness;
-constexpr DatasetKind kPoolOnly = DatasetKind::kPool;
 
 int AsInt(double v) { return static_cast<int>(std::llround(v)); }
 
@@ -231,36 +216,36 @@ const std::vector<std::string> kSplitNames = {Name(PoolSplit::kTokens),
                                               Name(PoolSplit::kSequences)};
 
 const AxisRow kAxes[] = {
-    {"lr", "train.lr", false, nullptr, [](double v, TaskSpec* t) { t->train.lr = v; }},
-    {"weight_decay", "train.weight_decay", false, nullptr,
+    {"lr", "train.lr", false, false, [](double v, TaskSpec* t) { t->train.lr = v; }},
+    {"weight_decay", "train.weight_decay", false, false,
      [](double v, TaskSpec* t) { t->train.weight_decay = v; }},
-    {"max_steps", "train.max_steps", true, nullptr,
+    {"max_steps", "train.max_steps", true, false,
      [](double v, TaskSpec* t) { t->train.max_steps = AsInt(v); }},
-    {"batch_size", "train.batch_size", true, nullptr,
+    {"batch_size", "train.batch_size", true, false,
      [](double v, TaskSpec* t) { t->train.batch_size = AsInt(v); }},
-    {"m", "dataset.m", true, nullptr, [](double v, TaskSpec* t) { t->dataset.m = AsInt(v); }},
-    {"weight", "dataset.weight", true, &kPoolOnly,
+    {"m", "dataset.m", true, false, [](double v, TaskSpec* t) { t->dataset.m = AsInt(v); }},
+    {"weight", "dataset.weight", true, true,
      [](double v, TaskSpec* t) { t->dataset.weight = AsInt(v); }},
-    {"num_queries", "dataset.num_queries", true, &kWitnessOnly,
+    {"num_queries", "dataset.num_queries", true, true,
      [](double v, TaskSpec* t) { t->dataset.num_queries = AsInt(v); }},
-    {"pool_size", "dataset.pool_size", true, &kPoolOnly,
+    {"pool_size", "dataset.pool_size", true, true,
      [](double v, TaskSpec* t) { t->dataset.pool_size = AsInt(v); }},
-    {"train_size", "dataset.train_size", true, &kPoolOnly,
+    {"train_size", "dataset.train_size", true, true,
      [](double v, TaskSpec* t) { t->dataset.train_size = AsInt(v); }},
-    {"test_size", "dataset.test_size", true, &kPoolOnly,
+    {"test_size", "dataset.test_size", true, true,
      [](double v, TaskSpec* t) { t->dataset.test_size = AsInt(v); }},
     // Appended after the rest: the order numbers the recipes of stored sweeps.
-    {"schedule", "train.schedule", true, nullptr,
+    {"schedule", "train.schedule", true, false,
      [](double v, TaskSpec* t) { t->train.schedule = static_cast<LrSchedule>(AsInt(v)); },
      &kScheduleNames},
-    {"warmup_steps", "train.warmup_steps", true, nullptr,
+    {"warmup_steps", "train.warmup_steps", true, false,
      [](double v, TaskSpec* t) { t->train.warmup_steps = AsInt(v); }},
-    {"split", "dataset.split", true, &kPoolOnly,
+    {"split", "dataset.split", true, true,
      [](double v, TaskSpec* t) { t->dataset.split = static_cast<PoolSplit>(AsInt(v)); },
      &kSplitNames},
-    {"hard_share", "dataset.hard_share", false, &kPoolOnly,
+    {"hard_share", "dataset.hard_share", false, true,
      [](double v, TaskSpec* t) { t->dataset.hard_share = v; }},
-    {"test_pool_share", "dataset.test_pool_share", false, &kPoolOnly,
+    {"test_pool_share", "dataset.test_pool_share", false, true,
      [](double v, TaskSpec* t) { t->dataset.test_pool_share = v; }},
 };
 
@@ -458,65 +443,7 @@ bool RecipeAxisValue(const SweepSpec& spec, int recipe, const std::string& name,
   return false;
 }
 
-// ---------------------------------------------------------------- pools
-
-namespace {
-
-constexpr uint64_t kCountCap = uint64_t{1} << 62;
-
-std::string UniverseText(const DatasetSpec& d) {
-  return d.weight > 0 ? absl::StrCat("C(", d.m, ",", d.weight, ") distinct vectors")
-                      : absl::StrCat("2^", d.m, " distinct vectors");
-}
-
-// The pool's size, the sizes of what its splits draw from, and what they
-// ask for: every range that needs no data (BuildDataset adds none).
-absl::Status ValidatePoolSize(const DatasetSpec& d) {
-  using L = SpecLimits;
-  const uint64_t universe = PoolUniverse(d);
-  if (d.pool_size == 0) {
-    if (universe > static_cast<uint64_t>(L::kMaxEnumeratedVectors)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dataset.pool_size 0 (every vector) needs at most ", L::kMaxEnumeratedVectors,
-          " vectors to enumerate; m=", d.m, " has ", universe, " (", UniverseText(d),
-          "): give pool_size in 2..", std::min<uint64_t>(universe, L::kMaxDatasetSequences)));
-    }
-  } else if (d.pool_size < 2 || static_cast<uint64_t>(d.pool_size) > universe ||
-             d.pool_size > L::kMaxDatasetSequences) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.pool_size must be 0 (every vector) or in 2..",
-        std::min<uint64_t>(universe, L::kMaxDatasetSequences), " (", UniverseText(d),
-        "), got ", d.pool_size));
-  }
-  const int64_t pool = PoolVectors(d);
-  if (pool < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.weight ", d.weight, " gives ", pool, " distinct vector(s) for m=", d.m,
-        "; a pool needs >= 2"));
-  }
-  if (d.split == PoolSplit::kTokens) {
-    const int64_t test_pool = std::llround(pool * d.test_pool_share);
-    const int64_t train_pool = pool - test_pool;
-    if (train_pool < 1 || (d.test_size > 0 && test_pool < 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dataset.test_pool_share must leave >= 1 vector in each used pool: pool of ", pool,
-          " splits into ", train_pool, " train and ", test_pool, " test"));
-    }
-    return absl::OkStatus();
-  }
-  const uint64_t sequences = PoolSequenceCount(d);
-  if (sequences <= static_cast<uint64_t>(L::kMaxEnumeratedSequences) &&
-      static_cast<uint64_t>(d.train_size) + d.test_size > sequences) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.train_size + dataset.test_size must be in 1..", sequences,
-        " (the distinct sequences of ", d.seq_len, " tokens from ", pool,
-        " vectors) with split sequences, got ", d.train_size, " + ", d.test_size, " = ",
-        static_cast<int64_t>(d.train_size) + d.test_size));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
+// ---------------------------------------------------------------- datasets
 
 uint64_t Binomial(int n, int k, uint64_t cap) {
   if (k < 0 || k > n) return 0;
@@ -529,57 +456,20 @@ uint64_t Binomial(int n, int k, uint64_t cap) {
   return static_cast<uint64_t>(std::llround(static_cast<double>(r)));
 }
 
-uint64_t PoolUniverse(const DatasetSpec& d) {
-  if (d.weight > 0) return Binomial(d.m, d.weight, kCountCap);
-  return d.m >= 62 ? kCountCap : uint64_t{1} << d.m;
-}
-
-int64_t PoolVectors(const DatasetSpec& d) {
-  if (d.pool_size > 0) return d.pool_size;
-  return static_cast<int64_t>(std::min<uint64_t>(PoolUniverse(d), kCountCap));
-}
-
-uint64_t PoolSequenceCount(const DatasetSpec& d) {
-  const uint64_t pool = static_cast<uint64_t>(std::max<int64_t>(PoolVectors(d), 0));
-  uint64_t count = 1;
-  for (int i = 0; i < d.seq_len; ++i) {
-    if (pool != 0 && count > kCountCap / pool) return kCountCap;
-    count *= pool;
-  }
-  return count;
-}
-
 absl::Status ValidateDataset(const DatasetSpec& d) {
   using L = SpecLimits;
-  RS_CHECK(CheckEnum(kDatasetKinds, d.kind, "dataset.kind"));
+  // The kind's own ranges are its row's (dataset_kinds.h).
+  const DatasetKindRow* kind = FindDatasetKind(d.kind);
+  if (kind == nullptr) {
+    std::vector<std::string> names;
+    for (const DatasetKindRow& row : DatasetKinds()) names.push_back(row.name);
+    return absl::InvalidArgumentError(absl::StrCat("dataset.kind must be one of ",
+                                                   absl::StrJoin(names, ", "), "; got value ",
+                                                   static_cast<int>(d.kind)));
+  }
   RS_CHECK(CheckRange("dataset.m", d.m, 1, L::kMaxM));
   RS_CHECK(CheckRange("dataset.seq_len", d.seq_len, 1, L::kMaxSeqLen));
-  switch (d.kind) {
-    case DatasetKind::kExhaustive:
-      if (d.m * d.seq_len > L::kMaxExhaustiveBits) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "dataset.m * dataset.seq_len must be in 1..", L::kMaxExhaustiveBits,
-            " for an exhaustive dataset, got ", d.m, " * ", d.seq_len, " = ",
-            d.m * d.seq_len));
-      }
-      break;
-    case DatasetKind::kWitness:
-      RS_CHECK(CheckRange("dataset.code_weight", d.code_weight, 1, d.m));
-      RS_CHECK(CheckRange("dataset.max_overlap", d.max_overlap, 0, d.code_weight - 1));
-      RS_CHECK(CheckRange("dataset.num_queries", d.num_queries, 0, L::kMaxWitnessQueries));
-      break;
-    case DatasetKind::kPool:
-      RS_CHECK(CheckEnum(kPoolSplits, d.split, "dataset.split"));
-      RS_CHECK(CheckRange("dataset.weight", d.weight, 0, d.m));
-      if (d.weight == 0) RS_CHECK(CheckUnit("dataset.bernoulli_p", d.bernoulli_p, true, false));
-      RS_CHECK(CheckUnit("dataset.test_pool_share", d.test_pool_share, false, true));
-      RS_CHECK(CheckRange("dataset.train_size", d.train_size, 1, L::kMaxDatasetSequences));
-      RS_CHECK(CheckRange("dataset.test_size", d.test_size, 0, L::kMaxDatasetSequences));
-      RS_CHECK(CheckUnit("dataset.hard_share", d.hard_share, false, false));
-      RS_CHECK(ValidatePoolSize(d));
-      break;
-  }
-  return absl::OkStatus();
+  return kind->validate(d);
 }
 
 absl::Status ValidateHead(const HeadSpec& h, const DatasetSpec& d) {
@@ -678,21 +568,22 @@ absl::Status CheckSeeds(const std::string& field, const std::vector<uint64_t>& s
 // The checks the worker runs when it builds the dataset, beyond
 // ValidateDataset's static ranges: for a witness family its code's
 // (common/witness_code.h), so that a sweep the worker would fail is refused
-// at submit with the worker's own message. One per sweep: its recipes' codes
-// share one step budget, each distinct dataset charged once.
+// at submit with the worker's own message. One per sweep: its recipes'
+// constructions share one step budget, each distinct dataset charged once.
 class BuildableCheck {
  public:
   absl::Status Check(const DatasetSpec& d) {
-    if (d.kind != DatasetKind::kWitness) return absl::OkStatus();
-    if (!checked_.insert({d.m, d.code_weight, d.max_overlap, d.num_queries}).second) {
-      return absl::OkStatus();
-    }
-    return WitnessQueries(d, &steps_left_).status();
+    const DatasetKindRow* kind = FindDatasetKind(d.kind);
+    if (kind == nullptr || kind->check_buildable == nullptr) return absl::OkStatus();
+    TaskSpec only_dataset;
+    only_dataset.dataset = d;
+    if (!checked_.insert(TaskSpecToJson(only_dataset)).second) return absl::OkStatus();
+    return kind->check_buildable(d, &steps_left_);
   }
 
  private:
   uint64_t steps_left_ = SpecLimits::kMaxWitnessCodeSteps;
-  std::set<std::tuple<int, int, int, int>> checked_;
+  std::set<std::string> checked_;  // the datasets checked, as JSON
 };
 
 }  // namespace
@@ -731,9 +622,13 @@ absl::Status ValidateAxes(const SweepSpec& s) {
           absl::StrJoin(AxisNames(), ", ")));
     }
     last_order = order;
-    if (row->only_kind != nullptr && s.dataset.kind != *row->only_kind) {
+    if (row->kind_field && !DatasetKindHasField(s.dataset.kind, row->name)) {
+      std::vector<std::string> kinds;
+      for (const DatasetKindRow& k : DatasetKinds()) {
+        if (DatasetKindHasField(k.kind, row->name)) kinds.push_back(k.name);
+      }
       return absl::InvalidArgumentError(absl::StrCat(
-          where, ": ", row->field, " needs dataset.kind \"", Name(*row->only_kind),
+          where, ": ", row->field, " needs dataset.kind \"", absl::StrJoin(kinds, "\" or \""),
           "\", got \"", Name(s.dataset.kind), "\""));
     }
     RS_CHECK(CheckRange<size_t>(where + " values count", axis.values.size(), 1,
@@ -864,44 +759,12 @@ int64_t SaturatedBytes(double bytes) {
   return static_cast<int64_t>(std::ceil(bytes));
 }
 
-// C(n, k) as a double (exact far beyond the sizes used here).
-double BinomialDouble(int n, int k) {
-  if (k < 0 || k > n) return 0;
-  double c = 1;
-  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
-  return std::round(c);
-}
 
 }  // namespace
 
 DatasetSize EstimateDatasetSize(const DatasetSpec& d) {
-  DatasetSize size;
-  switch (d.kind) {
-    case DatasetKind::kExhaustive: {
-      const int bits = std::clamp(d.m * d.seq_len, 0, 62);
-      size.train = int64_t{1} << bits;
-      break;
-    }
-    case DatasetKind::kWitness: {
-      int64_t n = d.num_queries;
-      if (n <= 0) {
-        // Any two codewords share at most t coordinates, so each (t+1)-subset
-        // of the m coordinates lies in at most one codeword.
-        const double packing = std::floor(BinomialDouble(d.m, d.max_overlap + 1) /
-                                          std::max(1.0, BinomialDouble(d.code_weight,
-                                                                       d.max_overlap + 1)));
-        n = static_cast<int64_t>(std::min<double>(packing, SpecLimits::kMaxWitnessQueries));
-      }
-      n = std::clamp<int64_t>(n, 0, SpecLimits::kMaxWitnessQueries);
-      size.train = n * (2 * n - 1);
-      break;
-    }
-    case DatasetKind::kPool:
-      size.train = std::max(d.train_size, 0);
-      size.test = std::max(d.test_size, 0);
-      break;
-  }
-  return size;
+  const DatasetKindRow* kind = FindDatasetKind(d.kind);
+  return kind != nullptr ? kind->size(d) : DatasetSize();
 }
 
 int64_t EstimateDatasetSequences(const DatasetSpec& d) {
@@ -985,15 +848,10 @@ MemoryEstimate EstimateTaskMemory(const TaskSpec& t) {
       4.0 * (8 * params + act_per_seq * std::max(2 * batch, eval_seqs)));
   double fixed = 12.0 * n * (train + test)                     // host tokens and targets
                  + 4.0 * n * (m + 1) * (train + std::max(train, test));  // float tensors
-  if (t.dataset.kind == DatasetKind::kPool) {
-    // The pool (64 bytes a vector while it is drawn) and, when split
-    // sequences enumerates the pool's sequences, 4 bytes an index.
-    fixed += 64.0 * static_cast<double>(PoolVectors(t.dataset));
-    const uint64_t sequences = PoolSequenceCount(t.dataset);
-    if (t.dataset.split == PoolSplit::kSequences &&
-        sequences <= static_cast<uint64_t>(SpecLimits::kMaxEnumeratedSequences)) {
-      fixed += 4.0 * static_cast<double>(sequences);
-    }
+  // What the kind keeps besides (a pool's vectors), from its row.
+  const DatasetKindRow* kind = FindDatasetKind(t.dataset.kind);
+  if (kind != nullptr && kind->extra_memory_bytes != nullptr) {
+    fixed += kind->extra_memory_bytes(t.dataset);
   }
   e.fixed_bytes = SaturatedBytes(fixed);
   return e;
@@ -1026,7 +884,8 @@ std::string FormatBytes(int64_t bytes) {
 bool HasTestSplit(const SweepSpec& spec) {
   // Recipe 0's dataset, without a head: a spec may not list one yet.
   const DatasetSpec first = ApplyAxes(spec, RecipeValues(spec, 0)).dataset;
-  return first.kind == DatasetKind::kPool && first.test_size > 0;
+  const DatasetKindRow* kind = FindDatasetKind(first.kind);
+  return kind != nullptr && kind->has_test_split(first);
 }
 
 TaskSpec MakeTaskSpec(const SweepSpec& sweep, int head_index, int rank,

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/dataset_kinds.h"
 #include "common/spec/result_metrics.h"
 #include "common/spec/result_validation.h"  // Clip: quoted input is cut
 #include "common/status_macros.h"
@@ -193,23 +194,22 @@ Json ToJ(const DatasetSpec& d) {
             {"seq_len", d.seq_len},
             {"final_query_only", d.final_query_only},
             {"data_seed", d.data_seed}};
-  if (d.kind == DatasetKind::kWitness) {
-    j["code_weight"] = d.code_weight;
-    j["max_overlap"] = d.max_overlap;
-    j["num_queries"] = d.num_queries;
-  }
-  if (d.kind == DatasetKind::kPool) {
-    j["weight"] = d.weight;
-    j["bernoulli_p"] = d.bernoulli_p;
-    j["pool_size"] = d.pool_size;
-    j["test_pool_share"] = d.test_pool_share;
-    j["train_size"] = d.train_size;
-    j["test_size"] = d.test_size;
-    j["hard_share"] = d.hard_share;
-    // Written only when not the default (tokens), so that a spec from before
-    // the field dumps as it did: its task key and stored results stay.
-    if (d.split != PoolSplit::kTokens) j["split"] = Name(d.split);
-  }
+  // The fields of its kind only (dataset_kinds.h), so that a spec dumps as
+  // it did before any other kind's fields existed: its task key stays.
+  const auto has = [&d](const char* field) { return DatasetKindHasField(d.kind, field); };
+  if (has("code_weight")) j["code_weight"] = d.code_weight;
+  if (has("max_overlap")) j["max_overlap"] = d.max_overlap;
+  if (has("num_queries")) j["num_queries"] = d.num_queries;
+  if (has("weight")) j["weight"] = d.weight;
+  if (has("bernoulli_p")) j["bernoulli_p"] = d.bernoulli_p;
+  if (has("pool_size")) j["pool_size"] = d.pool_size;
+  if (has("test_pool_share")) j["test_pool_share"] = d.test_pool_share;
+  if (has("train_size")) j["train_size"] = d.train_size;
+  if (has("test_size")) j["test_size"] = d.test_size;
+  if (has("hard_share")) j["hard_share"] = d.hard_share;
+  // Written only when not the default (tokens), so that a spec from before
+  // the field dumps as it did: its task key and stored results stay.
+  if (has("split") && d.split != PoolSplit::kTokens) j["split"] = Name(d.split);
   return j;
 }
 

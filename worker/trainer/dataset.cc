@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/dataset_kinds.h"
 #include "common/status_macros.h"
 #include "common/witness_code.h"
 #include "worker/trainer/rng.h"
@@ -318,23 +319,30 @@ absl::StatusOr<Dataset> BuildDataset(const DatasetSpec& spec) {
   d.m = spec.m;
   d.seq_len = spec.seq_len;
   d.final_query_only = spec.final_query_only;
-  absl::Status status = absl::InvalidArgumentError("dataset.kind is unknown");
-  switch (spec.kind) {
-    case DatasetKind::kExhaustive:
-      status = BuildExhaustive(spec, d);
-      break;
-    case DatasetKind::kWitness:
-      status = BuildWitness(spec, d);
-      break;
-    case DatasetKind::kPool:
-      status = BuildPool(spec, d);
-      break;
+  // How each kind is built; what the spec side knows of it is its row in
+  // common/spec/dataset_kinds.h. ValidateDataset refused any other kind.
+  struct Builder {
+    DatasetKind kind;
+    absl::Status (*build)(const DatasetSpec& spec, Dataset& d);
+  };
+  static constexpr Builder kBuilders[] = {
+      {DatasetKind::kExhaustive, BuildExhaustive},
+      {DatasetKind::kWitness, BuildWitness},
+      {DatasetKind::kPool, BuildPool},
+  };
+  absl::Status status = absl::InvalidArgumentError(
+      absl::StrCat("dataset.kind \"", Name(spec.kind), "\" has no builder in the trainer"));
+  for (const Builder& b : kBuilders) {
+    if (b.kind == spec.kind) status = b.build(spec, d);
   }
   if (!status.ok()) return status;
   d.facts.train_sequences = d.train.size;
   d.facts.test_sequences = d.test.size;
   d.facts.distinct_queries = DistinctScoredQueries(d);
-  if (spec.kind == DatasetKind::kWitness) d.facts.rank_upper_bound = d.facts.distinct_queries;
+  const DatasetKindRow* kind = FindDatasetKind(spec.kind);
+  if (kind != nullptr && kind->has_rank_bounds) {
+    d.facts.rank_upper_bound = d.facts.distinct_queries;
+  }
   return d;
 }
 

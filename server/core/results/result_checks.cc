@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/spec/curve.h"
+#include "common/spec/dataset_kinds.h"
 #include "common/status_macros.h"
 
 namespace ranksweep::server {
@@ -12,11 +13,6 @@ namespace {
 
 absl::Status Refuse(const std::string& field, const std::string& want, int64_t got) {
   return absl::InvalidArgumentError(absl::StrCat("result.", field, " must be ", want, ", got ", got));
-}
-
-// "exhaustive dataset, m=2, seq_len=3": what determines a size.
-std::string DatasetText(const DatasetSpec& d) {
-  return absl::StrCat(Name(d.kind), " dataset, m=", d.m, ", seq_len=", d.seq_len);
 }
 
 }  // namespace
@@ -40,58 +36,17 @@ absl::Status CheckResultAgainstTask(const SeedResult& r, const TaskSpec& task) {
     return Refuse("test.sequences", absl::StrCat("facts.test_sequences (", f.test_sequences, ")"),
                   r.test.sequences);
   }
-  // Sizes the spec determines.
-  switch (d.kind) {
-    case DatasetKind::kExhaustive: {
-      const int64_t all = int64_t{1} << (d.m * d.seq_len);  // m * seq_len <= 18
-      if (f.train_sequences != all) {
-        return Refuse("facts.train_sequences", absl::StrCat(all, " (", DatasetText(d), ")"),
-                      f.train_sequences);
-      }
-      break;
-    }
-    case DatasetKind::kWitness:
-      if (d.num_queries > 0) {
-        const int64_t n = d.num_queries;
-        if (f.train_sequences != n * (2 * n - 1)) {
-          return Refuse("facts.train_sequences",
-                        absl::StrCat(n * (2 * n - 1), " (a witness family of num_queries=", n,
-                                     ": n(2n-1))"),
-                        f.train_sequences);
-        }
-        // The queries c_i, and with every position scored the keys (the
-        // complements of the c_j) too.
-        const int64_t most = d.final_query_only ? n : 2 * n;
-        if (f.distinct_queries > most) {
-          return Refuse("facts.distinct_queries",
-                        d.final_query_only
-                            ? absl::StrCat("at most num_queries (", n, ")")
-                            : absl::StrCat("at most 2 * num_queries (", most,
-                                           ": queries and keys are scored)"),
-                        f.distinct_queries);
-        }
-      }
-      break;
-    case DatasetKind::kPool:
-      // Either split builds exactly train_size and test_size sequences.
-      if (f.train_sequences != d.train_size) {
-        return Refuse("facts.train_sequences",
-                      absl::StrCat("the task's train_size (", d.train_size, ")"),
-                      f.train_sequences);
-      }
-      if (f.test_sequences != d.test_size) {
-        return Refuse("facts.test_sequences",
-                      d.test_size == 0
-                          ? std::string("0 (the task's pool dataset has no test split)")
-                          : absl::StrCat("the task's test_size (", d.test_size, ")"),
-                      f.test_sequences);
-      }
-      break;
+  // Sizes the spec determines, by its kind (dataset_kinds.h).
+  const DatasetKindRow* kind = FindDatasetKind(d.kind);
+  if (kind == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the task's dataset.kind ", static_cast<int>(d.kind), " is unknown"));
   }
-  // Only a pool dataset has a test split.
-  if (d.kind != DatasetKind::kPool && f.test_sequences != 0) {
+  RETURN_IF_ERROR(kind->check_fact_sizes(d, f));
+  // A dataset without a test split reports none.
+  if (!kind->has_test_split(d) && f.test_sequences != 0) {
     return Refuse("facts.test_sequences",
-                  absl::StrCat("0 (the task's ", Name(d.kind), " dataset has no test split)"),
+                  absl::StrCat("0 (the task's ", kind->name, " dataset has no test split)"),
                   f.test_sequences);
   }
   // Tokens are m-bit vectors: there are at most 2^m distinct queries.
@@ -100,9 +55,10 @@ absl::Status CheckResultAgainstTask(const SeedResult& r, const TaskSpec& task) {
     return Refuse("facts.distinct_queries", absl::StrCat("at most 2^m = ", tokens),
                   f.distinct_queries);
   }
-  // The theory bounds exist for witness families only; there the upper
-  // bound is the number of distinct queries and lies above the lower.
-  if (d.kind != DatasetKind::kWitness) {
+  // The theory bounds exist for the kinds whose row says so (witness
+  // families); there the upper bound is the number of distinct queries and
+  // lies above the lower.
+  if (!kind->has_rank_bounds) {
     if (f.rank_lower_bound != 0) {
       return Refuse("facts.rank_lower_bound",
                     absl::StrCat("0 (no bound for the task's ", Name(d.kind), " dataset)"),

@@ -1,0 +1,112 @@
+// The dataset-kind registry: every kind has one row the rest of the code
+// reads, and no production file outside the registry and the trainer's
+// builders names a kind.
+#include "common/spec/dataset_kinds.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "common/spec/spec_json.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(DatasetKindsTest, EveryRowNamesItsKindAndParsesBack) {
+  ASSERT_EQ(DatasetKinds().size(), 3u);
+  for (const DatasetKindRow& row : DatasetKinds()) {
+    EXPECT_EQ(FindDatasetKind(row.kind), &row);
+    EXPECT_STREQ(Name(row.kind), row.name);
+    auto parsed = ParseDatasetKind(row.name, "dataset.kind");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, row.kind);
+    EXPECT_NE(row.validate, nullptr) << row.name;
+    EXPECT_NE(row.size, nullptr) << row.name;
+    EXPECT_NE(row.has_test_split, nullptr) << row.name;
+    EXPECT_NE(row.check_fact_sizes, nullptr) << row.name;
+  }
+  EXPECT_EQ(FindDatasetKind(static_cast<DatasetKind>(99)), nullptr);
+  EXPECT_EQ(ValidateDataset([] {
+              DatasetSpec d;
+              d.kind = static_cast<DatasetKind>(99);
+              return d;
+            }()).message(),
+            "dataset.kind must be one of exhaustive, witness, pool; got value 99");
+}
+
+TEST(DatasetKindsTest, ASpecWritesTheFieldsOfItsKindOnly) {
+  TaskSpec t;
+  t.dataset.kind = DatasetKind::kWitness;
+  t.dataset.m = 24;
+  t.dataset.code_weight = 8;
+  t.dataset.max_overlap = 4;
+  t.dataset.num_queries = 12;
+  const std::string witness = TaskSpecToJson(t);
+  EXPECT_THAT(witness, ::testing::HasSubstr("\"num_queries\":12"));
+  EXPECT_THAT(witness, ::testing::Not(::testing::HasSubstr("pool_size")));
+  EXPECT_TRUE(DatasetKindHasField(DatasetKind::kPool, "pool_size"));
+  EXPECT_FALSE(DatasetKindHasField(DatasetKind::kExhaustive, "num_queries"));
+}
+
+TEST(DatasetKindsTest, AnAxisOfAnotherKindsFieldNamesTheKindsThatHaveIt) {
+  SweepSpec s;
+  s.name = "axis";
+  s.dataset.m = 2;
+  s.dataset.seq_len = 3;
+  s.heads.push_back(HeadSpec());
+  s.ranks = {1};
+  s.seed_count = 1;
+  s.axes = {{"num_queries", {2, 3}}};
+  EXPECT_EQ(ValidateSweepSpec(s).message(),
+            "axes[0] (num_queries): dataset.num_queries needs dataset.kind \"witness\", got "
+            "\"exhaustive\"");
+}
+
+TEST(DatasetKindsTest, TheFactSizesOfEachKindAreItsRows) {
+  DatasetSpec pool;
+  pool.kind = DatasetKind::kPool;
+  pool.train_size = 20;
+  pool.test_size = 8;
+  DatasetFacts f;
+  f.train_sequences = 20;
+  f.test_sequences = 9;
+  EXPECT_EQ(FindDatasetKind(pool.kind)->check_fact_sizes(pool, f).message(),
+            "result.facts.test_sequences must be the task's test_size (8), got 9");
+  f.test_sequences = 8;
+  EXPECT_TRUE(FindDatasetKind(pool.kind)->check_fact_sizes(pool, f).ok());
+  EXPECT_TRUE(FindDatasetKind(pool.kind)->has_test_split(pool));
+  pool.test_size = 0;
+  EXPECT_FALSE(FindDatasetKind(pool.kind)->has_test_split(pool));
+}
+
+// The recipe in docs/ARCHITECTURE.md ("How to add a dataset kind") holds:
+// outside the registry, the enum and the trainer's builders, no production
+// file names a kind.
+TEST(DatasetKindsTest, OnlyTheRegistryTheEnumAndTheBuildersNameAKind) {
+  const fs::path root(RANKSWEEP_SOURCE_DIR);
+  std::set<std::string> naming;
+  for (const char* dir : {"common", "client", "server", "worker", "proto"}) {
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(root / dir)) {
+      const std::string name = e.path().filename().string();
+      if (!e.is_regular_file() || name.find("_test") != std::string::npos) continue;
+      if (e.path().extension() != ".cc" && e.path().extension() != ".h") continue;
+      std::ifstream in(e.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      if (text.str().find("DatasetKind::k") != std::string::npos) {
+        naming.insert(fs::relative(e.path(), root).string());
+      }
+    }
+  }
+  EXPECT_EQ(naming, (std::set<std::string>{"common/spec/dataset_kinds.cc", "common/spec/spec.h",
+                                           "worker/trainer/dataset.cc"}));
+}
+
+}  // namespace
+}  // namespace ranksweep
