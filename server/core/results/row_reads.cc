@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/core/results/packed_row.h"
 #include "server/core/sql_columns.h"
 
 namespace ranksweep::server::result_reads {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/core/results/packed_row.h"
 #include "server/core/results/result_queries.h"
 #include "server/core/results/result_schema.h"
 #include "server/core/sqlite.h"
