@@ -3,6 +3,8 @@
 // no Bind(1, ...) in server/. The only numbered parameters are those of the
 // column lists generated from the result schema (result_schema.h), bound
 // by index constants, never by a literal.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -49,7 +51,8 @@ TEST(NamedBindsTest, NoHandWrittenStatementInTheServerNumbersItsParameters) {
 }
 
 TEST(NamedBindsTest, TheCheckFindsANumberedParameter) {
-  const fs::path file = fs::temp_directory_path() / "named_binds_probe.cc";
+  const fs::path file = fs::temp_directory_path() /
+                        ("named-binds-probe-" + std::to_string(::getpid()));
   {
     std::ofstream out(file);
     out << "q.Prepare(\"SELECT 1 FROM sweeps WHERE id = ?1\");\n"
