@@ -1,3 +1,6 @@
+// `ranksweep plot`'s figure drawn (plot.h): the SVG of the rank plot from
+// its layout (plot_layout.cc), the seeds' means, 95% bands and points per
+// head, and the subtitle, criterion and seed counts its callers put on it.
 #include "client/plot.h"
 
 #include <algorithm>
@@ -10,38 +13,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/status_macros.h"
-#include "absl/strings/str_split.h"
+#include "client/plot_internal.h"
 
 namespace ranksweep::client {
-
-std::string SvgEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string SvgNum(double v) { return absl::StrFormat("%.1f", v); }
-
 namespace {
+
+using plot_internal::FontScale;
+using plot_internal::GroupValues;
+using plot_internal::kCaptionFontSize;
+using plot_internal::kFontSize;
+using plot_internal::kLegendFontSize;
+using plot_internal::kNoteFontSize;
+using plot_internal::RankRuns;
+using plot_internal::Values;
 
 // A few pixels of sideways jitter, the same for the same (head, seed).
 double Jitter(int head_index, uint64_t seed) {
   const uint64_t h = (seed * 2654435761u + static_cast<uint64_t>(head_index) * 40503u) % 9;
   return (static_cast<double>(h) - 4.0) * 1.5;
 }
-
-}  // namespace
-
-namespace {
 
 // Two-sided 95% quantiles of Student's t for df = 1..30; 1.96 beyond (the
 // plot's band, not a test statistic: the summary's numbers come from the
@@ -55,139 +45,16 @@ double TQuantile975(size_t df) {
   return df <= std::size(kT975) ? kT975[df - 1] : 1.96;
 }
 
-// Per head: the seeds' values at each rank (rank 0 for a rank-less head).
-using Values = std::map<int, std::map<int, std::vector<double>>>;
-
-Values GroupValues(const PlotInput& input) {
-  std::map<int, bool> has_rank;
-  for (const PlotHead& h : input.heads) has_rank[h.head_index] = h.has_rank;
-  Values values;
-  for (const PlotPoint& p : input.points) {
-    auto it = has_rank.find(p.head_index);
-    if (it == has_rank.end() || (it->second && p.rank <= 0)) continue;
-    values[p.head_index][it->second ? p.rank : 0].push_back(p.value);
-  }
-  return values;
-}
-
-// The ranks a head swept, ascending: its sweep's, else those of its points.
-std::vector<int> SweptRanks(const PlotHead& h, const Values& values) {
-  std::set<int> ranks;
-  for (int r : h.ranks) {
-    if (r > 0) ranks.insert(r);
-  }
-  if (ranks.empty()) {
-    auto it = values.find(h.head_index);
-    if (it != values.end()) {
-      for (const auto& [rank, v] : it->second) ranks.insert(rank);
-    }
-  }
-  return {ranks.begin(), ranks.end()};
-}
-
-// The runs of a ranked head's swept ranks with data, joined where adjacent;
-// a swept rank without data, or a skipped power of two, ends a run. Two
-// runs are joined by a dotted gap.
-std::vector<std::vector<int>> RankRuns(const PlotHead& h, const Values& values) {
-  std::vector<std::vector<int>> runs;
-  auto it = values.find(h.head_index);
-  if (!h.has_rank || it == values.end()) return runs;
-  int previous = 0;
-  for (int r : SweptRanks(h, values)) {
-    if (it->second.count(r) == 0) {
-      previous = 0;
-      continue;
-    }
-    if (previous > 0 && r <= 2 * previous) {
-      runs.back().push_back(r);
-    } else {
-      runs.push_back({r});
-    }
-    previous = r;
-  }
-  return runs;
-}
-
 double Mean(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
   return v.empty() ? 0 : sum / static_cast<double>(v.size());
 }
 
-constexpr double kFontSize = 13;
-constexpr double kLegendFontSize = 12;
-constexpr double kCaptionFontSize = 12;
-constexpr double kNoteFontSize = 11;
-
-// Text sizes relative to the default 13 px (PlotInput::font_size).
-double FontScale(const PlotInput& input) {
-  const double f = input.font_size;
-  return f >= kMinPlotFontSize && f <= kMaxPlotFontSize ? f / kFontSize : 1.0;
-}
-
 // A font size as an attribute: "12", "15.7".
 std::string FontNum(double v) { return absl::StrCat(std::round(v * 10) / 10); }
 
 }  // namespace
-
-PlotStyle PlotStyleOf(size_t line) {
-  // Okabe-Ito, without its yellow.
-  static constexpr const char* kColors[kPlotColors] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                                       "#56B4E9", "#E69F00", "#000000"};
-  // Solid, dash-dot, short dashes, dash-dot-dot: none is the rank-less
-  // reference line's 10,5 or a gap's 1,4.
-  static constexpr const char* kDashes[4] = {"", "7,2,1.5,2", "3,2", "7,2,1.5,2,1.5,2"};
-  // Past the palette, dash and marker change together for the second to
-  // fourth round (a = 0) and then shift against each other, so each of
-  // the 16 (dash, marker) pairs comes once per colour.
-  const size_t round = (line / kPlotColors) % 16;
-  const size_t a = round / 4, b = round % 4;
-  return {kColors[line % kPlotColors], kDashes[b], static_cast<int>((a + b) % 4)};
-}
-
-std::string PlotMarkerSvg(int shape, const char* cls, double x, double y, double r,
-                          const std::string& attributes) {
-  switch (shape) {
-    case 1: {  // a square of the circle's area
-      const double h = r * 0.886;
-      return absl::StrCat("<rect class=\"", cls, "\" x=\"", SvgNum(x - h), "\" y=\"",
-                          SvgNum(y - h), "\" width=\"", SvgNum(2 * h), "\" height=\"",
-                          SvgNum(2 * h), "\" ", attributes, "/>\n");
-    }
-    case 2: {  // a triangle, point up
-      const double h = r * 1.2;
-      return absl::StrCat("<path class=\"", cls, "\" d=\"M", SvgNum(x), ",", SvgNum(y - h), " L",
-                          SvgNum(x + h * 0.866), ",", SvgNum(y + h * 0.5), " L",
-                          SvgNum(x - h * 0.866), ",", SvgNum(y + h * 0.5), " Z\" ", attributes,
-                          "/>\n");
-    }
-    case 3: {  // a diamond
-      const double h = r * 1.15;
-      return absl::StrCat("<path class=\"", cls, "\" d=\"M", SvgNum(x), ",", SvgNum(y - h), " L",
-                          SvgNum(x + h), ",", SvgNum(y), " L", SvgNum(x), ",", SvgNum(y + h),
-                          " L", SvgNum(x - h), ",", SvgNum(y), " Z\" ", attributes, "/>\n");
-    }
-    default:
-      return absl::StrCat("<circle class=\"", cls, "\" cx=\"", SvgNum(x), "\" cy=\"", SvgNum(y),
-                          "\" r=\"", absl::StrCat(r), "\" ", attributes, "/>\n");
-  }
-}
-
-bool PlotBox::Overlaps(const PlotBox& o) const {
-  return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1;
-}
-
-bool PlotBox::Inside(const PlotBox& o) const {
-  return x0 >= o.x0 && x1 <= o.x1 && y0 >= o.y0 && y1 <= o.y1;
-}
-
-double EstimateTextWidth(const std::string& text, double font_size) {
-  // 0.62 em per character is above the average advance of common sans-serif
-  // faces (0.5-0.56 em), so a box estimated here contains the drawn text.
-  double chars = 0;
-  for (unsigned char c : text) chars += (c & 0xC0) == 0x80 ? 0 : 1;  // UTF-8 lead bytes
-  return chars * 0.62 * font_size;
-}
 
 double MeanCi95(const std::vector<double>& values) {
   const size_t n = values.size();
@@ -197,244 +64,6 @@ double MeanCi95(const std::vector<double>& values) {
   for (double x : values) ss += (x - mean) * (x - mean);
   const double sd = std::sqrt(ss / static_cast<double>(n - 1));
   return TQuantile975(n - 1) * sd / std::sqrt(static_cast<double>(n));
-}
-
-double PlotLayout::XForLog2(double log2_rank) const {
-  return left + (log2_rank - log2_min) / (log2_max - log2_min) * (right - left);
-}
-
-double PlotLayout::XForRank(double rank) const { return XForLog2(std::log2(rank)); }
-
-double PlotLayout::YForValue(double value) const {
-  constexpr double kLo = -0.03, kHi = 1.03;
-  return bottom - (value - kLo) / (kHi - kLo) * (bottom - top);
-}
-
-PlotLayout ComputePlotLayout(const PlotInput& input) {
-  PlotLayout l;
-  const Values values = GroupValues(input);
-  // Text sizes and the offsets that hold text scale with the font size;
-  // marks do not.
-  const double k = FontScale(input);
-  const double font = kFontSize * k, legend_font = kLegendFontSize * k,
-               note_font = kNoteFontSize * k, caption_font = kCaptionFontSize * k;
-  l.left = 70 * k;
-  l.top = input.show_title ? 70 * k : 20 * k;
-  std::set<int> ticks;
-  for (const PlotHead& h : input.heads) {
-    if (!h.has_rank) {
-      l.has_no_rank_column = true;
-      continue;
-    }
-    for (int r : SweptRanks(h, values)) ticks.insert(r);
-  }
-  l.tick_ranks.assign(ticks.begin(), ticks.end());
-  double lo = INFINITY, hi = -INFINITY;
-  auto cover = [&](double rank) {
-    if (rank <= 0) return;
-    lo = std::min(lo, std::log2(rank));
-    hi = std::max(hi, std::log2(rank));
-  };
-  for (int r : l.tick_ranks) cover(r);
-  for (const PlotBound& b : input.bounds) cover(static_cast<double>(b.rank));
-  if (!std::isfinite(lo)) {
-    lo = 0;
-    hi = 1;
-  }
-  l.log2_min = lo - 0.5;
-  l.log2_max = hi + 0.5;
-  if (l.has_no_rank_column) {
-    l.no_rank_log2 = hi + 1.0;
-    l.log2_max = hi + 1.5;
-  }
-
-  // The legend's text: one row per head, then the key to the marks; its
-  // widest row decides where the plot area ends.
-  std::vector<std::pair<std::string, bool>> legend_rows;  // text, is a note
-  for (const PlotHead& h : input.heads) legend_rows.emplace_back(h.label, false);
-  // The key to the dotted line only when some line has a gap to dot; the
-  // band's says from how many seeds it is drawn.
-  legend_rows.emplace_back("marker: mean over seeds", true);
-  legend_rows.emplace_back(input.all_bands ? "band: 95% interval of the mean"
-                                           : absl::StrCat("band: 95% CI of the mean, ",
-                                                          kMinSeedsForBand, "+ seeds"),
-                           true);
-  legend_rows.emplace_back("dots: one per seed", true);
-  if (std::any_of(input.heads.begin(), input.heads.end(),
-                  [&](const PlotHead& h) { return RankRuns(h, values).size() > 1; })) {
-    legend_rows.emplace_back("dotted: ranks not swept", true);
-  }
-  double widest = 0;
-  for (const auto& [text, note] : legend_rows) {
-    widest = std::max(widest, note ? EstimateTextWidth(text, note_font)
-                                   : 34 + EstimateTextWidth(text, legend_font));
-  }
-  // The legend is 24 px right of the plot area, 6 px of margin around its
-  // rows, the figure 16 px wider than the legend.
-  if (input.width > 0) {
-    l.width = input.width;
-    l.right = l.width - 46 - widest;
-  } else {
-    l.right = l.left + 620;
-    l.width = std::max(l.left + 830, std::ceil(l.right + 46 + widest));
-  }
-
-  // The caption, each line broken at spaces to fit the figure's width.
-  std::vector<std::string> caption_lines;
-  const double caption_width = l.width - l.left - 16;
-  if (input.show_caption) {
-    for (const std::string& line : input.caption) {
-      std::string current;
-      const std::vector<std::string> words = absl::StrSplit(line, ' ');
-      for (const std::string& word : words) {
-        const std::string longer = current.empty() ? word : absl::StrCat(current, " ", word);
-        if (!current.empty() && EstimateTextWidth(longer, caption_font) > caption_width) {
-          caption_lines.push_back(current);
-          current = word;
-        } else {
-          current = longer;
-        }
-      }
-      caption_lines.push_back(current);
-    }
-  }
-  // Under the plot area: tick labels, the x label at 42 px, then the
-  // caption from 66 px, 16 px a line.
-  const double footer = input.show_caption
-                            ? (72 + 16 * static_cast<double>(caption_lines.size())) * k
-                            : 50 * k;
-  l.bottom = input.height > 0 ? input.height - footer : l.top + 400;
-
-  // Tick labels under the axis, left to right; one that would touch the
-  // previous label is left out (its tick stays).
-  double last_end = -INFINITY;
-  for (int r : l.tick_ranks) {
-    PlotLabel t;
-    t.text = absl::StrCat(r);
-    t.x = l.XForRank(r);
-    t.y = l.bottom + 18 * k;
-    const double w = EstimateTextWidth(t.text, font);
-    t.box = {t.x - w / 2, t.y - font, t.x + w / 2, t.y + 3 * k};
-    if (t.box.x0 < last_end + 4) continue;
-    last_end = t.box.x1;
-    l.tick_labels.push_back(std::move(t));
-  }
-
-  // Bound labels: inside the top of the plot area, right of their line (left
-  // of it when they would cross the right edge), each in the first row where
-  // it touches no label already placed.
-  std::vector<PlotBound> bounds = input.bounds;
-  std::sort(bounds.begin(), bounds.end(),
-            [](const PlotBound& a, const PlotBound& b) { return a.rank < b.rank; });
-  std::set<std::pair<int64_t, std::string>> seen;
-  for (const PlotBound& b : bounds) {
-    if (b.rank <= 0 || !seen.insert({b.rank, b.label}).second) continue;
-    PlotLabel label;
-    label.text = b.label;
-    const double x = l.XForRank(static_cast<double>(b.rank));
-    const double w = EstimateTextWidth(b.label, font);
-    label.anchor_end = x + 4 + w > l.right - 2;
-    label.x = label.anchor_end ? x - 4 : x + 4;
-    double x0 = label.anchor_end ? label.x - w : label.x;
-    // A plot area too narrow for the label on either side of its line (a
-    // small --size, a large --font-size): slid inside, on its white ground.
-    if (x0 < l.left + 2) {
-      x0 = std::min(l.left + 2, l.right - 2 - w);
-      label.x = label.anchor_end ? x0 + w : x0;
-    }
-    for (int row = 0;; ++row) {
-      label.y = l.top + (16 + 17 * row) * k;
-      label.box = {x0 - 2, label.y - font, x0 + w + 2, label.y + 4 * k};
-      bool clear = true;
-      for (const PlotLabel& other : l.bound_labels) clear &= !other.box.Overlaps(label.box);
-      if (clear) break;
-    }
-    l.bound_labels.push_back(std::move(label));
-  }
-
-  // The legend: right of the plot area, one row per head, then the key.
-  const double lx = l.right + 24;
-  double y = l.top + 10 * k;
-  for (const auto& [text, note] : legend_rows) {
-    PlotLabel label;
-    label.text = text;
-    if (note) {
-      label.x = lx;
-      label.y = y + 8 * k;
-      label.box = {lx, label.y - note_font, lx + EstimateTextWidth(text, note_font),
-                   label.y + 3 * k};
-      y += 15 * k;
-    } else {
-      label.x = lx + 34;
-      label.y = y + 4 * k;
-      label.box = {label.x, label.y - legend_font,
-                   label.x + EstimateTextWidth(text, legend_font), label.y + 4 * k};
-      y += 22 * k;
-    }
-    l.legend_labels.push_back(std::move(label));
-  }
-  l.legend = {lx - 6, l.top, lx + widest + 6, std::max(y + 8 * k, l.top + 20 * k)};
-
-  double cy = l.bottom + 66 * k;
-  for (const std::string& text : caption_lines) {
-    PlotLabel label;
-    label.text = text;
-    label.x = l.left;
-    label.y = cy;
-    label.box = {l.left, cy - caption_font, l.left + EstimateTextWidth(text, caption_font),
-                 cy + 4 * k};
-    l.caption_labels.push_back(std::move(label));
-    cy += 16 * k;
-  }
-  l.height = input.height > 0 ? input.height
-                              : std::max(l.bottom + footer, std::ceil(l.legend.y1 + 16));
-  return l;
-}
-
-absl::Status CheckPlotRanges(const PlotInput& input) {
-  if (!(input.font_size >= kMinPlotFontSize && input.font_size <= kMaxPlotFontSize)) {
-    return absl::InvalidArgumentError(absl::StrCat("--font-size: ", input.font_size,
-                                                   " is out of range; use ", kMinPlotFontSize,
-                                                   " to ", kMaxPlotFontSize, " (px)"));
-  }
-  for (const auto& [name, v] : {std::pair<const char*, int>{"width", input.width},
-                                {"height", input.height}}) {
-    if (v != 0 && (v < kMinPlotSize || v > kMaxPlotSize)) {
-      return absl::InvalidArgumentError(absl::StrCat("--size: the ", name, " ", v,
-                                                     " is out of range; use ", kMinPlotSize,
-                                                     " to ", kMaxPlotSize, " (px)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckPlotInput(const PlotInput& input) {
-  RETURN_IF_ERROR(CheckPlotRanges(input));
-  const PlotLayout l = ComputePlotLayout(input);
-  if (input.width > 0 && l.right - l.left < kMinPlotAreaWidth) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--size: a width of ", input.width, " px leaves the plot area ",
-        static_cast<int>(std::floor(std::max(0.0, l.right - l.left))),
-        " px wide beside the legend (at least ",
-        kMinPlotAreaWidth, " px); use a width of at least ",
-        static_cast<int>(std::ceil(input.width + kMinPlotAreaWidth - (l.right - l.left))),
-        " or a smaller --font-size"));
-  }
-  if (input.height > 0) {
-    // The legend, as high as its rows, must fit as well as the plot area.
-    const double need = std::max(kMinPlotAreaHeight - (l.bottom - l.top),
-                                 std::ceil(l.legend.y1 + 16) - l.height);
-    if (need > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--size: a height of ", input.height, " px leaves the plot area ",
-          static_cast<int>(std::floor(std::max(0.0, l.bottom - l.top))),
-          " px high with the title, caption and legend (at least ", kMinPlotAreaHeight,
-          " px, and room for the legend); use a height of at least ",
-          static_cast<int>(std::ceil(input.height + need)),
-          ", --no-title, --no-caption or a smaller --font-size"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 std::string RenderPlotSvg(const PlotInput& input) {

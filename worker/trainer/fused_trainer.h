@@ -23,7 +23,7 @@
 #include "common/spec/spec.h"
 #include "worker/trainer/dataset.h"
 #include "worker/trainer/heads.h"
-#include "worker/trainer/trainer.h"
+#include "worker/trainer/run_options.h"
 
 namespace ranksweep::trainer {
 

@@ -1,5 +1,5 @@
 // Small float helpers shared by the written-out CPU loops
-// (short_attention.cc, token_kernel.cc). Always inlined, so that each
+// (short_attention.cc, token_kernel*.cc). Always inlined, so that each
 // instruction-set clone of a calling loop compiles them for its own
 // instruction set.
 //

@@ -16,24 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/spec/spec.h"
+#include "worker/trainer/run_options.h"  // RunOptions
 
 namespace ranksweep::trainer {
-
-struct RunOptions {
-  // "cpu", "cuda", "cuda:N" or "auto" (CUDA when the linked LibTorch has it
-  // and a device is present, else CPU).
-  std::string device = "auto";
-  // Polled after every training step; when it returns true the run stops
-  // and RunTask returns kCancelled. Called on the training thread, so it
-  // must be cheap (an atomic load). May be empty.
-  std::function<bool()> should_stop;
-  // Called after each evaluation with steps done so far. May be empty.
-  std::function<void(int64_t steps)> on_progress;
-  // Called after each evaluation with its step and each seed's training
-  // error there (TaskSpec::seeds order); a seed that stopped early keeps the
-  // error of its last evaluation. May be empty. Recipe pruning reads it.
-  std::function<void(int64_t step, const std::vector<double>& train_error)> on_eval;
-};
 
 struct TaskResult {
   std::vector<SeedResult> seeds;  // one per TaskSpec::seeds, same order
