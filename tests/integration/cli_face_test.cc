@@ -234,7 +234,7 @@ TEST_F(CliFaceTest, TrainAndTheBenchmarksTakeFlagsAsTheDaemonsDo) {
   r = Run({RANKSWEEP_TRAIN_BIN, "--head=kernl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "ranksweep-train: --head must be one of kernel, softmax, signed_kernel, "
-                   "multihead_kernel; got \"kernl\"\n");
+                   "multihead_kernel; got \"kernl\"; did you mean \"kernel\"?\n");
   r = Run({RANKSWEEP_TRAIN_BIN, "--feature_mapp=elu1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "ranksweep-train: unknown flag --feature-mapp; did you mean "

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -36,6 +37,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/did_you_mean.h"
 #include "common/exit_codes.h"
 #include "common/flag_help.h"
 #include "common/flag_names.h"
@@ -187,6 +190,17 @@ std::vector<FlagRange> Ranges() {
   };
 }
 
+// An enum parser's error ("--head must be one of kernel, softmax, ...; got
+// \"kernl\"") with the nearest name, as the CLI says it (client/hints.h).
+absl::Status WithEnumSuggestion(const absl::Status& status) {
+  static const std::regex kEnumError("must be one of ([^;]+); got \"([^\"]*)\"$");
+  const std::string message(status.message());
+  std::smatch m;
+  if (!std::regex_search(message, m, kEnumError)) return status;
+  const std::vector<std::string> choices = absl::StrSplit(m[1].str(), ", ");
+  return absl::InvalidArgumentError(message + DidYouMeanSuffix(m[2].str(), choices));
+}
+
 // `t` with each task flag in `given` set from its flag (the others keep
 // their value from --spec or the defaults). The ranges were checked
 // before parsing; enum names are checked here, under the flag's name.
@@ -194,9 +208,11 @@ absl::Status ApplyTaskFlags(const std::set<std::string>& given, TaskSpec& t) {
   auto has = [&given](const char* name) { return given.count(name) > 0; };
 #define RS_SET(name, field) \
   if (has(#name)) t.field = absl::GetFlag(FLAGS_##name)
-#define RS_ENUM(name, field, parser)                                                     \
-  if (has(#name)) {                                                                      \
-    ASSIGN_OR_RETURN(t.field, parser(absl::GetFlag(FLAGS_##name), "--" + DashFlagName(#name))); \
+#define RS_ENUM(name, field, parser)                                                  \
+  if (has(#name)) {                                                                   \
+    auto parsed = parser(absl::GetFlag(FLAGS_##name), "--" + DashFlagName(#name));    \
+    if (!parsed.ok()) return WithEnumSuggestion(parsed.status());                     \
+    t.field = *parsed;                                                                \
   }
   RS_ENUM(dataset, dataset.kind, ParseDatasetKind);
   RS_SET(m, dataset.m);
