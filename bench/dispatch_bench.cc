@@ -2,13 +2,13 @@
 // SQLite file.
 //
 //   dispatch: W concurrent fake workers (one channel each) acquire
-//             K tasks of up to S seeds each (--tasks_per_call,
-//             --seeds_per_task; both default 1, the worst case; the real
+//             K tasks of up to S seeds each (--tasks-per-call,
+//             --seeds-per-task; both default 1, the worst case; the real
 //             worker asks for one task per free slot and up to 64 seeds) and
 //             complete them in one CompleteTasks call with synthetic
 //             results. That call also leases the next K tasks (`next`), as
 //             the worker agent does, so a cycle is one call; with
-//             --next_in_complete=0 every cycle is an AcquireTasks call and a
+//             --next-in-complete=false every cycle is an AcquireTasks call and a
 //             CompleteTasks call, and the latencies are AcquireTasks'. cells/s is
 //             completed-and-durable cells (one seed of one (head, rank): one
 //             trained model, what an Optuna trial is) per wall second, with
@@ -31,7 +31,7 @@
 //             cores as the server's, and the threaded client's costs about
 //             half as much again per cell.
 //   paced:    the same workers, each pausing between cycles so that all of
-//             them together offer --paced_tasks_per_second (default 500)
+//             them together offer --paced-tasks-per-second (default 500)
 //             evenly spaced one-task cycles, each an AcquireTasks call and
 //             a CompleteTasks call (worker i starts i/W of a period
 //             after worker 0): acquire latency when the coordinator is not
@@ -39,7 +39,7 @@
 //             others, so its latency is mostly queueing: workers / rate).
 //   query:    QueryResults latency on a sweep of Q result rows, median of
 //             several runs: per-seed rows in one reply (page_size 0); in
-//             pages of --page_size rows (the CLI's 10,000), the first page
+//             pages of --page-size rows (the CLI's 10,000), the first page
 //             and all of them; and grouped by (head, rank). Its floor, in
 //             the same run: the same rows read straight from the database
 //             file by the bench itself (no coordinator, no gRPC), from
@@ -48,6 +48,10 @@
 // It starts its own ranksweepd (temporary database, port 0). The peer
 // (Optuna with SQLite storage running no-op trials) is run by
 // bench/run_dispatch_bench, which prints the ratio.
+//
+// Flags are Abseil flags, parsed as ranksweepd's are (common/flag_help.h):
+// dashes or the older underscores, --help, "did you mean", a bad value
+// refused with its range (exit 1); a failed run exits 5.
 #include <google/protobuf/arena.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -61,20 +65,49 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/flags/flag.h"
+#include "absl/flags/usage.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "common/exit_codes.h"
+#include "common/flag_help.h"
 #include "common/subprocess.h"
 #include "common/temp_dir.h"
 #include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "sqlite3.h"
+
+ABSL_FLAG(std::string, ranksweepd, "", "The ranksweepd binary to start (required)");
+ABSL_FLAG(int, workers, 64, "Concurrent fake workers, one channel each, 1..4096");
+ABSL_FLAG(int, cells, 20000, "Cells of the dispatch phase, 1..327680");
+ABSL_FLAG(int, query_rows, 100000, "Result rows of the query phase, 0..327680; 0 = no query phase");
+ABSL_FLAG(int, query_runs, 5, "Runs of each query, the median reported, 1..1000");
+ABSL_FLAG(int, tasks_per_call, 1, "Tasks a fake worker asks for per call, 1..64");
+ABSL_FLAG(int, seeds_per_task, 1, "Seeds (cells) per task, 1..1024");
+ABSL_FLAG(int, paced_tasks_per_second, 500,
+          "One-task cycles per second all workers offer in the paced phase, 0..1000000; 0 = no "
+          "paced phase");
+ABSL_FLAG(int, paced_tasks, 5000, "Tasks of the paced phase, 0..327680; 0 = no paced phase");
+ABSL_FLAG(int, page_size, 10000, "Rows per page of the paged queries, 0..1000000 (the CLI's 10000)");
+ABSL_FLAG(int, watchers, 0, "WatchSweep streams on the dispatch sweep, 0..1000");
+ABSL_FLAG(bool, next_in_complete, true,
+          "The dispatch phase's CompleteTasks call leases the next tasks (false: a separate "
+          "AcquireTasks call per cycle)");
+ABSL_FLAG(std::string, client, "callback",
+          "callback: gRPC's callback API drives the workers; threads: a thread per worker "
+          "making blocking calls");
+ABSL_FLAG(int, curve_points, 0,
+          "Evaluations of the learning curve each result carries, 0..80 (2,000 steps at "
+          "eval_every 25); 0 = none");
 
 namespace {
 
@@ -102,50 +135,52 @@ struct Flags {
   int curve_points = 0;
 };
 
-// Set from --curve_points before any result is made.
+// Set from --curve-points before any result is made.
 int g_curve_points = 0;
 
+// The flags, parsed as ranksweepd parses its own; exits on --help (0) or a
+// usage error (kExitUsage).
 Flags ParseFlags(int argc, char** argv) {
-  Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      std::string prefix = std::string("--") + name + "=";
-      return a.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
-    };
-    if (const char* v = value("ranksweepd")) f.ranksweepd = v;
-    else if (const char* v = value("workers")) f.workers = std::atoi(v);
-    else if (const char* v = value("cells")) f.cells = std::atoi(v);
-    else if (const char* v = value("query_rows")) f.query_rows = std::atoi(v);
-    else if (const char* v = value("query_runs")) f.query_runs = std::atoi(v);
-    else if (const char* v = value("tasks_per_call")) f.tasks_per_call = std::atoi(v);
-    else if (const char* v = value("seeds_per_task")) f.seeds_per_task = std::atoi(v);
-    else if (const char* v = value("paced_tasks_per_second")) {
-      f.paced_tasks_per_second = std::atoi(v);
-    } else if (const char* v = value("paced_tasks")) f.paced_tasks = std::atoi(v);
-    else if (const char* v = value("page_size")) f.page_size = std::atoi(v);
-    else if (const char* v = value("watchers")) f.watchers = std::atoi(v);
-    else if (const char* v = value("curve_points")) f.curve_points = std::atoi(v);
-    else if (const char* v = value("next_in_complete")) f.next_in_complete = std::atoi(v) != 0;
-    else if (const char* v = value("client")) {
-      if (std::string(v) != "callback" && std::string(v) != "threads") {
-        std::fprintf(stderr, "--client: must be callback or threads, got %s\n", v);
-        std::exit(2);
-      }
-      f.callback_client = std::string(v) == "callback";
-    } else {
-      std::fprintf(stderr,
-                   "usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
-                   "[--query_rows=100000] [--query_runs=5] [--tasks_per_call=1] [--seeds_per_task=1] "
-                   "[--paced_tasks_per_second=500] [--paced_tasks=5000] [--page_size=10000] "
-                   "[--watchers=0] [--next_in_complete=1] [--client=callback|threads] "
-                   "[--curve_points=0 (1..80)]\n");
-      std::exit(2);
-    }
+  absl::SetProgramUsageMessage(
+      "coordinator throughput and query latency through real gRPC and a real SQLite file.\n"
+      "Usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
+      "[--tasks-per-call=1] [--seeds-per-task=1] [--query-rows=100000] [--paced-tasks=5000] "
+      "[--watchers=0] [--client=callback|threads] ...");
+  const std::vector<ranksweep::FlagRange> ranges = {
+      {"workers", 1, 4096},      {"cells", 1, 327680},
+      {"query_rows", 0, 327680}, {"query_runs", 1, 1000},
+      {"tasks_per_call", 1, 64}, {"seeds_per_task", 1, 1024},
+      {"paced_tasks_per_second", 0, 1000000}, {"paced_tasks", 0, 327680},
+      {"page_size", 0, 1000000}, {"watchers", 0, 1000},
+      {"curve_points", 0, 80}};
+  if (std::optional<int> code = ranksweep::ParseFlagsOnly(
+          argc, argv, "dispatch_bench", "bench/dispatch_bench.cc", ranges, std::cout, std::cerr)) {
+    std::exit(*code);
   }
+  Flags f;
+  f.ranksweepd = absl::GetFlag(FLAGS_ranksweepd);
+  f.workers = absl::GetFlag(FLAGS_workers);
+  f.cells = absl::GetFlag(FLAGS_cells);
+  f.query_rows = absl::GetFlag(FLAGS_query_rows);
+  f.query_runs = absl::GetFlag(FLAGS_query_runs);
+  f.tasks_per_call = absl::GetFlag(FLAGS_tasks_per_call);
+  f.seeds_per_task = absl::GetFlag(FLAGS_seeds_per_task);
+  f.paced_tasks_per_second = absl::GetFlag(FLAGS_paced_tasks_per_second);
+  f.paced_tasks = absl::GetFlag(FLAGS_paced_tasks);
+  f.page_size = absl::GetFlag(FLAGS_page_size);
+  f.watchers = absl::GetFlag(FLAGS_watchers);
+  f.curve_points = absl::GetFlag(FLAGS_curve_points);
+  f.next_in_complete = absl::GetFlag(FLAGS_next_in_complete);
+  const std::string client = absl::GetFlag(FLAGS_client);
+  if (client != "callback" && client != "threads") {
+    std::fprintf(stderr, "dispatch_bench: --client must be callback or threads, got \"%s\"\n",
+                 client.c_str());
+    std::exit(ranksweep::kExitUsage);
+  }
+  f.callback_client = client == "callback";
   if (f.ranksweepd.empty()) {
-    std::fprintf(stderr, "--ranksweepd is required\n");
-    std::exit(2);
+    std::fprintf(stderr, "dispatch_bench: --ranksweepd=PATH is required (dispatch_bench --help)\n");
+    std::exit(ranksweep::kExitUsage);
   }
   return f;
 }
@@ -169,7 +204,7 @@ ranksweep::subprocess::Process* g_server = nullptr;
 
 [[noreturn]] void Fail() {
   if (g_server != nullptr) g_server->Signal(SIGKILL);
-  std::exit(1);
+  std::exit(ranksweep::kExitFailure);
 }
 
 void Check(const grpc::Status& s, const char* what) {
@@ -179,26 +214,32 @@ void Check(const grpc::Status& s, const char* what) {
   }
 }
 
-// A sweep of exactly `cells` cells: kernel heads (one per feature map, up
-// to 5) x ranks 1..R (R <= 64) x seeds (<= 1024), the sweep limits.
+// `cells` as heads x ranks x seeds within the sweep limits: kernel heads
+// (one per feature map, up to 5) x ranks 1..R (R <= 64) x seeds (<= 1024);
+// false when no product makes it.
+bool SplitCells(int cells, int* heads, int* ranks, int* seeds) {
+  for (int h = 1; h <= 5; ++h) {
+    for (int r = 64; r >= 1; --r) {
+      if (cells % (h * r) == 0 && cells / (h * r) <= 1024) {
+        *heads = h;
+        *ranks = r;
+        *seeds = cells / (h * r);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// A sweep of exactly `cells` cells (SplitCells, checked with the flags).
 std::string Submit(v1::SweepService::Stub& stub, const std::string& name, int cells) {
   const v1::FeatureMap kMaps[] = {v1::FEATURE_MAP_ELU1, v1::FEATURE_MAP_SOFTPLUS,
                                   v1::FEATURE_MAP_EXP, v1::FEATURE_MAP_RELU_EPS,
                                   v1::FEATURE_MAP_FAVOR};
   int heads = 0, ranks = 0, seeds = 0;
-  for (int h = 1; h <= 5 && heads == 0; ++h) {
-    for (int r = 64; r >= 1; --r) {
-      if (cells % (h * r) == 0 && cells / (h * r) <= 1024) {
-        heads = h;
-        ranks = r;
-        seeds = cells / (h * r);
-        break;
-      }
-    }
-  }
-  if (heads == 0) {
+  if (!SplitCells(cells, &heads, &ranks, &seeds)) {
     std::fprintf(stderr, "cannot split %d cells into heads x ranks x seeds within limits\n", cells);
-    std::exit(2);
+    Fail();
   }
   v1::SubmitSweepRequest req;
   v1::SweepSpec* spec = req.mutable_spec();
@@ -618,10 +659,23 @@ QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, i
 
 int main(int argc, char** argv) {
   Flags flags = ParseFlags(argc, argv);
-  if (flags.curve_points < 0 || flags.curve_points > 80) {
-    std::fprintf(stderr, "--curve_points: must be in 0..80 (2,000 steps at eval_every 25), got %d\n",
-                 flags.curve_points);
-    return 2;
+  // Each phase's sweep must be a heads x ranks x seeds product within the
+  // limits: checked before the server starts.
+  const struct {
+    const char* flag;
+    int cells;
+  } sizes[] = {{"--cells", flags.cells},
+               {"--query-rows", flags.query_rows},
+               {"--paced-tasks", flags.paced_tasks_per_second > 0 ? flags.paced_tasks : 0}};
+  for (const auto& size : sizes) {
+    int heads, ranks, seeds;
+    if (size.cells > 0 && !SplitCells(size.cells, &heads, &ranks, &seeds)) {
+      std::fprintf(stderr,
+                   "dispatch_bench: %s=%d cannot be split into heads (1..5) x ranks (1..64) x "
+                   "seeds (1..1024); pick a multiple of a rank count and a head count\n",
+                   size.flag, size.cells);
+      return ranksweep::kExitUsage;
+    }
   }
   g_curve_points = flags.curve_points;
   ranksweep::TempDir dir;
@@ -633,7 +687,7 @@ int main(int argc, char** argv) {
   auto addr = server.WaitForStdout(std::regex("listening on (\\S+)"), 30s);
   if (!addr) {
     std::fprintf(stderr, "ranksweepd did not start:\n%s\n", server.Stderr().c_str());
-    return 1;
+    return ranksweep::kExitFailure;
   }
   auto sweeps = v1::SweepService::NewStub(Channel(*addr));
 
@@ -690,7 +744,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "completed %lld of %d cells\n", static_cast<long long>(completed.load()),
                  flags.cells);
     for (auto& t : watchers) t.detach();  // their sweep never ends
-    return 1;
+    return ranksweep::kExitFailure;
   }
   std::printf("dispatch workers=%d client=%s tasks_per_call=%d seeds_per_task=%d "
               "next_in_complete=%d cells=%d seconds=%.3f cells_per_second=%.0f "

@@ -2,15 +2,19 @@
 // the machine's own GEMM peak (bench/run_roofline_bench runs it beside
 // bench/roofline_reference.py).
 //
-//   roofline_bench --gemm [--repeat 5]
+// Flags are Abseil flags, parsed as ranksweepd's are (common/flag_help.h):
+// dashes or the older underscores, --help, "did you mean", a bad value
+// refused with its range (exit 1); a failed run exits 5.
+//
+//   roofline_bench --gemm [--repeat=5]
 //     Single-precision GEMM probes through torch::mm, best of --repeat:
 //     a square 1024^3 product (the machine's peak as LibTorch's BLAS reaches
 //     it) and the token-map products of the OOD sweeps (6,144 x 25 times
 //     25 x 561 is ood-large's rank-256 kernel head). One line per probe:
 //       gemm name=<n> m=<M> k=<K> n=<N> gflops=<x>
 //
-//   roofline_bench --spec task.json [--warmup 2] [--steps 10] [--repeat 1]
-//                  [--device cpu]
+//   roofline_bench --spec=task.json [--warmup=2] [--steps=10] [--repeat=1]
+//                  [--device=cpu]
 //     Seconds per training step of the task (its seeds fused) through the
 //     public trainer API: RunTask with --warmup steps and with --warmup +
 //     --steps steps, early stop and intermediate evaluations off; the
@@ -43,24 +47,36 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/exit_codes.h"
+#include "common/flag_help.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "worker/trainer/trainer.h"
+
+ABSL_FLAG(bool, gemm, false, "Time the GEMM probes instead of a task");
+ABSL_FLAG(std::string, spec, "", "Task spec JSON file whose training step to time");
+ABSL_FLAG(int, warmup, 2, "Steps of the short run, 1..1000000");
+ABSL_FLAG(int, steps, 10, "Steps the long run adds, over which the step time is taken, 1..1000000");
+ABSL_FLAG(int, repeat, 1, "Runs of each, the fastest kept (a shared machine only slows), 1..1000");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda | cuda:N | auto");
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A run that failed: the exit code of a failure (common/exit_codes.h).
 int Fail(const std::string& message) {
   std::cerr << "roofline_bench: " << message << "\n";
-  return 2;
+  return ranksweep::kExitFailure;
 }
 
 double BestGemmGflops(int64_t m, int64_t k, int64_t n, int repeat) {
@@ -159,32 +175,20 @@ int RunSpec(const std::string& path, int warmup, int steps, int repeat,
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool gemm = false;
-  std::string spec, device = "cpu";
-  int warmup = 2, steps = 10, repeat = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    auto number = [&](int* out, int min) {
-      return absl::SimpleAtoi(argv[++i], out) && *out >= min;
-    };
-    if (arg == "--gemm") {
-      gemm = true;
-    } else if (arg == "--spec" && has_value) {
-      spec = argv[++i];
-    } else if (arg == "--device" && has_value) {
-      device = argv[++i];
-    } else if (arg == "--warmup" && has_value) {
-      if (!number(&warmup, 1)) return Fail("--warmup: an integer >= 1");
-    } else if (arg == "--steps" && has_value) {
-      if (!number(&steps, 1)) return Fail("--steps: an integer >= 1");
-    } else if (arg == "--repeat" && has_value) {
-      if (!number(&repeat, 1)) return Fail("--repeat: an integer >= 1");
-    } else {
-      return Fail(absl::StrCat("unknown or incomplete argument ", arg,
-                               " (flags: --gemm --spec --warmup --steps --repeat --device)"));
-    }
+  absl::SetProgramUsageMessage(
+      "the minibatch training step of the fused trainer against the machine's GEMM peak.\n"
+      "Usage: roofline_bench --gemm [--repeat=5]\n"
+      "       roofline_bench --spec=task.json [--warmup=2] [--steps=10] [--repeat=1] "
+      "[--device=cpu]");
+  if (std::optional<int> code = ranksweep::ParseFlagsOnly(
+          argc, argv, "roofline_bench", "bench/roofline_bench.cc",
+          {{"warmup", 1, 1000000}, {"steps", 1, 1000000}, {"repeat", 1, 1000}}, std::cout,
+          std::cerr)) {
+    return *code;
   }
+  const bool gemm = absl::GetFlag(FLAGS_gemm);
+  const std::string spec = absl::GetFlag(FLAGS_spec);
+  const int repeat = absl::GetFlag(FLAGS_repeat);
   if (gemm) {
     struct Probe {
       const char* name;
@@ -203,6 +207,10 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (spec.empty()) return Fail("--gemm or --spec FILE is required");
-  return RunSpec(spec, warmup, steps, repeat, device);
+  if (spec.empty()) {
+    std::cerr << "roofline_bench: --gemm or --spec=FILE is required (roofline_bench --help)\n";
+    return ranksweep::kExitUsage;
+  }
+  return RunSpec(spec, absl::GetFlag(FLAGS_warmup), absl::GetFlag(FLAGS_steps), repeat,
+                 absl::GetFlag(FLAGS_device));
 }

@@ -5,11 +5,15 @@
 // The task: witness family m = 24, weight-8 code with overlap <= 4, the
 // first 12 codewords (276 length-3 sequences, every position scored);
 // kernel head, elu+1 features, rank 16; MSE, Adam lr 0.01, full batch,
-// exactly --max_steps steps (early stop off, so every seed does the same
+// exactly --max-steps steps (early stop off, so every seed does the same
 // work as bench/train_reference.py), evaluation every 50 steps.
 //
-//   train_bench [--counts 1,4,16,64] [--max_steps 500] [--repeat 1]
-//               [--device cpu] [--print_spec]
+//   train_bench [--counts=1,4,16,64] [--max-steps=500] [--repeat=1]
+//               [--device=cpu] [--print-spec]
+//
+// Flags are Abseil flags, parsed as ranksweepd's are (common/flag_help.h):
+// dashes or the older underscores, --help, "did you mean", a bad value
+// refused with its range (exit 1); a failed run exits 5.
 //
 // Prints one line per S:
 //   S=<S> models_per_s=<x> steps_per_s=<y> wall_s=<t> exact=<k>/<S> errors=<e_0,...>
@@ -18,18 +22,31 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
+#include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "common/exit_codes.h"
+#include "common/flag_help.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "worker/trainer/trainer.h"
 
+ABSL_FLAG(std::vector<std::string>, counts, std::vector<std::string>({"1", "4", "16", "64"}),
+          "Seed counts S to time, comma-separated, each 1..1024");
+ABSL_FLAG(int, max_steps, 500, "Training steps of every seed (early stop off), 1..10000000");
+ABSL_FLAG(int, repeat, 1, "Runs per S, the fastest reported (the machine may be shared), 1..1000");
+ABSL_FLAG(std::string, device, "cpu", "cpu | cuda | cuda:N | auto");
+ABSL_FLAG(bool, print_spec, false, "Print the task spec as JSON and run nothing");
+
 namespace {
+
+constexpr char kOwnFile[] = "bench/train_bench.cc";
 
 ranksweep::TaskSpec BenchTask(int max_steps) {
   ranksweep::TaskSpec t;
@@ -51,47 +68,39 @@ ranksweep::TaskSpec BenchTask(int max_steps) {
   return t;
 }
 
+// A run that failed: the exit code of a failure (common/exit_codes.h).
 int Fail(const std::string& message) {
   std::cerr << "train_bench: " << message << "\n";
-  return 2;
+  return ranksweep::kExitFailure;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> counts = {1, 4, 16, 64};
-  int max_steps = 500;
-  int repeat = 1;
-  bool print_spec = false;
-  ranksweep::trainer::RunOptions options;
-  options.device = "cpu";
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--print_spec") {
-      print_spec = true;
-    } else if (arg == "--counts" && has_value) {
-      counts.clear();
-      for (absl::string_view part : absl::StrSplit(argv[++i], ',')) {
-        int c;
-        if (!absl::SimpleAtoi(part, &c) || c < 1) return Fail("--counts: positive integers");
-        counts.push_back(c);
-      }
-    } else if (arg == "--max_steps" && has_value) {
-      if (!absl::SimpleAtoi(argv[++i], &max_steps) || max_steps < 1) {
-        return Fail("--max_steps: a positive integer");
-      }
-    } else if (arg == "--repeat" && has_value) {
-      if (!absl::SimpleAtoi(argv[++i], &repeat) || repeat < 1) {
-        return Fail("--repeat: a positive integer");
-      }
-    } else if (arg == "--device" && has_value) {
-      options.device = argv[++i];
-    } else {
-      return Fail(absl::StrCat("unknown or incomplete argument ", arg,
-                               " (flags: --counts --max_steps --repeat --device --print_spec)"));
-    }
+  absl::SetProgramUsageMessage(
+      "trained models per second of the fused trainer on one witness task, for each seed "
+      "count S.\nUsage: train_bench [--counts=1,4,16,64] [--max-steps=500] [--repeat=1] "
+      "[--device=cpu] [--print-spec]");
+  if (std::optional<int> code = ranksweep::ParseFlagsOnly(
+          argc, argv, "train_bench", kOwnFile,
+          {{"counts", 1, 1024}, {"max_steps", 1, 10000000}, {"repeat", 1, 1000}}, std::cout,
+          std::cerr)) {
+    return *code;
   }
+  std::vector<int> counts;
+  for (const std::string& c : absl::GetFlag(FLAGS_counts)) {
+    int s = 0;
+    if (absl::SimpleAtoi(c, &s)) counts.push_back(s);  // checked in range before parsing
+  }
+  if (counts.empty()) {
+    std::cerr << "train_bench: --counts must list at least one seed count\n";
+    return ranksweep::kExitUsage;
+  }
+  const int max_steps = absl::GetFlag(FLAGS_max_steps);
+  const int repeat = absl::GetFlag(FLAGS_repeat);
+  const bool print_spec = absl::GetFlag(FLAGS_print_spec);
+  ranksweep::trainer::RunOptions options;
+  options.device = absl::GetFlag(FLAGS_device);
   if (print_spec) {
     std::cout << ranksweep::TaskSpecToJson(BenchTask(max_steps)) << "\n";
     return 0;

@@ -1,5 +1,6 @@
-// --help for the binaries whose flags are Abseil flags (ranksweepd,
-// ranksweep-worker): every flag under its dashed name ("--lease-seconds"),
+// --help and argument checks for the binaries whose flags are Abseil flags
+// (ranksweepd, ranksweep-worker, ranksweep-train and the benchmarks in
+// bench/): every flag under its dashed name ("--lease-seconds"),
 // the spelling the documentation uses. Abseil's own --help would list the
 // underscored names its flags are defined with (common/flag_names.h explains
 // why both spellings parse); the underscored spellings stay accepted until
@@ -12,6 +13,7 @@
 
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,13 +58,54 @@ bool PrintFlagsHelpIfAsked(int argc, char** argv, absl::string_view program,
 // For main(), before absl::ParseCommandLine (which would name the flag with
 // underscores and suggest nothing): the error for the first argument before
 // a bare "--" that is a flag Abseil's registry does not know, in either
-// spelling (common/flag_names.h; a boolean's --noNAME counts), such as
+// spelling (common/flag_names.h; a boolean's --noNAME counts; the argument
+// after a known flag that is not a boolean is its value, "-1" included), such as
 // "ranksweepd: unknown flag --lease-secnds; did you mean \"--lease-seconds\"?
 // (ranksweepd --help lists them)"; the suggestion is among the flags of
 // `own_file`. Nothing when every flag is known. The caller prints it and
 // exits kExitUsage (common/exit_codes.h).
 std::optional<std::string> UnknownFlagError(int argc, char** argv, absl::string_view program,
                                             absl::string_view own_file);
+
+// The values a numeric flag allows, named in the error for a bad one. For a
+// flag of type std::vector<std::string> (a comma-separated list) each item
+// is an integer in the range.
+struct FlagRange {
+  std::string name;  // as defined, e.g. "max_steps"
+  double min;
+  double max;
+};
+
+// For main(), after UnknownFlagError and before absl::ParseCommandLine (which
+// would name the flag with underscores, give no range, and take "-3" for an
+// int flag that must be positive): the error for the first flag before a
+// bare "--" whose value is missing, cannot be parsed as the flag's type
+// (int, int64_t, uint64_t, double, bool; a list of integers when `ranges`
+// has it) or is outside its entry in `ranges`, such as
+// "train_bench: --max-steps must be an integer in 1..10000000, got \"abc\"".
+// A flag without an entry is checked against its type's limits. Nothing when
+// every value is good. The caller prints it and exits kExitUsage.
+std::optional<std::string> BadFlagValueError(int argc, char** argv, absl::string_view program,
+                                             const std::vector<FlagRange>& ranges);
+
+// The registered flags argv names before a bare "--", by their defined
+// (underscored) names, in either spelling; a boolean's --noNAME counts as
+// NAME. For a binary whose flags override another source (a spec file) only
+// where they were given.
+std::set<std::string> GivenFlags(int argc, char** argv);
+
+// The daemons' sequence in one call, for a binary that takes flags and no
+// other arguments: --help (PrintFlagsHelpIfAsked, to `out`), then
+// UnknownFlagError and BadFlagValueError (to `err`), then
+// absl::ParseCommandLine on the underscored spelling (which answers
+// --version and exits), then a refusal of any argument that is not a flag.
+// Returns the exit code main() should return at once (0 after help,
+// kExitUsage after an error), or nothing when the flags are set and main
+// goes on.
+std::optional<int> ParseFlagsOnly(int argc, char** argv, absl::string_view program,
+                                  absl::string_view own_file,
+                                  const std::vector<FlagRange>& ranges, std::ostream& out,
+                                  std::ostream& err);
 
 }  // namespace ranksweep
 

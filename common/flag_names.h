@@ -1,10 +1,10 @@
 // Flag spelling shared by every ranksweep binary: a flag may be written with
 // dashes or with underscores (`--lease-seconds=5` and `--lease_seconds=5`).
-// ranksweepd and ranksweep-worker parse their flags with Abseil, whose flag
-// names are C++ identifiers, so the dashed spelling is rewritten to the
-// underscored one before parsing; ranksweep-train reads its flags itself and
-// rewrites each name the same way; the `ranksweep` CLI names its flags with
-// dashes and rewrites underscores to dashes. Only a flag's name changes: its
+// ranksweepd, ranksweep-worker, ranksweep-train and the benchmarks parse their
+// flags with Abseil, whose flag names are C++ identifiers, so the dashed
+// spelling is rewritten to the underscored one before parsing
+// (common/flag_help.h); the `ranksweep` CLI names its flags with dashes and
+// rewrites underscores to dashes. Only a flag's name changes: its
 // value (after '=' or in the next argument) never does, nor does anything
 // after a bare "--", which ends the flags.
 #ifndef RANKSWEEP_COMMON_FLAG_NAMES_H_

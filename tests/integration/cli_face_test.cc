@@ -111,8 +111,8 @@ TEST_F(CliFaceTest, TheSameMistakeExitsTheSameInEveryBinary) {
                    "(ranksweep-worker --help lists them)\n");
   r = Run({RANKSWEEP_TRAIN_BIN, "--max-step=5"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "ranksweep-train: INVALID_ARGUMENT: unknown flag --max-step; did you mean "
-                   "\"--max-steps\"? (see --help)\n");
+  EXPECT_EQ(r.err, "ranksweep-train: unknown flag --max-step; did you mean \"--max-steps\"? "
+                   "(ranksweep-train --help lists them)\n");
   // 1: a value out of range, named with its range.
   r = Run({RANKSWEEPD_BIN, "--lease-seconds=0"});
   EXPECT_EQ(r.exit_code, 1);
@@ -122,7 +122,11 @@ TEST_F(CliFaceTest, TheSameMistakeExitsTheSameInEveryBinary) {
   EXPECT_EQ(r.err, "ranksweep-worker: --slots must be in 1..64, got 0\n");
   r = Run({RANKSWEEP_TRAIN_BIN, "--rank=0", "--max-steps=1"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("rank"));
+  EXPECT_EQ(r.err, "ranksweep-train: rank must be in 1..65536, got 0\n");
+  r = Run({RANKSWEEP_TRAIN_BIN, "--seeds=-3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep-train: --seeds must be a comma-separated list of integers in "
+                   "0..9007199254740991, got \"-3\"\n");
   r = Cli({"submit", "--ranks", "0", "--dry-run"});
   EXPECT_EQ(r.exit_code, 1);
   // 2: the coordinator unreachable.
@@ -193,6 +197,126 @@ TEST_F(CliFaceTest, ProgressGoesToStderrPluralsReadAndJsonSaysNullForNone) {
   }
   worker.Signal(SIGTERM);
   EXPECT_EQ(worker.Wait(60s), std::optional<int>(0)) << worker.Stderr();
+}
+
+// ranksweep-train and the benchmarks read their flags as the daemons do
+// (common/flag_help.h): either spelling, "did you mean", a bad value named
+// with its range and exit 1, the same --help.
+TEST_F(CliFaceTest, TrainAndTheBenchmarksTakeFlagsAsTheDaemonsDo) {
+  // ranksweep-train: dashed and underscored flags, "--flag value" and
+  // "--flag=value", a negative value after its flag.
+  CommandResult r = Run({RANKSWEEP_TRAIN_BIN, "--m=2", "--seq_len", "2", "--max-steps=1",
+                         "--eval_every=1", "--seeds=0,1", "--device=cpu", "--indent", "-1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json result = Json::parse(r.out);
+  EXPECT_EQ(result["seeds"].size(), 2u);
+  EXPECT_EQ(result["facts"]["train_sequences"], 16);  // 2^(2*2)
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "--indent -1: one line";
+  const std::string dashed = dir_.path() + "/dashed.json";
+  const std::string underscored = dir_.path() + "/underscored.json";
+  r = Run({RANKSWEEP_TRAIN_BIN, "--m=2", "--seq-len=2", "--final-query-only",
+           "--dump-dataset=" + dashed});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run({RANKSWEEP_TRAIN_BIN, "--m=2", "--seq_len=2", "--final_query_only=true",
+           "--dump_dataset", underscored});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(::ranksweep::testing::ReadFile(dashed), ::ranksweep::testing::ReadFile(underscored));
+  EXPECT_EQ(Json::parse(::ranksweep::testing::ReadFile(dashed))["final_query_only"], true);
+  // A bad value, in either spelling: the flag by its dashed name and range.
+  for (const char* flag : {"--eval-every=0", "--eval_every=0"}) {
+    r = Run({RANKSWEEP_TRAIN_BIN, flag});
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_EQ(r.err, "ranksweep-train: --eval-every must be an integer in 1..10000000, got 0\n");
+  }
+  r = Run({RANKSWEEP_TRAIN_BIN, "--lr=fast"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep-train: --lr must be a number in 0..10, got \"fast\"\n");
+  r = Run({RANKSWEEP_TRAIN_BIN, "--head=kernl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep-train: --head must be one of kernel, softmax, signed_kernel, "
+                   "multihead_kernel; got \"kernl\"; did you mean \"kernel\"?\n");
+  r = Run({RANKSWEEP_TRAIN_BIN, "--feature_mapp=elu1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep-train: unknown flag --feature-mapp; did you mean "
+                   "\"--feature-map\"? (ranksweep-train --help lists them)\n");
+  // A boolean's value goes after '='; flags that do not fit the mode.
+  r = Run({RANKSWEEP_TRAIN_BIN, "--final-query-only", "true"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep-train: unexpected argument \"true\"; a true-or-false flag takes "
+                   "its value after '=' (--final-query-only=true) (ranksweep-train takes only "
+                   "flags; ranksweep-train --help lists them)\n");
+  r = Run({RANKSWEEP_TRAIN_BIN, "--sweep=x.json", "--m=2", "--max_steps=1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep-train: --m, --max-steps does not apply with --sweep (only --device, "
+                   "--max-seeds and --slots do); edit the sweep file instead\n");
+  r = Run({RANKSWEEP_TRAIN_BIN, "--slots=2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ranksweep-train: --slots applies only with --sweep\n");
+  r = Run({RANKSWEEP_TRAIN_BIN, "--sweep", dir_.path() + "/none.json"});
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_THAT(r.err, HasSubstr("--sweep: cannot open"));
+
+  // train_bench: both spellings, its range, its suggestion, its help.
+  r = Run({TRAIN_BENCH_BIN, "--print-spec", "--max-steps=7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["train"]["max_steps"], 7);
+  CommandResult old = Run({TRAIN_BENCH_BIN, "--print_spec", "--max_steps", "7"});
+  EXPECT_EQ(old.exit_code, 0) << old.err;
+  EXPECT_EQ(old.out, r.out);
+  r = Run({TRAIN_BENCH_BIN, "--repeat=0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "train_bench: --repeat must be an integer in 1..1000, got 0\n");
+  r = Run({TRAIN_BENCH_BIN, "--counts=1,abc"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "train_bench: --counts must be a comma-separated list of integers in "
+                   "1..1024, got \"1,abc\"\n");
+  r = Run({TRAIN_BENCH_BIN, "--max-step=5"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "train_bench: unknown flag --max-step; did you mean \"--max-steps\"? "
+                   "(train_bench --help lists them)\n");
+  r = Run({TRAIN_BENCH_BIN, "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::StartsWith("train_bench: trained models per second"));
+  EXPECT_THAT(r.out, HasSubstr("\n  Flags from bench/train_bench.cc:\n"));
+  EXPECT_THAT(r.out, HasSubstr("\n    --print-spec ("));
+  EXPECT_FALSE(std::regex_search(r.out, std::regex("--[a-z]+_"))) << r.out;
+
+  // roofline_bench: its range, and its one required choice.
+  r = Run({ROOFLINE_BENCH_BIN, "--warmup=0", "--spec=x.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "roofline_bench: --warmup must be an integer in 1..1000000, got 0\n");
+  r = Run({ROOFLINE_BENCH_BIN});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "roofline_bench: --gemm or --spec=FILE is required (roofline_bench --help)\n");
+
+  // dispatch_bench: what atoi used to read as 0 is refused with the range;
+  // a tiny run with dashed and underscored flags mixed.
+  r = Run({DISPATCH_BENCH_BIN, "--ranksweepd=" RANKSWEEPD_BIN, "--seeds-per-task=-3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "dispatch_bench: --seeds-per-task must be an integer in 1..1024, got -3\n");
+  r = Run({DISPATCH_BENCH_BIN, "--ranksweepd=" RANKSWEEPD_BIN, "--cells=abc"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "dispatch_bench: --cells must be an integer in 1..327680, got \"abc\"\n");
+  r = Run({DISPATCH_BENCH_BIN, "--ranksweepd=" RANKSWEEPD_BIN, "--workerz=2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "dispatch_bench: unknown flag --workerz; did you mean \"--workers\"? "
+                   "(dispatch_bench --help lists them)\n");
+  r = Run({DISPATCH_BENCH_BIN, "--ranksweepd=" RANKSWEEPD_BIN, "--cells=1031"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "dispatch_bench: --cells=1031 cannot be split into heads (1..5) x ranks "
+                   "(1..64) x seeds (1..1024); pick a multiple of a rank count and a head "
+                   "count\n");
+  r = Run({DISPATCH_BENCH_BIN, "--workers=2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "dispatch_bench: --ranksweepd=PATH is required (dispatch_bench --help)\n");
+  r = Run({DISPATCH_BENCH_BIN, "--ranksweepd=" RANKSWEEPD_BIN, "--workers=2", "--cells=8",
+           "--query_rows=0", "--paced-tasks=0", "--tasks_per_call=2", "--next-in-complete=false",
+           "--client=threads"},
+          120s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("dispatch workers=2 client=threads tasks_per_call=2 "
+                               "seeds_per_task=1 next_in_complete=0 cells=8 "));
+  EXPECT_THAT(r.out, Not(HasSubstr("query ")));
 }
 
 }  // namespace

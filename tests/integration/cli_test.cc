@@ -148,7 +148,7 @@ TEST(CliTest, EveryBinaryPrintsItsVersionAndBuildIdAndTheTrainersTheirLibTorch) 
   }
 }
 
-TEST(CliTest, TheDaemonsHelpListsTheirOwnFlagsWithDashes) {
+TEST(CliTest, EveryAbseilFlagBinarysHelpListsItsOwnFlagsWithDashes) {
   TempDir dir;
   CommandResult d = RunIn(dir, {RANKSWEEPD_BIN, "--help"});
   EXPECT_EQ(d.exit_code, 0) << d.err;
@@ -175,15 +175,20 @@ TEST(CliTest, TheDaemonsHelpListsTheirOwnFlagsWithDashes) {
   EXPECT_THAT(full.out, HasSubstr("\n    --lease-seconds ("));
   EXPECT_THAT(full.out, HasSubstr("\n    --flagfile ("));
   EXPECT_FALSE(std::regex_search(full.out, std::regex("--[a-z]+_"))) << full.out;
-  CommandResult t = RunIn(dir, {RANKSWEEP_TRAIN_BIN, "--help"});
-  EXPECT_EQ(t.exit_code, 0) << t.err;
-  EXPECT_THAT(t.out, HasSubstr(" seq-len final-query-only "));
-  EXPECT_THAT(t.out, HasSubstr("[--max-seeds N]"));
-  // The one underscored name in the help is the deprecation note's example.
-  EXPECT_THAT(t.out, HasSubstr("written with underscores instead of dashes (--max_steps)"));
-  EXPECT_EQ(std::regex_replace(t.out, std::regex("\\(--max_steps\\)"), "").find("_"),
-            std::string::npos)
-      << t.out;
+  // ranksweep-train's flags are Abseil flags too: the same help, -h as well.
+  for (const char* help : {"--help", "-h"}) {
+    CommandResult t = RunIn(dir, {RANKSWEEP_TRAIN_BIN, help});
+    EXPECT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_THAT(t.out, StartsWith("ranksweep-train: runs one task locally"));
+    EXPECT_THAT(t.out, HasSubstr("\n  Flags from worker/trainer/train_main.cc:\n"));
+    EXPECT_THAT(t.out, HasSubstr("\n    --seq-len (dataset.seq_len: tokens per sequence, 1..64); "
+                                 "default: 3;\n"));
+    EXPECT_THAT(t.out, HasSubstr("\n    --final-query-only ("));
+    EXPECT_THAT(t.out, HasSubstr("\n    --max-seeds (With --sweep"));
+    EXPECT_THAT(t.out, HasSubstr("\n    --head (head.kind); default: \"kernel\";\n"));
+    EXPECT_FALSE(std::regex_search(t.out, std::regex("--[a-z]+_"))) << t.out;
+    EXPECT_THAT(t.out, ::testing::Not(HasSubstr("--flagfile")));
+  }
 }
 
 TEST(CliTest, AMisspelledSubcommandSuggestsTheNearestOne) {
@@ -286,10 +291,11 @@ TEST(CliTest, FlagsReadTheSameWithDashesOrUnderscores) {
   r = RunIn(dir, {RANKSWEEP_WORKER_BIN, "--max_seeds=0"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "ranksweep-worker: --max-seeds must be in 1..1024, got 0\n");
+  // ranksweep-train's too, with the flag's range.
   for (const char* flag : {"--max_steps=abc", "--max-steps=abc"}) {
     r = RunIn(dir, {RANKSWEEP_TRAIN_BIN, flag});
     EXPECT_EQ(r.exit_code, 1) << flag;
-    EXPECT_EQ(r.err, "ranksweep-train: INVALID_ARGUMENT: --max-steps: cannot parse \"abc\"\n")
+    EXPECT_EQ(r.err, "ranksweep-train: --max-steps must be an integer in 0..10000000, got \"abc\"\n")
         << flag;
   }
 }
