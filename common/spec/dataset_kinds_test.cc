@@ -1,6 +1,6 @@
-// The dataset-kind registry: every kind has one row the rest of the code
-// reads, and no production file outside the registry and the trainer's
-// builders names a kind.
+// The registries of dataset kinds and head kinds: every kind has one row
+// the rest of the code reads, and no production file outside the registry,
+// the enum and the trainer's builders names a kind.
 #include "common/spec/dataset_kinds.h"
 
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/spec/head_kinds.h"
 #include "common/spec/spec_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,10 +86,9 @@ TEST(DatasetKindsTest, TheFactSizesOfEachKindAreItsRows) {
   EXPECT_FALSE(FindDatasetKind(pool.kind)->has_test_split(pool));
 }
 
-// The recipe in docs/ARCHITECTURE.md ("How to add a dataset kind") holds:
-// outside the registry, the enum and the trainer's builders, no production
-// file names a kind.
-TEST(DatasetKindsTest, OnlyTheRegistryTheEnumAndTheBuildersNameAKind) {
+// The production files (not tests) under common, client, server, worker
+// and proto whose text contains `needle`.
+std::set<std::string> FilesNaming(const std::string& needle) {
   const fs::path root(RANKSWEEP_SOURCE_DIR);
   std::set<std::string> naming;
   for (const char* dir : {"common", "client", "server", "worker", "proto"}) {
@@ -99,13 +99,57 @@ TEST(DatasetKindsTest, OnlyTheRegistryTheEnumAndTheBuildersNameAKind) {
       std::ifstream in(e.path());
       std::stringstream text;
       text << in.rdbuf();
-      if (text.str().find("DatasetKind::k") != std::string::npos) {
+      if (text.str().find(needle) != std::string::npos) {
         naming.insert(fs::relative(e.path(), root).string());
       }
     }
   }
-  EXPECT_EQ(naming, (std::set<std::string>{"common/spec/dataset_kinds.cc", "common/spec/spec.h",
-                                           "worker/trainer/dataset.cc"}));
+  return naming;
+}
+
+// The recipes in docs/ARCHITECTURE.md ("How to add a dataset kind", "How
+// to add a head") hold: outside the registry, the enum and the trainer's
+// builders, no production file names a kind.
+TEST(DatasetKindsTest, OnlyTheRegistryTheEnumAndTheBuildersNameAKind) {
+  EXPECT_EQ(FilesNaming("DatasetKind::k"),
+            (std::set<std::string>{"common/spec/dataset_kinds.cc", "common/spec/spec.h",
+                                   "worker/trainer/dataset.cc"}));
+}
+
+TEST(HeadKindsTest, OnlyTheRegistryTheEnumAndTheTrainersHeadsNameAKind) {
+  EXPECT_EQ(FilesNaming("HeadKind::k"),
+            (std::set<std::string>{"common/spec/head_kinds.cc", "common/spec/spec.h",
+                                   "worker/trainer/heads.cc", "worker/trainer/heads.h"}));
+}
+
+TEST(HeadKindsTest, EveryRowNamesItsKindAndTheValidatorReadsIt) {
+  ASSERT_EQ(HeadKinds().size(), 4u);
+  for (const HeadKindRow& row : HeadKinds()) {
+    EXPECT_EQ(FindHeadKind(row.kind), &row);
+    EXPECT_STREQ(Name(row.kind), row.name);
+    auto parsed = ParseHeadKind(row.name, "head.kind");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, row.kind);
+  }
+  DatasetSpec d;
+  d.m = 2;
+  d.seq_len = 3;
+  HeadSpec h;
+  h.kind = HeadKind::kSoftmax;
+  h.construction = Construction::kRank1;
+  EXPECT_EQ(ValidateHead(h, d).message(),
+            "head.construction \"rank1\" needs head.kind \"kernel\", got \"softmax\"");
+  h.kind = HeadKind::kMultiheadKernel;
+  h.construction = Construction::kNone;
+  h.num_heads = 0;
+  EXPECT_EQ(ValidateHead(h, d).message(), "head.num_heads must be in 1..64, got 0");
+  h.num_heads = 4;
+  EXPECT_EQ(HeadLabel(h), "multihead_kernel/elu1x4");
+  EXPECT_TRUE(HeadHasRank(h));
+  h.kind = static_cast<HeadKind>(9);
+  EXPECT_EQ(ValidateHead(h, d).message(),
+            "head.kind must be one of kernel, softmax, signed_kernel, multihead_kernel; got "
+            "value 9");
 }
 
 }  // namespace

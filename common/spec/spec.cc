@@ -15,6 +15,7 @@
 #include "common/spec/result_validation.h"  // Clip: quoted input is cut
 #include "common/spec/checks.h"
 #include "common/spec/dataset_kinds.h"
+#include "common/spec/head_kinds.h"
 #include "common/spec/spec_json.h"
 #include "common/witness_code.h"
 
@@ -30,11 +31,6 @@ struct NameTable {
   const char* name;
 };
 
-constexpr NameTable<HeadKind> kHeadKinds[] = {
-    {HeadKind::kKernel, "kernel"},
-    {HeadKind::kSoftmax, "softmax"},
-    {HeadKind::kSignedKernel, "signed_kernel"},
-    {HeadKind::kMultiheadKernel, "multihead_kernel"}};
 constexpr NameTable<FeatureMap> kFeatureMaps[] = {
     {FeatureMap::kEluPlusOne, "elu1"},
     {FeatureMap::kReluEps, "relu_eps"},
@@ -94,7 +90,10 @@ const char* Name(DatasetKind v) {
   const DatasetKindRow* row = FindDatasetKind(v);
   return row != nullptr ? row->name : "?";
 }
-const char* Name(HeadKind v) { return Lookup(kHeadKinds, v); }
+const char* Name(HeadKind v) {
+  const HeadKindRow* row = FindHeadKind(v);
+  return row != nullptr ? row->name : "?";
+}
 const char* Name(FeatureMap v) { return Lookup(kFeatureMaps, v); }
 const char* Name(Construction v) { return Lookup(kConstructions, v); }
 const char* Name(LossKind v) { return Lookup(kLossKinds, v); }
@@ -113,7 +112,13 @@ absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& s, const std::st
       field, " must be one of ", absl::StrJoin(names, ", "), "; got \"", Clip(s), "\""));
 }
 absl::StatusOr<HeadKind> ParseHeadKind(const std::string& s, const std::string& field) {
-  return Parse(kHeadKinds, s, field);
+  std::vector<std::string> names;
+  for (const HeadKindRow& row : HeadKinds()) {
+    if (s == row.name) return row.kind;
+    names.push_back(row.name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " must be one of ", absl::StrJoin(names, ", "), "; got \"", Clip(s), "\""));
 }
 absl::StatusOr<FeatureMap> ParseFeatureMap(const std::string& s, const std::string& field) {
   return Parse(kFeatureMaps, s, field);
@@ -155,7 +160,8 @@ std::vector<int64_t> PruneRungSteps(const SweepSpec& spec, const TrainSpec& trai
 }
 
 bool HeadHasRank(const HeadSpec& head) {
-  return head.kind != HeadKind::kSoftmax && head.construction == Construction::kNone;
+  const HeadKindRow* kind = FindHeadKind(head.kind);
+  return kind != nullptr && kind->has_rank && head.construction == Construction::kNone;
 }
 
 bool ReadoutEscapesRankBound(const HeadSpec& head, const TrainSpec& train) {
@@ -177,13 +183,11 @@ std::string HeadLabel(const HeadSpec& head) {
     case Construction::kNone: break;
   }
   std::string label = Name(head.kind);
-  if (head.kind == HeadKind::kKernel || head.kind == HeadKind::kMultiheadKernel) {
-    absl::StrAppend(&label, "/", Name(head.feature_map));
-  }
-  if (head.kind == HeadKind::kMultiheadKernel) absl::StrAppend(&label, "x", head.num_heads);
-  if (head.kind == HeadKind::kSoftmax && head.score_dim > 0) {
-    absl::StrAppend(&label, "/d", head.score_dim);
-  }
+  const HeadKindRow* kind = FindHeadKind(head.kind);
+  if (kind == nullptr) return label;
+  if (kind->has_feature_map) absl::StrAppend(&label, "/", Name(head.feature_map));
+  if (kind->has_num_heads) absl::StrAppend(&label, "x", head.num_heads);
+  if (kind->softmax_scores && head.score_dim > 0) absl::StrAppend(&label, "/d", head.score_dim);
   if (!head.hidden.empty()) absl::StrAppend(&label, "[", absl::StrJoin(head.hidden, ","), "]");
   return label;
 }
@@ -474,7 +478,15 @@ absl::Status ValidateDataset(const DatasetSpec& d) {
 
 absl::Status ValidateHead(const HeadSpec& h, const DatasetSpec& d) {
   using L = SpecLimits;
-  RS_CHECK(CheckEnum(kHeadKinds, h.kind, "head.kind"));
+  // What the kind reads and can be built as are its row's (head_kinds.h).
+  const HeadKindRow* kind = FindHeadKind(h.kind);
+  if (kind == nullptr) {
+    std::vector<std::string> names;
+    for (const HeadKindRow& row : HeadKinds()) names.push_back(row.name);
+    return absl::InvalidArgumentError(absl::StrCat("head.kind must be one of ",
+                                                   absl::StrJoin(names, ", "), "; got value ",
+                                                   static_cast<int>(h.kind)));
+  }
   RS_CHECK(CheckEnum(kFeatureMaps, h.feature_map, "head.feature_map"));
   RS_CHECK(CheckEnum(kConstructions, h.construction, "head.construction"));
   if (h.hidden.size() > 4) {
@@ -484,7 +496,7 @@ absl::Status ValidateHead(const HeadSpec& h, const DatasetSpec& d) {
   for (int w : h.hidden) RS_CHECK(CheckRange("head.hidden[]", w, 1, L::kMaxWidth));
   RS_CHECK(CheckRange("head.value_dim", h.value_dim, 0, L::kMaxWidth));
   RS_CHECK(CheckRange("head.score_dim", h.score_dim, 0, L::kMaxWidth));
-  if (h.kind == HeadKind::kMultiheadKernel) {
+  if (kind->has_num_heads) {
     RS_CHECK(CheckRange("head.num_heads", h.num_heads, 1, L::kMaxNumHeads));
   }
   if (h.feature_map == FeatureMap::kReluEps) {
@@ -494,27 +506,22 @@ absl::Status ValidateHead(const HeadSpec& h, const DatasetSpec& d) {
     return absl::InvalidArgumentError(
         absl::StrCat("head.beta must be in [0, 1000] (0 = automatic), got ", h.beta));
   }
-  switch (h.construction) {
-    case Construction::kNone:
-      break;
-    case Construction::kRank1:
-    case Construction::kIndicator:
-      if (h.kind != HeadKind::kKernel) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "head.construction \"", Name(h.construction),
-            "\" needs head.kind \"kernel\", got \"", Name(h.kind), "\""));
+  if (h.construction != Construction::kNone &&
+      std::find(kind->constructions.begin(), kind->constructions.end(), h.construction) ==
+          kind->constructions.end()) {
+    std::vector<std::string> kinds;
+    for (const HeadKindRow& row : HeadKinds()) {
+      if (std::find(row.constructions.begin(), row.constructions.end(), h.construction) !=
+          row.constructions.end()) {
+        kinds.push_back(row.name);
       }
-      if (h.construction == Construction::kIndicator) {
-        RS_CHECK(CheckRange("dataset.m (indicator construction)", d.m, 1, L::kMaxIndicatorM));
-      }
-      break;
-    case Construction::kSoftmaxExact:
-      if (h.kind != HeadKind::kSoftmax) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "head.construction \"softmax_exact\" needs head.kind \"softmax\", got \"",
-            Name(h.kind), "\""));
-      }
-      break;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "head.construction \"", Name(h.construction), "\" needs head.kind \"",
+        absl::StrJoin(kinds, "\" or \""), "\", got \"", Name(h.kind), "\""));
+  }
+  if (h.construction == Construction::kIndicator) {
+    RS_CHECK(CheckRange("dataset.m (indicator construction)", d.m, 1, L::kMaxIndicatorM));
   }
   return absl::OkStatus();
 }
@@ -795,7 +802,9 @@ MemoryEstimate EstimateTaskMemory(const TaskSpec& t) {
   double act_token = 0;       // A per token
   double act_sequence = 0;    // A per sequence on top of N * act_token
   double eval_width = 0;      // the trainer's chunking width per token
-  if (h.kind == HeadKind::kSoftmax) {
+  const HeadKindRow* kind = FindHeadKind(h.kind);
+  if (kind == nullptr) return MemoryEstimate();
+  if (kind->softmax_scores) {
     const double ds = !constructed && h.score_dim > 0 ? h.score_dim : m;
     params = 2 * m * ds + 1 + (m + 1) * dv + (m + 1) * k * dv + (m + 1) * k;
     act_token = 2 * ds + 3 * dv + 2 * k * dv + 4 * k + m;
@@ -805,9 +814,9 @@ MemoryEstimate EstimateTaskMemory(const TaskSpec& t) {
     double r = t.rank;
     if (h.construction == Construction::kRank1) r = 1;
     if (h.construction == Construction::kIndicator) r = std::ldexp(1.0, t.dataset.m);
-    const double heads = h.kind == HeadKind::kMultiheadKernel ? h.num_heads : 1;
-    const bool favor = h.feature_map == FeatureMap::kFavorPlus &&
-                       h.kind != HeadKind::kSignedKernel && !constructed;
+    const double heads = kind->has_num_heads ? h.num_heads : 1;
+    const bool favor = h.feature_map == FeatureMap::kFavorPlus && !kind->signed_features &&
+                       !constructed;
     const double map_out = favor ? heads * m : heads * r;
     double hidden_sum = 0;
     double din = m;
@@ -849,9 +858,9 @@ MemoryEstimate EstimateTaskMemory(const TaskSpec& t) {
   double fixed = 12.0 * n * (train + test)                     // host tokens and targets
                  + 4.0 * n * (m + 1) * (train + std::max(train, test));  // float tensors
   // What the kind keeps besides (a pool's vectors), from its row.
-  const DatasetKindRow* kind = FindDatasetKind(t.dataset.kind);
-  if (kind != nullptr && kind->extra_memory_bytes != nullptr) {
-    fixed += kind->extra_memory_bytes(t.dataset);
+  const DatasetKindRow* dataset = FindDatasetKind(t.dataset.kind);
+  if (dataset != nullptr && dataset->extra_memory_bytes != nullptr) {
+    fixed += dataset->extra_memory_bytes(t.dataset);
   }
   e.fixed_bytes = SaturatedBytes(fixed);
   return e;

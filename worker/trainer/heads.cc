@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/head_kinds.h"
 #include "worker/trainer/loop_math.h"
 #include "worker/trainer/short_attention.h"
 
@@ -100,7 +101,8 @@ HeadConfig MakeHeadConfig(const TaskSpec& spec) {
   c.hidden = h.hidden;
   c.m = spec.dataset.m;
   c.rank = spec.rank;
-  c.num_heads = h.kind == HeadKind::kMultiheadKernel ? h.num_heads : 1;
+  const HeadKindRow* kind = FindHeadKind(h.kind);
+  c.num_heads = kind != nullptr && kind->has_num_heads ? h.num_heads : 1;
   c.value_dim = h.value_dim > 0 ? h.value_dim : c.m;
   c.score_dim = h.score_dim > 0 ? h.score_dim : c.m;
   c.relu_eps = h.relu_eps;
@@ -545,9 +547,34 @@ torch::Tensor SoftmaxHeadImpl::TokenKernelWeights(torch::Tensor* inv_tau) const 
                     2);
 }
 
+// A head module of type T for `config`, one parameter set per seed.
+template <typename T>
+std::shared_ptr<AttentionHeadImpl> MakeModule(const HeadConfig& config,
+                                              const std::vector<uint64_t>& seeds) {
+  return std::make_shared<T>(config, seeds);
+}
+
 std::shared_ptr<AttentionHeadImpl> MakeHead(const HeadConfig& config,
                                             const std::vector<uint64_t>& seeds) {
-  if (config.kind == HeadKind::kSoftmax) return std::make_shared<SoftmaxHeadImpl>(config, seeds);
+  // How each kind is built; what the spec side knows of it is its row in
+  // common/spec/head_kinds.h. The kernel module serves every kernel kind
+  // (signed features and several heads are its options).
+  using Maker = std::shared_ptr<AttentionHeadImpl> (*)(const HeadConfig&,
+                                                       const std::vector<uint64_t>&);
+  struct HeadMaker {
+    HeadKind kind;
+    Maker make;
+  };
+  static const HeadMaker kHeadMakers[] = {
+      {HeadKind::kKernel, MakeModule<KernelHeadImpl>},
+      {HeadKind::kSoftmax, MakeModule<SoftmaxHeadImpl>},
+      {HeadKind::kSignedKernel, MakeModule<KernelHeadImpl>},
+      {HeadKind::kMultiheadKernel, MakeModule<KernelHeadImpl>},
+  };
+  for (const HeadMaker& maker : kHeadMakers) {
+    if (maker.kind == config.kind) return maker.make(config, seeds);
+  }
+  // ValidateHead refused any other kind; the kernel module is the default.
   return std::make_shared<KernelHeadImpl>(config, seeds);
 }
 

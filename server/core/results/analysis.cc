@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/spec/head_kinds.h"
 
 namespace ranksweep::server {
 namespace {
@@ -327,12 +328,9 @@ std::vector<HeadSummary> SummarizeHeads(const std::vector<ResultGroup>& groups,
 }
 
 std::string NoBoundReason(const HeadSpec& head, const TrainSpec& train) {
-  switch (head.kind) {
-    case HeadKind::kSoftmax: return "softmax";
-    case HeadKind::kMultiheadKernel: return "multi-head";
-    case HeadKind::kSignedKernel: return "signed";
-    case HeadKind::kKernel: break;
-  }
+  // The head kinds the bound is not about say why in their row.
+  const HeadKindRow* kind = FindHeadKind(head.kind);
+  if (kind != nullptr && kind->no_bound[0] != '\0') return kind->no_bound;
   if (head.construction != Construction::kNone) return "construction";
   if (ReadoutEscapesRankBound(head, train)) return "loss ce";
   return "";
