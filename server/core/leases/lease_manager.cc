@@ -35,6 +35,31 @@ absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_i
                                           q.ColumnText(kWorkerId)});
 }
 
+absl::StatusOr<CellRow> ReadCell(Connection& c, int64_t cell_id) {
+  enum Col : int {
+    kSweepId, kHeadIndex, kRank, kRecipe, kSeed, kState, kAttempt, kLeaseId, kWorkerId, kCount
+  };
+  static const std::string* sql = NewSelect<kCount>(
+      {"sweep_id", "head_index", "rank", "recipe", "seed", "state", "attempt", "lease_id",
+       "worker_id"},
+      "FROM cells WHERE id = :id");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(":id", cell_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("no cell ", cell_id));
+  CellRow cell;
+  cell.sweep_id = q.ColumnText(kSweepId);
+  cell.group.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
+  cell.group.rank = static_cast<int>(q.ColumnInt(kRank));
+  cell.group.recipe = static_cast<int>(q.ColumnInt(kRecipe));
+  cell.seed = SeedFromDb(q.ColumnInt(kSeed));
+  cell.state = static_cast<int>(q.ColumnInt(kState));
+  cell.attempt = static_cast<int>(q.ColumnInt(kAttempt));
+  cell.lease_id = q.ColumnInt(kLeaseId);
+  cell.worker_id = q.ColumnText(kWorkerId);
+  return cell;
+}
+
 absl::Status NotYourLease(int64_t lease_id, int64_t cell_id) {
   return absl::FailedPreconditionError(absl::StrFormat(
       "lease %d for cell %d is not held by this worker (expired, reassigned or never its own)",
@@ -396,31 +421,13 @@ absl::Status LeaseManager::Fail(const std::string& worker_id,
 absl::Status LeaseManager::ReturnCellIn(Connection& c, int64_t cell_id,
                                         const std::string& reason, bool use_attempt,
                                         Events& events) {
-  std::string sweep_id, worker_id;
-  CellGroupKey group;
-  int attempt = 0;
-  uint64_t seed = 0;
-  int64_t lease_id = 0;
-  {
-    enum Col : int {
-      kSweepId, kHeadIndex, kRank, kRecipe, kSeed, kAttempt, kWorkerId, kLeaseId, kCount
-    };
-    static const std::string* sql = NewSelect<kCount>(
-        {"sweep_id", "head_index", "rank", "recipe", "seed", "attempt", "worker_id", "lease_id"},
-        "FROM cells WHERE id = :id");
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(":id", cell_id);
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::NotFoundError(absl::StrCat("no cell ", cell_id));
-    sweep_id = q.ColumnText(kSweepId);
-    group.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
-    group.rank = static_cast<int>(q.ColumnInt(kRank));
-    group.recipe = static_cast<int>(q.ColumnInt(kRecipe));
-    seed = SeedFromDb(q.ColumnInt(kSeed));
-    attempt = static_cast<int>(q.ColumnInt(kAttempt));
-    worker_id = q.ColumnText(kWorkerId);
-    lease_id = q.ColumnInt(kLeaseId);
-  }
+  ASSIGN_OR_RETURN(const CellRow cell, ReadCell(c, cell_id));
+  const std::string& sweep_id = cell.sweep_id;
+  const std::string& worker_id = cell.worker_id;
+  const CellGroupKey& group = cell.group;
+  const uint64_t seed = cell.seed;
+  const int attempt = cell.attempt;
+  const int64_t lease_id = cell.lease_id;
   ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec, sweeps_->SpecOf(c, sweep_id));
   const std::string label = CellLabel(*spec, group.head_index, group.rank, group.recipe, seed);
 

@@ -31,6 +31,7 @@
 #include "server/core/clock.h"
 #include "server/core/events.h"
 #include "server/core/store.h"
+#include "server/core/sweeps/cell_plan.h"
 #include "server/core/sweeps/spec_cache.h"
 #include "server/core/sweeps/sweep_lifecycle.h"
 #include "server/core/types.h"
@@ -55,6 +56,20 @@ struct LeaseRow {
 
 // The cell whose current or last lease is `lease_id`, if any.
 absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_id);
+
+// A cell as `cells` holds it, for the calls that act on one by id.
+struct CellRow {
+  std::string sweep_id;
+  CellGroupKey group;
+  uint64_t seed = 0;
+  int state = 0;
+  int attempt = 0;
+  int64_t lease_id = 0;
+  std::string worker_id;
+};
+
+// The cell `cell_id`; NotFound ("no cell N") when there is none.
+absl::StatusOr<CellRow> ReadCell(Connection& c, int64_t cell_id);
 
 // A lease the caller does not hold, whatever the reason (expired,
 // reassigned, another worker's, cancelled before it was leased): one

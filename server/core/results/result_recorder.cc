@@ -10,7 +10,6 @@
 #include "common/status_macros.h"
 #include "server/core/results/result_checks.h"
 #include "server/core/results/result_schema.h"
-#include "server/core/sql_columns.h"
 #include "server/core/sweeps/pruning.h"
 #include "server/core/workers/worker_registry.h"
 
@@ -37,34 +36,13 @@ absl::Status ResultRecorder::CompleteIn(Connection& c, const std::string& worker
   std::set<std::tuple<std::string, int, int>> prune_groups;  // (sweep, head, rank)
   for (size_t i = 0; i < results.size(); ++i) {
     const CellResult& r = results[i];
-    std::string sweep_id, holder;
-    CellGroupKey group;
-    int state = 0, attempt = 0;
-    uint64_t seed = 0;
-    int64_t lease_id = 0;
-    {
-      enum Col : int {
-        kSweepId, kHeadIndex, kRank, kRecipe, kSeed, kState, kAttempt, kLeaseId, kWorkerId,
-        kCount
-      };
-      static const std::string* sql = NewSelect<kCount>(
-          {"sweep_id", "head_index", "rank", "recipe", "seed", "state", "attempt", "lease_id",
-           "worker_id"},
-          "FROM cells WHERE id = :id");
-      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-      q.Bind(":id", r.cell_id);
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) return absl::NotFoundError(absl::StrCat("no cell ", r.cell_id));
-      sweep_id = q.ColumnText(kSweepId);
-      group.head_index = static_cast<int>(q.ColumnInt(kHeadIndex));
-      group.rank = static_cast<int>(q.ColumnInt(kRank));
-      group.recipe = static_cast<int>(q.ColumnInt(kRecipe));
-      seed = SeedFromDb(q.ColumnInt(kSeed));
-      state = static_cast<int>(q.ColumnInt(kState));
-      attempt = static_cast<int>(q.ColumnInt(kAttempt));
-      lease_id = q.ColumnInt(kLeaseId);
-      holder = q.ColumnText(kWorkerId);
-    }
+    ASSIGN_OR_RETURN(const CellRow cell, ReadCell(c, r.cell_id));
+    const std::string& sweep_id = cell.sweep_id;
+    const std::string& holder = cell.worker_id;
+    const CellGroupKey& group = cell.group;
+    const int state = cell.state, attempt = cell.attempt;
+    const uint64_t seed = cell.seed;
+    const int64_t lease_id = cell.lease_id;
     ASSIGN_OR_RETURN(std::shared_ptr<const SweepSpec> spec_ptr, sweeps_->SpecOf(c, sweep_id));
     const SweepSpec& spec = *spec_ptr;
     // A result no trainer could produce fails the whole call, even one sent
