@@ -32,7 +32,7 @@ std::string TestErrorText(const v1::SeedResult& r) {
 // one; empty when missing.
 void AppendMetric(const ResultMetric& m, std::optional<double> v, std::string* out) {
   if (!v.has_value()) return;
-  if (m.integer != nullptr) {
+  if (m.integer) {
     absl::StrAppend(out, static_cast<int64_t>(*v));
   } else {
     AppendShortestDouble(*v, out);

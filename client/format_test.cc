@@ -153,16 +153,17 @@ TEST(FormatTest, ResultRowsTable) {
   failed.set_failure("boom");
   v1::ResultRow exact = DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5);
   exact.mutable_result()->set_first_exact_step(150);
+  (*exact.mutable_result()->mutable_metrics())["final_test_loss"] = 0.0625;
   EXPECT_EQ(RenderTable(ResultRowsTable({DoneRow("kernel/elu1", 8, 0, 0.125, 0, 0), exact,
                                          failed})),
-            "HEAD         RANK  SEED  STATE   TRAIN_ERR  TEST_ERR  POS_ACC  STEPS  EXACT_AT  SECONDS  "
-            "WORKER\n"
-            "kernel/elu1     8     0  DONE       0.1250         -   0.9375    150         -      2.2  "
-            "w-1\n"
-            "kernel/elu1     8     1  DONE       0.0000    0.5000   1.0000    150       150      2.2  "
-            "w-1\n"
-            "softmax         -     2  FAILED          -         -        -      -         -        -  "
-            "-\n");
+            "HEAD         RANK  SEED  STATE   TRAIN_ERR  TEST_ERR  POS_ACC  STEPS  EXACT_AT  TEST_LOSS  "
+            "SECONDS  WORKER\n"
+            "kernel/elu1     8     0  DONE       0.1250         -   0.9375    150         -          -  "
+            "    2.2  w-1\n"
+            "kernel/elu1     8     1  DONE       0.0000    0.5000   1.0000    150       150     0.0625  "
+            "    2.2  w-1\n"
+            "softmax         -     2  FAILED          -         -        -      -         -          -  "
+            "      -  -\n");
 }
 
 TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
@@ -174,14 +175,15 @@ TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
             "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
             "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
             "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
-            "cached_from_cell_id,first_exact_step\n"
-            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,,\n"
+            "cached_from_cell_id,first_exact_step,final_test_loss\n"
             "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,,"
-            "120\n");
+            ",\n"
+            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,,"
+            "120,\n");
   // In JSON a missing metric is null, a present one a number.
   const std::string json = ResultRowsJson({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5), exact});
-  EXPECT_THAT(json, ::testing::HasSubstr("\"first_exact_step\":null}"));
-  EXPECT_THAT(json, ::testing::HasSubstr("\"first_exact_step\":120}"));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"first_exact_step\":null,\"final_test_loss\":null}"));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"first_exact_step\":120,\"final_test_loss\":null}"));
 }
 
 // Written page by page (the CLI prints each page as it arrives), both forms
@@ -220,7 +222,7 @@ TEST(FormatTest, ResultRowsWriterPageByPageIsTheWholeText) {
             "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
             "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
             "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
-            "cached_from_cell_id,first_exact_step\n");
+            "cached_from_cell_id,first_exact_step,final_test_loss\n");
 }
 
 // `results --format csv|json` prints straight from the columns of each
@@ -692,7 +694,7 @@ TEST(FormatTest, AxesBecomeColumnsInTableCsvAndJson) {
   const std::string csv = ResultRowsCsv({a, b}, axes);
   std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_THAT(lines[0], EndsWith(",cached_from_cell_id,first_exact_step,recipe,lr,max_steps"));
+  EXPECT_THAT(lines[0], EndsWith(",cached_from_cell_id,first_exact_step,final_test_loss,recipe,lr,max_steps"));
   EXPECT_THAT(lines[1], EndsWith(",1,0.01,400"));
   EXPECT_THAT(lines[2], EndsWith(",2,0.003,200"));
   // Page by page, the same text.

@@ -8,7 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/spec/result_metrics.h"
 #include "google/protobuf/descriptor.h"
+#include "proto/convert.h"
 #include "ranksweep/v1/ranksweep.pb.h"
 
 namespace ranksweep::client {
@@ -62,8 +64,7 @@ bool IsMissingField(const google::protobuf::Message& m,
     const auto* split = dynamic_cast<const v1::SplitMetrics*>(&refl->GetMessage(m, f));
     return split != nullptr && split->sequences() == 0;
   }
-  // An `optional` scalar that is unset: a metric a row lacks
-  // (SeedResult.first_exact_step of a seed never exact).
+  // An `optional` scalar that is unset.
   if (f->has_presence() && !refl->HasField(m, f)) return true;
   for (const ZeroIsNone& none : kZeroIsNone) {
     if (f->name() == none.field && m.GetDescriptor()->name() == none.message) return IsZero(m, f);
@@ -105,6 +106,30 @@ bool LeftOutWhenUnset(const google::protobuf::Message& m,
          !m.GetReflection()->HasField(m, f);
 }
 
+// SeedResult's optional metrics print as keys of their own, one per metric
+// of the table (common/spec/result_metrics.h), right after `facts`: null
+// when missing, a whole number for an integer metric. The `metrics` map and
+// the fields that also carry one (first_exact_step) are not printed as such.
+bool IsSeedResult(const google::protobuf::Message& m) {
+  return m.GetDescriptor() == v1::SeedResult::descriptor();
+}
+
+bool PrintedAsMetric(const google::protobuf::Message& m,
+                     const google::protobuf::FieldDescriptor* f) {
+  return IsSeedResult(m) && (f->name() == "metrics" || FindResultMetric(f->name()) != nullptr);
+}
+
+bool MetricsFollow(const google::protobuf::Message& m,
+                   const google::protobuf::FieldDescriptor* f) {
+  return IsSeedResult(m) && f->name() == "facts";
+}
+
+template <typename Emit>
+void ForEachMetric(const google::protobuf::Message& m, Emit emit) {
+  const auto& r = static_cast<const v1::SeedResult&>(m);
+  for (const ResultMetric& metric : ResultMetrics()) emit(metric, GetProtoMetric(metric, r));
+}
+
 }  // namespace
 
 // Proto → JSON by reflection rather than MessageToJsonString: the latter
@@ -119,7 +144,7 @@ nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (int i = 0; i < desc->field_count(); ++i) {
     const FieldDescriptor* f = desc->field(i);
-    if (LeftOutWhenUnset(m, f)) continue;
+    if (LeftOutWhenUnset(m, f) || PrintedAsMetric(m, f)) continue;
     auto one = [&](int index) -> nlohmann::ordered_json {
       const bool rep = f->is_repeated();
       switch (f->cpp_type()) {
@@ -155,6 +180,13 @@ nlohmann::ordered_json MessageJsonTree(const google::protobuf::Message& m) {
       out[f->name()] = std::move(arr);
     } else {
       out[f->name()] = IsMissingField(m, f) ? nlohmann::ordered_json() : one(0);
+    }
+    if (MetricsFollow(m, f)) {
+      ForEachMetric(m, [&](const ResultMetric& metric, std::optional<double> v) {
+        out[metric.name] = !v.has_value()  ? nlohmann::ordered_json()
+                           : metric.integer ? nlohmann::ordered_json(static_cast<int64_t>(*v))
+                                            : nlohmann::ordered_json(*v);
+      });
     }
   }
   return out;
@@ -250,14 +282,31 @@ void AppendMessageJson(const google::protobuf::Message& m, std::string* out) {
   bool first = true;
   for (int i = 0; i < desc->field_count(); ++i) {
     const FieldDescriptor* f = desc->field(i);
-    if (LeftOutWhenUnset(m, f)) continue;
+    if (LeftOutWhenUnset(m, f) || PrintedAsMetric(m, f)) continue;
     if (!first) out->push_back(',');
     first = false;
     AppendJsonString(f->name(), out);
     out->push_back(':');
     const bool rep = f->is_repeated();
+    // SeedResult's metrics follow `facts`, whether or not it is missing.
+    auto metrics_after = [&] {
+      if (!MetricsFollow(m, f)) return;
+      ForEachMetric(m, [out](const ResultMetric& metric, std::optional<double> v) {
+        out->push_back(',');
+        AppendJsonString(metric.name, out);
+        out->push_back(':');
+        if (!v.has_value()) {
+          *out += "null";
+        } else if (metric.integer) {
+          absl::StrAppend(out, static_cast<int64_t>(*v));
+        } else {
+          AppendJsonDouble(*v, out);
+        }
+      });
+    };
     if (IsMissingField(m, f)) {
       *out += "null";
+      metrics_after();
       continue;
     }
     auto one = [&](int index) {
@@ -317,6 +366,7 @@ void AppendMessageJson(const google::protobuf::Message& m, std::string* out) {
     } else {
       one(0);
     }
+    metrics_after();
   }
   out->push_back('}');
 }

@@ -129,8 +129,16 @@ absl::Status Check(const v1::ResultColumns& c) {
 ResultColumnsEncoder::ResultColumnsEncoder(v1::ResultColumns* p, const std::string& sweep_id)
     : p_(p), workers_(p->mutable_workers()), devices_(p->mutable_devices()) {
   p_->set_sweep_id(sweep_id);
-  // One column per metric of the table, in its order, until Finish.
-  for (const ResultMetric& m : ResultMetrics()) p_->add_metrics()->set_name(m.name);
+  // One column per metric of the table, in its order, until Finish; the
+  // table itself, for readers that make a column of each.
+  for (const ResultMetric& m : ResultMetrics()) {
+    p_->add_metrics()->set_name(m.name);
+    v1::MetricInfo* info = p_->add_metric_table();
+    info->set_name(m.name);
+    info->set_integer(m.integer);
+    info->set_label(m.label);
+    info->set_test_split(m.split == MetricSplit::kTest);
+  }
 }
 
 void ResultColumnsEncoder::Expect(int64_t at_most) {

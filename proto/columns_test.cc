@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "common/spec/result_metrics.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
 
@@ -201,7 +202,7 @@ TEST(ColumnsTest, EveryMetricOfATestSplitRoundTrips) {
   r.wall_seconds = 0.75;
   r.device = "cuda:0";
   r.facts = {12, 4, 6, 2, 5};
-  r.first_exact_step = 150;
+  SetMetric("first_exact_step", 150, &r);
   ResultColumnsRow row;
   row.cell_id = 3;
   row.head = "kernel/elu1";
@@ -257,10 +258,10 @@ TEST(ColumnsTest, AnOptionalMetricIsSentWhereSomeRowHasIt) {
   }
   SeedResult exact;
   exact.train = {8, 1, 1, 0, 0};
-  exact.first_exact_step = 60;
+  SetMetric("first_exact_step", 60, &exact);
   SeedResult never = exact;
   never.train = {8, 0.5, 0, 1, 1};
-  never.first_exact_step.reset();
+  SetMetric("first_exact_step", std::nullopt, &never);
   v1::QueryResultsResponse got;
   ResultColumnsEncoder encoder(got.mutable_columns(), "sw-5");
   ResultColumnsRow row;
@@ -292,6 +293,41 @@ TEST(ColumnsTest, AnOptionalMetricIsSentWhereSomeRowHasIt) {
   ASSERT_TRUE(got.rows(1).result().has_first_exact_step());
   EXPECT_EQ(got.rows(1).result().first_exact_step(), 60);
   EXPECT_FALSE(got.rows(2).result().has_first_exact_step());
+}
+
+// Every reply carries the coordinator's metric table, whether or not a row
+// has a metric; a real metric (the test loss, on a test split) rides its own
+// column and reads back into SeedResult.metrics.
+TEST(ColumnsTest, TheMetricTableTravelsAndEachMetricRoundTrips) {
+  SeedResult r;
+  r.train = {8, 1, 1, 0, 0};
+  r.test = {4, 0.5, 0.5, 0.5, 0.75};
+  r.facts.test_sequences = 4;
+  SetMetric("final_test_loss", 0.375, &r);
+  v1::QueryResultsResponse got;
+  ResultColumnsEncoder encoder(got.mutable_columns(), "sw-6");
+  ResultColumnsRow row;
+  row.state = v1::CELL_STATE_DONE;
+  row.head = "kernel/elu1";
+  row.result = &r;
+  encoder.Add(row);
+  encoder.Finish();
+  const v1::ResultColumns& c = got.columns();
+  ASSERT_EQ(c.metric_table_size(), static_cast<int>(ResultMetrics().size()));
+  for (int k = 0; k < c.metric_table_size(); ++k) {
+    const ResultMetric& m = ResultMetrics()[static_cast<size_t>(k)];
+    EXPECT_EQ(c.metric_table(k).name(), m.name);
+    EXPECT_EQ(c.metric_table(k).integer(), m.integer);
+    EXPECT_EQ(c.metric_table(k).label(), m.label);
+    EXPECT_EQ(c.metric_table(k).test_split(), m.split == MetricSplit::kTest);
+  }
+  ASSERT_EQ(c.metrics_size(), 1);  // first_exact_step: no row has it
+  EXPECT_EQ(c.metrics(0).name(), "final_test_loss");
+  ASSERT_TRUE(RowsFromColumns(&got).ok());
+  ASSERT_EQ(got.rows_size(), 1);
+  EXPECT_EQ(got.rows(0).result().metrics().at("final_test_loss"), 0.375);
+  EXPECT_EQ(got.rows(0).result().metrics().count("first_exact_step"), 0u);
+  EXPECT_FALSE(got.rows(0).result().has_first_exact_step());
 }
 
 TEST(ColumnsTest, NoRowsEncodeAndDecodeToNoRows) {

@@ -1,6 +1,7 @@
 #include "proto/convert.h"
 
 #include <cstddef>
+#include <cmath>
 #include <vector>
 
 namespace ranksweep {
@@ -252,9 +253,10 @@ void FillProtoSplit(const SplitMetrics& m, v1::SplitMetrics* p) {
 }
 }  // namespace
 
-const google::protobuf::FieldDescriptor* MetricField(const ResultMetric& metric) {
-  // convert_test checks that every metric of the table has its field.
-  // Looked up once per metric of the table: this runs for every row.
+// The field of SeedResult that a metric older than the `metrics` map also
+// travels in (first_exact_step), or nullptr. Looked up once per metric of the
+// table: this runs for every row.
+const google::protobuf::FieldDescriptor* LegacyMetricField(const ResultMetric& metric) {
   static const auto* kFields = [] {
     auto* fields = new std::vector<const google::protobuf::FieldDescriptor*>;
     for (const ResultMetric& m : kResultMetrics) {
@@ -264,11 +266,16 @@ const google::protobuf::FieldDescriptor* MetricField(const ResultMetric& metric)
   }();
   const std::ptrdiff_t i = &metric - kResultMetrics;
   if (i >= 0 && i < kResultMetricCount) return (*kFields)[static_cast<size_t>(i)];
-  return v1::SeedResult::descriptor()->FindFieldByName(metric.name);
+  return nullptr;
 }
 
 std::optional<double> GetProtoMetric(const ResultMetric& metric, const v1::SeedResult& p) {
-  const google::protobuf::FieldDescriptor* f = MetricField(metric);
+  if (!p.metrics().empty()) {
+    const auto it = p.metrics().find(metric.name);
+    if (it != p.metrics().end()) return it->second;
+  }
+  // From a sender older than the map: the metric's own field, if it has one.
+  const google::protobuf::FieldDescriptor* f = LegacyMetricField(metric);
   const google::protobuf::Reflection* refl = p.GetReflection();
   if (f == nullptr || !refl->HasField(p, f)) return std::nullopt;
   return f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64
@@ -278,15 +285,20 @@ std::optional<double> GetProtoMetric(const ResultMetric& metric, const v1::SeedR
 
 void SetProtoMetric(const ResultMetric& metric, std::optional<double> value,
                     v1::SeedResult* p) {
-  const google::protobuf::FieldDescriptor* f = MetricField(metric);
+  const google::protobuf::FieldDescriptor* f = LegacyMetricField(metric);
   const google::protobuf::Reflection* refl = p->GetReflection();
-  if (f == nullptr) return;
   if (!value.has_value()) {
-    refl->ClearField(p, f);
-  } else if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
-    refl->SetInt64(p, f, static_cast<int64_t>(*value));
+    p->mutable_metrics()->erase(metric.name);
+    if (f != nullptr) refl->ClearField(p, f);
+    return;
+  }
+  const double v = metric.integer ? std::trunc(*value) : *value;
+  (*p->mutable_metrics())[metric.name] = v;
+  if (f == nullptr) return;
+  if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
+    refl->SetInt64(p, f, static_cast<int64_t>(v));
   } else {
-    refl->SetDouble(p, f, *value);
+    refl->SetDouble(p, f, v);
   }
 }
 

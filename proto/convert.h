@@ -36,10 +36,12 @@ v1::DatasetFacts ToProto(const DatasetFacts& s);
 void FillProto(const SeedResult& s, v1::SeedResult* p);
 void FillProto(const DatasetFacts& s, v1::DatasetFacts* p);
 
-// The field of v1::SeedResult that carries an optional metric (the one of
-// its name; null if there is none), and its value there: nullopt when unset. By reflection, so
-// that a metric of common/spec/result_metrics.h needs no code here.
-const google::protobuf::FieldDescriptor* MetricField(const ResultMetric& metric);
+// An optional metric of v1::SeedResult: the entry of its name in the
+// `metrics` map (nullopt when there is none). A metric that also has a field
+// of its own (first_exact_step, from before the map) is written to both and
+// read from the field when the map lacks it, as a sender older than the map
+// sends it. A metric of common/spec/result_metrics.h needs no code here.
+const google::protobuf::FieldDescriptor* LegacyMetricField(const ResultMetric& metric);
 std::optional<double> GetProtoMetric(const ResultMetric& metric, const v1::SeedResult& p);
 void SetProtoMetric(const ResultMetric& metric, std::optional<double> value, v1::SeedResult* p);
 

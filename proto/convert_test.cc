@@ -350,23 +350,47 @@ TEST(ConvertTest, ExplicitZeroIsKeptAndAbsentMeansTheDefault) {
   EXPECT_EQ(got.m, DatasetSpec().m);  // absent
 }
 
-// Every optional metric of the table has its `optional` field in
-// v1::SeedResult, and a value (or its absence) survives the trip.
-TEST(ConvertTest, OptionalMetricsHaveTheirFieldAndRoundTrip) {
+// Every optional metric of the table travels in SeedResult's `metrics`
+// map under its name, and a value (or its absence) survives the trip.
+TEST(ConvertTest, OptionalMetricsTravelInTheMapAndRoundTrip) {
   for (const ResultMetric& m : ResultMetrics()) {
-    const google::protobuf::FieldDescriptor* f = MetricField(m);
-    ASSERT_NE(f, nullptr) << m.name;
-    EXPECT_TRUE(f->has_presence()) << m.name;
+    SeedResult r;
+    r.test.sequences = 8;  // a test-split metric needs a test split
+    SetMetric(m, 1500, &r);
+    const v1::SeedResult p = ToProto(r);
+    ASSERT_EQ(p.metrics().count(m.name), 1u) << m.name;
+    EXPECT_EQ(p.metrics().at(m.name), 1500.0) << m.name;
+    EXPECT_EQ(GetMetric(m, FromProto(p)), std::optional<double>(1500.0)) << m.name;
+    SetMetric(m, std::nullopt, &r);
+    EXPECT_EQ(ToProto(r).metrics().count(m.name), 0u) << m.name;
+    EXPECT_FALSE(GetMetric(m, FromProto(ToProto(r))).has_value()) << m.name;
   }
+}
+
+// first_exact_step, older than the map, also travels in its own field: a
+// reader older than the map finds it there, and a sender older than the map
+// is read from it.
+TEST(ConvertTest, FirstExactStepAlsoTravelsInItsOwnField) {
   SeedResult r;
-  r.first_exact_step = 1500;
+  SetMetric("first_exact_step", 1500, &r);
   const v1::SeedResult p = ToProto(r);
   ASSERT_TRUE(p.has_first_exact_step());
   EXPECT_EQ(p.first_exact_step(), 1500);
-  EXPECT_EQ(FromProto(p).first_exact_step, std::optional<int64_t>(1500));
-  r.first_exact_step.reset();
-  EXPECT_FALSE(ToProto(r).has_first_exact_step());
-  EXPECT_FALSE(FromProto(ToProto(r)).first_exact_step.has_value());
+  EXPECT_EQ(p.metrics().at("first_exact_step"), 1500.0);
+
+  v1::SeedResult old_sender;
+  old_sender.set_first_exact_step(700);
+  EXPECT_EQ(GetMetric("first_exact_step", FromProto(old_sender)),
+            std::optional<double>(700.0));
+  EXPECT_FALSE(GetMetric("first_exact_step", FromProto(v1::SeedResult())).has_value());
+}
+
+// A name the table does not have (a newer worker's metric) is ignored.
+TEST(ConvertTest, AMetricNameTheTableLacksIsIgnored) {
+  v1::SeedResult p;
+  (*p.mutable_metrics())["not_a_metric"] = 3.0;
+  const SeedResult r = FromProto(p);
+  for (const ResultMetric& m : ResultMetrics()) EXPECT_FALSE(GetMetric(m, r).has_value());
 }
 
 }  // namespace

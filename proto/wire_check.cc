@@ -82,6 +82,20 @@ absl::Status CheckWireSeedResult(const v1::SeedResult& p) {
         absl::StrCat("result.curve.", list, " must have as many elements as result.curve.steps (",
                      n, "), got ", size));
   };
+  // The optional metrics by name: a newer worker may send a metric this
+  // coordinator does not know (it is ignored), but not without bound.
+  if (p.metrics_size() > WireLimits::kMaxResultMetrics) {
+    return absl::InvalidArgumentError(absl::StrCat("result.metrics must have at most ",
+                                                   WireLimits::kMaxResultMetrics,
+                                                   " entries, got ", p.metrics_size()));
+  }
+  for (const auto& [name, value] : p.metrics()) {
+    if (name.size() > WireLimits::kMaxMetricNameLength) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("result.metrics: a name must be at most ", WireLimits::kMaxMetricNameLength,
+                       " bytes, got ", name.size()));
+    }
+  }
   RETURN_IF_ERROR(check("loss", c.loss_size()));
   RETURN_IF_ERROR(check("train_error", c.train_error_size()));
   RETURN_IF_ERROR(check("train_position_accuracy", c.train_position_accuracy_size()));

@@ -11,6 +11,8 @@
 #ifndef RANKSWEEP_PROTO_WIRE_CHECK_H_
 #define RANKSWEEP_PROTO_WIRE_CHECK_H_
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 #include "ranksweep/v1/ranksweep.pb.h"
 
@@ -23,10 +25,18 @@ namespace ranksweep {
 absl::Status CheckWireSweepSpec(const v1::SweepSpec& p);
 // The same for a task (the dataset, the head, the training settings).
 absl::Status CheckWireTaskSpec(const v1::TaskSpec& p);
+struct WireLimits {
+  // SeedResult.metrics: entries, and the bytes of a name. A worker newer
+  // than the coordinator may send metrics it does not know (ignored).
+  static constexpr int kMaxResultMetrics = 64;
+  static constexpr size_t kMaxMetricNameLength = 64;
+};
+
 // A result's learning curve as lists: every list as long as curve.steps
 // (the test lists empty without has_test), else InvalidArgument
 // "result.curve.loss must have as many elements as result.curve.steps (3),
-// got 2".
+// got 2"; its `metrics` map within WireLimits ("result.metrics must have at
+// most 64 entries, got 65").
 absl::Status CheckWireSeedResult(const v1::SeedResult& p);
 
 }  // namespace ranksweep

@@ -1,5 +1,6 @@
 #include "proto/wire_check.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace ranksweep {
@@ -49,6 +50,22 @@ TEST(WireCheckTest, ACurvesListsHaveOneElementPerStep) {
   c->add_test_position_accuracy(0.5f);
   EXPECT_TRUE(CheckWireSeedResult(r).ok());
   EXPECT_EQ(CheckWireSeedResult(r).code(), absl::StatusCode::kOk);
+}
+
+// A result may carry metrics this coordinator does not know, within bounds.
+TEST(WireCheckTest, AResultsMetricsMapIsBounded) {
+  v1::SeedResult p;
+  for (int i = 0; i < WireLimits::kMaxResultMetrics; ++i) {
+    (*p.mutable_metrics())[absl::StrCat("m", i)] = i;
+  }
+  EXPECT_TRUE(CheckWireSeedResult(p).ok());
+  (*p.mutable_metrics())["one_more"] = 1;
+  EXPECT_EQ(CheckWireSeedResult(p).message(),
+            "result.metrics must have at most 64 entries, got 65");
+  v1::SeedResult long_name;
+  (*long_name.mutable_metrics())[std::string(65, 'x')] = 1;
+  EXPECT_EQ(CheckWireSeedResult(long_name).message(),
+            "result.metrics: a name must be at most 64 bytes, got 65");
 }
 
 TEST(WireCheckTest, EveryDefinedValueAndUnsetPass) {

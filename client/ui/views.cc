@@ -165,9 +165,9 @@ Json RowView(const v1::ResultRow& row) {
   // The optional metrics, in RowColumns' order.
   for (const ResultMetric& m : kResultMetrics) {
     const std::optional<double> v = done ? GetProtoMetric(m, r) : std::nullopt;
-    view[m.name] = !v.has_value()         ? Json(nullptr)
-                   : m.integer != nullptr ? Json(static_cast<int64_t>(*v))
-                                          : Json(*v);
+    view[m.name] = !v.has_value() ? Json(nullptr)
+                   : m.integer    ? Json(static_cast<int64_t>(*v))
+                                  : Json(*v);
   }
   view["wall_seconds"] = metric(r.wall_seconds());
   view["device"] = done ? Json(r.device()) : Json(nullptr);

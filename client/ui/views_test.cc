@@ -100,7 +100,7 @@ TEST(RowViewTest, DoneRowWithoutTestSplit) {
             R"("state":"DONE",)"
             R"("train_error":0.25,"test_error":null,"train_exact_accuracy":0.75,)"
             R"("train_position_accuracy":0.9,"final_loss":0.125,"steps":300,)"
-            R"("first_exact_step":null,"wall_seconds":1.5,)"
+            R"("first_exact_step":null,"final_test_loss":null,"wall_seconds":1.5,)"
             R"("device":"cpu","worker_id":"w1","attempt":1,"finished_unix_ms":1700000002000,)"
             R"("cached":false,"failure":null})");
   std::vector<std::string> keys;
@@ -137,7 +137,7 @@ TEST(RowViewTest, InvalidatedRowKeepsItsMetricsAndNote) {
   EXPECT_TRUE(v["test_error"].is_null());
   EXPECT_EQ(v["failure"], "invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad");
   EXPECT_EQ(RowsCsv({row}).substr(RowsCsv({row}).find('\n') + 1),
-            "7,kernel/elu1,0,2,1,0,INVALID,0.25,,0.75,0.9,0.125,300,,1.5,cpu,w-bad,1,1700000002000,"
+            "7,kernel/elu1,0,2,1,0,INVALID,0.25,,0.75,0.9,0.125,300,,,1.5,cpu,w-bad,1,1700000002000,"
             "false,invalidated 2026-12-01T14:00:00Z by ops: quarantine 1 of worker w-bad\n");
 }
 
@@ -152,10 +152,11 @@ TEST(RowsCsvTest, HeaderNullsAndShortestFloats) {
   EXPECT_EQ(RowsCsv({done, failed}),
             "cell_id,head,head_index,rank,seed,recipe,state,train_error,test_error,"
             "train_exact_accuracy,"
-            "train_position_accuracy,final_loss,steps,first_exact_step,wall_seconds,device,"
+            "train_position_accuracy,final_loss,steps,first_exact_step,final_test_loss,wall_seconds,"
+            "device,"
             "worker_id,attempt,finished_unix_ms,cached,failure\n"
-            "1,kernel/elu1,0,4,0,0,DONE,0.1,0.5,0.9,0.30000000000000004,1e-05,10,10,2,cpu,,0,,true,\n"
-            "2,\"soft,max\",0,,1,3,FAILED,,,,,,,,,,,0,,false,\"said \"\"no\"\"\"\n");
+            "1,kernel/elu1,0,4,0,0,DONE,0.1,0.5,0.9,0.30000000000000004,1e-05,10,10,,2,cpu,,0,,true,\n"
+            "2,\"soft,max\",0,,1,3,FAILED,,,,,,,,,,,,0,,false,\"said \"\"no\"\"\"\n");
 }
 
 TEST(ShortestDoubleTest, RoundTrips) {

@@ -1,9 +1,13 @@
 // The optional per-seed metrics of a SeedResult, described once. Every layer
 // that carries a result (validation, JSON, the proto messages, the result
 // columns on the wire, the `results` table and its packed copy, the CLI's
-// CSV and JSON, the dashboard) goes through this table rather than naming
-// the metrics, so adding one touches only the files docs/ARCHITECTURE.md
-// lists under "How to add a metric".
+// CSV and JSON, the dashboard, the Python frames) goes through this table
+// rather than naming the metrics: a metric is one row here plus the line of
+// the trainer that computes it (docs/ARCHITECTURE.md, "How to add a
+// metric"). Its value lives in SeedResult::metrics at the row's index, on
+// the wire in SeedResult's `metrics` map under its name, and in a `results`
+// column of its name that the store adds when it opens a database that
+// lacks it (server/core/schema.h, EnsureMetricColumns).
 //
 // A metric here may be missing (std::nullopt): a value that does not exist
 // for that seed (never exact: no first exact step), stored as NULL, sent
@@ -20,6 +24,7 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -33,14 +38,23 @@ enum class MetricRange {
   kNonNegative,  // a finite real >= 0
 };
 
+// The split a metric was measured on. A test-split metric is missing for
+// a dataset without a test split (a result that has one is refused).
+enum class MetricSplit {
+  kTrain,
+  kTest,
+};
+
 struct ResultMetric {
-  // The name everywhere: the `results` column, the field of v1::SeedResult
-  // (an `optional` scalar), the CSV column and the JSON key.
+  // The name everywhere: the `results` column, the key of v1::SeedResult's
+  // `metrics` map, the MetricColumn of the result columns, the CSV column,
+  // the JSON key and the Python frames' column.
   const char* name;
-  // The member of SeedResult: an integer or a real one (the other null).
-  std::optional<int64_t> SeedResult::*integer = nullptr;
-  std::optional<double> SeedResult::*real = nullptr;
+  // An integer (a step: an INTEGER column, printed without a fraction) or
+  // a real.
+  bool integer = false;
   MetricRange range = MetricRange::kNonNegative;
+  MetricSplit split = MetricSplit::kTrain;
   // A short header for the CLI's tables ("EXACT_AT") and a label for the
   // dashboard's ("First exact step").
   const char* table_header = "";
@@ -52,20 +66,33 @@ inline constexpr ResultMetric kResultMetrics[] = {
     // The first evaluated step (every eval_every steps, and the last) at
     // which train exact accuracy was 1; 0 for a head trained for no step
     // (a construction) that is exact as built.
-    {"first_exact_step", &SeedResult::first_exact_step, nullptr, MetricRange::kStep,
-     "EXACT_AT", "First exact step"},
+    {"first_exact_step", true, MetricRange::kStep, MetricSplit::kTrain, "EXACT_AT",
+     "First exact step"},
+    // The training loss (the spec's loss, mean over sequences and scored
+    // positions) over the test split after the last step, as final_loss is
+    // over the train split; missing without a test split.
+    {"final_test_loss", false, MetricRange::kNonNegative, MetricSplit::kTest, "TEST_LOSS",
+     "Final test loss"},
 };
 inline constexpr int kResultMetricCount = static_cast<int>(std::size(kResultMetrics));
 
 inline absl::Span<const ResultMetric> ResultMetrics() { return kResultMetrics; }
 
-// The value of `metric` in `r` as a double (exact for integers up to 2^53),
-// or nullopt when missing; Set stores one (rounded toward zero for an
-// integer metric).
+// The row named `name`, or nullptr.
+const ResultMetric* FindResultMetric(std::string_view name);
+
+// The value of `metric` (a row of kResultMetrics) in `r` as a double (exact
+// for integers up to 2^53), or nullopt when missing; Set stores one
+// (rounded toward zero for an integer metric; nullopt: missing).
 std::optional<double> GetMetric(const ResultMetric& metric, const SeedResult& r);
 void SetMetric(const ResultMetric& metric, std::optional<double> value, SeedResult* r);
+// The same by name, for the code that computes a metric. A name that is not
+// in the table is a programming error: the process aborts, naming it.
+std::optional<double> GetMetric(std::string_view name, const SeedResult& r);
+void SetMetric(std::string_view name, std::optional<double> value, SeedResult* r);
 
-// OK when every metric of `r` is missing or in its range; else
+// OK when every metric of `r` is missing or in its range, and every
+// test-split metric is missing when `r` has no test split; else
 // InvalidArgument naming the field ("result.first_exact_step must be in
 // 0..3000 or missing, got 4000").
 absl::Status ValidateResultMetrics(const SeedResult& r, int max_steps);

@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 
+#include "common/spec/result_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -97,17 +98,17 @@ TEST(ValidateSeedResultTest, RefusesImpossibleValuesNamingTheFieldAndRange) {
 // first_exact_step: missing, or a step in 0..max_steps.
 TEST(ValidateSeedResultTest, FirstExactStepIsMissingOrAStepOfTheRun) {
   SeedResult r = Good();
-  EXPECT_FALSE(r.first_exact_step.has_value());
+  EXPECT_FALSE(GetMetric("first_exact_step", r).has_value());
   EXPECT_TRUE(ValidateSeedResult(r, 200).ok());
   for (int64_t step : {0, 1, 120, 200}) {
-    r.first_exact_step = step;
+    SetMetric("first_exact_step", step, &r);
     EXPECT_TRUE(ValidateSeedResult(r, 200).ok()) << step;
   }
-  r.first_exact_step = 201;
+  SetMetric("first_exact_step", 201, &r);
   absl::Status s = ValidateSeedResult(r, 200);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "result.first_exact_step must be in 0..200 or missing, got 201");
-  r.first_exact_step = -1;
+  SetMetric("first_exact_step", -1, &r);
   s = ValidateSeedResult(r, 200);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "result.first_exact_step must be in 0..200 or missing, got -1");

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/spec/curve.h"
@@ -357,9 +358,11 @@ struct SeedResult {
   double wall_seconds = 0;
   std::string device;  // e.g. "cpu", "cuda:0 (NVIDIA H200)"
   DatasetFacts facts;
-  // The optional metrics (common/spec/result_metrics.h describes them):
-  // the first evaluated step with train exact accuracy 1; none when never.
-  std::optional<int64_t> first_exact_step;
+  // The optional metrics, by their index in kResultMetrics (common/spec/
+  // result_metrics.h, which reads and writes them: GetMetric, SetMetric);
+  // nullopt or past the end: missing. Inline for the first few, so that a
+  // result read from the store (100,000 in a query) allocates nothing more.
+  absl::InlinedVector<std::optional<double>, 4> metrics;
   // What each evaluation measured (common/spec/curve.h); empty for a head
   // trained for no step.
   Curve curve;

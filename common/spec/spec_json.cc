@@ -262,8 +262,13 @@ Json ToJ(const SeedResult& r) {
             {"device", r.device},       {"facts", ToJ(r.facts)}};
   // The optional metrics when present (a missing one is left out).
   for (const ResultMetric& m : ResultMetrics()) {
-    if (m.integer != nullptr && (r.*m.integer).has_value()) j[m.name] = *(r.*m.integer);
-    if (m.real != nullptr && (r.*m.real).has_value()) j[m.name] = *(r.*m.real);
+    const std::optional<double> v = GetMetric(m, r);
+    if (!v.has_value()) continue;
+    if (m.integer) {
+      j[m.name] = static_cast<int64_t>(*v);
+    } else {
+      j[m.name] = *v;
+    }
   }
   // The learning curve when there is one: a row per evaluation, [step,
   // loss, train_error, train_position_accuracy] and, with a test split,
@@ -432,8 +437,16 @@ absl::Status FromJ(const Json& j, const std::string& path, SeedResult* s) {
   RETURN_IF_ERROR(r.String("device", &s->device));
   RETURN_IF_ERROR(Sub(r, "facts", &s->facts));
   for (const ResultMetric& m : ResultMetrics()) {
-    if (m.integer != nullptr) RETURN_IF_ERROR(r.OptionalNumber(m.name, &(s->*m.integer)));
-    if (m.real != nullptr) RETURN_IF_ERROR(r.OptionalNumber(m.name, &(s->*m.real)));
+    if (m.integer) {
+      std::optional<int64_t> v;
+      RETURN_IF_ERROR(r.OptionalNumber(m.name, &v));
+      SetMetric(m, v.has_value() ? std::optional<double>(static_cast<double>(*v)) : std::nullopt,
+                s);
+    } else {
+      std::optional<double> v;
+      RETURN_IF_ERROR(r.OptionalNumber(m.name, &v));
+      SetMetric(m, v, s);
+    }
   }
   RETURN_IF_ERROR(Sub(r, "curve", &s->curve));
   return r.Finish();

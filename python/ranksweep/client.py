@@ -368,8 +368,9 @@ class Client:
                 state: Optional[str] = None, include_invalid: bool = False,
                 page_size: int = PAGE_SIZE) -> pd.DataFrame:
         """Per-seed results: one row per finished (done, failed or pruned) cell, in
-        cell id order, as a DataFrame (frames.RESULT_COLUMNS; missing values
-        are NaN / <NA> / None, see ranksweep.frames). Filters: `head` label
+        cell id order, as a DataFrame (frames.result_columns: the fixed
+        columns, one per optional metric of the coordinator, `recipe`; missing
+        values are NaN / <NA> / None, see ranksweep.frames). Filters: `head` label
         ("kernel/elu1"), `ranks`, `seeds`, `state` ("done", "failed",
         "pruned" for the cells recipe pruning stopped, or "invalid" for the
         invalidated rows only).

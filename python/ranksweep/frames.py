@@ -60,18 +60,35 @@ AGGREGATE_FIELDS = ("mean", "std", "min", "max", "ci95")
 
 _UTC = pd.DatetimeTZDtype(tz="UTC")
 
-# The optional metrics: the scalar fields of SeedResult with presence (an
-# `optional` in the proto), as MetricColumn names them, read off the
-# message's descriptor: a metric the coordinator adds is a column of
-# results() once the package is installed from its proto, with no list here.
-_OPTIONAL_METRICS = tuple(f.name for f in pb.SeedResult.DESCRIPTOR.fields
-                          if f.has_presence and f.message_type is None)
-_INTEGER_METRICS = frozenset(
-    f.name for f in pb.SeedResult.DESCRIPTOR.fields
-    if f.name in _OPTIONAL_METRICS and f.cpp_type in (
-        f.CPPTYPE_INT32, f.CPPTYPE_INT64, f.CPPTYPE_UINT32, f.CPPTYPE_UINT64))
-# ... then the optional metrics and the recipe, as the CLI's CSV ends.
-RESULT_COLUMNS: Tuple[str, ...] = _FIXED_COLUMNS + _OPTIONAL_METRICS + ("recipe",)
+# The optional metrics are the coordinator's: every reply in columns carries
+# its table (ResultColumns.metric_table: name and type, in order), and each
+# is a column of results(), with no list here. From a coordinator older than
+# the table, they are the scalar fields of SeedResult with presence (an
+# `optional` in the proto), read off the message's descriptor.
+_LEGACY_METRICS: Tuple[Tuple[str, bool], ...] = tuple(
+    (f.name, f.cpp_type in (f.CPPTYPE_INT32, f.CPPTYPE_INT64, f.CPPTYPE_UINT32,
+                            f.CPPTYPE_UINT64))
+    for f in pb.SeedResult.DESCRIPTOR.fields if f.has_presence and f.message_type is None)
+# The columns of results() against a coordinator older than the metric
+# table: the fixed ones, the optional metrics, the recipe (as the CLI's CSV
+# ends). result_columns() gives a reply's.
+RESULT_COLUMNS: Tuple[str, ...] = (
+    _FIXED_COLUMNS + tuple(name for name, _ in _LEGACY_METRICS) + ("recipe",))
+
+
+def _metric_table(replies: Sequence[pb.QueryResultsResponse]) -> Tuple[Tuple[str, bool], ...]:
+    """(name, integer) of each optional metric, in the coordinator's order."""
+    for r in replies:
+        if r.HasField("columns") and len(r.columns.metric_table):
+            return tuple((m.name, m.integer) for m in r.columns.metric_table)
+    return _LEGACY_METRICS
+
+
+def result_columns(replies: Sequence[pb.QueryResultsResponse]) -> List[str]:
+    """The columns results_frame makes of `replies` (before the axis
+    columns): the fixed ones, every optional metric the coordinator knows,
+    then `recipe`."""
+    return list(_FIXED_COLUMNS) + [name for name, _ in _metric_table(replies)] + ["recipe"]
 
 
 # A sweep's spec as a ranksweep.v1.SweepSpec or as its dict (Client.spec).
@@ -199,18 +216,28 @@ _METRIC_COLUMNS = {"final_loss": 0.0, "steps": 0, "wall_seconds": 0.0,
                       for m in _EMPTY}}
 
 
-def _reply_columns(reply: pb.QueryResultsResponse) -> Dict[str, List[Any]]:
-    """One reply's rows as plain per-field lists (the keys of _ROW_FIELDS),
-    from `columns` or, from a coordinator that predates them, `rows`."""
+def _row_metric(result: pb.SeedResult, name: str) -> Optional[float]:
+    """An optional metric of one SeedResult: its entry in `metrics`, else
+    (from a sender older than the map) its own field; None when missing."""
+    if name in result.metrics:
+        return result.metrics[name]
+    has_field = name in pb.SeedResult.DESCRIPTOR.fields_by_name
+    return getattr(result, name) if has_field and result.HasField(name) else None
+
+
+def _reply_columns(reply: pb.QueryResultsResponse,
+                   metrics: Sequence[str]) -> Dict[str, List[Any]]:
+    """One reply's rows as plain per-field lists (the keys of _ROW_FIELDS and
+    `metrics`), from `columns` or, from a coordinator that predates them,
+    `rows`."""
     if not reply.HasField("columns"):
         out = {k: [operator.attrgetter(path)(r) for r in reply.rows]
                for k, path in _ROW_FIELDS.items()}
-        for m in _OPTIONAL_METRICS:
-            out[m] = [getattr(r.result, m) if r.result.HasField(m) else None
-                      for r in reply.rows]
+        for m in metrics:
+            out[m] = [_row_metric(r.result, m) for r in reply.rows]
         return out
     try:
-        out = _columns(reply.columns)
+        out = _columns(reply.columns, metrics)
     except IndexError as e:  # an index past its table
         raise RanksweepError(grpc.StatusCode.INTERNAL,
                              f"QueryResults reply: an index is past its table: {e}") from None
@@ -223,7 +250,7 @@ def _reply_columns(reply: pb.QueryResultsResponse) -> Dict[str, List[Any]]:
     return out
 
 
-def _columns(c: pb.ResultColumns) -> Dict[str, List[Any]]:
+def _columns(c: pb.ResultColumns, metrics: Sequence[str]) -> Dict[str, List[Any]]:
     n = len(c.cell_id)
     for name in ("head_index", "worker", "worker_version", "device", "facts", "failure_row"):
         if any(i < 0 for i in getattr(c, name)):  # Python would count from the end
@@ -246,10 +273,10 @@ def _columns(c: pb.ResultColumns) -> Dict[str, List[Any]]:
     for row, text in zip(c.failure_row, c.failure):
         out["failure"][row] = text
     out["recipe"] = list(c.recipe) if len(c.recipe) else [0] * n  # empty: all 0
-    for m in _OPTIONAL_METRICS:
+    for m in metrics:
         out[m] = [None] * n  # a metric no row has is left out
     for metric in c.metrics:
-        if metric.name not in _OPTIONAL_METRICS:
+        if metric.name not in out:  # not in the table: not a column
             continue
         if len(metric.values) != n:
             raise IndexError(f"columns.metrics {metric.name}: {len(metric.values)} values for "
@@ -264,16 +291,19 @@ def _columns(c: pb.ResultColumns) -> Dict[str, List[Any]]:
 def results_frame(replies: Sequence[pb.QueryResultsResponse],
                   spec: Optional[pb.SweepSpec] = None) -> pd.DataFrame:
     """The per-seed rows of QueryResults replies (pages, in order) as one
-    DataFrame with RESULT_COLUMNS, one row per cell (per result: a cell that
-    was trained again after a quarantine has its DONE row and its INVALID
-    one), then one column per recipe axis of `spec` (the sweep's
+    DataFrame with result_columns(replies), one row per cell (per result: a
+    cell that was trained again after a quarantine has its DONE row and its
+    INVALID one), then one column per recipe axis of `spec` (the sweep's
     ranksweep.v1.SweepSpec; None: no axis columns). `failure` holds a failed
-    cell's reason, and for an INVALID row who invalidated it and when.
-    `first_exact_step` is <NA> for a row that never reached train exact
-    accuracy 1 (or that is not done)."""
-    parts = [_reply_columns(r) for r in replies]
-    cols = {k: [v for part in parts for v in part[k]]
-            for k in list(_ROW_FIELDS) + list(_OPTIONAL_METRICS)}
+    cell's reason, and for an INVALID row who invalidated it and when. An
+    optional metric (one column each, as the coordinator's table lists
+    them) is <NA> (or NaN) where a row lacks it (`first_exact_step` for a
+    row that never reached train exact accuracy 1, a test-split metric for
+    a dataset without a test split) and in a row that is not done."""
+    table = _metric_table(replies)
+    metrics = [name for name, _ in table]
+    parts = [_reply_columns(r, metrics) for r in replies]
+    cols = {k: [v for part in parts for v in part[k]] for k in list(_ROW_FIELDS) + metrics}
     state = np.asarray(cols["state"], dtype=np.int64)
     # Rows without metrics: failed cells. Invalidated rows keep theirs.
     not_done = (state != pb.CELL_STATE_DONE) & (state != pb.CELL_STATE_INVALID)
@@ -311,14 +341,14 @@ def results_frame(replies: Sequence[pb.QueryResultsResponse],
     for bound in ("rank_lower_bound", "rank_upper_bound"):
         values = np.asarray(cols[bound], dtype=np.int64)
         data[bound] = _ints(values, not_done | (values == 0))  # 0: no bound
-    for m in _OPTIONAL_METRICS:
+    for m, integer in table:
         absent = np.array([v is None for v in cols[m]], dtype=bool) | not_done
-        if m in _INTEGER_METRICS:
+        if integer:
             data[m] = _ints([0 if v is None else int(v) for v in cols[m]], absent)
         else:
             data[m] = _floats([0.0 if v is None else float(v) for v in cols[m]], absent)
     axes = _add_axis_columns(data, cols["recipe"], spec)
-    return pd.DataFrame({k: data[k] for k in list(RESULT_COLUMNS) + axes})
+    return pd.DataFrame({k: data[k] for k in result_columns(replies) + axes})
 
 
 # ---------------------------------------------------------------- curves

@@ -26,7 +26,12 @@ from ranksweep import RanksweepError, SpecError, frames
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 from cluster import Cluster  # this directory is on sys.path
-from frames_test import RESULT_DTYPES
+from frames_test import RESULT_DTYPES as LEGACY_DTYPES
+
+# The coordinator's metric table adds its metrics before `recipe`: the
+# columns of results() against it, as the frames read them off the reply.
+RESULT_DTYPES = {k: v for k, v in LEGACY_DTYPES.items() if k != "recipe"}
+RESULT_DTYPES.update({"final_test_loss": "float64", "recipe": "int64"})
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # A witness family (4 queries of a weight-4 code in {0,1}^8: 28 sequences, no
@@ -139,6 +144,10 @@ def check_rows_match_cli(test, cluster, df, sweep, *cli_args, axes=()):
             test.assertIs(got["first_exact_step"], pd.NA)
         else:
             test.assertEqual(got["first_exact_step"], res["first_exact_step"])
+        if res.get("final_test_loss") is None:
+            test.assertTrue(math.isnan(got["final_test_loss"]))
+        else:
+            test.assertEqual(got["final_test_loss"], res["final_test_loss"])
         test.assertEqual(got["recipe"], want.get("recipe") or 0)
         for name in axes:  # the CLI adds a key per axis with the recipe's value
             test.assertEqual(got[name], want[name], name)
@@ -232,6 +241,10 @@ class ClientEndToEndTest(unittest.TestCase):
         self.assertEqual(df["rank"].tolist(), [4, 4])
         self.assertEqual(df["test_sequences"].tolist(), [32, 32])
         self.assertTrue(df["test_error"].notna().all())
+        # The loss over the test split, as the worker measured it: a mean of
+        # squared errors, at most the largest one squared.
+        self.assertTrue((df["final_test_loss"] > 0).all())
+        self.assertTrue((df["final_test_loss"] <= df["test_max_abs_error"] ** 2 * (1 + 1e-5)).all())
         self.assertTrue(df["rank_lower_bound"].isna().all())  # no theory bound here
         check_rows_match_cli(self, self.cluster, df, self.pool)
 

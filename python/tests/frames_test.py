@@ -229,15 +229,42 @@ class ResultsFrameTest(unittest.TestCase):
         frames._add_axis_columns(data, [1, 0, 5], named)
         self.assertEqual(data["schedule"], ["cosine", "constant", None])
 
-    def test_the_optional_metrics_come_from_the_proto(self):
-        # Every scalar SeedResult field with presence is a column, typed by
-        # its field: nothing to list by hand when the coordinator adds one.
-        optional = [f.name for f in pb.SeedResult.DESCRIPTOR.fields
-                    if f.has_presence and f.message_type is None]
-        self.assertEqual(optional, ["first_exact_step"])
-        self.assertEqual(frames.RESULT_COLUMNS[-len(optional) - 1:],
-                         tuple(optional) + ("recipe",))
+    def test_the_optional_metrics_come_from_the_coordinators_table(self):
+        # A coordinator older than the table: the scalar SeedResult fields
+        # with presence, typed by their field.
+        self.assertEqual(frames.RESULT_COLUMNS[-2:], ("first_exact_step", "recipe"))
         self.assertEqual(RESULT_DTYPES["first_exact_step"], "Int64")
+        # A reply with the table: one column per metric it lists, typed as it
+        # says, including one this package has never heard of, in the table's
+        # order; values from the columns sent, <NA>/NaN where missing.
+        rows = witness_rows()
+        reply = as_columns(rows)
+        c = reply.columns
+        c.metric_table.add(name="first_exact_step", integer=True, label="First exact step")
+        c.metric_table.add(name="final_test_loss", label="Final test loss", test_split=True)
+        c.metric_table.add(name="made_up_steps", integer=True)
+        loss = c.metrics.add(name="final_test_loss", values=[0.5, 0.0, 0.0],
+                             missing_rows=[1, 2])
+        made_up = c.metrics.add(name="made_up_steps", values=[0, 40, 0], missing_rows=[0, 2])
+        self.assertEqual(len(loss.values) + len(made_up.values), 6)
+        df = frames.results_frame([reply])
+        self.assertEqual(frames.result_columns([reply])[-4:],
+                         ["first_exact_step", "final_test_loss", "made_up_steps", "recipe"])
+        self.assertEqual(list(df.columns), frames.result_columns([reply]))
+        self.assertEqual(str(df["final_test_loss"].dtype), "float64")
+        self.assertEqual(str(df["made_up_steps"].dtype), "Int64")
+        self.assertEqual(df["final_test_loss"].tolist()[0], 0.5)
+        self.assertTrue(math.isnan(df["final_test_loss"][1]))
+        self.assertEqual(df["made_up_steps"].tolist(), [pd.NA, 40, pd.NA])
+        # A metric a row sends that the table lacks is not a column.
+        c.metrics.add(name="not_in_the_table", values=[1, 1, 1])
+        self.assertNotIn("not_in_the_table", frames.results_frame([reply]).columns)
+        # Rows (a coordinator that predates columns): SeedResult.metrics,
+        # else the metric's own field.
+        rows[0].result.metrics["first_exact_step"] = 60
+        rows[1].result.first_exact_step = 150
+        df = frames.results_frame([pb.QueryResultsResponse(rows=rows)])
+        self.assertEqual(df["first_exact_step"].tolist(), [60, 150, pd.NA])
 
     def test_no_rows(self):
         df = frames.results_frame([pb.QueryResultsResponse()])

@@ -25,6 +25,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/spec/result_metrics.h"
 #include "common/spec/result_validation.h"
 #include "common/spec/spec.h"
 #include "common/temp_dir.h"
@@ -407,8 +408,14 @@ std::map<std::string, Probe> Probes(CoordinatorUnderTest& cut) {
       result([](SeedResult& r, double v) { r.steps = static_cast<int64_t>(v); }),
       {{"max_steps", 100}}};
   p["SeedResult|`first_exact_step`"] = {
-      result([](SeedResult& r, double v) { r.first_exact_step = static_cast<int64_t>(v); }),
+      result([](SeedResult& r, double v) {
+        SetMetric("first_exact_step", static_cast<int64_t>(v), &r);
+      }),
       {{"max_steps", 100}}};
+  p["SeedResult|`final_test_loss`"] = {result([](SeedResult& r, double v) {
+    r.test = SplitMetrics{2, 1, 1, 0, 0};
+    SetMetric("final_test_loss", v, &r);
+  })};
   p["SeedResult|`wall_seconds`"] = {result([](SeedResult& r, double v) { r.wall_seconds = v; })};
   p["SeedResult|`device`"] = {result([&](SeedResult& r, double v) { r.device = text(v); })};
   p["SeedResult|`facts.*`"] = {result([](SeedResult& r, double v) {

@@ -1,6 +1,7 @@
 #include "server/core/schema.h"
 
 #include <iterator>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "common/spec/result_metrics.h"
 #include "common/status_macros.h"
 #include "server/core/types.h"
 
@@ -525,7 +527,36 @@ absl::Status Migrate(Connection& w, const std::string& path) {
     }
     current = m.version;
   }
+  RETURN_IF_ERROR(EnsureMetricColumns(w));
   return w.Exec("PRAGMA foreign_keys=ON");
+}
+
+absl::Status EnsureMetricColumns(Connection& w) {
+  std::set<std::string> have;
+  {
+    ASSIGN_OR_RETURN(Statement q, w.Prepare("PRAGMA table_info(results)"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      have.insert(q.ColumnText(1));
+    }
+  }
+  std::string sql;
+  for (const ResultMetric& m : ResultMetrics()) {
+    if (have.count(m.name) > 0) continue;
+    absl::StrAppend(&sql, "ALTER TABLE results ADD COLUMN ", m.name,
+                    m.integer ? " INTEGER;" : " REAL;");
+  }
+  if (sql.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(w.Exec("BEGIN IMMEDIATE"));
+  absl::Status s = w.Exec(sql);
+  if (s.ok()) s = w.Exec("COMMIT");
+  if (!s.ok()) {
+    w.Exec("ROLLBACK").IgnoreError();
+    return absl::Status(s.code(), absl::StrCat("adding the results columns of new metrics (",
+                                                sql, ") failed: ", s.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ranksweep::server

@@ -48,7 +48,14 @@ absl::StatusOr<int> ReadSchemaVersion(Connection& c);
 // kSchemaVersion. `path` names the file in errors. Migration 6 calls the SQL
 // function ranksweep_pack_row, which the caller registers on `writer` first
 // (server/core/results/packed_row.h).
+// Last, it calls EnsureMetricColumns.
 absl::Status Migrate(Connection& writer, const std::string& path);
+
+// Gives `results` a column for every optional metric of common/spec/
+// result_metrics.h that it lacks, named as the metric, INTEGER or REAL, in
+// one transaction: a metric is a row of that table, not a numbered
+// migration. Rows stored before read the new column as NULL: missing.
+absl::Status EnsureMetricColumns(Connection& writer);
 
 }  // namespace ranksweep::server
 

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/spec/result_metrics.h"
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -70,8 +72,20 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
+// Drops the `results` columns that EnsureMetricColumns adds (every metric of
+// the table that no numbered migration made): a file as a binary without
+// those rows of the table wrote it.
+absl::Status DropTableMetricColumns(Connection& c) {
+  for (const ResultMetric& m : ResultMetrics()) {
+    if (std::string(m.name) == "first_exact_step") continue;  // migration 11
+    RETURN_IF_ERROR(c.Exec(absl::StrCat("ALTER TABLE results DROP COLUMN ", m.name)));
+  }
+  return absl::OkStatus();
+}
+
 // Turns a freshly created (empty) file back into what schema version 17 wrote.
 absl::Status DowngradeToVersion17(Connection& c) {
+  RETURN_IF_ERROR(DropTableMetricColumns(c));
   // Version 18: recipe pruning's rung scores.
   RETURN_IF_ERROR(c.Exec("DROP TABLE rung_scores"));
   return c.Exec("UPDATE schema_version SET version = 17");
@@ -383,7 +397,7 @@ TEST(StoreTest, MigrationToVersion11ReadsOldResultsWithoutTheOptionalMetrics) {
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
   SeedResult r;
-  r.first_exact_step = 5;  // the read must clear it
+  SetMetric("first_exact_step", 5, &r);  // the read must clear it
   absl::Status s = (*store)->Read([&](Connection& c) -> absl::Status {
     ASSIGN_OR_RETURN(Statement q,
                      c.Prepare("SELECT " + ResultColumns() + " FROM results WHERE cell_id = 1"));
@@ -393,9 +407,54 @@ TEST(StoreTest, MigrationToVersion11ReadsOldResultsWithoutTheOptionalMetrics) {
     return absl::OkStatus();
   });
   ASSERT_TRUE(s.ok()) << s;
-  EXPECT_FALSE(r.first_exact_step.has_value());
+  EXPECT_FALSE(GetMetric("first_exact_step", r).has_value());
   EXPECT_EQ(r.steps, 30);
   EXPECT_EQ(r.train.sequences, 4);
+}
+
+// A metric added to the table (a row of common/spec/result_metrics.h, no
+// numbered migration) gets its `results` column when the store opens a file
+// that lacks it, at the same schema version; a result stored before reads it
+// as missing, and a result stored after keeps it.
+TEST(StoreTest, AMetricAddedToTheTableGetsItsColumnWhenTheStoreOpens) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(
+      dir, DropTableMetricColumns,
+      "INSERT INTO results (cell_id, sweep_id, head_index, rank, seed, state, lease_id, attempt, "
+      "worker_id, worker_build_id, worker_torch_version, worker_cuda_version, failure, "
+      "finished_ms, cached_from, train_sequences, steps) VALUES "
+      "(1, 'sw-1', 0, 4, 1, 3, 11, 1, 'wk-a', 'b1', '', '', '', 1000, 0, 4, 30)");
+  auto columns_of_results = [](Store& store) {
+    return RowsAsText(store, "SELECT name FROM pragma_table_info('results') ORDER BY cid", 1);
+  };
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  auto fresh = Store::Open(File(dir, "b.db"));  // a new file, for its columns
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  const std::vector<std::string> got = columns_of_results(**store);
+  EXPECT_EQ(got, columns_of_results(**fresh));
+  EXPECT_EQ(got.back(), "final_test_loss ");
+  EXPECT_EQ(RowsAsText(**store,
+                       "SELECT type FROM pragma_table_info('results') "
+                       "WHERE name IN ('first_exact_step', 'final_test_loss') ORDER BY cid",
+                       1),
+            (std::vector<std::string>{"INTEGER ", "REAL "}));
+  EXPECT_EQ(RowsAsText(**store, "SELECT COUNT(*) FROM results WHERE final_test_loss IS NULL", 1),
+            (std::vector<std::string>{"1 "}));
+  SeedResult r;
+  SetMetric("final_test_loss", 0.5, &r);  // the read must clear it
+  absl::Status s = (*store)->Read([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT " + ResultColumns() + " FROM results WHERE cell_id = 1"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError("no result of cell 1");
+    ReadResultColumns(q, 0, &r);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_FALSE(GetMetric("final_test_loss", r).has_value());
+  EXPECT_EQ(r.steps, 30);
 }
 
 TEST(StoreTest, MigrationToVersion12PutsEveryCellResultAndGroupInRecipe0) {

@@ -84,7 +84,7 @@ TEST(RecipeAxesTest, AnLrAxisTrainsEveryCellOfEveryLrOnceAndRowsCarryTheirLr) {
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   std::vector<std::string> lines = absl::StrSplit(csv.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 1u + 2 * kCellsPerLr);
-  EXPECT_THAT(lines[0], ::testing::EndsWith(",cached_from_cell_id,first_exact_step,recipe,lr"));
+  EXPECT_THAT(lines[0], ::testing::EndsWith(",cached_from_cell_id,first_exact_step,final_test_loss,recipe,lr"));
   std::map<std::string, int> csv_per_lr;
   for (size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string> cells = absl::StrSplit(lines[i], ',');

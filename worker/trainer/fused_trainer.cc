@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/result_metrics.h"
 #include "common/status_macros.h"
 #include "worker/trainer/rng.h"
 
@@ -604,7 +605,9 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
   std::vector<double> final_loss;
   const std::vector<SplitMetrics> train_m =
       EvaluateSplit(*head, data, data.train, loss, device, &final_loss);
-  const std::vector<SplitMetrics> test_m = EvaluateSplit(*head, data, data.test, loss, device);
+  std::vector<double> test_loss;
+  const std::vector<SplitMetrics> test_m =
+      EvaluateSplit(*head, data, data.test, loss, device, &test_loss);
   const double total = SecondsSince(start);
   std::vector<SeedResult> results(s_count);
   for (int64_t s = 0; s < s_count; ++s) {
@@ -616,10 +619,11 @@ absl::StatusOr<std::vector<SeedResult>> TrainSeeds(const TaskSpec& spec, const D
     r.steps = steps[s];
     r.curve = std::move(curves[s]);
     if (first_exact[s] >= 0) {
-      r.first_exact_step = first_exact[s];
+      SetMetric("first_exact_step", first_exact[s], &r);
     } else if (steps[s] == 0 && r.train.error == 0.0) {
-      r.first_exact_step = 0;  // exact as built, before any step
+      SetMetric("first_exact_step", 0, &r);  // exact as built, before any step
     }
+    if (data.test.size > 0) SetMetric("final_test_loss", test_loss[s], &r);
     // A frozen seed reports the time until it froze.
     r.wall_seconds = stop_seconds[s] >= 0 ? stop_seconds[s] : total;
   }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "common/spec/result_metrics.h"
 #include "common/spec/spec_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -240,13 +241,14 @@ TEST(FirstExactStepTest, TheEvaluatedStepOfTheFirstExactEvaluationOrNone) {
     // A seed that is not exact at the end was never exact on an
     // evaluation (it would have stopped there).
     if (s.train.error != 0.0) {
-      EXPECT_FALSE(s.first_exact_step.has_value()) << "seed " << s.seed;
+      EXPECT_FALSE(GetMetric("first_exact_step", s).has_value()) << "seed " << s.seed;
       continue;
     }
-    ASSERT_TRUE(s.first_exact_step.has_value()) << "seed " << s.seed;
-    EXPECT_EQ(*s.first_exact_step, s.steps) << "seed " << s.seed;
-    EXPECT_EQ(*s.first_exact_step % 50, 0) << "seed " << s.seed;
-    EXPECT_GT(*s.first_exact_step, 0) << "seed " << s.seed;
+    ASSERT_TRUE(GetMetric("first_exact_step", s).has_value()) << "seed " << s.seed;
+    const auto first_exact = static_cast<int64_t>(*GetMetric("first_exact_step", s));
+    EXPECT_EQ(first_exact, s.steps) << "seed " << s.seed;
+    EXPECT_EQ(first_exact % 50, 0) << "seed " << s.seed;
+    EXPECT_GT(first_exact, 0) << "seed " << s.seed;
   }
   TaskSpec t = WitnessTask(HeadKind::kKernel, 1);
   t.train.max_steps = 100;
@@ -254,7 +256,7 @@ TEST(FirstExactStepTest, TheEvaluatedStepOfTheFirstExactEvaluationOrNone) {
   ASSERT_TRUE(never.ok()) << never.status();
   for (const SeedResult& s : never->seeds) {
     ASSERT_GT(s.train.error, 0.0) << "seed " << s.seed;
-    EXPECT_FALSE(s.first_exact_step.has_value()) << "seed " << s.seed;
+    EXPECT_FALSE(GetMetric("first_exact_step", s).has_value()) << "seed " << s.seed;
     EXPECT_EQ(s.steps, 100) << "seed " << s.seed;
   }
 }
@@ -309,6 +311,21 @@ TEST(LearningCurveTest, OnePointPerEvaluationEndingAtTheFinalMetrics) {
     ASSERT_EQ(s.curve.points.size(), 3u);
     EXPECT_EQ(s.curve.points[2].step, 130);
   }
+
+  // The loss over the test split after the last step: a mean of squared
+  // readout errors (MSE), so at most the largest one squared, and not the
+  // train split's.
+  for (const SeedResult& s : p->seeds) {
+    SCOPED_TRACE(testing::Message() << "seed " << s.seed);
+    ASSERT_EQ(pool.train.loss, LossKind::kMse);
+    const std::optional<double> test_loss = GetMetric("final_test_loss", s);
+    ASSERT_TRUE(test_loss.has_value());
+    EXPECT_GT(*test_loss, 0.0);
+    EXPECT_LE(*test_loss, s.test.max_abs_error * s.test.max_abs_error * (1 + 1e-5));
+    EXPECT_NE(*test_loss, s.final_loss);
+  }
+  // Without a test split, it is missing.
+  for (const SeedResult& s : r->seeds) EXPECT_FALSE(GetMetric("final_test_loss", s).has_value());
 
   // A head trained for no step has no curve.
   TaskSpec none = SmallTask();

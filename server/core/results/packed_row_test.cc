@@ -95,23 +95,34 @@ TEST(PackedRowTest, NoTestSplitStoresTestErrorAsOneLikeTheColumns) {
 // metric existed (its bytes end after the facts) reads it as missing.
 TEST(PackedRowTest, OptionalMetricsComeBackSetOrMissing) {
   ResultRow row = DoneRow();
-  row.result->first_exact_step = 1200;
+  SetMetric("first_exact_step", 1200, &*row.result);
   ResultRow got;
   ASSERT_TRUE(UnpackResultRow(PackResultRow(row), &got).ok());
-  ASSERT_TRUE(got.result->first_exact_step.has_value());
-  EXPECT_EQ(*got.result->first_exact_step, 1200);
-  row.result->first_exact_step.reset();
+  ASSERT_TRUE(GetMetric("first_exact_step", *got.result).has_value());
+  EXPECT_EQ(*GetMetric("first_exact_step", *got.result), 1200);
+  SetMetric("first_exact_step", std::nullopt, &*row.result);
   const std::string packed = PackResultRow(row);
   ResultRow reused = got;  // still holds 1200
   ASSERT_TRUE(UnpackResultRow(packed, &reused).ok());
-  EXPECT_FALSE(reused.result->first_exact_step.has_value());
+  EXPECT_FALSE(GetMetric("first_exact_step", *reused.result).has_value());
   // The metric count and one presence byte (0) per missing metric end the
   // row; without them it is a row packed before the metrics existed.
   const std::string older = packed.substr(0, packed.size() - 1 - kResultMetricCount);
   ResultRow old_row = got;
   ASSERT_TRUE(UnpackResultRow(older, &old_row).ok());
-  EXPECT_FALSE(old_row.result->first_exact_step.has_value());
+  EXPECT_FALSE(GetMetric("first_exact_step", *old_row.result).has_value());
   EXPECT_EQ(old_row.result->facts.rank_upper_bound, 64);
+  // Each metric of the table, the later ones too, in its own slot.
+  for (const ResultMetric& m : ResultMetrics()) {
+    ResultRow one = DoneRow();
+    SetMetric(m, 7, &*one.result);
+    ASSERT_TRUE(UnpackResultRow(PackResultRow(one), &got).ok());
+    for (const ResultMetric& other : ResultMetrics()) {
+      EXPECT_EQ(GetMetric(other, *got.result),
+                &other == &m ? std::optional<double>(7) : std::nullopt)
+          << m.name << " / " << other.name;
+    }
+  }
 }
 
 TEST(PackedRowTest, NanAndNegativeValuesSurvive) {

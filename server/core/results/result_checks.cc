@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/spec/curve.h"
 #include "common/spec/dataset_kinds.h"
+#include "common/spec/result_metrics.h"
 #include "common/status_macros.h"
 
 namespace ranksweep::server {
@@ -21,10 +22,13 @@ absl::Status CheckResultAgainstTask(const SeedResult& r, const TaskSpec& task) {
   const DatasetSpec& d = task.dataset;
   const DatasetFacts& f = r.facts;
 
-  // Steps: the first exact evaluation happened during the run.
-  if (r.first_exact_step.has_value() && *r.first_exact_step > r.steps) {
-    return Refuse("first_exact_step", absl::StrCat("at most steps (", r.steps, ")"),
-                  *r.first_exact_step);
+  // A step metric (the first exact evaluation) happened during the run.
+  for (const ResultMetric& m : ResultMetrics()) {
+    const std::optional<double> v = GetMetric(m, r);
+    if (m.range == MetricRange::kStep && v.has_value() && *v > r.steps) {
+      return Refuse(m.name, absl::StrCat("at most steps (", r.steps, ")"),
+                    static_cast<int64_t>(*v));
+    }
   }
   // The splits the metrics were taken on are the dataset's.
   if (r.train.sequences != f.train_sequences) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/result_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -58,7 +59,7 @@ SeedResult Honest(const TaskSpec& task) {
   r.test = {test, test > 0 ? 0.5 : 0.0, 0, 1, 0};
   r.final_loss = 0.125;
   r.steps = 200;
-  r.first_exact_step = std::nullopt;
+  SetMetric("first_exact_step", std::nullopt, &r);
   r.facts = {train, test, 4, 0, 0};
   if (task.dataset.kind == DatasetKind::kWitness) r.facts = {train, 0, 12, 3, 12};
   return r;
@@ -79,9 +80,9 @@ TEST(ResultChecksTest, HonestResultsPass) {
 TEST(ResultChecksTest, FirstExactStepIsAtMostSteps) {
   SeedResult r = Honest(Exhaustive());
   r.steps = 1;
-  r.first_exact_step = 1;
+  SetMetric("first_exact_step", 1, &r);
   EXPECT_TRUE(CheckResultAgainstTask(r, Exhaustive()).ok());
-  r.first_exact_step = 200;
+  SetMetric("first_exact_step", 200, &r);
   ExpectRefused(r, Exhaustive(), "result.first_exact_step must be at most steps (1), got 200");
 }
 

@@ -116,12 +116,13 @@ void BindResultColumns(Statement& st, int first, const SeedResult& r) {
   for (int k = 0; k < kResultMetricCount; ++k) {
     const ResultMetric& m = kResultMetrics[k];
     const int column = first + C::kMetricsFirst + k;
-    if (m.integer != nullptr && (r.*m.integer).has_value()) {
-      st.Bind(column, *(r.*m.integer));
-    } else if (m.real != nullptr && (r.*m.real).has_value()) {
-      st.Bind(column, *(r.*m.real));
-    } else {
+    const std::optional<double> v = GetMetric(m, r);
+    if (!v.has_value()) {
       st.BindNull(column);
+    } else if (m.integer) {
+      st.Bind(column, static_cast<int64_t>(*v));
+    } else {
+      st.Bind(column, *v);
     }
   }
 }
@@ -153,10 +154,10 @@ void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
     const int column = first + C::kMetricsFirst + k;
     if (st.ColumnIsNull(column)) {
       SetMetric(m, std::nullopt, r);
-    } else if (m.integer != nullptr) {
-      r->*m.integer = st.ColumnInt(column);
+    } else if (m.integer) {
+      SetMetric(m, static_cast<double>(st.ColumnInt(column)), r);
     } else {
-      r->*m.real = st.ColumnDouble(column);
+      SetMetric(m, st.ColumnDouble(column), r);
     }
   }
 }

@@ -1,0 +1,90 @@
+// The table of optional per-seed metrics: its rows, reading and writing a
+// metric, its checks, and the recipe of docs/ARCHITECTURE.md ("How to add a
+// metric"): a metric is its row and the trainer's line, and no other
+// production file names it.
+#include "common/spec/result_metrics.h"
+
+#include <cctype>
+#include <set>
+#include <string>
+
+#include "common/spec/source_files_testing.h"
+#include "gtest/gtest.h"
+
+namespace ranksweep {
+namespace {
+
+using testing_support::FilesNaming;
+
+TEST(ResultMetricsTest, EveryRowHasAUniqueColumnNameAndIsFoundByIt) {
+  std::set<std::string> names;
+  for (const ResultMetric& m : ResultMetrics()) {
+    const std::string name = m.name;
+    EXPECT_TRUE(names.insert(name).second) << name;
+    // The name is a SQL column and a Python identifier as it stands.
+    ASSERT_FALSE(name.empty());
+    EXPECT_TRUE(std::islower(static_cast<unsigned char>(name[0]))) << name;
+    for (char c : name) {
+      EXPECT_TRUE(std::islower(static_cast<unsigned char>(c)) ||
+                  std::isdigit(static_cast<unsigned char>(c)) || c == '_')
+          << name;
+    }
+    EXPECT_EQ(FindResultMetric(name), &m);
+    EXPECT_STRNE(m.table_header, "") << name;
+    EXPECT_STRNE(m.label, "") << name;
+  }
+  EXPECT_EQ(FindResultMetric("no_such_metric"), nullptr);
+  EXPECT_EQ(ResultMetrics().size(), 2u);
+}
+
+TEST(ResultMetricsTest, AMetricIsMissingUntilSetAndAnIntegerIsWhole) {
+  SeedResult r;
+  for (const ResultMetric& m : ResultMetrics()) EXPECT_FALSE(GetMetric(m, r).has_value());
+  SetMetric("final_test_loss", 0.25, &r);
+  EXPECT_EQ(GetMetric("final_test_loss", r), std::optional<double>(0.25));
+  EXPECT_FALSE(GetMetric("first_exact_step", r).has_value());
+  SetMetric("first_exact_step", 120.9, &r);
+  EXPECT_EQ(GetMetric("first_exact_step", r), std::optional<double>(120.0));
+  SetMetric("final_test_loss", std::nullopt, &r);
+  EXPECT_FALSE(GetMetric("final_test_loss", r).has_value());
+  EXPECT_EQ(GetMetric("first_exact_step", r), std::optional<double>(120.0));
+}
+
+TEST(ResultMetricsDeathTest, ANameNotInTheTableAborts) {
+  SeedResult r;
+  EXPECT_DEATH(SetMetric("final_tset_loss", 1.0, &r),
+               "result metric 'final_tset_loss' is not in kResultMetrics");
+}
+
+// A test-split metric exists only where the dataset has a test split; each
+// metric is held to its range.
+TEST(ResultMetricsTest, ValidationHoldsEachMetricToItsRangeAndSplit) {
+  SeedResult r;
+  r.test.sequences = 0;
+  SetMetric("final_test_loss", 0.5, &r);
+  EXPECT_EQ(ValidateResultMetrics(r, 100).message(),
+            "result.final_test_loss must be missing: the dataset has no test split "
+            "(result.test.sequences is 0), got 0.5");
+  r.test.sequences = 16;
+  EXPECT_TRUE(ValidateResultMetrics(r, 100).ok());
+  SetMetric("final_test_loss", -0.5, &r);
+  EXPECT_EQ(ValidateResultMetrics(r, 100).message(),
+            "result.final_test_loss must be a finite number >= 0 or missing, got -0.5");
+  SetMetric("final_test_loss", std::nullopt, &r);
+  SetMetric("first_exact_step", 101, &r);
+  EXPECT_EQ(ValidateResultMetrics(r, 100).message(),
+            "result.first_exact_step must be in 0..100 or missing, got 101");
+}
+
+// The recipe: final_test_loss, added by it, is named by its row and by the
+// trainer's line that computes it, and by no other production file: the
+// store's column, the wire, validation, the CLI's CSV, JSON and tables, the
+// dashboard and the Python frames all read the table.
+TEST(ResultMetricsTest, AMetricIsNamedOnlyByItsRowAndTheTrainer) {
+  EXPECT_EQ(FilesNaming("final_test_loss"),
+            (std::set<std::string>{"common/spec/result_metrics.h",
+                                   "worker/trainer/fused_trainer.cc"}));
+}
+
+}  // namespace
+}  // namespace ranksweep
