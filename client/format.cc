@@ -502,6 +502,19 @@ Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_tes
   return t;
 }
 
+namespace {
+
+// The aggregate of the optional metric `name` in `g`, or nullptr (a
+// coordinator that predates group metrics, or one without that metric).
+const v1::MetricAggregate* FindMetricAggregate(const v1::ResultGroup& g, const char* name) {
+  for (const v1::MetricAggregate& a : g.metrics()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 // A group's aggregates, with the missing ones (no done seed; no test split)
 // as null.
 nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_split,
@@ -518,6 +531,19 @@ nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_s
     j["test_exact_seeds"] = nullptr;
   }
   if (!has_test_split) j["test_verdict"] = nullptr;
+  // The optional metrics as keys of their own, as the rows print them: an
+  // object with n and the aggregate, null when no done cell has the metric.
+  j.erase("metrics");
+  for (const ResultMetric& m : kResultMetrics) {
+    const v1::MetricAggregate* a = FindMetricAggregate(g, m.name);
+    if (a == nullptr || a->n() == 0) {
+      j[m.name] = nullptr;
+      continue;
+    }
+    nlohmann::ordered_json one = MessageJsonTree(a->aggregate());
+    one["n"] = a->n();
+    j[m.name] = std::move(one);
+  }
   return j;
 }
 
@@ -532,6 +558,12 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_
       t.header.push_back(absl::StrCat(a, "_", f));
     }
   }
+  // Then each optional metric: the done cells that have it, its aggregate.
+  for (const ResultMetric& m : kResultMetrics) {
+    for (const char* f : {"n", "mean", "std", "min", "max", "ci95"}) {
+      t.header.push_back(absl::StrCat(m.name, "_", f));
+    }
+  }
   for (const auto& g : groups) {
     std::vector<std::string> row = {g.head(),
                                     absl::StrCat(g.head_index()),
@@ -544,6 +576,15 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_
       const bool shown = g.n() > 0 && (a != &g.test_error() || has_test_split);
       for (double v : {a->mean(), a->std(), a->min(), a->max(), a->ci95()}) {
         row.push_back(ShortestCell(shown, v));
+      }
+    }
+    for (const ResultMetric& m : kResultMetrics) {
+      const v1::MetricAggregate* a = FindMetricAggregate(g, m.name);
+      const int64_t n = a == nullptr ? 0 : a->n();
+      row.push_back(a == nullptr ? "" : absl::StrCat(n));
+      const v1::Aggregate& agg = a == nullptr ? v1::Aggregate::default_instance() : a->aggregate();
+      for (double v : {agg.mean(), agg.std(), agg.min(), agg.max(), agg.ci95()}) {
+        row.push_back(ShortestCell(n > 0, v));
       }
     }
     t.rows.push_back(std::move(row));

@@ -373,6 +373,35 @@ v1::ResultGroup CompleteGroup() {
   return g;
 }
 
+// A group's optional metrics: n and the aggregate per metric in CSV, an
+// object per metric in JSON; empty cells and null where no done cell has it.
+TEST(FormatTest, GroupsCarryEachOptionalMetricsAggregate) {
+  v1::ResultGroup g = CompleteGroup();
+  v1::MetricAggregate* exact = g.add_metrics();
+  exact->set_name("first_exact_step");
+  exact->set_n(2);
+  exact->mutable_aggregate()->set_mean(70);
+  exact->mutable_aggregate()->set_min(40);
+  exact->mutable_aggregate()->set_max(100);
+  g.add_metrics()->set_name("final_test_loss");  // n 0: no seed has it
+  const Table t = ResultGroupsCsvTable({g}, false, {});
+  ASSERT_EQ(t.header.size(), 38u);
+  EXPECT_EQ(std::vector<std::string>(t.header.end() - 12, t.header.end()),
+            (std::vector<std::string>{
+                "first_exact_step_n", "first_exact_step_mean", "first_exact_step_std",
+                "first_exact_step_min", "first_exact_step_max", "first_exact_step_ci95",
+                "final_test_loss_n", "final_test_loss_mean", "final_test_loss_std",
+                "final_test_loss_min", "final_test_loss_max", "final_test_loss_ci95"}));
+  EXPECT_EQ(std::vector<std::string>(t.rows[0].end() - 12, t.rows[0].end()),
+            (std::vector<std::string>{"2", "70", "0", "40", "100", "0", "0", "", "", "", "",
+                                      ""}));
+  const nlohmann::ordered_json j = ResultGroupJson(g, false, {});
+  EXPECT_FALSE(j.contains("metrics"));
+  EXPECT_EQ(j["first_exact_step"].dump(),
+            R"({"mean":70.0,"std":0.0,"min":40.0,"max":100.0,"ci95":0.0,"n":2})");
+  EXPECT_TRUE(j["final_test_loss"].is_null());
+}
+
 // One convention across table, CSV and JSON: a state is its short name
 // everywhere, and a value that does not exist (no test split, no rank, no
 // result) is "-" in the table, an empty cell in CSV and null in JSON, never
@@ -717,7 +746,8 @@ TEST(FormatTest, AxesBecomeColumnsInTableCsvAndJson) {
   v1::ResultGroup g = CompleteGroup();
   g.set_recipe(3);
   const Table groups = ResultGroupsCsvTable({g}, false, axes);
-  ASSERT_EQ(groups.header.size(), 29u);  // 9 keys and counts, 4 x 5 aggregates
+  // 9 keys and counts, 4 x 5 aggregates, 2 optional metrics x (n + 5).
+  ASSERT_EQ(groups.header.size(), 41u);
   EXPECT_EQ(std::vector<std::string>(groups.header.begin(), groups.header.begin() + 9),
             (std::vector<std::string>{"head", "head_index", "rank", "recipe", "lr", "max_steps",
                                       "n", "expected", "exact_seeds"}));

@@ -413,14 +413,27 @@ def has_test_split(reply: pb.QueryResultsResponse) -> bool:
     return reply.HasField("facts") and reply.facts.test_sequences > 0
 
 
-def group_columns(spec: Optional[pb.SweepSpec] = None) -> List[str]:
-    """The columns of groups_frame(reply, spec): the axes' follow recipe."""
+def group_columns(spec: Optional[pb.SweepSpec] = None,
+                  metrics: Sequence[str] = ()) -> List[str]:
+    """The columns of groups_frame(reply, spec): the axes' follow recipe;
+    then per optional metric of `metrics` (the names the reply's groups
+    carry), its n and aggregate fields."""
     cols = ["head", "head_index", "rank", "recipe"]
     cols += [a.name for a in spec.axes] if spec is not None else []
     cols += ["n", "expected", "exact_seeds", "test_exact_seeds", "missing_seeds", "verdict",
              "test_verdict"]
     cols += [f"{a}_{f}" for a in AGGREGATES for f in AGGREGATE_FIELDS]
+    cols += [f"{m}_{f}" for m in metrics for f in ("n",) + AGGREGATE_FIELDS]
     return cols
+
+
+def _group_metrics(groups: Sequence[pb.ResultGroup]) -> List[str]:
+    """The optional metrics the coordinator aggregates, in its order (none
+    from a coordinator that predates them)."""
+    for g in groups:
+        if len(g.metrics):
+            return [m.name for m in g.metrics]
+    return []
 
 
 _VERDICTS: Dict[int, str] = {
@@ -445,7 +458,9 @@ def groups_frame(reply: pb.QueryResultsResponse,
     `missing_seeds` is a list of the seeds without a DONE result.
     `verdict` / `test_verdict` say whether the group meets the query's
     criterion ("yes", "no", "undecided"; test_verdict None without a test
-    split). With `spec` (the sweep's SweepSpec), one column per axis.
+    split). With `spec` (the sweep's SweepSpec), one column per axis. Then,
+    per optional metric the coordinator aggregates, NAME_n (the done seeds
+    that have it) and NAME_mean ... NAME_ci95 over them (NaN when n is 0).
     """
     groups = list(reply.groups)
     test = has_test_split(reply)
@@ -471,7 +486,16 @@ def groups_frame(reply: pb.QueryResultsResponse,
         for f in AGGREGATE_FIELDS:
             missing = absent | ((n < 2) if f in ("std", "ci95") else False)
             data[f"{a}_{f}"] = _floats([getattr(getattr(g, a), f) for g in groups], missing)
-    return pd.DataFrame(data, columns=group_columns(spec))
+    metrics = _group_metrics(groups)
+    for name in metrics:
+        found = [next((m for m in g.metrics if m.name == name), None) for g in groups]
+        m_n = np.asarray([0 if m is None else m.n for m in found], dtype=np.int64)
+        data[f"{name}_n"] = m_n
+        for f in AGGREGATE_FIELDS:
+            missing = (m_n == 0) | ((m_n < 2) if f in ("std", "ci95") else False)
+            data[f"{name}_{f}"] = _floats(
+                [0.0 if m is None else getattr(m.aggregate, f) for m in found], missing)
+    return pd.DataFrame(data, columns=group_columns(spec, metrics))
 
 
 SUMMARY_COLUMNS = ("head", "head_index", "has_rank", "transition_rank", "reason",

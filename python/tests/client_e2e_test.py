@@ -314,10 +314,30 @@ class ClientEndToEndTest(unittest.TestCase):
             self.assertTrue(all(math.isnan(got[f"test_error_{f}"])
                                 for f in ("mean", "std", "min", "max", "ci95")))
             self.assertIs(got["test_exact_seeds"], pd.NA)
+            # The optional metrics: n and the aggregate, or null in the CLI
+            # when no done seed has one (no test split: no test loss).
+            for m in ("first_exact_step", "final_test_loss"):
+                if g[m] is None:
+                    self.assertEqual(got[f"{m}_n"], 0, m)
+                    self.assertTrue(math.isnan(got[f"{m}_mean"]), m)
+                else:
+                    self.assertEqual(got[f"{m}_n"], g[m]["n"], m)
+                    for f in ("mean", "std", "min", "max", "ci95"):
+                        if f in ("std", "ci95") and g[m]["n"] < 2:  # no spread of one
+                            self.assertTrue(math.isnan(got[f"{m}_{f}"]), f"{m}_{f}")
+                        else:
+                            self.assertEqual(got[f"{m}_{f}"], g[m][f], f"{m}_{f}")
         self.assertIs(df["rank"][2], pd.NA)
         pool = self.client.groups(self.pool, by=("rank", "head"))
         self.assertEqual(len(pool), 1)
         self.assertFalse(math.isnan(pool["test_error_mean"][0]))
+        # The group's test loss is the mean of its seeds' own.
+        seeds = self.client.results(self.pool)
+        self.assertEqual(pool["final_test_loss_n"][0], POOL_CELLS)
+        self.assertAlmostEqual(pool["final_test_loss_mean"][0],
+                               seeds["final_test_loss"].mean(), places=12)
+        self.assertEqual(pool["final_test_loss_min"][0], seeds["final_test_loss"].min())
+        self.assertEqual(pool["final_test_loss_max"][0], seeds["final_test_loss"].max())
         with self.assertRaises(ValueError):
             self.client.groups(self.witness, by="seed")
 

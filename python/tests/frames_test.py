@@ -302,6 +302,32 @@ def grouped_reply(test=False):
 
 
 class GroupsFrameTest(unittest.TestCase):
+    def test_the_groups_optional_metrics_are_columns(self):
+        reply = grouped_reply()
+        kernel, one, none = reply.groups
+        kernel.metrics.add(name="first_exact_step", n=2,
+                           aggregate=aggregate(150.0, 50.0, 100.0, 200.0, 449.2))
+        kernel.metrics.add(name="final_test_loss", n=0)
+        one.metrics.add(name="first_exact_step", n=1, aggregate=aggregate(40.0))
+        one.metrics.add(name="final_test_loss", n=0)
+        none.metrics.add(name="first_exact_step", n=0)
+        none.metrics.add(name="final_test_loss", n=0)
+        df = frames.groups_frame(reply)
+        names = ["first_exact_step", "final_test_loss"]
+        self.assertEqual(list(df.columns), frames.group_columns(None, names))
+        self.assertEqual(list(df.columns)[-12:],
+                         [f"{m}_{f}" for m in names
+                          for f in ("n", "mean", "std", "min", "max", "ci95")])
+        self.assertEqual(df["first_exact_step_n"].tolist(), [2, 1, 0])
+        self.assertEqual(df.loc[0, ["first_exact_step_mean", "first_exact_step_std",
+                                    "first_exact_step_min", "first_exact_step_max"]].tolist(),
+                         [150.0, 50.0, 100.0, 200.0])
+        self.assertEqual(df.loc[1, "first_exact_step_mean"], 40.0)
+        self.assertTrue(math.isnan(df.loc[1, "first_exact_step_std"]))  # one seed
+        self.assertTrue(math.isnan(df.loc[2, "first_exact_step_mean"]))  # none
+        self.assertTrue(df["final_test_loss_mean"].isna().all())
+        self.assertEqual(df["final_test_loss_n"].tolist(), [0, 0, 0])
+
     def test_groups_without_a_test_split(self):
         df = frames.groups_frame(grouped_reply())
         self.assertEqual(list(df.columns), frames.group_columns())

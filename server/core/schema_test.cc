@@ -72,11 +72,15 @@ constexpr const char* kVersion3Columns[] = {
     "facts_test_sequences",  "facts_distinct_queries", "facts_rank_lower_bound",
     "facts_rank_upper_bound"};
 
-// Drops the `results` columns that EnsureMetricColumns adds (every metric of
-// the table that no numbered migration made): a file as a binary without
-// those rows of the table wrote it.
+// Drops the columns that EnsureMetricColumns adds (the `results` column of
+// every metric of the table that no numbered migration made, and every
+// metric's result_groups columns): a file as a binary without those rows of
+// the table wrote it.
 absl::Status DropTableMetricColumns(Connection& c) {
   for (const ResultMetric& m : ResultMetrics()) {
+    for (const std::string& column : GroupMetricColumns(m)) {
+      RETURN_IF_ERROR(c.Exec(absl::StrCat("ALTER TABLE result_groups DROP COLUMN ", column)));
+    }
     if (std::string(m.name) == "first_exact_step") continue;  // migration 11
     RETURN_IF_ERROR(c.Exec(absl::StrCat("ALTER TABLE results DROP COLUMN ", m.name)));
   }

@@ -250,6 +250,14 @@ struct Aggregate {
 enum class Verdict { kUndecided, kMeets, kNotMet };
 
 // One (head, rank, recipe) of a sweep.
+// One optional metric (common/spec/result_metrics.h) of a group: `n` done
+// cells have it, and its aggregate over them.
+struct MetricAggregate {
+  std::string name;
+  int64_t n = 0;
+  Aggregate aggregate;
+};
+
 struct ResultGroup {
   std::string head;
   int head_index = 0;
@@ -274,6 +282,8 @@ struct ResultGroup {
   // Cells of the group stopped by recipe pruning (their seeds are among
   // missing_seeds); such a group is NOT MET (analysis.h).
   int64_t pruned = 0;
+  // Per optional metric, in kResultMetrics order.
+  std::vector<MetricAggregate> metrics;
 };
 
 // One rank of a head under the query's criterion, over its recipes: the

@@ -208,6 +208,12 @@ v1::ResultGroup ToProto(const ResultGroup& group) {
   p.set_verdict(ToProto(group.verdict));
   p.set_test_verdict(ToProto(group.test_verdict));
   p.set_pruned(group.pruned);
+  for (const MetricAggregate& m : group.metrics) {
+    v1::MetricAggregate* out = p.add_metrics();
+    out->set_name(m.name);
+    out->set_n(m.n);
+    FillAggregate(m.aggregate, out->mutable_aggregate());
+  }
   return p;
 }
 

@@ -10,6 +10,16 @@ namespace ranksweep::server::result_reads {
 
 namespace {
 
+// A group's MetricAggregates from the running aggregate of each optional
+// metric (kResultMetrics order).
+std::vector<MetricAggregate> MetricAggregates(const std::vector<RunningStats>& stats) {
+  std::vector<MetricAggregate> out;
+  for (size_t k = 0; k < stats.size() && k < ResultMetrics().size(); ++k) {
+    out.push_back({ResultMetrics()[k].name, stats[k].n, stats[k].Summary()});
+  }
+  return out;
+}
+
 ResultGroup& GroupFor(GroupMap& groups, int head_index, int rank, int recipe,
                       const std::vector<std::string>& labels) {
   ResultGroup& g = groups[{head_index, rank, recipe}];
@@ -18,6 +28,8 @@ ResultGroup& GroupFor(GroupMap& groups, int head_index, int rank, int recipe,
     g.head_index = head_index;
     g.rank = rank;
     g.recipe = recipe;
+    // No done cell yet: every metric at n 0.
+    g.metrics = MetricAggregates(std::vector<RunningStats>(kResultMetricCount));
   }
   return g;
 }
@@ -64,6 +76,7 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
       g.test_error = stats.test_error.Summary();
       g.train_exact_accuracy = stats.exact.Summary();
       g.train_position_accuracy = stats.position.Summary();
+      g.metrics = MetricAggregates(stats.metrics);
     }));
   }
   // Every state but done, so that SQLite reads only those ranges of
@@ -118,6 +131,7 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
   q.Bind(":sweep_id", sweep_id);
   struct Values {
     std::vector<double> train_error, test_error, exact, position;
+    std::vector<RunningStats> metrics = std::vector<RunningStats>(kResultMetricCount);
   };
   std::map<std::tuple<int, int, int>, Values> values;
   while (true) {
@@ -149,6 +163,10 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
       if (test_error == 0) ++g.test_exact_seeds;
     }
     if (train_error == 0) ++g.exact_seeds;
+    for (int k = 0; k < kResultMetricCount; ++k) {
+      const int column = f + ResultCol::kMetricsFirst + k;
+      if (!q.ColumnIsNull(column)) v.metrics[static_cast<size_t>(k)].Add(q.ColumnDouble(column));
+    }
     if (!facts->has_value()) {
       SeedResult result;
       ReadResultColumns(q, f, &result);
@@ -161,6 +179,7 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
     g.test_error = Summarize(v.test_error);
     g.train_exact_accuracy = Summarize(v.exact);
     g.train_position_accuracy = Summarize(v.position);
+    g.metrics = MetricAggregates(v.metrics);
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "server/core/results/packed_row.h"
+#include "server/core/schema.h"
 #include "server/core/sql_columns.h"
 #include "server/core/sweeps/cell_plan.h"
 #include "server/core/workers/worker_registry.h"
@@ -213,9 +214,17 @@ constexpr const char* kGroupColumnNames[] = {
     "cached_n"};
 constexpr int kGroupColumnCount = static_cast<int>(std::size(kGroupColumnNames));
 
+// After them, per optional metric, its GroupMetricColumns (schema.h).
+constexpr int kGroupAllColumns = kGroupColumnCount + kResultMetricCount * kGroupMetricColumnCount;
+
 const std::string& GroupColumns() {
-  static const std::string* columns =
-      new std::string(ColumnList<kGroupColumnCount>(kGroupColumnNames));
+  static const std::string* columns = [] {
+    auto* list = new std::string(ColumnList<kGroupColumnCount>(kGroupColumnNames));
+    for (const ResultMetric& m : kResultMetrics) {
+      for (const std::string& column : GroupMetricColumns(m)) absl::StrAppend(list, ", ", column);
+    }
+    return list;
+  }();
   return *columns;
 }
 
@@ -237,6 +246,13 @@ GroupStats ReadGroupStats(const Statement& st, int first) {
   g.trained_n = st.ColumnInt(i++);
   g.trained_seconds = st.ColumnDouble(i++);
   g.cached_n = st.ColumnInt(i++);
+  for (RunningStats& m : g.metrics) {
+    m.n = st.ColumnInt(i++);
+    m.mean = st.ColumnDouble(i++);
+    m.m2 = st.ColumnDouble(i++);
+    m.min = st.ColumnDouble(i++);
+    m.max = st.ColumnDouble(i++);
+  }
   return g;
 }
 
@@ -262,6 +278,10 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
     g.test_error.Add(r.test.error);
     if (r.test.error == 0) ++g.test_exact_seeds;
   }
+  for (int k = 0; k < kResultMetricCount; ++k) {
+    const std::optional<double> v = GetMetric(kResultMetrics[k], r);
+    if (v.has_value()) g.metrics[static_cast<size_t>(k)].Add(*v);
+  }
   if (cached) {
     ++g.cached_n;
   } else {
@@ -273,7 +293,7 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
   constexpr int kFirstStat = 5;
   static const std::string* sql = [] {
     std::string values = ":sweep_id, :head, :rank, :recipe";
-    for (int i = kFirstStat; i < kFirstStat + kGroupColumnCount; ++i) {
+    for (int i = kFirstStat; i < kFirstStat + kGroupAllColumns; ++i) {
       absl::StrAppend(&values, ", ?", i);
     }
     return new std::string(absl::StrCat("INSERT OR REPLACE INTO result_groups (sweep_id, "
@@ -290,6 +310,9 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
     up.Bind(i++, m->mean).Bind(i++, m->m2).Bind(i++, m->min).Bind(i++, m->max);
   }
   up.Bind(i++, g.trained_n).Bind(i++, g.trained_seconds).Bind(i++, g.cached_n);
+  for (const RunningStats& m : g.metrics) {
+    up.Bind(i++, m.n).Bind(i++, m.mean).Bind(i++, m.m2).Bind(i++, m.min).Bind(i++, m.max);
+  }
   return up.Run();
 }
 

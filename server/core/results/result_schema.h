@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -136,6 +137,10 @@ struct GroupStats {
   // seconds, and done cells copied from the cache (schema 7).
   int64_t trained_n = 0, cached_n = 0;
   double trained_seconds = 0;
+  // Per optional metric (kResultMetrics order): over the done cells that
+  // have it, in its GroupMetricColumns, which EnsureMetricColumns adds
+  // (server/core/schema.h).
+  std::vector<RunningStats> metrics = std::vector<RunningStats>(kResultMetricCount);
 };
 
 // The columns of result_groups after its key, as SQL, in the order
