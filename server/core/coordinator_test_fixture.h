@@ -1,7 +1,7 @@
 // The fixture the coordinator's test files share (one binary, a file per
-// area: leases, completion, results, cache, recovery): a Coordinator on a
-// real SQLite file in a fresh directory, a manual clock, and helpers that
-// submit, register, lease and count exactly.
+// area: leases, completion, results, rows, search mode, cache, recovery): a
+// Coordinator on a real SQLite file in a fresh directory, a manual clock,
+// and helpers that submit, register, lease and count exactly.
 // Tests only.
 #ifndef RANKSWEEP_SERVER_CORE_COORDINATOR_TEST_FIXTURE_H_
 #define RANKSWEEP_SERVER_CORE_COORDINATOR_TEST_FIXTURE_H_

@@ -1,6 +1,7 @@
 // The fixture of the gRPC adapters' tests (service_test.cc,
-// service_stream_test.cc): a real server on 127.0.0.1:0 and real client
-// stubs, over a coordinator on a temporary SQLite file.
+// service_results_test.cc, service_stream_test.cc): a real server on
+// 127.0.0.1:0 and real client stubs, over a coordinator on a temporary
+// SQLite file.
 #ifndef RANKSWEEP_SERVER_SERVICE_SERVICE_TEST_FIXTURE_H_
 #define RANKSWEEP_SERVER_SERVICE_SERVICE_TEST_FIXTURE_H_
 

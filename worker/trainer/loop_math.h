@@ -80,9 +80,9 @@ RANKSWEEP_INLINE void Axpy(float alpha, const float* __restrict x, float* __rest
 // not Cephes' 5: a weighted least-squares fit on [-ln 2 / 2, ln 2 / 2]
 // within 3e-9 of e^r, and no less accurate in float): within 1.02 ulp of
 // e^x at every float in [-87, 0] (against the double exp, with and without
-// FMA contraction; heads_test.cc checks a sample). Branch-free, so it
-// vectorizes: LibTorch's exp (Sleef, 8 lanes, one call per block) was a
-// fifth of the minibatch training step. Above 0 the result is not e^x (nor
+// FMA contraction; short_attention_test.cc checks a sample). Branch-free,
+// so it vectorizes: LibTorch's exp (Sleef, 8 lanes, one call per block) was
+// a fifth of the minibatch training step. Above 0 the result is not e^x (nor
 // a trap): callers that pass such x discard what they get.
 template <typename T>
 RANKSWEEP_INLINE T ExpClamped(T x) {

@@ -55,7 +55,7 @@ struct TokenKernelShape {
 // [S] (softmax; an undefined tensor otherwise). Returns the readouts
 // [S, B, n, k], with gradients for w and inv_tau (table and idx get none).
 // Float rounding differs from the unfused head's (sums in other orders);
-// heads_test.cc checks both against double. Throws c10::Error on
+// token_kernel_test.cc checks both against double. Throws c10::Error on
 // mismatched shapes, a table entry other than 0 or 1, or an idx entry
 // outside the table.
 torch::Tensor TokenKernelForward(const torch::Tensor& table, const torch::Tensor& idx,

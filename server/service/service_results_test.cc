@@ -1,0 +1,262 @@
+// Results read back over gRPC, from a real server on 127.0.0.1:0 over a
+// coordinator on a temporary SQLite file: rows as columns, an optional
+// metric as sent or missing, recipes on rows, columns and groups.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server/service/service_test_fixture.h"
+
+namespace ranksweep::server {
+namespace {
+
+// Every query shape gives the same rows, and the same page tokens, as
+// columns (read back with RowsFromColumns) as it does as rows.
+TEST_F(ServiceTest, RowsAsColumnsAreTheSameRows) {
+  // A pool dataset, so that results may have a test split.
+  v1::SweepSpec spec = Spec("columns", {1, 2, 4}, 4);  // 16 cells
+  spec.mutable_dataset()->set_kind(v1::DATASET_KIND_POOL);
+  spec.mutable_dataset()->set_m(8);
+  spec.mutable_dataset()->set_pool_size(64);
+  spec.mutable_dataset()->set_train_size(64);
+  spec.mutable_dataset()->set_test_size(20);
+  const std::string sweep = Submit(spec);
+  const std::string a = Register();
+  std::string b;
+  {
+    grpc::ClientContext ctx;
+    v1::RegisterWorkerRequest req;
+    req.set_hostname("gpu-host");
+    req.set_device("cuda");
+    req.set_slots(1);
+    req.mutable_version()->set_build_id("0.2.0+test");
+    req.mutable_version()->set_torch_version("2.11.0");
+    req.mutable_version()->set_cuda_version("13.0");
+    v1::RegisterWorkerResponse resp;
+    ASSERT_TRUE(worker_stub_->RegisterWorker(&ctx, req, &resp).ok());
+    b = resp.worker_id();
+    sessions_[b] = resp.session();
+  }
+  // One cell fails for good: three leases, each failed.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(Acquire(a, 0, &got, 1).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    grpc::ClientContext ctx;
+    v1::FailTaskRequest req;
+    req.set_worker_id(a);
+    req.set_session(Session(a));
+    req.add_lease_ids(got.tasks(0).cells(0).lease_id());
+    req.set_reason("diverged");
+    v1::FailTaskResponse resp;
+    ASSERT_TRUE(worker_stub_->FailTask(&ctx, req, &resp).ok());
+  }
+  // Ten cells done, alternating workers, with every result field set; five
+  // stay pending.
+  for (int i = 0; i < 10; ++i) {
+    const std::string& worker = i % 2 == 0 ? a : b;
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(Acquire(worker, 0, &got, 1).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    v1::CompleteTasksRequest req = ResultsFor(worker, got.tasks(0));
+    v1::SeedResult* r = req.mutable_results(0)->mutable_result();
+    r->mutable_train()->set_position_accuracy(0.5 + i / 32.0);
+    r->mutable_train()->set_exact_accuracy(i / 16.0);
+    r->mutable_train()->set_error(1 - i / 16.0);
+    r->mutable_train()->set_max_abs_error(1.0 / (i + 1));
+    // Every result has the dataset's test split (20); a row without one
+    // is an exhaustive dataset's (proto/columns_test.cc).
+    r->mutable_test()->set_sequences(20);
+    r->mutable_test()->set_error(i / 20.0);
+    r->mutable_test()->set_exact_accuracy(1 - i / 20.0);
+    r->mutable_test()->set_position_accuracy(1 - i / 40.0);
+    r->set_final_loss(1e-3 * (i + 1));  // never 0: no seed here is exact
+    r->set_steps(100 * i);
+    r->set_device(i % 2 == 0 ? "cpu" : "cuda:0 (NVIDIA H200)");
+    r->mutable_facts()->set_train_sequences(64);
+    r->mutable_facts()->set_test_sequences(20);
+    r->mutable_facts()->set_distinct_queries(i < 5 ? 8 : 9);
+    v1::CompleteTasksResponse done;
+    ASSERT_TRUE(Complete(req, &done).ok());
+    ASSERT_EQ(done.recorded(), 1);
+  }
+
+  auto query = [&](v1::QueryResultsRequest req, bool columns) {
+    req.set_sweep_id(sweep);
+    req.set_columns(columns);
+    grpc::ClientContext ctx;
+    v1::QueryResultsResponse resp;
+    grpc::Status s = sweep_stub_->QueryResults(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.has_columns(), columns);
+    EXPECT_TRUE(RowsFromColumns(&resp).ok());
+    return resp;
+  };
+  auto same = [&](const v1::QueryResultsRequest& req, int want_rows) {
+    const v1::QueryResultsResponse rows = query(req, false);
+    const v1::QueryResultsResponse columns = query(req, true);
+    EXPECT_EQ(rows.rows_size(), want_rows) << req.ShortDebugString();
+    std::string diff;
+    google::protobuf::util::MessageDifferencer d;
+    d.ReportDifferencesToString(&diff);
+    EXPECT_TRUE(d.Compare(columns, rows)) << req.ShortDebugString() << "\n" << diff;
+    return rows;
+  };
+
+  v1::QueryResultsRequest all;
+  const v1::QueryResultsResponse every = same(all, 11);
+  int failed = 0;
+  for (const v1::ResultRow& row : every.rows()) failed += row.state() == v1::CELL_STATE_FAILED;
+  EXPECT_EQ(failed, 1);
+  v1::QueryResultsRequest softmax;
+  softmax.set_head("softmax");
+  same(softmax, 0);
+  v1::QueryResultsRequest filtered;
+  filtered.add_ranks(2);
+  filtered.add_seeds(1);
+  filtered.add_seeds(3);
+  same(filtered, 2);
+  v1::QueryResultsRequest pending;
+  pending.set_state(v1::CELL_STATE_PENDING);
+  same(pending, 5);
+  {
+    // Pending cells have no result: every metric list is left empty.
+    pending.set_sweep_id(sweep);
+    pending.set_columns(true);
+    grpc::ClientContext ctx;
+    v1::QueryResultsResponse raw;
+    ASSERT_TRUE(sweep_stub_->QueryResults(&ctx, pending, &raw).ok());
+    EXPECT_EQ(raw.columns().cell_id_size(), 5);
+    EXPECT_EQ(raw.columns().train_error_size(), 0);
+    EXPECT_EQ(raw.columns().test_error_size(), 0);
+    EXPECT_EQ(raw.columns().steps_size(), 0);
+    EXPECT_EQ(raw.columns().worker_size(), 5);
+  }
+  v1::QueryResultsRequest page;
+  page.set_page_size(4);
+  int pages = 0, rows = 0;
+  while (true) {
+    const v1::QueryResultsResponse got = same(page, page.page_token().empty() || pages < 2 ? 4 : 3);
+    ++pages;
+    rows += got.rows_size();
+    if (got.next_page_token().empty()) break;
+    page.set_page_token(got.next_page_token());
+  }
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(rows, 11);
+  // Grouped queries have no rows to send as columns.
+  v1::QueryResultsRequest grouped;
+  grouped.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  grouped.set_columns(true);
+  grouped.set_sweep_id(sweep);
+  grpc::ClientContext gctx;
+  v1::QueryResultsResponse groups;
+  ASSERT_TRUE(sweep_stub_->QueryResults(&gctx, grouped, &groups).ok());
+  EXPECT_FALSE(groups.has_columns());
+  EXPECT_EQ(groups.groups_size(), 4);
+}
+
+// An optional metric (first_exact_step) goes through validation, the store
+// and both reply forms as sent: set where the worker set it, missing where
+// it did not; one out of range fails the call, naming the field.
+TEST_F(ServiceTest, AnOptionalMetricIsStoredAndQueriedAsSentOrMissing) {
+  v1::SweepSpec spec = Spec("metric", {1}, 3);
+  spec.mutable_heads()->RemoveLast();
+  spec.mutable_train()->set_max_steps(500);
+  const std::string sweep = Submit(spec);
+  const std::string worker = Register();
+  v1::AcquireTasksResponse got;
+  ASSERT_TRUE(Acquire(worker, 0, &got).ok());
+  ASSERT_EQ(got.tasks_size(), 1);
+  ASSERT_EQ(got.tasks(0).cells_size(), 3);
+  v1::CompleteTasksRequest req = ResultsFor(worker, got.tasks(0));
+  req.mutable_results(0)->mutable_result()->set_first_exact_step(501);
+  v1::CompleteTasksResponse done;
+  grpc::Status refused = Complete(req, &done);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(),
+              ::testing::HasSubstr("result.first_exact_step must be in 0..500 or missing, got 501"));
+  req.mutable_results(0)->mutable_result()->set_first_exact_step(40);
+  req.mutable_results(2)->mutable_result()->set_first_exact_step(0);
+  ASSERT_TRUE(Complete(req, &done).ok());
+  EXPECT_EQ(done.recorded(), 3);
+  for (const bool columns : {false, true}) {
+    v1::QueryResultsRequest query;
+    query.set_sweep_id(sweep);
+    query.set_columns(columns);
+    grpc::ClientContext ctx;
+    v1::QueryResultsResponse resp;
+    ASSERT_TRUE(sweep_stub_->QueryResults(&ctx, query, &resp).ok());
+    ASSERT_TRUE(RowsFromColumns(&resp).ok());
+    ASSERT_EQ(resp.rows_size(), 3) << columns;
+    std::map<uint64_t, const v1::SeedResult*> by_seed;
+    for (const v1::ResultRow& row : resp.rows()) by_seed[row.seed()] = &row.result();
+    const uint64_t seed0 = got.tasks(0).cells(0).seed();
+    const uint64_t seed1 = got.tasks(0).cells(1).seed();
+    const uint64_t seed2 = got.tasks(0).cells(2).seed();
+    ASSERT_TRUE(by_seed[seed0]->has_first_exact_step()) << columns;
+    EXPECT_EQ(by_seed[seed0]->first_exact_step(), 40) << columns;
+    EXPECT_FALSE(by_seed[seed1]->has_first_exact_step()) << columns;
+    ASSERT_TRUE(by_seed[seed2]->has_first_exact_step()) << columns;
+    EXPECT_EQ(by_seed[seed2]->first_exact_step(), 0) << columns;
+  }
+}
+
+// An lr axis over the wire: each leased task trains its recipe's lr, and
+// rows (as messages and as columns) and groups carry the recipe.
+TEST_F(ServiceTest, RecipesReachTheWorkerAndComeBackOnRowsColumnsAndGroups) {
+  v1::SweepSpec spec = Spec("axes", {2}, 2);
+  spec.mutable_heads()->RemoveLast();
+  v1::SweepAxis* lr = spec.add_axes();
+  lr->set_name("lr");
+  lr->add_values(0.05);
+  lr->add_values(0.002);
+  int64_t cells = 0;
+  const std::string sweep = Submit(spec, &cells);
+  EXPECT_EQ(cells, 4);
+  const std::string w = Register();
+  std::map<double, int> cells_per_lr;
+  for (int i = 0; i < 2; ++i) {
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(Acquire(w, 0, &got).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    cells_per_lr[got.tasks(0).spec().train().lr()] += got.tasks(0).cells_size();
+    v1::CompleteTasksResponse done;
+    ASSERT_TRUE(Complete(ResultsFor(w, got.tasks(0)), &done).ok());
+  }
+  EXPECT_THAT(cells_per_lr, ::testing::ElementsAre(std::pair(0.002, 2), std::pair(0.05, 2)));
+  for (bool columns : {false, true}) {
+    grpc::ClientContext ctx;
+    v1::QueryResultsRequest req;
+    req.set_sweep_id(sweep);
+    req.set_columns(columns);
+    v1::QueryResultsResponse resp;
+    ASSERT_TRUE(sweep_stub_->QueryResults(&ctx, req, &resp).ok());
+    if (columns) {
+      EXPECT_THAT(resp.columns().recipe(), ::testing::ElementsAre(0, 0, 1, 1));
+      ASSERT_TRUE(RowsFromColumns(&resp).ok());
+    }
+    ASSERT_EQ(resp.rows_size(), 4);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(resp.rows(i).recipe(), i / 2) << columns;
+  }
+  grpc::ClientContext ctx;
+  v1::QueryResultsRequest req;
+  req.set_sweep_id(sweep);
+  req.set_group_by(v1::GROUP_BY_HEAD_RANK);
+  v1::QueryResultsResponse resp;
+  ASSERT_TRUE(sweep_stub_->QueryResults(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.groups_size(), 2);
+  EXPECT_EQ(resp.groups(0).recipe(), 0);
+  EXPECT_EQ(resp.groups(1).recipe(), 1);
+  EXPECT_EQ(resp.groups(1).n(), 2);
+  v1::GetSweepResponse info;
+  grpc::ClientContext get_ctx;
+  v1::GetSweepRequest get;
+  get.set_sweep_id(sweep);
+  ASSERT_TRUE(sweep_stub_->GetSweep(&get_ctx, get, &info).ok());
+  ASSERT_EQ(info.sweep().spec().axes_size(), 1);
+  EXPECT_THAT(info.sweep().spec().axes(0).values(), ::testing::ElementsAre(0.05, 0.002));
+}
+
+}  // namespace
+}  // namespace ranksweep::server
