@@ -1,6 +1,6 @@
 // The fixture the managers' own tests share: the four managers of
-// server/core (sweeps/, leases/, results/, workers/) wired over a real
-// SQLite file in a fresh directory and a manual clock, without the
+// server/core (sweeps/, leases/, results/, workers/) wired over a store in
+// memory (Store::OpenInMemory) and a manual clock, without the
 // Coordinator facade, and helpers that run one manager call in a write
 // transaction and count rows exactly. The spec and result makers are the
 // coordinator tests' (coordinator_test_fixture.h). Tests only.
@@ -26,7 +26,11 @@ class ManagerTest : public ::testing::Test {
 
   void SetUp() override {
     SetLogEnabled(false);
-    auto store = Store::Open(dir_.File("managers.db"));
+    // In memory, one database per test: the managers' logic, not the
+    // file's durability (the coordinator's tests run over a real file).
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    auto store = Store::OpenInMemory(absl::StrCat("managers-", test->test_suite_name(), "-",
+                                                  test->name()));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     Wire(LeaseOptions{kLeaseMs, /*max_attempts=*/2});
@@ -110,7 +114,6 @@ class ManagerTest : public ::testing::Test {
     return Count(absl::StrCat("SELECT state FROM sweeps WHERE id = '", sweep, "'"));
   }
 
-  TempDir dir_;
   ManualClock clock_;
   std::unique_ptr<Store> store_;
   SpecCache specs_;

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/core/log.h"
@@ -164,7 +165,8 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
   const int flags = mode == Mode::kReadWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
                                              : SQLITE_OPEN_READONLY;
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int uri = absl::StartsWith(path, "file:") ? SQLITE_OPEN_URI : 0;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | uri | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status s = SqliteError(db, rc, absl::StrCat("open ", path));
     sqlite3_close_v2(db);

@@ -100,7 +100,9 @@ class Connection {
   };
   // Opens `path` with extended result codes and a busy timeout of
   // `busy_timeout_ms` (how long a call waits for a lock another connection
-  // holds before it fails with kUnavailable).
+  // holds before it fails with kUnavailable). A `path` that starts with
+  // "file:" is an SQLite URI ("file:name?mode=memory&cache=shared": a
+  // database in memory that the connections of one process share).
   static absl::StatusOr<std::unique_ptr<Connection>> Open(const std::string& path, Mode mode,
                                                           int busy_timeout_ms);
 

@@ -72,6 +72,28 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   return store;
 }
 
+absl::StatusOr<std::unique_ptr<Store>> Store::OpenInMemory(const std::string& name) {
+  const std::string uri = absl::StrCat("file:", name, "?mode=memory&cache=shared");
+  const int busy_timeout_ms = StoreOptions().busy_timeout_ms;
+  ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer,
+                   Connection::Open(uri, Connection::Mode::kReadWrite, busy_timeout_ms));
+  std::unique_ptr<Store> store(new Store(uri, std::move(writer)));
+  RETURN_IF_ERROR(RegisterPackRowFunction(store->writer_->handle()));
+  Connection& w = *store->writer_;
+  RETURN_IF_ERROR(w.Exec("PRAGMA foreign_keys=ON"));
+  RETURN_IF_ERROR(w.Exec("PRAGMA temp_store=MEMORY"));
+  RETURN_IF_ERROR(Migrate(w, uri));
+  // The readers share the writer's cache: they read what it committed.
+  ASSIGN_OR_RETURN(store->reader_, Connection::Open(uri, Connection::Mode::kReadWrite,
+                                                    busy_timeout_ms));
+  RETURN_IF_ERROR(store->reader_->Exec("PRAGMA query_only=ON"));
+  ASSIGN_OR_RETURN(store->quick_reader_, Connection::Open(uri, Connection::Mode::kReadWrite,
+                                                          busy_timeout_ms));
+  RETURN_IF_ERROR(store->quick_reader_->Exec("PRAGMA query_only=ON"));
+  store->group_commit_ = std::make_unique<GroupCommit>(w);
+  return store;
+}
+
 absl::StatusOr<int> Store::SchemaVersion() {
   int version = 0;
   RETURN_IF_ERROR(Read([&](Connection& c) -> absl::Status {

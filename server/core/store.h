@@ -60,6 +60,12 @@ class Store {
   // kSchemaVersion, then opens the read-only connections.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options = {});
+  // A database in memory named `name` (one per name in the process), with
+  // the same schema, writer thread and three connections, for unit tests of
+  // what runs over a Store: nothing is synced or kept after the Store goes.
+  // Durability and the WAL are the file's, and their tests use Open().
+  static absl::StatusOr<std::unique_ptr<Store>> OpenInMemory(const std::string& name);
+
   // Runs every write already queued, stops the writer thread, then closes
   // the connections.
   ~Store();

@@ -509,3 +509,41 @@ TEST(StoreTest, CommittedWriteSurvivesReopenWithoutCheckpoint) {
 
 }  // namespace
 }  // namespace ranksweep::server
+
+namespace ranksweep::server {
+namespace {
+
+// A store in memory (for the managers' unit tests): the current schema, its
+// readers see what the writer committed, and each name is its own database.
+TEST(InMemoryStoreTest, ReadersSeeCommitsAndEachNameIsItsOwnDatabase) {
+  auto a = Store::OpenInMemory("store-test-a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = Store::OpenInMemory("store-test-b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(*(*a)->SchemaVersion(), Store::kSchemaVersion);
+  ASSERT_TRUE((*a)->Write([](Connection& c) {
+                     return c.Exec("INSERT INTO sweeps (id, name, owner, spec_json, priority, "
+                                   "state, created_ms) VALUES ('sw-1', 'n', 'o', '{}', 0, 1, 0)");
+                   })
+                  .ok());
+  auto count = [](Store& store) {
+    int64_t n = -1;
+    absl::Status s = store.Read([&](Connection& c) -> absl::Status {
+      ASSIGN_OR_RETURN(Statement q, c.Prepare("SELECT COUNT(*) FROM sweeps"));
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (row) n = q.ColumnInt(0);
+      return absl::OkStatus();
+    });
+    EXPECT_TRUE(s.ok()) << s;
+    return n;
+  };
+  EXPECT_EQ(count(**a), 1);
+  EXPECT_EQ(count(**b), 0);
+  // The readers are read-only, as a file's are.
+  absl::Status s = (*a)->Read([](Connection& c) { return c.Exec("DELETE FROM sweeps"); });
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(count(**a), 1);
+}
+
+}  // namespace
+}  // namespace ranksweep::server
