@@ -5,7 +5,7 @@
 // bound port, also for --listen=...:0) on stdout once it serves; logs events
 // on stderr. SIGTERM or SIGINT shuts it down cleanly. One ranksweepd serves a
 // database and a port at a time: a second one on either, or one on a
-// database it cannot write, exits 1 at start-up (docs/ARCHITECTURE.md).
+// database it cannot write, exits 5 at start-up (docs/ARCHITECTURE.md).
 //
 // Every ranksweep.v1 call needs a bearer token (docs/SECURITY.md) unless the
 // server runs with --insecure-local, which only a loopback --listen address
@@ -15,8 +15,8 @@
 // database, also while a server runs on it: a new or revoked token takes
 // effect on the server's next call.
 //
-// Exit codes: 0 done; 1 a runtime failure (database in use or not
-// writable, port in use); 2 bad flags or arguments.
+// Exit codes (common/exit_codes.h): 0 done; 1 bad flags or arguments; 5 a
+// runtime failure (database in use or not writable, port in use).
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>

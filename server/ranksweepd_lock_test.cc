@@ -1,5 +1,5 @@
 // One coordinator per database and per port, and a database it cannot write,
-// through real ranksweepd processes: the second one exits 1 at start-up with
+// through real ranksweepd processes: the second one exits 5 at start-up with
 // a message that says why, and the first one serves on untouched.
 #include <sys/stat.h>
 #include <unistd.h>
