@@ -9,12 +9,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/spec/result_metrics.h"
+#include "client/format_internal.h"
 #include "client/json_writer.h"
 #include "nlohmann/json.hpp"
 #include "proto/columns.h"
 #include "proto/convert.h"
 
 namespace ranksweep::client {
+
+using format_internal::AddAxisKeys;
+using format_internal::InsertAxisColumns;
+using format_internal::JsonArrayClose;
+
 namespace {
 
 // A row with metrics: done, or invalidated by a quarantine (its metrics as
@@ -54,7 +60,6 @@ void AppendJsonArrayItem(const google::protobuf::Message& m, bool first, std::st
   *out += first ? "\n  " : ",\n  ";
   AppendMessageJson(m, out);
 }
-const char* JsonArrayClose(bool empty) { return empty ? "]\n" : "\n]\n"; }
 
 template <typename Message>
 std::string JsonArray(const std::vector<Message>& items) {
@@ -251,30 +256,9 @@ std::string RecipeAxes::Text(int recipe, size_t axis) const {
   return FormatAxisValue(names[axis], Value(recipe, axis));
 }
 
-namespace {
+namespace format_internal {
 
-// Inserts the axes' columns into a table after its first `after` columns:
-// the header (the names, upper-case in the tables people read), right-aligned,
-// and each item's values from its recipe.
-template <typename Item>
-void InsertAxisColumns(const RecipeAxes& axes, size_t after, const std::vector<Item>& items,
-                       bool upper_case, Table* t) {
-  if (axes.empty()) return;
-  for (size_t i = 0; i < axes.names.size(); ++i) {
-    t->header.insert(t->header.begin() + static_cast<std::ptrdiff_t>(after + i),
-                     upper_case ? absl::AsciiStrToUpper(axes.names[i]) : axes.names[i]);
-    if (t->right_align.size() >= after + i) {
-      t->right_align.insert(t->right_align.begin() + static_cast<std::ptrdiff_t>(after + i),
-                            true);
-    }
-  }
-  for (size_t r = 0; r < items.size(); ++r) {
-    for (size_t i = 0; i < axes.names.size(); ++i) {
-      t->rows[r].insert(t->rows[r].begin() + static_cast<std::ptrdiff_t>(after + i),
-                        axes.Text(items[r].recipe(), i));
-    }
-  }
-}
+const char* JsonArrayClose(bool empty) { return empty ? "]\n" : "\n]\n"; }
 
 // The axes' values of `recipe` as keys of a JSON object.
 void AddAxisKeys(const RecipeAxes& axes, int recipe, nlohmann::ordered_json* j) {
@@ -291,7 +275,7 @@ void AddAxisKeys(const RecipeAxes& axes, int recipe, nlohmann::ordered_json* j) 
   }
 }
 
-}  // namespace
+}  // namespace format_internal
 
 Table ResultRowsTable(const std::vector<v1::ResultRow>& rows, const RecipeAxes& axes) {
   Table t;
@@ -480,135 +464,6 @@ std::string ResultRowsJson(const std::vector<v1::ResultRow>& rows, const RecipeA
   for (const v1::ResultRow& row : rows) writer.Add(row, &out);
   writer.End(&out);
   return out;
-}
-
-Table ResultGroupsTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
-                        const RecipeAxes& axes) {
-  Table t;
-  t.header = {"HEAD",          "RANK",          "N",        "TRAIN_ERR_MEAN", "TRAIN_ERR_STD",
-              "TRAIN_ERR_MIN", "TRAIN_ERR_MAX", "TEST_ERR", "EXACT_SEEDS"};
-  t.right_align = {false, true, true, true, true, true, true, true, true};
-  for (const auto& g : groups) {
-    const bool any = g.n() > 0;
-    auto agg = [&](double v) { return any ? FixedText(v, 4) : std::string("-"); };
-    const auto& te = g.test_error();
-    const bool has_test = any && has_test_split;
-    t.rows.push_back({g.head(), RankText(g.rank()), absl::StrCat(g.n(), "/", g.expected()),
-                      agg(g.train_error().mean()), agg(g.train_error().std()),
-                      agg(g.train_error().min()), agg(g.train_error().max()),
-                      has_test ? FixedText(te.mean(), 4) : "-", absl::StrCat(g.exact_seeds())});
-  }
-  InsertAxisColumns(axes, 2, groups, true, &t);
-  return t;
-}
-
-namespace {
-
-// The aggregate of the optional metric `name` in `g`, or nullptr (a
-// coordinator that predates group metrics, or one without that metric).
-const v1::MetricAggregate* FindMetricAggregate(const v1::ResultGroup& g, const char* name) {
-  for (const v1::MetricAggregate& a : g.metrics()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-// A group's aggregates, with the missing ones (no done seed; no test split)
-// as null.
-nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_split,
-                                       const RecipeAxes& axes) {
-  nlohmann::ordered_json j = MessageJsonTree(g);
-  AddAxisKeys(axes, g.recipe(), &j);
-  if (g.n() == 0) {
-    for (const char* a : {"train_error", "train_exact_accuracy", "train_position_accuracy"}) {
-      j[a] = nullptr;
-    }
-  }
-  if (g.n() == 0 || !has_test_split) {
-    j["test_error"] = nullptr;
-    j["test_exact_seeds"] = nullptr;
-  }
-  if (!has_test_split) j["test_verdict"] = nullptr;
-  // The optional metrics as keys of their own, as the rows print them: an
-  // object with n and the aggregate, null when no done cell has the metric.
-  j.erase("metrics");
-  for (const ResultMetric& m : kResultMetrics) {
-    const v1::MetricAggregate* a = FindMetricAggregate(g, m.name);
-    if (a == nullptr || a->n() == 0) {
-      j[m.name] = nullptr;
-      continue;
-    }
-    nlohmann::ordered_json one = MessageJsonTree(a->aggregate());
-    one["n"] = a->n();
-    j[m.name] = std::move(one);
-  }
-  return j;
-}
-
-Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
-                           const RecipeAxes& axes) {
-  Table t;
-  t.header = {"head", "head_index", "rank", "n", "expected", "exact_seeds"};
-  const char* kAggs[] = {"train_error", "test_error", "train_exact_accuracy",
-                         "train_position_accuracy"};
-  for (const char* a : kAggs) {
-    for (const char* f : {"mean", "std", "min", "max", "ci95"}) {
-      t.header.push_back(absl::StrCat(a, "_", f));
-    }
-  }
-  // Then each optional metric: the done cells that have it, its aggregate.
-  for (const ResultMetric& m : kResultMetrics) {
-    for (const char* f : {"n", "mean", "std", "min", "max", "ci95"}) {
-      t.header.push_back(absl::StrCat(m.name, "_", f));
-    }
-  }
-  for (const auto& g : groups) {
-    std::vector<std::string> row = {g.head(),
-                                    absl::StrCat(g.head_index()),
-                                    RankCell(g.rank()),
-                                    absl::StrCat(g.n()),
-                                    absl::StrCat(g.expected()),
-                                    absl::StrCat(g.exact_seeds())};
-    for (const v1::Aggregate* a : {&g.train_error(), &g.test_error(), &g.train_exact_accuracy(),
-                                   &g.train_position_accuracy()}) {
-      const bool shown = g.n() > 0 && (a != &g.test_error() || has_test_split);
-      for (double v : {a->mean(), a->std(), a->min(), a->max(), a->ci95()}) {
-        row.push_back(ShortestCell(shown, v));
-      }
-    }
-    for (const ResultMetric& m : kResultMetrics) {
-      const v1::MetricAggregate* a = FindMetricAggregate(g, m.name);
-      const int64_t n = a == nullptr ? 0 : a->n();
-      row.push_back(a == nullptr ? "" : absl::StrCat(n));
-      const v1::Aggregate& agg = a == nullptr ? v1::Aggregate::default_instance() : a->aggregate();
-      for (double v : {agg.mean(), agg.std(), agg.min(), agg.max(), agg.ci95()}) {
-        row.push_back(ShortestCell(n > 0, v));
-      }
-    }
-    t.rows.push_back(std::move(row));
-  }
-  if (!axes.empty()) {
-    // After rank: the recipe's index, then its axes' values.
-    t.header.insert(t.header.begin() + 3, "recipe");
-    for (size_t r = 0; r < groups.size(); ++r) {
-      t.rows[r].insert(t.rows[r].begin() + 3, absl::StrCat(groups[r].recipe()));
-    }
-    InsertAxisColumns(axes, 4, groups, false, &t);
-  }
-  return t;
-}
-
-std::string ResultGroupsJson(const std::vector<v1::ResultGroup>& groups, bool has_test_split,
-                             const RecipeAxes& axes) {
-  // One object per line, as JsonArray writes the rows.
-  std::string out = "[";
-  for (size_t i = 0; i < groups.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? "\n  " : ",\n  ",
-                    ResultGroupJson(groups[i], has_test_split, axes).dump());
-  }
-  return out + JsonArrayClose(groups.empty());
 }
 
 Table WorkersTable(const std::vector<v1::WorkerInfo>& workers, absl::Time now) {

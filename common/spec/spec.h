@@ -465,7 +465,7 @@ int64_t EstimateDatasetSequences(const DatasetSpec& d);
 // An upper-bound-style estimate of the host (or device) memory one task
 // needs, affine in the number of seeds trained together:
 // total(S) = fixed_bytes + S * per_seed_bytes. It follows the shapes the
-// trainer allocates (worker/trainer/heads.cc, fused_trainer.cc), in float32:
+// trainer allocates (worker/trainer/heads.cc, fused_trainer.cc, fused_adam.cc), in float32:
 //
 //   P  parameters of one seed's head (token maps with their hidden widths,
 //      the FAVOR+ projection, value map, readout; softmax: W_q, W_k with
