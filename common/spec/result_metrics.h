@@ -7,7 +7,7 @@
 // metric"). Its value lives in SeedResult::metrics at the row's index, on
 // the wire in SeedResult's `metrics` map under its name, and in a `results`
 // column of its name that the store adds when it opens a database that
-// lacks it (server/core/schema.h, EnsureMetricColumns).
+// lacks it (server/core/metric_columns.h, EnsureMetricColumns).
 //
 // A metric here may be missing (std::nullopt): a value that does not exist
 // for that seed (never exact: no first exact step), stored as NULL, sent

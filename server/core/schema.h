@@ -22,7 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/spec/result_metrics.h"
+#include "server/core/metric_columns.h"
 #include "server/core/sqlite.h"
 
 namespace ranksweep::server {
@@ -49,22 +49,9 @@ absl::StatusOr<int> ReadSchemaVersion(Connection& c);
 // kSchemaVersion. `path` names the file in errors. Migration 6 calls the SQL
 // function ranksweep_pack_row, which the caller registers on `writer` first
 // (server/core/results/packed_row.h).
-// Last, it calls EnsureMetricColumns.
+// Last, it calls EnsureMetricColumns (server/core/metric_columns.h).
 absl::Status Migrate(Connection& writer, const std::string& path);
 
-// The result_groups columns of one optional metric's running aggregate
-// (Welford, as the built-in aggregates), in order: NAME_n (the group's done
-// cells that have it), NAME_mean, NAME_m2, NAME_min, NAME_max.
-inline constexpr int kGroupMetricColumnCount = 5;
-std::vector<std::string> GroupMetricColumns(const ResultMetric& metric);
-
-// Gives `results` a column for every optional metric of common/spec/
-// result_metrics.h that it lacks, named as the metric, INTEGER or REAL, and
-// `result_groups` its GroupMetricColumns, filled from the DONE results
-// already stored; in one transaction: a metric is a row of that table, not a
-// numbered migration. Rows stored before read the new column as NULL:
-// missing.
-absl::Status EnsureMetricColumns(Connection& writer);
 
 }  // namespace ranksweep::server
 

@@ -139,7 +139,7 @@ struct GroupStats {
   double trained_seconds = 0;
   // Per optional metric (kResultMetrics order): over the done cells that
   // have it, in its GroupMetricColumns, which EnsureMetricColumns adds
-  // (server/core/schema.h).
+  // (server/core/metric_columns.h).
   std::vector<RunningStats> metrics = std::vector<RunningStats>(kResultMetricCount);
 };
 
