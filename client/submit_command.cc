@@ -174,9 +174,7 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
         std::cerr << one.name << ": " << line << "\n";
       }
     }
-    std::vector<std::string> warnings = SpecWarnings(one);
-    for (std::string& w : SweepCostWarnings(one, cost)) warnings.push_back(std::move(w));
-    for (const std::string& w : warnings) {
+    for (const std::string& w : SweepWarnings(one, cost)) {
       std::cerr << "warning: " << one.name << ": " << w << "\n";
     }
   }
