@@ -42,6 +42,7 @@ const std::vector<Rule>& Rules() {
     const std::vector<Role> admins = {Role::kAdmin};
     return new std::vector<Rule>{
         {methods::kSubmitSweep, people},    {methods::kGetSweep, people},
+        {methods::kValidateSweep, people},
         {methods::kListSweeps, people},     {methods::kCancelSweep, people},
         {methods::kWatchSweep, people},     {methods::kQueryResults, people},
         {methods::kListWorkers, people},    {methods::kRegisterWorker, workers},

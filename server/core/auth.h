@@ -103,6 +103,7 @@ class TokenStore {
 namespace methods {
 inline constexpr char kSubmitSweep[] = "/ranksweep.v1.SweepService/SubmitSweep";
 inline constexpr char kGetSweep[] = "/ranksweep.v1.SweepService/GetSweep";
+inline constexpr char kValidateSweep[] = "/ranksweep.v1.SweepService/ValidateSweep";
 inline constexpr char kListSweeps[] = "/ranksweep.v1.SweepService/ListSweeps";
 inline constexpr char kCancelSweep[] = "/ranksweep.v1.SweepService/CancelSweep";
 inline constexpr char kWatchSweep[] = "/ranksweep.v1.SweepService/WatchSweep";

@@ -91,6 +91,10 @@ absl::StatusOr<SubmitOutcome> Coordinator::Submit(const SweepSpec& spec, const s
   return out;
 }
 
+absl::Status Coordinator::CheckSubmit(const SweepSpec& spec) const {
+  return sweeps_.CheckSubmit(spec);
+}
+
 absl::StatusOr<int64_t> Coordinator::Cancel(const std::string& sweep_id) {
   Events events;
   ASSIGN_OR_RETURN(int64_t cancelled, sweeps_.Cancel(sweep_id, events));

@@ -130,6 +130,9 @@ class Coordinator {
   // in one transaction. Heads without a
   // rank (HeadHasRank false) get one cell per seed with rank 0.
   absl::StatusOr<SubmitOutcome> Submit(const SweepSpec& spec, const std::string& owner);
+  // Submit's checks alone (ValidateSweepSpec and the task memory limit),
+  // with the same status; nothing is read or stored. ValidateSweep.
+  absl::Status CheckSubmit(const SweepSpec& spec) const;
 
   absl::StatusOr<SweepInfo> GetSweep(const std::string& sweep_id);
   // Newest first; `state` unset = all; limit <= 0 means 100; `owner` set =

@@ -356,8 +356,9 @@ TEST(AccessRulesTest, CoverEveryMethodOfTheProto) {
       seen.insert(method);
     }
   }
-  EXPECT_EQ(seen.size(), 14u);
-  for (const char* m : {methods::kSubmitSweep, methods::kGetSweep, methods::kListSweeps,
+  EXPECT_EQ(seen.size(), 15u);
+  for (const char* m : {methods::kSubmitSweep, methods::kGetSweep, methods::kValidateSweep,
+                        methods::kListSweeps,
                         methods::kCancelSweep, methods::kWatchSweep, methods::kQueryResults,
                         methods::kListWorkers, methods::kRegisterWorker, methods::kAcquireTasks,
                         methods::kHeartbeat, methods::kCompleteTasks, methods::kFailTask,

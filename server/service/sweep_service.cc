@@ -5,6 +5,8 @@
 #include <deque>
 #include <utility>
 
+#include "common/spec/spec_file.h"
+#include "common/spec/spec_json.h"
 #include "common/status_macros.h"
 #include "proto/convert.h"
 #include "proto/wire_check.h"
@@ -13,6 +15,23 @@
 
 namespace ranksweep::server {
 namespace {
+
+// The spec of a SubmitSweep or ValidateSweep request: its SweepSpec, checked
+// for what only the wire form can get wrong, or its spec text, read by the
+// parser of `ranksweep submit -f` (common/spec/spec_file.h). Neither set is
+// an empty SweepSpec, which validation then refuses by its first field.
+template <typename Request>
+absl::StatusOr<SweepSpec> SpecOfRequest(const Request& request) {
+  if (request.input_case() != Request::kSpecText) {
+    RETURN_IF_ERROR(CheckWireSweepSpec(request.spec()));
+    return ranksweep::FromProto(request.spec());
+  }
+  const v1::SpecText& t = request.spec_text();
+  RETURN_IF_ERROR(CheckTextSize(t.text().size(), kMaxSpecTextBytes, "spec_text.text"));
+  RETURN_IF_ERROR(CheckTextSize(t.source().size(), kMaxSpecSourceBytes, "spec_text.source"));
+  ASSIGN_OR_RETURN(SpecFormat format, ParseSpecFormat(t.format(), t.text(), "spec_text.format"));
+  return ParseSweepSpecText(t.text(), format, t.source().empty() ? "<spec>" : t.source());
+}
 
 
 // A WatchSweep refused before it started (authorization, shutdown).
@@ -227,9 +246,8 @@ grpc::ServerUnaryReactor* SweepServiceImpl::SubmitSweep(grpc::CallbackServerCont
   return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kSubmitSweep);
     if (!caller.ok()) return caller.status();
-    RETURN_IF_ERROR(CheckWireSweepSpec(request->spec()));
-    absl::StatusOr<SubmitOutcome> out =
-        coordinator_->Submit(ranksweep::FromProto(request->spec()), caller->name);
+    ASSIGN_OR_RETURN(SweepSpec spec, SpecOfRequest(*request));
+    absl::StatusOr<SubmitOutcome> out = coordinator_->Submit(spec, caller->name);
     if (out.ok()) {
       response->set_sweep_id(out->sweep_id);
       response->set_cells(out->cells);
@@ -248,8 +266,33 @@ grpc::ServerUnaryReactor* SweepServiceImpl::GetSweep(grpc::CallbackServerContext
     absl::StatusOr<SweepInfo> info = coordinator_->GetSweep(request->sweep_id());
     if (!info.ok()) return info.status();
     absl::Status access = CheckSweepAccess(*caller, info->sweep_id, info->owner, "read");
-    if (access.ok()) *response->mutable_sweep() = ToProto(*info);
-    return access;
+    if (!access.ok()) return access;
+    *response->mutable_sweep() = ToProto(*info);
+    response->set_spec_json(SweepSpecToJson(info->spec, 2));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* SweepServiceImpl::ValidateSweep(grpc::CallbackServerContext* context,
+                                                          const v1::ValidateSweepRequest* request,
+                                                          v1::ValidateSweepResponse* response) {
+  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
+    absl::StatusOr<Principal> caller =
+        AuthorizeCall(*authorizer_, context, methods::kValidateSweep);
+    if (!caller.ok()) return caller.status();
+    ASSIGN_OR_RETURN(SweepSpec spec, SpecOfRequest(*request));
+    RETURN_IF_ERROR(coordinator_->CheckSubmit(spec));
+    const SweepCost cost = EstimateSweepCost(spec);
+    *response->mutable_spec() = ranksweep::ToProto(spec);
+    response->set_spec_json(SweepSpecToJson(spec, 2));
+    response->set_cells(GridCellCount(spec));
+    response->set_recipes(RecipeCount(spec));
+    response->set_train_sequences(cost.train_sequences);
+    response->set_test_sequences(cost.test_sequences);
+    response->set_task_memory_bytes(cost.task_memory_bytes);
+    response->set_largest_task(cost.largest_task);
+    for (std::string& w : SweepWarnings(spec, cost)) response->add_warnings(std::move(w));
+    return absl::OkStatus();
   });
 }
 

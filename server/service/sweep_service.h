@@ -56,6 +56,9 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
   grpc::ServerUnaryReactor* GetSweep(grpc::CallbackServerContext* context,
                                      const v1::GetSweepRequest* request,
                                      v1::GetSweepResponse* response) override;
+  grpc::ServerUnaryReactor* ValidateSweep(grpc::CallbackServerContext* context,
+                                          const v1::ValidateSweepRequest* request,
+                                          v1::ValidateSweepResponse* response) override;
   grpc::ServerUnaryReactor* ListSweeps(grpc::CallbackServerContext* context,
                                        const v1::ListSweepsRequest* request,
                                        v1::ListSweepsResponse* response) override;

@@ -77,10 +77,14 @@ absl::StatusOr<std::string> SweepLifecycle::TaskKeyOf(Connection& c, const std::
 
 // ------------------------------------------------------------------ submit
 
+absl::Status SweepLifecycle::CheckSubmit(const SweepSpec& spec) const {
+  RETURN_IF_ERROR(ValidateSweepSpec(spec));
+  return CheckTaskMemory(spec, max_task_memory_bytes_);
+}
+
 absl::StatusOr<SubmitOutcome> SweepLifecycle::Submit(const SweepSpec& spec,
                                                      const std::string& owner, Events& events) {
-  RETURN_IF_ERROR(ValidateSweepSpec(spec));
-  RETURN_IF_ERROR(CheckTaskMemory(spec, max_task_memory_bytes_));
+  RETURN_IF_ERROR(CheckSubmit(spec));
   const std::string spec_json = SweepSpecToJson(spec);
   const int64_t now = clock_->NowMs();
   SubmitOutcome out;

@@ -51,8 +51,13 @@ class SweepLifecycle {
   SweepLifecycle(const SweepLifecycle&) = delete;
   SweepLifecycle& operator=(const SweepLifecycle&) = delete;
 
-  // Validates `spec` and its task memory, then stores the sweep and its
-  // cells in one transaction (search mode: the first probes only).
+  // What Submit checks before it writes anything: ValidateSweepSpec, then
+  // every (head, rank) as one seed against the task memory limit. Reads and
+  // writes nothing.
+  absl::Status CheckSubmit(const SweepSpec& spec) const;
+
+  // CheckSubmit, then stores the sweep and its cells in one transaction
+  // (search mode: the first probes only).
   absl::StatusOr<SubmitOutcome> Submit(const SweepSpec& spec, const std::string& owner,
                                        Events& events);
 
