@@ -61,8 +61,9 @@ if not os.environ.get("RANKSWEEP_ADDR"):
 rs = ranksweep.Client()  # RANKSWEEP_ADDR, RANKSWEEP_TOKEN
 
 # %% [markdown]
-# Submit the demo's spec file. A dict with the same fields works too, e.g.
-# `rs.submit(ranksweep.load_spec("examples/demo.yaml") | {"seed_count": 5})`.
+# Submit the demo's spec file; the coordinator reads it with the CLI's parser. A dict with
+# the same fields works too, and `rs.validate(spec)` says what a submit would make of it
+# (cells, size, warnings) without storing anything.
 
 # %%
 spec = os.environ.get("RANKSWEEP_SPEC", "examples/demo.yaml")

@@ -1,7 +1,8 @@
 """ranksweep: the Python client of the ranksweep coordinator.
 
-Submit sweeps from dicts or spec files, follow them, and read their results
-as pandas DataFrames; python/README.md has the tour. Install it with pip,
+Submit sweeps from dicts or spec files (the coordinator parses and validates
+them, with the CLI's parser), follow them, and read their results as pandas
+DataFrames; python/README.md has the tour. Install it with pip,
 which generates its gRPC modules from proto/ (build_backend/):
 
     pip install ./python        # into a venv made with --system-site-packages
@@ -18,10 +19,8 @@ except ImportError as e:  # pragma: no cover - a source checkout without a build
         "missing; `pip install ./python` (or `pip install -e ./python`) makes them from "
         "proto/. The sources in python/ are not importable as they are.") from e
 
-from ranksweep.client import Client, DEFAULT_ADDR
+from ranksweep.client import Client, DEFAULT_ADDR, Validation
 from ranksweep.errors import RanksweepError, SpecError
 from ranksweep.frames import Progress
-from ranksweep.spec import load_spec, spec_to_dict, spec_to_proto
 
-__all__ = ["Client", "DEFAULT_ADDR", "Progress", "RanksweepError", "SpecError", "load_spec",
-           "spec_to_dict", "spec_to_proto"]
+__all__ = ["Client", "DEFAULT_ADDR", "Progress", "RanksweepError", "SpecError", "Validation"]

@@ -2,6 +2,7 @@
 
     import ranksweep
     rs = ranksweep.Client()                  # RANKSWEEP_ADDR, RANKSWEEP_TOKEN
+    rs.validate("examples/demo.yaml").cells  # what a submit would make, nothing stored
     sweep = rs.submit("examples/demo.yaml")  # or a dict with the same fields
     for p in rs.watch(sweep):
         print(p.done, "/", p.total, p.message)
@@ -18,14 +19,17 @@ turns TLS on; each call but watch() has a deadline of `timeout` seconds
 (None or 0: none).
 
 Errors: every failed call raises RanksweepError with the gRPC status code and
-the coordinator's message; a spec refused before sending raises SpecError.
+the coordinator's message; a spec refused (by the coordinator, or before
+sending) raises SpecError, a RanksweepError with code INVALID_ARGUMENT.
 Thread-safety: a Client may be shared by threads (gRPC channels are); the
 iterator watch() returns belongs to one thread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import json
 import math
 import numbers
 import os
@@ -38,7 +42,7 @@ import pandas as pd
 
 from ranksweep import frames
 from ranksweep import spec as spec_lib
-from ranksweep.errors import RanksweepError
+from ranksweep.errors import RanksweepError, SpecError
 from ranksweep.v1 import ranksweep_pb2 as pb
 from ranksweep.v1 import ranksweep_pb2_grpc as pb_grpc
 from ranksweep.v1 import sweep_admin_pb2 as admin_pb
@@ -124,6 +128,35 @@ def _group_by(by: Union[str, Sequence[str]], axes: Sequence[str] = ()) -> Any:
     return pb.GROUP_BY_HEAD_RANK
 
 
+@dataclasses.dataclass(frozen=True)
+class Validation:
+    """What Client.validate() learns of a spec, as `ranksweep submit
+    --dry-run` prints it; nothing is stored.
+
+    spec: the spec as the coordinator reads it, every default filled in, as
+      the dict submit() takes (the JSON --dry-run prints); spec_proto: the
+      same as a ranksweep.v1.SweepSpec.
+    cells: the cells of the full grid (head-with-rank x rank x seed, plus
+      head-without-rank x seed, times recipes; a search trains fewer);
+      recipes: 1 without axes.
+    train_sequences, test_sequences: the dataset's size (0: no test split;
+      with dataset axes, the largest recipe's).
+    task_memory_bytes, largest_task: an upper-bound estimate of the largest
+      task's memory and that task ("kernel/elu1 at rank 64, 3 seeds").
+    warnings: valid settings worth a second look, one sentence each, as
+      `ranksweep submit` prints them ([] when none)."""
+
+    spec: Dict[str, Any]
+    spec_proto: pb.SweepSpec
+    cells: int
+    recipes: int
+    train_sequences: int
+    test_sequences: int
+    task_memory_bytes: int
+    largest_task: str
+    warnings: List[str]
+
+
 class Client:
     """A connection to one coordinator. Close it (or use `with`) when done."""
 
@@ -156,10 +189,15 @@ class Client:
     def _metadata(self) -> tuple:
         return (("authorization", f"Bearer {self._token}"),) if self._token else ()
 
-    def _call(self, what: str, method: Any, request: Any) -> Any:
+    def _call(self, what: str, method: Any, request: Any, spec: bool = False) -> Any:
+        """method(request) with the deadline and token. Raises RanksweepError
+        with the status; with `spec` (a call that carries a spec: submit,
+        validate), INVALID_ARGUMENT as SpecError."""
         try:
             return method(request, timeout=self.timeout, metadata=self._metadata())
         except grpc.RpcError as e:
+            if spec and e.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise SpecError(e.details() or "", what) from None
             raise RanksweepError.from_rpc(e, what) from None
 
     # ------------------------------------------------------------ sweeps
@@ -168,23 +206,55 @@ class Client:
         """Submits a sweep and returns its id.
 
         `spec` is a dict with the fields of the CLI's spec files, the path of
-        such a file (YAML or JSON; see ranksweep.spec), or a
-        ranksweep.v1.SweepSpec. The coordinator validates it: a field out of
-        range raises RanksweepError INVALID_ARGUMENT naming it, and nothing
-        is stored. Presets are the CLI's (`ranksweep submit --preset`)."""
-        request = pb.SubmitSweepRequest(spec=spec_lib.to_proto(spec))
-        return str(self._call("submit", self._stub.SubmitSweep, request).sweep_id)
+        such a file (YAML or JSON, told apart as the CLI does), or a
+        ranksweep.v1.SweepSpec; a dict or a file is sent as its text
+        (ranksweep.spec). The coordinator parses it with the CLI's parser and
+        validates it: an unknown field, a wrong type, a YAML syntax error or
+        a field out of range raises SpecError (INVALID_ARGUMENT, the
+        coordinator's message naming the field, or the file's line and
+        column), and nothing is stored. OSError for a file that cannot be
+        read, TypeError for a spec of another type. Presets are the CLI's
+        (`ranksweep submit --preset`)."""
+        request = pb.SubmitSweepRequest()
+        spec_lib.fill_request(request, spec)
+        return str(self._call("submit", self._stub.SubmitSweep, request, spec=True).sweep_id)
+
+    def validate(self, spec: spec_lib.SpecInput) -> Validation:
+        """What submit(spec) would make of `spec`, without storing anything:
+        the coordinator runs every check a submit runs (parsing, validation,
+        the task-memory limit) and returns a Validation: the spec with its
+        defaults filled in, its cells and recipes, the dataset's size, the
+        largest task's memory and the warnings `ranksweep submit` prints.
+        Takes and raises what submit() does, with call "validate"."""
+        request = pb.ValidateSweepRequest()
+        spec_lib.fill_request(request, spec)
+        reply = self._call("validate", self._stub.ValidateSweep, request, spec=True)
+        return Validation(spec=json.loads(reply.spec_json), spec_proto=reply.spec,
+                          cells=int(reply.cells), recipes=int(reply.recipes),
+                          train_sequences=int(reply.train_sequences),
+                          test_sequences=int(reply.test_sequences),
+                          task_memory_bytes=int(reply.task_memory_bytes),
+                          largest_task=str(reply.largest_task),
+                          warnings=[str(w) for w in reply.warnings])
 
     def spec(self, sweep_id: str) -> Dict[str, Any]:
         """The sweep's spec as the coordinator stored it, every field
-        resolved, as the dict submit() takes (ranksweep.spec.spec_to_dict):
-        the fields of the CLI's spec files, recipe axes as lists where
-        their field stood. `submit(rs.spec(sweep))` submits the same sweep
-        again; frames.recipe_label(rs.spec(sweep), k) names recipe k."""
-        return spec_lib.spec_to_dict(self._spec("spec", sweep_id))
+        resolved, as the dict submit() takes: the coordinator's JSON
+        (GetSweepResponse.spec_json), the very JSON `ranksweep submit
+        --dry-run` prints, recipe axes as lists where their field stood.
+        `submit(rs.spec(sweep))` submits the same sweep again. Raises
+        RanksweepError (NOT_FOUND for an unknown id)."""
+        reply = self._call("spec", self._stub.GetSweep, pb.GetSweepRequest(sweep_id=sweep_id))
+        if not reply.spec_json:
+            raise RanksweepError(grpc.StatusCode.UNIMPLEMENTED,
+                                 "the coordinator sent no spec_json; it is older than this "
+                                 "client (spec_proto() reads its spec)", "spec")
+        spec: Dict[str, Any] = json.loads(reply.spec_json)
+        return spec
 
     def spec_proto(self, sweep_id: str) -> pb.SweepSpec:
-        """The stored spec as the ranksweep.v1.SweepSpec message."""
+        """The stored spec as the ranksweep.v1.SweepSpec message, as the
+        frames' recipe_label() and recipe_values() take it."""
         return self._spec("spec", sweep_id)
 
     def _spec(self, what: str, sweep_id: str) -> pb.SweepSpec:

@@ -1,11 +1,12 @@
 """The exceptions of the ranksweep client.
 
 Every failed call raises RanksweepError with the gRPC status code and the
-coordinator's message, e.g. code NOT_FOUND for an unknown sweep id or
-INVALID_ARGUMENT naming a spec field and its allowed range. A spec the client
-itself rejects (an unknown key, a wrong type) raises SpecError, a
-RanksweepError with code INVALID_ARGUMENT, so one `except RanksweepError`
-covers both.
+coordinator's message, e.g. code NOT_FOUND for an unknown sweep id. A spec
+refused raises SpecError, a RanksweepError with code INVALID_ARGUMENT: by the
+coordinator (submit or validate answered INVALID_ARGUMENT: an unknown field, a
+wrong type, a YAML syntax error, a field out of range, each named in the
+message) or, before anything is sent, by the client (a dict that is not JSON,
+a file that is not UTF-8). One `except RanksweepError` covers both.
 """
 
 from typing import Any, Optional
@@ -32,7 +33,9 @@ class RanksweepError(Exception):
 
 
 class SpecError(RanksweepError):
-    """A spec the client refuses before sending it (code INVALID_ARGUMENT)."""
+    """A spec refused (code INVALID_ARGUMENT): `message` names the field or
+    the place in the file; `call` is "submit" or "validate" when the
+    coordinator refused it, None when the client did before sending it."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(grpc.StatusCode.INVALID_ARGUMENT, message)
+    def __init__(self, message: str, call: Optional[str] = None) -> None:
+        super().__init__(grpc.StatusCode.INVALID_ARGUMENT, message, call)

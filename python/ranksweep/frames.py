@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
 import pandas as pd
 
 from ranksweep.errors import RanksweepError
-from ranksweep.spec import INTEGER_AXES, NAMED_AXES, spec_to_proto
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 # Column order of results(): the CLI's CSV columns, then what it leaves out;
@@ -91,18 +90,36 @@ def result_columns(replies: Sequence[pb.QueryResultsResponse]) -> List[str]:
     return list(_FIXED_COLUMNS) + [name for name, _ in _metric_table(replies)] + ["recipe"]
 
 
-# A sweep's spec as a ranksweep.v1.SweepSpec or as its dict (Client.spec).
-SpecLike = Union[pb.SweepSpec, Mapping[str, Any]]
+# How axis values read, for display only (labels and axis columns); the
+# coordinator names, parses and checks the axes. These must follow AxisNames()
+# and AxisIsInteger() in common/spec/spec.h.
+AXIS_NAMES: Tuple[str, ...] = (
+    "lr", "weight_decay", "max_steps", "batch_size", "m", "weight", "num_queries", "pool_size",
+    "train_size", "test_size", "schedule", "warmup_steps", "split", "hard_share",
+    "test_pool_share")
+# A named axis holds the index of one of its names.
+NAMED_AXES: Dict[str, Tuple[str, ...]] = {"schedule": ("constant", "cosine"),
+                                          "split": ("tokens", "sequences")}
+# Integer axes are shown without a point; the others are reals.
+INTEGER_AXES = frozenset(AXIS_NAMES) - {"lr", "weight_decay", "hard_share", "test_pool_share"}
 
 
-def _proto(spec: SpecLike) -> pb.SweepSpec:
-    return spec_to_proto(spec) if isinstance(spec, Mapping) else spec
+def _proto(spec: pb.SweepSpec) -> pb.SweepSpec:
+    """`spec` itself; a TypeError for anything but a SweepSpec (a dict of
+    Client.spec() included: Client.spec_proto() gives the message)."""
+    if isinstance(spec, Mapping):
+        raise TypeError("a spec dict is not read here; pass the ranksweep.v1.SweepSpec "
+                        "(Client.spec_proto(sweep_id), or Validation.spec_proto)")
+    if not isinstance(spec, pb.SweepSpec):
+        raise TypeError(f"spec must be a ranksweep.v1.SweepSpec, not {type(spec).__name__}")
+    return spec
 
 
-def recipe_values(spec: SpecLike) -> List[List[float]]:
-    """The axes' values of every recipe of a sweep's spec (a SweepSpec or
-    its dict): [recipe][axis], recipes in cross-product order with the first
-    axis slowest (RecipeValues in common/spec/spec.h). [[]] without axes."""
+def recipe_values(spec: pb.SweepSpec) -> List[List[float]]:
+    """The axes' values of every recipe of a sweep's spec (a SweepSpec, as
+    Client.spec_proto returns it): [recipe][axis], recipes in cross-product
+    order with the first axis slowest (RecipeValues in common/spec/spec.h).
+    [[]] without axes. Raises TypeError for anything but a SweepSpec."""
     spec = _proto(spec)
     out: List[List[float]] = [[]]
     for axis in spec.axes:
@@ -110,9 +127,11 @@ def recipe_values(spec: SpecLike) -> List[List[float]]:
     return out
 
 
-def recipe_label(spec: SpecLike, recipe: int) -> str:
+def recipe_label(spec: pb.SweepSpec, recipe: int) -> str:
     """"lr=0.003 max_steps=4000" (integers without a point, reals in their
-    shortest form), as the CLI labels a recipe; "" without axes."""
+    shortest form, named axes by name), as the CLI labels recipe `recipe`
+    of the SweepSpec `spec` (Client.spec_proto); "" without axes or for a
+    recipe out of range. Raises TypeError for anything but a SweepSpec."""
     spec = _proto(spec)
     values = recipe_values(spec)
     if not spec.axes or not 0 <= recipe < len(values):

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from ranksweep import RanksweepError, frames
-from ranksweep import spec as spec_lib
 from ranksweep.v1 import ranksweep_pb2 as pb
 
 RESULT_DTYPES = {
@@ -215,11 +214,28 @@ class ResultsFrameTest(unittest.TestCase):
                          ["lr=0.01 max_steps=100", "lr=0.01 max_steps=200",
                           "lr=0.003 max_steps=100", "lr=0.003 max_steps=200"])
         self.assertEqual(frames.recipe_label(pb.SweepSpec(), 0), "")
-        # The same from the spec's dict, as Client.spec returns it.
-        as_dict = spec_lib.spec_to_dict(spec)
-        self.assertEqual(as_dict["train"]["lr"], [0.01, 0.003])
-        self.assertEqual([frames.recipe_label(as_dict, k) for k in range(4)],
-                         [frames.recipe_label(spec, k) for k in range(4)])
+        self.assertEqual(frames.recipe_label(spec, 4), "")  # out of range
+        self.assertEqual(frames.recipe_values(spec),
+                         [[0.01, 100], [0.01, 200], [0.003, 100], [0.003, 200]])
+        # A spec dict (Client.spec) is not parsed here: the message is the
+        # spec (Client.spec_proto).
+        as_dict = {"name": "x", "train": {"lr": [0.01, 0.003], "max_steps": [100, 200]}}
+        for call in (lambda: frames.recipe_label(as_dict, 0),
+                     lambda: frames.recipe_values(as_dict)):
+            with self.assertRaises(TypeError) as ctx:
+                call()
+            self.assertIn("Client.spec_proto(sweep_id)", str(ctx.exception))
+        with self.assertRaises(TypeError):
+            frames.recipe_label("lr=0.01", 0)
+        # Integer and real axes, and a split axis by name, in labels.
+        mixed = pb.SweepSpec(axes=[pb.SweepAxis(name="m", values=[4, 6]),
+                                   pb.SweepAxis(name="split", values=[1]),
+                                   pb.SweepAxis(name="hard_share", values=[0, 0.25])])
+        self.assertEqual([frames.recipe_label(mixed, k) for k in range(4)],
+                         ["m=4 split=sequences hard_share=0.0",
+                          "m=4 split=sequences hard_share=0.25",
+                          "m=6 split=sequences hard_share=0.0",
+                          "m=6 split=sequences hard_share=0.25"])
         # The schedule axis reads by name in labels and columns.
         named = pb.SweepSpec()
         named.axes.add(name="schedule", values=[0, 1])

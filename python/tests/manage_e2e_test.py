@@ -9,6 +9,7 @@ import os
 import unittest
 
 import grpc
+import yaml
 
 import ranksweep
 from ranksweep import RanksweepError
@@ -16,7 +17,8 @@ from ranksweep import RanksweepError
 from cluster import Cluster  # this directory is on sys.path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TINY = ranksweep.load_spec(os.path.join(HERE, "tiny_sweep.yaml"))
+with open(os.path.join(HERE, "tiny_sweep.yaml")) as _f:
+    TINY = yaml.safe_load(_f)  # plain YAML: PyYAML reads it as the coordinator does
 TINY_CELLS = 6
 
 
