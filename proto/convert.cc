@@ -210,6 +210,37 @@ v1::TaskSpec ToProto(const TaskSpec& t) {
   return p;
 }
 
+LeasedTask FromProto(const v1::Task& p) {
+  LeasedTask task;
+  task.sweep_id = p.sweep_id();
+  task.head_index = p.head_index();
+  task.spec = FromProto(p.spec());
+  task.rank = task.spec.rank;
+  for (const v1::LeasedCell& c : p.cells()) {
+    task.cells.push_back({c.cell_id(), c.seed(), c.lease_id(), c.attempt()});
+  }
+  task.deadline_unix_ms = p.deadline_unix_ms();
+  task.rung_steps.assign(p.rung_steps().begin(), p.rung_steps().end());
+  return task;
+}
+
+v1::Task ToProto(const LeasedTask& task) {
+  v1::Task p;
+  p.set_sweep_id(task.sweep_id);
+  p.set_head_index(task.head_index);
+  *p.mutable_spec() = ToProto(task.spec);
+  for (const LeasedCell& cell : task.cells) {
+    v1::LeasedCell* c = p.add_cells();
+    c->set_cell_id(cell.cell_id);
+    c->set_seed(cell.seed);
+    c->set_lease_id(cell.lease_id);
+    c->set_attempt(cell.attempt);
+  }
+  p.set_deadline_unix_ms(task.deadline_unix_ms);
+  for (int64_t step : task.rung_steps) p.add_rung_steps(step);
+  return p;
+}
+
 DatasetFacts FromProto(const v1::DatasetFacts& p) {
   DatasetFacts f;
   f.train_sequences = p.train_sequences();

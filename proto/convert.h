@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "common/spec/leased_task.h"
 #include "common/spec/result_metrics.h"
 #include "common/spec/spec.h"
 #include "ranksweep/v1/ranksweep.pb.h"
@@ -18,6 +19,10 @@ HeadSpec FromProto(const v1::HeadSpec& p);
 TrainSpec FromProto(const v1::TrainSpec& p);
 SweepSpec FromProto(const v1::SweepSpec& p);
 TaskSpec FromProto(const v1::TaskSpec& p);
+// A leased task both ways, for the coordinator's AcquireTasks and
+// CompleteTasks replies and the worker that reads them. `recipe` is not on
+// the wire (FromProto leaves it 0); `rank` is spec.rank.
+LeasedTask FromProto(const v1::Task& p);
 SeedResult FromProto(const v1::SeedResult& p);
 // A learning curve alone (what FromProto(SeedResult) puts in `curve`).
 Curve FromProto(const v1::Curve& c);
@@ -28,6 +33,7 @@ v1::HeadSpec ToProto(const HeadSpec& s);
 v1::TrainSpec ToProto(const TrainSpec& s);
 v1::SweepSpec ToProto(const SweepSpec& s);
 v1::TaskSpec ToProto(const TaskSpec& s);
+v1::Task ToProto(const LeasedTask& t);
 v1::SeedResult ToProto(const SeedResult& s);
 v1::DatasetFacts ToProto(const DatasetFacts& s);
 

@@ -393,5 +393,39 @@ TEST(ConvertTest, AMetricNameTheTableLacksIsIgnored) {
   for (const ResultMetric& m : ResultMetrics()) EXPECT_FALSE(GetMetric(m, r).has_value());
 }
 
+// A leased task is one type on both sides (common/spec/leased_task.h) with
+// one mapping: what the coordinator leases is what the worker reads, every
+// field but the coordinator's own recipe index.
+TEST(ConvertTest, ALeasedTaskRoundTripsThroughProto) {
+  LeasedTask task;
+  task.sweep_id = "sw-1";
+  task.head_index = 2;
+  task.rank = 8;
+  task.recipe = 3;
+  task.spec.rank = 8;
+  task.spec.seeds = {4, 9};
+  task.spec.train.lr = 0.003;
+  task.cells = {{101, 4, 7001, 1}, {102, 9, 7002, 2}};
+  task.deadline_unix_ms = 1'700'000'000'000;
+  task.rung_steps = {100, 300};
+  const v1::Task p = ToProto(task);
+  EXPECT_EQ(p.cells_size(), 2);
+  EXPECT_EQ(p.cells(1).attempt(), 2);
+  const LeasedTask back = FromProto(p);
+  EXPECT_EQ(back.sweep_id, "sw-1");
+  EXPECT_EQ(back.head_index, 2);
+  EXPECT_EQ(back.rank, 8);
+  EXPECT_EQ(back.recipe, 0);  // not on the wire
+  EXPECT_EQ(back.spec.seeds, (std::vector<uint64_t>{4, 9}));
+  EXPECT_DOUBLE_EQ(back.spec.train.lr, 0.003);
+  ASSERT_EQ(back.cells.size(), 2u);
+  EXPECT_EQ(back.cells[1].cell_id, 102);
+  EXPECT_EQ(back.cells[1].seed, 9u);
+  EXPECT_EQ(back.cells[1].lease_id, 7002);
+  EXPECT_EQ(back.cells[1].attempt, 2);
+  EXPECT_EQ(back.deadline_unix_ms, 1'700'000'000'000);
+  EXPECT_EQ(back.rung_steps, (std::vector<int64_t>{100, 300}));
+}
+
 }  // namespace
 }  // namespace ranksweep

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spec/leased_task.h"
 #include "common/spec/spec.h"
 
 namespace ranksweep::server {
@@ -129,26 +130,10 @@ struct WorkerInfo {
   std::string token_held_by;
 };
 
-struct LeasedCell {
-  int64_t cell_id = 0;
-  uint64_t seed = 0;
-  int64_t lease_id = 0;  // fencing token
-  int attempt = 0;       // 1 for the first lease of the cell
-};
-
-// One unit of work handed to a worker: cells of one (sweep, head, rank).
-struct Task {
-  std::string sweep_id;
-  int head_index = 0;
-  int rank = 0;
-  int recipe = 0;  // index into the sweep's recipes (spec.h)
-  TaskSpec spec;  // spec.seeds lists the cells' seeds in `cells` order
-  std::vector<LeasedCell> cells;
-  int64_t deadline_unix_ms = 0;
-  // Recipe pruning: the steps at which the worker reports each seed's
-  // training error (PruneRungSteps); empty when the sweep does not prune.
-  std::vector<int64_t> rung_steps;
-};
+// One unit of work handed to a worker (common/spec/leased_task.h): the
+// worker's type too.
+using LeasedCell = ::ranksweep::LeasedCell;
+using Task = ::ranksweep::LeasedTask;
 
 // A running seed's training error at an evaluation, as a heartbeat
 // reports it for recipe pruning.

@@ -112,23 +112,6 @@ v1::WorkerInfo ToProto(const WorkerInfo& info) {
   return p;
 }
 
-v1::Task ToProto(const Task& task) {
-  v1::Task p;
-  p.set_sweep_id(task.sweep_id);
-  p.set_head_index(task.head_index);
-  *p.mutable_spec() = ranksweep::ToProto(task.spec);
-  for (const LeasedCell& cell : task.cells) {
-    v1::LeasedCell* c = p.add_cells();
-    c->set_cell_id(cell.cell_id);
-    c->set_seed(cell.seed);
-    c->set_lease_id(cell.lease_id);
-    c->set_attempt(cell.attempt);
-  }
-  p.set_deadline_unix_ms(task.deadline_unix_ms);
-  for (int64_t step : task.rung_steps) p.add_rung_steps(step);
-  return p;
-}
-
 void FillProto(const ResultRow& row, v1::ResultRow* p) {
   p->set_sweep_id(row.sweep_id);
   p->set_cell_id(row.cell_id);

@@ -34,7 +34,6 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 
 v1::SweepInfo ToProto(const SweepInfo& info);
 v1::WorkerInfo ToProto(const WorkerInfo& info);
-v1::Task ToProto(const Task& task);
 // In place, into a message that may live on an arena (a query reply's rows:
 // no temporary messages to copy).
 void FillProto(const ResultRow& row, v1::ResultRow* p);

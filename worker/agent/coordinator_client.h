@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/spec/leased_task.h"
 #include "common/spec/spec.h"
 
 namespace ranksweep::agent {
@@ -47,25 +48,10 @@ struct RegisterReply {
   std::string session;
 };
 
-struct LeasedCell {
-  int64_t cell_id = 0;
-  uint64_t seed = 0;
-  int64_t lease_id = 0;  // fencing token, echoed in Heartbeat/Complete/Fail
-  int attempt = 1;
-};
-
-// One acquired task: spec.seeds lists the cells' seeds in the order of
-// `cells`.
-struct Task {
-  std::string sweep_id;
-  int head_index = 0;
-  TaskSpec spec;
-  std::vector<LeasedCell> cells;
-  int64_t deadline_unix_ms = 0;
-  // Recipe pruning: the steps at which each seed's training error is
-  // reported (ReportProgress); empty when the sweep does not prune.
-  std::vector<int64_t> rung_steps;
-};
+// One acquired task (common/spec/leased_task.h): the coordinator's type
+// too, so what it leased is what the worker trains.
+using LeasedCell = ::ranksweep::LeasedCell;
+using Task = ::ranksweep::LeasedTask;
 
 // One seed's training error at an evaluation (HeartbeatRequest.progress).
 struct LeaseProgress {

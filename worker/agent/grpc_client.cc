@@ -124,19 +124,6 @@ void GrpcCoordinatorClient::Prepare(grpc::ClientContext* ctx, absl::Duration tim
   if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
 }
 
-Task TaskFromProto(const v1::Task& p) {
-  Task task;
-  task.sweep_id = p.sweep_id();
-  task.head_index = p.head_index();
-  task.spec = FromProto(p.spec());
-  for (const v1::LeasedCell& c : p.cells()) {
-    task.cells.push_back({c.cell_id(), c.seed(), c.lease_id(), c.attempt()});
-  }
-  task.deadline_unix_ms = p.deadline_unix_ms();
-  task.rung_steps.assign(p.rung_steps().begin(), p.rung_steps().end());
-  return task;
-}
-
 absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const RegisterRequest& r) {
   v1::RegisterWorkerRequest req;
   req.set_hostname(r.hostname);
@@ -177,7 +164,7 @@ absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRe
   absl::Status s = Finish(stub_->AcquireTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
   std::vector<Task> tasks;
-  for (const v1::Task& t : resp.tasks()) tasks.push_back(TaskFromProto(t));
+  for (const v1::Task& t : resp.tasks()) tasks.push_back(ranksweep::FromProto(t));
   return tasks;
 }
 
@@ -238,7 +225,7 @@ absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
   absl::Status s = Finish(stub_->CompleteTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
   CompleteReply reply{resp.recorded(), resp.duplicates(), {}};
-  for (const v1::Task& t : resp.next_tasks()) reply.next_tasks.push_back(TaskFromProto(t));
+  for (const v1::Task& t : resp.next_tasks()) reply.next_tasks.push_back(ranksweep::FromProto(t));
   return reply;
 }
 

@@ -88,9 +88,6 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   std::thread canceller_;  // started by the first SetDeadline
 };
 
-// The proto → agent translation of one leased task, exposed for tests.
-Task TaskFromProto(const v1::Task& task);
-
 }  // namespace ranksweep::agent
 
 #endif  // RANKSWEEP_WORKER_AGENT_GRPC_CLIENT_H_
