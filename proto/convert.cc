@@ -210,6 +210,22 @@ v1::TaskSpec ToProto(const TaskSpec& t) {
   return p;
 }
 
+VersionManifest FromProto(const v1::VersionManifest& p) {
+  return VersionManifest{p.build_id(), p.torch_version(), p.cuda_version()};
+}
+
+void FillProto(const VersionManifest& v, v1::VersionManifest* p) {
+  p->set_build_id(v.build_id);
+  p->set_torch_version(v.torch_version);
+  p->set_cuda_version(v.cuda_version);
+}
+
+v1::VersionManifest ToProto(const VersionManifest& v) {
+  v1::VersionManifest p;
+  FillProto(v, &p);
+  return p;
+}
+
 LeasedTask FromProto(const v1::Task& p) {
   LeasedTask task;
   task.sweep_id = p.sweep_id();

@@ -23,6 +23,7 @@ TaskSpec FromProto(const v1::TaskSpec& p);
 // CompleteTasks replies and the worker that reads them. `recipe` is not on
 // the wire (FromProto leaves it 0); `rank` is spec.rank.
 LeasedTask FromProto(const v1::Task& p);
+VersionManifest FromProto(const v1::VersionManifest& p);
 SeedResult FromProto(const v1::SeedResult& p);
 // A learning curve alone (what FromProto(SeedResult) puts in `curve`).
 Curve FromProto(const v1::Curve& c);
@@ -34,6 +35,7 @@ v1::TrainSpec ToProto(const TrainSpec& s);
 v1::SweepSpec ToProto(const SweepSpec& s);
 v1::TaskSpec ToProto(const TaskSpec& s);
 v1::Task ToProto(const LeasedTask& t);
+v1::VersionManifest ToProto(const VersionManifest& v);
 v1::SeedResult ToProto(const SeedResult& s);
 v1::DatasetFacts ToProto(const DatasetFacts& s);
 
@@ -41,6 +43,7 @@ v1::DatasetFacts ToProto(const DatasetFacts& s);
 // same fields as ToProto. For the bulk of a query reply.
 void FillProto(const SeedResult& s, v1::SeedResult* p);
 void FillProto(const DatasetFacts& s, v1::DatasetFacts* p);
+void FillProto(const VersionManifest& s, v1::VersionManifest* p);
 
 // An optional metric of v1::SeedResult: the entry of its name in the
 // `metrics` map (nullopt when there is none). A metric that also has a field

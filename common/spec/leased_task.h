@@ -1,8 +1,8 @@
-// A leased task: the cells of one (sweep, head, rank, recipe) that one
-// worker trains together. One type for its whole life: the coordinator's
-// lease manager makes it, the wire carries it (ranksweep.v1.Task, mapped in
-// proto/convert.h, the one place), and the worker's agent trains and
-// reports it.
+// A leased task and the other values a worker and the coordinator trade
+// over its life (WorkerService: register, heartbeat, complete): one type
+// each for both sides. The coordinator's lease manager makes a task, the
+// wire carries it (ranksweep.v1.Task, mapped in proto/convert.h, the one
+// place), and the worker's agent trains and reports it.
 //
 // Thread-safety: plain values.
 #ifndef RANKSWEEP_COMMON_SPEC_LEASED_TASK_H_
@@ -37,6 +37,43 @@ struct LeasedTask {
   // training error (PruneRungSteps, ReportProgress); empty when the sweep
   // does not prune.
   std::vector<int64_t> rung_steps;
+};
+
+// The build a worker runs, as it registers and as results record it.
+struct VersionManifest {
+  std::string build_id;
+  std::string torch_version;
+  std::string cuda_version;  // empty: CPU-only LibTorch
+};
+
+// A running seed's training error at an evaluation, as a heartbeat reports
+// it for recipe pruning (HeartbeatRequest.progress).
+struct LeaseProgress {
+  int64_t lease_id = 0;
+  int64_t step = 0;
+  double train_error = 0;
+};
+
+// What a heartbeat learns of the leases it names.
+struct HeartbeatOutcome {
+  std::vector<int64_t> cancelled_lease_ids;  // sweep cancelled: stop them
+  std::vector<int64_t> lost_lease_ids;       // expired, reassigned or unknown
+  std::vector<int64_t> pruned_lease_ids;     // recipe pruned: stop them
+  int64_t deadline_unix_ms = 0;              // new deadline of the live leases
+};
+
+// One finished seed of a leased cell.
+struct CellResult {
+  int64_t cell_id = 0;
+  int64_t lease_id = 0;
+  SeedResult result;
+};
+
+// What a CompleteTasks call did.
+struct CompleteOutcome {
+  int recorded = 0;    // newly recorded
+  int duplicates = 0;  // already recorded under the same lease
+  std::vector<LeasedTask> next_tasks;  // leased for the call's `next`, if any; never waited for
 };
 
 }  // namespace ranksweep

@@ -83,12 +83,6 @@ struct SweepInfo {
   int64_t cached_cells = 0;  // done cells served from the result cache
 };
 
-struct VersionManifest {
-  std::string build_id;
-  std::string torch_version;
-  std::string cuda_version;  // empty: CPU-only LibTorch
-};
-
 // What a worker says about itself when it registers.
 struct WorkerRegistration {
   std::string worker_id;  // empty: assign a new id; else keep this identity
@@ -130,31 +124,15 @@ struct WorkerInfo {
   std::string token_held_by;
 };
 
-// One unit of work handed to a worker (common/spec/leased_task.h): the
-// worker's type too.
+// One unit of work handed to a worker, and the values of the worker calls
+// (common/spec/leased_task.h): the worker's types too.
 using LeasedCell = ::ranksweep::LeasedCell;
 using Task = ::ranksweep::LeasedTask;
-
-// A running seed's training error at an evaluation, as a heartbeat
-// reports it for recipe pruning.
-struct LeaseProgress {
-  int64_t lease_id = 0;
-  int64_t step = 0;
-  double train_error = 0;
-};
-
-struct HeartbeatOutcome {
-  std::vector<int64_t> cancelled_lease_ids;  // sweep cancelled: stop them
-  std::vector<int64_t> lost_lease_ids;       // expired, reassigned or unknown
-  std::vector<int64_t> pruned_lease_ids;     // recipe pruned: stop them
-  int64_t deadline_unix_ms = 0;              // new deadline of the live leases
-};
-
-struct CellResult {
-  int64_t cell_id = 0;
-  int64_t lease_id = 0;
-  SeedResult result;
-};
+using ::ranksweep::CellResult;
+using ::ranksweep::CompleteOutcome;
+using ::ranksweep::HeartbeatOutcome;
+using ::ranksweep::LeaseProgress;
+using ::ranksweep::VersionManifest;
 
 // What to lease: Acquire's arguments, and what a Complete call may ask for
 // the slots its results free (Coordinator::Complete).
@@ -162,12 +140,6 @@ struct TaskWant {
   int max_tasks = 1;         // 1..max_tasks_per_acquire (0 = 1)
   int max_seeds = 0;         // 1..max_seeds_per_task (0 = default_seeds_per_task)
   int64_t memory_bytes = 0;  // >= 0; 0 = the worker's registered memory
-};
-
-struct CompleteOutcome {
-  int recorded = 0;    // newly recorded
-  int duplicates = 0;  // already recorded under the same lease
-  std::vector<Task> next_tasks;  // leased for the call's TaskWant, if any
 };
 
 struct SubmitOutcome {

@@ -52,22 +52,6 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(code, Clip(status.message(), kMaxReplyMessageLength - kClipSuffix));
 }
 
-void FillProto(const VersionManifest& version, v1::VersionManifest* p) {
-  p->set_build_id(version.build_id);
-  p->set_torch_version(version.torch_version);
-  p->set_cuda_version(version.cuda_version);
-}
-
-v1::VersionManifest ToProto(const VersionManifest& version) {
-  v1::VersionManifest p;
-  FillProto(version, &p);
-  return p;
-}
-
-VersionManifest FromProto(const v1::VersionManifest& version) {
-  return VersionManifest{version.build_id(), version.torch_version(), version.cuda_version()};
-}
-
 v1::SweepInfo ToProto(const SweepInfo& info) {
   v1::SweepInfo p;
   p.set_sweep_id(info.sweep_id);

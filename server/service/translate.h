@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/columns.h"
+#include "proto/convert.h"
 #include "ranksweep/v1/ranksweep.pb.h"
 #include "server/core/types.h"
 
@@ -55,9 +56,9 @@ class ResultColumnsBuilder final : public RowSink {
 
 v1::HeadSummary ToProto(const HeadSummary& head);
 v1::AxisLaw ToProto(const AxisLaw& law);
-v1::VersionManifest ToProto(const VersionManifest& version);
-void FillProto(const VersionManifest& version, v1::VersionManifest* p);
-VersionManifest FromProto(const v1::VersionManifest& version);
+using ::ranksweep::FillProto;
+using ::ranksweep::FromProto;
+using ::ranksweep::ToProto;
 
 // UNSPECIFIED becomes std::nullopt ("any").
 absl::StatusOr<std::optional<SweepState>> SweepStateFromProto(v1::SweepState state,

@@ -231,11 +231,11 @@ class AckLoggingClient : public CoordinatorClient {
     if (tasks.ok()) LogLeases(*tasks);
     return tasks;
   }
-  absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+  absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
                                            const std::vector<int64_t>& lease_ids) override {
     return inner_->Heartbeat(worker_id, lease_ids);
   }
-  absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
+  absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
                                          const NextTasks& next) override {
     int kind = -1;
@@ -253,7 +253,7 @@ class AckLoggingClient : public CoordinatorClient {
       Judge(inner_->Complete(worker_id, lie, next).status(),
             absl::StrCat(lie[victim].cell_id, " ", lie[victim].lease_id, "\n"));
     }
-    absl::StatusOr<CompleteReply> reply = inner_->Complete(worker_id, results, next);
+    absl::StatusOr<CompleteOutcome> reply = inner_->Complete(worker_id, results, next);
     if (reply.ok()) LogLeases(reply->next_tasks);
     if (reply.ok() && !reply->next_tasks.empty() && lose_replies_.load() > 0 &&
         lose_replies_.fetch_sub(1) > 0) {
@@ -413,7 +413,7 @@ int RunHijacker(CoordinatorClient* client, const RegisterRequest& registration, 
     std::vector<int64_t> ids;
     for (const Stolen& s : leases) ids.push_back(s.lease_id);
     // As itself: every lease must read as lost, nothing recorded.
-    absl::StatusOr<HeartbeatReply> hb = client->Heartbeat(self, ids);
+    absl::StatusOr<HeartbeatOutcome> hb = client->Heartbeat(self, ids);
     if (hb.ok()) {
       for (const Stolen& s : leases) {
         if (std::find(hb->lost_lease_ids.begin(), hb->lost_lease_ids.end(), s.lease_id) ==
@@ -424,7 +424,7 @@ int RunHijacker(CoordinatorClient* client, const RegisterRequest& registration, 
         }
       }
     }
-    absl::StatusOr<CompleteReply> done = client->Complete(self, FakeResults(leases), NextTasks{});
+    absl::StatusOr<CompleteOutcome> done = client->Complete(self, FakeResults(leases), NextTasks{});
     if (done.ok() && done->recorded > 0) {
       for (int i = 0; i < done->recorded; ++i) {
         honoured(leases[std::min<size_t>(i, leases.size() - 1)], "results recorded as itself");
@@ -437,10 +437,10 @@ int RunHijacker(CoordinatorClient* client, const RegisterRequest& registration, 
     // In the name of each lease's worker, with its own session: refused.
     for (const Stolen& s : leases) {
       const std::vector<int64_t> one = {s.lease_id};
-      absl::StatusOr<HeartbeatReply> as = client->Heartbeat(s.worker_id, one);
+      absl::StatusOr<HeartbeatOutcome> as = client->Heartbeat(s.worker_id, one);
       if (as.ok()) honoured(s, "heartbeat in the worker's name");
       else if (!down(as.status())) ++refused;
-      absl::StatusOr<CompleteReply> c = client->Complete(s.worker_id, FakeResults({s}), NextTasks{});
+      absl::StatusOr<CompleteOutcome> c = client->Complete(s.worker_id, FakeResults({s}), NextTasks{});
       if (c.ok()) honoured(s, "results in the worker's name");
       else if (!down(c.status())) ++refused;
       absl::Status f = client->Fail(s.worker_id, one, "hijack", /*release=*/true);

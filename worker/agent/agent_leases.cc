@@ -40,7 +40,7 @@ void Agent::HeartbeatLoop() {
         for (const CellResult& r : b.results) leases.push_back(r.lease_id);
       }
     }
-    absl::StatusOr<HeartbeatReply> reply = coordinator_->Heartbeat(CurrentWorkerId(), leases);
+    absl::StatusOr<HeartbeatOutcome> reply = coordinator_->Heartbeat(CurrentWorkerId(), leases);
     if (!reply.ok()) {
       if (absl::IsNotFound(reply.status())) {
         Log(absl::StrCat("heartbeat: ", reply.status().ToString(), "; registering again"));
@@ -77,7 +77,7 @@ void Agent::ReportProgress(TaskState& state, int64_t step,
     }
   }
   if (leases.empty()) return;
-  absl::StatusOr<HeartbeatReply> reply =
+  absl::StatusOr<HeartbeatOutcome> reply =
       coordinator_->ReportProgress(CurrentWorkerId(), leases, progress);
   if (!reply.ok()) {
     // The heartbeat thread keeps the leases; the next rung reports again.

@@ -102,7 +102,7 @@ absl::Status Agent::FlushOutbox(const std::shared_ptr<TaskState>& slot) {
     }
     // Every attempt asks for `next`: after a lost reply the coordinator
     // answers the same results with the tasks that reply leased.
-    absl::StatusOr<CompleteReply> reply = Retrying("complete", [&] {
+    absl::StatusOr<CompleteOutcome> reply = Retrying("complete", [&] {
       return coordinator_->Complete(worker, batch.results, next);
     });
     if (!reply.ok() && IsTransient(reply.status())) {
@@ -171,7 +171,7 @@ absl::Status Agent::SendOneByOne(const std::string& worker, const Batch& batch) 
   int recorded = 0, duplicates = 0, refused = 0;
   std::string first_refusal;
   for (const CellResult& r : batch.results) {
-    absl::StatusOr<CompleteReply> reply = Retrying("complete", [&] {
+    absl::StatusOr<CompleteOutcome> reply = Retrying("complete", [&] {
       return coordinator_->Complete(worker, {r}, NextTasks{});
     });
     if (!reply.ok() && IsTransient(reply.status())) {

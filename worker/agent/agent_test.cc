@@ -251,7 +251,7 @@ TEST(AgentTest, HeartbeatCancellationStopsTheRunner) {
   // loaded machine would otherwise make this test see.
   std::atomic<bool> started{false};
   coordinator.on_heartbeat = [&started](const std::vector<int64_t>& leases) {
-    HeartbeatReply reply;
+    HeartbeatOutcome reply;
     if (started.load()) reply.cancelled_lease_ids = leases;
     return reply;
   };
@@ -280,7 +280,7 @@ TEST(AgentTest, ATaskReportsItsSeedsErrorsAtEachRungAndStopsWhenPruned) {
   coordinator.acquire_script.push_back(std::vector<Task>{task});
   // The first rung keeps the task, the second prunes it.
   coordinator.on_report = [](const std::vector<LeaseProgress>& progress) {
-    HeartbeatReply reply;
+    HeartbeatOutcome reply;
     if (progress.front().step >= 60) {
       for (const LeaseProgress& p : progress) reply.pruned_lease_ids.push_back(p.lease_id);
     }
@@ -320,7 +320,7 @@ TEST(AgentTest, LostLeaseOfOneCellReportsOnlyTheOthers) {
   FakeCoordinator coordinator;
   coordinator.acquire_script.push_back(std::vector<Task>{MakeTask("s-1", {0, 1}, 10, 100)});
   coordinator.on_heartbeat = [](const std::vector<int64_t>&) {
-    HeartbeatReply reply;
+    HeartbeatOutcome reply;
     reply.lost_lease_ids = {101};
     return reply;
   };

@@ -71,24 +71,24 @@ class FakeCoordinator : public CoordinatorClient {
     return std::vector<Task>{};
   }
 
-  absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+  absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
                                            const std::vector<int64_t>& lease_ids) override {
     absl::MutexLock lock(&mu);
     heartbeats.push_back(lease_ids);
     if (on_heartbeat) return on_heartbeat(lease_ids);
-    return HeartbeatReply{};
+    return HeartbeatOutcome{};
   }
 
-  absl::StatusOr<HeartbeatReply> ReportProgress(
+  absl::StatusOr<HeartbeatOutcome> ReportProgress(
       const std::string& worker_id, const std::vector<int64_t>& lease_ids,
       const std::vector<LeaseProgress>& progress) override {
     absl::MutexLock lock(&mu);
     reports.push_back(progress);
     if (on_report) return on_report(progress);
-    return HeartbeatReply{};
+    return HeartbeatOutcome{};
   }
 
-  absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
+  absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
                                          const NextTasks& next) override {
     if (on_complete) on_complete();
@@ -104,7 +104,7 @@ class FakeCoordinator : public CoordinatorClient {
       if (!error.ok()) return error;
     }
     acknowledged.push_back(results);
-    CompleteReply reply{0, 0, {}};
+    CompleteOutcome reply{0, 0, {}};
     for (const CellResult& r : results) {
       ++(recorded_leases.insert(r.lease_id).second ? reply.recorded : reply.duplicates);
     }
@@ -139,10 +139,10 @@ class FakeCoordinator : public CoordinatorClient {
   // What successive Complete calls that ask for `next` lease; none when empty.
   std::deque<std::vector<Task>> next_script;
   std::function<void()> on_complete;  // called first in every Complete call
-  std::function<HeartbeatReply(const std::vector<int64_t>&)> on_heartbeat;
+  std::function<HeartbeatOutcome(const std::vector<int64_t>&)> on_heartbeat;
   // Recipe pruning: every ReportProgress call's progress, and its answer.
   std::vector<std::vector<LeaseProgress>> reports;
-  std::function<HeartbeatReply(const std::vector<LeaseProgress>&)> on_report;
+  std::function<HeartbeatOutcome(const std::vector<LeaseProgress>&)> on_report;
   std::vector<RegisterRequest> registers;
   std::vector<AcquireRequest> acquires;
   std::vector<std::vector<int64_t>> heartbeats;

@@ -22,12 +22,6 @@
 
 namespace ranksweep::agent {
 
-struct VersionManifest {
-  std::string build_id;
-  std::string torch_version;
-  std::string cuda_version;  // empty: CPU-only LibTorch
-};
-
 struct RegisterRequest {
   std::string hostname;
   std::string device;       // "cpu" or "cuda"
@@ -48,17 +42,16 @@ struct RegisterReply {
   std::string session;
 };
 
-// One acquired task (common/spec/leased_task.h): the coordinator's type
-// too, so what it leased is what the worker trains.
+// One acquired task, and the values of the calls about it
+// (common/spec/leased_task.h): the coordinator's types too, so what it
+// leased is what the worker trains.
 using LeasedCell = ::ranksweep::LeasedCell;
 using Task = ::ranksweep::LeasedTask;
-
-// One seed's training error at an evaluation (HeartbeatRequest.progress).
-struct LeaseProgress {
-  int64_t lease_id = 0;
-  int64_t step = 0;
-  double train_error = 0;
-};
+using ::ranksweep::CellResult;
+using ::ranksweep::CompleteOutcome;
+using ::ranksweep::HeartbeatOutcome;
+using ::ranksweep::LeaseProgress;
+using ::ranksweep::VersionManifest;
 
 struct AcquireRequest {
   std::string worker_id;
@@ -68,31 +61,12 @@ struct AcquireRequest {
   int64_t memory_bytes = 0;
 };
 
-struct HeartbeatReply {
-  std::vector<int64_t> cancelled_lease_ids;
-  std::vector<int64_t> lost_lease_ids;
-  std::vector<int64_t> pruned_lease_ids;
-  int64_t deadline_unix_ms = 0;
-};
-
-struct CellResult {
-  int64_t cell_id = 0;
-  int64_t lease_id = 0;
-  SeedResult result;
-};
-
 // What a Complete call may lease for the slots its results free
 // (CompleteTasksRequest.next); max_tasks 0 leases nothing.
 struct NextTasks {
   int max_tasks = 0;
   int max_seeds = 64;
   int64_t memory_bytes = 0;
-};
-
-struct CompleteReply {
-  int recorded = 0;
-  int duplicates = 0;
-  std::vector<Task> next_tasks;  // leased for `next`; never waited for
 };
 
 // The WorkerService calls, one method per RPC. Errors are the coordinator's
@@ -108,11 +82,11 @@ class CoordinatorClient {
   virtual absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) = 0;
   // Long-polls up to request.wait_ms; an empty vector means no work.
   virtual absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) = 0;
-  virtual absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+  virtual absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
                                                    const std::vector<int64_t>& lease_ids) = 0;
   // A Heartbeat of `lease_ids` that also carries `progress` (recipe
   // pruning). A client that cannot send progress heartbeats without it.
-  virtual absl::StatusOr<HeartbeatReply> ReportProgress(
+  virtual absl::StatusOr<HeartbeatOutcome> ReportProgress(
       const std::string& worker_id, const std::vector<int64_t>& lease_ids,
       const std::vector<LeaseProgress>& progress) {
     (void)progress;
@@ -121,7 +95,7 @@ class CoordinatorClient {
   // OK means every result is durable; idempotent under the same leases.
   // With next.max_tasks > 0 the same call also leases up to that many
   // tasks; a coordinator that predates `next` leases none.
-  virtual absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
+  virtual absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
                                                  const std::vector<CellResult>& results,
                                                  const NextTasks& next) = 0;
   virtual absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,

@@ -131,9 +131,7 @@ absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const RegisterRequ
   req.set_device_name(r.device_name);
   req.set_memory_bytes(r.memory_bytes);
   req.set_slots(r.slots);
-  req.mutable_version()->set_build_id(r.version.build_id);
-  req.mutable_version()->set_torch_version(r.version.torch_version);
-  req.mutable_version()->set_cuda_version(r.version.cuda_version);
+  ranksweep::FillProto(r.version, req.mutable_version());
   req.set_worker_id(r.worker_id);
   v1::RegisterWorkerResponse resp;
   grpc::ClientContext ctx;
@@ -168,12 +166,12 @@ absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRe
   return tasks;
 }
 
-absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::Heartbeat(
+absl::StatusOr<HeartbeatOutcome> GrpcCoordinatorClient::Heartbeat(
     const std::string& worker_id, const std::vector<int64_t>& lease_ids) {
   return ReportProgress(worker_id, lease_ids, {});
 }
 
-absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::ReportProgress(
+absl::StatusOr<HeartbeatOutcome> GrpcCoordinatorClient::ReportProgress(
     const std::string& worker_id, const std::vector<int64_t>& lease_ids,
     const std::vector<LeaseProgress>& progress) {
   v1::HeartbeatRequest req;
@@ -192,7 +190,7 @@ absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::ReportProgress(
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->Heartbeat(&ctx, req, &resp));
   if (!s.ok()) return s;
-  HeartbeatReply reply;
+  HeartbeatOutcome reply;
   reply.cancelled_lease_ids.assign(resp.cancelled_lease_ids().begin(),
                                    resp.cancelled_lease_ids().end());
   reply.lost_lease_ids.assign(resp.lost_lease_ids().begin(), resp.lost_lease_ids().end());
@@ -201,7 +199,7 @@ absl::StatusOr<HeartbeatReply> GrpcCoordinatorClient::ReportProgress(
   return reply;
 }
 
-absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
+absl::StatusOr<CompleteOutcome> GrpcCoordinatorClient::Complete(
     const std::string& worker_id, const std::vector<CellResult>& results,
     const NextTasks& next) {
   v1::CompleteTasksRequest req;
@@ -224,7 +222,7 @@ absl::StatusOr<CompleteReply> GrpcCoordinatorClient::Complete(
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->CompleteTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
-  CompleteReply reply{resp.recorded(), resp.duplicates(), {}};
+  CompleteOutcome reply{resp.recorded(), resp.duplicates(), {}};
   for (const v1::Task& t : resp.next_tasks()) reply.next_tasks.push_back(ranksweep::FromProto(t));
   return reply;
 }

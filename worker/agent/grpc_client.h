@@ -53,12 +53,12 @@ class GrpcCoordinatorClient : public CoordinatorClient {
 
   absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override;
   absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override;
-  absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+  absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
                                            const std::vector<int64_t>& lease_ids) override;
-  absl::StatusOr<HeartbeatReply> ReportProgress(
+  absl::StatusOr<HeartbeatOutcome> ReportProgress(
       const std::string& worker_id, const std::vector<int64_t>& lease_ids,
       const std::vector<LeaseProgress>& progress) override;
-  absl::StatusOr<CompleteReply> Complete(const std::string& worker_id,
+  absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
                                          const NextTasks& next) override;
   absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
