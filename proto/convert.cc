@@ -226,6 +226,32 @@ v1::VersionManifest ToProto(const VersionManifest& v) {
   return p;
 }
 
+LeaseProgress FromProto(const v1::LeaseProgress& p) {
+  return LeaseProgress{p.lease_id(), p.step(), p.train_error()};
+}
+
+void FillProto(const LeaseProgress& s, v1::LeaseProgress* p) {
+  p->set_lease_id(s.lease_id);
+  p->set_step(s.step);
+  p->set_train_error(s.train_error);
+}
+
+HeartbeatOutcome FromProto(const v1::HeartbeatResponse& p) {
+  HeartbeatOutcome out;
+  out.cancelled_lease_ids.assign(p.cancelled_lease_ids().begin(), p.cancelled_lease_ids().end());
+  out.lost_lease_ids.assign(p.lost_lease_ids().begin(), p.lost_lease_ids().end());
+  out.pruned_lease_ids.assign(p.pruned_lease_ids().begin(), p.pruned_lease_ids().end());
+  out.deadline_unix_ms = p.deadline_unix_ms();
+  return out;
+}
+
+void FillProto(const HeartbeatOutcome& s, v1::HeartbeatResponse* p) {
+  for (int64_t id : s.cancelled_lease_ids) p->add_cancelled_lease_ids(id);
+  for (int64_t id : s.pruned_lease_ids) p->add_pruned_lease_ids(id);
+  for (int64_t id : s.lost_lease_ids) p->add_lost_lease_ids(id);
+  p->set_deadline_unix_ms(s.deadline_unix_ms);
+}
+
 LeasedTask FromProto(const v1::Task& p) {
   LeasedTask task;
   task.sweep_id = p.sweep_id();

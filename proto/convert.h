@@ -24,6 +24,9 @@ TaskSpec FromProto(const v1::TaskSpec& p);
 // the wire (FromProto leaves it 0); `rank` is spec.rank.
 LeasedTask FromProto(const v1::Task& p);
 VersionManifest FromProto(const v1::VersionManifest& p);
+LeaseProgress FromProto(const v1::LeaseProgress& p);
+// The heartbeat reply's lease lists and deadline.
+HeartbeatOutcome FromProto(const v1::HeartbeatResponse& p);
 SeedResult FromProto(const v1::SeedResult& p);
 // A learning curve alone (what FromProto(SeedResult) puts in `curve`).
 Curve FromProto(const v1::Curve& c);
@@ -44,6 +47,8 @@ v1::DatasetFacts ToProto(const DatasetFacts& s);
 void FillProto(const SeedResult& s, v1::SeedResult* p);
 void FillProto(const DatasetFacts& s, v1::DatasetFacts* p);
 void FillProto(const VersionManifest& s, v1::VersionManifest* p);
+void FillProto(const LeaseProgress& s, v1::LeaseProgress* p);
+void FillProto(const HeartbeatOutcome& s, v1::HeartbeatResponse* p);
 
 // An optional metric of v1::SeedResult: the entry of its name in the
 // `metrics` map (nullopt when there is none). A metric that also has a field

@@ -427,5 +427,27 @@ TEST(ConvertTest, ALeasedTaskRoundTripsThroughProto) {
   EXPECT_EQ(back.rung_steps, (std::vector<int64_t>{100, 300}));
 }
 
+// The heartbeat's values both ways, with the one mapping of both sides.
+TEST(ConvertTest, HeartbeatProgressAndOutcomeRoundTrip) {
+  v1::LeaseProgress p;
+  FillProto(LeaseProgress{7001, 250, 0.125}, &p);
+  const LeaseProgress progress = FromProto(p);
+  EXPECT_EQ(progress.lease_id, 7001);
+  EXPECT_EQ(progress.step, 250);
+  EXPECT_EQ(progress.train_error, 0.125);
+  HeartbeatOutcome out;
+  out.cancelled_lease_ids = {1};
+  out.lost_lease_ids = {2, 3};
+  out.pruned_lease_ids = {4};
+  out.deadline_unix_ms = 1'700'000'060'000;
+  v1::HeartbeatResponse reply;
+  FillProto(out, &reply);
+  const HeartbeatOutcome back = FromProto(reply);
+  EXPECT_EQ(back.cancelled_lease_ids, (std::vector<int64_t>{1}));
+  EXPECT_EQ(back.lost_lease_ids, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(back.pruned_lease_ids, (std::vector<int64_t>{4}));
+  EXPECT_EQ(back.deadline_unix_ms, 1'700'000'060'000);
+}
+
 }  // namespace
 }  // namespace ranksweep

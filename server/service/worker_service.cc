@@ -265,17 +265,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
     std::vector<int64_t> leases(request->lease_ids().begin(), request->lease_ids().end());
     std::vector<LeaseProgress> progress;
     progress.reserve(request->progress_size());
-    for (const v1::LeaseProgress& p : request->progress()) {
-      progress.push_back({p.lease_id(), p.step(), p.train_error()});
-    }
+    for (const v1::LeaseProgress& p : request->progress()) progress.push_back(FromProto(p));
     absl::StatusOr<HeartbeatOutcome> out =
         coordinator_->Heartbeat(request->worker_id(), leases, progress);
-    if (out.ok()) {
-      for (int64_t id : out->cancelled_lease_ids) response->add_cancelled_lease_ids(id);
-      for (int64_t id : out->pruned_lease_ids) response->add_pruned_lease_ids(id);
-      for (int64_t id : out->lost_lease_ids) response->add_lost_lease_ids(id);
-      response->set_deadline_unix_ms(out->deadline_unix_ms);
-    }
+    if (out.ok()) FillProto(*out, response);
     return out.status();
   });
 }

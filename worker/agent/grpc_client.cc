@@ -178,25 +178,14 @@ absl::StatusOr<HeartbeatOutcome> GrpcCoordinatorClient::ReportProgress(
   req.set_worker_id(worker_id);
   req.set_session(Session());
   for (int64_t id : lease_ids) req.add_lease_ids(id);
-  for (const LeaseProgress& p : progress) {
-    v1::LeaseProgress* q = req.add_progress();
-    q->set_lease_id(p.lease_id);
-    q->set_step(p.step);
-    q->set_train_error(p.train_error);
-  }
+  for (const LeaseProgress& p : progress) ranksweep::FillProto(p, req.add_progress());
   v1::HeartbeatResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->Heartbeat(&ctx, req, &resp));
   if (!s.ok()) return s;
-  HeartbeatOutcome reply;
-  reply.cancelled_lease_ids.assign(resp.cancelled_lease_ids().begin(),
-                                   resp.cancelled_lease_ids().end());
-  reply.lost_lease_ids.assign(resp.lost_lease_ids().begin(), resp.lost_lease_ids().end());
-  reply.pruned_lease_ids.assign(resp.pruned_lease_ids().begin(), resp.pruned_lease_ids().end());
-  reply.deadline_unix_ms = resp.deadline_unix_ms();
-  return reply;
+  return ranksweep::FromProto(resp);
 }
 
 absl::StatusOr<CompleteOutcome> GrpcCoordinatorClient::Complete(
