@@ -226,6 +226,28 @@ v1::VersionManifest ToProto(const VersionManifest& v) {
   return p;
 }
 
+WorkerRegistration FromProto(const v1::RegisterWorkerRequest& p) {
+  WorkerRegistration r;
+  r.worker_id = p.worker_id();
+  r.hostname = p.hostname();
+  r.device = p.device();
+  r.device_name = p.device_name();
+  r.memory_bytes = p.memory_bytes();
+  r.slots = p.slots();
+  r.version = FromProto(p.version());
+  return r;
+}
+
+void FillProto(const WorkerRegistration& s, v1::RegisterWorkerRequest* p) {
+  p->set_worker_id(s.worker_id);
+  p->set_hostname(s.hostname);
+  p->set_device(s.device);
+  p->set_device_name(s.device_name);
+  p->set_memory_bytes(s.memory_bytes);
+  p->set_slots(s.slots);
+  FillProto(s.version, p->mutable_version());
+}
+
 LeaseProgress FromProto(const v1::LeaseProgress& p) {
   return LeaseProgress{p.lease_id(), p.step(), p.train_error()};
 }

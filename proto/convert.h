@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "common/spec/leased_task.h"
+#include "common/spec/worker_calls.h"
 #include "common/spec/result_metrics.h"
 #include "common/spec/spec.h"
 #include "ranksweep/v1/ranksweep.pb.h"
@@ -25,6 +25,9 @@ TaskSpec FromProto(const v1::TaskSpec& p);
 LeasedTask FromProto(const v1::Task& p);
 VersionManifest FromProto(const v1::VersionManifest& p);
 LeaseProgress FromProto(const v1::LeaseProgress& p);
+// A registration as the worker sends it; `owner` is the coordinator's (the
+// calling token), not on the wire, and stays empty.
+WorkerRegistration FromProto(const v1::RegisterWorkerRequest& p);
 // The heartbeat reply's lease lists and deadline.
 HeartbeatOutcome FromProto(const v1::HeartbeatResponse& p);
 SeedResult FromProto(const v1::SeedResult& p);
@@ -48,6 +51,7 @@ void FillProto(const SeedResult& s, v1::SeedResult* p);
 void FillProto(const DatasetFacts& s, v1::DatasetFacts* p);
 void FillProto(const VersionManifest& s, v1::VersionManifest* p);
 void FillProto(const LeaseProgress& s, v1::LeaseProgress* p);
+void FillProto(const WorkerRegistration& s, v1::RegisterWorkerRequest* p);
 void FillProto(const HeartbeatOutcome& s, v1::HeartbeatResponse* p);
 
 // An optional metric of v1::SeedResult: the entry of its name in the

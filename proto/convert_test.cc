@@ -393,7 +393,7 @@ TEST(ConvertTest, AMetricNameTheTableLacksIsIgnored) {
   for (const ResultMetric& m : ResultMetrics()) EXPECT_FALSE(GetMetric(m, r).has_value());
 }
 
-// A leased task is one type on both sides (common/spec/leased_task.h) with
+// A leased task is one type on both sides (common/spec/worker_calls.h) with
 // one mapping: what the coordinator leases is what the worker reads, every
 // field but the coordinator's own recipe index.
 TEST(ConvertTest, ALeasedTaskRoundTripsThroughProto) {
@@ -425,6 +425,33 @@ TEST(ConvertTest, ALeasedTaskRoundTripsThroughProto) {
   EXPECT_EQ(back.cells[1].attempt, 2);
   EXPECT_EQ(back.deadline_unix_ms, 1'700'000'000'000);
   EXPECT_EQ(back.rung_steps, (std::vector<int64_t>{100, 300}));
+}
+
+// A registration as the worker sends it and the coordinator reads it; the
+// owner is the coordinator's own (from the calling token), never sent.
+TEST(ConvertTest, AWorkerRegistrationRoundTripsWithoutItsOwner) {
+  WorkerRegistration reg;
+  reg.worker_id = "wk-1";
+  reg.hostname = "h";
+  reg.device = "cuda";
+  reg.device_name = "cuda:0 (NVIDIA H200)";
+  reg.memory_bytes = int64_t{80} << 30;
+  reg.slots = 4;
+  reg.version = {"0.1.0+abc", "2.11.0", "13.0"};
+  reg.owner = "alice";
+  v1::RegisterWorkerRequest p;
+  FillProto(reg, &p);
+  const WorkerRegistration back = FromProto(p);
+  EXPECT_EQ(back.worker_id, "wk-1");
+  EXPECT_EQ(back.hostname, "h");
+  EXPECT_EQ(back.device, "cuda");
+  EXPECT_EQ(back.device_name, "cuda:0 (NVIDIA H200)");
+  EXPECT_EQ(back.memory_bytes, int64_t{80} << 30);
+  EXPECT_EQ(back.slots, 4);
+  EXPECT_EQ(back.version.build_id, "0.1.0+abc");
+  EXPECT_EQ(back.version.torch_version, "2.11.0");
+  EXPECT_EQ(back.version.cuda_version, "13.0");
+  EXPECT_EQ(back.owner, "");
 }
 
 // The heartbeat's values both ways, with the one mapping of both sides.

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/spec/leased_task.h"
+#include "common/spec/worker_calls.h"
 #include "common/spec/spec.h"
 
 namespace ranksweep::server {
@@ -83,20 +83,6 @@ struct SweepInfo {
   int64_t cached_cells = 0;  // done cells served from the result cache
 };
 
-// What a worker says about itself when it registers.
-struct WorkerRegistration {
-  std::string worker_id;  // empty: assign a new id; else keep this identity
-  std::string hostname;
-  std::string device;  // "cpu" or "cuda"
-  std::string device_name;
-  int64_t memory_bytes = 0;
-  int slots = 1;
-  VersionManifest version;
-  // The name of the token that registers (Principal::name; "local" without
-  // tokens). A worker id stays bound to the token that first registered it.
-  std::string owner;
-};
-
 // What RegisterWorker hands back: the worker's id and the secret of this
 // registration, which every later worker call must present
 // (CheckWorkerSession in worker_registry.h). Only its SHA-256 is stored.
@@ -124,15 +110,11 @@ struct WorkerInfo {
   std::string token_held_by;
 };
 
-// One unit of work handed to a worker, and the values of the worker calls
-// (common/spec/leased_task.h): the worker's types too.
-using LeasedCell = ::ranksweep::LeasedCell;
+// A leased task and the other values of the worker calls (LeasedCell,
+// VersionManifest, WorkerRegistration, LeaseProgress, HeartbeatOutcome,
+// CellResult, CompleteOutcome) are common/spec/worker_calls.h's, the
+// worker's types too; this namespace sees them as they are.
 using Task = ::ranksweep::LeasedTask;
-using ::ranksweep::CellResult;
-using ::ranksweep::CompleteOutcome;
-using ::ranksweep::HeartbeatOutcome;
-using ::ranksweep::LeaseProgress;
-using ::ranksweep::VersionManifest;
 
 // What to lease: Acquire's arguments, and what a Complete call may ask for
 // the slots its results free (Coordinator::Complete).

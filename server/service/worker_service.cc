@@ -169,14 +169,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::RegisterWorker(
     absl::StatusOr<Principal> caller =
         AuthorizeCall(*authorizer_, context, methods::kRegisterWorker);
     if (!caller.ok()) return caller.status();
-    WorkerRegistration reg;
-    reg.worker_id = request->worker_id();
-    reg.hostname = request->hostname();
-    reg.device = request->device();
-    reg.device_name = request->device_name();
-    reg.memory_bytes = request->memory_bytes();
-    reg.slots = request->slots();
-    reg.version = FromProto(request->version());
+    WorkerRegistration reg = FromProto(*request);
     reg.owner = caller->name;
     absl::StatusOr<RegisteredWorker> id = coordinator_->RegisterWorker(reg);
     if (id.ok()) {

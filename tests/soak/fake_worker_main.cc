@@ -218,9 +218,9 @@ class AckLoggingClient : public CoordinatorClient {
   AckLoggingClient(CoordinatorClient* inner, int fd, int lose_replies, double lie_rate)
       : inner_(inner), fd_(fd), lose_replies_(lose_replies), lie_rate_(lie_rate) {}
 
-  absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override {
+  absl::StatusOr<RegisterReply> Register(const WorkerRegistration& request) override {
     if (lie_rate_ > 0) {
-      RegisterRequest lie = request;
+      WorkerRegistration lie = request;
       lie.hostname = std::string(100 * 1024, 'h');
       Judge(inner_->Register(lie).status(), "0 0\n");
     }
@@ -379,7 +379,7 @@ std::vector<CellResult> FakeResults(const std::vector<Stolen>& leases) {
 }
 
 // The hijacker's loop (--hijack_dir): until `stop`.
-int RunHijacker(CoordinatorClient* client, const RegisterRequest& registration, int fd,
+int RunHijacker(CoordinatorClient* client, const WorkerRegistration& registration, int fd,
                 const std::string& dir, int period_ms, const std::atomic<bool>& stop) {
   std::string self;
   while (!stop.load()) {
@@ -479,7 +479,7 @@ int Main(int argc, char** argv) {
   }
 
   AgentOptions options;
-  RegisterRequest& reg = options.registration;
+  WorkerRegistration& reg = options.registration;
   reg.hostname = "fake";
   reg.device = "cpu";
   reg.device_name = "cpu (fake trainer)";

@@ -97,7 +97,7 @@ absl::Status Agent::RegisterWithRetry() {
 
 absl::Status Agent::Reregister() {
   absl::MutexLock register_lock(&register_mu_);
-  RegisterRequest request = options_.registration;
+  WorkerRegistration request = options_.registration;
   bool from_outbox;
   {
     absl::MutexLock lock(&mu_);

@@ -84,7 +84,7 @@ namespace ranksweep::agent {
 struct AgentOptions {
   // What RegisterWorker sends; registration.slots is the number of tasks
   // run at once (runner threads). A non-empty worker_id keeps an identity.
-  RegisterRequest registration;
+  WorkerRegistration registration;
   int max_seeds = 64;  // cells per task asked for in AcquireTasks
   int acquire_wait_ms = 5000;  // long-poll length; bounds how late a drain starts
   // Heartbeat period; zero = the coordinator's heartbeat_seconds, else a

@@ -36,7 +36,7 @@ TEST(AgentTest, RegistersAndMapsResultsToCellsBySeed) {
   ASSERT_TRUE(agent.Run().ok());
 
   ASSERT_EQ(coordinator.registers.size(), 1u);
-  const RegisterRequest& reg = coordinator.registers[0];
+  const WorkerRegistration& reg = coordinator.registers[0];
   EXPECT_EQ(reg.hostname, "host-a");
   EXPECT_EQ(reg.slots, 1);
   EXPECT_EQ(reg.version.build_id, "0.1.0+abc");
@@ -507,7 +507,7 @@ TEST(AgentTest, UnknownWorkerRegistersAgainUnderTheSameId) {
 
 TEST(AgentTest, RefusedRegistrationIsReturned) {
   class Refusing : public FakeCoordinator {
-    absl::StatusOr<RegisterReply> Register(const RegisterRequest&) override {
+    absl::StatusOr<RegisterReply> Register(const WorkerRegistration&) override {
       return absl::InvalidArgumentError("slots must be in 1..64, got 0");
     }
   } coordinator;

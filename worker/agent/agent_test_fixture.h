@@ -34,7 +34,7 @@ class FakeCoordinator : public CoordinatorClient {
     bool release;
   };
 
-  absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override {
+  absl::StatusOr<RegisterReply> Register(const WorkerRegistration& request) override {
     absl::MutexLock lock(&mu);
     registers.push_back(request);
     calls.push_back("register " + request.worker_id);
@@ -143,7 +143,7 @@ class FakeCoordinator : public CoordinatorClient {
   // Recipe pruning: every ReportProgress call's progress, and its answer.
   std::vector<std::vector<LeaseProgress>> reports;
   std::function<HeartbeatOutcome(const std::vector<LeaseProgress>&)> on_report;
-  std::vector<RegisterRequest> registers;
+  std::vector<WorkerRegistration> registers;
   std::vector<AcquireRequest> acquires;
   std::vector<std::vector<int64_t>> heartbeats;
   std::vector<std::vector<CellResult>> completes;

@@ -17,20 +17,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/spec/leased_task.h"
+#include "common/spec/worker_calls.h"
 #include "common/spec/spec.h"
 
 namespace ranksweep::agent {
-
-struct RegisterRequest {
-  std::string hostname;
-  std::string device;       // "cpu" or "cuda"
-  std::string device_name;  // e.g. "cuda:0 (NVIDIA H200)"
-  int64_t memory_bytes = 0;
-  int slots = 1;
-  VersionManifest version;
-  std::string worker_id;    // empty: the coordinator assigns one
-};
 
 struct RegisterReply {
   std::string worker_id;
@@ -42,16 +32,11 @@ struct RegisterReply {
   std::string session;
 };
 
-// One acquired task, and the values of the calls about it
-// (common/spec/leased_task.h): the coordinator's types too, so what it
-// leased is what the worker trains.
-using LeasedCell = ::ranksweep::LeasedCell;
+// A leased task and the other values of the worker calls (LeasedCell,
+// VersionManifest, WorkerRegistration, LeaseProgress, HeartbeatOutcome,
+// CellResult, CompleteOutcome) are common/spec/worker_calls.h's, the
+// coordinator's types too, so what it leased is what the worker trains.
 using Task = ::ranksweep::LeasedTask;
-using ::ranksweep::CellResult;
-using ::ranksweep::CompleteOutcome;
-using ::ranksweep::HeartbeatOutcome;
-using ::ranksweep::LeaseProgress;
-using ::ranksweep::VersionManifest;
 
 struct AcquireRequest {
   std::string worker_id;
@@ -79,7 +64,7 @@ struct NextTasks {
 class CoordinatorClient {
  public:
   virtual ~CoordinatorClient() = default;
-  virtual absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) = 0;
+  virtual absl::StatusOr<RegisterReply> Register(const WorkerRegistration& request) = 0;
   // Long-polls up to request.wait_ms; an empty vector means no work.
   virtual absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) = 0;
   virtual absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,

@@ -124,15 +124,9 @@ void GrpcCoordinatorClient::Prepare(grpc::ClientContext* ctx, absl::Duration tim
   if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
 }
 
-absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const RegisterRequest& r) {
+absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const WorkerRegistration& r) {
   v1::RegisterWorkerRequest req;
-  req.set_hostname(r.hostname);
-  req.set_device(r.device);
-  req.set_device_name(r.device_name);
-  req.set_memory_bytes(r.memory_bytes);
-  req.set_slots(r.slots);
-  ranksweep::FillProto(r.version, req.mutable_version());
-  req.set_worker_id(r.worker_id);
+  ranksweep::FillProto(r, &req);
   v1::RegisterWorkerResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);

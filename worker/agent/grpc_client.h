@@ -51,7 +51,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                                  absl::Duration rpc_timeout = absl::Seconds(30),
                                  std::string token = "");
 
-  absl::StatusOr<RegisterReply> Register(const RegisterRequest& request) override;
+  absl::StatusOr<RegisterReply> Register(const WorkerRegistration& request) override;
   absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override;
   absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
                                            const std::vector<int64_t>& lease_ids) override;

@@ -118,7 +118,7 @@ class GrpcClientTest : public ::testing::Test {
 };
 
 TEST_F(GrpcClientTest, RegisterSendsTheManifest) {
-  RegisterRequest req;
+  WorkerRegistration req;
   req.hostname = "h";
   req.device = "cuda";
   req.device_name = "cuda:0 (NVIDIA H200)";
@@ -214,7 +214,7 @@ TEST_F(GrpcClientTest, CompleteAsksForTheNextTasksAndTranslatesThem) {
 }
 
 TEST_F(GrpcClientTest, RegisterHandsOverTheSessionAndResumeSessionReplacesIt) {
-  absl::StatusOr<RegisterReply> reply = client_->Register(RegisterRequest{});
+  absl::StatusOr<RegisterReply> reply = client_->Register(WorkerRegistration{});
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->session, "ws_fresh");
   ASSERT_TRUE(client_->Heartbeat("w-7", {}).ok());

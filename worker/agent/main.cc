@@ -211,7 +211,7 @@ int Main(int argc, char** argv) {
   const trainer::BuildInfo build = trainer::GetBuildInfo();
   AgentOptions options;
   options.outbox = outbox->release();  // never freed: the agent may use it until exit
-  RegisterRequest& reg = options.registration;
+  WorkerRegistration& reg = options.registration;
   reg.hostname = absl::GetFlag(FLAGS_hostname).empty() ? Hostname() : absl::GetFlag(FLAGS_hostname);
   reg.device = cuda ? "cuda" : "cpu";
   reg.device_name = *device_name;

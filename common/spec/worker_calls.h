@@ -1,12 +1,12 @@
-// A leased task and the other values a worker and the coordinator trade
-// over its life (WorkerService: register, heartbeat, complete): one type
-// each for both sides. The coordinator's lease manager makes a task, the
+// The values a worker and the coordinator trade (WorkerService: register,
+// acquire, heartbeat, complete), above all the leased task: one type each
+// for both sides. The coordinator's lease manager makes a task, the
 // wire carries it (ranksweep.v1.Task, mapped in proto/convert.h, the one
 // place), and the worker's agent trains and reports it.
 //
 // Thread-safety: plain values.
-#ifndef RANKSWEEP_COMMON_SPEC_LEASED_TASK_H_
-#define RANKSWEEP_COMMON_SPEC_LEASED_TASK_H_
+#ifndef RANKSWEEP_COMMON_SPEC_WORKER_CALLS_H_
+#define RANKSWEEP_COMMON_SPEC_WORKER_CALLS_H_
 
 #include <cstdint>
 #include <string>
@@ -46,6 +46,21 @@ struct VersionManifest {
   std::string cuda_version;  // empty: CPU-only LibTorch
 };
 
+// What a worker says about itself when it registers.
+struct WorkerRegistration {
+  std::string worker_id;  // empty: assign a new id; else keep this identity
+  std::string hostname;
+  std::string device;       // "cpu" or "cuda"
+  std::string device_name;  // e.g. "cuda:0 (NVIDIA H200)"
+  int64_t memory_bytes = 0;
+  int slots = 1;
+  VersionManifest version;
+  // The coordinator's: the name of the token that registers (its
+  // Principal::name; "local" without tokens), from the call, not the wire.
+  // A worker id stays bound to the token that first registered it.
+  std::string owner;
+};
+
 // A running seed's training error at an evaluation, as a heartbeat reports
 // it for recipe pruning (HeartbeatRequest.progress).
 struct LeaseProgress {
@@ -78,4 +93,4 @@ struct CompleteOutcome {
 
 }  // namespace ranksweep
 
-#endif  // RANKSWEEP_COMMON_SPEC_LEASED_TASK_H_
+#endif  // RANKSWEEP_COMMON_SPEC_WORKER_CALLS_H_
