@@ -248,6 +248,16 @@ void FillProto(const WorkerRegistration& s, v1::RegisterWorkerRequest* p) {
   FillProto(s.version, p->mutable_version());
 }
 
+TaskWant FromProto(const v1::NextTasks& p) {
+  return TaskWant{p.max_tasks(), p.max_seeds(), p.memory_bytes()};
+}
+
+void FillProto(const TaskWant& s, v1::NextTasks* p) {
+  p->set_max_tasks(s.max_tasks);
+  p->set_max_seeds(s.max_seeds);
+  p->set_memory_bytes(s.memory_bytes);
+}
+
 LeaseProgress FromProto(const v1::LeaseProgress& p) {
   return LeaseProgress{p.lease_id(), p.step(), p.train_error()};
 }

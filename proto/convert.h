@@ -25,6 +25,7 @@ TaskSpec FromProto(const v1::TaskSpec& p);
 LeasedTask FromProto(const v1::Task& p);
 VersionManifest FromProto(const v1::VersionManifest& p);
 LeaseProgress FromProto(const v1::LeaseProgress& p);
+TaskWant FromProto(const v1::NextTasks& p);
 // A registration as the worker sends it; `owner` is the coordinator's (the
 // calling token), not on the wire, and stays empty.
 WorkerRegistration FromProto(const v1::RegisterWorkerRequest& p);
@@ -51,6 +52,7 @@ void FillProto(const SeedResult& s, v1::SeedResult* p);
 void FillProto(const DatasetFacts& s, v1::DatasetFacts* p);
 void FillProto(const VersionManifest& s, v1::VersionManifest* p);
 void FillProto(const LeaseProgress& s, v1::LeaseProgress* p);
+void FillProto(const TaskWant& s, v1::NextTasks* p);
 void FillProto(const WorkerRegistration& s, v1::RegisterWorkerRequest* p);
 void FillProto(const HeartbeatOutcome& s, v1::HeartbeatResponse* p);
 

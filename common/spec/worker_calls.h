@@ -61,6 +61,14 @@ struct WorkerRegistration {
   std::string owner;
 };
 
+// What to lease: AcquireTasks' limits, and a CompleteTasks call's `next`
+// (the slots its results free; no `next` at all leases nothing).
+struct TaskWant {
+  int max_tasks = 1;         // 1..64 (0 = 1)
+  int max_seeds = 0;         // cells per task, 1..1024 (0 = the coordinator's default, 64)
+  int64_t memory_bytes = 0;  // >= 0; 0 = the worker's registered memory
+};
+
 // A running seed's training error at an evaluation, as a heartbeat reports
 // it for recipe pruning (HeartbeatRequest.progress).
 struct LeaseProgress {

@@ -111,18 +111,11 @@ struct WorkerInfo {
 };
 
 // A leased task and the other values of the worker calls (LeasedCell,
-// VersionManifest, WorkerRegistration, LeaseProgress, HeartbeatOutcome,
-// CellResult, CompleteOutcome) are common/spec/worker_calls.h's, the
-// worker's types too; this namespace sees them as they are.
+// VersionManifest, WorkerRegistration, TaskWant, LeaseProgress,
+// HeartbeatOutcome, CellResult, CompleteOutcome) are
+// common/spec/worker_calls.h's, the worker's types too; this namespace
+// sees them as they are.
 using Task = ::ranksweep::LeasedTask;
-
-// What to lease: Acquire's arguments, and what a Complete call may ask for
-// the slots its results free (Coordinator::Complete).
-struct TaskWant {
-  int max_tasks = 1;         // 1..max_tasks_per_acquire (0 = 1)
-  int max_seeds = 0;         // 1..max_seeds_per_task (0 = default_seeds_per_task)
-  int64_t memory_bytes = 0;  // >= 0; 0 = the worker's registered memory
-};
 
 struct SubmitOutcome {
   std::string sweep_id;

@@ -292,8 +292,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
   }
   std::optional<TaskWant> next;
   if (request->has_next()) {
-    next = TaskWant{request->next().max_tasks(), request->next().max_seeds(),
-                    request->next().memory_bytes()};
+    next = FromProto(request->next());
   }
   coordinator_->CompleteAsync(
       request->worker_id(), std::move(results), next,

@@ -237,7 +237,7 @@ class AckLoggingClient : public CoordinatorClient {
   }
   absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
-                                         const NextTasks& next) override {
+                                         const std::optional<TaskWant>& next) override {
     int kind = -1;
     size_t victim = 0;
     {
@@ -424,7 +424,7 @@ int RunHijacker(CoordinatorClient* client, const WorkerRegistration& registratio
         }
       }
     }
-    absl::StatusOr<CompleteOutcome> done = client->Complete(self, FakeResults(leases), NextTasks{});
+    absl::StatusOr<CompleteOutcome> done = client->Complete(self, FakeResults(leases), std::nullopt);
     if (done.ok() && done->recorded > 0) {
       for (int i = 0; i < done->recorded; ++i) {
         honoured(leases[std::min<size_t>(i, leases.size() - 1)], "results recorded as itself");
@@ -440,7 +440,7 @@ int RunHijacker(CoordinatorClient* client, const WorkerRegistration& registratio
       absl::StatusOr<HeartbeatOutcome> as = client->Heartbeat(s.worker_id, one);
       if (as.ok()) honoured(s, "heartbeat in the worker's name");
       else if (!down(as.status())) ++refused;
-      absl::StatusOr<CompleteOutcome> c = client->Complete(s.worker_id, FakeResults({s}), NextTasks{});
+      absl::StatusOr<CompleteOutcome> c = client->Complete(s.worker_id, FakeResults({s}), std::nullopt);
       if (c.ok()) honoured(s, "results in the worker's name");
       else if (!down(c.status())) ++refused;
       absl::Status f = client->Fail(s.worker_id, one, "hijack", /*release=*/true);

@@ -277,7 +277,7 @@ void Agent::AcquireLoop() {
       continue;
     }
 
-    const NextTasks want = WantFor(free_slots);
+    const TaskWant want = WantFor(free_slots);
     AcquireRequest request;
     request.worker_id = CurrentWorkerId();
     request.max_tasks = want.max_tasks;
@@ -324,9 +324,9 @@ void Agent::AcquireLoop() {
   }
 }
 
-NextTasks Agent::WantFor(int free_slots) const {
+TaskWant Agent::WantFor(int free_slots) const {
   const int slots = std::max(1, options_.registration.slots);
-  return NextTasks{free_slots, options_.max_seeds,
+  return TaskWant{free_slots, options_.max_seeds,
                    options_.registration.memory_bytes / slots * free_slots};
 }
 

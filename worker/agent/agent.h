@@ -197,7 +197,7 @@ class Agent {
   // What to ask for `free_slots` slots: the device's memory is split evenly
   // between slots, so the share of the free ones (unknown memory, 0, stays
   // unknown).
-  NextTasks WantFor(int free_slots) const;
+  TaskWant WantFor(int free_slots) const;
   // Calls fn until OK, a non-transient error, max_attempts, or a hard stop.
   template <typename Fn>
   auto Retrying(const char* what, Fn fn) -> decltype(fn());

@@ -91,7 +91,7 @@ absl::Status Agent::FlushOutbox(const std::shared_ptr<TaskState>& slot) {
   const std::string worker = CurrentWorkerId();
   while (true) {
     Batch batch;
-    NextTasks next;  // max_tasks 0: lease nothing
+    std::optional<TaskWant> next;  // none: lease nothing
     {
       absl::MutexLock lock(&mu_);
       if (outbox_.empty()) return absl::OkStatus();
@@ -172,7 +172,7 @@ absl::Status Agent::SendOneByOne(const std::string& worker, const Batch& batch) 
   std::string first_refusal;
   for (const CellResult& r : batch.results) {
     absl::StatusOr<CompleteOutcome> reply = Retrying("complete", [&] {
-      return coordinator_->Complete(worker, {r}, NextTasks{});
+      return coordinator_->Complete(worker, {r}, std::nullopt);
     });
     if (!reply.ok() && IsTransient(reply.status())) {
       Log(absl::StrCat("complete ", batch.label, ": ", reply.status().ToString(),

@@ -87,10 +87,11 @@ TEST(AgentTest, TheCallThatReportsATaskLeasesTheSlotsNextTask) {
   EXPECT_THAT(Flatten(coordinator.completes[1]), ElementsAre(std::make_tuple(12, 102, 3u, 103)));
   // Both reports asked for one task of up to 16 seeds in the slot's memory.
   ASSERT_EQ(coordinator.nexts.size(), 2u);
-  for (const NextTasks& next : coordinator.nexts) {
-    EXPECT_EQ(next.max_tasks, 1);
-    EXPECT_EQ(next.max_seeds, 16);
-    EXPECT_EQ(next.memory_bytes, int64_t{8} << 30);
+  for (const std::optional<TaskWant>& next : coordinator.nexts) {
+    ASSERT_TRUE(next.has_value());
+    EXPECT_EQ(next->max_tasks, 1);
+    EXPECT_EQ(next->max_seeds, 16);
+    EXPECT_EQ(next->memory_bytes, int64_t{8} << 30);
   }
   const AgentStats s = agent.stats();
   EXPECT_EQ(s.tasks_acquired, 2);
@@ -135,8 +136,10 @@ TEST(AgentTest, ARetriedReportAsksForTheNextTaskAgain) {
   Agent agent(&coordinator, &runner, TestOptions());
   ASSERT_TRUE(agent.Run().ok());
   ASSERT_EQ(coordinator.nexts.size(), 2u);
-  EXPECT_EQ(coordinator.nexts[0].max_tasks, 1);
-  EXPECT_EQ(coordinator.nexts[1].max_tasks, 1);
+  ASSERT_TRUE(coordinator.nexts[0].has_value());
+  ASSERT_TRUE(coordinator.nexts[1].has_value());
+  EXPECT_EQ(coordinator.nexts[0]->max_tasks, 1);
+  EXPECT_EQ(coordinator.nexts[1]->max_tasks, 1);
   EXPECT_EQ(coordinator.acknowledged.size(), 1u);
   EXPECT_EQ(agent.stats().tasks_completed, 1);
 }

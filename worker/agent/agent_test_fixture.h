@@ -90,14 +90,14 @@ class FakeCoordinator : public CoordinatorClient {
 
   absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
-                                         const NextTasks& next) override {
+                                         const std::optional<TaskWant>& next) override {
     if (on_complete) on_complete();
     absl::MutexLock lock(&mu);
     completes.push_back(results);
     nexts.push_back(next);
     std::string call = "complete " + worker_id + " leases";
     for (const CellResult& r : results) call += " " + std::to_string(r.lease_id);
-    calls.push_back(call + " next=" + std::to_string(next.max_tasks));
+    calls.push_back(call + " next=" + std::to_string(next.has_value() ? next->max_tasks : 0));
     if (!complete_errors.empty()) {
       absl::Status error = complete_errors.front();
       complete_errors.pop_front();
@@ -108,7 +108,7 @@ class FakeCoordinator : public CoordinatorClient {
     for (const CellResult& r : results) {
       ++(recorded_leases.insert(r.lease_id).second ? reply.recorded : reply.duplicates);
     }
-    if (next.max_tasks > 0 && !next_script.empty()) {
+    if (next.has_value() && !next_script.empty()) {
       reply.next_tasks = std::move(next_script.front());
       next_script.pop_front();
     }
@@ -148,7 +148,7 @@ class FakeCoordinator : public CoordinatorClient {
   std::vector<std::vector<int64_t>> heartbeats;
   std::vector<std::vector<CellResult>> completes;
   std::vector<std::vector<CellResult>> acknowledged;
-  std::vector<NextTasks> nexts;  // the `next` of every Complete call
+  std::vector<std::optional<TaskWant>> nexts;  // the `next` of every Complete call
   std::vector<FailCall> fails;
 };
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,10 @@ struct RegisterReply {
 };
 
 // A leased task and the other values of the worker calls (LeasedCell,
-// VersionManifest, WorkerRegistration, LeaseProgress, HeartbeatOutcome,
-// CellResult, CompleteOutcome) are common/spec/worker_calls.h's, the
-// coordinator's types too, so what it leased is what the worker trains.
+// VersionManifest, WorkerRegistration, TaskWant, LeaseProgress,
+// HeartbeatOutcome, CellResult, CompleteOutcome) are
+// common/spec/worker_calls.h's, the coordinator's types too, so what it
+// leased is what the worker trains.
 using Task = ::ranksweep::LeasedTask;
 
 struct AcquireRequest {
@@ -43,14 +45,6 @@ struct AcquireRequest {
   int max_tasks = 1;
   int max_seeds = 64;
   int wait_ms = 0;
-  int64_t memory_bytes = 0;
-};
-
-// What a Complete call may lease for the slots its results free
-// (CompleteTasksRequest.next); max_tasks 0 leases nothing.
-struct NextTasks {
-  int max_tasks = 0;
-  int max_seeds = 64;
   int64_t memory_bytes = 0;
 };
 
@@ -78,11 +72,11 @@ class CoordinatorClient {
     return Heartbeat(worker_id, lease_ids);
   }
   // OK means every result is durable; idempotent under the same leases.
-  // With next.max_tasks > 0 the same call also leases up to that many
-  // tasks; a coordinator that predates `next` leases none.
+  // With `next` the same call also leases up to next->max_tasks tasks;
+  // without it, or from a coordinator that predates `next`, none.
   virtual absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
                                                  const std::vector<CellResult>& results,
-                                                 const NextTasks& next) = 0;
+                                                 const std::optional<TaskWant>& next) = 0;
   virtual absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
                             const std::string& reason, bool release) = 0;
 

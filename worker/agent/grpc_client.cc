@@ -184,7 +184,7 @@ absl::StatusOr<HeartbeatOutcome> GrpcCoordinatorClient::ReportProgress(
 
 absl::StatusOr<CompleteOutcome> GrpcCoordinatorClient::Complete(
     const std::string& worker_id, const std::vector<CellResult>& results,
-    const NextTasks& next) {
+    const std::optional<TaskWant>& next) {
   v1::CompleteTasksRequest req;
   req.set_worker_id(worker_id);
   req.set_session(Session());
@@ -194,11 +194,7 @@ absl::StatusOr<CompleteOutcome> GrpcCoordinatorClient::Complete(
     out->set_lease_id(r.lease_id);
     *out->mutable_result() = ToProto(r.result);
   }
-  if (next.max_tasks > 0) {
-    req.mutable_next()->set_max_tasks(next.max_tasks);
-    req.mutable_next()->set_max_seeds(next.max_seeds);
-    req.mutable_next()->set_memory_bytes(next.memory_bytes);
-  }
+  if (next.has_value()) ranksweep::FillProto(*next, req.mutable_next());
   v1::CompleteTasksResponse resp;
   grpc::ClientContext ctx;
   Prepare(&ctx, rpc_timeout_);

@@ -60,7 +60,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
       const std::vector<LeaseProgress>& progress) override;
   absl::StatusOr<CompleteOutcome> Complete(const std::string& worker_id,
                                          const std::vector<CellResult>& results,
-                                         const NextTasks& next) override;
+                                         const std::optional<TaskWant>& next) override;
   absl::Status Fail(const std::string& worker_id, const std::vector<int64_t>& lease_ids,
                     const std::string& reason, bool release) override;
   void ResumeSession(const std::string& session) override;

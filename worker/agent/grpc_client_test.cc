@@ -183,7 +183,7 @@ TEST_F(GrpcClientTest, CompleteKeepsTheServersCodeAndMessage) {
   r.result.seed = 3;
   r.result.steps = 42;
   r.result.train.sequences = 64;
-  absl::StatusOr<CompleteOutcome> reply = client_->Complete("w-7", {r}, NextTasks{});
+  absl::StatusOr<CompleteOutcome> reply = client_->Complete("w-7", {r}, std::nullopt);
   EXPECT_EQ(reply.status(), absl::FailedPreconditionError("lease 100 is stale"));
   ASSERT_EQ(service_.last_complete.results_size(), 1);
   EXPECT_FALSE(service_.last_complete.has_next());
@@ -197,7 +197,7 @@ TEST_F(GrpcClientTest, CompleteAsksForTheNextTasksAndTranslatesThem) {
   r.cell_id = 10;
   r.lease_id = 100;
   r.result.seed = 3;
-  absl::StatusOr<CompleteOutcome> reply = client_->Complete("w-7", {r}, NextTasks{1, 16, 1 << 20});
+  absl::StatusOr<CompleteOutcome> reply = client_->Complete("w-7", {r}, TaskWant{1, 16, 1 << 20});
   ASSERT_TRUE(reply.ok()) << reply.status();
   ASSERT_TRUE(service_.last_complete.has_next());
   EXPECT_EQ(service_.last_complete.next().max_tasks(), 1);
