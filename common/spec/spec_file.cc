@@ -241,12 +241,6 @@ absl::StatusOr<SpecFormat> ParseSpecFormat(const std::string& name, const std::s
       field, " must be one of json, yaml or empty (guess); got \"", name.substr(0, 200), "\""));
 }
 
-absl::Status CheckTextSize(size_t bytes, size_t limit, const std::string& field) {
-  if (bytes <= limit) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " must be at most ", limit, " bytes, got ", bytes));
-}
-
 absl::StatusOr<std::string> YamlToJson(const std::string& yaml_text, const std::string& source) {
   ASSIGN_OR_RETURN(auto converted, YamlToJsonWithMarks(yaml_text, source));
   return std::move(converted.first);

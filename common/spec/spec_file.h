@@ -48,11 +48,10 @@ absl::StatusOr<SpecFormat> ParseSpecFormat(const std::string& name, const std::s
 
 // Spec text a client sends: the text itself, past kMaxSpecTextBytes, and its
 // source name, past kMaxSpecSourceBytes, are refused before anything is
-// parsed ("FIELD must be at most N bytes, got M"). The largest example spec
+// parsed (CheckTextLength, result_validation.h). The largest example spec
 // is under 3 KB.
 constexpr size_t kMaxSpecTextBytes = size_t{1} << 20;
 constexpr size_t kMaxSpecSourceBytes = 256;
-absl::Status CheckTextSize(size_t bytes, size_t limit, const std::string& field);
 
 // Parses spec text in the given format. `source` names it in errors.
 absl::StatusOr<SweepSpec> ParseSweepSpecText(const std::string& text, SpecFormat format,

@@ -93,15 +93,12 @@ def result_columns(replies: Sequence[pb.QueryResultsResponse]) -> List[str]:
 # How axis values read, for display only (labels and axis columns); the
 # coordinator names, parses and checks the axes. These must follow AxisNames()
 # and AxisIsInteger() in common/spec/spec.h.
-AXIS_NAMES: Tuple[str, ...] = (
-    "lr", "weight_decay", "max_steps", "batch_size", "m", "weight", "num_queries", "pool_size",
-    "train_size", "test_size", "schedule", "warmup_steps", "split", "hard_share",
-    "test_pool_share")
 # A named axis holds the index of one of its names.
 NAMED_AXES: Dict[str, Tuple[str, ...]] = {"schedule": ("constant", "cosine"),
                                           "split": ("tokens", "sequences")}
 # Integer axes are shown without a point; the others are reals.
-INTEGER_AXES = frozenset(AXIS_NAMES) - {"lr", "weight_decay", "hard_share", "test_pool_share"}
+INTEGER_AXES = frozenset({"max_steps", "batch_size", "m", "weight", "num_queries", "pool_size",
+                          "train_size", "test_size", "schedule", "warmup_steps", "split"})
 
 
 def _proto(spec: pb.SweepSpec) -> pb.SweepSpec:

@@ -5,6 +5,7 @@
 #include <deque>
 #include <utility>
 
+#include "common/spec/result_validation.h"
 #include "common/spec/spec_file.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
@@ -27,8 +28,8 @@ absl::StatusOr<SweepSpec> SpecOfRequest(const Request& request) {
     return ranksweep::FromProto(request.spec());
   }
   const v1::SpecText& t = request.spec_text();
-  RETURN_IF_ERROR(CheckTextSize(t.text().size(), kMaxSpecTextBytes, "spec_text.text"));
-  RETURN_IF_ERROR(CheckTextSize(t.source().size(), kMaxSpecSourceBytes, "spec_text.source"));
+  RETURN_IF_ERROR(CheckTextLength("spec_text.text", t.text(), kMaxSpecTextBytes));
+  RETURN_IF_ERROR(CheckTextLength("spec_text.source", t.source(), kMaxSpecSourceBytes));
   ASSIGN_OR_RETURN(SpecFormat format, ParseSpecFormat(t.format(), t.text(), "spec_text.format"));
   return ParseSweepSpecText(t.text(), format, t.source().empty() ? "<spec>" : t.source());
 }
