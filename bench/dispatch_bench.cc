@@ -49,9 +49,9 @@
 // (Optuna with SQLite storage running no-op trials) is run by
 // bench/run_dispatch_bench, which prints the ratio.
 //
-// Flags are Abseil flags, parsed as ranksweepd's are (common/flag_help.h):
-// dashes or the older underscores, --help, "did you mean", a bad value
-// refused with its range (exit 1); a failed run exits 5.
+// Flags are parsed as ranksweepd's are (common/flags.h): dashes or the
+// older underscores, --help, "did you mean", a bad value refused with its
+// range (exit 1); a failed run exits 5.
 #include <google/protobuf/arena.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -75,39 +75,14 @@
 #include <thread>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/usage.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "common/exit_codes.h"
-#include "common/flag_help.h"
+#include "common/flags.h"
 #include "common/subprocess.h"
 #include "common/temp_dir.h"
 #include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "sqlite3.h"
-
-ABSL_FLAG(std::string, ranksweepd, "", "The ranksweepd binary to start (required)");
-ABSL_FLAG(int, workers, 64, "Concurrent fake workers, one channel each, 1..4096");
-ABSL_FLAG(int, cells, 20000, "Cells of the dispatch phase, 1..327680");
-ABSL_FLAG(int, query_rows, 100000, "Result rows of the query phase, 0..327680; 0 = no query phase");
-ABSL_FLAG(int, query_runs, 5, "Runs of each query, the median reported, 1..1000");
-ABSL_FLAG(int, tasks_per_call, 1, "Tasks a fake worker asks for per call, 1..64");
-ABSL_FLAG(int, seeds_per_task, 1, "Seeds (cells) per task, 1..1024");
-ABSL_FLAG(int, paced_tasks_per_second, 500,
-          "One-task cycles per second all workers offer in the paced phase, 0..1000000; 0 = no "
-          "paced phase");
-ABSL_FLAG(int, paced_tasks, 5000, "Tasks of the paced phase, 0..327680; 0 = no paced phase");
-ABSL_FLAG(int, page_size, 10000, "Rows per page of the paged queries, 0..1000000 (the CLI's 10000)");
-ABSL_FLAG(int, watchers, 0, "WatchSweep streams on the dispatch sweep, 0..1000");
-ABSL_FLAG(bool, next_in_complete, true,
-          "The dispatch phase's CompleteTasks call leases the next tasks (false: a separate "
-          "AcquireTasks call per cycle)");
-ABSL_FLAG(std::string, client, "callback",
-          "callback: gRPC's callback API drives the workers; threads: a thread per worker "
-          "making blocking calls");
-ABSL_FLAG(int, curve_points, 0,
-          "Evaluations of the learning curve each result carries, 0..80 (2,000 steps at "
-          "eval_every 25); 0 = none");
 
 namespace {
 
@@ -115,7 +90,7 @@ using namespace std::chrono_literals;
 namespace v1 = ranksweep::v1;
 using Clock = std::chrono::steady_clock;
 
-struct Flags {
+struct BenchFlags {
   std::string ranksweepd;
   int workers = 64;
   int cells = 20000;
@@ -140,38 +115,48 @@ int g_curve_points = 0;
 
 // The flags, parsed as ranksweepd parses its own; exits on --help (0) or a
 // usage error (kExitUsage).
-Flags ParseFlags(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "coordinator throughput and query latency through real gRPC and a real SQLite file.\n"
+BenchFlags ParseFlags(int argc, char** argv) {
+  BenchFlags f;
+  std::string client = "callback";
+  ranksweep::Flags flags(
+      "dispatch_bench",
+      "dispatch_bench: coordinator throughput and query latency through real gRPC and a real "
+      "SQLite file.\n"
       "Usage: dispatch_bench --ranksweepd=PATH [--workers=64] [--cells=20000] "
       "[--tasks-per-call=1] [--seeds-per-task=1] [--query-rows=100000] [--paced-tasks=5000] "
-      "[--watchers=0] [--client=callback|threads] ...");
-  const std::vector<ranksweep::FlagRange> ranges = {
-      {"workers", 1, 4096},      {"cells", 1, 327680},
-      {"query_rows", 0, 327680}, {"query_runs", 1, 1000},
-      {"tasks_per_call", 1, 64}, {"seeds_per_task", 1, 1024},
-      {"paced_tasks_per_second", 0, 1000000}, {"paced_tasks", 0, 327680},
-      {"page_size", 0, 1000000}, {"watchers", 0, 1000},
-      {"curve_points", 0, 80}};
-  if (std::optional<int> code = ranksweep::ParseFlagsOnly(
-          argc, argv, "dispatch_bench", "bench/dispatch_bench.cc", ranges, std::cout, std::cerr)) {
-    std::exit(*code);
-  }
-  Flags f;
-  f.ranksweepd = absl::GetFlag(FLAGS_ranksweepd);
-  f.workers = absl::GetFlag(FLAGS_workers);
-  f.cells = absl::GetFlag(FLAGS_cells);
-  f.query_rows = absl::GetFlag(FLAGS_query_rows);
-  f.query_runs = absl::GetFlag(FLAGS_query_runs);
-  f.tasks_per_call = absl::GetFlag(FLAGS_tasks_per_call);
-  f.seeds_per_task = absl::GetFlag(FLAGS_seeds_per_task);
-  f.paced_tasks_per_second = absl::GetFlag(FLAGS_paced_tasks_per_second);
-  f.paced_tasks = absl::GetFlag(FLAGS_paced_tasks);
-  f.page_size = absl::GetFlag(FLAGS_page_size);
-  f.watchers = absl::GetFlag(FLAGS_watchers);
-  f.curve_points = absl::GetFlag(FLAGS_curve_points);
-  f.next_in_complete = absl::GetFlag(FLAGS_next_in_complete);
-  const std::string client = absl::GetFlag(FLAGS_client);
+      "[--watchers=0] [--client=callback|threads] ...",
+      "dispatch_bench\n");
+  flags.Add("ranksweepd", &f.ranksweepd, "The ranksweepd binary to start (required)");
+  flags.Add("workers", &f.workers, "Concurrent fake workers, one channel each, 1..4096", 1, 4096);
+  flags.Add("cells", &f.cells, "Cells of the dispatch phase, 1..327680", 1, 327680);
+  flags.Add("query-rows", &f.query_rows,
+            "Result rows of the query phase, 0..327680; 0 = no query phase", 0, 327680);
+  flags.Add("query-runs", &f.query_runs, "Runs of each query, the median reported, 1..1000", 1,
+            1000);
+  flags.Add("tasks-per-call", &f.tasks_per_call, "Tasks a fake worker asks for per call, 1..64",
+            1, 64);
+  flags.Add("seeds-per-task", &f.seeds_per_task, "Seeds (cells) per task, 1..1024", 1, 1024);
+  flags.Add("paced-tasks-per-second", &f.paced_tasks_per_second,
+            "One-task cycles per second all workers offer in the paced phase, 0..1000000; 0 = no "
+            "paced phase",
+            0, 1000000);
+  flags.Add("paced-tasks", &f.paced_tasks,
+            "Tasks of the paced phase, 0..327680; 0 = no paced phase", 0, 327680);
+  flags.Add("page-size", &f.page_size,
+            "Rows per page of the paged queries, 0..1000000 (the CLI's 10000)", 0, 1000000);
+  flags.Add("watchers", &f.watchers, "WatchSweep streams on the dispatch sweep, 0..1000", 0,
+            1000);
+  flags.Add("next-in-complete", &f.next_in_complete,
+            "The dispatch phase's CompleteTasks call leases the next tasks (false: a separate "
+            "AcquireTasks call per cycle)");
+  flags.Add("client", &client,
+            "callback: gRPC's callback API drives the workers; threads: a thread per worker "
+            "making blocking calls");
+  flags.Add("curve-points", &f.curve_points,
+            "Evaluations of the learning curve each result carries, 0..80 (2,000 steps at "
+            "eval_every 25); 0 = none",
+            0, 80);
+  if (std::optional<int> exit = flags.Parse(argc, argv, std::cout, std::cerr)) std::exit(*exit);
   if (client != "callback" && client != "threads") {
     std::fprintf(stderr, "dispatch_bench: --client must be callback or threads, got \"%s\"\n",
                  client.c_str());
@@ -658,7 +643,7 @@ QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, i
 }  // namespace
 
 int main(int argc, char** argv) {
-  Flags flags = ParseFlags(argc, argv);
+  BenchFlags flags = ParseFlags(argc, argv);
   // Each phase's sweep must be a heads x ranks x seeds product within the
   // limits: checked before the server starts.
   const struct {

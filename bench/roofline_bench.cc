@@ -2,9 +2,9 @@
 // the machine's own GEMM peak (bench/run_roofline_bench runs it beside
 // bench/roofline_reference.py).
 //
-// Flags are Abseil flags, parsed as ranksweepd's are (common/flag_help.h):
-// dashes or the older underscores, --help, "did you mean", a bad value
-// refused with its range (exit 1); a failed run exits 5.
+// Flags are parsed as ranksweepd's are (common/flags.h): dashes or the
+// older underscores, --help, "did you mean", a bad value refused with its
+// range (exit 1); a failed run exits 5.
 //
 //   roofline_bench --gemm [--repeat=5]
 //     Single-precision GEMM probes through torch::mm, best of --repeat:
@@ -52,24 +52,24 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/exit_codes.h"
-#include "common/flag_help.h"
+#include "common/flags.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "worker/trainer/trainer.h"
 
-ABSL_FLAG(bool, gemm, false, "Time the GEMM probes instead of a task");
-ABSL_FLAG(std::string, spec, "", "Task spec JSON file whose training step to time");
-ABSL_FLAG(int, warmup, 2, "Steps of the short run, 1..1000000");
-ABSL_FLAG(int, steps, 10, "Steps the long run adds, over which the step time is taken, 1..1000000");
-ABSL_FLAG(int, repeat, 1, "Runs of each, the fastest kept (a shared machine only slows), 1..1000");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda | cuda:N | auto");
-
 namespace {
+
+struct BenchFlags {
+  bool gemm = false;
+  std::string spec;
+  int warmup = 2;
+  int steps = 10;
+  int repeat = 1;
+  std::string device = "cpu";
+};
 
 using Clock = std::chrono::steady_clock;
 
@@ -175,20 +175,27 @@ int RunSpec(const std::string& path, int warmup, int steps, int repeat,
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "the minibatch training step of the fused trainer against the machine's GEMM peak.\n"
+  BenchFlags f;
+  ranksweep::Flags flags(
+      "roofline_bench",
+      "roofline_bench: the minibatch training step of the fused trainer against the machine's "
+      "GEMM peak.\n"
       "Usage: roofline_bench --gemm [--repeat=5]\n"
       "       roofline_bench --spec=task.json [--warmup=2] [--steps=10] [--repeat=1] "
-      "[--device=cpu]");
-  if (std::optional<int> code = ranksweep::ParseFlagsOnly(
-          argc, argv, "roofline_bench", "bench/roofline_bench.cc",
-          {{"warmup", 1, 1000000}, {"steps", 1, 1000000}, {"repeat", 1, 1000}}, std::cout,
-          std::cerr)) {
-    return *code;
-  }
-  const bool gemm = absl::GetFlag(FLAGS_gemm);
-  const std::string spec = absl::GetFlag(FLAGS_spec);
-  const int repeat = absl::GetFlag(FLAGS_repeat);
+      "[--device=cpu]",
+      "roofline_bench\n");
+  flags.Add("gemm", &f.gemm, "Time the GEMM probes instead of a task");
+  flags.Add("spec", &f.spec, "Task spec JSON file whose training step to time");
+  flags.Add("warmup", &f.warmup, "Steps of the short run, 1..1000000", 1, 1000000);
+  flags.Add("steps", &f.steps,
+            "Steps the long run adds, over which the step time is taken, 1..1000000", 1, 1000000);
+  flags.Add("repeat", &f.repeat,
+            "Runs of each, the fastest kept (a shared machine only slows), 1..1000", 1, 1000);
+  flags.Add("device", &f.device, "cpu | cuda | cuda:N | auto");
+  if (std::optional<int> exit = flags.Parse(argc, argv, std::cout, std::cerr)) return *exit;
+  const bool gemm = f.gemm;
+  const std::string spec = f.spec;
+  const int repeat = f.repeat;
   if (gemm) {
     struct Probe {
       const char* name;
@@ -211,6 +218,5 @@ int main(int argc, char** argv) {
     std::cerr << "roofline_bench: --gemm or --spec=FILE is required (roofline_bench --help)\n";
     return ranksweep::kExitUsage;
   }
-  return RunSpec(spec, absl::GetFlag(FLAGS_warmup), absl::GetFlag(FLAGS_steps), repeat,
-                 absl::GetFlag(FLAGS_device));
+  return RunSpec(spec, f.warmup, f.steps, repeat, f.device);
 }

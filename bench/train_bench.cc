@@ -11,9 +11,9 @@
 //   train_bench [--counts=1,4,16,64] [--max-steps=500] [--repeat=1]
 //               [--device=cpu] [--print-spec]
 //
-// Flags are Abseil flags, parsed as ranksweepd's are (common/flag_help.h):
-// dashes or the older underscores, --help, "did you mean", a bad value
-// refused with its range (exit 1); a failed run exits 5.
+// Flags are parsed as ranksweepd's are (common/flags.h): dashes or the
+// older underscores, --help, "did you mean", a bad value refused with its
+// range (exit 1); a failed run exits 5.
 //
 // Prints one line per S:
 //   S=<S> models_per_s=<x> steps_per_s=<y> wall_s=<t> exact=<k>/<S> errors=<e_0,...>
@@ -26,27 +26,24 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/exit_codes.h"
-#include "common/flag_help.h"
+#include "common/flags.h"
 #include "common/spec/spec.h"
 #include "common/spec/spec_json.h"
 #include "worker/trainer/trainer.h"
 
-ABSL_FLAG(std::vector<std::string>, counts, std::vector<std::string>({"1", "4", "16", "64"}),
-          "Seed counts S to time, comma-separated, each 1..1024");
-ABSL_FLAG(int, max_steps, 500, "Training steps of every seed (early stop off), 1..10000000");
-ABSL_FLAG(int, repeat, 1, "Runs per S, the fastest reported (the machine may be shared), 1..1000");
-ABSL_FLAG(std::string, device, "cpu", "cpu | cuda | cuda:N | auto");
-ABSL_FLAG(bool, print_spec, false, "Print the task spec as JSON and run nothing");
-
 namespace {
 
-constexpr char kOwnFile[] = "bench/train_bench.cc";
+struct BenchFlags {
+  std::vector<std::string> counts = {"1", "4", "16", "64"};
+  int max_steps = 500;
+  int repeat = 1;
+  std::string device = "cpu";
+  bool print_spec = false;
+};
 
 ranksweep::TaskSpec BenchTask(int max_steps) {
   ranksweep::TaskSpec t;
@@ -77,18 +74,24 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "trained models per second of the fused trainer on one witness task, for each seed "
-      "count S.\nUsage: train_bench [--counts=1,4,16,64] [--max-steps=500] [--repeat=1] "
-      "[--device=cpu] [--print-spec]");
-  if (std::optional<int> code = ranksweep::ParseFlagsOnly(
-          argc, argv, "train_bench", kOwnFile,
-          {{"counts", 1, 1024}, {"max_steps", 1, 10000000}, {"repeat", 1, 1000}}, std::cout,
-          std::cerr)) {
-    return *code;
-  }
+  BenchFlags f;
+  ranksweep::Flags flags(
+      "train_bench",
+      "train_bench: trained models per second of the fused trainer on one witness task, for "
+      "each seed count S.\nUsage: train_bench [--counts=1,4,16,64] [--max-steps=500] "
+      "[--repeat=1] [--device=cpu] [--print-spec]",
+      "train_bench\n");
+  flags.AddIntegerList("counts", &f.counts,
+                       "Seed counts S to time, comma-separated, each 1..1024", 1, 1024);
+  flags.Add("max-steps", &f.max_steps, "Training steps of every seed (early stop off), 1..10000000",
+            1, 10000000);
+  flags.Add("repeat", &f.repeat,
+            "Runs per S, the fastest reported (the machine may be shared), 1..1000", 1, 1000);
+  flags.Add("device", &f.device, "cpu | cuda | cuda:N | auto");
+  flags.Add("print-spec", &f.print_spec, "Print the task spec as JSON and run nothing");
+  if (std::optional<int> exit = flags.Parse(argc, argv, std::cout, std::cerr)) return *exit;
   std::vector<int> counts;
-  for (const std::string& c : absl::GetFlag(FLAGS_counts)) {
+  for (const std::string& c : f.counts) {
     int s = 0;
     if (absl::SimpleAtoi(c, &s)) counts.push_back(s);  // checked in range before parsing
   }
@@ -96,11 +99,11 @@ int main(int argc, char** argv) {
     std::cerr << "train_bench: --counts must list at least one seed count\n";
     return ranksweep::kExitUsage;
   }
-  const int max_steps = absl::GetFlag(FLAGS_max_steps);
-  const int repeat = absl::GetFlag(FLAGS_repeat);
-  const bool print_spec = absl::GetFlag(FLAGS_print_spec);
+  const int max_steps = f.max_steps;
+  const int repeat = f.repeat;
+  const bool print_spec = f.print_spec;
   ranksweep::trainer::RunOptions options;
-  options.device = absl::GetFlag(FLAGS_device);
+  options.device = f.device;
   if (print_spec) {
     std::cout << ranksweep::TaskSpecToJson(BenchTask(max_steps)) << "\n";
     return 0;

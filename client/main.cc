@@ -18,6 +18,7 @@
 #include "client/spec_file.h"
 #include "client/ui/ui_command.h"
 #include "common/flag_names.h"
+#include "common/flags.h"
 #include "common/version.h"
 #include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
 
@@ -47,35 +48,6 @@ std::optional<std::string> FirstPositional(int argc, char** argv) {
     }
     if (!arg.empty() && arg[0] == '-') continue;
     return arg;
-  }
-  return std::nullopt;
-}
-
-// The first --flag of argv that neither ranksweep nor the subcommands given
-// know, as an error naming it with the nearest known flag:
-// `unknown flag --max-step; did you mean "--max-steps"? (ranksweep submit
-// --help lists them)`. Nothing when every flag is known.
-std::optional<std::string> UnknownFlagMessage(const CLI::App& app, int argc, char** argv) {
-  std::vector<const CLI::App*> scopes = {&app};
-  for (size_t i = 0; i < scopes.size(); ++i) {
-    for (const CLI::App* sub : scopes[i]->get_subcommands()) scopes.push_back(sub);
-  }
-  std::vector<std::string> known;
-  for (const CLI::App* scope : scopes) {
-    for (const CLI::Option* option : scope->get_options()) {
-      for (const std::string& name : option->get_lnames()) known.push_back("--" + name);
-    }
-  }
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") break;
-    if (arg.rfind("--", 0) != 0) continue;
-    const std::string name = arg.substr(0, arg.find('='));
-    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-    std::string where = "ranksweep";
-    for (size_t s = 1; s < scopes.size(); ++s) where += " " + scopes[s]->get_name();
-    return "unknown flag " + name + DidYouMeanSuffix(name, known) + " (" + where +
-           " --help lists them)";
   }
   return std::nullopt;
 }
@@ -133,7 +105,7 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // ExtrasError's name is the subcommand's when a subcommand threw it.
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-      if (const std::optional<std::string> unknown = UnknownFlagMessage(app, argc, argv)) {
+      if (const std::optional<std::string> unknown = UnknownFlagMessage(app, "ranksweep", argc, argv)) {
         std::cerr << "ranksweep: " << *unknown << "\n";
         return kExitUsage;
       }

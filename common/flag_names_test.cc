@@ -8,24 +8,23 @@
 namespace ranksweep {
 namespace {
 
-std::vector<std::string> Underscored(std::vector<std::string> args) {
+std::vector<std::string> Dashed(std::vector<std::string> args) {
   std::vector<char*> argv = ArgvOf(args);
-  return UnderscoreFlagNames(static_cast<int>(args.size()), argv.data());
+  return DashFlagNames(static_cast<int>(args.size()), argv.data());
 }
 
-TEST(FlagNamesTest, DashedNamesBecomeUnderscoredAndValuesStayAsWritten) {
-  EXPECT_EQ(Underscored({"ranksweepd", "--metrics-listen=127.0.0.1:9090", "--lease-seconds", "5",
-                         "--db=/tmp/my-sweeps.db", "--insecure_local"}),
-            (std::vector<std::string>{"ranksweepd", "--metrics_listen=127.0.0.1:9090",
-                                      "--lease_seconds", "5", "--db=/tmp/my-sweeps.db",
-                                      "--insecure_local"}));
+TEST(FlagNamesTest, UnderscoredNamesBecomeDashedAndValuesStayAsWritten) {
+  EXPECT_EQ(Dashed({"ranksweepd", "--metrics_listen=127.0.0.1:9090", "--lease_seconds", "5",
+                    "--db=/tmp/my_sweeps.db", "--insecure-local"}),
+            (std::vector<std::string>{"ranksweepd", "--metrics-listen=127.0.0.1:9090",
+                                      "--lease-seconds", "5", "--db=/tmp/my_sweeps.db",
+                                      "--insecure-local"}));
 }
 
 TEST(FlagNamesTest, ProgramNamePositionalsShortFlagsAndAnythingAfterDoubleDashAreUntouched) {
-  EXPECT_EQ(Underscored({"ranksweep-worker", "token", "-h", "my-name", "--", "--not-a-flag"}),
-            (std::vector<std::string>{"ranksweep-worker", "token", "-h", "my-name", "--",
-                                      "--not-a-flag"}));
-  EXPECT_EQ(UnderscoreFlagName("max-steps"), "max_steps");
+  EXPECT_EQ(Dashed({"ranksweep_worker", "token", "-h", "my_name", "--", "--not_a_flag"}),
+            (std::vector<std::string>{"ranksweep_worker", "token", "-h", "my_name", "--",
+                                      "--not_a_flag"}));
 }
 
 TEST(FlagNamesTest, TheCliGetsDashesInNamesOnly) {

@@ -24,24 +24,18 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
 #include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/exit_codes.h"
-#include "common/flag_help.h"
-#include "common/flag_names.h"
+#include "common/flags.h"
 #include "common/version.h"
 #include "common/status_macros.h"
 #include "server/core/auth.h"
@@ -50,48 +44,54 @@
 #include "server/core/store.h"
 #include "server/server.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
-          "Address to serve on, HOST:PORT; port 0 picks a free port (printed at start-up)");
-ABSL_FLAG(std::string, db, "ranksweep.db", "SQLite database file; created if missing");
-ABSL_FLAG(int, lease_seconds, 60,
-          "How long a lease lasts without a heartbeat before its cells go back to pending");
-ABSL_FLAG(int, max_attempts, 3, "Leases a cell may use before it is marked FAILED");
-ABSL_FLAG(int, max_message_bytes, 64 << 20, "Largest gRPC message accepted or sent");
-ABSL_FLAG(int64_t, max_task_memory_bytes, int64_t{64} << 30,
-          "Reject a sweep any of whose cells, for one seed, is estimated to need more memory "
-          "than this (docs/LIMITS.md); 0 = no limit");
-ABSL_FLAG(int, call_threads, 64,
-          "Threads that run RegisterWorker, Heartbeat and FailTask calls (1..1024); as many "
-          "of them can wait for one commit");
-ABSL_FLAG(int, busy_timeout_ms, 5000,
-          "How long a database write waits for a lock held by another process");
-ABSL_FLAG(bool, insecure_local, false,
-          "Serve without authentication: every caller is the admin \"local\". Only with a "
-          "loopback --listen address (127.0.0.0/8, [::1], localhost)");
-ABSL_FLAG(std::string, tls_cert, "",
-          "PEM certificate chain to serve TLS with (needs --tls-key); empty = plaintext");
-ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
-ABSL_FLAG(std::string, metrics_listen, "",
-          "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/DEPLOY.md); port 0 picks "
-          "a free port (printed at start-up); empty = no metrics endpoint");
-ABSL_FLAG(std::vector<std::string>, trusted_build, {},
-          "A worker build id whose results the result cache may serve, besides this "
-          "coordinator's own (printed by --version); repeat it or separate ids with commas "
-          "(docs/SECURITY.md, \"The result cache\")");
-ABSL_FLAG(bool, shared_cache, false,
-          "Let the result cache serve one user's sweeps from results trained for another's "
-          "(off: each user is served only from their own sweeps; docs/SECURITY.md)");
-ABSL_FLAG(std::string, name, "", "token create/revoke: the token's name, 1..64 of [A-Za-z0-9._-]");
-ABSL_FLAG(std::string, role, "", "token create: admin, user or worker");
-
 namespace ranksweep::server {
 namespace {
 
-// Every --trusted-build given, in order (Abseil keeps only the last
-// occurrence of a flag; main collects them all before parsing).
-std::vector<std::string>& TrustedBuilds() {
-  static auto* builds = new std::vector<std::string>();
-  return *builds;
+// The flags: the server's options, plus the token command's.
+struct DaemonFlags {
+  ServerOptions server;  // its defaults are the flags'
+  std::string name;
+  std::string role;
+  std::vector<std::string> words;  // `token create|list|revoke`
+};
+
+// Registers every flag of ranksweepd on `flags`, its value in `f`.
+void AddFlags(Flags& flags, DaemonFlags& f) {
+  ServerOptions& o = f.server;
+  flags.Add("listen", &o.listen,
+            "Address to serve on, HOST:PORT; port 0 picks a free port (printed at start-up)");
+  flags.Add("db", &o.db, "SQLite database file; created if missing");
+  flags.Add("lease-seconds", &o.lease_seconds,
+            "How long a lease lasts without a heartbeat before its cells go back to pending");
+  flags.Add("max-attempts", &o.max_attempts, "Leases a cell may use before it is marked FAILED");
+  flags.Add("max-message-bytes", &o.max_message_bytes, "Largest gRPC message accepted or sent");
+  flags.Add("max-task-memory-bytes", &o.max_task_memory_bytes,
+            "Reject a sweep any of whose cells, for one seed, is estimated to need more memory "
+            "than this (docs/LIMITS.md); 0 = no limit");
+  flags.Add("call-threads", &o.call_threads,
+            "Threads that run RegisterWorker, Heartbeat and FailTask calls (1..1024); as many "
+            "of them can wait for one commit");
+  flags.Add("busy-timeout-ms", &o.busy_timeout_ms,
+            "How long a database write waits for a lock held by another process");
+  flags.Add("insecure-local", &o.insecure_local,
+            "Serve without authentication: every caller is the admin \"local\". Only with a "
+            "loopback --listen address (127.0.0.0/8, [::1], localhost)");
+  flags.Add("tls-cert", &o.tls_cert,
+            "PEM certificate chain to serve TLS with (needs --tls-key); empty = plaintext");
+  flags.Add("tls-key", &o.tls_key, "PEM private key of --tls-cert");
+  flags.Add("metrics-listen", &o.metrics_listen,
+            "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/DEPLOY.md); port 0 picks "
+            "a free port (printed at start-up); empty = no metrics endpoint");
+  flags.Add("trusted-build", &o.trusted_builds,
+            "A worker build id whose results the result cache may serve, besides this "
+            "coordinator's own (printed by --version); repeat it or separate ids with commas "
+            "(docs/SECURITY.md, \"The result cache\")");
+  flags.Add("shared-cache", &o.shared_cache,
+            "Let the result cache serve one user's sweeps from results trained for another's "
+            "(off: each user is served only from their own sweeps; docs/SECURITY.md)");
+  flags.Add("name", &f.name, "token create/revoke: the token's name, 1..64 of [A-Za-z0-9._-]");
+  flags.Add("role", &f.role, "token create: admin, user or worker");
+  flags.TakeWords(&f.words);
 }
 
 constexpr int kUsageError = kExitUsage;  // the one table: common/exit_codes.h
@@ -103,9 +103,9 @@ int ExitCodeFor(const absl::Status& status) {
 
 // Opens (and migrates) the database of --db with --busy-timeout-ms for a
 // token command; on failure says why on stderr and returns null.
-std::unique_ptr<Store> OpenStore(const std::string& db) {
+std::unique_ptr<Store> OpenStore(const std::string& db, int busy_timeout_ms) {
   StoreOptions options;
-  options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
+  options.busy_timeout_ms = busy_timeout_ms;
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, options);
   if (!store.ok()) {
     std::cerr << "ranksweepd: cannot open " << db << ": " << store.status() << "\n";
@@ -115,10 +115,11 @@ std::unique_ptr<Store> OpenStore(const std::string& db) {
 }
 
 // `ranksweepd token create|list|revoke`.
-int TokenCommand(const std::vector<std::string>& args) {
+int TokenCommand(const DaemonFlags& f) {
+  const std::vector<std::string>& args = f.words;
   const std::string verb = args.size() >= 2 ? args[1] : "";
-  const std::string name = absl::GetFlag(FLAGS_name);
-  const std::string role_name = absl::GetFlag(FLAGS_role);
+  const std::string& name = f.name;
+  const std::string& role_name = f.role;
   const bool create = verb == "create", list = verb == "list", revoke = verb == "revoke";
   if (args.size() != 2 || !(create || list || revoke)) {
     std::cerr << "usage: ranksweepd token create --db=FILE --name=NAME --role=admin|user|worker\n"
@@ -149,14 +150,14 @@ int TokenCommand(const std::vector<std::string>& args) {
     role = *parsed;
   }
 
-  const std::string db = absl::GetFlag(FLAGS_db);
+  const std::string& db = f.server.db;
   // create may make the database, so that the first admin token can exist
   // before the first start; list and revoke on a mistyped path must not.
   if (!create && access(db.c_str(), F_OK) != 0) {
     std::cerr << "ranksweepd: no database at " << db << " (--db)\n";
     return kUsageError;
   }
-  std::unique_ptr<Store> store = OpenStore(db);
+  std::unique_ptr<Store> store = OpenStore(db, f.server.busy_timeout_ms);
   if (store == nullptr) return kExitFailure;
   RealClock clock;
   TokenStore tokens(store.get(), &clock);
@@ -214,26 +215,12 @@ int TokenCommand(const std::vector<std::string>& args) {
 // the listed states that have none (so that every state has its series);
 // only the zeros when the store cannot count, which is logged.
 // The server until SIGTERM or SIGINT (server/server.h).
-int Serve() {
-  if (!absl::GetFlag(FLAGS_name).empty() || !absl::GetFlag(FLAGS_role).empty()) {
+int Serve(const DaemonFlags& f) {
+  if (!f.name.empty() || !f.role.empty()) {
     std::cerr << "ranksweepd: --name and --role belong to `ranksweepd token`\n";
     return kUsageError;
   }
-  ServerOptions options;
-  options.listen = absl::GetFlag(FLAGS_listen);
-  options.db = absl::GetFlag(FLAGS_db);
-  options.lease_seconds = absl::GetFlag(FLAGS_lease_seconds);
-  options.max_attempts = absl::GetFlag(FLAGS_max_attempts);
-  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
-  options.max_task_memory_bytes = absl::GetFlag(FLAGS_max_task_memory_bytes);
-  options.call_threads = absl::GetFlag(FLAGS_call_threads);
-  options.busy_timeout_ms = absl::GetFlag(FLAGS_busy_timeout_ms);
-  options.insecure_local = absl::GetFlag(FLAGS_insecure_local);
-  options.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  options.tls_key = absl::GetFlag(FLAGS_tls_key);
-  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  options.trusted_builds = TrustedBuilds();
-  options.shared_cache = absl::GetFlag(FLAGS_shared_cache);
+  ServerOptions options = f.server;
   options.build_id = RANKSWEEP_BUILD_ID;
   // Bad options are refused before anything is touched.
   if (absl::Status ok = CheckServerOptions(options); !ok.ok()) {
@@ -288,55 +275,21 @@ int main(int argc, char** argv) {
   // global lock graph under a global lock. That is a debugging aid; the server
   // does not pay for it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  absl::SetProgramUsageMessage(
-      "ranksweep coordinator: serves SweepService and WorkerService over gRPC.\n"
+  ranksweep::Flags flags(
+      "ranksweepd",
+      "ranksweepd: ranksweep coordinator: serves SweepService and WorkerService over gRPC.\n"
       "Usage: ranksweepd [--listen=HOST:PORT] [--db=FILE] [--lease-seconds=N] "
       "[--max-attempts=N] [--tls-cert=PEM --tls-key=PEM] [--insecure-local]\n"
       "       ranksweepd token create --db=FILE --name=NAME --role=admin|user|worker\n"
       "       ranksweepd token list --db=FILE\n"
-      "       ranksweepd token revoke --db=FILE --name=NAME");
-  // --help lists this file's flags (Abseil's default looks for a file named
-  // after the program); --version prints what every ranksweep binary prints.
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "server/main.cc");
-  };
-  usage.version_string = [] { return ranksweep::VersionText("ranksweepd", RANKSWEEP_BUILD_ID); };
-  absl::SetFlagsUsageConfig(usage);
-  // --help names the flags with dashes, as the docs do (common/flag_help.h).
-  if (ranksweep::PrintFlagsHelpIfAsked(argc, argv, "ranksweepd", "server/main.cc", std::cout)) {
-    return 0;
-  }
-  if (auto unknown = ranksweep::UnknownFlagError(argc, argv, "ranksweepd", "server/main.cc")) {
-    std::cerr << *unknown;
-    return ranksweep::kExitUsage;
-  }
-  // Flags are defined with underscores; the dashed spelling is rewritten to
-  // them (common/flag_names.h).
-  std::vector<std::string> underscored = ranksweep::UnderscoreFlagNames(argc, argv);
-  // --trusted-build may be repeated: collect every occurrence (each a
-  // comma-separated list) before Abseil keeps the last.
-  for (size_t i = 1; i < underscored.size(); ++i) {
-    const std::string& a = underscored[i];
-    std::string value;
-    if (absl::StartsWith(a, "--trusted_build=")) {
-      value = a.substr(std::string("--trusted_build=").size());
-    } else if (a == "--trusted_build" && i + 1 < underscored.size()) {
-      value = underscored[i + 1];
-    } else {
-      continue;
-    }
-    for (absl::string_view id : absl::StrSplit(value, ',')) {
-      ranksweep::server::TrustedBuilds().emplace_back(id);
-    }
-  }
-  std::vector<char*> parsed_argv = ranksweep::ArgvOf(underscored);
-  const std::vector<char*> positional =
-      absl::ParseCommandLine(static_cast<int>(underscored.size()), parsed_argv.data());
-  const std::vector<std::string> args(positional.begin() + 1, positional.end());
-  if (args.empty()) return ranksweep::server::Serve();
-  if (args[0] == "token") return ranksweep::server::TokenCommand(args);
-  std::cerr << "ranksweepd: unknown command \"" << args[0]
+      "       ranksweepd token revoke --db=FILE --name=NAME",
+      ranksweep::VersionText("ranksweepd", RANKSWEEP_BUILD_ID));
+  ranksweep::server::DaemonFlags f;
+  ranksweep::server::AddFlags(flags, f);
+  if (std::optional<int> exit = flags.Parse(argc, argv, std::cout, std::cerr)) return *exit;
+  if (f.words.empty()) return ranksweep::server::Serve(f);
+  if (f.words[0] == "token") return ranksweep::server::TokenCommand(f);
+  std::cerr << "ranksweepd: unknown command \"" << f.words[0]
             << "\"; the only subcommand is `token` (see --help)\n";
   return ranksweep::server::kUsageError;
 }

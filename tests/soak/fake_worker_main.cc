@@ -63,58 +63,51 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/flags.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/file_outbox.h"
 #include "worker/agent/grpc_client.h"
 
-ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "Coordinator address host:port");
-ABSL_FLAG(int, slots, 1, "Tasks run at once, 1..64");
-ABSL_FLAG(int, max_seeds, 64, "Cells (seeds) per task, 1..1024");
-ABSL_FLAG(std::string, worker_id, "",
-          "Identity to keep across restarts; empty = the coordinator assigns one");
-ABSL_FLAG(bool, once, false, "Exit 0 once idle for --idle_exit_seconds");
-ABSL_FLAG(int, idle_exit_seconds, 5, "Idle time before --once exits");
-ABSL_FLAG(int, drain_seconds, 30, "Drain timeout on SIGTERM/SIGINT");
-ABSL_FLAG(int, poll_ms, 1000, "AcquireTasks long-poll length, 0..60000");
-ABSL_FLAG(int, rpc_timeout_seconds, 10, "Deadline of each coordinator call (plus the poll)");
-ABSL_FLAG(int, heartbeat_ms, 0, "Heartbeat period; 0 = what the coordinator suggests");
-ABSL_FLAG(int, min_sleep_ms, 0, "Shortest time a task takes");
-ABSL_FLAG(int, max_sleep_ms, 20, "Longest time a task takes");
-ABSL_FLAG(std::string, ack_log, "", "Append every acknowledged (cell, lease) to this file");
-ABSL_FLAG(int, lose_replies, 0,
-          "Drop the replies of this many CompleteTasks calls that leased next tasks: the "
-          "agent sees UNAVAILABLE after the coordinator committed (a lost reply)");
-ABSL_FLAG(bool, quiet, false, "Log only registration, errors and the exit line");
-ABSL_FLAG(double, lie_rate, 0,
-          "Share of CompleteTasks calls first sent with an impossible result, 0..1");
-ABSL_FLAG(std::string, outbox_dir, "",
-          "Keep unacknowledged results (and the session) in this directory, as "
-          "ranksweep-worker --outbox-dir does; empty = in memory only");
-ABSL_FLAG(bool, plausible_lies, false,
-          "Report every seed exact: wrong, but nothing a check can refuse");
-ABSL_FLAG(std::string, hijack_dir, "",
-          "Be a hijacker: act on the leases other workers' ack logs in this folder list");
-ABSL_FLAG(int, hijack_period_ms, 50, "A hijacker's pause between rounds");
-ABSL_FLAG(bool, fail_tasks, false,
-          "Fail every task, as a worker whose trainer errors: FailTask with the reason "
-          "\"injected failure (--fail-tasks)\"");
-
 namespace ranksweep::agent {
 namespace {
+
+// The flags, with their defaults (registered in Main).
+struct FakeWorkerFlags {
+  std::string coordinator = "127.0.0.1:50051";
+  int slots = 1;
+  int max_seeds = 64;
+  std::string worker_id;
+  bool once = false;
+  int idle_exit_seconds = 5;
+  int drain_seconds = 30;
+  int poll_ms = 1000;
+  int rpc_timeout_seconds = 10;
+  int heartbeat_ms = 0;
+  int min_sleep_ms = 0;
+  int max_sleep_ms = 20;
+  std::string ack_log;
+  int lose_replies = 0;
+  bool quiet = false;
+  double lie_rate = 0;
+  std::string outbox_dir;
+  bool plausible_lies = false;
+  std::string hijack_dir;
+  int hijack_period_ms = 50;
+  bool fail_tasks = false;
+};
 
 // Sleeps, then makes up a result per seed. Deterministic in the seed, so two
 // runs of one cell report the same numbers.
@@ -453,25 +446,62 @@ int RunHijacker(CoordinatorClient* client, const WorkerRegistration& registratio
 }
 
 int Main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "A ranksweep worker with a fake trainer, for soak and reliability tests.\n"
-      "  ranksweep-fake-worker --coordinator=127.0.0.1:50051 --slots=1 --max_sleep_ms=20");
-  absl::ParseCommandLine(argc, argv);
-  const int slots = absl::GetFlag(FLAGS_slots);
-  const int max_seeds = absl::GetFlag(FLAGS_max_seeds);
-  const int min_ms = absl::GetFlag(FLAGS_min_sleep_ms);
-  const int max_ms = absl::GetFlag(FLAGS_max_sleep_ms);
-  const double lie_rate = absl::GetFlag(FLAGS_lie_rate);
-  if (slots < 1 || slots > 64 || max_seeds < 1 || max_seeds > 1024 || min_ms < 0 ||
-      max_ms < min_ms || !(lie_rate >= 0 && lie_rate <= 1)) {
-    std::cerr << "ranksweep-fake-worker: need 1 <= --slots <= 64, 1 <= --max_seeds <= 1024, "
-                 "0 <= --min_sleep_ms <= --max_sleep_ms, 0 <= --lie_rate <= 1\n";
+  FakeWorkerFlags f;
+  Flags flags("ranksweep-fake-worker",
+              "A ranksweep worker with a fake trainer, for soak and reliability tests.\n"
+              "  ranksweep-fake-worker --coordinator=127.0.0.1:50051 --slots=1 --max_sleep_ms=20",
+              "");
+  flags.Add("coordinator", &f.coordinator, "Coordinator address host:port");
+  flags.Add("slots", &f.slots, "Tasks run at once, 1..64", 1, 64);
+  flags.Add("max-seeds", &f.max_seeds, "Cells (seeds) per task, 1..1024", 1, 1024);
+  flags.Add("worker-id", &f.worker_id,
+            "Identity to keep across restarts; empty = the coordinator assigns one");
+  flags.Add("once", &f.once, "Exit 0 once idle for --idle_exit_seconds");
+  flags.Add("idle-exit-seconds", &f.idle_exit_seconds, "Idle time before --once exits");
+  flags.Add("drain-seconds", &f.drain_seconds, "Drain timeout on SIGTERM/SIGINT");
+  flags.Add("poll-ms", &f.poll_ms, "AcquireTasks long-poll length, 0..60000");
+  flags.Add("rpc-timeout-seconds", &f.rpc_timeout_seconds,
+            "Deadline of each coordinator call (plus the poll)");
+  flags.Add("heartbeat-ms", &f.heartbeat_ms,
+            "Heartbeat period; 0 = what the coordinator suggests");
+  flags.Add("min-sleep-ms", &f.min_sleep_ms, "Shortest time a task takes", 0,
+            std::numeric_limits<int>::max());
+  flags.Add("max-sleep-ms", &f.max_sleep_ms, "Longest time a task takes");
+  flags.Add("ack-log", &f.ack_log, "Append every acknowledged (cell, lease) to this file");
+  flags.Add("lose-replies", &f.lose_replies,
+            "Drop the replies of this many CompleteTasks calls that leased next tasks: the "
+            "agent sees UNAVAILABLE after the coordinator committed (a lost reply)");
+  flags.Add("quiet", &f.quiet, "Log only registration, errors and the exit line");
+  flags.Add("lie-rate", &f.lie_rate,
+            "Share of CompleteTasks calls first sent with an impossible result, 0..1", 0, 1);
+  flags.Add("outbox-dir", &f.outbox_dir,
+            "Keep unacknowledged results (and the session) in this directory, as "
+            "ranksweep-worker --outbox-dir does; empty = in memory only");
+  flags.Add("plausible-lies", &f.plausible_lies,
+            "Report every seed exact: wrong, but nothing a check can refuse");
+  flags.Add("hijack-dir", &f.hijack_dir,
+            "Be a hijacker: act on the leases other workers' ack logs in this folder list");
+  flags.Add("hijack-period-ms", &f.hijack_period_ms, "A hijacker's pause between rounds");
+  flags.Add("fail-tasks", &f.fail_tasks,
+            "Fail every task, as a worker whose trainer errors: FailTask with the reason "
+            "\"injected failure (--fail-tasks)\"");
+  if (std::optional<int> exit = flags.Parse(argc, argv, std::cout, std::cerr)) return *exit;
+  // The flags' ranges cover --slots, --max-seeds, --min-sleep-ms and
+  // --lie-rate; what is left is between two flags.
+  const int slots = f.slots;
+  const int max_seeds = f.max_seeds;
+  const int min_ms = f.min_sleep_ms;
+  const int max_ms = f.max_sleep_ms;
+  const double lie_rate = f.lie_rate;
+  if (max_ms < min_ms) {
+    std::cerr << "ranksweep-fake-worker: --max-sleep-ms must be at least --min-sleep-ms ("
+              << min_ms << "), got " << max_ms << "\n";
     return 1;
   }
 
   int ack_fd = -1;
-  if (!absl::GetFlag(FLAGS_ack_log).empty()) {
-    ack_fd = open(absl::GetFlag(FLAGS_ack_log).c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (!f.ack_log.empty()) {
+    ack_fd = open(f.ack_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (ack_fd < 0) {
       perror("ranksweep-fake-worker: --ack_log");
       return 1;
@@ -486,15 +516,15 @@ int Main(int argc, char** argv) {
   reg.memory_bytes = 1 << 30;
   reg.slots = slots;
   reg.version = {"fake", "none", ""};
-  reg.worker_id = absl::GetFlag(FLAGS_worker_id);
+  reg.worker_id = f.worker_id;
   options.max_seeds = max_seeds;
-  options.acquire_wait_ms = absl::GetFlag(FLAGS_poll_ms);
-  options.heartbeat_period = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_ms));
-  options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_seconds));
-  options.exit_when_idle = absl::GetFlag(FLAGS_once);
-  options.idle_exit = absl::Seconds(absl::GetFlag(FLAGS_idle_exit_seconds));
+  options.acquire_wait_ms = f.poll_ms;
+  options.heartbeat_period = absl::Milliseconds(f.heartbeat_ms);
+  options.drain_timeout = absl::Seconds(f.drain_seconds);
+  options.exit_when_idle = f.once;
+  options.idle_exit = absl::Seconds(f.idle_exit_seconds);
   options.log_every = absl::ZeroDuration();
-  if (absl::GetFlag(FLAGS_quiet)) {
+  if (f.quiet) {
     options.log = [](const std::string& line) {
       if (line.rfind("start ", 0) == 0 || line.rfind("done ", 0) == 0 ||
           line.rfind("reported ", 0) == 0) {
@@ -515,12 +545,11 @@ int Main(int argc, char** argv) {
   // Never freed: the detached signal thread may use the agent until exit.
   // The token, as ranksweep-worker takes it: from RANKSWEEP_TOKEN.
   const char* token = std::getenv("RANKSWEEP_TOKEN");
-  auto* grpc = new GrpcCoordinatorClient(MakeCoordinatorChannel(absl::GetFlag(FLAGS_coordinator)),
-                                         absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)),
+  auto* grpc = new GrpcCoordinatorClient(MakeCoordinatorChannel(f.coordinator),
+                                         absl::Seconds(f.rpc_timeout_seconds),
                                          token != nullptr ? token : "");
-  auto* client =
-      new AckLoggingClient(grpc, ack_fd, absl::GetFlag(FLAGS_lose_replies), lie_rate);
-  if (const std::string dir = absl::GetFlag(FLAGS_hijack_dir); !dir.empty()) {
+  auto* client = new AckLoggingClient(grpc, ack_fd, f.lose_replies, lie_rate);
+  if (const std::string dir = f.hijack_dir; !dir.empty()) {
     static std::atomic<bool> stop{false};
     std::thread([signals] {
       int sig = 0;
@@ -530,14 +559,11 @@ int Main(int argc, char** argv) {
     }).detach();
     // Its calls go straight to the coordinator: none of them is a lie the
     // liar's wrapper would judge.
-    return RunHijacker(grpc, reg, ack_fd, dir, std::max(1, absl::GetFlag(FLAGS_hijack_period_ms)),
-                       stop);
+    return RunHijacker(grpc, reg, ack_fd, dir, std::max(1, f.hijack_period_ms), stop);
   }
-  auto* runner = new FakeRunner(min_ms, max_ms, absl::GetFlag(FLAGS_plausible_lies),
-                                absl::GetFlag(FLAGS_fail_tasks));
-  if (!absl::GetFlag(FLAGS_outbox_dir).empty()) {
-    absl::StatusOr<std::unique_ptr<FileOutbox>> outbox =
-        FileOutbox::Open(absl::GetFlag(FLAGS_outbox_dir));
+  auto* runner = new FakeRunner(min_ms, max_ms, f.plausible_lies, f.fail_tasks);
+  if (!f.outbox_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<FileOutbox>> outbox = FileOutbox::Open(f.outbox_dir);
     if (!outbox.ok()) {
       std::cerr << "ranksweep-fake-worker: --outbox_dir: " << outbox.status().message() << "\n";
       return 1;

@@ -51,7 +51,9 @@
 // hijacked=0 requarantined=0, at least one lie refused when there are
 // liars, at least one hijack refused when there are hijackers, the liar
 // quarantined and refused on reconnecting when there is one, all sweeps
-// DONE and at least the requested kills done; 1 otherwise; 2 for bad flags.
+// DONE and at least the requested kills done; 1 otherwise, and for a flag
+// that is unknown or does not parse (common/flags.h); 2 for flag values the
+// checks in Main refuse.
 #include <signal.h>
 
 #include <algorithm>
@@ -67,9 +69,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "common/flags.h"
 #include "tests/soak/soak_cluster.h"
 #include "tests/support/process.h"
 
@@ -83,32 +83,6 @@
 #define RANKSWEEP_CLI_BIN "ranksweep"
 #endif
 
-ABSL_FLAG(int, workers, 32, "Fake worker processes");
-ABSL_FLAG(int, cells, 2000, "Cells per round");
-ABSL_FLAG(int, worker_kills, 5, "Worker SIGKILLs per round (each restarted)");
-ABSL_FLAG(int, coordinator_restarts, 1, "Coordinator SIGKILL + restart per round");
-ABSL_FLAG(int, duration_seconds, 0, "Start new rounds until this much time has passed; 0 = one");
-ABSL_FLAG(int, timeout_seconds, 600, "Give up (and fail) after this long");
-ABSL_FLAG(uint64_t, seed, 0, "Seed of the kill schedule; 0 = from the clock (printed)");
-ABSL_FLAG(int, max_seeds, 4, "Cells per task");
-ABSL_FLAG(int, max_sleep_ms, 20, "Longest fake task, ms (shortest is 0)");
-ABSL_FLAG(int, lease_seconds, 2, "ranksweepd --lease_seconds");
-ABSL_FLAG(int, max_attempts, 50, "ranksweepd --max_attempts");
-ABSL_FLAG(int, worker_restart_ms, 1500, "Longest delay before a killed worker restarts");
-ABSL_FLAG(int, coordinator_down_ms, 1000, "Longest coordinator downtime");
-ABSL_FLAG(int, liars, 0, "Workers that also send impossible results (the first N)");
-ABSL_FLAG(double, lie_rate, 0.3, "Share of a liar's CompleteTasks calls preceded by a lie");
-ABSL_FLAG(int, watchers, 1, "`ranksweep watch` processes per round, on the round's sweeps in turn");
-ABSL_FLAG(int, hijackers, 0, "Processes that try to act on other workers' leases");
-ABSL_FLAG(bool, quarantined_liar, false,
-          "Add a worker with plausible wrong results that is quarantined (with its token) "
-          "during round 0 and keeps reconnecting");
-ABSL_FLAG(double, quarantine_at, 0.3, "Share of round 0's cells done when the liar is quarantined");
-ABSL_FLAG(std::string, dir, "", "Work directory (kept); empty = a temporary one (removed)");
-ABSL_FLAG(std::string, ranksweepd, RANKSWEEPD_BIN, "ranksweepd binary");
-ABSL_FLAG(std::string, fake_worker, RANKSWEEP_FAKE_WORKER_BIN, "ranksweep-fake-worker binary");
-ABSL_FLAG(std::string, cli, RANKSWEEP_CLI_BIN, "ranksweep CLI binary");
-
 namespace ranksweep::soak {
 namespace {
 
@@ -118,6 +92,33 @@ using namespace std::chrono_literals;
 struct Event {
   double at;  // share of the round's cells done
   bool coordinator;
+};
+
+// The flags, with their defaults (registered in Main).
+struct SoakFlags {
+  int workers = 32;
+  int cells = 2000;
+  int worker_kills = 5;
+  int coordinator_restarts = 1;
+  int duration_seconds = 0;
+  int timeout_seconds = 600;
+  uint64_t seed = 0;
+  int max_seeds = 4;
+  int max_sleep_ms = 20;
+  int lease_seconds = 2;
+  int max_attempts = 50;
+  int worker_restart_ms = 1500;
+  int coordinator_down_ms = 1000;
+  int liars = 0;
+  double lie_rate = 0.3;
+  int watchers = 1;
+  int hijackers = 0;
+  bool quarantined_liar = false;
+  double quarantine_at = 0.3;
+  std::string dir;
+  std::string ranksweepd = RANKSWEEPD_BIN;
+  std::string fake_worker = RANKSWEEP_FAKE_WORKER_BIN;
+  std::string cli = RANKSWEEP_CLI_BIN;
 };
 
 // Sweeps of at most 4 ranks x 256 seeds, totalling exactly `cells`.
@@ -137,23 +138,56 @@ std::vector<std::string> RoundSweeps(int round, int cells) {
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 int Main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Soak test: many fake workers, thousands of cells, random kill -9 of workers and of "
-      "the coordinator; verifies the database.\n"
-      "  ranksweep-soak --workers=32 --cells=2000 --worker_kills=5 --coordinator_restarts=1");
-  absl::ParseCommandLine(argc, argv);
-  const int n_workers = absl::GetFlag(FLAGS_workers);
-  const int cells_per_round = absl::GetFlag(FLAGS_cells);
-  const int kills_per_round = absl::GetFlag(FLAGS_worker_kills);
-  const int restarts_per_round = absl::GetFlag(FLAGS_coordinator_restarts);
-  const int watchers_per_round = absl::GetFlag(FLAGS_watchers);
+  SoakFlags f;
+  Flags flags("ranksweep-soak",
+              "Soak test: many fake workers, thousands of cells, random kill -9 of workers and "
+              "of the coordinator; verifies the database.\n"
+              "  ranksweep-soak --workers=32 --cells=2000 --worker_kills=5 "
+              "--coordinator_restarts=1",
+              "");
+  flags.Add("workers", &f.workers, "Fake worker processes");
+  flags.Add("cells", &f.cells, "Cells per round");
+  flags.Add("worker-kills", &f.worker_kills, "Worker SIGKILLs per round (each restarted)");
+  flags.Add("coordinator-restarts", &f.coordinator_restarts,
+            "Coordinator SIGKILL + restart per round");
+  flags.Add("duration-seconds", &f.duration_seconds,
+            "Start new rounds until this much time has passed; 0 = one");
+  flags.Add("timeout-seconds", &f.timeout_seconds, "Give up (and fail) after this long");
+  flags.Add("seed", &f.seed, "Seed of the kill schedule; 0 = from the clock (printed)");
+  flags.Add("max-seeds", &f.max_seeds, "Cells per task");
+  flags.Add("max-sleep-ms", &f.max_sleep_ms, "Longest fake task, ms (shortest is 0)");
+  flags.Add("lease-seconds", &f.lease_seconds, "ranksweepd --lease_seconds");
+  flags.Add("max-attempts", &f.max_attempts, "ranksweepd --max_attempts");
+  flags.Add("worker-restart-ms", &f.worker_restart_ms,
+            "Longest delay before a killed worker restarts");
+  flags.Add("coordinator-down-ms", &f.coordinator_down_ms, "Longest coordinator downtime");
+  flags.Add("liars", &f.liars, "Workers that also send impossible results (the first N)");
+  flags.Add("lie-rate", &f.lie_rate, "Share of a liar's CompleteTasks calls preceded by a lie");
+  flags.Add("watchers", &f.watchers,
+            "`ranksweep watch` processes per round, on the round's sweeps in turn");
+  flags.Add("hijackers", &f.hijackers, "Processes that try to act on other workers' leases");
+  flags.Add("quarantined-liar", &f.quarantined_liar,
+            "Add a worker with plausible wrong results that is quarantined (with its token) "
+            "during round 0 and keeps reconnecting");
+  flags.Add("quarantine-at", &f.quarantine_at,
+            "Share of round 0's cells done when the liar is quarantined");
+  flags.Add("dir", &f.dir, "Work directory (kept); empty = a temporary one (removed)");
+  flags.Add("ranksweepd", &f.ranksweepd, "ranksweepd binary");
+  flags.Add("fake-worker", &f.fake_worker, "ranksweep-fake-worker binary");
+  flags.Add("cli", &f.cli, "ranksweep CLI binary");
+  if (std::optional<int> exit = flags.Parse(argc, argv, std::cout, std::cerr)) return *exit;
+  const int n_workers = f.workers;
+  const int cells_per_round = f.cells;
+  const int kills_per_round = f.worker_kills;
+  const int restarts_per_round = f.coordinator_restarts;
+  const int watchers_per_round = f.watchers;
   if (n_workers < 1 || cells_per_round < 1 || kills_per_round < 0 || restarts_per_round < 0 ||
       watchers_per_round < 0) {
     std::cerr << "ranksweep-soak: --workers and --cells must be positive, kills and "
                  "--watchers >= 0\n";
     return 2;
   }
-  uint64_t seed = absl::GetFlag(FLAGS_seed);
+  uint64_t seed = f.seed;
   if (seed == 0) seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) | 1;
   std::mt19937_64 rng(seed);
   auto uniform = [&rng](double lo, double hi) {
@@ -161,7 +195,7 @@ int Main(int argc, char** argv) {
   };
 
   std::optional<testing::TempDir> temp;
-  std::string dir = absl::GetFlag(FLAGS_dir);
+  std::string dir = f.dir;
   if (dir.empty()) {
     temp.emplace();
     dir = temp->path();
@@ -173,21 +207,20 @@ int Main(int argc, char** argv) {
 
   ClusterOptions options;
   options.dir = dir;
-  options.bin = {absl::GetFlag(FLAGS_ranksweepd), absl::GetFlag(FLAGS_fake_worker),
-                 absl::GetFlag(FLAGS_cli)};
-  options.lease_seconds = absl::GetFlag(FLAGS_lease_seconds);
-  options.max_attempts = absl::GetFlag(FLAGS_max_attempts);
-  options.max_seeds = absl::GetFlag(FLAGS_max_seeds);
-  options.max_sleep_ms = absl::GetFlag(FLAGS_max_sleep_ms);
+  options.bin = {f.ranksweepd, f.fake_worker, f.cli};
+  options.lease_seconds = f.lease_seconds;
+  options.max_attempts = f.max_attempts;
+  options.max_seeds = f.max_seeds;
+  options.max_sleep_ms = f.max_sleep_ms;
   options.heartbeat_ms = std::max(100, options.lease_seconds * 1000 / 4);
   options.worker_id_prefix = "soak-w";
-  options.liars = absl::GetFlag(FLAGS_liars);
-  options.lie_rate = absl::GetFlag(FLAGS_lie_rate);
+  options.liars = f.liars;
+  options.lie_rate = f.lie_rate;
   options.tokens = true;
   Cluster cluster(options);
-  const int n_hijackers = absl::GetFlag(FLAGS_hijackers);
-  const bool with_liar = absl::GetFlag(FLAGS_quarantined_liar);
-  const double quarantine_at = absl::GetFlag(FLAGS_quarantine_at);
+  const int n_hijackers = f.hijackers;
+  const bool with_liar = f.quarantined_liar;
+  const double quarantine_at = f.quarantine_at;
   if (n_hijackers < 0 || !(quarantine_at > 0 && quarantine_at < 1)) {
     std::cerr << "ranksweep-soak: --hijackers must be >= 0 and --quarantine_at in (0, 1)\n";
     return 2;
@@ -215,8 +248,8 @@ int Main(int argc, char** argv) {
   const int all_workers = n_workers + n_hijackers + (with_liar ? 1 : 0);
 
   const Clock::time_point start = Clock::now();
-  const Clock::time_point give_up = start + std::chrono::seconds(absl::GetFlag(FLAGS_timeout_seconds));
-  const auto duration = std::chrono::seconds(absl::GetFlag(FLAGS_duration_seconds));
+  const Clock::time_point give_up = start + std::chrono::seconds(f.timeout_seconds);
+  const auto duration = std::chrono::seconds(f.duration_seconds);
   bool ok = true;
   if (!cluster.StartCoordinator()) {
     std::cerr << "ranksweep-soak: " << cluster.error() << "\n";
@@ -259,8 +292,7 @@ int Main(int argc, char** argv) {
     for (int i = 0; i < watchers_per_round; ++i) {
       const std::string& id = ids[static_cast<size_t>(i) % ids.size()];
       watches.push_back(std::make_unique<testing::Process>(
-          std::vector<std::string>{absl::GetFlag(FLAGS_cli), "--addr=" + cluster.address(),
-                                   "watch", id},
+          std::vector<std::string>{f.cli, "--addr=" + cluster.address(), "watch", id},
           dir + "/watch-" + std::to_string(round) + "-" + std::to_string(i),
           std::vector<std::string>{"RANKSWEEP_TOKEN=" + admin_token}));
       // Connected before any kill: a watch that never reached the
@@ -322,7 +354,7 @@ int Main(int argc, char** argv) {
             std::cerr << "ranksweep-soak: ranksweepd survived SIGKILL\n";
             return 1;
           }
-          const int down_ms = static_cast<int>(uniform(0, absl::GetFlag(FLAGS_coordinator_down_ms)));
+          const int down_ms = static_cast<int>(uniform(0, f.coordinator_down_ms));
           std::cout << "soak: +" << Seconds(Clock::now() - start) << "s at " << done << "/"
                     << cells_per_round << " kill -9 coordinator, down " << down_ms << " ms"
                     << std::endl;
@@ -340,7 +372,7 @@ int Main(int argc, char** argv) {
           if (alive.empty()) continue;
           const int victim = alive[std::uniform_int_distribution<size_t>(0, alive.size() - 1)(rng)];
           const int code = cluster.StopWorker(victim, SIGKILL);
-          const int back_ms = static_cast<int>(uniform(0, absl::GetFlag(FLAGS_worker_restart_ms)));
+          const int back_ms = static_cast<int>(uniform(0, f.worker_restart_ms));
           std::cout << "soak: +" << Seconds(Clock::now() - start) << "s at " << done << "/"
                     << cells_per_round << " kill -9 worker " << victim << " (exit " << code
                     << "), back in " << back_ms << " ms" << std::endl;
@@ -353,7 +385,7 @@ int Main(int argc, char** argv) {
         break;
       }
       if (Clock::now() > give_up) {
-        std::cerr << "ranksweep-soak: timed out after " << absl::GetFlag(FLAGS_timeout_seconds)
+        std::cerr << "ranksweep-soak: timed out after " << f.timeout_seconds
                   << " s with " << done << "/" << cells_per_round << " cells of round " << round
                   << " done\n";
         ok = false;

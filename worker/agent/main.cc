@@ -12,13 +12,10 @@
 #include <fstream>
 #include <sstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -26,8 +23,7 @@
 #include "absl/time/time.h"
 #include "common/flag_file.h"
 #include "common/exit_codes.h"
-#include "common/flag_help.h"
-#include "common/flag_names.h"
+#include "common/flags.h"
 #include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/file_outbox.h"
@@ -37,44 +33,81 @@
 
 #include "ranksweep_build_id.h"  // RANKSWEEP_BUILD_ID (cmake/BuildId.cmake)
 
-ABSL_FLAG(std::string, coordinator, "",
-          "Coordinator address host:port; default $RANKSWEEP_ADDR, else 127.0.0.1:50051");
-ABSL_FLAG(int, slots, 1, "Tasks trained at once on the device, 1..64");
-ABSL_FLAG(std::string, device, "auto", "cpu | cuda | cuda:N | auto (CUDA when present)");
-ABSL_FLAG(int, max_seeds, 64, "Cells (seeds) per task, trained together; 1..1024");
-ABSL_FLAG(std::string, worker_id, "",
-          "Identity to keep across restarts; empty = the coordinator assigns one");
-ABSL_FLAG(std::string, hostname, "", "Host name to report; empty = gethostname()");
-ABSL_FLAG(int64_t, memory_bytes, 0,
-          "Memory to report; 0 = the GPU's total memory on cuda, physical RAM on cpu");
-ABSL_FLAG(bool, once, false,
-          "Exit 0 once no work has been available for --idle-exit-seconds and nothing is "
-          "running (for tests and batch jobs)");
-ABSL_FLAG(int, idle_exit_seconds, 5, "Idle time before --once exits");
-ABSL_FLAG(int, drain_seconds, 30,
-          "On SIGTERM/SIGINT: the hard deadline of the drain. Running tasks may finish in "
-          "all of it but the last third (at most 5 s), then they are stopped and released; "
-          "no coordinator call outlives it; unacknowledged results stay in the outbox. A "
-          "second signal ends it at once");
-ABSL_FLAG(std::string, outbox_dir, "",
-          "Where finished results wait, fsync'd, until the coordinator acknowledges them, "
-          "and what the next start of this worker sends. Default: "
-          "$XDG_STATE_HOME (else ~/.local/state)/ranksweep/worker-outbox/ADDRESS/ "
-          "id-WORKER_ID with --worker-id, else the first free seat-N there");
-ABSL_FLAG(int, outbox_max_batches, 1000, "Result batches the outbox holds at most, 1..1000000");
-ABSL_FLAG(int64_t, outbox_max_bytes, int64_t{64} << 20,
-          "Bytes of result batches the outbox holds at most, 4096..2^40");
-ABSL_FLAG(int, poll_ms, 5000, "AcquireTasks long-poll length, 0..60000");
-ABSL_FLAG(int, rpc_timeout_seconds, 30, "Deadline of each coordinator call (plus the poll)");
-ABSL_FLAG(int, heartbeat_ms, 0, "Heartbeat period; 0 = what the coordinator suggests");
-ABSL_FLAG(std::string, tls_ca, "",
-          "PEM file of the CA that signed the coordinator's certificate; enables TLS");
-ABSL_FLAG(std::string, token_file, "",
-          "File holding the bearer token; default $RANKSWEEP_TOKEN (docs/SECURITY.md)");
-ABSL_FLAG(int, log_every, 60, "Seconds between progress lines of a running task; 0 = never");
-
 namespace ranksweep::agent {
 namespace {
+
+// The flags (--help shows them with their defaults).
+struct WorkerFlags {
+  std::string coordinator;
+  int slots = 1;
+  std::string device = "auto";
+  int max_seeds = 64;
+  std::string worker_id;
+  std::string hostname;
+  int64_t memory_bytes = 0;
+  bool once = false;
+  int idle_exit_seconds = 5;
+  int drain_seconds = 30;
+  std::string outbox_dir;
+  int outbox_max_batches = 1000;
+  int64_t outbox_max_bytes = int64_t{64} << 20;
+  int poll_ms = 5000;
+  int rpc_timeout_seconds = 30;
+  int heartbeat_ms = 0;
+  std::string tls_ca;
+  std::string token_file;
+  int log_every = 60;
+};
+
+// Registers every flag of ranksweep-worker on `flags`, its value in `f`.
+void AddFlags(Flags& flags, WorkerFlags& f) {
+  flags.Add("coordinator", &f.coordinator,
+            "Coordinator address host:port; default $RANKSWEEP_ADDR, else 127.0.0.1:50051");
+  flags.Add("slots", &f.slots,
+            "Tasks trained at once on the device, 1..64");
+  flags.Add("device", &f.device,
+            "cpu | cuda | cuda:N | auto (CUDA when present)");
+  flags.Add("max-seeds", &f.max_seeds,
+            "Cells (seeds) per task, trained together; 1..1024");
+  flags.Add("worker-id", &f.worker_id,
+            "Identity to keep across restarts; empty = the coordinator assigns one");
+  flags.Add("hostname", &f.hostname,
+            "Host name to report; empty = gethostname()");
+  flags.Add("memory-bytes", &f.memory_bytes,
+            "Memory to report; 0 = the GPU's total memory on cuda, physical RAM on cpu");
+  flags.Add("once", &f.once,
+            "Exit 0 once no work has been available for --idle-exit-seconds and nothing is "
+            "running (for tests and batch jobs)");
+  flags.Add("idle-exit-seconds", &f.idle_exit_seconds,
+            "Idle time before --once exits");
+  flags.Add("drain-seconds", &f.drain_seconds,
+            "On SIGTERM/SIGINT: the hard deadline of the drain. Running tasks may finish in "
+            "all of it but the last third (at most 5 s), then they are stopped and released; "
+            "no coordinator call outlives it; unacknowledged results stay in the outbox. A "
+            "second signal ends it at once");
+  flags.Add("outbox-dir", &f.outbox_dir,
+            "Where finished results wait, fsync'd, until the coordinator acknowledges them, "
+            "and what the next start of this worker sends. Default: "
+            "$XDG_STATE_HOME (else ~/.local/state)/ranksweep/worker-outbox/ADDRESS/ "
+            "id-WORKER_ID with --worker-id, else the first free seat-N there");
+  flags.Add("outbox-max-batches", &f.outbox_max_batches,
+            "Result batches the outbox holds at most, 1..1000000");
+  flags.Add("outbox-max-bytes", &f.outbox_max_bytes,
+            "Bytes of result batches the outbox holds at most, 4096..2^40");
+  flags.Add("poll-ms", &f.poll_ms,
+            "AcquireTasks long-poll length, 0..60000");
+  flags.Add("rpc-timeout-seconds", &f.rpc_timeout_seconds,
+            "Deadline of each coordinator call (plus the poll)");
+  flags.Add("heartbeat-ms", &f.heartbeat_ms,
+            "Heartbeat period; 0 = what the coordinator suggests");
+  flags.Add("tls-ca", &f.tls_ca,
+            "PEM file of the CA that signed the coordinator's certificate; enables TLS");
+  flags.Add("token-file", &f.token_file,
+            "File holding the bearer token; default $RANKSWEEP_TOKEN (docs/SECURITY.md)");
+  flags.Add("log-every", &f.log_every,
+            "Seconds between progress lines of a running task; 0 = never");
+}
+
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -89,48 +122,32 @@ int64_t PhysicalMemory() {
 }
 
 int Main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Trains ranksweep tasks from a coordinator.\n"
+  Flags flags(
+      "ranksweep-worker",
+      "ranksweep-worker: trains ranksweep tasks from a coordinator.\n"
       "  ranksweep-worker --coordinator=host:50051 --device=cuda --slots=2\n"
       "SIGTERM/SIGINT drain: stop acquiring, release unstarted tasks, let running ones "
       "finish and send what finished, all within --drain-seconds (a hard deadline); results "
-      "not acknowledged stay in the outbox for the next start; exit 0.");
-  // --help lists this file's flags (Abseil's default looks for a file named
-  // after the program); --version prints what every ranksweep binary prints.
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "worker/agent/main.cc");
-  };
-  usage.version_string = [] {
-    const trainer::BuildInfo build = trainer::GetBuildInfo();
-    const absl::StatusOr<std::string> cuda = trainer::ResolveDeviceName("cuda");
-    return VersionText("ranksweep-worker", RANKSWEEP_BUILD_ID,
-                       TorchVersionLine(build.torch_version, build.cuda_version,
-                                        cuda.ok() ? *cuda : ""));
-  };
-  absl::SetFlagsUsageConfig(usage);
-  // --help names the flags with dashes, as the docs do (common/flag_help.h).
-  if (PrintFlagsHelpIfAsked(argc, argv, "ranksweep-worker", "worker/agent/main.cc", std::cout)) {
-    return 0;
-  }
-  if (auto unknown = UnknownFlagError(argc, argv, "ranksweep-worker", "worker/agent/main.cc")) {
-    std::cerr << *unknown;
-    return kExitUsage;
-  }
-  // Flags are defined with underscores; the dashed spelling is rewritten to
-  // them (common/flag_names.h).
-  std::vector<std::string> underscored = UnderscoreFlagNames(argc, argv);
-  std::vector<char*> parsed_argv = ArgvOf(underscored);
-  absl::ParseCommandLine(static_cast<int>(underscored.size()), parsed_argv.data());
+      "not acknowledged stay in the outbox for the next start; exit 0.",
+      [] {  // --version only: it probes for CUDA
+        const trainer::BuildInfo build = trainer::GetBuildInfo();
+        const absl::StatusOr<std::string> cuda = trainer::ResolveDeviceName("cuda");
+        return VersionText("ranksweep-worker", RANKSWEEP_BUILD_ID,
+                           TorchVersionLine(build.torch_version, build.cuda_version,
+                                            cuda.ok() ? *cuda : ""));
+      });
+  WorkerFlags f;
+  AddFlags(flags, f);
+  if (std::optional<int> exit = flags.Parse(argc, argv, std::cout, std::cerr)) return *exit;
 
-  std::string address = absl::GetFlag(FLAGS_coordinator);
+  std::string address = f.coordinator;
   if (address.empty()) {
     const char* env = std::getenv("RANKSWEEP_ADDR");
     address = env != nullptr && *env != '\0' ? env : "127.0.0.1:50051";
   }
-  const int slots = absl::GetFlag(FLAGS_slots);
-  const int max_seeds = absl::GetFlag(FLAGS_max_seeds);
-  const int poll_ms = absl::GetFlag(FLAGS_poll_ms);
+  const int slots = f.slots;
+  const int max_seeds = f.max_seeds;
+  const int poll_ms = f.poll_ms;
   if (slots < 1 || slots > 64) {
     std::cerr << "ranksweep-worker: --slots must be in 1..64, got " << slots << "\n";
     return 1;
@@ -151,11 +168,11 @@ int Main(int argc, char** argv) {
     int min;
     const char* unit;
   } durations[] = {
-      {"--drain-seconds", absl::GetFlag(FLAGS_drain_seconds), 1, "seconds"},
-      {"--rpc-timeout-seconds", absl::GetFlag(FLAGS_rpc_timeout_seconds), 1, "seconds"},
-      {"--heartbeat-ms", absl::GetFlag(FLAGS_heartbeat_ms), 0, "milliseconds; 0 = what the coordinator suggests"},
-      {"--idle-exit-seconds", absl::GetFlag(FLAGS_idle_exit_seconds), 0, "seconds"},
-      {"--log-every", absl::GetFlag(FLAGS_log_every), 0, "seconds; 0 = never"},
+      {"--drain-seconds", f.drain_seconds, 1, "seconds"},
+      {"--rpc-timeout-seconds", f.rpc_timeout_seconds, 1, "seconds"},
+      {"--heartbeat-ms", f.heartbeat_ms, 0, "milliseconds; 0 = what the coordinator suggests"},
+      {"--idle-exit-seconds", f.idle_exit_seconds, 0, "seconds"},
+      {"--log-every", f.log_every, 0, "seconds; 0 = never"},
   };
   for (const auto& d : durations) {
     if (d.value < d.min) {
@@ -165,7 +182,7 @@ int Main(int argc, char** argv) {
     }
   }
 
-  const std::string device_flag = absl::GetFlag(FLAGS_device);
+  const std::string device_flag = f.device;
   absl::StatusOr<std::string> device_name = trainer::ResolveDeviceName(device_flag);
   if (!device_name.ok()) {
     std::cerr << "ranksweep-worker: --device=" << device_flag << ": "
@@ -177,8 +194,8 @@ int Main(int argc, char** argv) {
   std::string run_device = "cpu";
   if (cuda) run_device = absl::StartsWith(device_flag, "cuda:") ? device_flag : "cuda";
 
-  const int outbox_max_batches = absl::GetFlag(FLAGS_outbox_max_batches);
-  const int64_t outbox_max_bytes = absl::GetFlag(FLAGS_outbox_max_bytes);
+  const int outbox_max_batches = f.outbox_max_batches;
+  const int64_t outbox_max_bytes = f.outbox_max_bytes;
   if (outbox_max_batches < 1 || outbox_max_batches > 1000000) {
     std::cerr << "ranksweep-worker: --outbox-max-batches must be in 1..1000000, got "
               << outbox_max_batches << "\n";
@@ -193,10 +210,10 @@ int Main(int argc, char** argv) {
   // same directory stops here.
   const OutboxLimits limits{outbox_max_batches, outbox_max_bytes};
   absl::StatusOr<std::unique_ptr<FileOutbox>> outbox;
-  if (!absl::GetFlag(FLAGS_outbox_dir).empty()) {
-    outbox = FileOutbox::Open(absl::GetFlag(FLAGS_outbox_dir), limits);
+  if (!f.outbox_dir.empty()) {
+    outbox = FileOutbox::Open(f.outbox_dir, limits);
   } else if (absl::StatusOr<std::string> base = DefaultOutboxBase(); base.ok()) {
-    outbox = OpenDefaultOutbox(*base, address, absl::GetFlag(FLAGS_worker_id), limits);
+    outbox = OpenDefaultOutbox(*base, address, f.worker_id, limits);
   } else {
     outbox = base.status();
   }
@@ -212,10 +229,10 @@ int Main(int argc, char** argv) {
   AgentOptions options;
   options.outbox = outbox->release();  // never freed: the agent may use it until exit
   WorkerRegistration& reg = options.registration;
-  reg.hostname = absl::GetFlag(FLAGS_hostname).empty() ? Hostname() : absl::GetFlag(FLAGS_hostname);
+  reg.hostname = f.hostname.empty() ? Hostname() : f.hostname;
   reg.device = cuda ? "cuda" : "cpu";
   reg.device_name = *device_name;
-  reg.memory_bytes = absl::GetFlag(FLAGS_memory_bytes);
+  reg.memory_bytes = f.memory_bytes;
   if (reg.memory_bytes == 0 && cuda) {
     // The GPU's total memory; 0 (unknown) if it cannot be read.
     reg.memory_bytes = trainer::DeviceMemoryBytes(run_device).value_or(0);
@@ -224,14 +241,14 @@ int Main(int argc, char** argv) {
   }
   reg.slots = slots;
   reg.version = {RANKSWEEP_BUILD_ID, build.torch_version, build.cuda_version};
-  reg.worker_id = absl::GetFlag(FLAGS_worker_id);
+  reg.worker_id = f.worker_id;
   options.max_seeds = max_seeds;
   options.acquire_wait_ms = poll_ms;
-  options.heartbeat_period = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_ms));
-  options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_seconds));
-  options.exit_when_idle = absl::GetFlag(FLAGS_once);
-  options.idle_exit = absl::Seconds(absl::GetFlag(FLAGS_idle_exit_seconds));
-  options.log_every = absl::Seconds(absl::GetFlag(FLAGS_log_every));
+  options.heartbeat_period = absl::Milliseconds(f.heartbeat_ms);
+  options.drain_timeout = absl::Seconds(f.drain_seconds);
+  options.exit_when_idle = f.once;
+  options.idle_exit = absl::Seconds(f.idle_exit_seconds);
+  options.log_every = absl::Seconds(f.log_every);
 
   // Signals are taken synchronously by one thread, so the handler can call
   // into the agent (a mutex) safely; every other thread has them blocked.
@@ -242,8 +259,8 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   std::string tls_ca_pem;
-  if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
-    absl::StatusOr<std::string> pem = ReadFlagFile(absl::GetFlag(FLAGS_tls_ca), "--tls-ca");
+  if (!f.tls_ca.empty()) {
+    absl::StatusOr<std::string> pem = ReadFlagFile(f.tls_ca, "--tls-ca");
     if (!pem.ok()) {
       std::cerr << "ranksweep-worker: " << pem.status().message() << "\n";
       return 1;
@@ -252,8 +269,8 @@ int Main(int argc, char** argv) {
   }
   std::string token;
   if (const char* env = std::getenv("RANKSWEEP_TOKEN"); env != nullptr) token = env;
-  if (!absl::GetFlag(FLAGS_token_file).empty()) {
-    absl::StatusOr<std::string> file = ReadFlagFile(absl::GetFlag(FLAGS_token_file), "--token-file");
+  if (!f.token_file.empty()) {
+    absl::StatusOr<std::string> file = ReadFlagFile(f.token_file, "--token-file");
     if (!file.ok()) {
       std::cerr << "ranksweep-worker: " << file.status().message() << "\n";
       return 1;
@@ -264,7 +281,7 @@ int Main(int argc, char** argv) {
   // Never freed: the detached signal thread may use the agent until the
   // process is gone.
   auto* client = new GrpcCoordinatorClient(MakeCoordinatorChannel(address, tls_ca_pem),
-                                           absl::Seconds(absl::GetFlag(FLAGS_rpc_timeout_seconds)),
+                                           absl::Seconds(f.rpc_timeout_seconds),
                                            token);
   auto* runner = new TrainerTaskRunner(run_device);
   Agent& agent = *new Agent(client, runner, options);
