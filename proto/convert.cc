@@ -258,6 +258,16 @@ void FillProto(const TaskWant& s, v1::NextTasks* p) {
   p->set_memory_bytes(s.memory_bytes);
 }
 
+TaskWant WantOf(const v1::AcquireTasksRequest& p) {
+  return TaskWant{p.max_tasks(), p.max_seeds(), p.memory_bytes()};
+}
+
+void FillProto(const TaskWant& s, v1::AcquireTasksRequest* p) {
+  p->set_max_tasks(s.max_tasks);
+  p->set_max_seeds(s.max_seeds);
+  p->set_memory_bytes(s.memory_bytes);
+}
+
 LeaseProgress FromProto(const v1::LeaseProgress& p) {
   return LeaseProgress{p.lease_id(), p.step(), p.train_error()};
 }

@@ -53,6 +53,9 @@ void FillProto(const DatasetFacts& s, v1::DatasetFacts* p);
 void FillProto(const VersionManifest& s, v1::VersionManifest* p);
 void FillProto(const LeaseProgress& s, v1::LeaseProgress* p);
 void FillProto(const TaskWant& s, v1::NextTasks* p);
+// An AcquireTasksRequest's want: its max_tasks, max_seeds and memory_bytes.
+TaskWant WantOf(const v1::AcquireTasksRequest& p);
+void FillProto(const TaskWant& s, v1::AcquireTasksRequest* p);
 void FillProto(const WorkerRegistration& s, v1::RegisterWorkerRequest* p);
 void FillProto(const HeartbeatOutcome& s, v1::HeartbeatResponse* p);
 

@@ -476,5 +476,24 @@ TEST(ConvertTest, HeartbeatProgressAndOutcomeRoundTrip) {
   EXPECT_EQ(back.deadline_unix_ms, 1'700'000'060'000);
 }
 
+TEST(ConvertTest, WhatToLeaseRoundTripsThroughBothRequests) {
+  const TaskWant want{3, 128, int64_t{6} << 30};
+  v1::AcquireTasksRequest acquire;
+  FillProto(want, &acquire);
+  EXPECT_EQ(acquire.max_tasks(), 3);
+  EXPECT_EQ(acquire.max_seeds(), 128);
+  EXPECT_EQ(acquire.memory_bytes(), int64_t{6} << 30);
+  const TaskWant from_acquire = WantOf(acquire);
+  EXPECT_EQ(from_acquire.max_tasks, 3);
+  EXPECT_EQ(from_acquire.max_seeds, 128);
+  EXPECT_EQ(from_acquire.memory_bytes, int64_t{6} << 30);
+  v1::NextTasks next;
+  FillProto(want, &next);
+  const TaskWant from_next = FromProto(next);
+  EXPECT_EQ(from_next.max_tasks, 3);
+  EXPECT_EQ(from_next.max_seeds, 128);
+  EXPECT_EQ(from_next.memory_bytes, int64_t{6} << 30);
+}
+
 }  // namespace
 }  // namespace ranksweep

@@ -214,7 +214,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerCo
   const uint64_t generation = work_generation_.load();
   coordinator_->AcquireAsync(
       request->worker_id(),
-      TaskWant{request->max_tasks(), request->max_seeds(), request->memory_bytes()},
+      ranksweep::WantOf(*request),
       [this, reactor, context, request, response,
        generation](absl::StatusOr<std::vector<Task>> tasks) {
         if (!tasks.ok()) return reactor->Finish(ToGrpcStatus(tasks.status()));

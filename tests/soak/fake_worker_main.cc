@@ -219,8 +219,9 @@ class AckLoggingClient : public CoordinatorClient {
     }
     return inner_->Register(request);
   }
-  absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override {
-    absl::StatusOr<std::vector<Task>> tasks = inner_->Acquire(request);
+  absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, const TaskWant& want,
+                                            int wait_ms) override {
+    absl::StatusOr<std::vector<Task>> tasks = inner_->Acquire(worker_id, want, wait_ms);
     if (tasks.ok()) LogLeases(*tasks);
     return tasks;
   }

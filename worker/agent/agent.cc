@@ -277,14 +277,8 @@ void Agent::AcquireLoop() {
       continue;
     }
 
-    const TaskWant want = WantFor(free_slots);
-    AcquireRequest request;
-    request.worker_id = CurrentWorkerId();
-    request.max_tasks = want.max_tasks;
-    request.max_seeds = want.max_seeds;
-    request.wait_ms = options_.acquire_wait_ms;
-    request.memory_bytes = want.memory_bytes;
-    absl::StatusOr<std::vector<Task>> tasks = coordinator_->Acquire(request);
+    absl::StatusOr<std::vector<Task>> tasks = coordinator_->Acquire(
+        CurrentWorkerId(), WantFor(free_slots), options_.acquire_wait_ms);
     if (!tasks.ok()) {
       const absl::Duration wait = backoff.Next();
       if (absl::IsNotFound(tasks.status())) {

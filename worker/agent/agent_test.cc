@@ -46,8 +46,8 @@ TEST(AgentTest, RegistersAndMapsResultsToCellsBySeed) {
 
   ASSERT_GE(coordinator.acquires.size(), 1u);
   EXPECT_EQ(coordinator.acquires[0].worker_id, "w-1");
-  EXPECT_EQ(coordinator.acquires[0].max_tasks, 1);
-  EXPECT_EQ(coordinator.acquires[0].max_seeds, 16);
+  EXPECT_EQ(coordinator.acquires[0].want.max_tasks, 1);
+  EXPECT_EQ(coordinator.acquires[0].want.max_seeds, 16);
 
   ASSERT_EQ(coordinator.completes.size(), 1u);
   EXPECT_THAT(Flatten(coordinator.completes[0]),
@@ -164,10 +164,10 @@ TEST(AgentTest, AsksForTheMemoryShareOfItsFreeSlots) {
   Agent agent(&coordinator, &runner, options);
   ASSERT_TRUE(agent.Run().ok());
   ASSERT_GE(coordinator.acquires.size(), 2u);
-  EXPECT_EQ(coordinator.acquires[0].max_tasks, 2);
-  EXPECT_EQ(coordinator.acquires[0].memory_bytes, int64_t{8} << 30);
-  EXPECT_EQ(coordinator.acquires[1].max_tasks, 1);
-  EXPECT_EQ(coordinator.acquires[1].memory_bytes, int64_t{4} << 30);
+  EXPECT_EQ(coordinator.acquires[0].want.max_tasks, 2);
+  EXPECT_EQ(coordinator.acquires[0].want.memory_bytes, int64_t{8} << 30);
+  EXPECT_EQ(coordinator.acquires[1].want.max_tasks, 1);
+  EXPECT_EQ(coordinator.acquires[1].want.memory_bytes, int64_t{4} << 30);
 }
 
 TEST(AgentTest, UnknownMemoryStaysUnknownInAcquire) {
@@ -178,7 +178,7 @@ TEST(AgentTest, UnknownMemoryStaysUnknownInAcquire) {
   Agent agent(&coordinator, &runner, options);
   ASSERT_TRUE(agent.Run().ok());
   ASSERT_GE(coordinator.acquires.size(), 1u);
-  EXPECT_EQ(coordinator.acquires[0].memory_bytes, 0);
+  EXPECT_EQ(coordinator.acquires[0].want.memory_bytes, 0);
 }
 
 TEST(AgentTest, RetriesTransientErrorsThenSucceeds) {

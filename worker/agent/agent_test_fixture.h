@@ -57,17 +57,18 @@ class FakeCoordinator : public CoordinatorClient {
     deadlines.push_back(deadline);
   }
 
-  absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override {
+  absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, const TaskWant& want,
+                                            int wait_ms) override {
     {
       absl::MutexLock lock(&mu);
-      acquires.push_back(request);
+      acquires.push_back({worker_id, want, wait_ms});
       if (!acquire_script.empty()) {
         auto next = std::move(acquire_script.front());
         acquire_script.pop_front();
         return next;
       }
     }
-    absl::SleepFor(absl::Milliseconds(std::min(request.wait_ms, 2)));
+    absl::SleepFor(absl::Milliseconds(std::min(wait_ms, 2)));
     return std::vector<Task>{};
   }
 
@@ -144,7 +145,13 @@ class FakeCoordinator : public CoordinatorClient {
   std::vector<std::vector<LeaseProgress>> reports;
   std::function<HeartbeatOutcome(const std::vector<LeaseProgress>&)> on_report;
   std::vector<WorkerRegistration> registers;
-  std::vector<AcquireRequest> acquires;
+  // Each Acquire call's arguments.
+  struct Acquired {
+    std::string worker_id;
+    TaskWant want;
+    int wait_ms = 0;
+  };
+  std::vector<Acquired> acquires;
   std::vector<std::vector<int64_t>> heartbeats;
   std::vector<std::vector<CellResult>> completes;
   std::vector<std::vector<CellResult>> acknowledged;

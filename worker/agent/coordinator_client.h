@@ -40,14 +40,6 @@ struct RegisterReply {
 // leased is what the worker trains.
 using Task = ::ranksweep::LeasedTask;
 
-struct AcquireRequest {
-  std::string worker_id;
-  int max_tasks = 1;
-  int max_seeds = 64;
-  int wait_ms = 0;
-  int64_t memory_bytes = 0;
-};
-
 // The WorkerService calls, one method per RPC. Errors are the coordinator's
 // status codes (docs/PROTOCOL.md): UNAVAILABLE / DEADLINE_EXCEEDED /
 // RESOURCE_EXHAUSTED are transient and worth retrying; NOT_FOUND for an
@@ -59,8 +51,10 @@ class CoordinatorClient {
  public:
   virtual ~CoordinatorClient() = default;
   virtual absl::StatusOr<RegisterReply> Register(const WorkerRegistration& request) = 0;
-  // Long-polls up to request.wait_ms; an empty vector means no work.
-  virtual absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) = 0;
+  // Leases what `want` asks for, long-polling up to `wait_ms`; an empty
+  // vector means no work.
+  virtual absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id,
+                                                    const TaskWant& want, int wait_ms) = 0;
   virtual absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
                                                    const std::vector<int64_t>& lease_ids) = 0;
   // A Heartbeat of `lease_ids` that also carries `progress` (recipe

@@ -141,17 +141,17 @@ absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const WorkerRegist
                        resp.session()};
 }
 
-absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const AcquireRequest& r) {
+absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const std::string& worker_id,
+                                                                 const TaskWant& want,
+                                                                 int wait_ms) {
   v1::AcquireTasksRequest req;
-  req.set_worker_id(r.worker_id);
+  req.set_worker_id(worker_id);
   req.set_session(Session());
-  req.set_max_tasks(r.max_tasks);
-  req.set_max_seeds(r.max_seeds);
-  req.set_wait_ms(r.wait_ms);
-  req.set_memory_bytes(r.memory_bytes);
+  ranksweep::FillProto(want, &req);
+  req.set_wait_ms(wait_ms);
   v1::AcquireTasksResponse resp;
   grpc::ClientContext ctx;
-  Prepare(&ctx, rpc_timeout_ + absl::Milliseconds(r.wait_ms));
+  Prepare(&ctx, rpc_timeout_ + absl::Milliseconds(wait_ms));
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->AcquireTasks(&ctx, req, &resp));
   if (!s.ok()) return s;

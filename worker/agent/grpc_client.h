@@ -52,7 +52,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                                  std::string token = "");
 
   absl::StatusOr<RegisterReply> Register(const WorkerRegistration& request) override;
-  absl::StatusOr<std::vector<Task>> Acquire(const AcquireRequest& request) override;
+  absl::StatusOr<std::vector<Task>> Acquire(const std::string& worker_id, const TaskWant& want,
+                                            int wait_ms) override;
   absl::StatusOr<HeartbeatOutcome> Heartbeat(const std::string& worker_id,
                                            const std::vector<int64_t>& lease_ids) override;
   absl::StatusOr<HeartbeatOutcome> ReportProgress(

@@ -144,10 +144,11 @@ TEST_F(GrpcClientTest, RegisterSendsTheManifest) {
 }
 
 TEST_F(GrpcClientTest, AcquireTranslatesTasks) {
-  absl::StatusOr<std::vector<Task>> tasks = client_->Acquire({"w-7", 2, 32, 5, 0});
+  absl::StatusOr<std::vector<Task>> tasks = client_->Acquire("w-7", TaskWant{2, 32, int64_t{1} << 30}, 5);
   ASSERT_TRUE(tasks.ok()) << tasks.status();
   EXPECT_EQ(service_.last_acquire.max_tasks(), 2);
   EXPECT_EQ(service_.last_acquire.max_seeds(), 32);
+  EXPECT_EQ(service_.last_acquire.memory_bytes(), int64_t{1} << 30);
   EXPECT_EQ(service_.last_acquire.wait_ms(), 5);
   ASSERT_EQ(tasks->size(), 1u);
   const Task& t = (*tasks)[0];
