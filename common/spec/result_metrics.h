@@ -40,9 +40,11 @@ enum class MetricRange {
 
 // The split a metric was measured on. A test-split metric is missing for
 // a dataset without a test split (a result that has one is refused).
+// kNone: the seed's, not a split's (its loss, steps, time).
 enum class MetricSplit {
   kTrain,
   kTest,
+  kNone,
 };
 
 struct ResultMetric {
@@ -80,6 +82,72 @@ inline absl::Span<const ResultMetric> ResultMetrics() { return kResultMetrics; }
 
 // The row named `name`, or nullptr.
 const ResultMetric* FindResultMetric(std::string_view name);
+
+// The metrics every result has: each split's SplitMetrics, and the seed's
+// loss, steps and time. Each is a field of SeedResult, of v1::SeedResult
+// (a split's in its v1::SplitMetrics) and of v1::ResultColumns, and a
+// column of the `results` table, all by the row's names; the code that
+// stores, sends or prints them reads this table instead of naming them.
+// Append only, in the order a packed row (server/core/results/
+// packed_row.h) and the `results` table hold them.
+struct BuiltInMetric {
+  // The name as a column: the `results` column, the v1::ResultColumns
+  // field, the CSV and JSON column and the Python frames' column
+  // ("train_error").
+  const char* name;
+  // The field in SeedResult / v1::SeedResult, or in a split's SplitMetrics /
+  // v1::SplitMetrics ("error").
+  const char* field;
+  // An integer (a count: a sequence count, a step count) or a real.
+  bool integer;
+  MetricSplit split;
+  // The value in a SeedResult, and setting it (an integer's is truncated).
+  double (*get)(const SeedResult&);
+  void (*set)(SeedResult&, double);
+};
+
+// A row for the SeedResult member `member` ("train.error", "final_loss"),
+// whose field is named `field`.
+#define RANKSWEEP_BUILT_IN(name, split, member, field, integer)                       \
+  BuiltInMetric {                                                                    \
+    name, field, integer, MetricSplit::split,                                        \
+        [](const SeedResult& r) { return static_cast<double>(r.member); },           \
+        [](SeedResult& r, double v) { r.member = static_cast<decltype(r.member)>(v); } \
+  }
+// The five rows of a split's SplitMetrics.
+#define RANKSWEEP_SPLIT_METRICS(split, split_enum)                                          \
+  RANKSWEEP_BUILT_IN(#split "_sequences", split_enum, split.sequences, "sequences", true), \
+      RANKSWEEP_BUILT_IN(#split "_position_accuracy", split_enum, split.position_accuracy, \
+                         "position_accuracy", false),                                    \
+      RANKSWEEP_BUILT_IN(#split "_exact_accuracy", split_enum, split.exact_accuracy,       \
+                         "exact_accuracy", false),                                       \
+      RANKSWEEP_BUILT_IN(#split "_error", split_enum, split.error, "error", false),         \
+      RANKSWEEP_BUILT_IN(#split "_max_abs_error", split_enum, split.max_abs_error,         \
+                         "max_abs_error", false)
+
+inline constexpr BuiltInMetric kBuiltInMetrics[] = {
+    // train_sequences, train_position_accuracy, train_exact_accuracy,
+    // train_error, train_max_abs_error; the same for test.
+    RANKSWEEP_SPLIT_METRICS(train, kTrain),
+    RANKSWEEP_SPLIT_METRICS(test, kTest),
+    RANKSWEEP_BUILT_IN("final_loss", kNone, final_loss, "final_loss", false),
+    RANKSWEEP_BUILT_IN("steps", kNone, steps, "steps", true),
+    RANKSWEEP_BUILT_IN("wall_seconds", kNone, wall_seconds, "wall_seconds", false),
+};
+#undef RANKSWEEP_SPLIT_METRICS
+#undef RANKSWEEP_BUILT_IN
+inline constexpr int kBuiltInMetricCount = static_cast<int>(std::size(kBuiltInMetrics));
+
+inline absl::Span<const BuiltInMetric> BuiltInMetrics() { return kBuiltInMetrics; }
+
+// The index of the built-in metric named `name` in kBuiltInMetrics; a name
+// that is not there does not compile where a constant is needed.
+constexpr int BuiltInMetricIndex(std::string_view name) {
+  for (int i = 0; i < kBuiltInMetricCount; ++i) {
+    if (std::string_view(kBuiltInMetrics[i].name) == name) return i;
+  }
+  throw "not a built-in metric";  // NOLINT: a compile-time error in constant evaluation
+}
 
 // The value of `metric` (a row of kResultMetrics) in `r` as a double (exact
 // for integers up to 2^53), or nullopt when missing; Set stores one

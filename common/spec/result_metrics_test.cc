@@ -80,6 +80,34 @@ TEST(ResultMetricsTest, ValidationHoldsEachMetricToItsRangeAndSplit) {
 // trainer's line that computes it, and by no other production file: the
 // store's column, the wire, validation, the CLI's CSV, JSON and tables, the
 // dashboard and the Python frames all read the table.
+TEST(ResultMetricsTest, EveryBuiltInRowReadsAndWritesItsOwnField) {
+  std::set<std::string> names;
+  for (const ResultMetric& m : ResultMetrics()) names.insert(m.name);
+  SeedResult r;
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    const BuiltInMetric& m = kBuiltInMetrics[k];
+    EXPECT_TRUE(names.insert(m.name).second) << m.name;  // unique among every metric
+    EXPECT_EQ(BuiltInMetricIndex(m.name), k);
+    const std::string prefix = m.split == MetricSplit::kTrain  ? "train_"
+                               : m.split == MetricSplit::kTest ? "test_"
+                                                               : "";
+    EXPECT_EQ(std::string(m.name), prefix + m.field);
+    m.set(r, 100 + k + (m.integer ? 0 : 0.5));
+  }
+  // Each row wrote its own field: every value is still its row's.
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    const BuiltInMetric& m = kBuiltInMetrics[k];
+    EXPECT_EQ(m.get(r), 100 + k + (m.integer ? 0 : 0.5)) << m.name;
+  }
+  EXPECT_EQ(r.train.sequences, 100);
+  EXPECT_EQ(r.train.error, 103.5);
+  EXPECT_EQ(r.test.max_abs_error, 109.5);
+  EXPECT_EQ(r.final_loss, 110.5);
+  EXPECT_EQ(r.steps, 111);
+  EXPECT_EQ(r.wall_seconds, 112.5);
+  EXPECT_EQ(kBuiltInMetricCount, 13);
+}
+
 TEST(ResultMetricsTest, AMetricIsNamedOnlyByItsRowAndTheTrainer) {
   EXPECT_EQ(FilesNaming("final_test_loss"),
             (std::set<std::string>{"common/spec/result_metrics.h",

@@ -152,24 +152,29 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
     ++g.n;
     Values& v = values[{head_index, rank, recipe}];
     // Only the columns the aggregates need.
-    const int f = QueryCol::kResultFirst;
-    const double train_error = q.ColumnDouble(f + ResultCol::kTrainError);
+    const int f = QueryCol::kResultFirst + ResultCol::kBuiltInFirst;
+    constexpr int kTrainError = BuiltInMetricIndex("train_error");
+    constexpr int kTrainExact = BuiltInMetricIndex("train_exact_accuracy");
+    constexpr int kTrainPosition = BuiltInMetricIndex("train_position_accuracy");
+    constexpr int kTestSequences = BuiltInMetricIndex("test_sequences");
+    constexpr int kTestError = BuiltInMetricIndex("test_error");
+    const double train_error = q.ColumnDouble(f + kTrainError);
     v.train_error.push_back(train_error);
-    v.exact.push_back(q.ColumnDouble(f + ResultCol::kTrainExactAccuracy));
-    v.position.push_back(q.ColumnDouble(f + ResultCol::kTrainPositionAccuracy));
-    if (q.ColumnInt(f + ResultCol::kTestSequences) > 0) {
-      const double test_error = q.ColumnDouble(f + ResultCol::kTestError);
+    v.exact.push_back(q.ColumnDouble(f + kTrainExact));
+    v.position.push_back(q.ColumnDouble(f + kTrainPosition));
+    if (q.ColumnInt(f + kTestSequences) > 0) {
+      const double test_error = q.ColumnDouble(f + kTestError);
       v.test_error.push_back(test_error);
       if (test_error == 0) ++g.test_exact_seeds;
     }
     if (train_error == 0) ++g.exact_seeds;
     for (int k = 0; k < kResultMetricCount; ++k) {
-      const int column = f + ResultCol::kMetricsFirst + k;
+      const int column = QueryCol::kResultFirst + ResultCol::kMetricsFirst + k;
       if (!q.ColumnIsNull(column)) v.metrics[static_cast<size_t>(k)].Add(q.ColumnDouble(column));
     }
     if (!facts->has_value()) {
       SeedResult result;
-      ReadResultColumns(q, f, &result);
+      ReadResultColumns(q, QueryCol::kResultFirst, &result);
       *facts = result.facts;
     }
   }

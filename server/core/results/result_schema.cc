@@ -1,6 +1,7 @@
 #include "server/core/results/result_schema.h"
 
 #include <iterator>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,12 +15,11 @@
 namespace ranksweep::server {
 namespace {
 
+// The columns after the built-in metrics'.
 constexpr const char* kResultColumnNames[] = {
-    "train_sequences", "train_position_accuracy", "train_exact_accuracy", "train_error",
-    "train_max_abs_error", "test_sequences", "test_position_accuracy", "test_exact_accuracy",
-    "test_error", "test_max_abs_error", "final_loss", "steps", "wall_seconds", "device",
-    "facts_train_sequences", "facts_test_sequences", "facts_distinct_queries",
+    "device", "facts_train_sequences", "facts_test_sequences", "facts_distinct_queries",
     "facts_rank_lower_bound", "facts_rank_upper_bound"};
+
 
 }  // namespace
 
@@ -38,8 +38,10 @@ std::string CellLabel(const SweepSpec& spec, int head_index, int rank, int recip
 
 const std::string& ResultColumns() {
   static const std::string* columns = [] {
-    auto* list =
-        new std::string(ColumnList<ResultCol::kMetricsFirst>(kResultColumnNames));
+    auto* list = new std::string();
+    for (const BuiltInMetric& m : kBuiltInMetrics) absl::StrAppend(list, m.name, ", ");
+    absl::StrAppend(list,
+                    ColumnList<ResultCol::kMetricsFirst - ResultCol::kDevice>(kResultColumnNames));
     for (const ResultMetric& m : kResultMetrics) absl::StrAppend(list, ", ", m.name);
     return list;
   }();
@@ -87,27 +89,27 @@ absl::StatusOr<Curve> ReadCurve(Connection& c, int64_t source_cell_id) {
   return DecodeCurve(absl::string_view(bytes.data(), bytes.size()));
 }
 
-// test_error is NULL when there is no test split (sequences == 0), so that
-// aggregates over it skip such rows; it reads back as the default, 1.
+// test_error is NULL when there is no test split (test.sequences == 0), so
+// that aggregates over it skip such rows; a NULL reads back as the field's
+// default (an error of 1).
+bool NullWithoutTestSplit(const BuiltInMetric& m, const SeedResult& r) {
+  return m.split == MetricSplit::kTest && r.test.sequences == 0 &&
+         std::string_view(m.field) == "error";
+}
+
 void BindResultColumns(Statement& st, int first, const SeedResult& r) {
   using C = ResultCol;
-  st.Bind(first + C::kTrainSequences, r.train.sequences);
-  st.Bind(first + C::kTrainPositionAccuracy, r.train.position_accuracy);
-  st.Bind(first + C::kTrainExactAccuracy, r.train.exact_accuracy);
-  st.Bind(first + C::kTrainError, r.train.error);
-  st.Bind(first + C::kTrainMaxAbsError, r.train.max_abs_error);
-  st.Bind(first + C::kTestSequences, r.test.sequences);
-  st.Bind(first + C::kTestPositionAccuracy, r.test.position_accuracy);
-  st.Bind(first + C::kTestExactAccuracy, r.test.exact_accuracy);
-  if (r.test.sequences > 0) {
-    st.Bind(first + C::kTestError, r.test.error);
-  } else {
-    st.BindNull(first + C::kTestError);
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    const BuiltInMetric& m = kBuiltInMetrics[k];
+    const int column = first + C::kBuiltInFirst + k;
+    if (NullWithoutTestSplit(m, r)) {
+      st.BindNull(column);
+    } else if (m.integer) {
+      st.Bind(column, static_cast<int64_t>(m.get(r)));
+    } else {
+      st.Bind(column, m.get(r));
+    }
   }
-  st.Bind(first + C::kTestMaxAbsError, r.test.max_abs_error);
-  st.Bind(first + C::kFinalLoss, r.final_loss);
-  st.Bind(first + C::kSteps, r.steps);
-  st.Bind(first + C::kWallSeconds, r.wall_seconds);
   st.Bind(first + C::kDevice, r.device);
   st.Bind(first + C::kFactsTrainSequences, r.facts.train_sequences);
   st.Bind(first + C::kFactsTestSequences, r.facts.test_sequences);
@@ -130,20 +132,18 @@ void BindResultColumns(Statement& st, int first, const SeedResult& r) {
 
 void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
   using C = ResultCol;
-  r->train.sequences = st.ColumnInt(first + C::kTrainSequences);
-  r->train.position_accuracy = st.ColumnDouble(first + C::kTrainPositionAccuracy);
-  r->train.exact_accuracy = st.ColumnDouble(first + C::kTrainExactAccuracy);
-  r->train.error = st.ColumnDouble(first + C::kTrainError);
-  r->train.max_abs_error = st.ColumnDouble(first + C::kTrainMaxAbsError);
-  r->test.sequences = st.ColumnInt(first + C::kTestSequences);
-  r->test.position_accuracy = st.ColumnDouble(first + C::kTestPositionAccuracy);
-  r->test.exact_accuracy = st.ColumnDouble(first + C::kTestExactAccuracy);
-  r->test.error =
-      st.ColumnIsNull(first + C::kTestError) ? 1.0 : st.ColumnDouble(first + C::kTestError);
-  r->test.max_abs_error = st.ColumnDouble(first + C::kTestMaxAbsError);
-  r->final_loss = st.ColumnDouble(first + C::kFinalLoss);
-  r->steps = st.ColumnInt(first + C::kSteps);
-  r->wall_seconds = st.ColumnDouble(first + C::kWallSeconds);
+  static const SeedResult kDefault;
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    const BuiltInMetric& m = kBuiltInMetrics[k];
+    const int column = first + C::kBuiltInFirst + k;
+    if (st.ColumnIsNull(column)) {
+      m.set(*r, m.get(kDefault));
+    } else if (m.integer) {
+      m.set(*r, static_cast<double>(st.ColumnInt(column)));
+    } else {
+      m.set(*r, st.ColumnDouble(column));
+    }
+  }
   r->device = st.ColumnText(first + C::kDevice);
   r->facts.train_sequences = st.ColumnInt(first + C::kFactsTrainSequences);
   r->facts.test_sequences = st.ColumnInt(first + C::kFactsTestSequences);

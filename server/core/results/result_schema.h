@@ -40,20 +40,11 @@ std::string CellLabel(const SweepSpec& spec, int head_index, int rank, int recip
 // column, shared with the cell.
 struct ResultCol {
   enum : int {
-    kTrainSequences,
-    kTrainPositionAccuracy,
-    kTrainExactAccuracy,
-    kTrainError,
-    kTrainMaxAbsError,
-    kTestSequences,
-    kTestPositionAccuracy,
-    kTestExactAccuracy,
-    kTestError,
-    kTestMaxAbsError,
-    kFinalLoss,
-    kSteps,
-    kWallSeconds,
-    kDevice,
+    // The built-in metrics, one column each, in the order of
+    // kBuiltInMetrics (common/spec/result_metrics.h): the one named N is
+    // column kBuiltInFirst + BuiltInMetricIndex(N).
+    kBuiltInFirst,
+    kDevice = kBuiltInFirst + kBuiltInMetricCount,
     kFactsTrainSequences,
     kFactsTestSequences,
     kFactsDistinctQueries,
