@@ -140,6 +140,22 @@ inline constexpr int kBuiltInMetricCount = static_cast<int>(std::size(kBuiltInMe
 
 inline absl::Span<const BuiltInMetric> BuiltInMetrics() { return kBuiltInMetrics; }
 
+// The value of `m` in `r`, or nothing where it was not measured: test_error
+// without a test split (test.sequences 0), which the `results` table stores
+// as NULL and a packed row as the field's default, 1.
+inline std::optional<double> BuiltInValue(const BuiltInMetric& m, const SeedResult& r) {
+  if (m.split == MetricSplit::kTest && r.test.sequences <= 0 &&
+      std::string_view(m.field) == "error") {
+    return std::nullopt;
+  }
+  return m.get(r);
+}
+// What a value not measured reads as: the field's default.
+inline double BuiltInDefault(const BuiltInMetric& m) {
+  static const SeedResult kDefault;
+  return m.get(kDefault);
+}
+
 // The index of the built-in metric named `name` in kBuiltInMetrics; a name
 // that is not there does not compile where a constant is needed.
 constexpr int BuiltInMetricIndex(std::string_view name) {

@@ -101,21 +101,24 @@ class Reader {
   bool ok_ = true;
 };
 
-void PackSplit(Writer& w, const SplitMetrics& m, bool test) {
-  w.Signed(m.sequences);
-  w.Double(m.position_accuracy);
-  w.Double(m.exact_accuracy);
-  // The columns store no test error without a test split; it reads as 1.
-  w.Double(test && m.sequences <= 0 ? 1.0 : m.error);
-  w.Double(m.max_abs_error);
+// The built-in metrics in table order (common/spec/result_metrics.h): an
+// integer as Signed, a real as Double; one not measured (test_error without
+// a test split) as its default, as the columns read it.
+void PackBuiltIns(Writer& w, const SeedResult& r) {
+  for (const BuiltInMetric& m : kBuiltInMetrics) {
+    const double v = BuiltInValue(m, r).value_or(BuiltInDefault(m));
+    if (m.integer) {
+      w.Signed(static_cast<int64_t>(v));
+    } else {
+      w.Double(v);
+    }
+  }
 }
 
-void UnpackSplit(Reader& r, SplitMetrics* m) {
-  m->sequences = r.Signed();
-  m->position_accuracy = r.Double();
-  m->exact_accuracy = r.Double();
-  m->error = r.Double();
-  m->max_abs_error = r.Double();
+void UnpackBuiltIns(Reader& r, SeedResult* res) {
+  for (const BuiltInMetric& m : kBuiltInMetrics) {
+    m.set(*res, m.integer ? static_cast<double>(r.Signed()) : r.Double());
+  }
 }
 
 }  // namespace
@@ -142,11 +145,7 @@ std::string PackResultRow(const ResultRow& row) {
   w.Byte(row.result.has_value() ? kHasResult : 0);
   if (row.result.has_value()) {
     const SeedResult& r = *row.result;
-    PackSplit(w, r.train, false);
-    PackSplit(w, r.test, true);
-    w.Double(r.final_loss);
-    w.Signed(r.steps);
-    w.Double(r.wall_seconds);
+    PackBuiltIns(w, r);
     w.String(r.device);
     w.Signed(r.facts.train_sequences);
     w.Signed(r.facts.test_sequences);
@@ -194,11 +193,7 @@ absl::Status UnpackResultRow(std::string_view packed, ResultRow* row) {
     // capacity of its strings).
     SeedResult& res = row->result.has_value() ? *row->result : row->result.emplace();
     res.seed = row->seed;
-    UnpackSplit(r, &res.train);
-    UnpackSplit(r, &res.test);
-    res.final_loss = r.Double();
-    res.steps = r.Signed();
-    res.wall_seconds = r.Double();
+    UnpackBuiltIns(r, &res);
     r.String(&res.device);
     res.facts.train_sequences = r.Signed();
     res.facts.test_sequences = r.Signed();
@@ -260,20 +255,15 @@ void PackRowFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   if (row.state == CellState::kDone) {
     SeedResult& r = row.result.emplace();
     r.seed = row.seed;
-    r.train.sequences = IntArg(argv[i++]);
-    r.train.position_accuracy = DoubleArg(argv[i++]);
-    r.train.exact_accuracy = DoubleArg(argv[i++]);
-    r.train.error = DoubleArg(argv[i++]);
-    r.train.max_abs_error = DoubleArg(argv[i++]);
-    r.test.sequences = IntArg(argv[i++]);
-    r.test.position_accuracy = DoubleArg(argv[i++]);
-    r.test.exact_accuracy = DoubleArg(argv[i++]);
-    r.test.error = sqlite3_value_type(argv[i]) == SQLITE_NULL ? 1.0 : DoubleArg(argv[i]);
-    ++i;
-    r.test.max_abs_error = DoubleArg(argv[i++]);
-    r.final_loss = DoubleArg(argv[i++]);
-    r.steps = IntArg(argv[i++]);
-    r.wall_seconds = DoubleArg(argv[i++]);
+    // The built-in metrics' columns, in table order; NULL: not measured.
+    for (const BuiltInMetric& m : kBuiltInMetrics) {
+      sqlite3_value* v = argv[i++];
+      if (sqlite3_value_type(v) == SQLITE_NULL) {
+        m.set(r, BuiltInDefault(m));
+      } else {
+        m.set(r, m.integer ? static_cast<double>(IntArg(v)) : DoubleArg(v));
+      }
+    }
     r.device = TextArg(argv[i++]);
     r.facts.train_sequences = IntArg(argv[i++]);
     r.facts.test_sequences = IntArg(argv[i++]);

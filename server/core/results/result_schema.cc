@@ -89,25 +89,20 @@ absl::StatusOr<Curve> ReadCurve(Connection& c, int64_t source_cell_id) {
   return DecodeCurve(absl::string_view(bytes.data(), bytes.size()));
 }
 
-// test_error is NULL when there is no test split (test.sequences == 0), so
-// that aggregates over it skip such rows; a NULL reads back as the field's
-// default (an error of 1).
-bool NullWithoutTestSplit(const BuiltInMetric& m, const SeedResult& r) {
-  return m.split == MetricSplit::kTest && r.test.sequences == 0 &&
-         std::string_view(m.field) == "error";
-}
-
 void BindResultColumns(Statement& st, int first, const SeedResult& r) {
   using C = ResultCol;
   for (int k = 0; k < kBuiltInMetricCount; ++k) {
     const BuiltInMetric& m = kBuiltInMetrics[k];
     const int column = first + C::kBuiltInFirst + k;
-    if (NullWithoutTestSplit(m, r)) {
+    // NULL where not measured (test_error without a test split), so that
+    // aggregates over the column skip the row.
+    const std::optional<double> v = BuiltInValue(m, r);
+    if (!v.has_value()) {
       st.BindNull(column);
     } else if (m.integer) {
-      st.Bind(column, static_cast<int64_t>(m.get(r)));
+      st.Bind(column, static_cast<int64_t>(*v));
     } else {
-      st.Bind(column, m.get(r));
+      st.Bind(column, *v);
     }
   }
   st.Bind(first + C::kDevice, r.device);
@@ -132,12 +127,11 @@ void BindResultColumns(Statement& st, int first, const SeedResult& r) {
 
 void ReadResultColumns(const Statement& st, int first, SeedResult* r) {
   using C = ResultCol;
-  static const SeedResult kDefault;
   for (int k = 0; k < kBuiltInMetricCount; ++k) {
     const BuiltInMetric& m = kBuiltInMetrics[k];
     const int column = first + C::kBuiltInFirst + k;
     if (st.ColumnIsNull(column)) {
-      m.set(*r, m.get(kDefault));
+      m.set(*r, BuiltInDefault(m));
     } else if (m.integer) {
       m.set(*r, static_cast<double>(st.ColumnInt(column)));
     } else {
