@@ -1,10 +1,13 @@
 #include "proto/columns.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/spec/result_metrics.h"
@@ -26,6 +29,48 @@ void ClearIfAll(google::protobuf::RepeatedField<T>* list, T empty) {
 template <typename T>
 T ValueOr(const google::protobuf::RepeatedField<T>& list, int i, T empty) {
   return list.empty() ? empty : list.Get(i);
+}
+
+// The field of v1::ResultColumns named as each built-in metric, in table
+// order (common/spec/result_metrics.h): a row of the table needs no code
+// here. Looked up once.
+const google::protobuf::FieldDescriptor* BuiltInColumnField(const BuiltInMetric& m) {
+  static const auto* kFields = [] {
+    auto* fields = new std::vector<const google::protobuf::FieldDescriptor*>;
+    for (const BuiltInMetric& metric : kBuiltInMetrics) {
+      fields->push_back(v1::ResultColumns::descriptor()->FindFieldByName(metric.name));
+      if (fields->back() == nullptr || !fields->back()->is_repeated()) {
+        std::fprintf(stderr, "built-in metric %s: no repeated field of its name in "
+                     "ranksweep.v1.ResultColumns\n", metric.name);
+        std::abort();
+      }
+    }
+    return fields;
+  }();
+  return (*kFields)[static_cast<size_t>(&m - kBuiltInMetrics)];
+}
+
+// The column of built-in metric `m` (int64_t for an integer, double for a
+// real). Protobuf marks direct access to a repeated field by reflection
+// deprecated in favour of a RepeatedFieldRef, whose every Add is a virtual
+// call; the encoder takes each column once per reply and adds to it per row.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+template <typename T>
+google::protobuf::RepeatedField<T>* MutableBuiltInColumn(v1::ResultColumns* c,
+                                                         const BuiltInMetric& m) {
+  return c->GetReflection()->MutableRepeatedField<T>(c, BuiltInColumnField(m));
+}
+template <typename T>
+const google::protobuf::RepeatedField<T>& BuiltInColumn(const v1::ResultColumns& c,
+                                                        const BuiltInMetric& m) {
+  return c.GetReflection()->GetRepeatedField<T>(c, BuiltInColumnField(m));
+}
+#pragma GCC diagnostic pop
+
+// The number of values in built-in metric `m`'s column.
+int BuiltInColumnSize(const v1::ResultColumns& c, const BuiltInMetric& m) {
+  return m.integer ? BuiltInColumn<int64_t>(c, m).size() : BuiltInColumn<double>(c, m).size();
 }
 
 template <typename Indexes>
@@ -62,25 +107,18 @@ absl::Status Check(const v1::ResultColumns& c) {
       {c.worker_version_size(), "worker_version", false},
       {c.device_size(), "device", false},
       {c.facts_size(), "facts", false},
-      {c.train_sequences_size(), "train_sequences", true},
-      {c.train_position_accuracy_size(), "train_position_accuracy", true},
-      {c.train_exact_accuracy_size(), "train_exact_accuracy", true},
-      {c.train_error_size(), "train_error", true},
-      {c.train_max_abs_error_size(), "train_max_abs_error", true},
-      {c.test_sequences_size(), "test_sequences", true},
-      {c.test_position_accuracy_size(), "test_position_accuracy", true},
-      {c.test_exact_accuracy_size(), "test_exact_accuracy", true},
-      {c.test_error_size(), "test_error", true},
-      {c.test_max_abs_error_size(), "test_max_abs_error", true},
-      {c.final_loss_size(), "final_loss", true},
-      {c.steps_size(), "steps", true},
-      {c.wall_seconds_size(), "wall_seconds", true},
       {c.recipe_size(), "recipe", true},
   };
   for (const Length& l : lengths) {
     if (l.size == n || (l.metric && l.size == 0)) continue;
     return absl::InvalidArgumentError(
         absl::StrCat("columns.", l.field, ": ", l.size, " values for ", n, " rows"));
+  }
+  for (const BuiltInMetric& m : kBuiltInMetrics) {
+    const int size = BuiltInColumnSize(c, m);
+    if (size == n || size == 0) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat("columns.", m.name, ": ", size, " values for ", n, " rows"));
   }
   for (const auto& [indexes, field, size, table] :
        {std::make_tuple(&c.head_index(), "head_index", c.heads_size(), "heads"),
@@ -129,6 +167,14 @@ absl::Status Check(const v1::ResultColumns& c) {
 ResultColumnsEncoder::ResultColumnsEncoder(v1::ResultColumns* p, const std::string& sweep_id)
     : p_(p), workers_(p->mutable_workers()), devices_(p->mutable_devices()) {
   p_->set_sweep_id(sweep_id);
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    const BuiltInMetric& m = kBuiltInMetrics[k];
+    if (m.integer) {
+      integers_[k] = MutableBuiltInColumn<int64_t>(p_, m);
+    } else {
+      reals_[k] = MutableBuiltInColumn<double>(p_, m);
+    }
+  }
   // One column per metric of the table, in its order, until Finish; the
   // table itself, for readers that make a column of each.
   for (const ResultMetric& m : ResultMetrics()) {
@@ -155,16 +201,9 @@ void ResultColumnsEncoder::Expect(int64_t at_most) {
   p_->mutable_cached_from_cell_id()->Reserve(rows);
   p_->mutable_worker()->Reserve(rows);
   p_->mutable_worker_version()->Reserve(rows);
-  for (auto* f : {p_->mutable_train_sequences(), p_->mutable_test_sequences(),
-                  p_->mutable_steps()}) {
-    f->Reserve(rows);
-  }
-  for (auto* f : {p_->mutable_train_position_accuracy(), p_->mutable_train_exact_accuracy(),
-                  p_->mutable_train_error(), p_->mutable_train_max_abs_error(),
-                  p_->mutable_test_position_accuracy(), p_->mutable_test_exact_accuracy(),
-                  p_->mutable_test_error(), p_->mutable_test_max_abs_error(),
-                  p_->mutable_final_loss(), p_->mutable_wall_seconds()}) {
-    f->Reserve(rows);
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    if (integers_[k] != nullptr) integers_[k]->Reserve(rows);
+    if (reals_[k] != nullptr) reals_[k]->Reserve(rows);
   }
   p_->mutable_device()->Reserve(rows);
   p_->mutable_facts()->Reserve(rows);
@@ -240,19 +279,14 @@ void ResultColumnsEncoder::Add(const ResultColumnsRow& row) {
   }
   static const SeedResult kNone;
   const SeedResult& r = row.result != nullptr ? *row.result : kNone;
-  c.add_train_sequences(r.train.sequences);
-  c.add_train_position_accuracy(r.train.position_accuracy);
-  c.add_train_exact_accuracy(r.train.exact_accuracy);
-  c.add_train_error(r.train.error);
-  c.add_train_max_abs_error(r.train.max_abs_error);
-  c.add_test_sequences(r.test.sequences);
-  c.add_test_position_accuracy(r.test.position_accuracy);
-  c.add_test_exact_accuracy(r.test.exact_accuracy);
-  c.add_test_error(r.test.error);
-  c.add_test_max_abs_error(r.test.max_abs_error);
-  c.add_final_loss(r.final_loss);
-  c.add_steps(r.steps);
-  c.add_wall_seconds(r.wall_seconds);
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    const double v = kBuiltInMetrics[k].get(r);
+    if (integers_[k] != nullptr) {
+      integers_[k]->Add(static_cast<int64_t>(v));
+    } else {
+      reals_[k]->Add(v);
+    }
+  }
   c.add_device(devices_.IndexOf(r.device));
   c.add_facts(FactsIndex(r.facts));
   const absl::Span<const ResultMetric> metrics = ResultMetrics();
@@ -269,21 +303,15 @@ void ResultColumnsEncoder::Add(const ResultColumnsRow& row) {
 
 void ResultColumnsEncoder::Finish() {
   v1::ResultColumns& c = *p_;
-  const SplitMetrics none;  // the values of an empty result
-  ClearIfAll(c.mutable_train_sequences(), none.sequences);
-  ClearIfAll(c.mutable_train_position_accuracy(), none.position_accuracy);
-  ClearIfAll(c.mutable_train_exact_accuracy(), none.exact_accuracy);
-  ClearIfAll(c.mutable_train_error(), none.error);
-  ClearIfAll(c.mutable_train_max_abs_error(), none.max_abs_error);
-  ClearIfAll(c.mutable_test_sequences(), none.sequences);
-  ClearIfAll(c.mutable_test_position_accuracy(), none.position_accuracy);
-  ClearIfAll(c.mutable_test_exact_accuracy(), none.exact_accuracy);
-  ClearIfAll(c.mutable_test_error(), none.error);
-  ClearIfAll(c.mutable_test_max_abs_error(), none.max_abs_error);
-  const SeedResult result;
-  ClearIfAll(c.mutable_final_loss(), result.final_loss);
-  ClearIfAll(c.mutable_steps(), result.steps);
-  ClearIfAll(c.mutable_wall_seconds(), result.wall_seconds);
+  // A built-in column whose every row holds the empty result's value.
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    const double none = BuiltInDefault(kBuiltInMetrics[k]);
+    if (integers_[k] != nullptr) {
+      ClearIfAll(integers_[k], static_cast<int64_t>(none));
+    } else {
+      ClearIfAll(reals_[k], none);
+    }
+  }
   ClearIfAll(c.mutable_recipe(), int32_t{0});
   // A metric no row has is left out.
   for (int k = c.metrics_size() - 1; k >= 0; --k) {
@@ -331,21 +359,14 @@ void RowFromColumns(const v1::ResultColumns& c, int i, int failure, v1::ResultRo
   if (c.state(i) == v1::CELL_STATE_DONE || c.state(i) == v1::CELL_STATE_INVALID) {
     v1::SeedResult* r = row->mutable_result();
     r->set_seed(c.seed(i));
-    v1::SplitMetrics* train = r->mutable_train();
-    train->set_sequences(ValueOr<int64_t>(c.train_sequences(), i, 0));
-    train->set_position_accuracy(ValueOr(c.train_position_accuracy(), i, 0.0));
-    train->set_exact_accuracy(ValueOr(c.train_exact_accuracy(), i, 0.0));
-    train->set_error(ValueOr(c.train_error(), i, 1.0));
-    train->set_max_abs_error(ValueOr(c.train_max_abs_error(), i, 0.0));
-    v1::SplitMetrics* test = r->mutable_test();
-    test->set_sequences(ValueOr<int64_t>(c.test_sequences(), i, 0));
-    test->set_position_accuracy(ValueOr(c.test_position_accuracy(), i, 0.0));
-    test->set_exact_accuracy(ValueOr(c.test_exact_accuracy(), i, 0.0));
-    test->set_error(ValueOr(c.test_error(), i, 1.0));
-    test->set_max_abs_error(ValueOr(c.test_max_abs_error(), i, 0.0));
-    r->set_final_loss(ValueOr(c.final_loss(), i, 0.0));
-    r->set_steps(ValueOr<int64_t>(c.steps(), i, 0));
-    r->set_wall_seconds(ValueOr(c.wall_seconds(), i, 0.0));
+    // An empty column holds the empty result's value on every row.
+    for (const BuiltInMetric& m : kBuiltInMetrics) {
+      const double none = BuiltInDefault(m);
+      const double v = m.integer ? static_cast<double>(ValueOr(
+                                       BuiltInColumn<int64_t>(c, m), i, static_cast<int64_t>(none)))
+                                 : ValueOr(BuiltInColumn<double>(c, m), i, none);
+      SetProtoBuiltIn(m, v, r);
+    }
     r->set_device(c.devices(c.device(i)));
     *r->mutable_facts() = c.facts_table(c.facts(i));
     SetMetrics(c, i, r);

@@ -14,6 +14,7 @@
 #ifndef RANKSWEEP_PROTO_COLUMNS_H_
 #define RANKSWEEP_PROTO_COLUMNS_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "common/spec/result_metrics.h"
 #include "common/spec/spec.h"
 #include "ranksweep/v1/ranksweep.pb.h"
 
@@ -73,6 +75,10 @@ class ResultColumnsEncoder {
   int FactsIndex(const DatasetFacts& f);
 
   v1::ResultColumns* p_;
+  // The column of each built-in metric (kBuiltInMetrics order): an
+  // integer's in `integers_`, a real's in `reals_` (the other is null).
+  std::array<google::protobuf::RepeatedField<int64_t>*, kBuiltInMetricCount> integers_{};
+  std::array<google::protobuf::RepeatedField<double>*, kBuiltInMetricCount> reals_{};
   int rows_ = 0;
   StringTable workers_, devices_;
   // Values already in the other tables -> their index.

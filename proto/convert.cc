@@ -2,6 +2,8 @@
 
 #include <cstddef>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace ranksweep {
@@ -350,23 +352,68 @@ v1::DatasetFacts ToProto(const DatasetFacts& f) {
 }
 
 namespace {
-SplitMetrics FromProtoSplit(const v1::SplitMetrics& p) {
-  SplitMetrics m;
-  m.sequences = p.sequences();
-  m.position_accuracy = p.position_accuracy();
-  m.exact_accuracy = p.exact_accuracy();
-  m.error = p.error();
-  m.max_abs_error = p.max_abs_error();
-  return m;
+
+// The field of each built-in metric in the message that holds it (a
+// v1::SplitMetrics for a split's, v1::SeedResult for the seed's), in table
+// order; looked up once: this runs for every row.
+const google::protobuf::FieldDescriptor* BuiltInField(const BuiltInMetric& metric) {
+  static const auto* kFields = [] {
+    auto* fields = new std::vector<const google::protobuf::FieldDescriptor*>;
+    for (const BuiltInMetric& m : kBuiltInMetrics) {
+      const google::protobuf::Descriptor* holder = m.split == MetricSplit::kNone
+                                                       ? v1::SeedResult::descriptor()
+                                                       : v1::SplitMetrics::descriptor();
+      fields->push_back(holder->FindFieldByName(m.field));
+      if (fields->back() == nullptr) {
+        std::fprintf(stderr, "built-in metric %s: no field %s in %s\n", m.name, m.field,
+                     holder->full_name().c_str());
+        std::abort();
+      }
+    }
+    return fields;
+  }();
+  return (*kFields)[static_cast<size_t>(&metric - kBuiltInMetrics)];
 }
-void FillProtoSplit(const SplitMetrics& m, v1::SplitMetrics* p) {
-  p->set_sequences(m.sequences);
-  p->set_position_accuracy(m.position_accuracy);
-  p->set_exact_accuracy(m.exact_accuracy);
-  p->set_error(m.error);
-  p->set_max_abs_error(m.max_abs_error);
+
+const google::protobuf::Message& Holder(const BuiltInMetric& metric, const v1::SeedResult& p) {
+  switch (metric.split) {
+    case MetricSplit::kTrain: return p.train();
+    case MetricSplit::kTest: return p.test();
+    case MetricSplit::kNone: break;
+  }
+  return p;
 }
+
+google::protobuf::Message* MutableHolder(const BuiltInMetric& metric, v1::SeedResult* p) {
+  switch (metric.split) {
+    case MetricSplit::kTrain: return p->mutable_train();
+    case MetricSplit::kTest: return p->mutable_test();
+    case MetricSplit::kNone: break;
+  }
+  return p;
+}
+
 }  // namespace
+
+double GetProtoBuiltIn(const BuiltInMetric& metric, const v1::SeedResult& p) {
+  const google::protobuf::FieldDescriptor* f = BuiltInField(metric);
+  const google::protobuf::Message& holder = Holder(metric, p);
+  const google::protobuf::Reflection* refl = holder.GetReflection();
+  return f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64
+             ? static_cast<double>(refl->GetInt64(holder, f))
+             : refl->GetDouble(holder, f);
+}
+
+void SetProtoBuiltIn(const BuiltInMetric& metric, double value, v1::SeedResult* p) {
+  const google::protobuf::FieldDescriptor* f = BuiltInField(metric);
+  google::protobuf::Message* holder = MutableHolder(metric, p);
+  const google::protobuf::Reflection* refl = holder->GetReflection();
+  if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
+    refl->SetInt64(holder, f, static_cast<int64_t>(value));
+  } else {
+    refl->SetDouble(holder, f, value);
+  }
+}
 
 // The field of SeedResult that a metric older than the `metrics` map also
 // travels in (first_exact_step), or nullptr. Looked up once per metric of the
@@ -443,11 +490,7 @@ Curve FromProto(const v1::Curve& c) {
 SeedResult FromProto(const v1::SeedResult& p) {
   SeedResult r;
   r.seed = p.seed();
-  r.train = FromProtoSplit(p.train());
-  r.test = FromProtoSplit(p.test());
-  r.final_loss = p.final_loss();
-  r.steps = p.steps();
-  r.wall_seconds = p.wall_seconds();
+  for (const BuiltInMetric& m : kBuiltInMetrics) m.set(r, GetProtoBuiltIn(m, p));
   r.device = p.device();
   r.facts = FromProto(p.facts());
   for (const ResultMetric& m : ResultMetrics()) SetMetric(m, GetProtoMetric(m, p), &r);
@@ -457,11 +500,7 @@ SeedResult FromProto(const v1::SeedResult& p) {
 
 void FillProto(const SeedResult& r, v1::SeedResult* p) {
   p->set_seed(r.seed);
-  FillProtoSplit(r.train, p->mutable_train());
-  FillProtoSplit(r.test, p->mutable_test());
-  p->set_final_loss(r.final_loss);
-  p->set_steps(r.steps);
-  p->set_wall_seconds(r.wall_seconds);
+  for (const BuiltInMetric& m : kBuiltInMetrics) SetProtoBuiltIn(m, m.get(r), p);
   p->set_device(r.device);
   FillProto(r.facts, p->mutable_facts());
   for (const ResultMetric& m : ResultMetrics()) SetProtoMetric(m, GetMetric(m, r), p);

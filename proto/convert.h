@@ -68,6 +68,13 @@ const google::protobuf::FieldDescriptor* LegacyMetricField(const ResultMetric& m
 std::optional<double> GetProtoMetric(const ResultMetric& metric, const v1::SeedResult& p);
 void SetProtoMetric(const ResultMetric& metric, std::optional<double> value, v1::SeedResult* p);
 
+// A built-in metric of v1::SeedResult (common/spec/result_metrics.h,
+// kBuiltInMetrics): the field of the row's `field` name in the seed's
+// message, or in its train or test v1::SplitMetrics. Found by name once;
+// a row of the table needs no code here.
+double GetProtoBuiltIn(const BuiltInMetric& metric, const v1::SeedResult& p);
+void SetProtoBuiltIn(const BuiltInMetric& metric, double value, v1::SeedResult* p);
+
 }  // namespace ranksweep
 
 #endif  // RANKSWEEP_PROTO_CONVERT_H_
