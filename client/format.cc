@@ -318,14 +318,14 @@ Table ResultRowsTable(const std::vector<v1::ResultRow>& rows, const RecipeAxes& 
 
 namespace {
 
-// The optional metrics (common/spec/result_metrics.h) come last, by name.
+// The built-in metrics (common/spec/result_metrics.h) in table order after
+// the cell's identity; the optional metrics last, by name.
 const std::string& ResultRowsCsvHeader() {
   static const std::string* header = [] {
-    auto* h = new std::string(
-        "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
-        "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
-        "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,build_id,"
-        "torch_version,cuda_version,attempt,lease_id,finished_unix_ms,cached_from_cell_id");
+    auto* h = new std::string("sweep_id,cell_id,head,head_index,rank,seed,state");
+    for (const BuiltInMetric& m : kBuiltInMetrics) absl::StrAppend(h, ",", m.name);
+    absl::StrAppend(h, ",device,failure,worker_id,build_id,torch_version,cuda_version,attempt,"
+                       "lease_id,finished_unix_ms,cached_from_cell_id");
     for (const ResultMetric& m : kResultMetrics) absl::StrAppend(h, ",", m.name);
     *h += "\n";
     return h;
@@ -335,8 +335,8 @@ const std::string& ResultRowsCsvHeader() {
 
 
 // One CSV line of every field of `r`, in ResultRowsCsvHeader's order;
-// metrics are empty unless the cell is done, the test ones unless it has a
-// test split.
+// metrics are empty unless the cell is done, the test split's (but its
+// sequence count) unless it has a test split.
 void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
   const auto& res = r.result();
   const bool done = IsDone(r);
@@ -346,10 +346,6 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
     out->push_back(',');
   };
   auto number = [out](auto v) { absl::StrAppend(out, v, ","); };
-  auto metric = [out](bool shown, double v) {
-    if (shown) AppendShortestDouble(v, out);
-    out->push_back(',');
-  };
   text(r.sweep_id());
   number(r.cell_id());
   text(r.head());
@@ -357,18 +353,20 @@ void AppendResultRowCsv(const v1::ResultRow& r, std::string* out) {
   text(RankCell(r.rank()));
   number(r.seed());
   text(CellStateName(r.state()));
-  metric(done, res.train().error());
-  metric(done, res.train().exact_accuracy());
-  metric(done, res.train().position_accuracy());
-  metric(done, res.train().max_abs_error());
-  if (done) absl::StrAppend(out, res.test().sequences());
-  out->push_back(',');
-  metric(test, res.test().error());
-  metric(test, res.test().position_accuracy());
-  metric(done, res.final_loss());
-  if (done) absl::StrAppend(out, res.steps());
-  out->push_back(',');
-  metric(done, res.wall_seconds());
+  for (const BuiltInMetric& m : kBuiltInMetrics) {
+    const bool measured = m.split == MetricSplit::kTest && std::string_view(m.field) != "sequences"
+                              ? test
+                              : done;
+    if (measured) {
+      const double v = GetProtoBuiltIn(m, res);
+      if (m.integer) {
+        absl::StrAppend(out, static_cast<int64_t>(v));
+      } else {
+        AppendShortestDouble(v, out);
+      }
+    }
+    out->push_back(',');
+  }
   text(res.device());
   text(r.failure());
   text(r.worker_id());

@@ -148,15 +148,16 @@ TEST(FormatTest, ResultRowsCsvCarriesProvenance) {
   exact.mutable_result()->set_first_exact_step(120);
   const std::string csv = ResultRowsCsv({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5), exact});
   EXPECT_EQ(csv,
-            "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
-            "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
-            "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
+            "sweep_id,cell_id,head,head_index,rank,seed,state,train_sequences,"
+            "train_position_accuracy,train_exact_accuracy,train_error,train_max_abs_error,"
+            "test_sequences,test_position_accuracy,test_exact_accuracy,test_error,"
+            "test_max_abs_error,final_loss,steps,wall_seconds,device,failure,worker_id,"
             "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
             "cached_from_cell_id,first_exact_step,final_test_loss\n"
-            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,,"
-            ",\n"
-            "s-1,11,kernel/elu1,0,8,1,DONE,0,0,1,0,100,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,1,42,0,,"
-            "120,\n");
+            "s-1,11,kernel/elu1,0,8,1,DONE,64,1,0,0,0,100,0,0,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,"
+            "1,42,0,,,\n"
+            "s-1,11,kernel/elu1,0,8,1,DONE,64,1,0,0,0,100,0,0,0.5,0,0,150,2.25,cpu,,w-1,0.1.0+abc,,,"
+            "1,42,0,,120,\n");
   // In JSON a missing metric is null, a present one a number.
   const std::string json = ResultRowsJson({DoneRow("kernel/elu1", 8, 1, 0, 100, 0.5), exact});
   EXPECT_THAT(json, ::testing::HasSubstr("\"first_exact_step\":null,\"final_test_loss\":null}"));
@@ -192,12 +193,13 @@ TEST(FormatTest, ResultRowsWriterPageByPageIsTheWholeText) {
     }
   }
   EXPECT_THAT(ResultRowsCsv(rows),
-              ::testing::HasSubstr(",FAILED,,,,,,,,,,,,\"worker \"\"w-2\"\" lost, then: out of "
+              ::testing::HasSubstr(",FAILED,,,,,,,,,,,,,,,\"worker \"\"w-2\"\" lost, then: out of "
                                    "memory\nretry\",w-1,"));
   EXPECT_EQ(ResultRowsCsv({}),
-            "sweep_id,cell_id,head,head_index,rank,seed,state,train_error,train_exact_accuracy,"
-            "train_position_accuracy,train_max_abs_error,test_sequences,test_error,"
-            "test_position_accuracy,final_loss,steps,wall_seconds,device,failure,worker_id,"
+            "sweep_id,cell_id,head,head_index,rank,seed,state,train_sequences,"
+            "train_position_accuracy,train_exact_accuracy,train_error,train_max_abs_error,"
+            "test_sequences,test_position_accuracy,test_exact_accuracy,test_error,"
+            "test_max_abs_error,final_loss,steps,wall_seconds,device,failure,worker_id,"
             "build_id,torch_version,cuda_version,attempt,lease_id,finished_unix_ms,"
             "cached_from_cell_id,first_exact_step,final_test_loss\n");
 }
@@ -356,7 +358,7 @@ TEST(FormatTest, TableCsvAndJsonAgreeOnStateNamesAndMissingValues) {
   EXPECT_EQ(table.rows[0][5], "-");     // test error
 
   const std::string csv = ResultRowsCsv({no_test, failed});
-  EXPECT_THAT(csv, ::testing::HasSubstr("\ns-1,10,softmax,0,,0,DONE,0.25,0,0.875,0,0,,,0,150,"));
+  EXPECT_THAT(csv, ::testing::HasSubstr("\ns-1,10,softmax,0,,0,DONE,64,0.875,0,0.25,0,0,,,,,0,150,"));
   EXPECT_THAT(csv, ::testing::HasSubstr("\ns-1,11,kernel/elu1,0,4,1,FAILED,,,,,,,,,,,"));
 
   const nlohmann::json json = nlohmann::json::parse(ResultRowsJson({no_test, failed}));
@@ -385,11 +387,12 @@ TEST(FormatTest, CsvFloatsReadBackAsTheSameDouble) {
     const std::string csv = ResultRowsCsv({DoneRow("kernel/elu1", 8, 1, v, 0, 0)});
     const std::string line = csv.substr(csv.find('\n') + 1);
     const std::vector<std::string> cells = absl::StrSplit(line, ',');
-    ASSERT_GT(cells.size(), 7u);
-    EXPECT_EQ(std::strtod(cells[7].c_str(), nullptr), v) << cells[7];
+    ASSERT_GT(cells.size(), 10u);
+    // train_error, after the cell's identity and three train columns.
+    EXPECT_EQ(std::strtod(cells[10].c_str(), nullptr), v) << cells[10];
   }
   const std::string csv = ResultRowsCsv({DoneRow("kernel/elu1", 8, 1, 0.1 + 0.2, 0, 0)});
-  EXPECT_THAT(csv, ::testing::HasSubstr(",DONE,0.30000000000000004,"));
+  EXPECT_THAT(csv, ::testing::HasSubstr(",DONE,64,0.85,0,0.30000000000000004,"));
 }
 
 TEST(FormatTest, WorkersTable) {
