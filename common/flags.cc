@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
 #include "common/did_you_mean.h"
@@ -70,15 +71,21 @@ class FlagsFormatter : public CLI::Formatter {
 
 }  // namespace
 
-CLI::Validator IntegerIn(int64_t min, int64_t max) {
+namespace {
+
+// An integer of type T (int64_t or uint64_t) in [min, max], read whole in
+// base 10; strtoll or strtoull by T's signedness.
+template <typename T>
+CLI::Validator IntegerCheck(T min, T max) {
   const std::string allowed =
       "must be an integer in " + std::to_string(min) + ".." + std::to_string(max);
   return CLI::Validator(
       [=](std::string& text) -> std::string {
-        if (AllDigits(text, /*allow_minus=*/true)) {
+        if (AllDigits(text, /*allow_minus=*/std::is_signed_v<T>)) {
           errno = 0;
           char* end = nullptr;
-          const long long v = std::strtoll(text.c_str(), &end, 10);
+          const T v = std::is_signed_v<T> ? static_cast<T>(std::strtoll(text.c_str(), &end, 10))
+                                          : static_cast<T>(std::strtoull(text.c_str(), &end, 10));
           if (errno == 0 && v >= min && v <= max) return "";
         }
         return allowed + ", got " + Got(text);
@@ -86,21 +93,11 @@ CLI::Validator IntegerIn(int64_t min, int64_t max) {
       "");
 }
 
-CLI::Validator UnsignedIn(uint64_t min, uint64_t max) {
-  const std::string allowed =
-      "must be an integer in " + std::to_string(min) + ".." + std::to_string(max);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        if (AllDigits(text, /*allow_minus=*/false)) {
-          errno = 0;
-          char* end = nullptr;
-          const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-          if (errno == 0 && v >= min && v <= max) return "";
-        }
-        return allowed + ", got " + Got(text);
-      },
-      "");
-}
+}  // namespace
+
+CLI::Validator IntegerIn(int64_t min, int64_t max) { return IntegerCheck(min, max); }
+
+CLI::Validator UnsignedIn(uint64_t min, uint64_t max) { return IntegerCheck(min, max); }
 
 CLI::Validator NumberIn(double min, double max) {
   std::string allowed = "must be a number";

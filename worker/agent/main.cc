@@ -17,7 +17,6 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
 #include "absl/time/time.h"
