@@ -262,6 +262,12 @@ def main():
             except (NoSuchElementException, StaleElementReferenceException):
                 return None
 
+        def click(element_id):
+            # A button that a redraw may replace between find and click (the
+            # manage buttons are drawn again when the sweep's state changes):
+            # found and clicked again until one click lands.
+            wait.until(lambda d: d.find_element(By.ID, element_id).click() or True)
+
         def text_of(element_id):
             # The text of an element that a redraw may replace under us: read
             # again (a few times) when it went stale between find and read.
@@ -772,13 +778,13 @@ def main():
         wait_text("manage-message", f"cancelled {CELLS_E} cells")
         check(state_of(sweep_e) == "CANCELLED", "not cancelled")
         wait_text("retry-cancelled", f"Retry {CELLS_E} cancelled")
-        driver.find_element(By.ID, "retry-cancelled").click()
+        click("retry-cancelled")
         wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "RUNNING")
         wait_text("manage-message", f"retrying {CELLS_E} cells")
         check(state_of(sweep_e) == "RUNNING", "not running again")
-        driver.find_element(By.ID, "cancel-button").click()
+        click("cancel-button")
         wait.until(lambda d: d.find_element(By.ID, "sweep-state").text == "CANCELLED")
-        driver.find_element(By.ID, "delete-button").click()
+        click("delete-button")
         driver.find_element(By.ID, "delete-confirm").send_keys(sweep_e[:-1])
         driver.find_element(By.ID, "delete-go").click()
         wait.until(lambda d: d.find_element(By.ID, "manage-message").text ==
