@@ -116,6 +116,10 @@ absl::StatusOr<std::string> Coordinator::SweepOwner(const std::string& sweep_id)
   return queries_.SweepOwner(sweep_id);
 }
 
+absl::StatusOr<int64_t> Coordinator::ResultsVersion(const std::string& sweep_id) {
+  return queries_.ResultsVersion(sweep_id);
+}
+
 absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
   return queries_.Query(query);
 }

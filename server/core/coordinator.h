@@ -143,6 +143,12 @@ class Coordinator {
   // The owner recorded at Submit, a cheap lookup for access checks.
   // InvalidArgument for an empty id, NotFound for an unknown sweep.
   absl::StatusOr<std::string> SweepOwner(const std::string& sweep_id);
+  // A number that changes whenever a result row of the sweep is stored,
+  // replaced or deleted, by any call (schema 19: triggers on result_packs),
+  // and never returns to an earlier value: while it stands, a row query of
+  // the sweep reads what it read before. 0 for a sweep with no result yet.
+  // InvalidArgument for an empty id; an unknown sweep is not an error.
+  absl::StatusOr<int64_t> ResultsVersion(const std::string& sweep_id);
 
   // Stops handing out the sweep's cells: pending and leased cells become
   // CANCELLED (leased ones are reported to their worker by Heartbeat) and the

@@ -449,6 +449,32 @@ CREATE TABLE rung_scores (
   PRIMARY KEY (cell_id, rung)
 ) WITHOUT ROWID;
 )sql"},
+    // A counter per sweep that moves whenever one of its result_packs rows
+    // is written or deleted, by whatever statement does it, so that a reply
+    // built from those rows can be kept and served again while the counter
+    // stands (server/service/query_cache.h). A deleted sweep keeps its row:
+    // a counter that never restarts never matches a reply kept from before.
+    {19, R"sql(
+CREATE TABLE result_versions (
+  sweep_id TEXT PRIMARY KEY,
+  version  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER result_packs_inserted AFTER INSERT ON result_packs BEGIN
+  INSERT INTO result_versions (sweep_id, version) VALUES (NEW.sweep_id, 1)
+  ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER result_packs_deleted AFTER DELETE ON result_packs BEGIN
+  INSERT INTO result_versions (sweep_id, version) VALUES (OLD.sweep_id, 1)
+  ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER result_packs_updated AFTER UPDATE ON result_packs BEGIN
+  INSERT INTO result_versions (sweep_id, version) VALUES (NEW.sweep_id, 1)
+  ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
+  INSERT INTO result_versions (sweep_id, version)
+  SELECT OLD.sweep_id, 1 WHERE OLD.sweep_id <> NEW.sweep_id
+  ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
+END;
+)sql"},
 };
 constexpr bool VersionsAreOneToN() {
   for (size_t i = 0; i < std::size(kMigrations); ++i) {

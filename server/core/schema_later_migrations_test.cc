@@ -205,13 +205,46 @@ TEST(StoreTest, MigrationToVersion16HoldsNoToken) {
               ::testing::ElementsAre("wk-old pool 0 "));
 }
 
+// Version 19: the results version moves with every result_packs write,
+// whichever statement makes it, and starts from nothing for rows written
+// before.
+TEST(StoreTest, MigrationToVersion19CountsEveryResultPackWriteFromThenOn) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion18,
+                            "INSERT INTO result_packs (cell_id, sweep_id, packed) VALUES "
+                            "(1, 'sw-1', x'00')");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_EQ(Store::kSchemaVersion, 19);
+  EXPECT_EQ(CountRows(**store, "result_versions"), 0);
+  auto version_after = [&](const char* sql) {
+    EXPECT_TRUE((*store)->Write([&](Connection& c) { return c.Exec(sql); }).ok()) << sql;
+    return RowsAsText(**store, "SELECT sweep_id, version FROM result_versions ORDER BY 1", 2);
+  };
+  EXPECT_THAT(version_after("INSERT INTO result_packs VALUES (2, 'sw-1', x'01')"),
+              ::testing::ElementsAre("sw-1 1 "));
+  EXPECT_THAT(version_after("INSERT OR REPLACE INTO result_packs VALUES (2, 'sw-1', x'02')"),
+              ::testing::ElementsAre("sw-1 2 "));
+  EXPECT_THAT(version_after("UPDATE result_packs SET packed = x'03' WHERE cell_id = 2"),
+              ::testing::ElementsAre("sw-1 3 "));
+  // A row moved to another sweep moves both.
+  EXPECT_THAT(version_after("UPDATE result_packs SET sweep_id = 'sw-2' WHERE cell_id = 2"),
+              ::testing::ElementsAre("sw-1 4 ", "sw-2 1 "));
+  // Deleting every row keeps the count going: it never restarts.
+  EXPECT_THAT(version_after("DELETE FROM result_packs"),
+              ::testing::ElementsAre("sw-1 5 ", "sw-2 2 "));
+  // A statement that writes no row moves nothing.
+  EXPECT_THAT(version_after("DELETE FROM result_packs WHERE cell_id = 99"),
+              ::testing::ElementsAre("sw-1 5 ", "sw-2 2 "));
+}
+
 TEST(StoreTest, MigrationToVersion18KeepsEveryCellWithNoRungScore) {
   TempDir dir;
   WriteOldFileWithFiveCells(dir, DowngradeToVersion17, "");
   auto store = Store::Open(File(dir, "a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
-  EXPECT_EQ(Store::kSchemaVersion, 18);
   EXPECT_EQ(CountRows(**store, "cells"), 5);
   EXPECT_EQ(CountRows(**store, "rung_scores"), 0);
 }

@@ -48,9 +48,21 @@ inline absl::Status DropTableMetricColumns(Connection& c) {
   return absl::OkStatus();
 }
 
+// Turns a freshly created (empty) file back into what schema version 18 wrote.
+inline absl::Status DowngradeToVersion18(Connection& c) {
+  RETURN_IF_ERROR(DropTableMetricColumns(c));
+  // Version 19: the results version of each sweep, kept by triggers.
+  for (const char* trigger :
+       {"result_packs_inserted", "result_packs_deleted", "result_packs_updated"}) {
+    RETURN_IF_ERROR(c.Exec(absl::StrCat("DROP TRIGGER ", trigger)));
+  }
+  RETURN_IF_ERROR(c.Exec("DROP TABLE result_versions"));
+  return c.Exec("UPDATE schema_version SET version = 18");
+}
+
 // Turns a freshly created (empty) file back into what schema version 17 wrote.
 inline absl::Status DowngradeToVersion17(Connection& c) {
-  RETURN_IF_ERROR(DropTableMetricColumns(c));
+  RETURN_IF_ERROR(DowngradeToVersion18(c));
   // Version 18: recipe pruning's rung scores.
   RETURN_IF_ERROR(c.Exec("DROP TABLE rung_scores"));
   return c.Exec("UPDATE schema_version SET version = 17");

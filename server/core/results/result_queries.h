@@ -39,6 +39,7 @@ class SweepQueries {
   absl::StatusOr<std::vector<SweepInfo>> ListSweeps(std::optional<SweepState> state, int limit,
                                                     const std::optional<std::string>& owner);
   absl::StatusOr<std::string> SweepOwner(const std::string& sweep_id);
+  absl::StatusOr<int64_t> ResultsVersion(const std::string& sweep_id);
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers();
   absl::StatusOr<std::map<CellState, int64_t>> CountCellsByState();
   absl::StatusOr<std::map<SweepState, int64_t>> CountSweepsByState();

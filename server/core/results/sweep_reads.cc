@@ -157,6 +157,20 @@ absl::StatusOr<std::string> SweepQueries::SweepOwner(const std::string& sweep_id
   return owner;
 }
 
+absl::StatusOr<int64_t> SweepQueries::ResultsVersion(const std::string& sweep_id) {
+  if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
+  int64_t version = 0;
+  RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(Statement q,
+                     c.Prepare("SELECT version FROM result_versions WHERE sweep_id = :id"));
+    q.Bind(":id", sweep_id);
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    version = row ? q.ColumnInt(0) : 0;
+    return absl::OkStatus();
+  }));
+  return version;
+}
+
 namespace {
 
 // The rows of `table` (cells or sweeps) by their state column.
