@@ -237,10 +237,21 @@ void DefineCoordinatorMetrics(MetricsRegistry* r, const std::string& build_id) {
                      "for every method the server does not serve); a stream's is its lifetime.",
                      {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
                       10, 30, 60, 300});
+  r->DefineCounter("ranksweep_query_cache_hits_total",
+                   "Row queries (QueryResults without group_by, state or curves) answered "
+                   "with a kept reply, their sweep's results unchanged since.");
+  r->DefineCounter("ranksweep_query_cache_misses_total",
+                   "Row queries read afresh: no reply kept for them, or their sweep's results "
+                   "changed since.");
+  r->DefineGauge("ranksweep_query_cache_bytes",
+                 "Bytes of replies kept for row queries (at most --query-cache-mb).");
+  r->Set("ranksweep_query_cache_bytes", {}, 0);
   // Counters exist from the start, at 0, so that a rate() or increase()
   // over a fresh coordinator has a first sample.
   for (const char* name : {"ranksweep_leases_granted_total", "ranksweep_leases_expired_total",
-                           "ranksweep_leases_lost_total", "ranksweep_results_accepted_total"}) {
+                           "ranksweep_leases_lost_total", "ranksweep_results_accepted_total",
+                           "ranksweep_query_cache_hits_total",
+                           "ranksweep_query_cache_misses_total"}) {
     r->Add(name, {}, 0);
   }
   for (const std::string& reason : RejectionReasons()) {

@@ -99,11 +99,14 @@ TEST(MetricsTest, TheCoordinatorFamiliesAreAllDefined) {
         "ranksweep_leases_expired_total counter", "ranksweep_leases_lost_total counter",
         "ranksweep_results_accepted_total counter", "ranksweep_results_rejected_total counter",
         "ranksweep_workers_alive gauge", "ranksweep_store_commit_seconds histogram",
-        "ranksweep_rpcs_total counter"}) {
+        "ranksweep_rpcs_total counter", "ranksweep_query_cache_hits_total counter",
+        "ranksweep_query_cache_misses_total counter", "ranksweep_query_cache_bytes gauge"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + "\n"));
   }
   EXPECT_THAT(text, HasSubstr("\nranksweep_results_accepted_total 0\n"));
   EXPECT_THAT(text, HasSubstr("\nranksweep_leases_granted_total 0\n"));
+  EXPECT_THAT(text, HasSubstr("\nranksweep_query_cache_hits_total 0\n"));
+  EXPECT_THAT(text, HasSubstr("\nranksweep_query_cache_bytes 0\n"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("\nranksweep_rpcs_total ")));  // labelled only
 }
 

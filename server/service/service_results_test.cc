@@ -258,5 +258,75 @@ TEST_F(ServiceTest, RecipesReachTheWorkerAndComeBackOnRowsColumnsAndGroups) {
   EXPECT_THAT(info.sweep().spec().axes(0).values(), ::testing::ElementsAre(0.05, 0.002));
 }
 
+// The reply cache (server/service/query_cache.h) serves the same row query
+// again only while the sweep's results stand: a result stored or taken back
+// by any call makes the next query read afresh. Groups are never kept.
+TEST_F(ServiceTest, AKeptReplyIsServedOnlyWhileTheSweepsResultsStand) {
+  const std::string sweep = SubmitKernelCells("cached", 4);
+  const std::string worker = Register();
+  auto complete_two = [&] {
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(Acquire(worker, 0, &got, 2).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    ASSERT_EQ(got.tasks(0).cells_size(), 2);
+    v1::CompleteTasksResponse done;
+    ASSERT_TRUE(Complete(ResultsFor(worker, got.tasks(0)), &done).ok());
+    ASSERT_EQ(done.recorded(), 2);
+  };
+  // The rows of a query, and the reply as sent.
+  auto query = [&](bool columns, v1::GroupBy group_by, std::string* bytes = nullptr) {
+    v1::QueryResultsRequest req;
+    req.set_sweep_id(sweep);
+    req.set_columns(columns);
+    req.set_group_by(group_by);
+    grpc::ClientContext ctx;
+    v1::QueryResultsResponse resp;
+    grpc::Status s = sweep_stub_->QueryResults(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    if (bytes != nullptr) *bytes = resp.SerializeAsString();
+    EXPECT_TRUE(RowsFromColumns(&resp).ok());
+    return group_by == v1::GROUP_BY_HEAD_RANK ? resp.groups(0).n() : resp.rows_size();
+  };
+  auto hits = [&] { return metrics_.Value("ranksweep_query_cache_hits_total", {}); };
+  auto misses = [&] { return metrics_.Value("ranksweep_query_cache_misses_total", {}); };
+
+  ASSERT_NO_FATAL_FAILURE(complete_two());
+  std::string first, again;
+  EXPECT_EQ(query(true, v1::GROUP_BY_UNSPECIFIED, &first), 2);
+  EXPECT_EQ(hits(), 0);
+  EXPECT_EQ(misses(), 1);
+  EXPECT_GT(metrics_.Value("ranksweep_query_cache_bytes", {}), 0);
+  EXPECT_EQ(query(true, v1::GROUP_BY_UNSPECIFIED, &again), 2);
+  EXPECT_EQ(hits(), 1);
+  EXPECT_EQ(again, first);
+  // Another shape is another reply.
+  EXPECT_EQ(query(false, v1::GROUP_BY_UNSPECIFIED), 2);
+  EXPECT_EQ(misses(), 2);
+  // Groups are read every time, and counted in neither.
+  EXPECT_EQ(query(false, v1::GROUP_BY_HEAD_RANK), 2);
+  EXPECT_EQ(query(false, v1::GROUP_BY_HEAD_RANK), 2);
+  EXPECT_EQ(hits() + misses(), 3);
+
+  // Two more results: both shapes read them.
+  ASSERT_NO_FATAL_FAILURE(complete_two());
+  EXPECT_EQ(query(true, v1::GROUP_BY_UNSPECIFIED), 4);
+  EXPECT_EQ(query(false, v1::GROUP_BY_UNSPECIFIED), 4);
+  EXPECT_EQ(misses(), 4);
+  EXPECT_EQ(query(true, v1::GROUP_BY_UNSPECIFIED), 4);
+  EXPECT_EQ(hits(), 2);
+
+  // A quarantine takes the worker's results back: no row is left.
+  grpc::ClientContext ctx;
+  v1::QuarantineWorkerRequest quarantine;
+  quarantine.set_worker_id(worker);
+  v1::QuarantineWorkerResponse quarantined;
+  ASSERT_TRUE(sweep_stub_->QuarantineWorker(&ctx, quarantine, &quarantined).ok());
+  EXPECT_EQ(quarantined.results_invalidated(), 4);
+  EXPECT_EQ(query(true, v1::GROUP_BY_UNSPECIFIED), 0);
+  EXPECT_EQ(query(false, v1::GROUP_BY_UNSPECIFIED), 0);
+  EXPECT_EQ(hits(), 2);
+  EXPECT_EQ(misses(), 6);
+}
+
 }  // namespace
 }  // namespace ranksweep::server

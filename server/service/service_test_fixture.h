@@ -65,15 +65,20 @@ class ServiceTest : public ::testing::Test {
     CoordinatorOptions options;
     options.lease_ms = 10'000;
     coordinator_ = std::make_unique<Coordinator>(store_.get(), &clock_, options);
-    sweeps_ = std::make_unique<SweepServiceImpl>(coordinator_.get(), &authorizer_);
+    // The operators' metrics, counted by the interceptor ranksweepd installs.
+    DefineCoordinatorMetrics(&metrics_);
+    // The reply cache on, as ranksweepd runs it: every query of these tests
+    // that follows a change reads the change.
+    SweepServiceOptions sweep_options;
+    sweep_options.query_cache_bytes = 64 << 20;
+    sweep_options.metrics = &metrics_;
+    sweeps_ = std::make_unique<SweepServiceImpl>(coordinator_.get(), &authorizer_, sweep_options);
     workers_ = std::make_unique<WorkerServiceImpl>(coordinator_.get(), &authorizer_);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(sweeps_.get());
     builder.RegisterService(workers_.get());
-    // The operators' metrics, counted by the interceptor ranksweepd installs.
-    DefineCoordinatorMetrics(&metrics_);
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counters;
     counters.push_back(std::make_unique<MetricsInterceptorFactory>(&metrics_));
     builder.experimental().SetInterceptorCreators(std::move(counters));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <memory>
+#include <string>
 #include <utility>
 
 #include "common/spec/result_validation.h"
@@ -11,7 +13,10 @@
 #include "common/status_macros.h"
 #include "proto/convert.h"
 #include "proto/wire_check.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "server/service/call_auth.h"
+#include "server/service/malformed_request.h"
 #include "server/service/translate.h"
 
 namespace ranksweep::server {
@@ -210,10 +215,12 @@ class SweepServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1:
   bool last_was_final_ = false;
 };
 
-SweepServiceImpl::SweepServiceImpl(Coordinator* coordinator, const Authorizer* authorizer)
-    : coordinator_(coordinator), authorizer_(authorizer) {
-  SetMessageAllocatorFor_QueryResults(&query_allocator_);
-}
+SweepServiceImpl::SweepServiceImpl(Coordinator* coordinator, const Authorizer* authorizer,
+                                   SweepServiceOptions options)
+    : coordinator_(coordinator),
+      authorizer_(authorizer),
+      metrics_(options.metrics),
+      query_cache_(options.query_cache_bytes) {}
 
 SweepServiceImpl::~SweepServiceImpl() { Shutdown(); }
 
@@ -354,67 +361,143 @@ grpc::ServerWriteReactor<v1::SweepEvent>* SweepServiceImpl::WatchSweep(
   return reactor;
 }
 
+namespace {
+
+// A grpc::ByteBuffer that sends `bytes` by reference, holding them until
+// gRPC is done with them.
+grpc::ByteBuffer BytesOf(std::shared_ptr<const std::string> bytes) {
+  auto* held = new std::shared_ptr<const std::string>(std::move(bytes));
+  grpc::Slice slice(const_cast<char*>((*held)->data()), (*held)->size(),
+                    [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); },
+                    held);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerContext* context,
-                                                         const v1::QueryResultsRequest* request,
-                                                         v1::QueryResultsResponse* response) {
-  return OffloadUnary(pool_, context, [this, context, request, response]() -> absl::Status {
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* response_bytes) {
+  return OffloadUnary(pool_, context, [this, context, request_bytes, response_bytes]() -> absl::Status {
+    // The request and the reply live on one arena: a reply is a tree of
+    // many small messages, freed in one step.
+    google::protobuf::Arena arena;
+    auto* request = google::protobuf::Arena::CreateMessage<v1::QueryResultsRequest>(&arena);
+    grpc::ByteBuffer received(*request_bytes);
+    if (!grpc::SerializationTraits<v1::QueryResultsRequest>::Deserialize(&received, request)
+             .ok()) {
+      return absl::InvalidArgumentError(
+          MalformedRequestMessage(v1::QueryResultsRequest::descriptor()->full_name()));
+    }
     absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kQueryResults);
     if (!caller.ok()) return caller.status();
-    absl::Status access = CheckAccess(*caller, request->sweep_id(), "read");
-    if (!access.ok()) return access;
-    ResultQuery query;
-    query.sweep_id = request->sweep_id();
-    query.head = request->head();
-    query.ranks.assign(request->ranks().begin(), request->ranks().end());
-    query.seeds.assign(request->seeds().begin(), request->seeds().end());
-    absl::StatusOr<std::optional<CellState>> state = CellStateFromProto(request->state(), "state");
-    if (!state.ok()) return state.status();
-    query.state = *state;
-    absl::StatusOr<GroupBy> group_by = GroupByFromProto(request->group_by());
-    if (!group_by.ok()) return group_by.status();
-    query.group_by = *group_by;
-    query.criterion = request->criterion();
-    query.page_size = request->page_size();
-    query.curves = request->curves();
-    if (query.curves && request->columns()) {
-      return absl::InvalidArgumentError(
-          "curves: learning curves come with rows (ResultRow), not with columns");
-    }
-    absl::StatusOr<int64_t> after = CellIdFromPageToken(request->page_token());
-    if (!after.ok()) return after.status();
-    query.after_cell_id = *after;
-    // Rows go straight into the reply as they are read.
-    struct Rows final : RowSink {
-      v1::QueryResultsResponse* response;
-      explicit Rows(v1::QueryResultsResponse* r) : response(r) {}
-      void Expect(int64_t at_most) override {
-        response->mutable_rows()->Reserve(static_cast<int>(at_most));
+    RETURN_IF_ERROR(CheckAccess(*caller, request->sweep_id(), "read"));
+    // Rows of done and failed cells come from result_packs alone, which the
+    // results version follows; groups, state filters and curves read more.
+    const bool cacheable = query_cache_.max_bytes() > 0 &&
+                           request->group_by() == v1::GROUP_BY_UNSPECIFIED &&
+                           request->state() == v1::CELL_STATE_UNSPECIFIED && !request->curves();
+    std::string key;
+    int64_t version = 0;
+    if (cacheable) {
+      ASSIGN_OR_RETURN(version, coordinator_->ResultsVersion(request->sweep_id()));
+      {
+        // The key: the request's fields, in one order whatever order they came in.
+        google::protobuf::io::StringOutputStream out(&key);
+        google::protobuf::io::CodedOutputStream coded(&out);
+        coded.SetSerializationDeterministic(true);
+        request->SerializeToCodedStream(&coded);
       }
-      void Add(const ResultRow& row) override { FillProto(row, response->add_rows()); }
-    };
-    absl::StatusOr<QueryOutcome> out;
-    if (request->columns() && query.group_by == GroupBy::kNone) {
-      ResultColumnsBuilder columns(response->mutable_columns(), query.sweep_id);
-      out = coordinator_->Query(query, columns);
-      columns.Finish();
-    } else {
-      Rows rows(response);
-      out = coordinator_->Query(query, rows);
-    }
-    if (out.ok()) {
-      response->set_next_page_token(PageToken(out->next_after_cell_id));
-      for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
-      for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
-      for (const AxisLaw& law : out->laws) *response->add_laws() = ToProto(law);
-      if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);
-      if (query.group_by != GroupBy::kNone) {
-        response->set_criterion(out->criterion);
-        response->mutable_recipe_labels()->insert(out->recipe_labels.begin(),
-                                                  out->recipe_labels.end());
+      std::shared_ptr<const std::string> kept = query_cache_.Find(key, version);
+      CountCacheLookup(kept != nullptr);
+      if (kept != nullptr) {
+        *response_bytes = BytesOf(std::move(kept));
+        return absl::OkStatus();
       }
     }
-    return out.status();
+    auto* response = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(&arena);
+    RETURN_IF_ERROR(AnswerQuery(*request, response));
+    if (!cacheable) {
+      bool own = false;
+      grpc::Status s = grpc::SerializationTraits<v1::QueryResultsResponse>::Serialize(
+          *response, response_bytes, &own);
+      return s.ok() ? absl::OkStatus() : absl::InternalError(s.error_message());
+    }
+    auto bytes = std::make_shared<std::string>();
+    if (!response->SerializeToString(bytes.get())) {
+      return absl::InternalError("the reply could not be encoded");
+    }
+    std::shared_ptr<const std::string> reply = std::move(bytes);
+    query_cache_.Put(key, version, reply);
+    if (metrics_ != nullptr) {
+      metrics_->Set("ranksweep_query_cache_bytes", {},
+                    static_cast<double>(query_cache_.stats().bytes));
+    }
+    *response_bytes = BytesOf(std::move(reply));
+    return absl::OkStatus();
   });
+}
+
+void SweepServiceImpl::CountCacheLookup(bool hit) {
+  if (metrics_ == nullptr) return;
+  metrics_->Add(hit ? "ranksweep_query_cache_hits_total" : "ranksweep_query_cache_misses_total",
+                {});
+}
+
+absl::Status SweepServiceImpl::AnswerQuery(const v1::QueryResultsRequest& request,
+                                           v1::QueryResultsResponse* response) {
+  ResultQuery query;
+  query.sweep_id = request.sweep_id();
+  query.head = request.head();
+  query.ranks.assign(request.ranks().begin(), request.ranks().end());
+  query.seeds.assign(request.seeds().begin(), request.seeds().end());
+  absl::StatusOr<std::optional<CellState>> state = CellStateFromProto(request.state(), "state");
+  if (!state.ok()) return state.status();
+  query.state = *state;
+  absl::StatusOr<GroupBy> group_by = GroupByFromProto(request.group_by());
+  if (!group_by.ok()) return group_by.status();
+  query.group_by = *group_by;
+  query.criterion = request.criterion();
+  query.page_size = request.page_size();
+  query.curves = request.curves();
+  if (query.curves && request.columns()) {
+    return absl::InvalidArgumentError(
+        "curves: learning curves come with rows (ResultRow), not with columns");
+  }
+  absl::StatusOr<int64_t> after = CellIdFromPageToken(request.page_token());
+  if (!after.ok()) return after.status();
+  query.after_cell_id = *after;
+  // Rows go straight into the reply as they are read.
+  struct Rows final : RowSink {
+    v1::QueryResultsResponse* response;
+    explicit Rows(v1::QueryResultsResponse* r) : response(r) {}
+    void Expect(int64_t at_most) override {
+      response->mutable_rows()->Reserve(static_cast<int>(at_most));
+    }
+    void Add(const ResultRow& row) override { FillProto(row, response->add_rows()); }
+  };
+  absl::StatusOr<QueryOutcome> out;
+  if (request.columns() && query.group_by == GroupBy::kNone) {
+    ResultColumnsBuilder columns(response->mutable_columns(), query.sweep_id);
+    out = coordinator_->Query(query, columns);
+    columns.Finish();
+  } else {
+    Rows rows(response);
+    out = coordinator_->Query(query, rows);
+  }
+  if (out.ok()) {
+    response->set_next_page_token(PageToken(out->next_after_cell_id));
+    for (const ResultGroup& g : out->groups) *response->add_groups() = ToProto(g);
+    for (const HeadSummary& h : out->heads) *response->add_heads() = ToProto(h);
+    for (const AxisLaw& law : out->laws) *response->add_laws() = ToProto(law);
+    if (out->facts.has_value()) *response->mutable_facts() = ranksweep::ToProto(*out->facts);
+    if (query.group_by != GroupBy::kNone) {
+      response->set_criterion(out->criterion);
+      response->mutable_recipe_labels()->insert(out->recipe_labels.begin(),
+                                                out->recipe_labels.end());
+    }
+  }
+  return out.status();
 }
 
 grpc::ServerUnaryReactor* SweepServiceImpl::ListWorkers(grpc::CallbackServerContext* context,

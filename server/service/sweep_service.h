@@ -24,6 +24,7 @@
 #ifndef RANKSWEEP_SERVER_SERVICE_SWEEP_SERVICE_H_
 #define RANKSWEEP_SERVER_SERVICE_SWEEP_SERVICE_H_
 
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -35,14 +36,31 @@
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "server/core/auth.h"
 #include "server/core/coordinator.h"
-#include "server/service/arena_allocator.h"
+#include "server/core/metrics.h"
 #include "server/service/call_pool.h"
+#include "server/service/query_cache.h"
 
 namespace ranksweep::server {
 
-class SweepServiceImpl final : public v1::SweepService::CallbackService {
+struct SweepServiceOptions {
+  // Bytes of QueryResults replies kept for the same query of an unchanged
+  // sweep (server/service/query_cache.h); 0 keeps none.
+  int64_t query_cache_bytes = 0;
+  // Where the reply cache counts its hits and misses and sets its size
+  // (ranksweep_query_cache_*; DefineCoordinatorMetrics defines them); null =
+  // not counted. Not owned; must outlive the service.
+  MetricsRegistry* metrics = nullptr;
+};
+
+// QueryResults is served raw (its request and reply as bytes), so that a
+// kept reply goes out as the bytes it was sent as before; every other
+// method is typed.
+class SweepServiceImpl final
+    : public v1::SweepService::WithRawCallbackMethod_QueryResults<
+          v1::SweepService::CallbackService> {
  public:
-  SweepServiceImpl(Coordinator* coordinator, const Authorizer* authorizer);
+  SweepServiceImpl(Coordinator* coordinator, const Authorizer* authorizer,
+                   SweepServiceOptions options = {});
   ~SweepServiceImpl() override;
 
   // Threads running SweepService calls (queries, submits) at once.
@@ -67,9 +85,12 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
                                         v1::CancelSweepResponse* response) override;
   grpc::ServerWriteReactor<v1::SweepEvent>* WatchSweep(
       grpc::CallbackServerContext* context, const v1::WatchSweepRequest* request) override;
+  // Parses a v1::QueryResultsRequest and answers a v1::QueryResultsResponse;
+  // a row query (no group_by, no state, no curves) is answered from the
+  // reply cache while its sweep's results version stands.
   grpc::ServerUnaryReactor* QueryResults(grpc::CallbackServerContext* context,
-                                         const v1::QueryResultsRequest* request,
-                                         v1::QueryResultsResponse* response) override;
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
                                         const v1::ListWorkersRequest* request,
                                         v1::ListWorkersResponse* response) override;
@@ -88,11 +109,17 @@ class SweepServiceImpl final : public v1::SweepService::CallbackService {
   // their own); NotFound for an unknown sweep.
   absl::Status CheckAccess(const Principal& caller, const std::string& sweep_id,
                            std::string_view action);
+  // QueryResults' answer, read afresh, for a caller already allowed to read
+  // the sweep.
+  absl::Status AnswerQuery(const v1::QueryResultsRequest& request,
+                           v1::QueryResultsResponse* response);
+  // Counts a lookup of the reply cache in the metrics, if any.
+  void CountCacheLookup(bool hit);
 
   Coordinator* const coordinator_;
   const Authorizer* const authorizer_;
-  // QueryResults' request and reply live on one arena per call.
-  ArenaMessageAllocator<v1::QueryResultsRequest, v1::QueryResultsResponse> query_allocator_;
+  MetricsRegistry* const metrics_;
+  QueryReplyCache query_cache_;
 
   std::mutex mu_;
   bool shutting_down_ = false;

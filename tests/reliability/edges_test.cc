@@ -179,6 +179,8 @@ TEST(EdgesTest, MalformedRequestBytesAreInvalidArgumentNamingTheRequestType) {
       {"/ranksweep.v1.SweepService/GetSweep", "ranksweep.v1.GetSweepRequest"},
       {"/ranksweep.v1.SweepService/SubmitSweep", "ranksweep.v1.SubmitSweepRequest"},
       {"/ranksweep.v1.SweepService/WatchSweep", "ranksweep.v1.WatchSweepRequest"},
+      // Served raw (its reply may be kept bytes): parsed by the service.
+      {"/ranksweep.v1.SweepService/QueryResults", "ranksweep.v1.QueryResultsRequest"},
       {"/ranksweep.v1.WorkerService/CompleteTasks", "ranksweep.v1.CompleteTasksRequest"},
       {"/ranksweep.v1.WorkerService/AcquireTasks", "ranksweep.v1.AcquireTasksRequest"},
   };
