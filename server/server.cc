@@ -106,6 +106,10 @@ absl::Status CheckServerOptions(const ServerOptions& o) {
   if (o.call_threads < 1 || o.call_threads > 1024) {
     return bad(absl::StrCat("--call-threads must be 1..1024, got ", o.call_threads));
   }
+  if (o.query_cache_mb < 0 || o.query_cache_mb > 65536) {
+    return bad(absl::StrCat("--query-cache-mb must be 0..65536 (MiB; 0 = none), got ",
+                            o.query_cache_mb));
+  }
   if (o.insecure_local && !IsLoopbackListenAddress(o.listen)) {
     return bad(absl::StrCat(
         "--insecure-local turns authentication off and is allowed only on a loopback address "
@@ -239,7 +243,11 @@ absl::Status Server::StartAll() {
     }
   }
 
-  sweep_service_ = std::make_unique<SweepServiceImpl>(coordinator_.get(), authorizer_.get());
+  SweepServiceOptions sweep_options;
+  sweep_options.query_cache_bytes = int64_t{o.query_cache_mb} << 20;
+  sweep_options.metrics = &metrics_;
+  sweep_service_ =
+      std::make_unique<SweepServiceImpl>(coordinator_.get(), authorizer_.get(), sweep_options);
   worker_service_ =
       std::make_unique<WorkerServiceImpl>(coordinator_.get(), authorizer_.get(), o.call_threads);
   sweep_admin_ = std::make_unique<SweepAdmin>(store_.get(), coordinator_.get());

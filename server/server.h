@@ -63,6 +63,7 @@ struct ServerOptions {
   std::string metrics_listen;                       // "" = no endpoint
   std::vector<std::string> trusted_builds;          // each 1..256 bytes
   bool shared_cache = false;
+  int query_cache_mb = 256;                         // 0..65536; 0 = keep no reply
   // The build this coordinator is (RANKSWEEP_BUILD_ID): the result cache
   // serves results of workers of this build, and build_info reports it.
   std::string build_id;

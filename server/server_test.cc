@@ -54,6 +54,8 @@ TEST(ServerTest, OptionsOutOfRangeAreRefusedNamingTheFlagBeforeTheFileIsMade) {
       {[](ServerOptions* o) { o->busy_timeout_ms = 0; },
        "--busy-timeout-ms must be at least 1 (milliseconds), got 0"},
       {[](ServerOptions* o) { o->call_threads = 1025; }, "--call-threads must be 1..1024, got 1025"},
+      {[](ServerOptions* o) { o->query_cache_mb = -1; },
+       "--query-cache-mb must be 0..65536 (MiB; 0 = none), got -1"},
       {[](ServerOptions* o) { o->trusted_builds = {""}; },
        "--trusted-build must be a build id of 1..256 bytes, got 0 bytes"},
       {[](ServerOptions* o) { o->tls_cert = "cert.pem"; }, "--tls-cert and --tls-key go together"},
