@@ -11,10 +11,10 @@
 #include "common/spec/spec_file.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
-#include "proto/convert.h"
-#include "proto/wire_check.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "proto/convert.h"
+#include "proto/wire_check.h"
 #include "server/service/call_auth.h"
 #include "server/service/malformed_request.h"
 #include "server/service/translate.h"
@@ -378,7 +378,8 @@ grpc::ByteBuffer BytesOf(std::shared_ptr<const std::string> bytes) {
 grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* response_bytes) {
-  return OffloadUnary(pool_, context, [this, context, request_bytes, response_bytes]() -> absl::Status {
+  return OffloadUnary(pool_, context,
+                      [this, context, request_bytes, response_bytes]() -> absl::Status {
     // The request and the reply live on one arena: a reply is a tree of
     // many small messages, freed in one step.
     google::protobuf::Arena arena;
