@@ -174,6 +174,13 @@ ResultColumnsEncoder::ResultColumnsEncoder(v1::ResultColumns* p, const std::stri
     } else {
       reals_[k] = MutableBuiltInColumn<double>(p_, m);
     }
+    // The table of built-ins, for readers that make a column of each.
+    v1::MetricInfo* info = p_->add_built_in_table();
+    info->set_name(m.name);
+    info->set_integer(m.integer);
+    info->set_test_split(m.split == MetricSplit::kTest);
+    info->set_field(m.field);
+    info->set_empty(BuiltInDefault(m));
   }
   // One column per metric of the table, in its order, until Finish; the
   // table itself, for readers that make a column of each.

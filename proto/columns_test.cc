@@ -1,6 +1,7 @@
 #include "proto/columns.h"
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/message_differencer.h>
 
@@ -328,6 +329,39 @@ TEST(ColumnsTest, TheMetricTableTravelsAndEachMetricRoundTrips) {
   EXPECT_EQ(got.rows(0).result().metrics().at("final_test_loss"), 0.375);
   EXPECT_EQ(got.rows(0).result().metrics().count("first_exact_step"), 0u);
   EXPECT_FALSE(got.rows(0).result().has_first_exact_step());
+}
+
+// The built-in table travels in every columns reply, in table order, each
+// entry naming a ResultColumns field of its name and the SplitMetrics or
+// SeedResult field it reads.
+TEST(ColumnsTest, TheBuiltInTableTravelsAndNamesFieldsOfTheReply) {
+  v1::QueryResultsResponse got;
+  ResultColumnsEncoder encoder(got.mutable_columns(), "sw-7");
+  encoder.Finish();
+  const v1::ResultColumns& c = got.columns();
+  ASSERT_EQ(c.built_in_table_size(), 13);
+  for (int k = 0; k < c.built_in_table_size(); ++k) {
+    const v1::MetricInfo& info = c.built_in_table(k);
+    EXPECT_EQ(info.name(), kBuiltInMetrics[k].name);
+    const auto* field = v1::ResultColumns::descriptor()->FindFieldByName(info.name());
+    ASSERT_NE(field, nullptr) << info.name();
+    EXPECT_TRUE(field->is_repeated()) << info.name();
+    EXPECT_EQ(info.integer(), field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64)
+        << info.name();
+  }
+  const v1::MetricInfo& train_error = c.built_in_table(BuiltInMetricIndex("train_error"));
+  EXPECT_EQ(train_error.field(), "error");
+  EXPECT_FALSE(train_error.test_split());
+  EXPECT_EQ(train_error.empty(), 1.0);
+  const v1::MetricInfo& test_sequences = c.built_in_table(BuiltInMetricIndex("test_sequences"));
+  EXPECT_EQ(test_sequences.field(), "sequences");
+  EXPECT_TRUE(test_sequences.test_split());
+  EXPECT_TRUE(test_sequences.integer());
+  EXPECT_EQ(test_sequences.empty(), 0.0);
+  const v1::MetricInfo& loss = c.built_in_table(BuiltInMetricIndex("final_loss"));
+  EXPECT_EQ(loss.field(), "final_loss");
+  EXPECT_FALSE(loss.test_split());
+  EXPECT_FALSE(loss.integer());
 }
 
 TEST(ColumnsTest, NoRowsEncodeAndDecodeToNoRows) {

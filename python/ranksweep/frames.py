@@ -32,32 +32,60 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import grpc
 import numpy as np
 import pandas as pd
+from google.protobuf.descriptor import FieldDescriptor
 
 from ranksweep.errors import RanksweepError
 from ranksweep.v1 import ranksweep_pb2 as pb
 
-# Column order of results(): the CLI's CSV columns, then what it leaves out;
-# the optional metrics and the recipe follow (RESULT_COLUMNS, below).
-_FIXED_COLUMNS: Tuple[str, ...] = (
-    "sweep_id", "cell_id", "head", "head_index", "rank", "seed", "state",
-    "train_sequences", "train_error", "train_exact_accuracy", "train_position_accuracy",
-    "train_max_abs_error",
-    "test_sequences", "test_error", "test_exact_accuracy", "test_position_accuracy",
-    "test_max_abs_error",
-    "final_loss", "steps", "wall_seconds", "device", "failure", "worker_id", "build_id",
-    "torch_version", "cuda_version", "attempt", "lease_id", "finished", "cached_from_cell_id",
+# Column order of results(): the CLI's CSV columns (the cell, the built-in
+# metrics in the coordinator's order, where and how it ran), then what the
+# CSV leaves out; the optional metrics and the recipe follow.
+_CELL_COLUMNS: Tuple[str, ...] = (
+    "sweep_id", "cell_id", "head", "head_index", "rank", "seed", "state")
+_RUN_COLUMNS: Tuple[str, ...] = (
+    "device", "failure", "worker_id", "build_id", "torch_version", "cuda_version", "attempt",
+    "lease_id", "finished", "cached_from_cell_id",
     "distinct_queries", "rank_lower_bound", "rank_upper_bound",
 )
-_SPLIT_FLOATS = ("error", "exact_accuracy", "position_accuracy", "max_abs_error")
-# What an empty SplitMetrics holds (and an empty metric column means).
-_EMPTY = {"sequences": 0, "error": 1.0, "exact_accuracy": 0.0, "position_accuracy": 0.0,
-          "max_abs_error": 0.0}
 _VERSION_FIELDS = ("build_id", "torch_version", "cuda_version")
 _FACT_FIELDS = ("distinct_queries", "rank_lower_bound", "rank_upper_bound")
-AGGREGATES = ("train_error", "test_error", "train_exact_accuracy", "train_position_accuracy")
-AGGREGATE_FIELDS = ("mean", "std", "min", "max", "ci95")
+# The groups' aggregates: the Aggregate fields of a ResultGroup, in order.
+AGGREGATES: Tuple[str, ...] = tuple(
+    f.name for f in pb.ResultGroup.DESCRIPTOR.fields
+    if f.message_type is pb.Aggregate.DESCRIPTOR)
+AGGREGATE_FIELDS: Tuple[str, ...] = tuple(f.name for f in pb.Aggregate.DESCRIPTOR.fields)
 
 _UTC = pd.DatetimeTZDtype(tz="UTC")
+_INTEGER_TYPES = (FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_INT64,
+                  FieldDescriptor.CPPTYPE_UINT32, FieldDescriptor.CPPTYPE_UINT64)
+
+# The built-in metrics (what every done row has: train_error ...
+# wall_seconds) are the coordinator's too: every reply in columns carries
+# their table (ResultColumns.built_in_table: name, type, split, the
+# SplitMetrics or SeedResult field, the empty value), and each is a column
+# of results(), in its order, read from the ResultColumns list of its name.
+# A coordinator older than that table sent the ResultColumns lists named as
+# a split's SplitMetrics field ("train_error") or as a number of SeedResult
+# ("final_loss"; the seed is the row's identity), in field order; an error
+# is 1 where a row has none, the others 0 (the proto's words).
+def _legacy_built_ins() -> Tuple[pb.MetricInfo, ...]:
+    split_fields = {f.name for f in pb.SplitMetrics.DESCRIPTOR.fields}
+    seed_fields = {f.name for f in pb.SeedResult.DESCRIPTOR.fields
+                   if f.message_type is None and not f.has_presence and not f.containing_oneof
+                   and f.cpp_type != f.CPPTYPE_STRING and f.name != "seed"}
+    out = []
+    for f in pb.ResultColumns.DESCRIPTOR.fields:
+        split, _, rest = f.name.partition("_")
+        field = rest if split in ("train", "test") and rest in split_fields else (
+            f.name if f.name in seed_fields else None)
+        if field is not None:
+            out.append(pb.MetricInfo(name=f.name, integer=f.cpp_type in _INTEGER_TYPES,
+                                     test_split=split == "test", field=field,
+                                     empty=1.0 if field == "error" else 0.0))
+    return tuple(out)
+
+
+_LEGACY_BUILT_INS = _legacy_built_ins()
 
 # The optional metrics are the coordinator's: every reply in columns carries
 # its table (ResultColumns.metric_table: name and type, in order), and each
@@ -65,14 +93,14 @@ _UTC = pd.DatetimeTZDtype(tz="UTC")
 # the table, they are the scalar fields of SeedResult with presence (an
 # `optional` in the proto), read off the message's descriptor.
 _LEGACY_METRICS: Tuple[Tuple[str, bool], ...] = tuple(
-    (f.name, f.cpp_type in (f.CPPTYPE_INT32, f.CPPTYPE_INT64, f.CPPTYPE_UINT32,
-                            f.CPPTYPE_UINT64))
+    (f.name, f.cpp_type in _INTEGER_TYPES)
     for f in pb.SeedResult.DESCRIPTOR.fields if f.has_presence and f.message_type is None)
 # The columns of results() against a coordinator older than the metric
-# table: the fixed ones, the optional metrics, the recipe (as the CLI's CSV
-# ends). result_columns() gives a reply's.
+# tables: the cell, the built-ins, the run, the optional metrics, the recipe
+# (as the CLI's CSV ends). result_columns() gives a reply's.
 RESULT_COLUMNS: Tuple[str, ...] = (
-    _FIXED_COLUMNS + tuple(name for name, _ in _LEGACY_METRICS) + ("recipe",))
+    _CELL_COLUMNS + tuple(m.name for m in _LEGACY_BUILT_INS) + _RUN_COLUMNS
+    + tuple(name for name, _ in _LEGACY_METRICS) + ("recipe",))
 
 
 def _metric_table(replies: Sequence[pb.QueryResultsResponse]) -> Tuple[Tuple[str, bool], ...]:
@@ -83,11 +111,28 @@ def _metric_table(replies: Sequence[pb.QueryResultsResponse]) -> Tuple[Tuple[str
     return _LEGACY_METRICS
 
 
+def _built_in_table(replies: Sequence[pb.QueryResultsResponse]) -> Tuple[pb.MetricInfo, ...]:
+    """The built-in metrics, in the coordinator's order."""
+    for r in replies:
+        if r.HasField("columns") and len(r.columns.built_in_table):
+            return tuple(r.columns.built_in_table)
+    return _LEGACY_BUILT_INS
+
+
+def _row_path(m: pb.MetricInfo) -> str:
+    """Where built-in `m` sits in a ResultRow: "result.train.error" for
+    train_error (the split is the name before its field), "result.steps"."""
+    if m.name == m.field:
+        return f"result.{m.field}"
+    return f"result.{m.name[:-len(m.field) - 1]}.{m.field}"
+
+
 def result_columns(replies: Sequence[pb.QueryResultsResponse]) -> List[str]:
     """The columns results_frame makes of `replies` (before the axis
-    columns): the fixed ones, every optional metric the coordinator knows,
-    then `recipe`."""
-    return list(_FIXED_COLUMNS) + [name for name, _ in _metric_table(replies)] + ["recipe"]
+    columns): the cell's, every built-in metric, where and how it ran,
+    every optional metric the coordinator knows, then `recipe`."""
+    return (list(_CELL_COLUMNS) + [m.name for m in _built_in_table(replies)]
+            + list(_RUN_COLUMNS) + [name for name, _ in _metric_table(replies)] + ["recipe"])
 
 
 # How axis values read, for display only (labels and axis columns); the
@@ -210,26 +255,20 @@ def _strings(values: Iterable[str]) -> Any:
 
 # ---------------------------------------------------------------- results
 
-# Where each per-row field sits in a ResultRow (dotted attribute paths).
+# Where each per-row field sits in a ResultRow (dotted attribute paths),
+# but the metrics (their tables say).
 _ROW_FIELDS = {
     "sweep_id": "sweep_id", "cell_id": "cell_id", "head": "head", "head_index": "head_index",
     "rank": "rank", "seed": "seed", "state": "state", "failure": "failure",
     "worker_id": "worker_id", "attempt": "attempt", "lease_id": "lease_id",
     "finished_unix_ms": "finished_unix_ms", "cached_from_cell_id": "cached_from_cell_id",
-    "final_loss": "result.final_loss", "steps": "result.steps",
-    "wall_seconds": "result.wall_seconds", "device": "result.device", "recipe": "recipe",
+    "device": "result.device", "recipe": "recipe",
     **{f: f"worker_version.{f}" for f in _VERSION_FIELDS},
     **{f: f"result.facts.{f}" for f in _FACT_FIELDS},
-    **{f"{split}_{m}": f"result.{split}.{m}" for split in ("train", "test")
-       for m in ("sequences",) + _SPLIT_FLOATS},
 }
-# ResultColumns lists with one entry per row, and metric lists that may be
-# empty when every row holds the empty value (given here).
+# ResultColumns lists with one entry per row.
 _DIRECT_COLUMNS = ("cell_id", "head_index", "rank", "seed", "state", "attempt", "lease_id",
                    "finished_unix_ms", "cached_from_cell_id")
-_METRIC_COLUMNS = {"final_loss": 0.0, "steps": 0, "wall_seconds": 0.0,
-                   **{f"{split}_{m}": _EMPTY[m] for split in ("train", "test")
-                      for m in _EMPTY}}
 
 
 def _row_metric(result: pb.SeedResult, name: str) -> Optional[float]:
@@ -241,19 +280,21 @@ def _row_metric(result: pb.SeedResult, name: str) -> Optional[float]:
     return getattr(result, name) if has_field and result.HasField(name) else None
 
 
-def _reply_columns(reply: pb.QueryResultsResponse,
+def _reply_columns(reply: pb.QueryResultsResponse, built_ins: Sequence[pb.MetricInfo],
                    metrics: Sequence[str]) -> Dict[str, List[Any]]:
-    """One reply's rows as plain per-field lists (the keys of _ROW_FIELDS and
-    `metrics`), from `columns` or, from a coordinator that predates them,
-    `rows`."""
+    """One reply's rows as plain per-field lists (the keys of _ROW_FIELDS,
+    the built-ins' names and `metrics`), from `columns` or, from a
+    coordinator that predates them, `rows`."""
     if not reply.HasField("columns"):
         out = {k: [operator.attrgetter(path)(r) for r in reply.rows]
                for k, path in _ROW_FIELDS.items()}
+        for b in built_ins:
+            out[b.name] = [operator.attrgetter(_row_path(b))(r) for r in reply.rows]
         for m in metrics:
             out[m] = [_row_metric(r.result, m) for r in reply.rows]
         return out
     try:
-        out = _columns(reply.columns, metrics)
+        out = _columns(reply.columns, built_ins, metrics)
     except IndexError as e:  # an index past its table
         raise RanksweepError(grpc.StatusCode.INTERNAL,
                              f"QueryResults reply: an index is past its table: {e}") from None
@@ -266,15 +307,20 @@ def _reply_columns(reply: pb.QueryResultsResponse,
     return out
 
 
-def _columns(c: pb.ResultColumns, metrics: Sequence[str]) -> Dict[str, List[Any]]:
+def _columns(c: pb.ResultColumns, built_ins: Sequence[pb.MetricInfo],
+             metrics: Sequence[str]) -> Dict[str, List[Any]]:
     n = len(c.cell_id)
     for name in ("head_index", "worker", "worker_version", "device", "facts", "failure_row"):
         if any(i < 0 for i in getattr(c, name)):  # Python would count from the end
             raise IndexError(f"columns.{name} holds a negative index")
     out = {k: list(getattr(c, k)) for k in _DIRECT_COLUMNS}
-    for k, empty in _METRIC_COLUMNS.items():
-        values = getattr(c, k)
-        out[k] = list(values) if len(values) else [empty] * n
+    fields = pb.ResultColumns.DESCRIPTOR.fields_by_name
+    for b in built_ins:
+        if b.name not in fields:  # a built-in newer than this package: its list is not here
+            out[b.name] = [None] * n
+            continue
+        values = getattr(c, b.name)  # empty: every row holds the empty value
+        out[b.name] = list(values) if len(values) else [b.empty] * n
     out["sweep_id"] = [c.sweep_id] * n
     out["head"] = [c.heads[i] for i in c.head_index]
     out["worker_id"] = [c.workers[i] for i in c.worker]
@@ -292,7 +338,7 @@ def _columns(c: pb.ResultColumns, metrics: Sequence[str]) -> Dict[str, List[Any]
     for m in metrics:
         out[m] = [None] * n  # a metric no row has is left out
     for metric in c.metrics:
-        if metric.name not in out:  # not in the table: not a column
+        if metric.name not in metrics:  # not in the table: not a column
             continue
         if len(metric.values) != n:
             raise IndexError(f"columns.metrics {metric.name}: {len(metric.values)} values for "
@@ -304,6 +350,16 @@ def _columns(c: pb.ResultColumns, metrics: Sequence[str]) -> Dict[str, List[Any]
     return out
 
 
+def _typed(values: Sequence[Any], integer: bool, absent: Any) -> Any:
+    """A metric column: "Int64" or float64, missing where `absent` or None."""
+    if any(v is None for v in values):
+        absent = np.array([v is None for v in values], dtype=bool) | absent
+        values = [0 if v is None else v for v in values]
+    if integer:
+        return _ints(values, absent)
+    return _floats(values, absent)
+
+
 def results_frame(replies: Sequence[pb.QueryResultsResponse],
                   spec: Optional[pb.SweepSpec] = None) -> pd.DataFrame:
     """The per-seed rows of QueryResults replies (pages, in order) as one
@@ -311,19 +367,25 @@ def results_frame(replies: Sequence[pb.QueryResultsResponse],
     cell that was trained again after a quarantine has its DONE row and its
     INVALID one), then one column per recipe axis of `spec` (the sweep's
     ranksweep.v1.SweepSpec; None: no axis columns). `failure` holds a failed
-    cell's reason, and for an INVALID row who invalidated it and when. An
-    optional metric (one column each, as the coordinator's table lists
-    them) is <NA> (or NaN) where a row lacks it (`first_exact_step` for a
-    row that never reached train exact accuracy 1, a test-split metric for
-    a dataset without a test split) and in a row that is not done."""
+    cell's reason, and for an INVALID row who invalidated it and when. The
+    metrics (one column each, as the coordinator's tables list them) are
+    <NA> (or NaN) in a row that is not done; a test-split metric where the
+    row has no test split; an optional metric where a row lacks it
+    (`first_exact_step` for a row that never reached train exact accuracy 1)."""
+    built_ins = _built_in_table(replies)
     table = _metric_table(replies)
     metrics = [name for name, _ in table]
-    parts = [_reply_columns(r, metrics) for r in replies]
-    cols = {k: [v for part in parts for v in part[k]] for k in list(_ROW_FIELDS) + metrics}
+    parts = [_reply_columns(r, built_ins, metrics) for r in replies]
+    keys = list(_ROW_FIELDS) + [b.name for b in built_ins] + metrics
+    cols = {k: [v for part in parts for v in part[k]] for k in keys}
     state = np.asarray(cols["state"], dtype=np.int64)
     # Rows without metrics: failed cells. Invalidated rows keep theirs.
     not_done = (state != pb.CELL_STATE_DONE) & (state != pb.CELL_STATE_INVALID)
-    no_test = not_done | (np.asarray(cols["test_sequences"], dtype=np.int64) == 0)
+    # A row has a test split when its test split's sequence count is not 0.
+    test_size = [b.name for b in built_ins if b.test_split and b.field == "sequences"]
+    no_test = not_done.copy()
+    if test_size:
+        no_test |= np.asarray([v or 0 for v in cols[test_size[0]]], dtype=np.int64) == 0
     rank = np.asarray(cols["rank"], dtype=np.int64)
     data = {
         "sweep_id": np.array(cols["sweep_id"], dtype=object),
@@ -333,11 +395,6 @@ def results_frame(replies: Sequence[pb.QueryResultsResponse],
         "rank": _ints(rank, rank == 0),
         "seed": np.asarray(cols["seed"], dtype=np.uint64),
         "state": np.array([cell_state_name(s) for s in state], dtype=object),
-        "train_sequences": _ints(cols["train_sequences"], not_done),
-        "test_sequences": _ints(cols["test_sequences"], no_test),
-        "final_loss": _floats(cols["final_loss"], not_done),
-        "steps": _ints(cols["steps"], not_done),
-        "wall_seconds": _floats(cols["wall_seconds"], not_done),
         "device": np.where(not_done, None, _strings(cols["device"])),  # type: ignore[call-overload]
         "failure": _strings(cols["failure"]),
         "worker_id": _strings(cols["worker_id"]),
@@ -350,19 +407,14 @@ def results_frame(replies: Sequence[pb.QueryResultsResponse],
         "cached_from_cell_id": _ints(cols["cached_from_cell_id"],
                                      np.asarray(cols["cached_from_cell_id"]) == 0),
     }
-    for m in _SPLIT_FLOATS:
-        data[f"train_{m}"] = _floats(cols[f"train_{m}"], not_done)
-        data[f"test_{m}"] = _floats(cols[f"test_{m}"], no_test)
+    for b in built_ins:
+        data[b.name] = _typed(cols[b.name], b.integer, no_test if b.test_split else not_done)
     data["distinct_queries"] = _ints(cols["distinct_queries"], not_done)
     for bound in ("rank_lower_bound", "rank_upper_bound"):
         values = np.asarray(cols[bound], dtype=np.int64)
         data[bound] = _ints(values, not_done | (values == 0))  # 0: no bound
     for m, integer in table:
-        absent = np.array([v is None for v in cols[m]], dtype=bool) | not_done
-        if integer:
-            data[m] = _ints([0 if v is None else int(v) for v in cols[m]], absent)
-        else:
-            data[m] = _floats([0.0 if v is None else float(v) for v in cols[m]], absent)
+        data[m] = _typed(cols[m], integer, not_done)
     axes = _add_axis_columns(data, cols["recipe"], spec)
     return pd.DataFrame({k: data[k] for k in result_columns(replies) + axes})
 

@@ -13,10 +13,10 @@ from ranksweep.v1 import ranksweep_pb2 as pb
 RESULT_DTYPES = {
     "sweep_id": "object", "cell_id": "int64", "head": "object", "head_index": "int64",
     "rank": "Int64", "seed": "uint64", "state": "object",
-    "train_sequences": "Int64", "train_error": "float64", "train_exact_accuracy": "float64",
-    "train_position_accuracy": "float64", "train_max_abs_error": "float64",
-    "test_sequences": "Int64", "test_error": "float64", "test_exact_accuracy": "float64",
-    "test_position_accuracy": "float64", "test_max_abs_error": "float64",
+    "train_sequences": "Int64", "train_position_accuracy": "float64",
+    "train_exact_accuracy": "float64", "train_error": "float64", "train_max_abs_error": "float64",
+    "test_sequences": "Int64", "test_position_accuracy": "float64",
+    "test_exact_accuracy": "float64", "test_error": "float64", "test_max_abs_error": "float64",
     "final_loss": "float64", "steps": "Int64", "wall_seconds": "float64", "device": "object",
     "failure": "object", "worker_id": "object", "build_id": "object",
     "torch_version": "object", "cuda_version": "object", "attempt": "int64",
@@ -281,6 +281,47 @@ class ResultsFrameTest(unittest.TestCase):
         rows[1].result.first_exact_step = 150
         df = frames.results_frame([pb.QueryResultsResponse(rows=rows)])
         self.assertEqual(df["first_exact_step"].tolist(), [60, 150, pd.NA])
+
+    def test_the_built_in_metrics_come_from_the_coordinators_table(self):
+        # A coordinator older than the table: the ResultColumns lists of a
+        # split's SplitMetrics fields and SeedResult's numbers, in field
+        # order, as the CLI's CSV has them.
+        self.assertEqual(frames.RESULT_COLUMNS[7:20], (
+            "train_sequences", "train_position_accuracy", "train_exact_accuracy", "train_error",
+            "train_max_abs_error", "test_sequences", "test_position_accuracy",
+            "test_exact_accuracy", "test_error", "test_max_abs_error", "final_loss", "steps",
+            "wall_seconds"))
+        # A reply with the table: one column per built-in it lists, in its
+        # order, typed as it says, an empty list read as its empty value; a
+        # built-in newer than this package (no list of its name here) is a
+        # column of missing values, never dropped.
+        rows = witness_rows()
+        reply = as_columns(rows)
+        c = reply.columns
+        c.built_in_table.add(name="steps", field="steps", integer=True)
+        c.built_in_table.add(name="train_error", field="error", empty=1.0)
+        c.built_in_table.add(name="test_error", field="error", empty=1.0, test_split=True)
+        c.built_in_table.add(name="test_sequences", field="sequences", integer=True,
+                             test_split=True)
+        c.built_in_table.add(name="train_made_up", field="made_up")
+        df = frames.results_frame([reply])
+        self.assertEqual(frames.result_columns([reply])[:13],
+                         ["sweep_id", "cell_id", "head", "head_index", "rank", "seed", "state",
+                          "steps", "train_error", "test_error", "test_sequences",
+                          "train_made_up", "device"])
+        self.assertEqual(list(df.columns), frames.result_columns([reply]))
+        self.assertNotIn("final_loss", df.columns)
+        self.assertEqual(df["steps"].tolist(), [300, 300, pd.NA])
+        self.assertEqual(df["train_error"].tolist()[:2], [0.25, 0.0])
+        self.assertTrue(math.isnan(df["train_error"][2]))  # not done
+        self.assertTrue(df["test_error"].isna().all())  # no test split
+        self.assertTrue(df["test_sequences"].isna().all())
+        self.assertEqual(str(df["train_made_up"].dtype), "float64")
+        self.assertTrue(df["train_made_up"].isna().all())
+        # Rows (a coordinator that predates columns) read the same fields.
+        want = frames.results_frame([pb.QueryResultsResponse(rows=rows)])
+        got = frames.results_frame([as_columns(rows)])
+        pd.testing.assert_frame_equal(got, want)
 
     def test_no_rows(self):
         df = frames.results_frame([pb.QueryResultsResponse()])
