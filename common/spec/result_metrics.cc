@@ -1,6 +1,7 @@
 #include "common/spec/result_metrics.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -24,7 +25,65 @@ size_t IndexOf(const ResultMetric& metric) {
   return static_cast<size_t>(&metric - kResultMetrics);
 }
 
+// Whether `v` is in `range`, and the range as messages write it.
+bool InRange(MetricRange range, double v, int max_steps) {
+  switch (range) {
+    case MetricRange::kStep:
+      return v >= 0 && v <= max_steps;
+    case MetricRange::kNonNegative:
+      return std::isfinite(v) && v >= 0;
+    case MetricRange::kShare:
+      return v >= 0 && v <= 1;  // false for NaN
+    case MetricRange::kCount:
+      return v >= 0;
+    case MetricRange::kPositiveCount:
+      return v >= 1;
+  }
+  return false;
+}
+
+std::string RangeText(MetricRange range, int max_steps) {
+  switch (range) {
+    case MetricRange::kStep:
+      return absl::StrCat("0..", max_steps);
+    case MetricRange::kNonNegative:
+      return "[0, inf)";
+    case MetricRange::kShare:
+      return "[0, 1]";
+    case MetricRange::kCount:
+      return absl::StrCat("0..", INT64_MAX);
+    case MetricRange::kPositiveCount:
+      return absl::StrCat("1..", INT64_MAX);
+  }
+  return "";
+}
+
+// `v` as a message shows it: an integer metric without a fraction.
+std::string ValueText(bool integer, double v) {
+  return integer ? absl::StrCat(static_cast<int64_t>(v)) : absl::StrCat(v);
+}
+
 }  // namespace
+
+std::string BuiltInPath(const BuiltInMetric& m) {
+  switch (m.split) {
+    case MetricSplit::kTrain:
+      return absl::StrCat("result.train.", m.field);
+    case MetricSplit::kTest:
+      return absl::StrCat("result.test.", m.field);
+    case MetricSplit::kNone:
+      break;
+  }
+  return absl::StrCat("result.", m.field);
+}
+
+absl::Status CheckBuiltInRange(const BuiltInMetric& m, const SeedResult& r, int max_steps) {
+  const double v = m.get(r);
+  if (InRange(m.range, v, max_steps)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(BuiltInPath(m), " must be in ",
+                                                 RangeText(m.range, max_steps), ", got ",
+                                                 ValueText(m.integer, v)));
+}
 
 const ResultMetric* FindResultMetric(std::string_view name) {
   for (const ResultMetric& m : kResultMetrics) {
@@ -63,21 +122,15 @@ absl::Status ValidateResultMetrics(const SeedResult& r, int max_steps) {
           "result.", m.name, " must be missing: the dataset has no test split (result.test."
           "sequences is 0), got ", *v));
     }
-    switch (m.range) {
-      case MetricRange::kStep:
-        if (*v < 0 || *v > max_steps) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("result.", m.name, " must be in 0..", max_steps, " or missing, got ",
-                           static_cast<int64_t>(*v)));
-        }
-        break;
-      case MetricRange::kNonNegative:
-        if (!std::isfinite(*v) || *v < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "result.", m.name, " must be a finite number >= 0 or missing, got ", *v));
-        }
-        break;
+    if (InRange(m.range, *v, max_steps)) continue;
+    if (m.range == MetricRange::kNonNegative) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "result.", m.name, " must be a finite number >= 0 or missing, got ", *v));
     }
+    return absl::InvalidArgumentError(absl::StrCat("result.", m.name, " must be in ",
+                                                   RangeText(m.range, max_steps),
+                                                   " or missing, got ",
+                                                   ValueText(m.integer, *v)));
   }
   return absl::OkStatus();
 }

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -34,8 +35,11 @@ namespace ranksweep {
 
 // The values a metric may take (checked by ValidateSeedResult).
 enum class MetricRange {
-  kStep,         // an integer step in 0..max_steps of the task
-  kNonNegative,  // a finite real >= 0
+  kStep,           // an integer step in 0..max_steps of the task
+  kNonNegative,    // a finite real >= 0
+  kShare,          // a real in [0, 1]: an accuracy, an error
+  kCount,          // an integer >= 0
+  kPositiveCount,  // an integer >= 1
 };
 
 // The split a metric was measured on. A test-split metric is missing for
@@ -101,6 +105,8 @@ struct BuiltInMetric {
   // An integer (a count: a sequence count, a step count) or a real.
   bool integer;
   MetricSplit split;
+  // The values a result may hold (ValidateSeedResult).
+  MetricRange range;
   // The value in a SeedResult, and setting it (an integer's is truncated).
   double (*get)(const SeedResult&);
   void (*set)(SeedResult&, double);
@@ -108,31 +114,35 @@ struct BuiltInMetric {
 
 // A row for the SeedResult member `member` ("train.error", "final_loss"),
 // whose field is named `field`.
-#define RANKSWEEP_BUILT_IN(name, split, member, field, integer)                       \
+#define RANKSWEEP_BUILT_IN(name, split, member, field, integer, range)                 \
   BuiltInMetric {                                                                    \
-    name, field, integer, MetricSplit::split,                                        \
+    name, field, integer, MetricSplit::split, MetricRange::range,                    \
         [](const SeedResult& r) { return static_cast<double>(r.member); },           \
         [](SeedResult& r, double v) { r.member = static_cast<decltype(r.member)>(v); } \
   }
-// The five rows of a split's SplitMetrics.
-#define RANKSWEEP_SPLIT_METRICS(split, split_enum)                                          \
-  RANKSWEEP_BUILT_IN(#split "_sequences", split_enum, split.sequences, "sequences", true), \
+// The five rows of a split's SplitMetrics; a split holds at least
+// `sequences_range` sequences.
+#define RANKSWEEP_SPLIT_METRICS(split, split_enum, sequences_range)                          \
+  RANKSWEEP_BUILT_IN(#split "_sequences", split_enum, split.sequences, "sequences", true,    \
+                     sequences_range),                                                     \
       RANKSWEEP_BUILT_IN(#split "_position_accuracy", split_enum, split.position_accuracy, \
-                         "position_accuracy", false),                                    \
+                         "position_accuracy", false, kShare),                            \
       RANKSWEEP_BUILT_IN(#split "_exact_accuracy", split_enum, split.exact_accuracy,       \
-                         "exact_accuracy", false),                                       \
-      RANKSWEEP_BUILT_IN(#split "_error", split_enum, split.error, "error", false),         \
+                         "exact_accuracy", false, kShare),                               \
+      RANKSWEEP_BUILT_IN(#split "_error", split_enum, split.error, "error", false, kShare), \
       RANKSWEEP_BUILT_IN(#split "_max_abs_error", split_enum, split.max_abs_error,         \
-                         "max_abs_error", false)
+                         "max_abs_error", false, kNonNegative)
 
 inline constexpr BuiltInMetric kBuiltInMetrics[] = {
     // train_sequences, train_position_accuracy, train_exact_accuracy,
-    // train_error, train_max_abs_error; the same for test.
-    RANKSWEEP_SPLIT_METRICS(train, kTrain),
-    RANKSWEEP_SPLIT_METRICS(test, kTest),
-    RANKSWEEP_BUILT_IN("final_loss", kNone, final_loss, "final_loss", false),
-    RANKSWEEP_BUILT_IN("steps", kNone, steps, "steps", true),
-    RANKSWEEP_BUILT_IN("wall_seconds", kNone, wall_seconds, "wall_seconds", false),
+    // train_error, train_max_abs_error; the same for test, which may be
+    // empty (no test split).
+    RANKSWEEP_SPLIT_METRICS(train, kTrain, kPositiveCount),
+    RANKSWEEP_SPLIT_METRICS(test, kTest, kCount),
+    RANKSWEEP_BUILT_IN("final_loss", kNone, final_loss, "final_loss", false, kNonNegative),
+    RANKSWEEP_BUILT_IN("steps", kNone, steps, "steps", true, kStep),
+    RANKSWEEP_BUILT_IN("wall_seconds", kNone, wall_seconds, "wall_seconds", false,
+                       kNonNegative),
 };
 #undef RANKSWEEP_SPLIT_METRICS
 #undef RANKSWEEP_BUILT_IN
@@ -155,6 +165,15 @@ inline double BuiltInDefault(const BuiltInMetric& m) {
   static const SeedResult kDefault;
   return m.get(kDefault);
 }
+
+// Where `m` sits in a result, as validation messages name it:
+// "result.train.error", "result.steps".
+std::string BuiltInPath(const BuiltInMetric& m);
+
+// OK when `m`'s value in `r` is in its range (max_steps: the task's, for a
+// kStep metric); else InvalidArgument "result.train.error must be in
+// [0, 1], got 2".
+absl::Status CheckBuiltInRange(const BuiltInMetric& m, const SeedResult& r, int max_steps);
 
 // The index of the built-in metric named `name` in kBuiltInMetrics; a name
 // that is not there does not compile where a constant is needed.

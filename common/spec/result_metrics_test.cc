@@ -92,6 +92,10 @@ TEST(ResultMetricsTest, EveryBuiltInRowReadsAndWritesItsOwnField) {
                                : m.split == MetricSplit::kTest ? "test_"
                                                                : "";
     EXPECT_EQ(std::string(m.name), prefix + m.field);
+    // An integer is a count or a step; a real is a share or a magnitude.
+    const bool integer_range = m.range == MetricRange::kStep || m.range == MetricRange::kCount ||
+                               m.range == MetricRange::kPositiveCount;
+    EXPECT_EQ(integer_range, m.integer) << m.name;
     m.set(r, 100 + k + (m.integer ? 0 : 0.5));
   }
   // Each row wrote its own field: every value is still its row's.
@@ -112,6 +116,23 @@ TEST(ResultMetricsTest, AMetricIsNamedOnlyByItsRowAndTheTrainer) {
   EXPECT_EQ(FilesNaming("final_test_loss"),
             (std::set<std::string>{"common/spec/result_metrics.h",
                                    "worker/trainer/fused_trainer.cc"}));
+}
+
+// A built-in metric (train_max_abs_error, test_max_abs_error) is named by
+// its row, the fields that hold it (SeedResult, the proto's SplitMetrics and
+// ResultColumns), the `results` column of the schema and its migrations,
+// the packing function's historical argument list, the trainer's JSON, the
+// trainer that computes it and the benchmark's made-up results; nothing
+// else: validation, storage, the wire's columns, the CLI's CSV and the
+// Python frames read the table (docs/ARCHITECTURE.md, "How to add a
+// metric").
+TEST(ResultMetricsTest, ABuiltInMetricIsNamedOnlyWhereItIsHeld) {
+  EXPECT_EQ(FilesNaming("max_abs_error"),
+            (std::set<std::string>{
+                "bench/dispatch_bench.cc", "common/spec/result_metrics.h", "common/spec/spec.h",
+                "common/spec/spec_json.cc", "proto/ranksweep/v1/ranksweep.proto",
+                "server/core/results/packed_row.h", "server/core/schema.cc",
+                "worker/trainer/fused_trainer.cc"}));
 }
 
 }  // namespace

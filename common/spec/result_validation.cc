@@ -10,30 +10,19 @@
 namespace ranksweep {
 namespace {
 
-// "FIELD must be in [LO, HI], got V"; an infinite HI prints as "inf)".
-absl::Status CheckReal(const std::string& field, double v, double lo, double hi) {
-  if (std::isfinite(v) && v >= lo && v <= hi) return absl::OkStatus();
-  const std::string upper = std::isinf(hi) ? std::string("inf)") : absl::StrCat(hi, "]");
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " must be in [", lo, ", ", upper, ", got ", v));
-}
-
 absl::Status CheckCount(const std::string& field, int64_t v, int64_t lo, int64_t hi) {
   if (v >= lo && v <= hi) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(field, " must be in ", lo, "..", hi, ", got ", v));
 }
 
-absl::Status CheckSplit(const std::string& split, const SplitMetrics& m, int64_t min_sequences) {
-  const double inf = INFINITY;
-  const std::string p = absl::StrCat("result.", split, ".");
-  RETURN_IF_ERROR(CheckCount(p + "sequences", m.sequences, min_sequences, INT64_MAX));
-  RETURN_IF_ERROR(CheckReal(p + "position_accuracy", m.position_accuracy, 0, 1));
-  RETURN_IF_ERROR(CheckReal(p + "exact_accuracy", m.exact_accuracy, 0, 1));
-  RETURN_IF_ERROR(CheckReal(p + "error", m.error, 0, 1));
-  RETURN_IF_ERROR(CheckReal(p + "max_abs_error", m.max_abs_error, 0, inf));
-  // The shares relate only for a split that has sequences. An empty test
-  // split's error is not even stored (it reads back as 1).
+// How a split's shares relate: they count the same sequences and positions,
+// so only rounding separates error from 1 - exact_accuracy, and no sequence
+// is exact without its positions being right. A split without sequences
+// has nothing to relate (an empty test split's error is not even stored:
+// it reads back as 1).
+absl::Status CheckShares(const std::string& split, const SplitMetrics& m) {
   if (m.sequences == 0) return absl::OkStatus();
+  const std::string p = absl::StrCat("result.", split, ".");
   if (std::fabs(m.error - (1.0 - m.exact_accuracy)) > ResultLimits::kTolerance) {
     return absl::InvalidArgumentError(absl::StrCat(
         p, "error must equal 1 - ", p, "exact_accuracy (", 1.0 - m.exact_accuracy, ") within ",
@@ -50,12 +39,12 @@ absl::Status CheckSplit(const std::string& split, const SplitMetrics& m, int64_t
 }  // namespace
 
 absl::Status ValidateSeedResult(const SeedResult& r, int max_steps) {
-  const double inf = INFINITY;
-  RETURN_IF_ERROR(CheckSplit("train", r.train, 1));
-  RETURN_IF_ERROR(CheckSplit("test", r.test, 0));
-  RETURN_IF_ERROR(CheckReal("result.final_loss", r.final_loss, 0, inf));
-  RETURN_IF_ERROR(CheckCount("result.steps", r.steps, 0, max_steps));
-  RETURN_IF_ERROR(CheckReal("result.wall_seconds", r.wall_seconds, 0, inf));
+  // Each built-in metric in its range, in table order (result_metrics.h).
+  for (const BuiltInMetric& m : kBuiltInMetrics) {
+    RETURN_IF_ERROR(CheckBuiltInRange(m, r, max_steps));
+  }
+  RETURN_IF_ERROR(CheckShares("train", r.train));
+  RETURN_IF_ERROR(CheckShares("test", r.test));
   RETURN_IF_ERROR(CheckTextLength("result.device", r.device, ResultLimits::kMaxLabelLength));
   const struct {
     const char* field;

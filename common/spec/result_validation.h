@@ -37,13 +37,14 @@ struct ResultLimits {
 };
 
 // OK when `r` is a result a trainer could have produced for a task with
-// `max_steps`: every real finite; accuracies and errors in [0, 1]; in a
-// split with sequences, error within kTolerance of 1 - exact_accuracy and
-// position accuracy >= exact accuracy (less kTolerance); max_abs_error and
-// final_loss >= 0; train.sequences >= 1
-// and test.sequences >= 0; steps in 0..max_steps; wall_seconds >= 0; the
-// dataset facts >= 0; device at most kMaxLabelLength bytes; the optional
-// metrics missing or in their range (result_metrics.h). Otherwise
+// `max_steps`: every built-in metric in its range (kBuiltInMetrics in
+// result_metrics.h, checked in table order: every real finite, accuracies
+// and errors in [0, 1], the other reals >= 0, at least one train sequence,
+// steps in 0..max_steps);
+// then in a split with sequences, error within kTolerance of
+// 1 - exact_accuracy and position accuracy >= exact accuracy (less
+// kTolerance); the dataset facts >= 0; device at most kMaxLabelLength
+// bytes; the optional metrics missing or in their range. Otherwise
 // InvalidArgument naming the first bad field ("result.train.exact_accuracy
 // must be in [0, 1], got nan").
 absl::Status ValidateSeedResult(const SeedResult& r, int max_steps);
