@@ -1,6 +1,7 @@
 #include "client/ui/dashboard.h"
 
 #include <algorithm>
+#include <string>
 
 #include "client/ui/assets.h"
 #include "gtest/gtest.h"
@@ -196,15 +197,24 @@ TEST_F(DashboardTest, ServesTheEmbeddedPage) {
   EXPECT_NE(reply.body.find("<script src=\"/assets/app.js\"></script>"), std::string::npos);
   // Nothing loads from elsewhere: the policy allows this origin only.
   EXPECT_NE(Header(reply, "Content-Security-Policy").find("script-src 'self'"), std::string::npos);
-  HttpReply js = Get("/assets/app.js");
-  EXPECT_EQ(js.status, 200);
-  EXPECT_EQ(js.content_type, "text/javascript; charset=utf-8");
+  // Every script, in the order that lets each use the ones before it.
+  EXPECT_NE(reply.body.find("<script src=\"/assets/common.js\"></script>\n"
+                            "<script src=\"/assets/plot.js\"></script>\n"
+                            "<script src=\"/assets/pages.js\"></script>\n"
+                            "<script src=\"/assets/sweep_page.js\"></script>\n"
+                            "<script src=\"/assets/app.js\"></script>"),
+            std::string::npos);
+  for (const char* script : {"common.js", "plot.js", "pages.js", "sweep_page.js", "app.js"}) {
+    HttpReply js = Get(std::string("/assets/") + script);
+    EXPECT_EQ(js.status, 200) << script;
+    EXPECT_EQ(js.content_type, "text/javascript; charset=utf-8") << script;
+  }
   EXPECT_EQ(Get("/assets/app.css").content_type, "text/css; charset=utf-8");
   EXPECT_EQ(Get("/assets/missing.js").status, 404);
 }
 
 TEST_F(DashboardTest, AssetsReferenceNoNetwork) {
-  ASSERT_EQ(EmbeddedAssets().size(), 3u);
+  ASSERT_EQ(EmbeddedAssets().size(), 7u);
   for (const auto& [name, contents] : EmbeddedAssets()) {
     // The SVG namespace is a name, not a place anything is loaded from.
     std::string body(contents);
