@@ -1,6 +1,7 @@
 #include "server/core/auth.h"
 
 #include <arpa/inet.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
@@ -128,8 +129,14 @@ absl::Status ValidateTokenName(std::string_view name) {
 }
 
 std::string HashToken(std::string_view token) {
+  // The digest fetched once: SHA256() looks the algorithm up by name, under
+  // OpenSSL's locks, on every call, and every worker call hashes its session.
+  static EVP_MD* const kSha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  if (kSha256 == nullptr ||
+      EVP_Digest(token.data(), token.size(), digest, nullptr, kSha256, nullptr) != 1) {
+    SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  }
   return absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
 }

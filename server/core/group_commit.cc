@@ -112,14 +112,6 @@ size_t GroupCommit::queued() {
 
 namespace {
 
-// Runs one of the group commit's own statements (BEGIN, SAVEPOINT, RELEASE,
-// COMMIT) from the statement cache: compiling it again for every request
-// cost more than running it.
-absl::Status RunCached(Connection& w, const std::string& sql) {
-  ASSIGN_OR_RETURN(Statement statement, w.Prepare(sql));
-  return statement.Run();
-}
-
 }  // namespace
 
 void GroupCommit::RunBatch(const std::vector<WriteRequest*>& batch) {
@@ -141,7 +133,7 @@ void GroupCommit::RunBatch(const std::vector<WriteRequest*>& batch) {
   bool savepoints = false;
   size_t next = 0;  // the first request of todo not yet run
   while (next < todo.size()) {
-    absl::Status begin = RunCached(w, kBegin);
+    absl::Status begin = w.Run(kBegin);
     if (!begin.ok()) {
       for (size_t i = next; i < todo.size(); ++i) todo[i]->status = begin;
       return;
@@ -154,7 +146,7 @@ void GroupCommit::RunBatch(const std::vector<WriteRequest*>& batch) {
     bool aborted = false, run_again = false;
     for (; next < todo.size() && !aborted && !run_again; ++next) {
       WriteRequest* r = todo[next];
-      absl::Status s = guard ? RunCached(w, kSavepoint) : absl::OkStatus();
+      absl::Status s = guard ? w.Run(kSavepoint) : absl::OkStatus();
       if (s.ok()) s = r->fn(w);
       if (!w.InTransaction()) {
         // SQLite rolled the whole transaction back (I/O error, disk full):
@@ -172,7 +164,7 @@ void GroupCommit::RunBatch(const std::vector<WriteRequest*>& batch) {
         aborted = true;
         continue;  // ++next: the remaining requests get a fresh transaction
       }
-      if (s.ok() && guard) s = RunCached(w, kRelease);
+      if (s.ok() && guard) s = w.Run(kRelease);
       r->status = s;
       if (s.ok()) {
         applied.push_back(r);
@@ -196,7 +188,7 @@ void GroupCommit::RunBatch(const std::vector<WriteRequest*>& batch) {
     // One COMMIT, one sync, for every request that succeeded. A batch whose
     // requests all failed has nothing to keep.
     const auto commit_start = std::chrono::steady_clock::now();
-    absl::Status commit = applied.empty() ? w.Exec("ROLLBACK") : RunCached(w, kCommit);
+    absl::Status commit = applied.empty() ? w.Exec("ROLLBACK") : w.Run(kCommit);
     if (commit.ok() && !applied.empty() && commit_observer_) {
       commit_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                      commit_start)

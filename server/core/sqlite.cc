@@ -154,6 +154,11 @@ absl::Status Connection::Exec(const std::string& sql) {
   return absl::OkStatus();
 }
 
+absl::Status Connection::Run(const std::string& sql) {
+  ASSIGN_OR_RETURN(Statement statement, Prepare(sql));
+  return statement.Run();
+}
+
 int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
 
 int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }

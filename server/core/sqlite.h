@@ -115,6 +115,10 @@ class Connection {
   absl::StatusOr<Statement> Prepare(const std::string& sql);
   // Runs one or more statements without caching (schema, pragmas).
   absl::Status Exec(const std::string& sql);
+  // Runs one statement that returns no rows from the statement cache
+  // (BEGIN, COMMIT, SAVEPOINT): compiling it again for every transaction
+  // costs more than running it.
+  absl::Status Run(const std::string& sql);
   // Rows changed by the last INSERT/UPDATE/DELETE.
   int64_t Changes() const;
   int64_t LastInsertRowId() const;

@@ -138,11 +138,16 @@ size_t Store::queued_writes() { return group_commit_->queued(); }
 
 namespace {
 
+// A read transaction on `r` around `fn`. Its statements come from the
+// statement cache: a quick read (a worker's session check) runs for every
+// call of a worker, and compiling BEGIN and COMMIT each time cost more than
+// the read itself.
 absl::Status ReadOn(Connection& r, absl::FunctionRef<absl::Status(Connection&)> fn) {
-  RETURN_IF_ERROR(r.Exec("BEGIN"));
+  static const std::string kBegin = "BEGIN", kCommit = "COMMIT", kRollback = "ROLLBACK";
+  RETURN_IF_ERROR(r.Run(kBegin));
   absl::Status s = fn(r);
   // A read transaction has nothing to commit; ending it releases the snapshot.
-  absl::Status end = r.Exec(s.ok() ? "COMMIT" : "ROLLBACK");
+  absl::Status end = r.Run(s.ok() ? kCommit : kRollback);
   return s.ok() ? end : s;
 }
 
