@@ -25,7 +25,7 @@ absl::StatusOr<RegisteredWorker> WorkerManager::Register(const WorkerRegistratio
   std::string worker_id = reg.worker_id;
   bool known = false;
   int64_t released = 0;
-  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+  const absl::Status written = store_->Write([&](Connection& c) -> absl::Status {
     worker_id = reg.worker_id;
     known = false;
     released = 0;
@@ -50,16 +50,47 @@ absl::StatusOr<RegisteredWorker> WorkerManager::Register(const WorkerRegistratio
       released = static_cast<int64_t>(cells.size());
     }
     return SaveWorker(c, worker_id, reg, slots, now, session_hash);
-  }));
+  });
+  // The worker's previous session ends here; remembered checks are
+  // forgotten even after a write that failed (ForgetSessions).
+  ForgetSessions();
+  RETURN_IF_ERROR(written);
   LogRegistration(reg, worker_id, slots, known, released);
   return RegisteredWorker{worker_id, session};
 }
 
 absl::Status WorkerManager::CheckSession(const std::string& worker_id, const std::string& owner,
                                          const std::string& session) {
-  return store_->QuickRead([&](Connection& c) -> absl::Status {
+  // Every worker call passes here: reading the store costs a read
+  // transaction whose snapshot SQLite rebuilds after each commit.
+  const std::string session_hash = session.empty() ? std::string() : HashToken(session);
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    auto it = sessions_.find(worker_id);
+    if (it != sessions_.end() && !session.empty() && it->second.owner == owner &&
+        it->second.session_hash == session_hash) {
+      return absl::OkStatus();
+    }
+    generation = sessions_generation_;
+  }
+  RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
     return CheckWorkerSession(c, worker_id, owner, session);
-  });
+  }));
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  if (generation == sessions_generation_) {
+    if (sessions_.size() >= kKnownSessions) sessions_.clear();
+    sessions_[worker_id] = KnownSession{owner, session_hash};
+  }
+  return absl::OkStatus();
+}
+
+// Called after every write of Register, Quarantine and Unquarantine, even
+// one that failed: forgetting costs the next checks a read, never an answer.
+void WorkerManager::ForgetSessions() {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  ++sessions_generation_;
+  sessions_.clear();
 }
 
 absl::StatusOr<QuarantineOutcome> WorkerManager::Quarantine(const std::string& worker_id,
@@ -68,7 +99,7 @@ absl::StatusOr<QuarantineOutcome> WorkerManager::Quarantine(const std::string& w
                                                             bool hold_token, Events& events) {
   const int64_t now = clock_->NowMs();
   QuarantineOutcome out;
-  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+  const absl::Status written = store_->Write([&](Connection& c) -> absl::Status {
     events = Events();
     std::vector<QuarantinedCell> cells;
     ASSIGN_OR_RETURN(out, QuarantineIn(c, worker_id, since_ms, by, now, hold_token, &cells));
@@ -81,7 +112,10 @@ absl::StatusOr<QuarantineOutcome> WorkerManager::Quarantine(const std::string& w
       events.work_available = events.work_available || cell.reset;
     }
     return absl::OkStatus();
-  }));
+  });
+  // The worker (and, held, its token's workers) are refused from here.
+  ForgetSessions();
+  RETURN_IF_ERROR(written);
   LogEvent("quarantine %d of worker %s by %s (since %d ms): %d results and %d copies invalid, "
            "%d cells pending again, %d leases released, %d sweeps running again; the worker "
            "%sis held until unquarantined",
@@ -97,10 +131,12 @@ absl::StatusOr<QuarantineOutcome> WorkerManager::Quarantine(const std::string& w
 absl::StatusOr<bool> WorkerManager::Unquarantine(const std::string& worker_id,
                                                  const std::string& by) {
   bool was = false;
-  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+  const absl::Status written = store_->Write([&](Connection& c) -> absl::Status {
     ASSIGN_OR_RETURN(was, LiftQuarantine(c, worker_id));
     return absl::OkStatus();
-  }));
+  });
+  ForgetSessions();
+  RETURN_IF_ERROR(written);
   LogEvent("worker %s unquarantined by %s%s", Clip(worker_id), Clip(by),
            was ? "" : " (it was not quarantined)");
   return was;

@@ -15,8 +15,11 @@
 #ifndef RANKSWEEP_SERVER_CORE_WORKERS_WORKER_MANAGER_H_
 #define RANKSWEEP_SERVER_CORE_WORKERS_WORKER_MANAGER_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,6 +46,13 @@ class WorkerManager {
   absl::StatusOr<RegisteredWorker> Register(const WorkerRegistration& registration,
                                             Events& events);
   // Coordinator::CheckWorkerSession, on the store's quick read connection.
+  // A check that passed is remembered (the owner and the session's hash, for
+  // at most kKnownSessions workers) and answered from memory until the next
+  // Register, Quarantine or Unquarantine: those are the only writes that
+  // change what it reads, and each forgets every remembered check once it
+  // has committed, before it returns. A check that read the store before
+  // such a write ended keeps its answer but does not remember it. Anything
+  // that does not match a remembered check reads the store.
   absl::Status CheckSession(const std::string& worker_id, const std::string& owner,
                             const std::string& session);
   // Coordinator::Quarantine.
@@ -53,9 +63,25 @@ class WorkerManager {
   absl::StatusOr<bool> Unquarantine(const std::string& worker_id, const std::string& by);
 
  private:
+  // A session check that passed: the owner and the session's hash the
+  // store held for a worker that was neither quarantined nor held.
+  struct KnownSession {
+    std::string owner;
+    std::string session_hash;
+  };
+  // Checks remembered at most; the map starts afresh when full.
+  static constexpr size_t kKnownSessions = 4096;
+
+  // Forgets every remembered check; called after each write that can
+  // change one.
+  void ForgetSessions();
+
   Store* const store_;
   const Clock* const clock_;
   LeaseManager* const leases_;
+  std::mutex sessions_mu_;
+  uint64_t sessions_generation_ = 0;                         // guarded by sessions_mu_
+  std::unordered_map<std::string, KnownSession> sessions_;  // guarded by sessions_mu_
 };
 
 }  // namespace ranksweep::server

@@ -59,5 +59,43 @@ TEST_F(WorkerManagerTest, AQuarantinedWorkerCannotRegisterUntilItIsLifted) {
             absl::StatusCode::kNotFound);
 }
 
+// A check that passed is remembered, and forgotten by every write that can
+// change its answer: each remembered check below would pass if it were not.
+TEST_F(WorkerManagerTest, ARememberedSessionCheckEndsWithTheWritesThatChangeIt) {
+  const RegisteredWorker w = Register("", "a");
+  const RegisteredWorker other = Register("", "a");  // the same token's second worker
+  ASSERT_TRUE(workers_->CheckSession(w.worker_id, "a", w.session).ok());
+  ASSERT_TRUE(workers_->CheckSession(other.worker_id, "a", other.session).ok());
+  // Asked again, the same answers (from memory); a wrong session or owner
+  // is still refused.
+  EXPECT_TRUE(workers_->CheckSession(w.worker_id, "a", w.session).ok());
+  EXPECT_EQ(workers_->CheckSession(w.worker_id, "a", other.session).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(workers_->CheckSession(w.worker_id, "b", w.session).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(workers_->CheckSession(w.worker_id, "a", "").code(),
+            absl::StatusCode::kPermissionDenied);
+
+  // Registering again ends the old session at once.
+  const RegisteredWorker again = Register(w.worker_id, "a");
+  EXPECT_EQ(workers_->CheckSession(w.worker_id, "a", w.session).code(),
+            absl::StatusCode::kPermissionDenied);
+  ASSERT_TRUE(workers_->CheckSession(w.worker_id, "a", again.session).ok());
+
+  // A quarantine that holds the token refuses the worker and every other
+  // worker of its token, though both passed a moment before.
+  Events events;
+  ASSERT_TRUE(workers_->Quarantine(w.worker_id, 0, "admin", /*hold_token=*/true, events).ok());
+  EXPECT_EQ(workers_->CheckSession(w.worker_id, "a", again.session).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(workers_->CheckSession(other.worker_id, "a", other.session).code(),
+            absl::StatusCode::kPermissionDenied);
+
+  // Lifted, both pass again.
+  ASSERT_TRUE(workers_->Unquarantine(w.worker_id, "admin").ok());
+  EXPECT_TRUE(workers_->CheckSession(w.worker_id, "a", again.session).ok());
+  EXPECT_TRUE(workers_->CheckSession(other.worker_id, "a", other.session).ok());
+}
+
 }  // namespace
 }  // namespace ranksweep::server
