@@ -56,15 +56,22 @@ const google::protobuf::FieldDescriptor* BuiltInColumnField(const BuiltInMetric&
 // call; the encoder takes each column once per reply and adds to it per row.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+// ResultColumns' Reflection, looked up once (GetReflection() checks the
+// descriptors' set-up on every call; a reply's rows are read one by one).
+const google::protobuf::Reflection* ColumnsReflection() {
+  static const google::protobuf::Reflection* const kReflection =
+      v1::ResultColumns::GetReflection();
+  return kReflection;
+}
 template <typename T>
 google::protobuf::RepeatedField<T>* MutableBuiltInColumn(v1::ResultColumns* c,
                                                          const BuiltInMetric& m) {
-  return c->GetReflection()->MutableRepeatedField<T>(c, BuiltInColumnField(m));
+  return ColumnsReflection()->MutableRepeatedField<T>(c, BuiltInColumnField(m));
 }
 template <typename T>
 const google::protobuf::RepeatedField<T>& BuiltInColumn(const v1::ResultColumns& c,
                                                         const BuiltInMetric& m) {
-  return c.GetReflection()->GetRepeatedField<T>(c, BuiltInColumnField(m));
+  return ColumnsReflection()->GetRepeatedField<T>(c, BuiltInColumnField(m));
 }
 #pragma GCC diagnostic pop
 

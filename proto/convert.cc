@@ -375,6 +375,19 @@ const google::protobuf::FieldDescriptor* BuiltInField(const BuiltInMetric& metri
   return (*kFields)[static_cast<size_t>(&metric - kBuiltInMetrics)];
 }
 
+// The Reflection of the messages that hold the metrics, looked up once:
+// GetReflection() runs protobuf's descriptor set-up check on every call, and
+// these run for every row and metric (the CLI's CSV of 100,000 rows spent
+// an eighth of its time in that check).
+const google::protobuf::Reflection* SeedResultReflection() {
+  static const google::protobuf::Reflection* const kReflection = v1::SeedResult::GetReflection();
+  return kReflection;
+}
+const google::protobuf::Reflection* HolderReflection(const BuiltInMetric& metric) {
+  static const google::protobuf::Reflection* const kSplit = v1::SplitMetrics::GetReflection();
+  return metric.split == MetricSplit::kNone ? SeedResultReflection() : kSplit;
+}
+
 const google::protobuf::Message& Holder(const BuiltInMetric& metric, const v1::SeedResult& p) {
   switch (metric.split) {
     case MetricSplit::kTrain: return p.train();
@@ -398,7 +411,7 @@ google::protobuf::Message* MutableHolder(const BuiltInMetric& metric, v1::SeedRe
 double GetProtoBuiltIn(const BuiltInMetric& metric, const v1::SeedResult& p) {
   const google::protobuf::FieldDescriptor* f = BuiltInField(metric);
   const google::protobuf::Message& holder = Holder(metric, p);
-  const google::protobuf::Reflection* refl = holder.GetReflection();
+  const google::protobuf::Reflection* refl = HolderReflection(metric);
   return f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64
              ? static_cast<double>(refl->GetInt64(holder, f))
              : refl->GetDouble(holder, f);
@@ -407,7 +420,7 @@ double GetProtoBuiltIn(const BuiltInMetric& metric, const v1::SeedResult& p) {
 void SetProtoBuiltIn(const BuiltInMetric& metric, double value, v1::SeedResult* p) {
   const google::protobuf::FieldDescriptor* f = BuiltInField(metric);
   google::protobuf::Message* holder = MutableHolder(metric, p);
-  const google::protobuf::Reflection* refl = holder->GetReflection();
+  const google::protobuf::Reflection* refl = HolderReflection(metric);
   if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
     refl->SetInt64(holder, f, static_cast<int64_t>(value));
   } else {
@@ -438,7 +451,7 @@ std::optional<double> GetProtoMetric(const ResultMetric& metric, const v1::SeedR
   }
   // From a sender older than the map: the metric's own field, if it has one.
   const google::protobuf::FieldDescriptor* f = LegacyMetricField(metric);
-  const google::protobuf::Reflection* refl = p.GetReflection();
+  const google::protobuf::Reflection* refl = SeedResultReflection();
   if (f == nullptr || !refl->HasField(p, f)) return std::nullopt;
   return f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64
              ? static_cast<double>(refl->GetInt64(p, f))
@@ -448,7 +461,7 @@ std::optional<double> GetProtoMetric(const ResultMetric& metric, const v1::SeedR
 void SetProtoMetric(const ResultMetric& metric, std::optional<double> value,
                     v1::SeedResult* p) {
   const google::protobuf::FieldDescriptor* f = LegacyMetricField(metric);
-  const google::protobuf::Reflection* refl = p->GetReflection();
+  const google::protobuf::Reflection* refl = SeedResultReflection();
   if (!value.has_value()) {
     p->mutable_metrics()->erase(metric.name);
     if (f != nullptr) refl->ClearField(p, f);
