@@ -108,7 +108,7 @@ TEST(EdgesTest, AFileSizeLimitFailsTheCallNotTheCoordinator) {
   TempDir dir;
   const std::string db = dir.path() + "/a.db";
   Process server({"/usr/bin/prlimit", "--fsize=2000000", RANKSWEEPD_BIN, "--listen=127.0.0.1:0",
-                  "--db=" + db, "--insecure_local"},
+                  "--db=" + db, "--insecure-local"},
                  dir.path() + "/server");
   auto bound = server.WaitForStdout(std::regex("listening on (\\S+)"), 30s);
   ASSERT_TRUE(bound.has_value()) << server.Stderr();

@@ -619,7 +619,7 @@ TEST_F(HostilePoolTest, ALiarClaimingTheCurrentBuildFeedsNoOtherUsersSweep) {
   // The operator shares the cache (--shared-cache): bob's next sweep is
   // served from alice's.
   ASSERT_TRUE(cluster_->StopCoordinator(SIGTERM));
-  cluster_->set_coordinator_args({"--shared_cache"});
+  cluster_->set_coordinator_args({"--shared-cache"});
   ASSERT_TRUE(cluster_->StartCoordinator()) << cluster_->error();
   const std::string b2 = submit(bob);
   EXPECT_EQ(cells(b2, 3), 4);

@@ -6,7 +6,7 @@
 //    task it leased, which does not wait for its lease to expire;
 //  - a reader holding a read transaction open in the sqlite3 shell does not
 //    block the coordinator's writes;
-//  - a message over --max_message_bytes is refused with RESOURCE_EXHAUSTED
+//  - a message over --max-message-bytes is refused with RESOURCE_EXHAUSTED
 //    and stores nothing;
 //  - the CLI lists every row of a sweep larger than one QueryResults page,
 //    each once, in cell order;

@@ -1,22 +1,22 @@
 // `ranksweep-fake-worker`: the real worker agent core (worker/agent/agent.h)
 // and gRPC client, with a TaskRunner that trains nothing. Each task sleeps a
-// random time in [--min_sleep_ms, --max_sleep_ms] and returns one synthetic
+// random time in [--min-sleep-ms, --max-sleep-ms] and returns one synthetic
 // SeedResult per seed (the seed filled in, metrics derived from the seed), so
 // soak and reliability tests can run dozens of workers on a small machine
 // while exercising the agent's real retries, outbox, heartbeats and drain.
 //
-// --lose_replies=N makes the first N CompleteTasks calls that leased next
+// --lose-replies=N makes the first N CompleteTasks calls that leased next
 // tasks look failed to the agent (UNAVAILABLE) after the coordinator
 // committed them: a reply lost on the way, which the agent answers by
 // sending the same results again.
 //
-// --ack_log=FILE appends "ack CELL LEASE" for every result of a CompleteTasks
+// --ack-log=FILE appends "ack CELL LEASE" for every result of a CompleteTasks
 // call that returned OK (the coordinator's promise that the result is
 // durable), one write(2) per call on an O_APPEND descriptor, before the
 // agent sees the reply. A SIGKILL can lose the last acknowledgement (between
 // the reply and the write) but never records one that was not given.
 //
-// --lie_rate=P makes it a liar: before a share P of its CompleteTasks calls
+// --lie-rate=P makes it a liar: before a share P of its CompleteTasks calls
 // it first sends the same call with one result made impossible (NaN or
 // infinite metrics, accuracy 2, negative steps, an empty result, a 100 kB
 // device string, ...; chosen at random), and before registering it tries a
@@ -25,23 +25,23 @@
 // LEASE" for each lie refused so and "poisoned CELL LEASE" for one accepted.
 // The honest call follows, so a liar still finishes its cells.
 //
-// With --ack_log it also appends "lease CELL LEASE" for every cell it is
+// With --ack-log it also appends "lease CELL LEASE" for every cell it is
 // leased (AcquireTasks, or CompleteTasks' next tasks), as the reply arrives:
 // what a hijacker would steal (below), and whose worker a lease was for.
 //
-// --plausible_lies makes every result say what no check can refuse but is
+// --plausible-lies makes every result say what no check can refuse but is
 // wrong: every seed exact (a GPU with silent errors); only a quarantine takes
 // such results back.
 //
-// --hijack_dir=DIR makes it a hijacker instead of a worker: it registers
+// --hijack-dir=DIR makes it a hijacker instead of a worker: it registers
 // under its own id with its own token and trains nothing; every
-// --hijack_period_ms it reads the "lease" lines the other workers' ack logs
+// --hijack-period-ms it reads the "lease" lines the other workers' ack logs
 // in DIR (ack-*.log) gained, and with the newest leases (at most 8) sends,
 // as itself, a Heartbeat, a CompleteTasks with plausible results and a
 // FailTask, then the same three in the name of the lease's worker (the log
 // file names it), with its own session. The coordinator must honour none:
 // every lease reads as lost, the CompleteTasks and the calls in another's
-// name are refused. Its --ack_log gets "refused 0 N" after each round of N
+// name are refused. Its --ack-log gets "refused 0 N" after each round of N
 // refused calls and "hijacked CELL LEASE" for every call that was honoured
 // (a result recorded, a lease extended, a call in another's name accepted).
 //
@@ -194,7 +194,7 @@ void AppendLines(int fd, const std::string& lines) {
     ssize_t n = write(fd, lines.data() + done, lines.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      perror("ranksweep-fake-worker: --ack_log write");
+      perror("ranksweep-fake-worker: --ack-log write");
       break;
     }
     done += static_cast<size_t>(n);
@@ -205,7 +205,7 @@ void AppendLines(int fd, const std::string& lines) {
 // The first `lose_replies` Complete calls that committed and leased next
 // tasks answer the agent UNAVAILABLE instead, as a reply lost on the way.
 // With a lie rate, some calls are sent first with an impossible result
-// (the file comment, --lie_rate).
+// (the file comment, --lie-rate).
 class AckLoggingClient : public CoordinatorClient {
  public:
   AckLoggingClient(CoordinatorClient* inner, int fd, int lose_replies, double lie_rate)
@@ -253,7 +253,7 @@ class AckLoggingClient : public CoordinatorClient {
         lose_replies_.fetch_sub(1) > 0) {
       std::cerr << "ranksweep-fake-worker: losing the reply to a CompleteTasks call that leased "
                 << reply->next_tasks.size() << " tasks" << std::endl;
-      return absl::UnavailableError("reply lost (--lose_replies)");
+      return absl::UnavailableError("reply lost (--lose-replies)");
     }
     if (reply.ok() && fd_ >= 0) {
       std::string lines;
@@ -372,7 +372,7 @@ std::vector<CellResult> FakeResults(const std::vector<Stolen>& leases) {
   return out;
 }
 
-// The hijacker's loop (--hijack_dir): until `stop`.
+// The hijacker's loop (--hijack-dir): until `stop`.
 int RunHijacker(CoordinatorClient* client, const WorkerRegistration& registration, int fd,
                 const std::string& dir, int period_ms, const std::atomic<bool>& stop) {
   std::string self;
@@ -450,14 +450,14 @@ int Main(int argc, char** argv) {
   FakeWorkerFlags f;
   Flags flags("ranksweep-fake-worker",
               "A ranksweep worker with a fake trainer, for soak and reliability tests.\n"
-              "  ranksweep-fake-worker --coordinator=127.0.0.1:50051 --slots=1 --max_sleep_ms=20",
+              "  ranksweep-fake-worker --coordinator=127.0.0.1:50051 --slots=1 --max-sleep-ms=20",
               "");
   flags.Add("coordinator", &f.coordinator, "Coordinator address host:port");
   flags.Add("slots", &f.slots, "Tasks run at once, 1..64", 1, 64);
   flags.Add("max-seeds", &f.max_seeds, "Cells (seeds) per task, 1..1024", 1, 1024);
   flags.Add("worker-id", &f.worker_id,
             "Identity to keep across restarts; empty = the coordinator assigns one");
-  flags.Add("once", &f.once, "Exit 0 once idle for --idle_exit_seconds");
+  flags.Add("once", &f.once, "Exit 0 once idle for --idle-exit-seconds");
   flags.Add("idle-exit-seconds", &f.idle_exit_seconds, "Idle time before --once exits");
   flags.Add("drain-seconds", &f.drain_seconds, "Drain timeout on SIGTERM/SIGINT");
   flags.Add("poll-ms", &f.poll_ms, "AcquireTasks long-poll length, 0..60000");
@@ -504,7 +504,7 @@ int Main(int argc, char** argv) {
   if (!f.ack_log.empty()) {
     ack_fd = open(f.ack_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (ack_fd < 0) {
-      perror("ranksweep-fake-worker: --ack_log");
+      perror("ranksweep-fake-worker: --ack-log");
       return 1;
     }
   }
@@ -566,7 +566,7 @@ int Main(int argc, char** argv) {
   if (!f.outbox_dir.empty()) {
     absl::StatusOr<std::unique_ptr<FileOutbox>> outbox = FileOutbox::Open(f.outbox_dir);
     if (!outbox.ok()) {
-      std::cerr << "ranksweep-fake-worker: --outbox_dir: " << outbox.status().message() << "\n";
+      std::cerr << "ranksweep-fake-worker: --outbox-dir: " << outbox.status().message() << "\n";
       return 1;
     }
     options.outbox = outbox->release();  // never freed, like the agent

@@ -40,12 +40,12 @@ bool Cluster::StartCoordinator() {
   std::vector<std::string> argv = {options_.bin.ranksweepd,
                                    "--listen=127.0.0.1:" + port_,
                                    "--db=" + db_,
-                                   "--lease_seconds=" + std::to_string(options_.lease_seconds),
-                                   "--max_attempts=" + std::to_string(options_.max_attempts)};
-  if (!options_.tokens) argv.push_back("--insecure_local");
-  if (options_.metrics) argv.push_back("--metrics_listen=127.0.0.1:0");
+                                   "--lease-seconds=" + std::to_string(options_.lease_seconds),
+                                   "--max-attempts=" + std::to_string(options_.max_attempts)};
+  if (!options_.tokens) argv.push_back("--insecure-local");
+  if (options_.metrics) argv.push_back("--metrics-listen=127.0.0.1:0");
   if (options_.max_message_bytes > 0) {
-    argv.push_back("--max_message_bytes=" + std::to_string(options_.max_message_bytes));
+    argv.push_back("--max-message-bytes=" + std::to_string(options_.max_message_bytes));
   }
   argv.insert(argv.end(), options_.coordinator_args.begin(), options_.coordinator_args.end());
   coordinator_ = std::make_unique<Process>(
@@ -124,15 +124,15 @@ void Cluster::StartWorker(int index) {
   ack_log_workers_.push_back(index);
   const auto setup = setups_.find(index);
   std::vector<std::string> argv{
-          options_.bin.fake_worker, "--coordinator=" + address_, "--worker_id=" + id,
-          "--slots=1", "--max_seeds=" + std::to_string(options_.max_seeds),
-          "--min_sleep_ms=" + std::to_string(options_.min_sleep_ms),
-          "--max_sleep_ms=" + std::to_string(options_.max_sleep_ms),
-          "--heartbeat_ms=" + std::to_string(options_.heartbeat_ms),
-          "--poll_ms=" + std::to_string(options_.poll_ms), "--rpc_timeout_seconds=5",
-          "--drain_seconds=10", "--ack_log=" + ack_log, "--quiet",
-          "--lose_replies=" + std::to_string(options_.lose_replies),
-          "--lie_rate=" + std::to_string(index < options_.liars ? options_.lie_rate : 0.0)};
+          options_.bin.fake_worker, "--coordinator=" + address_, "--worker-id=" + id,
+          "--slots=1", "--max-seeds=" + std::to_string(options_.max_seeds),
+          "--min-sleep-ms=" + std::to_string(options_.min_sleep_ms),
+          "--max-sleep-ms=" + std::to_string(options_.max_sleep_ms),
+          "--heartbeat-ms=" + std::to_string(options_.heartbeat_ms),
+          "--poll-ms=" + std::to_string(options_.poll_ms), "--rpc-timeout-seconds=5",
+          "--drain-seconds=10", "--ack-log=" + ack_log, "--quiet",
+          "--lose-replies=" + std::to_string(options_.lose_replies),
+          "--lie-rate=" + std::to_string(index < options_.liars ? options_.lie_rate : 0.0)};
   std::string token = options_.worker_token;
   if (setup != setups_.end()) {
     argv.insert(argv.end(), setup->second.args.begin(), setup->second.args.end());

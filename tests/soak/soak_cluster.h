@@ -41,27 +41,27 @@ struct ClusterOptions {
   int heartbeat_ms = 500;
   int poll_ms = 1000;
   int lose_replies = 0;  // per worker: CompleteTasks replies it drops
-  // Workers 0..liars-1 also lie (ranksweep-fake-worker --lie_rate): before
+  // Workers 0..liars-1 also lie (ranksweep-fake-worker --lie-rate): before
   // a share lie_rate of their CompleteTasks calls they send an impossible
   // result, which the coordinator must refuse.
   int liars = 0;
   double lie_rate = 0.3;
   std::string worker_id_prefix = "fake-w";
   // Authentication on (docs/SECURITY.md): ranksweepd runs without
-  // --insecure_local, and tokens come from CreateToken. The CLI sends
+  // --insecure-local, and tokens come from CreateToken. The CLI sends
   // cli_token, every worker worker_token (as RANKSWEEP_TOKEN).
   bool tokens = false;
   // ranksweepd --metrics-listen on a free loopback port (ScrapeMetrics).
   bool metrics = false;
   std::string cli_token;
   std::string worker_token;
-  // More ranksweepd flags, as given (e.g. "--shared_cache"); read at every
+  // More ranksweepd flags, as given (e.g. "--shared-cache"); read at every
   // StartCoordinator, so a test may change them between restarts.
   std::vector<std::string> coordinator_args;
 };
 
 // How one worker runs when it is not like the others: its own token and
-// more flags, after the usual ones (so they win: "--worker_id=" makes the
+// more flags, after the usual ones (so they win: "--worker-id=" makes the
 // coordinator assign a fresh id).
 struct WorkerSetup {
   std::string token;  // empty: ClusterOptions::worker_token
@@ -168,7 +168,7 @@ struct LieCounts {
 };
 LieCounts ReadLies(const std::vector<std::string>& paths);
 
-// What the hijackers (ranksweep-fake-worker --hijack_dir) met, from their
+// What the hijackers (ranksweep-fake-worker --hijack-dir) met, from their
 // logs: "refused 0 N" lines (N calls refused) and "hijacked" lines (a call
 // the coordinator honoured).
 struct HijackCounts {

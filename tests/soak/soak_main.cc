@@ -5,7 +5,7 @@
 // restarts the coordinator on the same database file and port. The kills
 // fire at random points of progress (share of the round's cells done), drawn
 // from --seed, so every requested kill lands before the round ends. With
-// --duration_seconds it starts new rounds until that much time has passed.
+// --duration-seconds it starts new rounds until that much time has passed.
 //
 // Meanwhile --watchers `ranksweep watch` processes per round follow the
 // round's sweeps (one each, in turn) through those restarts, as people do;
@@ -19,7 +19,7 @@
 // The pool is a shared one: ranksweepd runs with tokens, the workers share a
 // worker token, the CLI and watchers use an admin token. Beside them:
 //
-// --hijackers more processes (ranksweep-fake-worker --hijack_dir) with a
+// --hijackers more processes (ranksweep-fake-worker --hijack-dir) with a
 // worker token of their own steal the leases the other workers log and
 // heartbeat, complete and fail them, as themselves and in the leases'
 // workers' names, every 50 ms. hijacked = result rows stored through
@@ -27,8 +27,8 @@
 // show was leased to another worker than the row names) plus every hijack
 // call the coordinator honoured (the hijackers' logs).
 //
-// --quarantined_liar adds one worker, with a token of its own, whose results
-// are plausible but wrong (every seed exact). Once --quarantine_at of round
+// --quarantined-liar adds one worker, with a token of its own, whose results
+// are plausible but wrong (every seed exact). Once --quarantine-at of round
 // 0's cells are done (and it has stored some) the driver quarantines it
 // with its token (`ranksweep workers quarantine ID --token`), kills it, and
 // from then on starts it again whenever it is down, as a supervisor would,
@@ -142,8 +142,8 @@ int Main(int argc, char** argv) {
   Flags flags("ranksweep-soak",
               "Soak test: many fake workers, thousands of cells, random kill -9 of workers and "
               "of the coordinator; verifies the database.\n"
-              "  ranksweep-soak --workers=32 --cells=2000 --worker_kills=5 "
-              "--coordinator_restarts=1",
+              "  ranksweep-soak --workers=32 --cells=2000 --worker-kills=5 "
+              "--coordinator-restarts=1",
               "");
   flags.Add("workers", &f.workers, "Fake worker processes");
   flags.Add("cells", &f.cells, "Cells per round");
@@ -156,8 +156,8 @@ int Main(int argc, char** argv) {
   flags.Add("seed", &f.seed, "Seed of the kill schedule; 0 = from the clock (printed)");
   flags.Add("max-seeds", &f.max_seeds, "Cells per task");
   flags.Add("max-sleep-ms", &f.max_sleep_ms, "Longest fake task, ms (shortest is 0)");
-  flags.Add("lease-seconds", &f.lease_seconds, "ranksweepd --lease_seconds");
-  flags.Add("max-attempts", &f.max_attempts, "ranksweepd --max_attempts");
+  flags.Add("lease-seconds", &f.lease_seconds, "ranksweepd --lease-seconds");
+  flags.Add("max-attempts", &f.max_attempts, "ranksweepd --max-attempts");
   flags.Add("worker-restart-ms", &f.worker_restart_ms,
             "Longest delay before a killed worker restarts");
   flags.Add("coordinator-down-ms", &f.coordinator_down_ms, "Longest coordinator downtime");
@@ -222,7 +222,7 @@ int Main(int argc, char** argv) {
   const bool with_liar = f.quarantined_liar;
   const double quarantine_at = f.quarantine_at;
   if (n_hijackers < 0 || !(quarantine_at > 0 && quarantine_at < 1)) {
-    std::cerr << "ranksweep-soak: --hijackers must be >= 0 and --quarantine_at in (0, 1)\n";
+    std::cerr << "ranksweep-soak: --hijackers must be >= 0 and --quarantine-at in (0, 1)\n";
     return 2;
   }
   // A shared pool: tokens for the CLI, the workers, the hijackers and the
@@ -241,10 +241,10 @@ int Main(int argc, char** argv) {
   std::vector<int> hijackers;
   for (int i = 0; i < n_hijackers; ++i) {
     hijackers.push_back(n_workers + i);
-    cluster.SetupWorker(n_workers + i, {hijack_token, {"--hijack_dir=" + dir}});
+    cluster.SetupWorker(n_workers + i, {hijack_token, {"--hijack-dir=" + dir}});
   }
   const int liar = with_liar ? n_workers + n_hijackers : -1;
-  if (with_liar) cluster.SetupWorker(liar, {liar_token, {"--plausible_lies"}});
+  if (with_liar) cluster.SetupWorker(liar, {liar_token, {"--plausible-lies"}});
   const int all_workers = n_workers + n_hijackers + (with_liar ? 1 : 0);
 
   const Clock::time_point start = Clock::now();
@@ -264,8 +264,8 @@ int Main(int argc, char** argv) {
   // Starts the quarantined liar again, as a supervisor would: under its id,
   // then under a fresh one (the same token), in turn.
   auto reconnect_liar = [&] {
-    std::vector<std::string> args = {"--plausible_lies"};
-    if (liar_reconnects % 2 == 1) args.push_back("--worker_id=");
+    std::vector<std::string> args = {"--plausible-lies"};
+    if (liar_reconnects % 2 == 1) args.push_back("--worker-id=");
     cluster.SetupWorker(liar, {liar_token, args});
     cluster.StartWorker(liar);
     ++liar_reconnects;
