@@ -110,10 +110,6 @@ size_t GroupCommit::queued() {
   return queue_.size();
 }
 
-namespace {
-
-}  // namespace
-
 void GroupCommit::RunBatch(const std::vector<WriteRequest*>& batch) {
   static const std::string kBegin = "BEGIN IMMEDIATE";
   static const std::string kSavepoint = "SAVEPOINT write_request";

@@ -25,7 +25,7 @@ absl::StatusOr<RegisteredWorker> WorkerManager::Register(const WorkerRegistratio
   std::string worker_id = reg.worker_id;
   bool known = false;
   int64_t released = 0;
-  const absl::Status written = store_->Write([&](Connection& c) -> absl::Status {
+  RETURN_IF_ERROR(WriteAndForgetSessions([&](Connection& c) -> absl::Status {
     worker_id = reg.worker_id;
     known = false;
     released = 0;
@@ -50,11 +50,7 @@ absl::StatusOr<RegisteredWorker> WorkerManager::Register(const WorkerRegistratio
       released = static_cast<int64_t>(cells.size());
     }
     return SaveWorker(c, worker_id, reg, slots, now, session_hash);
-  });
-  // The worker's previous session ends here; remembered checks are
-  // forgotten even after a write that failed (ForgetSessions).
-  ForgetSessions();
-  RETURN_IF_ERROR(written);
+  }));  // the worker's previous session ends here
   LogRegistration(reg, worker_id, slots, known, released);
   return RegisteredWorker{worker_id, session};
 }
@@ -85,12 +81,15 @@ absl::Status WorkerManager::CheckSession(const std::string& worker_id, const std
   return absl::OkStatus();
 }
 
-// Called after every write of Register, Quarantine and Unquarantine, even
-// one that failed: forgetting costs the next checks a read, never an answer.
-void WorkerManager::ForgetSessions() {
+// Every remembered check is forgotten after the write, even one that
+// failed: forgetting costs the next checks a read, never an answer.
+absl::Status WorkerManager::WriteAndForgetSessions(
+    absl::FunctionRef<absl::Status(Connection&)> fn) {
+  const absl::Status written = store_->Write(fn);
   std::lock_guard<std::mutex> lock(sessions_mu_);
   ++sessions_generation_;
   sessions_.clear();
+  return written;
 }
 
 absl::StatusOr<QuarantineOutcome> WorkerManager::Quarantine(const std::string& worker_id,
@@ -99,7 +98,7 @@ absl::StatusOr<QuarantineOutcome> WorkerManager::Quarantine(const std::string& w
                                                             bool hold_token, Events& events) {
   const int64_t now = clock_->NowMs();
   QuarantineOutcome out;
-  const absl::Status written = store_->Write([&](Connection& c) -> absl::Status {
+  RETURN_IF_ERROR(WriteAndForgetSessions([&](Connection& c) -> absl::Status {
     events = Events();
     std::vector<QuarantinedCell> cells;
     ASSIGN_OR_RETURN(out, QuarantineIn(c, worker_id, since_ms, by, now, hold_token, &cells));
@@ -112,10 +111,7 @@ absl::StatusOr<QuarantineOutcome> WorkerManager::Quarantine(const std::string& w
       events.work_available = events.work_available || cell.reset;
     }
     return absl::OkStatus();
-  });
-  // The worker (and, held, its token's workers) are refused from here.
-  ForgetSessions();
-  RETURN_IF_ERROR(written);
+  }));  // the worker (and, held, its token's workers) are refused from here
   LogEvent("quarantine %d of worker %s by %s (since %d ms): %d results and %d copies invalid, "
            "%d cells pending again, %d leases released, %d sweeps running again; the worker "
            "%sis held until unquarantined",
@@ -131,12 +127,10 @@ absl::StatusOr<QuarantineOutcome> WorkerManager::Quarantine(const std::string& w
 absl::StatusOr<bool> WorkerManager::Unquarantine(const std::string& worker_id,
                                                  const std::string& by) {
   bool was = false;
-  const absl::Status written = store_->Write([&](Connection& c) -> absl::Status {
+  RETURN_IF_ERROR(WriteAndForgetSessions([&](Connection& c) -> absl::Status {
     ASSIGN_OR_RETURN(was, LiftQuarantine(c, worker_id));
     return absl::OkStatus();
-  });
-  ForgetSessions();
-  RETURN_IF_ERROR(written);
+  }));
   LogEvent("worker %s unquarantined by %s%s", Clip(worker_id), Clip(by),
            was ? "" : " (it was not quarantined)");
   return was;

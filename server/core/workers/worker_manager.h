@@ -21,6 +21,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/core/clock.h"
@@ -72,9 +73,9 @@ class WorkerManager {
   // Checks remembered at most; the map starts afresh when full.
   static constexpr size_t kKnownSessions = 4096;
 
-  // Forgets every remembered check; called after each write that can
-  // change one.
-  void ForgetSessions();
+  // store_->Write(fn), then forgets every remembered check: the writes
+  // that can change one (Register, Quarantine, Unquarantine) go through it.
+  absl::Status WriteAndForgetSessions(absl::FunctionRef<absl::Status(Connection&)> fn);
 
   Store* const store_;
   const Clock* const clock_;
