@@ -49,6 +49,35 @@ const v1::MetricAggregate* FindMetricAggregate(const v1::ResultGroup& g, const c
   return nullptr;
 }
 
+// One grouped built-in metric as v1::ResultGroup carries it: its Aggregate
+// field (named as the metric) and whether the metric is a test split's,
+// missing without one (common/spec/result_metrics.h, kBuiltInMetrics).
+struct GroupAggregate {
+  const google::protobuf::FieldDescriptor* field;
+  bool test;
+};
+
+// ResultGroup's Aggregate fields in the order it declares them, which is
+// the grouped CSV's column order.
+const std::vector<GroupAggregate>& GroupAggregates() {
+  static const auto* aggregates = [] {
+    auto* list = new std::vector<GroupAggregate>();
+    const google::protobuf::Descriptor* d = v1::ResultGroup::descriptor();
+    for (int i = 0; i < d->field_count(); ++i) {
+      const google::protobuf::FieldDescriptor* f = d->field(i);
+      if (f->is_repeated() || f->message_type() != v1::Aggregate::descriptor()) continue;
+      const BuiltInMetric* m = FindBuiltInMetric(f->name());
+      list->push_back({f, m != nullptr && m->split == MetricSplit::kTest});
+    }
+    return list;
+  }();
+  return *aggregates;
+}
+
+const v1::Aggregate& AggregateOf(const v1::ResultGroup& g, const GroupAggregate& a) {
+  return static_cast<const v1::Aggregate&>(g.GetReflection()->GetMessage(g, a.field));
+}
+
 }  // namespace
 
 // A group's aggregates, with the missing ones (no done seed; no test split)
@@ -57,15 +86,10 @@ nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_s
                                        const RecipeAxes& axes) {
   nlohmann::ordered_json j = MessageJsonTree(g);
   AddAxisKeys(axes, g.recipe(), &j);
-  if (g.n() == 0) {
-    for (const char* a : {"train_error", "train_exact_accuracy", "train_position_accuracy"}) {
-      j[a] = nullptr;
-    }
+  for (const GroupAggregate& a : GroupAggregates()) {
+    if (g.n() == 0 || (a.test && !has_test_split)) j[a.field->name()] = nullptr;
   }
-  if (g.n() == 0 || !has_test_split) {
-    j["test_error"] = nullptr;
-    j["test_exact_seeds"] = nullptr;
-  }
+  if (g.n() == 0 || !has_test_split) j["test_exact_seeds"] = nullptr;
   if (!has_test_split) j["test_verdict"] = nullptr;
   // The optional metrics as keys of their own, as the rows print them: an
   // object with n and the aggregate, null when no done cell has the metric.
@@ -87,11 +111,9 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_
                            const RecipeAxes& axes) {
   Table t;
   t.header = {"head", "head_index", "rank", "n", "expected", "exact_seeds"};
-  const char* kAggs[] = {"train_error", "test_error", "train_exact_accuracy",
-                         "train_position_accuracy"};
-  for (const char* a : kAggs) {
+  for (const GroupAggregate& a : GroupAggregates()) {
     for (const char* f : {"mean", "std", "min", "max", "ci95"}) {
-      t.header.push_back(absl::StrCat(a, "_", f));
+      t.header.push_back(absl::StrCat(a.field->name(), "_", f));
     }
   }
   // Then each optional metric: the done cells that have it, its aggregate.
@@ -107,10 +129,10 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_
                                     absl::StrCat(g.n()),
                                     absl::StrCat(g.expected()),
                                     absl::StrCat(g.exact_seeds())};
-    for (const v1::Aggregate* a : {&g.train_error(), &g.test_error(), &g.train_exact_accuracy(),
-                                   &g.train_position_accuracy()}) {
-      const bool shown = g.n() > 0 && (a != &g.test_error() || has_test_split);
-      for (double v : {a->mean(), a->std(), a->min(), a->max(), a->ci95()}) {
+    for (const GroupAggregate& a : GroupAggregates()) {
+      const bool shown = g.n() > 0 && (!a.test || has_test_split);
+      const v1::Aggregate& agg = AggregateOf(g, a);
+      for (double v : {agg.mean(), agg.std(), agg.min(), agg.max(), agg.ci95()}) {
         row.push_back(ShortestCell(shown, v));
       }
     }

@@ -92,6 +92,13 @@ const ResultMetric* FindResultMetric(std::string_view name) {
   return nullptr;
 }
 
+const BuiltInMetric* FindBuiltInMetric(std::string_view name) {
+  for (const BuiltInMetric& m : kBuiltInMetrics) {
+    if (name == m.name) return &m;
+  }
+  return nullptr;
+}
+
 std::optional<double> GetMetric(const ResultMetric& metric, const SeedResult& r) {
   const size_t i = IndexOf(metric);
   return i < r.metrics.size() ? r.metrics[i] : std::nullopt;

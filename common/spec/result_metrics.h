@@ -21,6 +21,7 @@
 #ifndef RANKSWEEP_COMMON_SPEC_RESULT_METRICS_H_
 #define RANKSWEEP_COMMON_SPEC_RESULT_METRICS_H_
 
+#include <array>
 #include <cstdint>
 #include <iterator>
 #include <optional>
@@ -107,6 +108,12 @@ struct BuiltInMetric {
   MetricSplit split;
   // The values a result may hold (ValidateSeedResult).
   MetricRange range;
+  // For a metric that every (head, rank, recipe) group aggregates over its
+  // done seeds (a test-split one over those with a test split): the prefix
+  // of its running aggregate's `result_groups` columns (`exact`: the
+  // columns exact_mean, then _m2, _min and _max), and v1::ResultGroup's
+  // Aggregate field of the row's name carries it. nullptr: not aggregated.
+  const char* group_columns;
   // The value in a SeedResult, and setting it (an integer's is truncated).
   double (*get)(const SeedResult&);
   void (*set)(SeedResult&, double);
@@ -114,35 +121,40 @@ struct BuiltInMetric {
 
 // A row for the SeedResult member `member` ("train.error", "final_loss"),
 // whose field is named `field`.
-#define RANKSWEEP_BUILT_IN(name, split, member, field, integer, range)                 \
-  BuiltInMetric {                                                                    \
-    name, field, integer, MetricSplit::split, MetricRange::range,                    \
-        [](const SeedResult& r) { return static_cast<double>(r.member); },           \
-        [](SeedResult& r, double v) { r.member = static_cast<decltype(r.member)>(v); } \
+#define RANKSWEEP_BUILT_IN(name, split, member, field, integer, range, group)              \
+  BuiltInMetric {                                                                          \
+    name, field, integer, MetricSplit::split, MetricRange::range, group,                   \
+        [](const SeedResult& r) { return static_cast<double>(r.member); },                 \
+        [](SeedResult& r, double v) { r.member = static_cast<decltype(r.member)>(v); }     \
   }
 // The five rows of a split's SplitMetrics; a split holds at least
-// `sequences_range` sequences.
-#define RANKSWEEP_SPLIT_METRICS(split, split_enum, sequences_range)                          \
-  RANKSWEEP_BUILT_IN(#split "_sequences", split_enum, split.sequences, "sequences", true,    \
-                     sequences_range),                                                     \
+// `sequences_range` sequences; the groups aggregate its position accuracy,
+// exact accuracy and error under the three prefixes given (or nullptr).
+#define RANKSWEEP_SPLIT_METRICS(split, split_enum, sequences_range, position_group,        \
+                                exact_group, error_group)                                  \
+  RANKSWEEP_BUILT_IN(#split "_sequences", split_enum, split.sequences, "sequences", true,  \
+                     sequences_range, nullptr),                                            \
       RANKSWEEP_BUILT_IN(#split "_position_accuracy", split_enum, split.position_accuracy, \
-                         "position_accuracy", false, kShare),                            \
+                         "position_accuracy", false, kShare, position_group),              \
       RANKSWEEP_BUILT_IN(#split "_exact_accuracy", split_enum, split.exact_accuracy,       \
-                         "exact_accuracy", false, kShare),                               \
-      RANKSWEEP_BUILT_IN(#split "_error", split_enum, split.error, "error", false, kShare), \
+                         "exact_accuracy", false, kShare, exact_group),                    \
+      RANKSWEEP_BUILT_IN(#split "_error", split_enum, split.error, "error", false, kShare, \
+                         error_group),                                                     \
       RANKSWEEP_BUILT_IN(#split "_max_abs_error", split_enum, split.max_abs_error,         \
-                         "max_abs_error", false, kNonNegative)
+                         "max_abs_error", false, kNonNegative, nullptr)
 
 inline constexpr BuiltInMetric kBuiltInMetrics[] = {
     // train_sequences, train_position_accuracy, train_exact_accuracy,
     // train_error, train_max_abs_error; the same for test, which may be
-    // empty (no test split).
-    RANKSWEEP_SPLIT_METRICS(train, kTrain, kPositiveCount),
-    RANKSWEEP_SPLIT_METRICS(test, kTest, kCount),
-    RANKSWEEP_BUILT_IN("final_loss", kNone, final_loss, "final_loss", false, kNonNegative),
-    RANKSWEEP_BUILT_IN("steps", kNone, steps, "steps", true, kStep),
+    // empty (no test split). The groups' column prefixes are those of the
+    // schema that added them (server/core/schema.cc, schema 5).
+    RANKSWEEP_SPLIT_METRICS(train, kTrain, kPositiveCount, "position", "exact", "train_error"),
+    RANKSWEEP_SPLIT_METRICS(test, kTest, kCount, nullptr, nullptr, "test_error"),
+    RANKSWEEP_BUILT_IN("final_loss", kNone, final_loss, "final_loss", false, kNonNegative,
+                       nullptr),
+    RANKSWEEP_BUILT_IN("steps", kNone, steps, "steps", true, kStep, nullptr),
     RANKSWEEP_BUILT_IN("wall_seconds", kNone, wall_seconds, "wall_seconds", false,
-                       kNonNegative),
+                       kNonNegative, nullptr),
 };
 #undef RANKSWEEP_SPLIT_METRICS
 #undef RANKSWEEP_BUILT_IN
@@ -183,6 +195,36 @@ constexpr int BuiltInMetricIndex(std::string_view name) {
   }
   throw "not a built-in metric";  // NOLINT: a compile-time error in constant evaluation
 }
+
+// The built-ins each group aggregates (those with group_columns), in table
+// order: kGroupedBuiltIns[k] is the kBuiltInMetrics index of the k-th. The
+// stores, the wire and the CLI's grouped CSV and JSON go through these.
+constexpr int CountGroupedBuiltIns() {
+  int n = 0;
+  for (const BuiltInMetric& m : kBuiltInMetrics) n += m.group_columns != nullptr ? 1 : 0;
+  return n;
+}
+inline constexpr int kGroupedBuiltInCount = CountGroupedBuiltIns();
+inline constexpr std::array<int, kGroupedBuiltInCount> kGroupedBuiltIns = [] {
+  std::array<int, kGroupedBuiltInCount> indices{};
+  int k = 0;
+  for (int i = 0; i < kBuiltInMetricCount; ++i) {
+    if (kBuiltInMetrics[i].group_columns != nullptr) indices[k++] = i;
+  }
+  return indices;
+}();
+
+// The position in kGroupedBuiltIns of the grouped built-in named `name`; a
+// name that is not one does not compile where a constant is needed.
+constexpr int GroupedBuiltInIndex(std::string_view name) {
+  for (int k = 0; k < kGroupedBuiltInCount; ++k) {
+    if (std::string_view(kBuiltInMetrics[kGroupedBuiltIns[k]].name) == name) return k;
+  }
+  throw "not a grouped built-in metric";  // NOLINT: a compile-time error in constant evaluation
+}
+
+// The built-in row named `name`, or nullptr.
+const BuiltInMetric* FindBuiltInMetric(std::string_view name);
 
 // The value of `metric` (a row of kResultMetrics) in `r` as a double (exact
 // for integers up to 2^53), or nullopt when missing; Set stores one

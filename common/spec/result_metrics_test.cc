@@ -7,6 +7,7 @@
 #include <cctype>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/spec/source_files_testing.h"
 #include "gtest/gtest.h"
@@ -133,6 +134,25 @@ TEST(ResultMetricsTest, ABuiltInMetricIsNamedOnlyWhereItIsHeld) {
                 "common/spec/spec_json.cc", "proto/ranksweep/v1/ranksweep.proto",
                 "server/core/results/packed_row.h", "server/core/schema.cc",
                 "worker/trainer/fused_trainer.cc"}));
+}
+
+// The built-ins the groups aggregate are the rows with a group prefix, in
+// table order, found by name. Each one's running aggregate is a set of
+// result_groups columns under that prefix, named by no production file but
+// the schema's migrations that made them: the store, the group reads, the
+// wire and the CLI's grouped CSV and JSON loop over the table.
+TEST(ResultMetricsTest, TheGroupedBuiltInsAreNamedOnlyByTheTableAndTheSchema) {
+  std::vector<std::string> grouped;
+  for (int b : kGroupedBuiltIns) grouped.push_back(kBuiltInMetrics[b].name);
+  EXPECT_EQ(grouped, (std::vector<std::string>{"train_position_accuracy", "train_exact_accuracy",
+                                               "train_error", "test_error"}));
+  static_assert(GroupedBuiltInIndex("test_error") == 3);
+  EXPECT_EQ(FindBuiltInMetric("train_error"), &kBuiltInMetrics[BuiltInMetricIndex("train_error")]);
+  EXPECT_EQ(FindBuiltInMetric("first_exact_step"), nullptr);
+  for (int b : kGroupedBuiltIns) {
+    const std::string column = std::string(kBuiltInMetrics[b].group_columns) + "_m2";
+    EXPECT_EQ(FilesNaming(column), (std::set<std::string>{"server/core/schema.cc"})) << column;
+  }
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ TEST_F(ResultCacheTest, AnIdenticalSweepIsServedFromTheStoreAndMarkedCached) {
   for (const ResultGroup& g : groups->groups) {
     EXPECT_EQ(g.n, 2);
     EXPECT_EQ(g.expected, 2);
-    EXPECT_DOUBLE_EQ(g.train_error.mean, 0.25);
+    EXPECT_DOUBLE_EQ(g.BuiltIn("train_error").mean, 0.25);
     EXPECT_THAT(g.missing_seeds, IsEmpty());
   }
   // Only results trained by the worker count as sources: a third identical
@@ -317,7 +317,7 @@ class QuarantineTest : public ResultCacheTest {
 TEST_F(QuarantineTest, TakesBackAWorkersResultsAndTheirCopiesAndTrainsTheCellsAgain) {
   ASSERT_EQ(coord_->GetSweep(a_)->state, SweepState::kDone);
   ASSERT_EQ(Count("SELECT COUNT(*) FROM results"), 8);
-  EXPECT_DOUBLE_EQ(Group(a_).train_error.mean, 0.25);
+  EXPECT_DOUBLE_EQ(Group(a_).BuiltIn("train_error").mean, 0.25);
 
   clock_.AdvanceMs(1000);
   auto out = coord_->Quarantine(bad_, 0, "ops");
@@ -345,8 +345,8 @@ TEST_F(QuarantineTest, TakesBackAWorkersResultsAndTheirCopiesAndTrainsTheCellsAg
     ResultGroup g = Group(sweep);
     EXPECT_EQ(g.n, 2);
     EXPECT_EQ(g.exact_seeds, 2);
-    EXPECT_DOUBLE_EQ(g.train_error.mean, 0.0);
-    EXPECT_DOUBLE_EQ(g.train_error.max, 0.0);
+    EXPECT_DOUBLE_EQ(g.BuiltIn("train_error").mean, 0.0);
+    EXPECT_DOUBLE_EQ(g.BuiltIn("train_error").max, 0.0);
     EXPECT_THAT(g.missing_seeds, ElementsAre(0u, 1u));
   }
   EXPECT_EQ(coord_->GetSweep(b_)->cached_cells, 2);

@@ -73,7 +73,7 @@ TEST_F(CoordinatorTest, AGridCrossesEveryHeadRankAndSeedWithEveryRecipe) {
     EXPECT_EQ(g.recipe, static_cast<int>(i % 6));  // head, rank, then recipe
     EXPECT_EQ(g.n, 2);
     EXPECT_EQ(g.expected, 2);
-    EXPECT_DOUBLE_EQ(g.train_error.mean, g.recipe / 8.0);
+    EXPECT_DOUBLE_EQ(g.BuiltIn("train_error").mean, g.recipe / 8.0);
   }
 }
 

@@ -119,25 +119,25 @@ TEST_F(CoordinatorTest, GroupByHeadRankComputesAggregatesOnKnownNumbers) {
   EXPECT_EQ(g.n, 3);
   EXPECT_EQ(g.expected, 3);
   EXPECT_EQ(g.exact_seeds, 1);
-  EXPECT_DOUBLE_EQ(g.train_error.mean, 0.25);
-  EXPECT_DOUBLE_EQ(g.train_error.std, 0.25);
-  EXPECT_DOUBLE_EQ(g.train_error.min, 0.0);
-  EXPECT_DOUBLE_EQ(g.train_error.max, 0.5);
-  EXPECT_NEAR(g.train_error.ci95, 4.303 * 0.25 / std::sqrt(3.0), 1e-12);
-  EXPECT_NEAR(g.test_error.mean, 0.2, 1e-12);
-  EXPECT_NEAR(g.test_error.std, 0.1, 1e-12);
-  EXPECT_NEAR(g.train_exact_accuracy.mean, 0.75, 1e-12);
-  EXPECT_NEAR(g.train_position_accuracy.mean, 0.875, 1e-12);
+  EXPECT_DOUBLE_EQ(g.BuiltIn("train_error").mean, 0.25);
+  EXPECT_DOUBLE_EQ(g.BuiltIn("train_error").std, 0.25);
+  EXPECT_DOUBLE_EQ(g.BuiltIn("train_error").min, 0.0);
+  EXPECT_DOUBLE_EQ(g.BuiltIn("train_error").max, 0.5);
+  EXPECT_NEAR(g.BuiltIn("train_error").ci95, 4.303 * 0.25 / std::sqrt(3.0), 1e-12);
+  EXPECT_NEAR(g.BuiltIn("test_error").mean, 0.2, 1e-12);
+  EXPECT_NEAR(g.BuiltIn("test_error").std, 0.1, 1e-12);
+  EXPECT_NEAR(g.BuiltIn("train_exact_accuracy").mean, 0.75, 1e-12);
+  EXPECT_NEAR(g.BuiltIn("train_position_accuracy").mean, 0.875, 1e-12);
 
   const ResultGroup& g2 = q->groups[1];
   EXPECT_EQ(g2.rank, 2);
   EXPECT_EQ(g2.n, 1);
   EXPECT_EQ(g2.expected, 3);
   EXPECT_EQ(g2.exact_seeds, 1);
-  EXPECT_DOUBLE_EQ(g2.train_error.mean, 0.0);
-  EXPECT_DOUBLE_EQ(g2.train_error.std, 0.0);
-  EXPECT_DOUBLE_EQ(g2.train_error.ci95, 0.0);
-  EXPECT_DOUBLE_EQ(g2.test_error.mean, 0.0);
+  EXPECT_DOUBLE_EQ(g2.BuiltIn("train_error").mean, 0.0);
+  EXPECT_DOUBLE_EQ(g2.BuiltIn("train_error").std, 0.0);
+  EXPECT_DOUBLE_EQ(g2.BuiltIn("train_error").ci95, 0.0);
+  EXPECT_DOUBLE_EQ(g2.BuiltIn("test_error").mean, 0.0);
 
   const ResultGroup& g3 = q->groups[2];
   EXPECT_EQ(g3.head, "softmax");
@@ -391,12 +391,9 @@ TEST_F(CoordinatorTest, GroupsFromTheRunningAggregatesEqualGroupsFromTheRows) {
     EXPECT_EQ(a.missing_seeds, b.missing_seeds);
     EXPECT_EQ(static_cast<int64_t>(a.missing_seeds.size()), 6 - a.n);
     done += a.n;
-    const std::pair<const Aggregate*, const Aggregate*> pairs[] = {
-        {&a.train_error, &b.train_error},
-        {&a.test_error, &b.test_error},
-        {&a.train_exact_accuracy, &b.train_exact_accuracy},
-        {&a.train_position_accuracy, &b.train_position_accuracy}};
-    for (const auto& [x, y] : pairs) {
+    for (size_t m = 0; m < a.built_ins.size(); ++m) {
+      const Aggregate* x = &a.built_ins[m];
+      const Aggregate* y = &b.built_ins[m];
       EXPECT_NEAR(x->mean, y->mean, 1e-12);
       EXPECT_NEAR(x->std, y->std, 1e-12);
       EXPECT_EQ(x->min, y->min);

@@ -7,14 +7,17 @@
 #ifndef RANKSWEEP_SERVER_CORE_TYPES_H_
 #define RANKSWEEP_SERVER_CORE_TYPES_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "common/spec/worker_calls.h"
+#include "common/spec/result_metrics.h"
 #include "common/spec/spec.h"
+#include "common/spec/worker_calls.h"
 
 namespace ranksweep::server {
 
@@ -181,7 +184,6 @@ struct Aggregate {
 // criterion (server/core/results/analysis.h has the rule).
 enum class Verdict { kUndecided, kMeets, kNotMet };
 
-// One (head, rank, recipe) of a sweep.
 // One optional metric (common/spec/result_metrics.h) of a group: `n` done
 // cells have it, and its aggregate over them.
 struct MetricAggregate {
@@ -190,6 +192,7 @@ struct MetricAggregate {
   Aggregate aggregate;
 };
 
+// One (head, rank, recipe) of a sweep.
 struct ResultGroup {
   std::string head;
   int head_index = 0;
@@ -197,10 +200,17 @@ struct ResultGroup {
   int32_t recipe = 0;  // index into the sweep's recipes (spec.h); 0 without axes
   int64_t n = 0;         // done cells in the group
   int64_t expected = 0;  // cells in the group
-  Aggregate train_error;
-  Aggregate test_error;  // over done cells with a test split; zeros if none
-  Aggregate train_exact_accuracy;
-  Aggregate train_position_accuracy;
+  // Per built-in metric the groups aggregate (kGroupedBuiltIns,
+  // common/spec/result_metrics.h), in that order: its aggregate over the
+  // done cells (a test-split metric's over those with a test split; zeros
+  // if none). `BuiltIn("train_error")` reads one by name.
+  std::array<Aggregate, kGroupedBuiltInCount> built_ins{};
+  const Aggregate& BuiltIn(std::string_view name) const {
+    return built_ins[static_cast<size_t>(GroupedBuiltInIndex(name))];
+  }
+  Aggregate& BuiltIn(std::string_view name) {
+    return built_ins[static_cast<size_t>(GroupedBuiltInIndex(name))];
+  }
   int64_t exact_seeds = 0;  // done cells with train error == 0
   // Seeds of the group's cells that have no DONE result (pending, leased,
   // failed or cancelled), ascending.

@@ -1,10 +1,12 @@
 // Results read back over gRPC, from a real server on 127.0.0.1:0 over a
 // coordinator on a temporary SQLite file: rows as columns, an optional
 // metric as sent or missing, recipes on rows, columns and groups.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/spec/result_metrics.h"
 #include "server/service/service_test_fixture.h"
 
 namespace ranksweep::server {
@@ -200,6 +202,37 @@ TEST_F(ServiceTest, AnOptionalMetricIsStoredAndQueriedAsSentOrMissing) {
     ASSERT_TRUE(by_seed[seed2]->has_first_exact_step()) << columns;
     EXPECT_EQ(by_seed[seed2]->first_exact_step(), 0) << columns;
   }
+}
+
+// The built-ins every group aggregates are the table's rows with a group
+// prefix (kGroupedBuiltIns), and each reaches the wire in v1::ResultGroup's
+// Aggregate field of its name; that message has no other Aggregate field.
+TEST(TranslateTest, EachGroupedBuiltInTravelsInTheAggregateFieldOfItsName) {
+  ResultGroup g;
+  g.n = 3;
+  for (size_t k = 0; k < g.built_ins.size(); ++k) {
+    g.built_ins[k] = Aggregate{0.1 * static_cast<double>(k + 1), 0.5, 0.0, 1.0, 0.25};
+  }
+  const v1::ResultGroup p = ToProto(g);
+  EXPECT_DOUBLE_EQ(p.train_position_accuracy().mean(), 0.1);
+  EXPECT_DOUBLE_EQ(p.train_exact_accuracy().mean(), 0.2);
+  EXPECT_DOUBLE_EQ(p.train_error().mean(), 0.3);
+  EXPECT_DOUBLE_EQ(p.test_error().mean(), 0.4);
+  EXPECT_DOUBLE_EQ(p.test_error().ci95(), 0.25);
+  std::vector<std::string> aggregate_fields, grouped;
+  const google::protobuf::Descriptor* d = v1::ResultGroup::descriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    if (!d->field(i)->is_repeated() && d->field(i)->message_type() == v1::Aggregate::descriptor()) {
+      aggregate_fields.push_back(d->field(i)->name());
+    }
+  }
+  for (int b : kGroupedBuiltIns) grouped.push_back(kBuiltInMetrics[b].name);
+  std::sort(aggregate_fields.begin(), aggregate_fields.end());
+  std::sort(grouped.begin(), grouped.end());
+  EXPECT_EQ(aggregate_fields, grouped);
+  EXPECT_EQ(grouped, (std::vector<std::string>{"test_error", "train_error",
+                                               "train_exact_accuracy",
+                                               "train_position_accuracy"}));
 }
 
 // An lr axis over the wire: each leased task trains its recipe's lr, and

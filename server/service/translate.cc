@@ -1,6 +1,9 @@
 #include "server/service/translate.h"
 
+#include <array>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -8,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/spec/result_metrics.h"
 #include "common/spec/result_validation.h"
 #include "proto/convert.h"
 #include "server/core/log.h"
@@ -155,6 +159,27 @@ v1::CriterionVerdict ToProto(Verdict v) {
   return v1::CRITERION_VERDICT_UNSPECIFIED;
 }
 
+// ResultGroup's Aggregate field of each grouped built-in metric, in
+// kGroupedBuiltIns order, found by the metric's name once.
+const std::array<const google::protobuf::FieldDescriptor*, kGroupedBuiltInCount>&
+GroupedBuiltInFields() {
+  static const auto* fields = [] {
+    auto* f = new std::array<const google::protobuf::FieldDescriptor*, kGroupedBuiltInCount>();
+    const google::protobuf::Descriptor* d = v1::ResultGroup::descriptor();
+    for (size_t k = 0; k < f->size(); ++k) {
+      const char* name = kBuiltInMetrics[kGroupedBuiltIns[k]].name;
+      (*f)[k] = d->FindFieldByName(name);
+      if ((*f)[k] == nullptr || (*f)[k]->message_type() != v1::Aggregate::descriptor()) {
+        std::fprintf(stderr, "grouped built-in metric %s: no Aggregate field of its name in "
+                     "ranksweep.v1.ResultGroup\n", name);
+        std::abort();
+      }
+    }
+    return f;
+  }();
+  return *fields;
+}
+
 }  // namespace
 
 v1::ResultGroup ToProto(const ResultGroup& group) {
@@ -165,10 +190,13 @@ v1::ResultGroup ToProto(const ResultGroup& group) {
   p.set_recipe(group.recipe);
   p.set_n(group.n);
   p.set_expected(group.expected);
-  FillAggregate(group.train_error, p.mutable_train_error());
-  FillAggregate(group.test_error, p.mutable_test_error());
-  FillAggregate(group.train_exact_accuracy, p.mutable_train_exact_accuracy());
-  FillAggregate(group.train_position_accuracy, p.mutable_train_position_accuracy());
+  const google::protobuf::Reflection* reflection = p.GetReflection();
+  const std::array<const google::protobuf::FieldDescriptor*, kGroupedBuiltInCount>& fields =
+      GroupedBuiltInFields();
+  for (size_t k = 0; k < fields.size(); ++k) {
+    FillAggregate(group.built_ins[k],
+                  static_cast<v1::Aggregate*>(reflection->MutableMessage(&p, fields[k])));
+  }
   p.set_exact_seeds(group.exact_seeds);
   for (uint64_t seed : group.missing_seeds) p.add_missing_seeds(seed);
   p.set_test_exact_seeds(group.test_exact_seeds);

@@ -29,8 +29,10 @@ SplitCounts CountsOf(const ResultGroup& g, bool test) {
   c.expected = g.expected;
   c.pruned = g.pruned;
   c.exact = test ? g.test_exact_seeds : g.exact_seeds;
+  constexpr int kTestError = GroupedBuiltInIndex("test_error");
+  constexpr int kTrainExact = GroupedBuiltInIndex("train_exact_accuracy");
   const double mean_accuracy =
-      test ? 1.0 - g.test_error.mean : g.train_exact_accuracy.mean;
+      test ? 1.0 - g.built_ins[kTestError].mean : g.built_ins[kTrainExact].mean;
   c.accuracy_sum = g.n > 0 ? mean_accuracy * static_cast<double>(g.n) : 0.0;
   return c;
 }

@@ -129,9 +129,9 @@ TEST(SummarizeHeadsTest, OnePerHeadInIndexOrder) {
 
 // A group with its mean exact accuracies: train, and test (as 1 - error).
 ResultGroup WithAccuracy(ResultGroup g, double train_accuracy, double test_accuracy = 0) {
-  g.train_exact_accuracy.mean = train_accuracy;
-  g.train_error.mean = 1 - train_accuracy;
-  g.test_error.mean = 1 - test_accuracy;
+  g.BuiltIn("train_exact_accuracy").mean = train_accuracy;
+  g.BuiltIn("train_error").mean = 1 - train_accuracy;
+  g.BuiltIn("test_error").mean = 1 - test_accuracy;
   return g;
 }
 

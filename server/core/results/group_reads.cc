@@ -1,5 +1,8 @@
 #include "server/core/results/group_reads.h"
 
+#include <array>
+#include <vector>
+
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -68,14 +71,13 @@ absl::Status GroupsFromSummaries(Connection& c, const std::string& sweep_id,
     q.Bind(":sweep_id", sweep_id);
     RETURN_IF_ERROR(ForEachKeptGroupRow(q, filter, labels, groups, [&](ResultGroup& g) {
       const GroupStats stats = ReadGroupStats(q, GroupKeyCol::kCount);
-      g.n = stats.train_error.n;
-      g.expected += stats.train_error.n;
+      g.n = stats.n;
+      g.expected += stats.n;
       g.exact_seeds = stats.exact_seeds;
       g.test_exact_seeds = stats.test_exact_seeds;
-      g.train_error = stats.train_error.Summary();
-      g.test_error = stats.test_error.Summary();
-      g.train_exact_accuracy = stats.exact.Summary();
-      g.train_position_accuracy = stats.position.Summary();
+      for (size_t k = 0; k < g.built_ins.size(); ++k) {
+        g.built_ins[k] = stats.built_ins[k].Summary();
+      }
       g.metrics = MetricAggregates(stats.metrics);
     }));
   }
@@ -130,7 +132,7 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(":sweep_id", sweep_id);
   struct Values {
-    std::vector<double> train_error, test_error, exact, position;
+    std::array<std::vector<double>, kGroupedBuiltInCount> built_ins;
     std::vector<RunningStats> metrics = std::vector<RunningStats>(kResultMetricCount);
   };
   std::map<std::tuple<int, int, int>, Values> values;
@@ -154,20 +156,16 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
     // Only the columns the aggregates need.
     const int f = QueryCol::kResultFirst + ResultCol::kBuiltInFirst;
     constexpr int kTrainError = BuiltInMetricIndex("train_error");
-    constexpr int kTrainExact = BuiltInMetricIndex("train_exact_accuracy");
-    constexpr int kTrainPosition = BuiltInMetricIndex("train_position_accuracy");
     constexpr int kTestSequences = BuiltInMetricIndex("test_sequences");
     constexpr int kTestError = BuiltInMetricIndex("test_error");
-    const double train_error = q.ColumnDouble(f + kTrainError);
-    v.train_error.push_back(train_error);
-    v.exact.push_back(q.ColumnDouble(f + kTrainExact));
-    v.position.push_back(q.ColumnDouble(f + kTrainPosition));
-    if (q.ColumnInt(f + kTestSequences) > 0) {
-      const double test_error = q.ColumnDouble(f + kTestError);
-      v.test_error.push_back(test_error);
-      if (test_error == 0) ++g.test_exact_seeds;
+    const bool has_test = q.ColumnInt(f + kTestSequences) > 0;
+    if (q.ColumnDouble(f + kTrainError) == 0) ++g.exact_seeds;
+    if (has_test && q.ColumnDouble(f + kTestError) == 0) ++g.test_exact_seeds;
+    for (int k = 0; k < kGroupedBuiltInCount; ++k) {
+      const int b = kGroupedBuiltIns[static_cast<size_t>(k)];
+      if (kBuiltInMetrics[b].split == MetricSplit::kTest && !has_test) continue;
+      v.built_ins[static_cast<size_t>(k)].push_back(q.ColumnDouble(f + b));
     }
-    if (train_error == 0) ++g.exact_seeds;
     for (int k = 0; k < kResultMetricCount; ++k) {
       const int column = QueryCol::kResultFirst + ResultCol::kMetricsFirst + k;
       if (!q.ColumnIsNull(column)) v.metrics[static_cast<size_t>(k)].Add(q.ColumnDouble(column));
@@ -180,10 +178,7 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
   }
   for (auto& [key, v] : values) {
     ResultGroup& g = (*groups)[key];
-    g.train_error = Summarize(v.train_error);
-    g.test_error = Summarize(v.test_error);
-    g.train_exact_accuracy = Summarize(v.exact);
-    g.train_position_accuracy = Summarize(v.position);
+    for (size_t k = 0; k < g.built_ins.size(); ++k) g.built_ins[k] = Summarize(v.built_ins[k]);
     g.metrics = MetricAggregates(v.metrics);
   }
   return absl::OkStatus();

@@ -1,10 +1,12 @@
 #include "server/core/results/result_schema.h"
 
 #include <iterator>
+#include <optional>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "server/core/results/packed_row.h"
 #include "server/core/schema.h"
@@ -198,22 +200,28 @@ absl::Status RecordEndedResult(Connection& c, CellState state, int64_t cell_id,
   return InsertPack(c, cell_id, sweep_id, row);
 }
 
-// The columns of result_groups after the key (sweep_id, head_index, rank),
-// in the order in which ReadGroupStats reads them and the upsert binds them.
-constexpr const char* kGroupColumnNames[] = {
-    "n", "exact_seeds", "test_n", "test_exact_seeds", "train_error_mean", "train_error_m2",
-    "train_error_min", "train_error_max", "exact_mean", "exact_m2", "exact_min", "exact_max",
-    "position_mean", "position_m2", "position_min", "position_max", "test_error_mean",
-    "test_error_m2", "test_error_min", "test_error_max", "trained_n", "trained_seconds",
-    "cached_n"};
-constexpr int kGroupColumnCount = static_cast<int>(std::size(kGroupColumnNames));
-
-// After them, per optional metric, its GroupMetricColumns (schema.h).
-constexpr int kGroupAllColumns = kGroupColumnCount + kResultMetricCount * kGroupMetricColumnCount;
+// The columns of result_groups after the key (sweep_id, head_index, rank,
+// recipe), in the order in which ReadGroupStats reads them and the upsert
+// binds them: the counts, then per grouped built-in metric (kGroupedBuiltIns)
+// its running aggregate under its prefix, then the time columns, then per
+// optional metric its GroupMetricColumns (metric_columns.h).
+constexpr const char* kGroupCountNames[] = {"n", "exact_seeds", "test_n", "test_exact_seeds"};
+constexpr const char* kGroupStatSuffixes[] = {"_mean", "_m2", "_min", "_max"};
+constexpr const char* kGroupTimeNames[] = {"trained_n", "trained_seconds", "cached_n"};
+constexpr int kGroupAllColumns = static_cast<int>(std::size(kGroupCountNames)) +
+                                 kGroupedBuiltInCount * static_cast<int>(std::size(kGroupStatSuffixes)) +
+                                 static_cast<int>(std::size(kGroupTimeNames)) +
+                                 kResultMetricCount * kGroupMetricColumnCount;
 
 const std::string& GroupColumns() {
   static const std::string* columns = [] {
-    auto* list = new std::string(ColumnList<kGroupColumnCount>(kGroupColumnNames));
+    auto* list = new std::string(absl::StrJoin(kGroupCountNames, ", "));
+    for (int b : kGroupedBuiltIns) {
+      for (const char* suffix : kGroupStatSuffixes) {
+        absl::StrAppend(list, ", ", kBuiltInMetrics[b].group_columns, suffix);
+      }
+    }
+    absl::StrAppend(list, ", ", absl::StrJoin(kGroupTimeNames, ", "));
     for (const ResultMetric& m : kResultMetrics) {
       for (const std::string& column : GroupMetricColumns(m)) absl::StrAppend(list, ", ", column);
     }
@@ -222,20 +230,31 @@ const std::string& GroupColumns() {
   return *columns;
 }
 
-// Reads the kGroupColumnNames columns in order from column `first` on.
+namespace {
+
+// The done cells a grouped built-in is aggregated over: those with a test
+// split for a test-split metric, all for the others.
+int64_t SplitCount(const GroupStats& g, const BuiltInMetric& m) {
+  return m.split == MetricSplit::kTest ? g.test_n : g.n;
+}
+
+}  // namespace
+
+// Reads the GroupColumns in order from column `first` on.
 GroupStats ReadGroupStats(const Statement& st, int first) {
   GroupStats g;
   int i = first;
-  const int64_t n = st.ColumnInt(i++);
+  g.n = st.ColumnInt(i++);
   g.exact_seeds = st.ColumnInt(i++);
-  g.test_error.n = st.ColumnInt(i++);
+  g.test_n = st.ColumnInt(i++);
   g.test_exact_seeds = st.ColumnInt(i++);
-  g.train_error.n = g.exact.n = g.position.n = n;
-  for (RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
-    m->mean = st.ColumnDouble(i++);
-    m->m2 = st.ColumnDouble(i++);
-    m->min = st.ColumnDouble(i++);
-    m->max = st.ColumnDouble(i++);
+  for (int k = 0; k < kGroupedBuiltInCount; ++k) {
+    RunningStats& m = g.built_ins[static_cast<size_t>(k)];
+    m.n = SplitCount(g, kBuiltInMetrics[kGroupedBuiltIns[static_cast<size_t>(k)]]);
+    m.mean = st.ColumnDouble(i++);
+    m.m2 = st.ColumnDouble(i++);
+    m.min = st.ColumnDouble(i++);
+    m.max = st.ColumnDouble(i++);
   }
   g.trained_n = st.ColumnInt(i++);
   g.trained_seconds = st.ColumnDouble(i++);
@@ -264,13 +283,18 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) g = ReadGroupStats(q, 0);
   }
-  g.train_error.Add(r.train.error);
-  g.exact.Add(r.train.exact_accuracy);
-  g.position.Add(r.train.position_accuracy);
+  // A done cell, and its test split's when it has one (the split's counts
+  // and exact seeds), then each grouped built-in it has a value of.
+  ++g.n;
   if (r.train.error == 0) ++g.exact_seeds;
   if (r.test.sequences > 0) {
-    g.test_error.Add(r.test.error);
+    ++g.test_n;
     if (r.test.error == 0) ++g.test_exact_seeds;
+  }
+  for (int k = 0; k < kGroupedBuiltInCount; ++k) {
+    const std::optional<double> v =
+        BuiltInValue(kBuiltInMetrics[kGroupedBuiltIns[static_cast<size_t>(k)]], r);
+    if (v.has_value()) g.built_ins[static_cast<size_t>(k)].Add(*v);
   }
   for (int k = 0; k < kResultMetricCount; ++k) {
     const std::optional<double> v = GetMetric(kResultMetrics[k], r);
@@ -282,8 +306,8 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
     ++g.trained_n;
     g.trained_seconds += r.wall_seconds;
   }
-  // The key by name (parameters 1..4), then the kGroupColumnNames columns
-  // numbered in order, as the column list is generated.
+  // The key by name (parameters 1..4), then the GroupColumns numbered in
+  // order, as the column list is generated.
   constexpr int kFirstStat = 5;
   static const std::string* sql = [] {
     std::string values = ":sweep_id, :head, :rank, :recipe";
@@ -298,10 +322,10 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
   up.Bind(":sweep_id", sweep_id).Bind(":head", head_index).Bind(":rank", rank);
   up.Bind(":recipe", recipe);
   int i = kFirstStat;
-  up.Bind(i++, g.train_error.n).Bind(i++, g.exact_seeds).Bind(i++, g.test_error.n);
+  up.Bind(i++, g.n).Bind(i++, g.exact_seeds).Bind(i++, g.test_n);
   up.Bind(i++, g.test_exact_seeds);
-  for (const RunningStats* m : {&g.train_error, &g.exact, &g.position, &g.test_error}) {
-    up.Bind(i++, m->mean).Bind(i++, m->m2).Bind(i++, m->min).Bind(i++, m->max);
+  for (const RunningStats& m : g.built_ins) {
+    up.Bind(i++, m.mean).Bind(i++, m.m2).Bind(i++, m.min).Bind(i++, m.max);
   }
   up.Bind(i++, g.trained_n).Bind(i++, g.trained_seconds).Bind(i++, g.cached_n);
   for (const RunningStats& m : g.metrics) {

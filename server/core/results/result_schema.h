@@ -9,6 +9,7 @@
 #ifndef RANKSWEEP_SERVER_CORE_RESULTS_RESULT_SCHEMA_H_
 #define RANKSWEEP_SERVER_CORE_RESULTS_RESULT_SCHEMA_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -122,8 +123,13 @@ const std::string& StateCountSql();
 
 // One row of result_groups.
 struct GroupStats {
-  int64_t exact_seeds = 0, test_exact_seeds = 0;
-  RunningStats train_error, exact, position, test_error;  // n: done; test_error.n: with test
+  // Done cells, those with train error 0, those with a test split, and
+  // those with test error 0.
+  int64_t n = 0, exact_seeds = 0, test_n = 0, test_exact_seeds = 0;
+  // Per grouped built-in metric (kGroupedBuiltIns order), over the done
+  // cells that have it (n; a test-split metric's: test_n), in the
+  // result_groups columns of its prefix (BuiltInMetric::group_columns).
+  std::array<RunningStats, kGroupedBuiltInCount> built_ins{};
   // Done cells trained (not copied from the cache), their summed wall
   // seconds, and done cells copied from the cache (schema 7).
   int64_t trained_n = 0, cached_n = 0;
