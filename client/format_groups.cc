@@ -3,6 +3,8 @@
 #include "client/format.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -50,16 +52,21 @@ const v1::MetricAggregate* FindMetricAggregate(const v1::ResultGroup& g, const c
 }
 
 // One grouped built-in metric as v1::ResultGroup carries it: its Aggregate
-// field (named as the metric) and whether the metric is a test split's,
-// missing without one (common/spec/result_metrics.h, kBuiltInMetrics).
+// field (named as the metric) and its row of kBuiltInMetrics
+// (common/spec/result_metrics.h), whose split says when it is missing.
 struct GroupAggregate {
   const google::protobuf::FieldDescriptor* field;
-  bool test;
+  const BuiltInMetric* metric;
+  // Shown for a group with a done cell, a test-split metric only with a
+  // test split.
+  bool Shown(const v1::ResultGroup& g, bool has_test_split) const {
+    return g.n() > 0 && GroupAggregates(*metric, has_test_split);
+  }
 };
 
 // ResultGroup's Aggregate fields in the order it declares them, which is
 // the grouped CSV's column order.
-const std::vector<GroupAggregate>& GroupAggregates() {
+const std::vector<GroupAggregate>& GroupAggregateFields() {
   static const auto* aggregates = [] {
     auto* list = new std::vector<GroupAggregate>();
     const google::protobuf::Descriptor* d = v1::ResultGroup::descriptor();
@@ -67,7 +74,12 @@ const std::vector<GroupAggregate>& GroupAggregates() {
       const google::protobuf::FieldDescriptor* f = d->field(i);
       if (f->is_repeated() || f->message_type() != v1::Aggregate::descriptor()) continue;
       const BuiltInMetric* m = FindBuiltInMetric(f->name());
-      list->push_back({f, m != nullptr && m->split == MetricSplit::kTest});
+      if (m == nullptr) {
+        std::fprintf(stderr, "ranksweep.v1.ResultGroup.%s: not a built-in metric\n",
+                     f->name().c_str());
+        std::abort();
+      }
+      list->push_back({f, m});
     }
     return list;
   }();
@@ -86,8 +98,8 @@ nlohmann::ordered_json ResultGroupJson(const v1::ResultGroup& g, bool has_test_s
                                        const RecipeAxes& axes) {
   nlohmann::ordered_json j = MessageJsonTree(g);
   AddAxisKeys(axes, g.recipe(), &j);
-  for (const GroupAggregate& a : GroupAggregates()) {
-    if (g.n() == 0 || (a.test && !has_test_split)) j[a.field->name()] = nullptr;
+  for (const GroupAggregate& a : GroupAggregateFields()) {
+    if (!a.Shown(g, has_test_split)) j[a.field->name()] = nullptr;
   }
   if (g.n() == 0 || !has_test_split) j["test_exact_seeds"] = nullptr;
   if (!has_test_split) j["test_verdict"] = nullptr;
@@ -111,7 +123,7 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_
                            const RecipeAxes& axes) {
   Table t;
   t.header = {"head", "head_index", "rank", "n", "expected", "exact_seeds"};
-  for (const GroupAggregate& a : GroupAggregates()) {
+  for (const GroupAggregate& a : GroupAggregateFields()) {
     for (const char* f : {"mean", "std", "min", "max", "ci95"}) {
       t.header.push_back(absl::StrCat(a.field->name(), "_", f));
     }
@@ -129,8 +141,8 @@ Table ResultGroupsCsvTable(const std::vector<v1::ResultGroup>& groups, bool has_
                                     absl::StrCat(g.n()),
                                     absl::StrCat(g.expected()),
                                     absl::StrCat(g.exact_seeds())};
-    for (const GroupAggregate& a : GroupAggregates()) {
-      const bool shown = g.n() > 0 && (!a.test || has_test_split);
+    for (const GroupAggregate& a : GroupAggregateFields()) {
+      const bool shown = a.Shown(g, has_test_split);
       const v1::Aggregate& agg = AggregateOf(g, a);
       for (double v : {agg.mean(), agg.std(), agg.min(), agg.max(), agg.ci95()}) {
         row.push_back(ShortestCell(shown, v));

@@ -223,6 +223,12 @@ constexpr int GroupedBuiltInIndex(std::string_view name) {
   throw "not a grouped built-in metric";  // NOLINT: a compile-time error in constant evaluation
 }
 
+// Whether a group's aggregate of the grouped built-in `m` takes a done
+// cell's value: a test-split metric's only from a cell with a test split.
+constexpr bool GroupAggregates(const BuiltInMetric& m, bool has_test_split) {
+  return m.split != MetricSplit::kTest || has_test_split;
+}
+
 // The built-in row named `name`, or nullptr.
 const BuiltInMetric* FindBuiltInMetric(std::string_view name);
 

@@ -163,8 +163,9 @@ absl::Status GroupsFromRows(Connection& c, const std::string& sweep_id,
     if (has_test && q.ColumnDouble(f + kTestError) == 0) ++g.test_exact_seeds;
     for (int k = 0; k < kGroupedBuiltInCount; ++k) {
       const int b = kGroupedBuiltIns[static_cast<size_t>(k)];
-      if (kBuiltInMetrics[b].split == MetricSplit::kTest && !has_test) continue;
-      v.built_ins[static_cast<size_t>(k)].push_back(q.ColumnDouble(f + b));
+      if (GroupAggregates(kBuiltInMetrics[b], has_test)) {
+        v.built_ins[static_cast<size_t>(k)].push_back(q.ColumnDouble(f + b));
+      }
     }
     for (int k = 0; k < kResultMetricCount; ++k) {
       const int column = QueryCol::kResultFirst + ResultCol::kMetricsFirst + k;

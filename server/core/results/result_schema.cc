@@ -208,10 +208,10 @@ absl::Status RecordEndedResult(Connection& c, CellState state, int64_t cell_id,
 constexpr const char* kGroupCountNames[] = {"n", "exact_seeds", "test_n", "test_exact_seeds"};
 constexpr const char* kGroupStatSuffixes[] = {"_mean", "_m2", "_min", "_max"};
 constexpr const char* kGroupTimeNames[] = {"trained_n", "trained_seconds", "cached_n"};
-constexpr int kGroupAllColumns = static_cast<int>(std::size(kGroupCountNames)) +
-                                 kGroupedBuiltInCount * static_cast<int>(std::size(kGroupStatSuffixes)) +
-                                 static_cast<int>(std::size(kGroupTimeNames)) +
-                                 kResultMetricCount * kGroupMetricColumnCount;
+constexpr int kGroupAllColumns =
+    static_cast<int>(std::size(kGroupCountNames)) +
+    kGroupedBuiltInCount * static_cast<int>(std::size(kGroupStatSuffixes)) +
+    static_cast<int>(std::size(kGroupTimeNames)) + kResultMetricCount * kGroupMetricColumnCount;
 
 const std::string& GroupColumns() {
   static const std::string* columns = [] {
@@ -232,10 +232,10 @@ const std::string& GroupColumns() {
 
 namespace {
 
-// The done cells a grouped built-in is aggregated over: those with a test
-// split for a test-split metric, all for the others.
+// The done cells a grouped built-in is aggregated over (GroupAggregates):
+// those with a test split for a test-split metric, all for the others.
 int64_t SplitCount(const GroupStats& g, const BuiltInMetric& m) {
-  return m.split == MetricSplit::kTest ? g.test_n : g.n;
+  return GroupAggregates(m, false) ? g.n : g.test_n;
 }
 
 }  // namespace
@@ -287,14 +287,14 @@ absl::Status AddToResultGroup(Connection& c, const std::string& sweep_id, int he
   // and exact seeds), then each grouped built-in it has a value of.
   ++g.n;
   if (r.train.error == 0) ++g.exact_seeds;
-  if (r.test.sequences > 0) {
+  const bool has_test = r.test.sequences > 0;
+  if (has_test) {
     ++g.test_n;
     if (r.test.error == 0) ++g.test_exact_seeds;
   }
   for (int k = 0; k < kGroupedBuiltInCount; ++k) {
-    const std::optional<double> v =
-        BuiltInValue(kBuiltInMetrics[kGroupedBuiltIns[static_cast<size_t>(k)]], r);
-    if (v.has_value()) g.built_ins[static_cast<size_t>(k)].Add(*v);
+    const BuiltInMetric& m = kBuiltInMetrics[kGroupedBuiltIns[static_cast<size_t>(k)]];
+    if (GroupAggregates(m, has_test)) g.built_ins[static_cast<size_t>(k)].Add(m.get(r));
   }
   for (int k = 0; k < kResultMetricCount; ++k) {
     const std::optional<double> v = GetMetric(kResultMetrics[k], r);
