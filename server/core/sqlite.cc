@@ -69,10 +69,19 @@ Statement& Statement::BindBlob(int index, std::string_view value) {
 }
 
 int Statement::IndexOf(const char* name) const {
+  // Names are string literals, so the address finds one; the text guards
+  // against a name built at run time at an address an earlier one used.
+  for (const ParameterNames::Known& known : names_->known) {
+    if (known.address == name && known.name == name) return known.index;
+  }
   const int index = sqlite3_bind_parameter_index(stmt_, name);
   if (index == 0) {
     std::fprintf(stderr, "ranksweepd: no parameter %s in: %s\n", name, sqlite3_sql(stmt_));
     std::abort();
+  }
+  // Bounded: names built at run time must not grow it without end.
+  if (names_->known.size() < static_cast<size_t>(2 * sqlite3_bind_parameter_count(stmt_))) {
+    names_->known.push_back({name, name, index});
   }
   return index;
 }
@@ -127,7 +136,7 @@ bool Statement::ColumnIsNull(int column) const {
 // ------------------------------------------------------------------ Connection
 
 Connection::~Connection() {
-  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  for (auto& [sql, cached] : cache_) sqlite3_finalize(cached.stmt);
   sqlite3_close_v2(db_);
 }
 
@@ -138,9 +147,9 @@ absl::StatusOr<Statement> Connection::Prepare(const std::string& sql) {
     int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
                                 SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) return SqliteError(db_, rc, sql);
-    it = cache_.emplace(sql, stmt).first;
+    it = cache_.emplace(sql, Cached{stmt, {}}).first;
   }
-  return Statement(db_, it->second);
+  return Statement(db_, it->second.stmt, &it->second.names);
 }
 
 absl::Status Connection::Exec(const std::string& sql) {

@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,13 +32,28 @@ struct sqlite3_stmt;
 
 namespace ranksweep::server {
 
+// The parameter indexes a cached statement's named binds found, by the
+// address and the text of the name: SQLite looks a name up by comparing it
+// with each of the statement's parameters in turn, and a statement that binds
+// a dozen names runs on every call of a worker.
+struct ParameterNames {
+  struct Known {
+    const char* address;
+    std::string name;
+    int index;
+  };
+  std::vector<Known> known;
+};
+
 // A prepared statement checked out of a connection's cache. Move-only; resets
 // the statement and clears its bindings on destruction. Bind indexes are
 // 1-based, column indexes 0-based (SQLite's convention).
 class Statement {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+  Statement(sqlite3* db, sqlite3_stmt* stmt, ParameterNames* names)
+      : db_(db), stmt_(stmt), names_(names) {}
+  Statement(Statement&& other) noexcept
+      : db_(other.db_), stmt_(other.stmt_), names_(other.names_) {
     other.stmt_ = nullptr;
   }
   Statement(const Statement&) = delete;
@@ -88,6 +105,7 @@ class Statement {
 
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  ParameterNames* names_;  // the cache entry's; outlives the Statement
 };
 
 // One SQLite connection with its statement cache. Closes the connection,
@@ -133,8 +151,14 @@ class Connection {
  private:
   explicit Connection(sqlite3* db) : db_(db) {}
 
+  struct Cached {
+    sqlite3_stmt* stmt = nullptr;
+    ParameterNames names;
+  };
+
   sqlite3* db_;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  // Node-based: a Statement keeps a pointer to its entry's names.
+  std::unordered_map<std::string, Cached> cache_;
 };
 
 }  // namespace ranksweep::server
