@@ -24,8 +24,10 @@ absl::Status ResultRecorder::CompleteIn(Connection& c, const std::string& worker
                                         Events& events, CompleteOutcome& out) {
   out = CompleteOutcome();
   events = Events();
-  ASSIGN_OR_RETURN(const VersionManifest version, KnownWorkerVersion(c, worker_id));
-  RETURN_IF_ERROR(CheckNotQuarantined(c, worker_id));
+  // Known, not quarantined, its token not held: checked again inside the
+  // transaction, so that a quarantine ordered after the service's session
+  // check still holds.
+  ASSIGN_OR_RETURN(const VersionManifest version, ActiveWorkerVersion(c, worker_id));
   // The call's key for the tasks it leases as `next`: the smallest lease id
   // among its results (lease ids start at 1).
   int64_t next_of = 0;

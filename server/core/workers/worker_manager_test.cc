@@ -2,7 +2,9 @@
 // token, sessions, and quarantine that holds.
 #include "server/core/workers/worker_manager.h"
 
+#include "absl/strings/str_cat.h"
 #include "server/core/manager_test_fixture.h"
+#include "server/core/workers/worker_registry.h"
 
 namespace ranksweep::server {
 namespace {
@@ -95,6 +97,61 @@ TEST_F(WorkerManagerTest, ARememberedSessionCheckEndsWithTheWritesThatChangeIt) 
   ASSERT_TRUE(workers_->Unquarantine(w.worker_id, "admin").ok());
   EXPECT_TRUE(workers_->CheckSession(w.worker_id, "a", again.session).ok());
   EXPECT_TRUE(workers_->CheckSession(other.worker_id, "a", other.session).ok());
+}
+
+// A completion's one read of the worker (ActiveWorkerVersion) refuses what
+// the session check refuses, inside the write transaction: an unknown
+// worker, a quarantined one, one whose token a quarantine holds.
+TEST_F(WorkerManagerTest, ACompletingWorkerIsReadOnceAndRefusedAsTheSessionCheckRefusesIt) {
+  WorkerRegistration reg;
+  reg.hostname = "host";
+  reg.owner = "a";
+  reg.version = {"0.1.0+test", "2.1.0", "12.1"};
+  Events events;
+  absl::StatusOr<RegisteredWorker> registered = workers_->Register(reg, events);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  const RegisteredWorker w = *registered;
+  const RegisteredWorker other = Register("", "a");
+  auto version_of = [&](const std::string& id) {
+    absl::StatusOr<VersionManifest> out;
+    EXPECT_TRUE(store_->Write([&](Connection& c) {
+                        out = ActiveWorkerVersion(c, id);
+                        return absl::OkStatus();
+                      }).ok());
+    return out;
+  };
+  const absl::StatusOr<VersionManifest> version = version_of(w.worker_id);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(version->build_id, "0.1.0+test");
+  EXPECT_EQ(version->torch_version, "2.1.0");
+  EXPECT_EQ(version->cuda_version, "12.1");
+  EXPECT_EQ(version_of("wk-none").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(version_of("").status().code(), absl::StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(workers_->Quarantine(w.worker_id, 0, "admin", /*hold_token=*/false, events).ok());
+  const absl::Status quarantined = version_of(w.worker_id).status();
+  EXPECT_EQ(quarantined.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(quarantined.message(),
+            absl::StrCat("worker ", w.worker_id,
+                         " is quarantined: it leases and completes nothing until an admin runs "
+                         "`ranksweep workers unquarantine ",
+                         w.worker_id, "`"));
+  EXPECT_TRUE(version_of(other.worker_id).ok());  // its token is not held
+
+  ASSERT_TRUE(workers_->Unquarantine(w.worker_id, "admin").ok());
+  ASSERT_TRUE(workers_->Quarantine(w.worker_id, 0, "admin", /*hold_token=*/true, events).ok());
+  const absl::Status held = version_of(other.worker_id).status();
+  EXPECT_EQ(held.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(held.message(),
+            absl::StrCat("the token this worker uses is held with quarantined worker ",
+                         w.worker_id,
+                         ": no worker of it leases or completes anything until an admin runs "
+                         "`ranksweep workers unquarantine ",
+                         w.worker_id, "`"));
+
+  ASSERT_TRUE(workers_->Unquarantine(w.worker_id, "admin").ok());
+  EXPECT_TRUE(version_of(w.worker_id).ok());
+  EXPECT_TRUE(version_of(other.worker_id).ok());
 }
 
 }  // namespace

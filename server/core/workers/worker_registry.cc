@@ -167,26 +167,41 @@ absl::Status CheckWorkerOwner(Connection& c, const std::string& worker_id,
       absl::StrCat("worker id ", Clip(worker_id), " belongs to another token"));
 }
 
-absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id) {
-  enum Col : int { kQuarantinedMs, kHeldBy, kCount };
-  static const std::string* sql = NewSelect<kCount>(
-      {"w.quarantined_ms", "COALESCE(h.worker_id, '')"},
-      "FROM workers w LEFT JOIN held_tokens h ON h.name = w.owner AND w.owner != '' "
-      "WHERE w.id = :id");
-  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-  q.Bind(":id", worker_id);
-  ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return absl::OkStatus();
-  if (q.ColumnInt(kQuarantinedMs) != 0) {
+namespace {
+
+// The refusal of a worker by its row's quarantined_ms and the worker whose
+// quarantine holds its token ('' for none): CheckNotQuarantined's verdict.
+absl::Status Standing(const std::string& worker_id, int64_t quarantined_ms,
+                      const std::string& held_by) {
+  if (quarantined_ms != 0) {
     return absl::PermissionDeniedError(absl::StrCat(
         "worker ", Clip(worker_id),
         " is quarantined: it leases and completes nothing until an admin runs `ranksweep "
         "workers unquarantine ",
         Clip(worker_id), "`"));
   }
-  const std::string held_by = q.ColumnText(kHeldBy);
   if (held_by.empty()) return absl::OkStatus();
   return TokenHeld(held_by);
+}
+
+// The columns and FROM clause that read a worker's standing: its
+// quarantine, and the worker whose quarantine holds its token.
+constexpr const char* kStandingColumns[] = {"w.quarantined_ms", "COALESCE(h.worker_id, '')"};
+constexpr const char* kStandingFrom =
+    "FROM workers w LEFT JOIN held_tokens h ON h.name = w.owner AND w.owner != '' "
+    "WHERE w.id = :id";
+
+}  // namespace
+
+absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id) {
+  enum Col : int { kQuarantinedMs, kHeldBy, kCount };
+  static const std::string* sql =
+      NewSelect<kCount>({kStandingColumns[0], kStandingColumns[1]}, kStandingFrom);
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(":id", worker_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::OkStatus();
+  return Standing(worker_id, q.ColumnInt(kQuarantinedMs), q.ColumnText(kHeldBy));
 }
 
 absl::Status CheckTokenNotHeld(Connection& c, const std::string& owner) {
@@ -251,11 +266,21 @@ absl::Status RecordCompletions(Connection& c, const std::string& worker_id, int6
   return u.Run();
 }
 
-absl::StatusOr<VersionManifest> KnownWorkerVersion(Connection& c, const std::string& worker_id) {
+absl::StatusOr<VersionManifest> ActiveWorkerVersion(Connection& c, const std::string& worker_id) {
   if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
-  ASSIGN_OR_RETURN(std::optional<VersionManifest> version, FindWorkerVersion(c, worker_id));
-  if (!version.has_value()) return UnknownWorker(worker_id);
-  return *std::move(version);
+  // One read of the row for both: a completion asks on every call.
+  enum Col : int { kBuildId, kTorchVersion, kCudaVersion, kQuarantinedMs, kHeldBy, kCount };
+  static const std::string* sql = NewSelect<kCount>(
+      {"w.build_id", "w.torch_version", "w.cuda_version", kStandingColumns[0],
+       kStandingColumns[1]},
+      kStandingFrom);
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(":id", worker_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return UnknownWorker(worker_id);
+  RETURN_IF_ERROR(Standing(worker_id, q.ColumnInt(kQuarantinedMs), q.ColumnText(kHeldBy)));
+  return VersionManifest{q.ColumnText(kBuildId), q.ColumnText(kTorchVersion),
+                         q.ColumnText(kCudaVersion)};
 }
 
 absl::StatusOr<VersionManifest> WorkerVersion(Connection& c, const std::string& worker_id) {

@@ -95,9 +95,11 @@ absl::Status CheckNotQuarantined(Connection& c, const std::string& worker_id);
 // that no new worker id registers with it; OK otherwise. Writes nothing.
 absl::Status CheckTokenNotHeld(Connection& c, const std::string& owner);
 
-// The version manifest `worker_id` registered with; NotFound, as
-// TouchWorker says it, for an unknown one. Writes nothing.
-absl::StatusOr<VersionManifest> KnownWorkerVersion(Connection& c, const std::string& worker_id);
+// The version manifest `worker_id` registered with, for a worker that may
+// complete: NotFound, as TouchWorker says it, for an unknown one, and
+// CheckNotQuarantined's refusal for a quarantined one or one whose token a
+// quarantine holds. One read of its row. Writes nothing.
+absl::StatusOr<VersionManifest> ActiveWorkerVersion(Connection& c, const std::string& worker_id);
 
 // The version manifest `worker_id` registered with, empty for an unknown
 // worker (a failure recorded for a worker whose row is gone).

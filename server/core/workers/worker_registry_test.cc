@@ -69,7 +69,7 @@ TEST_F(WorkerRowsTest, UnknownWorkersAreNotFoundAndRegisteredOnesAreSeen) {
   EXPECT_EQ(touch.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(touch.message(), "unknown worker wk-1; register first");
   EXPECT_EQ(TouchWorker(*c_, "", 5).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(KnownWorkerVersion(*c_, "wk-1").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ActiveWorkerVersion(*c_, "wk-1").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(WorkerVersion(*c_, "wk-1")->build_id, "");
   EXPECT_EQ(*RegisteredMemoryBytes(*c_, "wk-1"), 0);
   EXPECT_FALSE(*WorkerExists(*c_, "wk-1"));
@@ -78,7 +78,7 @@ TEST_F(WorkerRowsTest, UnknownWorkersAreNotFoundAndRegisteredOnesAreSeen) {
   ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 2, 100, "").ok());
   EXPECT_TRUE(*WorkerExists(*c_, "wk-1"));
   EXPECT_TRUE(TouchWorker(*c_, "wk-1", 150).ok());
-  EXPECT_EQ(KnownWorkerVersion(*c_, "wk-1")->build_id, "0.1.0+abc");
+  EXPECT_EQ(ActiveWorkerVersion(*c_, "wk-1")->build_id, "0.1.0+abc");
   EXPECT_EQ(WorkerVersion(*c_, "wk-1")->torch_version, "2.1.0");
   EXPECT_EQ(*RegisteredMemoryBytes(*c_, "wk-1"), int64_t{1} << 30);
   EXPECT_TRUE(LeasedCellsOf(*c_, "wk-1")->empty());
