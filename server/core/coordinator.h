@@ -37,8 +37,8 @@
 //
 // Listeners: changes are delivered after the transaction that made them has
 // committed, with no coordinator lock held: on the thread that called, or
-// for AcquireAsync/CompleteAsync on the store's writer thread, where they
-// hold up the next commit. Listeners must be quick and must not call
+// for AcquireAsync/CompleteAsync on the store's finisher thread, where they
+// hold up the other calls' replies. Listeners must be quick and must not call
 // Subscribe/Unsubscribe or a method that writes from inside the callback.
 //
 // Thread-safety: every method is safe to call concurrently. Writes are
@@ -226,8 +226,8 @@ class Coordinator {
 
   // Acquire() and Complete() without waiting for the commit: they queue
   // their transaction (Store::WriteAsync) and return. `done` gets the same
-  // outcome the waiting calls would return, on the store's writer thread as
-  // soon as the commit has synced, so it must be short and must not block.
+  // outcome the waiting calls would return, on the store's finisher thread
+  // as soon as the commit has synced, so it must be short and must not block.
   // An argument out of range calls `done` at once, on the calling thread.
   using AcquireDone = std::function<void(absl::StatusOr<std::vector<Task>>)>;
   void AcquireAsync(std::string worker_id, TaskWant want, AcquireDone done);

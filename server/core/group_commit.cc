@@ -12,6 +12,7 @@
 namespace ranksweep::server {
 
 GroupCommit::GroupCommit(Connection& writer) : writer_(writer) {
+  finisher_thread_ = std::thread([this] { FinisherLoop(); });
   writer_thread_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -25,12 +26,20 @@ void GroupCommit::Close() {
   }
   queue_cv_.notify_all();
   writer_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(finish_mu_);
+    writer_stopped_ = true;
+  }
+  finish_cv_.notify_all();
+  finisher_thread_.join();
 }
 
 absl::Status GroupCommit::Write(absl::FunctionRef<absl::Status(Connection&)> fn) {
-  if (std::this_thread::get_id() == writer_thread_.get_id()) {
+  if (std::this_thread::get_id() == writer_thread_.get_id() ||
+      std::this_thread::get_id() == finisher_thread_.get_id()) {
     return absl::FailedPreconditionError(
-        "Store::Write called on the writer thread, which would wait for itself");
+        "Store::Write called on the store's writer or finisher thread, which would wait for "
+        "itself");
   }
   std::mutex mu;
   std::condition_variable cv;
@@ -87,7 +96,24 @@ void GroupCommit::WriterLoop() {
     lock.lock();
     stats_.writes += static_cast<int64_t>(batch.size());
     lock.unlock();
-    // The calls finish here, on the thread that committed them.
+    // The calls finish on the finisher thread while the next batch runs.
+    {
+      std::lock_guard<std::mutex> finish_lock(finish_mu_);
+      finish_queue_.push_back(batch);
+    }
+    finish_cv_.notify_one();
+    lock.lock();
+  }
+}
+
+void GroupCommit::FinisherLoop() {
+  std::unique_lock<std::mutex> lock(finish_mu_);
+  while (true) {
+    finish_cv_.wait(lock, [this] { return writer_stopped_ || !finish_queue_.empty(); });
+    if (finish_queue_.empty()) return;  // the writer stopped, and all is finished
+    std::vector<WriteRequest*> batch = std::move(finish_queue_.front());
+    finish_queue_.pop_front();
+    lock.unlock();
     for (WriteRequest* r : batch) {
       r->done(std::move(r->status));
       delete r;

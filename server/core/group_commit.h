@@ -17,12 +17,19 @@
 //    and leave anything that must happen once (a log line) until after the
 //    commit.
 //
+//  * The outcomes are handed out on a second thread, the finisher: each
+//    request's `done` runs there, in the order the requests were queued,
+//    after its commit. The writer starts the next batch meanwhile, so a
+//    call's reply (built and sent by its `done`) never holds up the next
+//    commit.
+//
 // Ownership: borrows the writer connection, which must outlive this object
 // and which nothing else may use while it lives.
 //
 // Thread-safety: every method but Close() is safe to call from many threads;
-// Write() must not be called on the writer thread (FailedPrecondition, not a
-// deadlock), and SetCommitObserver() must come before the first write.
+// Write() must not be called on the writer or the finisher thread
+// (FailedPrecondition, not a deadlock), and SetCommitObserver() must come
+// before the first write.
 #ifndef RANKSWEEP_SERVER_CORE_GROUP_COMMIT_H_
 #define RANKSWEEP_SERVER_CORE_GROUP_COMMIT_H_
 
@@ -69,14 +76,15 @@ class GroupCommit {
   // and returns the error otherwise. `fn` may run more than once.
   absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> fn);
 
-  // Like Write(), without waiting: `fn` and then `done`, with the outcome,
-  // run on the writer thread, `done` as soon as the commit has synced (or
-  // failed). `done` holds up the next commit while it runs, so it must be
-  // short and must not block; it may queue more writes with WriteAsync().
+  // Like Write(), without waiting: `fn` runs on the writer thread, and
+  // `done`, with the outcome, on the finisher thread once the commit has
+  // synced (or failed). The `done`s run one at a time in the order their
+  // writes were queued, so each must be short and must not block; one may
+  // queue more writes with WriteAsync().
   void WriteAsync(WriteFn fn, WriteDone done);
 
-  // Runs every write already queued, then stops the writer thread; writes
-  // queued from then on fail with kUnavailable. The methods stay callable
+  // Runs every write already queued and hands out their outcomes, then
+  // stops both threads; writes queued from then on fail with kUnavailable. The methods stay callable
   // while it runs (a queued function may ask for queued()). Called by the
   // owner, from one thread; calling it again does nothing.
   void Close();
@@ -90,8 +98,8 @@ class GroupCommit {
   size_t queued();
 
  private:
-  // One function waiting in the queue, owned by the queue until the writer
-  // thread has run its `done`.
+  // One function waiting in the queue, owned by the queue until the
+  // finisher thread has run its `done`.
   struct WriteRequest {
     WriteFn fn;
     WriteDone done;
@@ -100,9 +108,12 @@ class GroupCommit {
   // The most functions one commit takes; the rest wait for the next one.
   static constexpr size_t kMaxWriteBatch = 256;
 
-  // The writer thread: takes what is queued, runs it, finishes it; until
-  // closing and the queue is empty.
+  // The writer thread: takes what is queued, runs it, hands it to the
+  // finisher; until closing and the queue is empty.
   void WriterLoop();
+  // The finisher thread: runs the `done` of every batch the writer hands
+  // it, in order; until the writer has stopped and nothing is left.
+  void FinisherLoop();
   // Runs `batch` as described above and sets every request's status. Only
   // the writer thread runs it.
   void RunBatch(const std::vector<WriteRequest*>& batch);
@@ -114,7 +125,13 @@ class GroupCommit {
   bool closing_ = false;              // guarded by queue_mu_
   WriteStats stats_;                  // guarded by queue_mu_
   std::function<void(double)> commit_observer_;  // set before the first write
-  std::thread writer_thread_;                    // last: starts once the rest exists
+  std::mutex finish_mu_;
+  std::condition_variable finish_cv_;           // a batch to finish, or the writer stopped
+  std::deque<std::vector<WriteRequest*>> finish_queue_;  // committed, in order
+  bool writer_stopped_ = false;                 // guarded by finish_mu_
+  // Last: they start once the rest exists.
+  std::thread finisher_thread_;
+  std::thread writer_thread_;
 };
 
 }  // namespace ranksweep::server

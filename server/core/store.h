@@ -75,16 +75,18 @@ class Store {
   // for the outcome. Keeps its changes when `fn` returns OK and the commit succeeds;
   // rolls them back and returns the error otherwise. Writes are serialized.
   // `fn` may run more than once (group_commit.h). OK means durable.
-  // Must not be called on the writer thread (from a function or a `done`
-  // below): that is FailedPrecondition, not a deadlock.
+  // Must not be called on the writer thread (from a function) or the
+  // finisher thread (from a `done` below): that is FailedPrecondition, not a
+  // deadlock.
   absl::Status Write(absl::FunctionRef<absl::Status(Connection&)> fn);
 
   // Like Write(), without waiting: queues `fn` and returns at once. `fn`
-  // runs on the writer thread, and so does `done`, with the outcome, as soon
-  // as the commit has synced (or failed): the thread that committed finishes
-  // the call, with no hand-over to a waiting thread. `done` holds up the
-  // next commit while it runs, so it must be short and must not block; it
-  // may queue more writes with WriteAsync().
+  // runs on the writer thread, and `done`, with the outcome, on the store's
+  // finisher thread as soon as the commit has synced (or failed), while the
+  // writer runs the next batch: one hand-over per commit, none per call.
+  // The `done`s run one at a time in the order their writes were queued, so
+  // each must be short and must not block; one may queue more writes with
+  // WriteAsync().
   using WriteFn = GroupCommit::WriteFn;
   using WriteDone = GroupCommit::WriteDone;
   void WriteAsync(WriteFn fn, WriteDone done);

@@ -1,7 +1,7 @@
 // A fixed set of threads that run the bodies of unary calls which block on
 // the store (RegisterWorker, Heartbeat, FailTask, the SweepService calls).
 // AcquireTasks and CompleteTasks do not use it: they queue their write with
-// Store::WriteAsync, and the store's writer thread finishes them.
+// Store::WriteAsync, and the store's finisher thread finishes them.
 //
 // Why: gRPC's callback API runs handlers on a few threads of its own, and a
 // handler that blocks there (a write transaction waiting for its commit)

@@ -188,7 +188,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::AcquireTasks(grpc::CallbackServerCo
                                                           const v1::AcquireTasksRequest* request,
                                                           v1::AcquireTasksResponse* response) {
   // Its own reactor, so that the call can be parked (finished later by the
-  // pump) as well as finished by the store's writer thread. Not on the call
+  // pump) as well as finished by the store's finisher thread. Not on the call
   // pool: nothing here waits (the lease is written with AcquireAsync).
   auto* reactor = new AcquireReactor(this);
   absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kAcquireTasks);
@@ -270,7 +270,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::CompleteTasks(
     grpc::CallbackServerContext* context, const v1::CompleteTasksRequest* request,
     v1::CompleteTasksResponse* response) {
   // Not on the call pool: nothing here waits. The store's writer thread
-  // runs the transaction and finishes the call once its commit has synced.
+  // runs the transaction, and its finisher thread finishes the call once
+  // its commit has synced.
   if (IsShuttingDown()) return Done(context, absl::UnavailableError("server shutting down"));
   absl::StatusOr<Principal> caller = AuthorizeCall(*authorizer_, context, methods::kCompleteTasks);
   if (!caller.ok()) return Done(context, caller.status());

@@ -4,8 +4,9 @@
 //  * AcquireTasks and CompleteTasks, the calls every task makes, are
 //    authorized and translated on gRPC's thread and queue their transaction
 //    without waiting (Coordinator::AcquireAsync, CompleteAsync). The store's
-//    writer thread runs it and finishes the call as soon as its commit has
-//    synced: no thread waits per call, and no thread is woken to answer it.
+//    writer thread runs it, and its finisher thread finishes the call as
+//    soon as its commit has synced: no thread waits per call, and one
+//    hand-over per commit answers all of that commit's calls.
 //  * The other calls' bodies run on a thread of the service's CallPool
 //    (call_pool.h), which waits for the store there.
 // AcquireTasks is a long-poll: when no work is available the call is parked
