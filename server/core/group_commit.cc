@@ -99,7 +99,7 @@ void GroupCommit::WriterLoop() {
     // The calls finish on the finisher thread while the next batch runs.
     {
       std::lock_guard<std::mutex> finish_lock(finish_mu_);
-      finish_queue_.push_back(batch);
+      finish_queue_.push_back(std::move(batch));  // cleared before it is filled again
     }
     finish_cv_.notify_one();
     lock.lock();

@@ -84,9 +84,10 @@ class GroupCommit {
   void WriteAsync(WriteFn fn, WriteDone done);
 
   // Runs every write already queued and hands out their outcomes, then
-  // stops both threads; writes queued from then on fail with kUnavailable. The methods stay callable
-  // while it runs (a queued function may ask for queued()). Called by the
-  // owner, from one thread; calling it again does nothing.
+  // stops both threads; writes queued from then on fail with kUnavailable.
+  // The methods stay callable while it runs (a queued function may ask for
+  // queued()). Called by the owner, from one thread; calling it again does
+  // nothing.
   void Close();
 
   WriteStats stats();
