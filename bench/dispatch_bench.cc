@@ -48,6 +48,11 @@
 //             coordinator's reply cache (the sweep no longer changes); the
 //             first run of the one-reply columns query is printed too, and
 //             a ranksweepd run with --query-cache-mb=0 reads every run.
+//             `query_columns_split` times the one-reply columns query in
+//             two parts: until its bytes are all here (the coordinator's
+//             read and encoding, and the wire), and then their parse into
+//             the message, which is the client's own work whichever
+//             coordinator answered.
 //
 // It starts its own ranksweepd (temporary database, port 0). The peer
 // (Optuna with SQLite storage running no-op trials) is run by
@@ -57,6 +62,7 @@
 // older underscores, --help, "did you mean", a bad value refused with its
 // range (exit 1); a failed run exits 5.
 #include <google/protobuf/arena.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -65,6 +71,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -72,6 +79,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -650,6 +658,67 @@ QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, i
 
 }  // namespace
 
+// The one-reply query split in two, to tell the coordinator's share from the
+// client's: the same call made for raw bytes, timed until the reply's bytes
+// are all in this process (the coordinator's read, its encoding and the
+// wire), then those bytes parsed into the message on a fresh arena, as
+// MedianMs's client does, timed apart. The parse is the client's own work
+// (most of it, on a machine where a page fault is dear, the first touch of
+// the memory the message's lists grow into), the same whichever coordinator
+// sent the bytes.
+struct SplitTimes {
+  double received_ms = 0, parse_ms = 0;
+  size_t bytes = 0;
+};
+SplitTimes ReceivedThenParsedMs(const std::string& addr, const v1::QueryResultsRequest& req,
+                                int runs) {
+  grpc::GenericStub stub(Channel(addr));
+  std::vector<double> received, parse;
+  SplitTimes out;
+  for (int i = 0; i < runs; ++i) {
+    grpc::ByteBuffer request, reply;
+    bool own = false;
+    Check(grpc::GenericSerialize<grpc::ProtoBufferWriter, v1::QueryResultsRequest>(req, &request,
+                                                                                   &own),
+          "serialize QueryResultsRequest");
+    grpc::ClientContext ctx;
+    WaitForReady(&ctx);
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<grpc::Status> status;
+    const auto t0 = Clock::now();
+    stub.UnaryCall(&ctx, "/ranksweep.v1.SweepService/QueryResults", grpc::StubOptions(), &request,
+                   &reply, [&](grpc::Status s) {
+                     std::lock_guard<std::mutex> lock(mu);
+                     status = std::move(s);
+                     cv.notify_one();
+                   });
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return status.has_value(); });
+    }
+    received.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    Check(*status, "QueryResults (bytes)");
+    out.bytes = reply.Length();
+    const auto t1 = Clock::now();
+    {
+      google::protobuf::Arena arena;
+      auto* resp = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(&arena);
+      Check(grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::QueryResultsResponse>(&reply,
+                                                                                        resp),
+            "parse QueryResultsResponse");
+      if (resp->columns().cell_id_size() == 0) {
+        std::fprintf(stderr, "QueryResults (bytes): the reply has no columns\n");
+        Fail();
+      }
+    }
+    parse.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
+  }
+  out.received_ms = Percentile(received, 0.5);
+  out.parse_ms = Percentile(parse, 0.5);
+  return out;
+}
+
 int main(int argc, char** argv) {
   BenchFlags flags = ParseFlags(argc, argv);
   // Each phase's sweep must be a heads x ranks x seeds product within the
@@ -808,6 +877,7 @@ int main(int argc, char** argv) {
     req.set_columns(true);
     const QueryTimes columns = MedianMs(*sweeps, req, flags.query_runs);
     const QueryTimes columns_as_rows = MedianMs(*sweeps, req, flags.query_runs, true);
+    const SplitTimes columns_split = ReceivedThenParsedMs(*addr, req, flags.query_runs);
     req.set_page_size(flags.page_size);
     const QueryTimes columns_paged = MedianMs(*sweeps, req, flags.query_runs);
     req.set_page_size(0);
@@ -825,6 +895,8 @@ int main(int argc, char** argv) {
                 "one_reply_as_rows_median_ms=%.1f\n",
                 columns.items, columns.all_ms, columns.first_run_ms, columns_paged.first_page_ms,
                 columns_paged.all_ms, columns_as_rows.all_ms);
+    std::printf("query_columns_split bytes=%zu received_median_ms=%.1f parse_median_ms=%.1f\n",
+                columns_split.bytes, columns_split.received_ms, columns_split.parse_ms);
     // The floor: the same rows read straight from the file by this process,
     // no coordinator, no gRPC. `results` with every column, as a program of
     // its own would read them; `result_packs`, the packed copy the
