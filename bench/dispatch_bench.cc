@@ -51,8 +51,8 @@
 //             `query_columns_split` times the one-reply columns query in
 //             two parts: until its bytes are all here (the coordinator's
 //             read and encoding, and the wire), and then their parse into
-//             the message, which is the client's own work whichever
-//             coordinator answered.
+//             the message (and its page faults), which is the client's own
+//             work whichever coordinator answered.
 //
 // It starts its own ranksweepd (temporary database, port 0). The peer
 // (Optuna with SQLite storage running no-op trials) is run by
@@ -93,6 +93,7 @@
 #include "common/subprocess.h"
 #include "common/temp_dir.h"
 #include "proto/columns.h"
+#include "proto/reply_arena.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 #include "sqlite3.h"
 
@@ -601,6 +602,14 @@ double SelfCpuSeconds() {
          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
+// Minor page faults this process has taken so far (its threads together:
+// gRPC's too, though none of them runs while the bench parses).
+long MinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -628,8 +637,8 @@ QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, i
     out.items = out.pages = 0;
     auto t0 = Clock::now();
     while (true) {
-      google::protobuf::Arena arena;
-      auto* resp = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(&arena);
+      ranksweep::ReplyArena arena;  // as the CLI's ForEachResultPage does
+      auto* resp = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(arena.get());
       grpc::ClientContext ctx;
       WaitForReady(&ctx);
       Check(stub.QueryResults(&ctx, req, resp), "QueryResults");
@@ -662,18 +671,20 @@ QueryTimes MedianMs(v1::SweepService::Stub& stub, v1::QueryResultsRequest req, i
 // client's: the same call made for raw bytes, timed until the reply's bytes
 // are all in this process (the coordinator's read, its encoding and the
 // wire), then those bytes parsed into the message on a fresh arena, as
-// MedianMs's client does, timed apart. The parse is the client's own work
-// (most of it, on a machine where a page fault is dear, the first touch of
-// the memory the message's lists grow into), the same whichever coordinator
-// sent the bytes.
+// MedianMs's client does (a ReplyArena, as the CLI's), timed apart, with
+// the page faults it takes. The parse is the client's own work, the same
+// whichever coordinator sent the bytes; on a plain arena most of it was the
+// first touch of the memory the message's lists grow into, where a page
+// fault is dear.
 struct SplitTimes {
   double received_ms = 0, parse_ms = 0;
+  long parse_faults = 0;  // this process's minor page faults in the parse (median)
   size_t bytes = 0;
 };
 SplitTimes ReceivedThenParsedMs(const std::string& addr, const v1::QueryResultsRequest& req,
                                 int runs) {
   grpc::GenericStub stub(Channel(addr));
-  std::vector<double> received, parse;
+  std::vector<double> received, parse, faults;
   SplitTimes out;
   for (int i = 0; i < runs; ++i) {
     grpc::ByteBuffer request, reply;
@@ -700,10 +711,11 @@ SplitTimes ReceivedThenParsedMs(const std::string& addr, const v1::QueryResultsR
     received.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     Check(*status, "QueryResults (bytes)");
     out.bytes = reply.Length();
+    const long faults0 = MinorFaults();
     const auto t1 = Clock::now();
     {
-      google::protobuf::Arena arena;
-      auto* resp = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(&arena);
+      ranksweep::ReplyArena arena;
+      auto* resp = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(arena.get());
       Check(grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::QueryResultsResponse>(&reply,
                                                                                         resp),
             "parse QueryResultsResponse");
@@ -713,9 +725,11 @@ SplitTimes ReceivedThenParsedMs(const std::string& addr, const v1::QueryResultsR
       }
     }
     parse.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
+    faults.push_back(static_cast<double>(MinorFaults() - faults0));
   }
   out.received_ms = Percentile(received, 0.5);
   out.parse_ms = Percentile(parse, 0.5);
+  out.parse_faults = static_cast<long>(Percentile(faults, 0.5));
   return out;
 }
 
@@ -895,8 +909,11 @@ int main(int argc, char** argv) {
                 "one_reply_as_rows_median_ms=%.1f\n",
                 columns.items, columns.all_ms, columns.first_run_ms, columns_paged.first_page_ms,
                 columns_paged.all_ms, columns_as_rows.all_ms);
-    std::printf("query_columns_split bytes=%zu received_median_ms=%.1f parse_median_ms=%.1f\n",
-                columns_split.bytes, columns_split.received_ms, columns_split.parse_ms);
+    std::printf(
+        "query_columns_split bytes=%zu received_median_ms=%.1f parse_median_ms=%.1f "
+        "parse_page_faults=%ld\n",
+        columns_split.bytes, columns_split.received_ms, columns_split.parse_ms,
+        columns_split.parse_faults);
     // The floor: the same rows read straight from the file by this process,
     // no coordinator, no gRPC. `results` with every column, as a program of
     // its own would read them; `result_packs`, the packed copy the

@@ -13,6 +13,7 @@
 #include "client/hints.h"
 #include "google/protobuf/arena.h"
 #include "proto/columns.h"
+#include "proto/reply_arena.h"
 
 namespace ranksweep::client {
 namespace {
@@ -97,13 +98,16 @@ grpc::Status ForEachResultPage(Client* client, v1::QueryResultsRequest req,
                                int page_size, PageRows as) {
   struct Page {
     grpc::Status status;
-    std::unique_ptr<google::protobuf::Arena> arena;
+    // A page of many rows is megabytes of lists: ReplyArena keeps their
+    // parse to few page faults.
+    std::unique_ptr<ReplyArena> arena;
     v1::QueryResultsResponse* reply = nullptr;
   };
   auto fetch = [client, as](v1::QueryResultsRequest r) {
     Page page;
-    page.arena = std::make_unique<google::protobuf::Arena>();
-    page.reply = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(page.arena.get());
+    page.arena = std::make_unique<ReplyArena>();
+    page.reply =
+        google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(page.arena->get());
     auto ctx = client->Context();
     page.status = client->stub().QueryResults(ctx.get(), r, page.reply);
     if (page.status.ok()) {

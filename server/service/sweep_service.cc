@@ -14,6 +14,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "proto/convert.h"
+#include "proto/reply_arena.h"
 #include "proto/wire_check.h"
 #include "server/service/call_auth.h"
 #include "server/service/malformed_request.h"
@@ -381,9 +382,10 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
   return OffloadUnary(pool_, context,
                       [this, context, request_bytes, response_bytes]() -> absl::Status {
     // The request and the reply live on one arena: a reply is a tree of
-    // many small messages, freed in one step.
-    google::protobuf::Arena arena;
-    auto* request = google::protobuf::Arena::CreateMessage<v1::QueryResultsRequest>(&arena);
+    // many small messages, freed in one step, or a few lists of megabytes,
+    // which ReplyArena grows into with few page faults.
+    ReplyArena arena;
+    auto* request = google::protobuf::Arena::CreateMessage<v1::QueryResultsRequest>(arena.get());
     grpc::ByteBuffer received(*request_bytes);
     if (!grpc::SerializationTraits<v1::QueryResultsRequest>::Deserialize(&received, request)
              .ok()) {
@@ -416,7 +418,8 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
         return absl::OkStatus();
       }
     }
-    auto* response = google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(&arena);
+    auto* response =
+        google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(arena.get());
     RETURN_IF_ERROR(AnswerQuery(*request, response));
     if (!cacheable) {
       bool own = false;
