@@ -8,9 +8,8 @@ namespace ranksweep {
 namespace {
 
 constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-// The part of the block left in small pages, so that a small reply touches
-// no huge page: its head (where a reply's first bytes go) and its last huge
-// page (the arena keeps its list of destructors at the block's far end).
+// The block's head (where a reply's first bytes go) stays small pages, so
+// that a small reply touches no huge page; so does its last huge page (below).
 constexpr uintptr_t kSmallHead = uintptr_t{256} << 10;
 
 uintptr_t AlignUp(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }

@@ -381,11 +381,12 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
                                                          grpc::ByteBuffer* response_bytes) {
   return OffloadUnary(pool_, context,
                       [this, context, request_bytes, response_bytes]() -> absl::Status {
-    // The request and the reply live on one arena: a reply is a tree of
-    // many small messages, freed in one step, or a few lists of megabytes,
-    // which ReplyArena grows into with few page faults.
-    ReplyArena arena;
-    auto* request = google::protobuf::Arena::CreateMessage<v1::QueryResultsRequest>(arena.get());
+    // The reply lives on an arena: a tree of many small messages, freed in
+    // one step, or a few lists of megabytes, which ReplyArena grows into
+    // with few page faults. It is made only for a reply the cache lacks.
+    google::protobuf::Arena request_arena;
+    auto* request =
+        google::protobuf::Arena::CreateMessage<v1::QueryResultsRequest>(&request_arena);
     grpc::ByteBuffer received(*request_bytes);
     if (!grpc::SerializationTraits<v1::QueryResultsRequest>::Deserialize(&received, request)
              .ok()) {
@@ -418,6 +419,7 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
         return absl::OkStatus();
       }
     }
+    ReplyArena arena;
     auto* response =
         google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(arena.get());
     RETURN_IF_ERROR(AnswerQuery(*request, response));
