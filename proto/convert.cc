@@ -4,7 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
+#include <variant>
 #include <vector>
+
+#include <google/protobuf/reflection.h>
+
+#include "common/spec/spec_fields.h"
 
 namespace ranksweep {
 namespace {
@@ -31,111 +37,156 @@ T OrDefault(bool has, T value, T fallback) {
 
 }  // namespace
 
+// ---------------------------------------------------------------- recipe structs
+// DatasetSpec, HeadSpec and TrainSpec field by field from their rows
+// (common/spec/spec_fields.h): each row's proto field has its name. A field
+// with presence that is unset, and an enum at 0 (unspecified), read as the
+// struct's default; ToProto writes every field.
+
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// The message's reflection and the proto field of each row, in row order;
+// found once per message type (GetReflection checks the descriptors' set-up
+// on every call).
+struct RowFields {
+  const Reflection* reflection;
+  std::vector<const FieldDescriptor*> fields;
+};
+
+template <typename S>
+const RowFields& FieldsOf(absl::Span<const SpecField<S>> rows, const Message& message) {
+  static const RowFields* fields = [&] {
+    auto* out = new RowFields{message.GetReflection(), {}};
+    std::vector<const FieldDescriptor*>* v = &out->fields;
+    for (const SpecField<S>& row : rows) {
+      const FieldDescriptor* f = message.GetDescriptor()->FindFieldByName(row.name);
+      const FieldDescriptor::CppType want = std::visit(
+          [](const auto& m) {
+            using M = std::decay_t<decltype(m)>;
+            if constexpr (std::is_same_v<M, EnumMember<S>>) return FieldDescriptor::CPPTYPE_ENUM;
+            if constexpr (std::is_same_v<M, std::vector<int> S::*>) return FieldDescriptor::CPPTYPE_INT32;
+            if constexpr (std::is_same_v<M, int S::*>) return FieldDescriptor::CPPTYPE_INT32;
+            if constexpr (std::is_same_v<M, uint64_t S::*>) return FieldDescriptor::CPPTYPE_UINT64;
+            if constexpr (std::is_same_v<M, double S::*>) return FieldDescriptor::CPPTYPE_DOUBLE;
+            return FieldDescriptor::CPPTYPE_BOOL;
+          },
+          row.member);
+      const bool list = std::holds_alternative<std::vector<int> S::*>(row.member);
+      // A programming error, caught by proto_convert_test on every build.
+      if (f == nullptr || f->cpp_type() != want || f->is_repeated() != list) {
+        std::fprintf(stderr, "%s has no field %s of its spec row's type\n",
+                     message.GetDescriptor()->full_name().c_str(), row.name);
+        std::abort();
+      }
+      v->push_back(f);
+    }
+    return out;
+  }();
+  return *fields;
+}
+
+template <typename S>
+void FieldsFromProto(absl::Span<const SpecField<S>> rows, const Message& p, S* s) {
+  static const S def;
+  const RowFields& of = FieldsOf(rows, p);
+  const Reflection* r = of.reflection;
+  const std::vector<const FieldDescriptor*>& fields = of.fields;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SpecField<S>& row = rows[i];
+    const FieldDescriptor* f = fields[i];
+    const bool unset = f->has_presence() && !f->is_repeated() && !r->HasField(p, f);
+    std::visit(
+        [&](const auto& m) {
+          using M = std::decay_t<decltype(m)>;
+          if constexpr (std::is_same_v<M, EnumMember<S>>) {
+            const int v = r->GetEnumValue(p, f);
+            m.set(v <= 0 ? m.get(def) : v - 1, s);
+          } else if constexpr (std::is_same_v<M, std::vector<int> S::*>) {
+            const auto list = r->GetRepeatedFieldRef<int32_t>(p, f);
+            (s->*m).assign(list.begin(), list.end());
+          } else if constexpr (std::is_same_v<M, int S::*>) {
+            const int v = r->GetInt32(p, f);
+            if (row.wire_minus_one_is_zero) {
+              s->*m = v == 0 ? def.*m : v < 0 ? 0 : v;
+            } else {
+              s->*m = unset ? def.*m : v;
+            }
+          } else if constexpr (std::is_same_v<M, uint64_t S::*>) {
+            s->*m = unset ? def.*m : r->GetUInt64(p, f);
+          } else if constexpr (std::is_same_v<M, double S::*>) {
+            s->*m = unset ? def.*m : r->GetDouble(p, f);
+          } else {
+            s->*m = unset ? def.*m : r->GetBool(p, f);
+          }
+        },
+        row.member);
+  }
+}
+
+template <typename S>
+void FieldsToProto(absl::Span<const SpecField<S>> rows, const S& s, Message* p) {
+  const RowFields& of = FieldsOf(rows, *p);
+  const Reflection* r = of.reflection;
+  const std::vector<const FieldDescriptor*>& fields = of.fields;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SpecField<S>& row = rows[i];
+    const FieldDescriptor* f = fields[i];
+    std::visit(
+        [&](const auto& m) {
+          using M = std::decay_t<decltype(m)>;
+          if constexpr (std::is_same_v<M, EnumMember<S>>) {
+            r->SetEnumValue(p, f, m.get(s) + 1);
+          } else if constexpr (std::is_same_v<M, std::vector<int> S::*>) {
+            r->ClearField(p, f);
+            for (int w : s.*m) r->AddInt32(p, f, w);
+          } else if constexpr (std::is_same_v<M, int S::*>) {
+            r->SetInt32(p, f, row.wire_minus_one_is_zero && s.*m == 0 ? -1 : s.*m);
+          } else if constexpr (std::is_same_v<M, uint64_t S::*>) {
+            r->SetUInt64(p, f, s.*m);
+          } else if constexpr (std::is_same_v<M, double S::*>) {
+            r->SetDouble(p, f, s.*m);
+          } else {
+            r->SetBool(p, f, s.*m);
+          }
+        },
+        row.member);
+  }
+}
+
+}  // namespace
+
 DatasetSpec FromProto(const v1::DatasetSpec& p) {
-  const DatasetSpec def;
   DatasetSpec d;
-  d.kind = EnumFromProto(p.kind(), def.kind);
-  d.m = OrDefault(p.has_m(), p.m(), def.m);
-  d.seq_len = OrDefault(p.has_seq_len(), p.seq_len(), def.seq_len);
-  d.final_query_only = p.final_query_only();
-  d.data_seed = p.data_seed();
-  d.code_weight = OrDefault(p.has_code_weight(), p.code_weight(), def.code_weight);
-  d.max_overlap = OrDefault(p.has_max_overlap(), p.max_overlap(), def.max_overlap);
-  d.num_queries = p.num_queries();
-  d.weight = p.weight();
-  d.bernoulli_p = OrDefault(p.has_bernoulli_p(), p.bernoulli_p(), def.bernoulli_p);
-  d.pool_size = p.pool_size();
-  d.test_pool_share = OrDefault(p.has_test_pool_share(), p.test_pool_share(), def.test_pool_share);
-  d.train_size = p.train_size();
-  d.test_size = p.test_size();
-  d.hard_share = OrDefault(p.has_hard_share(), p.hard_share(), def.hard_share);
-  d.split = EnumFromProto(p.split(), def.split);
+  FieldsFromProto(DatasetFields(), p, &d);
   return d;
 }
-
-v1::DatasetSpec ToProto(const DatasetSpec& d) {
-  v1::DatasetSpec p;
-  p.set_kind(EnumToProto<v1::DatasetKind>(d.kind));
-  p.set_m(d.m);
-  p.set_seq_len(d.seq_len);
-  p.set_final_query_only(d.final_query_only);
-  p.set_data_seed(d.data_seed);
-  p.set_code_weight(d.code_weight);
-  p.set_max_overlap(d.max_overlap);
-  p.set_num_queries(d.num_queries);
-  p.set_weight(d.weight);
-  p.set_bernoulli_p(d.bernoulli_p);
-  p.set_pool_size(d.pool_size);
-  p.set_test_pool_share(d.test_pool_share);
-  p.set_train_size(d.train_size);
-  p.set_test_size(d.test_size);
-  p.set_hard_share(d.hard_share);
-  p.set_split(EnumToProto<v1::PoolSplit>(d.split));
-  return p;
-}
-
 HeadSpec FromProto(const v1::HeadSpec& p) {
-  const HeadSpec def;
   HeadSpec h;
-  h.kind = EnumFromProto(p.kind(), def.kind);
-  h.feature_map = EnumFromProto(p.feature_map(), def.feature_map);
-  h.hidden.assign(p.hidden().begin(), p.hidden().end());
-  h.num_heads = OrDefault(p.has_num_heads(), p.num_heads(), def.num_heads);
-  h.value_dim = p.value_dim();
-  h.score_dim = p.score_dim();
-  h.relu_eps = OrDefault(p.has_relu_eps(), p.relu_eps(), def.relu_eps);
-  h.construction = EnumFromProto(p.construction(), def.construction);
-  h.beta = p.beta();
+  FieldsFromProto(HeadFields(), p, &h);
   return h;
 }
-
-v1::HeadSpec ToProto(const HeadSpec& h) {
-  v1::HeadSpec p;
-  p.set_kind(EnumToProto<v1::HeadKind>(h.kind));
-  p.set_feature_map(EnumToProto<v1::FeatureMap>(h.feature_map));
-  for (int w : h.hidden) p.add_hidden(w);
-  p.set_num_heads(h.num_heads);
-  p.set_value_dim(h.value_dim);
-  p.set_score_dim(h.score_dim);
-  p.set_relu_eps(h.relu_eps);
-  p.set_construction(EnumToProto<v1::Construction>(h.construction));
-  p.set_beta(h.beta);
-  return p;
-}
-
 TrainSpec FromProto(const v1::TrainSpec& p) {
-  const TrainSpec def;
   TrainSpec t;
-  t.lr = OrDefault(p.has_lr(), p.lr(), def.lr);
-  t.beta1 = OrDefault(p.has_beta1(), p.beta1(), def.beta1);
-  t.beta2 = OrDefault(p.has_beta2(), p.beta2(), def.beta2);
-  t.weight_decay = p.weight_decay();
-  t.batch_size = p.batch_size();
-  t.max_steps = OrDefault(p.has_max_steps(), p.max_steps(), def.max_steps);
-  t.eval_every = OrDefault(p.has_eval_every(), p.eval_every(), def.eval_every);
-  // Proto: 0 = default, -1 = never. Spec: 0 = never.
-  t.early_stop_evals = p.early_stop_evals() == 0 ? def.early_stop_evals
-                       : p.early_stop_evals() < 0 ? 0
-                                                  : p.early_stop_evals();
-  t.loss = EnumFromProto(p.loss(), def.loss);
-  t.schedule = EnumFromProto(p.schedule(), def.schedule);
-  t.warmup_steps = p.warmup_steps();
+  FieldsFromProto(TrainFields(), p, &t);
   return t;
 }
-
+v1::DatasetSpec ToProto(const DatasetSpec& d) {
+  v1::DatasetSpec p;
+  FieldsToProto(DatasetFields(), d, &p);
+  return p;
+}
+v1::HeadSpec ToProto(const HeadSpec& h) {
+  v1::HeadSpec p;
+  FieldsToProto(HeadFields(), h, &p);
+  return p;
+}
 v1::TrainSpec ToProto(const TrainSpec& t) {
   v1::TrainSpec p;
-  p.set_lr(t.lr);
-  p.set_beta1(t.beta1);
-  p.set_beta2(t.beta2);
-  p.set_weight_decay(t.weight_decay);
-  p.set_batch_size(t.batch_size);
-  p.set_max_steps(t.max_steps);
-  p.set_eval_every(t.eval_every);
-  p.set_early_stop_evals(t.early_stop_evals == 0 ? -1 : t.early_stop_evals);
-  p.set_loss(EnumToProto<v1::LossKind>(t.loss));
-  p.set_schedule(EnumToProto<v1::LrSchedule>(t.schedule));
-  p.set_warmup_steps(t.warmup_steps);
+  FieldsToProto(TrainFields(), t, &p);
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spec/spec_fields.h"
 #include "common/spec/spec_json.h"
 #include "gtest/gtest.h"
 
@@ -324,6 +325,37 @@ TEST(ConvertTest, TheRoundTripTableCoversEveryFieldOfTheSpecMessages) {
           << m->name() << "." << m->field(i)->name() << " has no row";
     }
   }
+}
+
+// The recipe structs travel by their rows (common/spec/spec_fields.h): each
+// row is the field of its name in its message, and each field of those
+// messages is a row, so a field added on one side only fails here.
+template <typename S>
+void ExpectRowsAreTheFields(absl::Span<const SpecField<S>> rows,
+                            const google::protobuf::Descriptor* message) {
+  std::set<std::string> row_names, field_names;
+  for (const SpecField<S>& row : rows) row_names.insert(row.name);
+  for (int i = 0; i < message->field_count(); ++i) field_names.insert(message->field(i)->name());
+  EXPECT_EQ(row_names, field_names) << message->name();
+}
+
+TEST(ConvertTest, TheSpecFieldRowsAreExactlyTheFieldsOfTheirMessages) {
+  ExpectRowsAreTheFields(DatasetFields(), v1::DatasetSpec::descriptor());
+  ExpectRowsAreTheFields(HeadFields(), v1::HeadSpec::descriptor());
+  ExpectRowsAreTheFields(TrainFields(), v1::TrainSpec::descriptor());
+}
+
+// early_stop_evals: 0 on the wire is unset (the default, 3), -1 is the
+// spec's 0 (never).
+TEST(ConvertTest, NeverStoppingEarlyIsMinusOneOnTheWire) {
+  TrainSpec never;
+  never.early_stop_evals = 0;
+  EXPECT_EQ(ToProto(never).early_stop_evals(), -1);
+  EXPECT_EQ(FromProto(ToProto(never)).early_stop_evals, 0);
+  EXPECT_EQ(FromProto(v1::TrainSpec{}).early_stop_evals, TrainSpec{}.early_stop_evals);
+  v1::TrainSpec five;
+  five.set_early_stop_evals(5);
+  EXPECT_EQ(FromProto(five).early_stop_evals, 5);
 }
 
 // A field whose default is not zero has presence: an explicit 0 is sent and

@@ -16,6 +16,7 @@
 #include "common/spec/checks.h"
 #include "common/spec/dataset_kinds.h"
 #include "common/spec/head_kinds.h"
+#include "common/spec/spec_fields.h"
 #include "common/spec/spec_json.h"
 #include "common/witness_code.h"
 
@@ -196,72 +197,76 @@ std::string HeadLabel(const HeadSpec& head) {
 
 namespace {
 
-// One row per axis: adding an axis is adding a row.
+// One recipe field of the dataset or the training (spec_fields.h) that a
+// sweep may list several values for. Its kind of value comes from its field.
 struct AxisRow {
   const char* name;
-  const char* field;
+  std::string field;  // "train.lr"
   bool integer;
   // A field of some dataset kinds only (DatasetKindRow::fields): the axis
   // needs one of those kinds.
   bool kind_field;
-  void (*apply)(double v, TaskSpec* t);
+  const SpecField<DatasetSpec>* dataset;  // one of these two
+  const SpecField<TrainSpec>* train;
   // An enum field: its value is the index of a name in `names` (nullptr for
   // numbers), written and read by name.
-  const std::vector<std::string>* names = nullptr;
+  const std::vector<std::string>* names;
+
+  void apply(double v, TaskSpec* t) const {
+    if (dataset != nullptr) SetFromDouble(*dataset, v, &t->dataset);
+    if (train != nullptr) SetFromDouble(*train, v, &t->train);
+  }
 };
 
-int AsInt(double v) { return static_cast<int>(std::llround(v)); }
-
-// The schedules by name, in LrSchedule order.
-const std::vector<std::string> kScheduleNames = {Name(LrSchedule::kConstant),
-                                                 Name(LrSchedule::kCosine)};
-// The pool splits by name, in PoolSplit order.
-const std::vector<std::string> kSplitNames = {Name(PoolSplit::kTokens),
-                                              Name(PoolSplit::kSequences)};
-
-const AxisRow kAxes[] = {
-    {"lr", "train.lr", false, false, [](double v, TaskSpec* t) { t->train.lr = v; }},
-    {"weight_decay", "train.weight_decay", false, false,
-     [](double v, TaskSpec* t) { t->train.weight_decay = v; }},
-    {"max_steps", "train.max_steps", true, false,
-     [](double v, TaskSpec* t) { t->train.max_steps = AsInt(v); }},
-    {"batch_size", "train.batch_size", true, false,
-     [](double v, TaskSpec* t) { t->train.batch_size = AsInt(v); }},
-    {"m", "dataset.m", true, false, [](double v, TaskSpec* t) { t->dataset.m = AsInt(v); }},
-    {"weight", "dataset.weight", true, true,
-     [](double v, TaskSpec* t) { t->dataset.weight = AsInt(v); }},
-    {"num_queries", "dataset.num_queries", true, true,
-     [](double v, TaskSpec* t) { t->dataset.num_queries = AsInt(v); }},
-    {"pool_size", "dataset.pool_size", true, true,
-     [](double v, TaskSpec* t) { t->dataset.pool_size = AsInt(v); }},
-    {"train_size", "dataset.train_size", true, true,
-     [](double v, TaskSpec* t) { t->dataset.train_size = AsInt(v); }},
-    {"test_size", "dataset.test_size", true, true,
-     [](double v, TaskSpec* t) { t->dataset.test_size = AsInt(v); }},
-    // Appended after the rest: the order numbers the recipes of stored sweeps.
-    {"schedule", "train.schedule", true, false,
-     [](double v, TaskSpec* t) { t->train.schedule = static_cast<LrSchedule>(AsInt(v)); },
-     &kScheduleNames},
-    {"warmup_steps", "train.warmup_steps", true, false,
-     [](double v, TaskSpec* t) { t->train.warmup_steps = AsInt(v); }},
-    {"split", "dataset.split", true, true,
-     [](double v, TaskSpec* t) { t->dataset.split = static_cast<PoolSplit>(AsInt(v)); },
-     &kSplitNames},
-    {"hard_share", "dataset.hard_share", false, true,
-     [](double v, TaskSpec* t) { t->dataset.hard_share = v; }},
-    {"test_pool_share", "dataset.test_pool_share", false, true,
-     [](double v, TaskSpec* t) { t->dataset.test_pool_share = v; }},
-};
+// The axes in their order, which numbers the recipes of stored sweeps: a new
+// axis goes at the end. Each is the field of the same name of `train` or
+// `dataset`.
+const std::vector<AxisRow>& Axes() {
+  static const auto* axes = [] {
+    struct Named {
+      bool train;
+      const char* name;
+    };
+    const Named kOrder[] = {
+        {true, "lr"},         {true, "weight_decay"}, {true, "max_steps"},
+        {true, "batch_size"}, {false, "m"},           {false, "weight"},
+        {false, "num_queries"}, {false, "pool_size"}, {false, "train_size"},
+        {false, "test_size"}, {true, "schedule"},     {true, "warmup_steps"},
+        {false, "split"},     {false, "hard_share"},  {false, "test_pool_share"},
+    };
+    auto* rows = new std::vector<AxisRow>;
+    for (const Named& n : kOrder) {
+      AxisRow row{n.name, absl::StrCat(n.train ? "train." : "dataset.", n.name), false, false,
+                  nullptr, nullptr, nullptr};
+      if (n.train) {
+        row.train = FindTrainField(n.name);
+        row.integer = IsIntegerField(*row.train);
+        if (auto* e = std::get_if<EnumMember<TrainSpec>>(&row.train->member)) row.names = &e->names;
+      } else {
+        row.dataset = FindDatasetField(n.name);
+        row.integer = IsIntegerField(*row.dataset);
+        row.kind_field = row.dataset->json == JsonWrite::kForItsKinds ||
+                         row.dataset->json == JsonWrite::kForItsKindsUnlessDefault;
+        if (auto* e = std::get_if<EnumMember<DatasetSpec>>(&row.dataset->member)) {
+          row.names = &e->names;
+        }
+      }
+      rows->push_back(std::move(row));
+    }
+    return rows;
+  }();
+  return *axes;
+}
 
 const AxisRow* FindAxis(const std::string& name) {
-  for (const AxisRow& row : kAxes)
+  for (const AxisRow& row : Axes())
     if (name == row.name) return &row;
   return nullptr;
 }
 
 int AxisOrder(const std::string& name) {
-  for (size_t i = 0; i < std::size(kAxes); ++i)
-    if (name == kAxes[i].name) return static_cast<int>(i);
+  for (size_t i = 0; i < Axes().size(); ++i)
+    if (name == Axes()[i].name) return static_cast<int>(i);
   return -1;
 }
 
@@ -281,7 +286,7 @@ TaskSpec ApplyAxes(const SweepSpec& sweep, const std::vector<double>& values) {
 const std::vector<std::string>& AxisNames() {
   static const std::vector<std::string>* names = [] {
     auto* v = new std::vector<std::string>;
-    for (const AxisRow& row : kAxes) v->push_back(row.name);
+    for (const AxisRow& row : Axes()) v->push_back(row.name);
     return v;
   }();
   return *names;

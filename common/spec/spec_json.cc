@@ -4,11 +4,13 @@
 #include <set>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "common/spec/dataset_kinds.h"
 #include "common/spec/result_metrics.h"
 #include "common/spec/result_validation.h"  // Clip: quoted input is cut
+#include "common/spec/spec_fields.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -110,6 +112,18 @@ class ObjectReader {
     return absl::OkStatus();
   }
 
+  // An enum row of spec_fields.h, by name.
+  template <typename S>
+  absl::Status EnumField(const char* key, const EnumMember<S>& e, S* out) {
+    std::string s;
+    bool present = j_.contains(key);
+    RETURN_IF_ERROR(String(key, &s));
+    if (!present) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const int v, e.parse(s, Field(key)));
+    e.set(v, out);
+    return absl::OkStatus();
+  }
+
   template <typename T>
   absl::Status NumberList(const char* key, std::vector<T>* out) {
     const Json* v = Take(key);
@@ -188,56 +202,66 @@ absl::StatusOr<Json> ParseText(const std::string& text) {
 
 // ---------------------------------------------------------------- to JSON
 
-Json ToJ(const DatasetSpec& d) {
-  Json j = {{"kind", Name(d.kind)},
-            {"m", d.m},
-            {"seq_len", d.seq_len},
-            {"final_query_only", d.final_query_only},
-            {"data_seed", d.data_seed}};
-  // The fields of its kind only (dataset_kinds.h), so that a spec dumps as
-  // it did before any other kind's fields existed: its task key stays.
-  const auto has = [&d](const char* field) { return DatasetKindHasField(d.kind, field); };
-  if (has("code_weight")) j["code_weight"] = d.code_weight;
-  if (has("max_overlap")) j["max_overlap"] = d.max_overlap;
-  if (has("num_queries")) j["num_queries"] = d.num_queries;
-  if (has("weight")) j["weight"] = d.weight;
-  if (has("bernoulli_p")) j["bernoulli_p"] = d.bernoulli_p;
-  if (has("pool_size")) j["pool_size"] = d.pool_size;
-  if (has("test_pool_share")) j["test_pool_share"] = d.test_pool_share;
-  if (has("train_size")) j["train_size"] = d.train_size;
-  if (has("test_size")) j["test_size"] = d.test_size;
-  if (has("hard_share")) j["hard_share"] = d.hard_share;
-  // Written only when not the default (tokens), so that a spec from before
-  // the field dumps as it did: its task key and stored results stay.
-  if (has("split") && d.split != PoolSplit::kTokens) j["split"] = Name(d.split);
+// The recipe structs: their rows of spec_fields.h.
+
+template <typename S>
+bool IsDefault(const SpecField<S>& f, const S& s) {
+  static const S def;
+  return std::visit(
+      [&](const auto& m) {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, EnumMember<S>>) {
+          return m.get(s) == m.get(def);
+        } else {
+          return s.*m == def.*m;
+        }
+      },
+      f.member);
+}
+
+template <typename S>
+bool KindHas(const SpecField<S>& f, const S& s) {
+  if constexpr (std::is_same_v<S, DatasetSpec>) {
+    return DatasetKindHasField(s.kind, f.name);
+  } else {
+    return true;
+  }
+}
+
+template <typename S>
+bool Writes(const SpecField<S>& f, const S& s) {
+  switch (f.json) {
+    case JsonWrite::kAlways: return true;
+    case JsonWrite::kUnlessDefault: return !IsDefault(f, s);
+    case JsonWrite::kForItsKinds: return KindHas(f, s);
+    case JsonWrite::kForItsKindsUnlessDefault: return KindHas(f, s) && !IsDefault(f, s);
+  }
+  return true;
+}
+
+template <typename S>
+Json FieldsToJ(absl::Span<const SpecField<S>> rows, const S& s) {
+  Json j = Json::object();
+  for (const SpecField<S>& f : rows) {
+    if (!Writes(f, s)) continue;
+    std::visit(
+        [&](const auto& m) {
+          using M = std::decay_t<decltype(m)>;
+          if constexpr (std::is_same_v<M, EnumMember<S>>) {
+            const int v = m.get(s);
+            j[f.name] = v >= 0 && v < static_cast<int>(m.names.size()) ? m.names[v] : "?";
+          } else {
+            j[f.name] = s.*m;
+          }
+        },
+        f.member);
+  }
   return j;
 }
 
-Json ToJ(const HeadSpec& h) {
-  return {{"kind", Name(h.kind)},         {"feature_map", Name(h.feature_map)},
-          {"hidden", h.hidden},           {"num_heads", h.num_heads},
-          {"value_dim", h.value_dim},     {"score_dim", h.score_dim},
-          {"relu_eps", h.relu_eps},       {"construction", Name(h.construction)},
-          {"beta", h.beta}};
-}
-
-Json ToJ(const TrainSpec& t) {
-  Json j = {{"lr", t.lr},
-            {"beta1", t.beta1},
-            {"beta2", t.beta2},
-            {"weight_decay", t.weight_decay},
-            {"batch_size", t.batch_size},
-            {"max_steps", t.max_steps},
-            {"eval_every", t.eval_every},
-            {"early_stop_evals", t.early_stop_evals},
-            {"loss", Name(t.loss)}};
-  // Written only when they differ from the default (constant, no warm-up),
-  // so that a spec without a schedule dumps as it did before the fields
-  // existed: its task key (a hash of this JSON) and its stored results stay.
-  if (t.schedule != LrSchedule::kConstant) j["schedule"] = Name(t.schedule);
-  if (t.warmup_steps != 0) j["warmup_steps"] = t.warmup_steps;
-  return j;
-}
+Json ToJ(const DatasetSpec& d) { return FieldsToJ(DatasetFields(), d); }
+Json ToJ(const HeadSpec& h) { return FieldsToJ(HeadFields(), h); }
+Json ToJ(const TrainSpec& t) { return FieldsToJ(TrainFields(), t); }
 
 Json ToJ(const DatasetFacts& f) {
   return {{"train_sequences", f.train_sequences},
@@ -292,58 +316,38 @@ std::string Dump(const Json& j, int indent) { return j.dump(indent); }
 
 // ---------------------------------------------------------------- from JSON
 
+template <typename S>
+absl::Status FieldsFromJ(absl::Span<const SpecField<S>> rows, const Json& j,
+                         const std::string& path, S* s) {
+  ObjectReader r(j, path);
+  RETURN_IF_ERROR(r.CheckObject());
+  for (const SpecField<S>& f : rows) {
+    RETURN_IF_ERROR(std::visit(
+        [&](const auto& m) -> absl::Status {
+          using M = std::decay_t<decltype(m)>;
+          if constexpr (std::is_same_v<M, EnumMember<S>>) {
+            return r.EnumField(f.name, m, s);
+          } else if constexpr (std::is_same_v<M, bool S::*>) {
+            return r.Bool(f.name, &(s->*m));
+          } else if constexpr (std::is_same_v<M, std::vector<int> S::*>) {
+            return r.NumberList(f.name, &(s->*m));
+          } else {
+            return r.Number(f.name, &(s->*m));
+          }
+        },
+        f.member));
+  }
+  return r.Finish();
+}
+
 absl::Status FromJ(const Json& j, const std::string& path, DatasetSpec* d) {
-  ObjectReader r(j, path);
-  RETURN_IF_ERROR(r.CheckObject());
-  RETURN_IF_ERROR(r.Enum("kind", &d->kind, &ParseDatasetKind));
-  RETURN_IF_ERROR(r.Number("m", &d->m));
-  RETURN_IF_ERROR(r.Number("seq_len", &d->seq_len));
-  RETURN_IF_ERROR(r.Bool("final_query_only", &d->final_query_only));
-  RETURN_IF_ERROR(r.Number("data_seed", &d->data_seed));
-  RETURN_IF_ERROR(r.Number("code_weight", &d->code_weight));
-  RETURN_IF_ERROR(r.Number("max_overlap", &d->max_overlap));
-  RETURN_IF_ERROR(r.Number("num_queries", &d->num_queries));
-  RETURN_IF_ERROR(r.Number("weight", &d->weight));
-  RETURN_IF_ERROR(r.Number("bernoulli_p", &d->bernoulli_p));
-  RETURN_IF_ERROR(r.Number("pool_size", &d->pool_size));
-  RETURN_IF_ERROR(r.Number("test_pool_share", &d->test_pool_share));
-  RETURN_IF_ERROR(r.Number("train_size", &d->train_size));
-  RETURN_IF_ERROR(r.Number("test_size", &d->test_size));
-  RETURN_IF_ERROR(r.Number("hard_share", &d->hard_share));
-  RETURN_IF_ERROR(r.Enum("split", &d->split, &ParsePoolSplit));
-  return r.Finish();
+  return FieldsFromJ(DatasetFields(), j, path, d);
 }
-
 absl::Status FromJ(const Json& j, const std::string& path, HeadSpec* h) {
-  ObjectReader r(j, path);
-  RETURN_IF_ERROR(r.CheckObject());
-  RETURN_IF_ERROR(r.Enum("kind", &h->kind, &ParseHeadKind));
-  RETURN_IF_ERROR(r.Enum("feature_map", &h->feature_map, &ParseFeatureMap));
-  RETURN_IF_ERROR(r.NumberList("hidden", &h->hidden));
-  RETURN_IF_ERROR(r.Number("num_heads", &h->num_heads));
-  RETURN_IF_ERROR(r.Number("value_dim", &h->value_dim));
-  RETURN_IF_ERROR(r.Number("score_dim", &h->score_dim));
-  RETURN_IF_ERROR(r.Number("relu_eps", &h->relu_eps));
-  RETURN_IF_ERROR(r.Enum("construction", &h->construction, &ParseConstruction));
-  RETURN_IF_ERROR(r.Number("beta", &h->beta));
-  return r.Finish();
+  return FieldsFromJ(HeadFields(), j, path, h);
 }
-
 absl::Status FromJ(const Json& j, const std::string& path, TrainSpec* t) {
-  ObjectReader r(j, path);
-  RETURN_IF_ERROR(r.CheckObject());
-  RETURN_IF_ERROR(r.Number("lr", &t->lr));
-  RETURN_IF_ERROR(r.Number("beta1", &t->beta1));
-  RETURN_IF_ERROR(r.Number("beta2", &t->beta2));
-  RETURN_IF_ERROR(r.Number("weight_decay", &t->weight_decay));
-  RETURN_IF_ERROR(r.Number("batch_size", &t->batch_size));
-  RETURN_IF_ERROR(r.Number("max_steps", &t->max_steps));
-  RETURN_IF_ERROR(r.Number("eval_every", &t->eval_every));
-  RETURN_IF_ERROR(r.Number("early_stop_evals", &t->early_stop_evals));
-  RETURN_IF_ERROR(r.Enum("loss", &t->loss, &ParseLossKind));
-  RETURN_IF_ERROR(r.Enum("schedule", &t->schedule, &ParseLrSchedule));
-  RETURN_IF_ERROR(r.Number("warmup_steps", &t->warmup_steps));
-  return r.Finish();
+  return FieldsFromJ(TrainFields(), j, path, t);
 }
 
 absl::Status FromJ(const Json& j, const std::string& path, DatasetFacts* f) {
