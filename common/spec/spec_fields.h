@@ -8,8 +8,9 @@
 // Adding a field to one of these structs is: the member (spec.h), its row
 // here (spec_fields.cc), a field of the same name and type in the proto
 // message, its range check (dataset_kinds.cc, head_kinds.cc or spec.cc), the
-// code that uses it, and its tests. spec_fields_test checks that every row
-// has its proto field and every proto field its row.
+// code that uses it, and its tests (docs/ARCHITECTURE.md, "How to add a spec
+// field"). proto_convert_test checks that every row has its proto field and
+// every proto field its row; spec_fields_test pins the JSON a task key hashes.
 //
 // Thread-safety: the tables are immutable after static initialization.
 #ifndef RANKSWEEP_COMMON_SPEC_SPEC_FIELDS_H_
