@@ -41,7 +41,8 @@ T OrDefault(bool has, T value, T fallback) {
 // DatasetSpec, HeadSpec and TrainSpec field by field from their rows
 // (common/spec/spec_fields.h): each row's proto field has its name. A field
 // with presence that is unset, and an enum at 0 (unspecified), read as the
-// struct's default; ToProto writes every field.
+// struct's default; ToProto writes every field that would be sent (all but
+// the zeros without presence).
 
 namespace {
 

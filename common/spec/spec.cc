@@ -245,8 +245,7 @@ const std::vector<AxisRow>& Axes() {
       } else {
         row.dataset = FindDatasetField(n.name);
         row.integer = IsIntegerField(*row.dataset);
-        row.kind_field = row.dataset->json == JsonWrite::kForItsKinds ||
-                         row.dataset->json == JsonWrite::kForItsKindsUnlessDefault;
+        row.kind_field = ForItsKindsOnly(row.dataset->json);
         if (auto* e = std::get_if<EnumMember<DatasetSpec>>(&row.dataset->member)) {
           row.names = &e->names;
         }

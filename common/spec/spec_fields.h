@@ -53,6 +53,11 @@ enum class JsonWrite {
   kForItsKindsUnlessDefault,
 };
 
+// Whether a field is one of some dataset kinds only.
+inline bool ForItsKindsOnly(JsonWrite w) {
+  return w == JsonWrite::kForItsKinds || w == JsonWrite::kForItsKindsUnlessDefault;
+}
+
 template <typename S>
 struct SpecField {
   const char* name;

@@ -142,9 +142,7 @@ TEST(SpecFieldsTest, TheKindOnlyRowsAreTheKindRegistrysFields) {
   for (const SpecField<DatasetSpec>& row : DatasetFields()) {
     int kinds = 0;
     for (const DatasetKindRow& k : DatasetKinds()) kinds += DatasetKindHasField(k.kind, row.name);
-    const bool kind_only =
-        row.json == JsonWrite::kForItsKinds || row.json == JsonWrite::kForItsKindsUnlessDefault;
-    EXPECT_EQ(kind_only, kinds > 0) << row.name;
+    EXPECT_EQ(ForItsKindsOnly(row.json), kinds > 0) << row.name;
   }
 }
 
