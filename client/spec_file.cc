@@ -6,9 +6,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/hints.h"
 #include "common/spec/dataset_kinds.h"
+#include "common/spec/spec_fields.h"
 #include "common/status_macros.h"
 
 namespace ranksweep::client {
@@ -74,29 +76,35 @@ absl::StatusOr<std::vector<HeadSpec>> ParseHeadList(const std::vector<std::strin
   return heads;
 }
 
-std::string AxisFlag(std::string name) {
-  std::replace(name.begin(), name.end(), '_', '-');
-  return "--" + name;
+namespace {
+
+// The row of a dataset or training field, by name (the two structs share
+// no field name); both nullptr for neither.
+struct FieldRow {
+  const SpecField<DatasetSpec>* dataset = nullptr;
+  const SpecField<TrainSpec>* train = nullptr;
+};
+
+FieldRow FindRow(const std::string& name) {
+  FieldRow row;
+  row.dataset = FindDatasetField(name);
+  if (row.dataset == nullptr) row.train = FindTrainField(name);
+  return row;
+}
+
+}  // namespace
+
+std::string FieldFlagOf(const std::string& name) {
+  const FieldRow row = FindRow(name);
+  if (row.dataset != nullptr) return "--" + FieldFlag(*row.dataset, "dataset");
+  if (row.train != nullptr) return "--" + FieldFlag(*row.train, "train");
+  std::string flag = name;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return "--" + flag;
 }
 
 absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   if (o.name) spec->name = *o.name;
-  if (o.dataset) {
-    ASSIGN_OR_RETURN(spec->dataset.kind, ParseDatasetKind(*o.dataset, "--dataset"));
-  }
-  if (o.m) spec->dataset.m = *o.m;
-  if (o.seq_len) spec->dataset.seq_len = *o.seq_len;
-  if (o.final_query_only) spec->dataset.final_query_only = *o.final_query_only;
-  if (o.data_seed) spec->dataset.data_seed = *o.data_seed;
-  DatasetSpec& d = spec->dataset;
-  if (o.code_weight) d.code_weight = *o.code_weight;
-  if (o.max_overlap) d.max_overlap = *o.max_overlap;
-  if (o.num_queries) d.num_queries = *o.num_queries;
-  if (o.weight) d.weight = *o.weight;
-  if (o.bernoulli_p) d.bernoulli_p = *o.bernoulli_p;
-  if (o.pool_size) d.pool_size = *o.pool_size;
-  if (o.train_size) d.train_size = *o.train_size;
-  if (o.test_size) d.test_size = *o.test_size;
   if (o.heads) {
     ASSIGN_OR_RETURN(spec->heads, ParseHeadList(*o.heads));
   }
@@ -106,24 +114,32 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
     spec->seeds.clear();
   }
   if (o.seeds) spec->seeds = *o.seeds;
-  if (o.max_steps) spec->train.max_steps = *o.max_steps;
-  if (o.lr) spec->train.lr = *o.lr;
-  if (o.batch_size) spec->train.batch_size = *o.batch_size;
-  if (o.eval_every) spec->train.eval_every = *o.eval_every;
-  if (o.early_stop_evals) spec->train.early_stop_evals = *o.early_stop_evals;
-  if (o.loss) {
-    ASSIGN_OR_RETURN(spec->train.loss, ParseLossKind(*o.loss, "--loss"));
-  }
-  if (o.schedule) {
-    ASSIGN_OR_RETURN(spec->train.schedule, ParseLrSchedule(*o.schedule, "--schedule"));
-  }
-  if (o.warmup_steps) spec->train.warmup_steps = *o.warmup_steps;
   if (o.priority) spec->priority = *o.priority;
-  for (const SweepAxis& axis : o.axes) {
-    absl::Status s = SetAxisValues(axis.name, axis.values, spec);
-    if (!s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(AxisFlag(axis.name), ": ", s.message()));
+  for (const FieldValues& field : o.fields) {
+    const FieldRow row = FindRow(field.name);
+    const std::string flag = FieldFlagOf(field.name);
+    if (row.dataset == nullptr && row.train == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": \"", field.name, "\" is not a field of the dataset or training"));
     }
+    if (IsAxisName(field.name)) {
+      std::vector<double> values;
+      for (const std::string& text : field.values) {
+        ASSIGN_OR_RETURN(double v, ParseAxisValue(field.name, text, flag));
+        values.push_back(v);
+      }
+      absl::Status s = SetAxisValues(field.name, std::move(values), spec);
+      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", s.message()));
+      continue;
+    }
+    if (field.values.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " takes one value, got ", field.values.size(),
+          "; it is not a recipe axis (axes: ", absl::StrJoin(AxisNames(), ", "), ")"));
+    }
+    RETURN_IF_ERROR(row.dataset != nullptr
+                        ? SetFromText(*row.dataset, field.values[0], flag, &spec->dataset)
+                        : SetFromText(*row.train, field.values[0], flag, &spec->train));
   }
   return absl::OkStatus();
 }

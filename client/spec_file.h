@@ -30,50 +30,38 @@ absl::StatusOr<HeadSpec> ParseHeadShorthand(const std::string& text, const std::
 // Parses each element with ParseHeadShorthand; field is "--heads[i]".
 absl::StatusOr<std::vector<HeadSpec>> ParseHeadList(const std::vector<std::string>& items);
 
+// The values given to the flag of a dataset or training field (a row of
+// DatasetFields() or TrainFields(), spec_fields.h, by its name: "seq_len";
+// the dataset's "kind" is --dataset), as typed. A recipe axis takes one
+// value or several (an axis); any other field takes one.
+struct FieldValues {
+  std::string name;
+  std::vector<std::string> values;
+};
+
 // Fields `ranksweep submit` sets from flags. Each set field replaces the
 // spec's (the file's, when -f is given); unset fields leave it alone.
 struct SpecOverrides {
   std::optional<std::string> name;
-  std::optional<std::string> dataset;  // a DatasetKind name
-  std::optional<int> m;
-  std::optional<int> seq_len;
-  std::optional<bool> final_query_only;
-  std::optional<uint64_t> data_seed;
-  // witness
-  std::optional<int> code_weight;
-  std::optional<int> max_overlap;
-  std::optional<int> num_queries;
-  // pool
-  std::optional<int> weight;
-  std::optional<double> bernoulli_p;
-  std::optional<int> pool_size;
-  std::optional<int> train_size;
-  std::optional<int> test_size;
   std::optional<std::vector<std::string>> heads;  // ParseHeadShorthand items
   std::optional<std::vector<int>> ranks;
   std::optional<int> seed_count;                 // also clears explicit seeds
   std::optional<std::vector<uint64_t>> seeds;    // explicit seeds
-  std::optional<int> max_steps;
-  std::optional<double> lr;
-  std::optional<int> batch_size;
-  std::optional<int> eval_every;
-  std::optional<int> early_stop_evals;
-  std::optional<std::string> loss;  // a LossKind name
-  std::optional<std::string> schedule;  // an LrSchedule name
-  std::optional<int> warmup_steps;
   std::optional<int> priority;
-  // Recipe axes given by their flags (--lr 0.01,0.003): one value sets the
-  // field, several make the axis (SetAxisValues); applied after the fields
-  // above.
-  std::vector<SweepAxis> axes;
+  // The dataset's and the training's fields, applied after the above in
+  // this order (the dataset's kind first, as the flags are listed).
+  std::vector<FieldValues> fields;
 };
 
-// Applies `overrides` to `spec`. InvalidArgument naming the flag for a bad
-// enum name or head shorthand; range checks are left to ValidateSweepSpec.
+// Applies `overrides` to `spec`. InvalidArgument naming the flag for a value
+// that is not of the field's type or outside its bounds (FieldBounds), a bad
+// enum name or head shorthand, or several values for a field that is not an
+// axis; the checks across fields are left to ValidateSweepSpec.
 absl::Status ApplyOverrides(const SpecOverrides& overrides, SweepSpec* spec);
 
-// The command-line flag of a recipe axis: "--max-steps" for max_steps.
-std::string AxisFlag(std::string name);
+// The command-line flag of a dataset or training field: "--max-steps" for
+// max_steps, "--dataset" for the dataset's kind.
+std::string FieldFlagOf(const std::string& name);
 
 }  // namespace ranksweep::client
 

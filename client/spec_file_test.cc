@@ -61,19 +61,13 @@ TEST(HeadShorthandTest, AMisspelledKindOrPartSuggestsTheNearestName) {
 TEST(OverridesTest, WitnessAndPoolFieldsHaveFlags) {
   SweepSpec spec;
   SpecOverrides o;
-  o.dataset = "pool";
-  o.weight = 3;
-  o.bernoulli_p = 0.25;
-  o.pool_size = 5000;
-  // test_pool_share, hard_share and split are recipe axes: one value sets
-  // the field.
-  o.axes = {{"split", {1}}, {"hard_share", {0.75}}, {"test_pool_share", {0.2}}};
-  o.train_size = 4000;
-  o.test_size = 1000;
-  o.code_weight = 6;
-  o.max_overlap = 2;
-  o.num_queries = 40;
-  ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
+  // In the order the flags are listed; axes given one value set the field.
+  o.fields = {{"kind", {"pool"}},        {"code_weight", {"6"}},   {"max_overlap", {"2"}},
+              {"num_queries", {"40"}},   {"weight", {"3"}},        {"bernoulli_p", {"0.25"}},
+              {"pool_size", {"5000"}},   {"test_pool_share", {"0.2"}},
+              {"train_size", {"4000"}},  {"test_size", {"1000"}},  {"hard_share", {"0.75"}},
+              {"split", {"sequences"}}};
+  ASSERT_TRUE(ApplyOverrides(o, &spec).ok()) << ApplyOverrides(o, &spec);
   EXPECT_EQ(spec.dataset.kind, DatasetKind::kPool);
   EXPECT_EQ(spec.dataset.weight, 3);
   EXPECT_EQ(spec.dataset.bernoulli_p, 0.25);
@@ -89,27 +83,26 @@ TEST(OverridesTest, WitnessAndPoolFieldsHaveFlags) {
   EXPECT_EQ(spec.dataset.num_queries, 40);
 }
 
-// A witness family at m = 24 without num_queries silently took the whole
-// code (1.15 million sequences); --dry-run now says so, and submit warns.
 TEST(OverridesTest, FlagsReplaceFileFields) {
   absl::StatusOr<SweepSpec> spec = ParseSweepSpecText(kYaml, SpecFormat::kYaml, "s.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
   SpecOverrides o;
   o.name = "renamed";
-  o.m = 12;
   o.heads = std::vector<std::string>{"kernel:softplus"};
   o.seeds = std::vector<uint64_t>{7, 9};
-  o.lr = 0.5;
-  o.loss = "mse";
+  o.fields = {{"m", {"12"}}, {"lr", {"0.5"}}, {"beta1", {"0.8"}}, {"loss", {"mse"}},
+              {"final_query_only", {"true"}}};
   ASSERT_TRUE(ApplyOverrides(o, &*spec).ok());
   EXPECT_EQ(spec->name, "renamed");
   EXPECT_EQ(spec->dataset.m, 12);
   EXPECT_EQ(spec->dataset.seq_len, 4);  // untouched
+  EXPECT_TRUE(spec->dataset.final_query_only);
   ASSERT_EQ(spec->heads.size(), 1u);
   EXPECT_EQ(spec->heads[0].feature_map, FeatureMap::kSoftplus);
   EXPECT_EQ(spec->seeds, (std::vector<uint64_t>{7, 9}));
   EXPECT_EQ(spec->ranks, (std::vector<int>{1, 2, 4, 8}));  // untouched
   EXPECT_DOUBLE_EQ(spec->train.lr, 0.5);
+  EXPECT_DOUBLE_EQ(spec->train.beta1, 0.8);
   EXPECT_EQ(spec->train.loss, LossKind::kMse);
   EXPECT_EQ(spec->train.max_steps, 500);  // untouched
 
@@ -123,25 +116,43 @@ TEST(OverridesTest, FlagsReplaceFileFields) {
 TEST(OverridesTest, ScheduleFlagsSetTheTrainSpec) {
   SweepSpec spec;
   SpecOverrides o;
-  o.schedule = "cosine";
-  o.warmup_steps = 200;
+  o.fields = {{"schedule", {"cosine"}}, {"warmup_steps", {"200"}}};
   ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
   EXPECT_EQ(spec.train.schedule, LrSchedule::kCosine);
   EXPECT_EQ(spec.train.warmup_steps, 200);
-  o = SpecOverrides();
-  o.schedule = "linear";
+  o.fields = {{"schedule", {"linear"}}};
   absl::Status s = ApplyOverrides(o, &spec);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "--schedule must be one of constant, cosine; got \"linear\"");
 }
 
-TEST(OverridesTest, BadEnumNamesTheFlag) {
+// Each field's flag takes what its row takes; a refused value names the
+// flag and leaves the spec as it was.
+TEST(OverridesTest, ABadValueNamesTheFlagAndWhatItTakes) {
   SweepSpec spec;
-  SpecOverrides o;
-  o.dataset = "pools";
-  absl::Status s = ApplyOverrides(o, &spec);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("--dataset"));
+  const SweepSpec before = spec;
+  auto refused = [&](FieldValues field) {
+    SpecOverrides o;
+    o.fields = {std::move(field)};
+    absl::Status s = ApplyOverrides(o, &spec);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(SweepSpecToJson(spec, -1), SweepSpecToJson(before, -1));
+    return std::string(s.message());
+  };
+  EXPECT_EQ(refused({"kind", {"pools"}}),
+            "--dataset must be one of exhaustive, witness, pool; got \"pools\"");
+  EXPECT_EQ(refused({"seq_len", {"x"}}), "--seq-len must be an integer in 1..64, got \"x\"");
+  EXPECT_EQ(refused({"eval_every", {"0"}}), "--eval-every must be an integer in 1..10000000, got 0");
+  EXPECT_EQ(refused({"bernoulli_p", {"2"}}), "--bernoulli-p must be a number in 0..1, got 2");
+  EXPECT_EQ(refused({"beta1", {"0.5", "0.9"}}),
+            "--beta1 takes one value, got 2; it is not a recipe axis (axes: lr, weight_decay, "
+            "max_steps, batch_size, m, weight, num_queries, pool_size, train_size, test_size, "
+            "schedule, warmup_steps, split, hard_share, test_pool_share)");
+  EXPECT_EQ(refused({"lr", {"0.1", "fast"}}), "--lr must be a number, got \"fast\"");
+  EXPECT_EQ(refused({"speed", {"1"}}),
+            "--speed: \"speed\" is not a field of the dataset or training");
+  EXPECT_EQ(FieldFlagOf("kind"), "--dataset");
+  EXPECT_EQ(FieldFlagOf("early_stop_evals"), "--early-stop-evals");
 }
 
 TEST(SpecFileTest, AYamlListWhereAValueStoodIsAnAxisAndFlagsOverrideIt) {
@@ -156,22 +167,22 @@ TEST(SpecFileTest, AYamlListWhereAValueStoodIsAnAxisAndFlagsOverrideIt) {
   // Flags: several values make an axis, in AxisNames() order; one value
   // sets the field and drops the file's axis.
   SpecOverrides o;
-  o.axes = {{"max_steps", {100, 200, 400}}, {"lr", {0.001}}};
+  o.fields = {{"lr", {"0.001"}}, {"max_steps", {"100", "200", "400"}}};
   ASSERT_TRUE(ApplyOverrides(o, &*spec).ok());
   ASSERT_EQ(spec->axes.size(), 1u);
   EXPECT_EQ(spec->axes[0].name, "max_steps");
   EXPECT_EQ(spec->train.lr, 0.001);
-  o.axes = {{"lr", {0.1, 0.2}}};
+  o.fields = {{"lr", {"0.1", "0.2"}}};
   ASSERT_TRUE(ApplyOverrides(o, &*spec).ok());
   ASSERT_EQ(spec->axes.size(), 2u);
   EXPECT_EQ(spec->axes[0].name, "lr");
   EXPECT_EQ(spec->axes[1].name, "max_steps");
   EXPECT_EQ(RecipeCount(*spec), 6);
   EXPECT_TRUE(ValidateSweepSpec(*spec).ok()) << ValidateSweepSpec(*spec);
-  o.axes = {{"beta1", {0.5, 0.9}}};
+  o.fields = {{"beta1", {"0.5", "0.9"}}};
   absl::Status bad = ApplyOverrides(o, &*spec);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(bad.message()), ::testing::StartsWith("--beta1: \"beta1\" is not an axis"));
+  EXPECT_THAT(std::string(bad.message()), ::testing::StartsWith("--beta1 takes one value, got 2"));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "client/spec_file.h"
 #include "common/plural.h"
 #include "common/spec/spec.h"
+#include "common/spec/spec_fields.h"
 #include "common/spec/spec_json.h"
 #include "nlohmann/json.hpp"
 #include "proto/convert.h"
@@ -29,21 +30,19 @@ struct SubmitArgs {
   bool watch = false;
   double reconnect = kDefaultReconnectSeconds;
   bool dry_run = false;
-  std::string name, dataset, loss, mode;
+  std::string name, mode;
   bool no_cache = false;
   bool one_recipe = false;
   // Recipe pruning (docs/ANALYSIS.md, "Recipe pruning").
   std::string prune;
   int prune_eta = 0, prune_min_steps = 0;
   double prune_margin = 0;
-  int seq_len = 0, seed_count = 0, eval_every = 0, early_stop_evals = 0, priority = 0;
-  bool final_query_only = false;
-  uint64_t data_seed = 0;
-  int code_weight = 0, max_overlap = 0;
-  double bernoulli_p = 0;
-  // The flags of the recipe axes (common/spec/spec.h AxisNames): each takes
-  // one value or a comma-separated list, which sweeps it.
-  std::map<std::string, std::vector<std::string>> axes;
+  int seed_count = 0, priority = 0;
+  // The flags of the dataset's and the training's fields, by the field's
+  // name (common/spec/spec_fields.h): the values as typed (a recipe axis
+  // takes a comma-separated list, which sweeps it), or true/false.
+  std::map<std::string, std::vector<std::string>> fields;
+  std::map<std::string, bool> switches;
   std::vector<std::string> heads;
   std::vector<int> ranks;
   std::vector<uint64_t> seed_list;
@@ -80,35 +79,24 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     }
     spec = *std::move(loaded);
   }
-  auto given = [&](const char* flag) { return sub->count(flag) > 0; };
+  auto given = [&](const std::string& flag) { return sub->count(flag) > 0; };
   SpecOverrides o;
   if (given("--name")) o.name = a.name;
-  if (given("--dataset")) o.dataset = a.dataset;
-  if (given("--seq-len")) o.seq_len = a.seq_len;
-  if (given("--final-query-only")) o.final_query_only = a.final_query_only;
-  if (given("--data-seed")) o.data_seed = a.data_seed;
-  if (given("--code-weight")) o.code_weight = a.code_weight;
-  if (given("--max-overlap")) o.max_overlap = a.max_overlap;
-  if (given("--bernoulli-p")) o.bernoulli_p = a.bernoulli_p;
   if (given("--heads")) o.heads = a.heads;
   if (given("--ranks")) o.ranks = a.ranks;
   if (given("--seeds")) o.seed_count = a.seed_count;
   if (given("--seed-list")) o.seeds = a.seed_list;
-  if (given("--eval-every")) o.eval_every = a.eval_every;
-  if (given("--early-stop-evals")) o.early_stop_evals = a.early_stop_evals;
-  if (given("--loss")) o.loss = a.loss;
   if (given("--priority")) o.priority = a.priority;
-  for (const std::string& name : AxisNames()) {
-    const std::string flag = AxisFlag(name);
-    if (!given(flag.c_str())) continue;
-    SweepAxis axis{name, {}};
-    for (const std::string& text : a.axes.at(name)) {
-      absl::StatusOr<double> v = ParseAxisValue(name, text, flag);
-      if (!v.ok()) return ReportLocal(v.status());
-      axis.values.push_back(*v);
+  auto field_given = [&](const auto& row, const char* part) {
+    if (!given("--" + FieldFlag(row, part))) return;
+    if (a.switches.count(row.name) > 0) {
+      o.fields.push_back({row.name, {a.switches.at(row.name) ? "true" : "false"}});
+    } else {
+      o.fields.push_back({row.name, a.fields.at(row.name)});
     }
-    o.axes.push_back(std::move(axis));
-  }
+  };
+  for (const auto& row : DatasetFields()) field_given(row, "dataset");
+  for (const auto& row : TrainFields()) field_given(row, "train");
   std::optional<SweepMode> mode;
   if (given("--mode")) {
     absl::StatusOr<SweepMode> parsed = ParseSweepMode(a.mode, "--mode");
@@ -239,51 +227,29 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
                      "sizes; --dry-run shows what it resolved to)")
       ->capture_default_str();
   submit->add_option("--name", sa->name, "Sweep name, 1..128 of [A-Za-z0-9._-]");
-  submit->add_option("--dataset", sa->dataset, "exhaustive | witness | pool");
-  // A recipe axis' flag takes one value or a comma-separated list (an axis).
-  auto axis_option = [&](const std::string& name, const std::string& help) {
-    submit
-        ->add_option(AxisFlag(name), sa->axes[name],
-                     help + "; a comma-separated list sweeps it (an axis)")
-        ->delimiter(',');
+  // A flag for each field of the dataset and the training, named and
+  // described by its row: a recipe axis' takes one value or a
+  // comma-separated list (an axis); a true-or-false field's is a switch.
+  auto field_option = [&](const auto& row, const char* part) {
+    const std::string flag = "--" + FieldFlag(row, part);
+    std::string help = FieldHelp(row, part);
+    if (IsBoolField(row)) {
+      submit->add_flag(flag, sa->switches[row.name], help);
+      return;
+    }
+    if (IsAxisName(row.name)) help += "; a comma-separated list sweeps it (an axis)";
+    submit->add_option(flag, sa->fields[row.name], help)
+        ->delimiter(',')
+        ->type_name(FieldTypeName(row));
   };
-  axis_option("m", "Token dimension m, 1..64");
-  submit->add_option("--seq-len", sa->seq_len, "Tokens per sequence N, 1..64");
-  submit->add_flag("--final-query-only", sa->final_query_only, "Score only the last position");
-  submit->add_option("--data-seed", sa->data_seed, "Dataset seed");
-  submit->add_option("--code-weight", sa->code_weight, "witness: codeword weight w, 1..m");
-  submit->add_option("--max-overlap", sa->max_overlap,
-                     "witness: most coordinates two codewords share, 0..w-1");
-  axis_option("num_queries",
-              "witness: codewords used as queries; 0 = the whole code (can be large: "
-              "--dry-run shows the size)");
-  axis_option("weight", "pool: token weight, 0..m-1 (0 = Bernoulli tokens)");
-  submit->add_option("--bernoulli-p", sa->bernoulli_p, "pool: Bernoulli probability, (0, 1]");
-  axis_option("pool_size", "pool: distinct token vectors drawn; 0 = every vector, enumerated");
-  axis_option("split",
-              "pool: tokens (no test vector in training) | sequences (one pool of vectors, no "
-              "test sequence equal to a training one)");
-  axis_option("test_pool_share",
-              "pool, split tokens: share of the vectors held out for the test split, [0, 1)");
-  axis_option("train_size", "pool: train sequences");
-  axis_option("test_size", "pool: test sequences; 0 = no test split");
-  axis_option("hard_share", "pool: share of hard triples, [0, 1]");
+  for (const auto& row : DatasetFields()) field_option(row, "dataset");
   submit->add_option("--heads", sa->heads, "Comma-separated heads, e.g. kernel:elu1,softmax")
       ->delimiter(',');
   submit->add_option("--ranks", sa->ranks, "Comma-separated ranks, e.g. 1,2,4,8")->delimiter(',');
   submit->add_option("--seeds", sa->seed_count, "Number of seeds: 0..N-1");
   submit->add_option("--seed-list", sa->seed_list, "Explicit comma-separated seeds")
       ->delimiter(',');
-  axis_option("max_steps", "Training steps per seed");
-  axis_option("lr", "Adam learning rate, e.g. 0.01 or 0.01,0.003,0.001");
-  axis_option("weight_decay", "Adam weight decay, [0, 1]");
-  axis_option("batch_size", "Batch size; 0 = full batch");
-  submit->add_option("--eval-every", sa->eval_every, "Evaluate every E steps");
-  submit->add_option("--early-stop-evals", sa->early_stop_evals,
-                     "Stop after k exact evaluations in a row; 0 = never");
-  submit->add_option("--loss", sa->loss, "mse | ce");
-  axis_option("schedule", "Learning-rate schedule: constant | cosine");
-  axis_option("warmup_steps", "Linear learning-rate warm-up over the first W steps; 0 = none");
+  for (const auto& row : TrainFields()) field_option(row, "train");
   submit->add_option("--priority", sa->priority, "-100..100, higher runs first");
   submit->add_option("--mode", sa->mode,
                      "grid (every rank) | search (bisection for each head's transition rank)");

@@ -1,7 +1,14 @@
 #include "common/spec/spec_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/spec/dataset_kinds.h"
 
 namespace ranksweep {
 namespace {
@@ -30,30 +37,44 @@ using H = HeadSpec;
 using T = TrainSpec;
 using J = JsonWrite;
 
+using L = SpecLimits;
+
 // Built on first use (the enums' names come from the kind registries).
 // In the order of the structs; a JSON document's first bad field is
-// reported in this order.
+// reported in this order, and the flags are listed in it.
 const std::vector<SpecField<D>>& DatasetRows() {
   static const auto* rows = new std::vector<SpecField<D>>{
     {"kind", Enum<D, DatasetKind, &D::kind, &ParseDatasetKind>()},
-    {"m", &D::m},
-    {"seq_len", &D::seq_len},
-    {"final_query_only", &D::final_query_only},
-    {"data_seed", &D::data_seed},
+    {"m", &D::m, "token dimension m, 1..64", {1, L::kMaxM}},
+    {"seq_len", &D::seq_len, "tokens per sequence, 1..64", {1, L::kMaxSeqLen}},
+    {"final_query_only", &D::final_query_only, "score only the last position"},
+    {"data_seed", &D::data_seed, "the dataset's seed (the same seed, the same data)"},
     // The fields of some kinds only (dataset_kinds.h): a spec's JSON names
     // only its own kind's, so that it reads as it did before the other
     // kinds' fields existed and its task key stays.
-    {"code_weight", &D::code_weight, J::kForItsKinds},
-    {"max_overlap", &D::max_overlap, J::kForItsKinds},
-    {"num_queries", &D::num_queries, J::kForItsKinds},
-    {"weight", &D::weight, J::kForItsKinds},
-    {"bernoulli_p", &D::bernoulli_p, J::kForItsKinds},
-    {"pool_size", &D::pool_size, J::kForItsKinds},
-    {"test_pool_share", &D::test_pool_share, J::kForItsKinds},
-    {"train_size", &D::train_size, J::kForItsKinds},
-    {"test_size", &D::test_size, J::kForItsKinds},
-    {"hard_share", &D::hard_share, J::kForItsKinds},
-    {"split", Enum<D, PoolSplit, &D::split, &ParsePoolSplit>(), J::kForItsKindsUnlessDefault},
+    {"code_weight", &D::code_weight, "codeword weight w, 1..m", {1, L::kMaxM}, J::kForItsKinds},
+    {"max_overlap", &D::max_overlap, "most coordinates two codewords share, 0..w-1",
+     {0, L::kMaxM}, J::kForItsKinds},
+    {"num_queries", &D::num_queries,
+     "codewords used as queries, 0..2236; 0 = the whole code, which can be large",
+     {0, L::kMaxWitnessQueries}, J::kForItsKinds},
+    {"weight", &D::weight, "token weight, 0..m; 0 = Bernoulli tokens", {0, L::kMaxM},
+     J::kForItsKinds},
+    {"bernoulli_p", &D::bernoulli_p, "a Bernoulli token's probability of a 1, (0, 1]", {0, 1},
+     J::kForItsKinds},
+    {"pool_size", &D::pool_size, "distinct token vectors drawn; 0 = every vector, enumerated",
+     {0, L::kMaxDatasetSequences}, J::kForItsKinds},
+    {"test_pool_share", &D::test_pool_share,
+     "with split tokens, the share of the vectors held out for the test split, [0, 1)", {0, 1},
+     J::kForItsKinds},
+    {"train_size", &D::train_size, "train sequences", {1, L::kMaxDatasetSequences},
+     J::kForItsKinds},
+    {"test_size", &D::test_size, "test sequences; 0 = no test split",
+     {0, L::kMaxDatasetSequences}, J::kForItsKinds},
+    {"hard_share", &D::hard_share, "share of hard triples, [0, 1]", {0, 1}, J::kForItsKinds},
+    {"split", Enum<D, PoolSplit, &D::split, &ParsePoolSplit>(),
+     "what training never sees of the test split, its vectors or its sequences", {},
+     J::kForItsKindsUnlessDefault},
   };
   return *rows;
 }
@@ -62,32 +83,40 @@ const std::vector<SpecField<H>>& HeadRows() {
   static const auto* rows = new std::vector<SpecField<H>>{
     {"kind", Enum<H, HeadKind, &H::kind, &ParseHeadKind>()},
     {"feature_map", Enum<H, FeatureMap, &H::feature_map, &ParseFeatureMap>()},
-    {"hidden", &H::hidden},
-    {"num_heads", &H::num_heads},
-    {"value_dim", &H::value_dim},
-    {"score_dim", &H::score_dim},
-    {"relu_eps", &H::relu_eps},
-    {"construction", Enum<H, Construction, &H::construction, &ParseConstruction>()},
-    {"beta", &H::beta},
+    {"hidden", &H::hidden, "the token map's hidden widths, comma-separated, 0..4 of them",
+     {1, L::kMaxWidth}},
+    {"num_heads", &H::num_heads, "heads of a multihead kernel, 1..64", {1, L::kMaxNumHeads}},
+    {"value_dim", &H::value_dim, "value dimension; 0 = m", {0, L::kMaxWidth}},
+    {"score_dim", &H::score_dim, "score dimension; 0 = m", {0, L::kMaxWidth}},
+    {"relu_eps", &H::relu_eps, "the relu_eps feature map's epsilon, (0, 1]", {0, 1}},
+    {"construction", Enum<H, Construction, &H::construction, &ParseConstruction>(),
+     "weights set by a construction instead of trained"},
+    {"beta", &H::beta, "an exact softmax construction's inverse temperature; 0 = automatic",
+     {0, 1000}},
   };
   return *rows;
 }
 
 const std::vector<SpecField<T>>& TrainRows() {
   static const auto* rows = new std::vector<SpecField<T>>{
-    {"lr", &T::lr},
-    {"beta1", &T::beta1},
-    {"beta2", &T::beta2},
-    {"weight_decay", &T::weight_decay},
-    {"batch_size", &T::batch_size},
-    {"max_steps", &T::max_steps},
-    {"eval_every", &T::eval_every},
-    {"early_stop_evals", &T::early_stop_evals, J::kAlways, /*wire_minus_one_is_zero=*/true},
+    {"lr", &T::lr, "Adam learning rate, (0, 10]", {0, 10}},
+    {"beta1", &T::beta1, "Adam beta1, [0, 1)", {0, 1}},
+    {"beta2", &T::beta2, "Adam beta2, [0, 1)", {0, 1}},
+    {"weight_decay", &T::weight_decay, "Adam weight decay, [0, 1]", {0, 1}},
+    {"batch_size", &T::batch_size, "batch size; 0 = full batch", {0, L::kMaxDatasetSequences}},
+    {"max_steps", &T::max_steps, "training steps per seed", {0, L::kMaxSteps}},
+    {"eval_every", &T::eval_every, "evaluate every E steps", {1, L::kMaxSteps}},
+    {"early_stop_evals", &T::early_stop_evals,
+     "stop after k exact evaluations in a row, 0..1000; 0 = never", {0, 1000}, J::kAlways,
+     /*wire_minus_one_is_zero=*/true},
     {"loss", Enum<T, LossKind, &T::loss, &ParseLossKind>()},
     // Written only when not the default (constant, no warm-up), so that a
     // spec without a schedule reads as it did before these fields existed.
-    {"schedule", Enum<T, LrSchedule, &T::schedule, &ParseLrSchedule>(), J::kUnlessDefault},
-    {"warmup_steps", &T::warmup_steps, J::kUnlessDefault},
+    {"schedule", Enum<T, LrSchedule, &T::schedule, &ParseLrSchedule>(), "learning-rate schedule",
+     {}, J::kUnlessDefault},
+    {"warmup_steps", &T::warmup_steps,
+     "linear learning-rate warm-up over the first W steps, 0..max_steps; 0 = none",
+     {0, L::kMaxSteps}, J::kUnlessDefault},
   };
   return *rows;
 }
@@ -129,7 +158,112 @@ void SetFromDouble(const SpecField<S>& f, double v, S* s) {
   }
 }
 
+template <typename S>
+std::string FieldHelp(const SpecField<S>& f, const std::string& part) {
+  std::string help = absl::StrCat(part, ".", f.name, ": ", f.help);
+  if (const auto* e = std::get_if<EnumMember<S>>(&f.member)) {
+    absl::StrAppend(&help, *f.help == '\0' ? "" : ": ", absl::StrJoin(e->names, " | "));
+  }
+  if (ForItsKindsOnly(f.json)) {
+    std::vector<std::string> kinds;
+    for (const DatasetKindRow& row : DatasetKinds()) {
+      if (std::find(row.fields.begin(), row.fields.end(), f.name) != row.fields.end()) {
+        kinds.push_back(row.name);
+      }
+    }
+    absl::StrAppend(&help, " (", absl::StrJoin(kinds, ", "), " only)");
+  }
+  return help;
+}
+
+template <typename S>
+std::string FieldFlag(const SpecField<S>& f, const std::string& part) {
+  if (std::strcmp(f.name, "kind") == 0) return part;
+  std::string flag = f.name;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+namespace {
+
+// As the flag library words it: a plain number as it is, anything else
+// quoted ("got 0", "got \"abc\"").
+std::string Quoted(const std::string& text) {
+  double v = 0;
+  if (absl::SimpleAtod(text, &v) && std::isfinite(v)) return text;
+  return absl::StrCat("\"", text.size() > 64 ? text.substr(0, 64) + "..." : text, "\"");
+}
+
+// "an integer in 1..64", "a number in 0..10", "an integer" (unbounded).
+std::string Takes(bool integer, const FieldBounds& b) {
+  std::string what = integer ? "an integer" : "a number";
+  if (!b.bounded()) return what;
+  if (integer) {
+    absl::StrAppend(&what, " in ", static_cast<int64_t>(b.min), "..", static_cast<int64_t>(b.max));
+  } else {
+    absl::StrAppend(&what, " in ", b.min, "..", b.max);
+  }
+  return what;
+}
+
+}  // namespace
+
+template <typename S>
+absl::Status SetFromText(const SpecField<S>& f, const std::string& text, const std::string& flag,
+                         S* s) {
+  const FieldBounds& b = f.bounds;
+  auto refuse = [&](bool integer) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " must be ", Takes(integer, b), ", got ", Quoted(text)));
+  };
+  if (auto e = std::get_if<EnumMember<S>>(&f.member)) {
+    absl::StatusOr<int> v = e->parse(text, flag);
+    if (!v.ok()) return v.status();
+    e->set(*v, s);
+  } else if (auto m = std::get_if<bool S::*>(&f.member)) {
+    const std::string t = absl::AsciiStrToLower(text);
+    if (t == "true" || t == "1" || t == "yes") {
+      s->**m = true;
+    } else if (t == "false" || t == "0" || t == "no") {
+      s->**m = false;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, " must be true or false, got ", Quoted(text)));
+    }
+  } else if (auto m = std::get_if<double S::*>(&f.member)) {
+    double v = 0;
+    if (!absl::SimpleAtod(text, &v) || !std::isfinite(v) || v < b.min || v > b.max) {
+      return refuse(false);
+    }
+    s->**m = v;
+  } else if (auto m = std::get_if<uint64_t S::*>(&f.member)) {
+    uint64_t v = 0;
+    if (!absl::SimpleAtoi(text, &v) || (b.bounded() && (v < b.min || v > b.max))) {
+      return refuse(true);
+    }
+    s->**m = v;
+  } else if (auto m = std::get_if<int S::*>(&f.member)) {
+    int v = 0;
+    if (!absl::SimpleAtoi(text, &v) || v < b.min || v > b.max) return refuse(true);
+    s->**m = v;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " is a list; it takes no single value"));
+  }
+  return absl::OkStatus();
+}
+
+#define RS_INSTANTIATE(S)                                                             \
+  template std::string FieldHelp(const SpecField<S>&, const std::string&);            \
+  template std::string FieldFlag(const SpecField<S>&, const std::string&);            \
+  template absl::Status SetFromText(const SpecField<S>&, const std::string&,          \
+                                    const std::string&, S*);
+RS_INSTANTIATE(DatasetSpec)
+RS_INSTANTIATE(HeadSpec)
+RS_INSTANTIATE(TrainSpec)
+#undef RS_INSTANTIATE
+
 template void SetFromDouble(const SpecField<DatasetSpec>&, double, DatasetSpec*);
+template void SetFromDouble(const SpecField<HeadSpec>&, double, HeadSpec*);
 template void SetFromDouble(const SpecField<TrainSpec>&, double, TrainSpec*);
 
 }  // namespace ranksweep

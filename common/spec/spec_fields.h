@@ -5,18 +5,24 @@
 // (AxisNames in spec.h). Those forms loop over the rows; none of them names
 // a field of these structs.
 //
+// The rows also make the flags: `ranksweep submit` and `ranksweep-train`
+// have one per row (the dashed name; a struct's "kind" is --dataset or
+// --head), with the row's help and, in ranksweep-train, its bounds.
+//
 // Adding a field to one of these structs is: the member (spec.h), its row
 // here (spec_fields.cc), a field of the same name and type in the proto
 // message, its range check (dataset_kinds.cc, head_kinds.cc or spec.cc), the
 // code that uses it, and its tests (docs/ARCHITECTURE.md, "How to add a spec
 // field"). proto_convert_test checks that every row has its proto field and
-// every proto field its row; spec_fields_test pins the JSON a task key hashes.
+// every proto field its row; spec_fields_test pins the JSON a task key hashes
+// and checks that a value outside a row's bounds fails validation.
 //
 // Thread-safety: the tables are immutable after static initialization.
 #ifndef RANKSWEEP_COMMON_SPEC_SPEC_FIELDS_H_
 #define RANKSWEEP_COMMON_SPEC_SPEC_FIELDS_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <variant>
 #include <vector>
@@ -58,12 +64,25 @@ inline bool ForItsKindsOnly(JsonWrite w) {
   return w == JsonWrite::kForItsKinds || w == JsonWrite::kForItsKindsUnlessDefault;
 }
 
+// The widest values a field may take whatever the rest of the spec holds
+// (a list's bounds hold for each item). A flag may refuse a value outside
+// them at once; validation checks the rest (code_weight <= m, ...).
+struct FieldBounds {
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool bounded() const { return min > -std::numeric_limits<double>::infinity(); }
+};
+
 template <typename S>
 struct SpecField {
   const char* name;
   std::variant<int S::*, uint64_t S::*, double S::*, bool S::*, std::vector<int> S::*,
                EnumMember<S>>
       member;
+  // What the field is, for its flags' help: "tokens per sequence, 1..64";
+  // an enum's names are added by FieldHelp.
+  const char* help = "";
+  FieldBounds bounds = {};
   JsonWrite json = JsonWrite::kAlways;
   // On the wire 0 is "unset" (the default) and -1 stands for the spec's 0
   // ("never"), for an integer whose 0 means never and whose default is not.
@@ -83,6 +102,51 @@ template <typename S>
 bool IsIntegerField(const SpecField<S>& f) {
   return !std::holds_alternative<double S::*>(f.member) &&
          !std::holds_alternative<std::vector<int> S::*>(f.member);
+}
+
+// A row's help for a flag, after its path in a spec (`part` is "dataset",
+// "head" or "train"): the help, an enum's names and, for a field of some
+// dataset kinds only, which: "dataset.code_weight: codeword weight w, 1..m
+// (witness only)", "train.loss: mse | ce".
+template <typename S>
+std::string FieldHelp(const SpecField<S>& f, const std::string& part);
+
+// The flag of a row, dashed without "--": "seq-len"; a struct's "kind" is
+// named by its part ("dataset", "head").
+template <typename S>
+std::string FieldFlag(const SpecField<S>& f, const std::string& part);
+
+// Sets a scalar row's value from what a user typed for `flag` ("--lr"):
+// an integer, a number, true/false/1/0/yes/no or an enum's name, within the
+// row's bounds. InvalidArgument naming `flag` and what it takes. A list row
+// is refused (its flags parse lists themselves).
+template <typename S>
+absl::Status SetFromText(const SpecField<S>& f, const std::string& text, const std::string& flag,
+                         S* s);
+
+// What a flag of the row takes, for its help: "INT", "FLOAT", "NAME" (an
+// enum), "BOOL" or "INTS" (a list).
+template <typename S>
+const char* FieldTypeName(const SpecField<S>& f) {
+  switch (f.member.index()) {
+    case 0:
+    case 1:
+      return "INT";
+    case 2:
+      return "FLOAT";
+    case 3:
+      return "BOOL";
+    case 4:
+      return "INTS";
+    default:
+      return "NAME";
+  }
+}
+
+// Whether a row is true-or-false (a switch on the command line).
+template <typename S>
+bool IsBoolField(const SpecField<S>& f) {
+  return std::holds_alternative<bool S::*>(f.member);
 }
 
 // Sets a scalar row's value from a double (integers rounded to nearest,

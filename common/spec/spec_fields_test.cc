@@ -1,11 +1,14 @@
 #include "common/spec/spec_fields.h"
 
+#include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 #include <variant>
 
 #include "common/spec/dataset_kinds.h"
 #include "common/spec/spec_json.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace ranksweep {
@@ -119,9 +122,163 @@ std::set<std::string> Names(absl::Span<const SpecField<S>> rows) {
 }
 
 TEST(SpecFieldsTest, RowsAreNamedOnceEach) {
-  EXPECT_EQ(Names(DatasetFields()).size(), 16u);
+  const std::set<std::string> dataset = Names(DatasetFields());
+  EXPECT_EQ(dataset.size(), 16u);
   EXPECT_EQ(Names(HeadFields()).size(), 9u);
-  EXPECT_EQ(Names(TrainFields()).size(), 11u);
+  const std::set<std::string> train = Names(TrainFields());
+  EXPECT_EQ(train.size(), 11u);
+  // `ranksweep submit` finds a flag's row by name in either struct.
+  for (const std::string& name : train) EXPECT_EQ(dataset.count(name), 0u) << name;
+}
+
+// Pool() with a pool its m can fill (Pool()'s JSON is pinned as it is).
+TaskSpec ValidPool() {
+  TaskSpec p = Pool();
+  p.dataset.m = 12;  // C(12, 3) = 220 vectors
+  p.dataset.pool_size = 100;
+  return p;
+}
+
+// Bernoulli tokens (weight 0), whose bernoulli_p is checked.
+TaskSpec BernoulliPool() {
+  TaskSpec p = Pool();
+  p.dataset.weight = 0;
+  p.dataset.pool_size = 0;  // every one of the 2^3 vectors
+  return p;
+}
+
+// The relu_eps feature map, whose epsilon is checked.
+TaskSpec ReluEps() {
+  TaskSpec t;
+  t.head.feature_map = FeatureMap::kReluEps;
+  return t;
+}
+
+template <typename S>
+using Part = S& (*)(TaskSpec&);
+
+// Sets a bounded row of `t` to `v` (each item, for a list).
+template <typename S>
+void SetTo(const SpecField<S>& row, double v, S* s) {
+  if (auto m = std::get_if<std::vector<int> S::*>(&row.member)) {
+    s->**m = {static_cast<int>(v)};
+  } else {
+    SetFromDouble(row, v, s);
+  }
+}
+
+// A flag refuses a value outside its row's bounds before validation sees
+// it (ranksweep-train), so the bounds must never be narrower than what
+// validation accepts: the value just past each end fails validation, naming
+// the field, in a task where the field counts.
+template <typename S>
+void ExpectBoundsAreValidations(absl::Span<const SpecField<S>> rows, Part<S> part) {
+  const TaskSpec bases[] = {TaskSpec{}, ReluEps(), Witness(), ValidPool(), BernoulliPool()};
+  for (const TaskSpec& base : bases) ASSERT_TRUE(ValidateTaskSpec(base).ok()) << ValidateTaskSpec(base);
+  for (const SpecField<S>& row : rows) {
+    if (!row.bounds.bounded()) continue;
+    SCOPED_TRACE(row.name);
+    const bool integer = IsIntegerField(row) || std::holds_alternative<std::vector<int> S::*>(row.member);
+    const double below = integer ? row.bounds.min - 1
+                                 : std::nextafter(row.bounds.min, -std::numeric_limits<double>::infinity());
+    const double above = integer ? row.bounds.max + 1
+                                 : std::nextafter(row.bounds.max, std::numeric_limits<double>::infinity());
+    int refused_in = 0;
+    for (const TaskSpec& base : bases) {
+      TaskSpec low = base, high = base;
+      SetTo(row, below, &part(low));
+      SetTo(row, above, &part(high));
+      const absl::Status l = ValidateTaskSpec(low), h = ValidateTaskSpec(high);
+      if (!l.ok() && !h.ok()) {
+        EXPECT_THAT(std::string(l.message()), ::testing::HasSubstr(row.name));
+        EXPECT_THAT(std::string(h.message()), ::testing::HasSubstr(row.name));
+        ++refused_in;
+      }
+    }
+    EXPECT_GE(refused_in, 1) << "no task refuses " << row.name << " outside [" << row.bounds.min
+                             << ", " << row.bounds.max << "]";
+  }
+}
+
+TEST(SpecFieldsTest, AValueJustOutsideARowsBoundsFailsValidation) {
+  ExpectBoundsAreValidations<DatasetSpec>(DatasetFields(),
+                                          [](TaskSpec& t) -> DatasetSpec& { return t.dataset; });
+  ExpectBoundsAreValidations<HeadSpec>(HeadFields(), [](TaskSpec& t) -> HeadSpec& { return t.head; });
+  ExpectBoundsAreValidations<TrainSpec>(TrainFields(),
+                                        [](TaskSpec& t) -> TrainSpec& { return t.train; });
+  // Every number is bounded but the seed and pool_size's upper end is the
+  // dataset limit.
+  int unbounded = 0;
+  for (const SpecField<DatasetSpec>& row : DatasetFields()) {
+    unbounded += !row.bounds.bounded() && !std::holds_alternative<EnumMember<DatasetSpec>>(row.member) &&
+                 !IsBoolField(row);
+  }
+  EXPECT_EQ(unbounded, 1);  // data_seed
+}
+
+// An enum's help may be its names alone; any other row says what it is.
+template <typename S>
+void ExpectEveryNumberHasHelp(absl::Span<const SpecField<S>> rows) {
+  for (const SpecField<S>& row : rows) {
+    EXPECT_TRUE(std::holds_alternative<EnumMember<S>>(row.member) || *row.help != '\0')
+        << row.name << " has no help";
+  }
+}
+
+TEST(SpecFieldsTest, AFlagsHelpAndNameComeFromItsRow) {
+  EXPECT_EQ(FieldHelp(*FindDatasetField("seq_len"), "dataset"),
+            "dataset.seq_len: tokens per sequence, 1..64");
+  EXPECT_EQ(FieldHelp(*FindDatasetField("code_weight"), "dataset"),
+            "dataset.code_weight: codeword weight w, 1..m (witness only)");
+  EXPECT_EQ(FieldHelp(*FindDatasetField("kind"), "dataset"),
+            "dataset.kind: exhaustive | witness | pool");
+  EXPECT_EQ(FieldHelp(*FindTrainField("schedule"), "train"),
+            "train.schedule: learning-rate schedule: constant | cosine");
+  EXPECT_EQ(FieldFlag(*FindDatasetField("kind"), "dataset"), "dataset");
+  EXPECT_EQ(FieldFlag(HeadFields()[0], "head"), "head");
+  EXPECT_EQ(FieldFlag(*FindTrainField("early_stop_evals"), "train"), "early-stop-evals");
+  EXPECT_STREQ(FieldTypeName(*FindTrainField("lr")), "FLOAT");
+  EXPECT_STREQ(FieldTypeName(*FindDatasetField("data_seed")), "INT");
+  EXPECT_STREQ(FieldTypeName(*FindTrainField("loss")), "NAME");
+  EXPECT_STREQ(FieldTypeName(HeadFields()[2]), "INTS");  // hidden
+  ExpectEveryNumberHasHelp(DatasetFields());
+  ExpectEveryNumberHasHelp(HeadFields());
+  ExpectEveryNumberHasHelp(TrainFields());
+}
+
+TEST(SpecFieldsTest, SetFromTextTakesEachTypeAndNamesTheFlag) {
+  TrainSpec t;
+  ASSERT_TRUE(SetFromText(*FindTrainField("lr"), "0.003", "--lr", &t).ok());
+  EXPECT_EQ(t.lr, 0.003);
+  ASSERT_TRUE(SetFromText(*FindTrainField("loss"), "ce", "--loss", &t).ok());
+  EXPECT_EQ(t.loss, LossKind::kCrossEntropy);
+  ASSERT_TRUE(SetFromText(*FindTrainField("eval_every"), "25", "--eval-every", &t).ok());
+  EXPECT_EQ(t.eval_every, 25);
+  DatasetSpec d;
+  ASSERT_TRUE(SetFromText(*FindDatasetField("final_query_only"), "yes", "--fq", &d).ok());
+  EXPECT_TRUE(d.final_query_only);
+  ASSERT_TRUE(SetFromText(*FindDatasetField("data_seed"), "18446744073709551615", "--s", &d).ok());
+  EXPECT_EQ(d.data_seed, 18446744073709551615ull);
+
+  EXPECT_EQ(SetFromText(*FindTrainField("eval_every"), "0", "--eval-every", &t).message(),
+            "--eval-every must be an integer in 1..10000000, got 0");
+  EXPECT_EQ(SetFromText(*FindTrainField("lr"), "fast", "--lr", &t).message(),
+            "--lr must be a number in 0..10, got \"fast\"");
+  EXPECT_EQ(SetFromText(*FindTrainField("lr"), "nan", "--lr", &t).message(),
+            "--lr must be a number in 0..10, got \"nan\"");
+  EXPECT_EQ(SetFromText(*FindTrainField("loss"), "l1", "--loss", &t).message(),
+            "--loss must be one of mse, ce; got \"l1\"");
+  EXPECT_EQ(SetFromText(*FindDatasetField("final_query_only"), "maybe", "--fq", &d).message(),
+            "--fq must be true or false, got \"maybe\"");
+  EXPECT_EQ(SetFromText(*FindDatasetField("data_seed"), "-1", "--s", &d).message(),
+            "--s must be an integer, got -1");
+  HeadSpec h;
+  EXPECT_EQ(SetFromText(HeadFields()[2], "4", "--hidden", &h).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Nothing was changed by a refused value.
+  EXPECT_EQ(t.lr, 0.003);
+  EXPECT_EQ(t.eval_every, 25);
+  EXPECT_EQ(t.loss, LossKind::kCrossEntropy);
 }
 
 TEST(SpecFieldsTest, AnEnumRowNamesEveryValueAsNameDoes) {

@@ -178,9 +178,40 @@ TEST(CliTest, EveryDaemonsHelpListsItsFlagsWithDashesAndDefaults) {
                                  "sequence, 1..64\n"));
     EXPECT_THAT(t.out, HasSubstr("\n  --final-query-only "));
     EXPECT_THAT(t.out, HasSubstr("\n  --max-seeds INT=64          With --sweep"));
-    EXPECT_THAT(t.out, HasSubstr("\n  --head TEXT=kernel          head.kind\n"));
+    EXPECT_THAT(t.out, HasSubstr("\n  --head TEXT=kernel          head.kind: kernel | softmax | "
+                                 "signed_kernel |\n"));
+    EXPECT_THAT(t.out, HasSubstr("\n  --beta1 FLOAT=0.9           train.beta1: Adam beta1, [0, 1)\n"));
     EXPECT_FALSE(std::regex_search(t.out, std::regex("--[a-z]+_"))) << t.out;
   }
+}
+
+// Every field of the dataset and the training has its flag on `submit`,
+// made from the field's row: a field with no hand-written flag (beta1) is
+// set, a true-or-false one is a switch, and one that is not an axis takes
+// one value.
+TEST(CliTest, SubmitHasAFlagForEveryDatasetAndTrainingField) {
+  TempDir dir;
+  CommandResult r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--name", "rows", "--m", "2",
+                              "--seq-len", "3", "--heads", "softmax", "--seeds", "1", "--beta1",
+                              "0.8", "--beta2=0.99", "--final-query-only", "--data-seed", "7",
+                              "--loss", "ce", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json spec = Json::parse(r.out);
+  EXPECT_EQ(spec["train"]["beta1"], 0.8);
+  EXPECT_EQ(spec["train"]["beta2"], 0.99);
+  EXPECT_EQ(spec["train"]["loss"], "ce");
+  EXPECT_EQ(spec["dataset"]["final_query_only"], true);
+  EXPECT_EQ(spec["dataset"]["data_seed"], 7);
+  r = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--name", "rows", "--heads", "softmax", "--seeds",
+                  "1", "--beta1", "0.5,0.9", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("ranksweep: --beta1 takes one value, got 2; it is not a recipe "
+                                "axis (axes: lr, "));
+  CommandResult help = RunIn(dir, {RANKSWEEP_CLI_BIN, "submit", "--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("\n  --beta2 FLOAT ...           train.beta2: Adam beta2, [0, 1)\n"));
+  EXPECT_THAT(help.out, HasSubstr("\n  --lr FLOAT ...              train.lr: Adam learning rate, (0, "
+                                  "10]; a comma-separated list sweeps it (an axis)\n"));
 }
 
 TEST(CliTest, FlagsReadTheSameWithDashesOrUnderscores) {

@@ -28,6 +28,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,6 +42,7 @@
 #include "common/exit_codes.h"
 #include "common/flags.h"
 #include "common/spec/spec.h"
+#include "common/spec/spec_fields.h"
 #include "common/spec/spec_json.h"
 #include "common/status_macros.h"
 #include "common/version.h"
@@ -98,9 +101,11 @@ std::vector<std::string> Strings(const std::vector<T>& values) {
   return out;
 }
 
-// The task flags: one per TaskSpec field, by its JSON name, dashed. Each
-// holds its value here (starting at the TaskSpec default, which --help
-// shows) until Apply copies the given ones onto the spec to run.
+// The task flags: one per TaskSpec field, made from the rows of the
+// dataset's, the head's and the training's fields (common/spec/spec_fields.h)
+// with their help and bounds, plus --rank and --seeds. Each holds its value
+// here (starting at the TaskSpec default, which --help shows) until Apply
+// copies the given ones onto the spec to run.
 class TaskFlags {
  public:
   explicit TaskFlags(Flags& flags);
@@ -110,9 +115,14 @@ class TaskFlags {
   absl::Status Apply(const Flags& flags, TaskSpec& t) const;
 
  private:
+  // The flags of one struct's rows; `part` picks the struct out of a
+  // TaskSpec and `part_name` is its JSON name ("dataset").
+  template <typename S>
+  void AddRows(Flags& flags, absl::Span<const SpecField<S>> rows, S& (*part)(TaskSpec&),
+               const char* part_name);
   // A flag of one field: `field` picks it out of a TaskSpec.
-  template <typename Field, typename... Range>
-  void Add(Flags& flags, const std::string& name, Field field, const std::string& help,
+  template <typename T, typename... Range>
+  void Add(Flags& flags, const std::string& name, T& (*field)(TaskSpec&), const std::string& help,
            Range... range) {
     flags.Add(name, &field(values_), help, range...);
     setters_.push_back({name, [this, field](TaskSpec& t) {
@@ -120,20 +130,12 @@ class TaskFlags {
                           return absl::OkStatus();
                         }});
   }
-  // A flag of an enum field, by name: `parse` sets the field from the text.
-  template <typename Parse>
-  void AddEnum(Flags& flags, const std::string& name, std::string initial, Parse parse,
-               const std::string& help) {
-    std::string& text = texts_.emplace_back(std::move(initial));
-    flags.Add(name, &text, help);
-    setters_.push_back({name, [&text, parse, name](TaskSpec& t) {
-                          return WithEnumSuggestion(parse(text, "--" + name, t));
-                        }});
-  }
-  // A comma-separated list of integers in 0..max (or 1..max).
+  // A comma-separated list of integers in [min, max]: `field` picks it out
+  // of a TaskSpec.
   template <typename T>
-  void AddList(Flags& flags, const std::string& name, std::vector<T>& (*field)(TaskSpec&),
-               int64_t min, int64_t max, const std::string& help) {
+  void AddList(Flags& flags, const std::string& name,
+               std::function<std::vector<T>&(TaskSpec&)> field, int64_t min, int64_t max,
+               const std::string& help) {
     std::vector<std::string>& items = lists_.emplace_back(Strings(field(values_)));
     flags.AddIntegerList(name, &items, help, min, max);
     setters_.push_back({name, [&items, field](TaskSpec& t) {
@@ -156,79 +158,64 @@ class TaskFlags {
   std::vector<Setter> setters_;
 };
 
-// The field `path` of a TaskSpec, for TaskFlags::Add.
-#define RS_FIELD(path) [](TaskSpec& t) -> auto& { return t.path; }
-// Sets the enum field `path` by `parser`, for TaskFlags::AddEnum.
-#define RS_ENUM(path, parser)                                                            \
-  [](const std::string& text, const std::string& flag, TaskSpec& t) -> absl::Status {    \
-    ASSIGN_OR_RETURN(t.path, parser(text, flag));                                        \
-    return absl::OkStatus();                                                             \
+template <typename S>
+void TaskFlags::AddRows(Flags& flags, absl::Span<const SpecField<S>> rows,
+                        S& (*part)(TaskSpec&), const char* part_name) {
+  for (const SpecField<S>& row : rows) {
+    const std::string name = FieldFlag(row, part_name);
+    const std::string help = FieldHelp(row, part_name);
+    const FieldBounds b = row.bounds;
+    std::visit(
+        [&](const auto& member) {
+          using M = std::decay_t<decltype(member)>;
+          if constexpr (std::is_same_v<M, EnumMember<S>>) {
+            const EnumMember<S>& e = member;
+            std::string& text = texts_.emplace_back(e.names.at(e.get(part(values_))));
+            flags.Add(name, &text, help);
+            setters_.push_back({name, [&text, e, part, name](TaskSpec& t) -> absl::Status {
+                                  absl::StatusOr<int> v = e.parse(text, "--" + name);
+                                  if (!v.ok()) return WithEnumSuggestion(v.status());
+                                  e.set(*v, &part(t));
+                                  return absl::OkStatus();
+                                }});
+          } else if constexpr (std::is_same_v<M, std::vector<int> S::*>) {
+            AddList<int>(
+                flags, name, [part, member](TaskSpec& t) -> std::vector<int>& { return part(t).*member; },
+                static_cast<int64_t>(b.min), static_cast<int64_t>(b.max), help);
+          } else {
+            auto& value = part(values_).*member;
+            if constexpr (std::is_same_v<M, bool S::*>) {
+              flags.Add(name, &value, help);
+            } else if (b.bounded()) {
+              using V = std::decay_t<decltype(value)>;
+              using Bound = std::conditional_t<std::is_floating_point_v<V>, double, int64_t>;
+              flags.Add(name, &value, help, static_cast<Bound>(b.min), static_cast<Bound>(b.max));
+            } else {
+              flags.Add(name, &value, help);
+            }
+            setters_.push_back({name, [this, part, member](TaskSpec& t) {
+                                  part(t).*member = part(values_).*member;
+                                  return absl::OkStatus();
+                                }});
+          }
+        },
+        row.member);
   }
+}
 
 TaskFlags::TaskFlags(Flags& flags) {
   using L = SpecLimits;
-  const TaskSpec d;
-  AddEnum(flags, "dataset", Name(d.dataset.kind), RS_ENUM(dataset.kind, ParseDatasetKind),
-          "dataset.kind: exhaustive | witness | pool");
-  Add(flags, "m", RS_FIELD(dataset.m), "dataset.m: token dimension, 1..64", 1, L::kMaxM);
-  Add(flags, "seq-len", RS_FIELD(dataset.seq_len), "dataset.seq_len: tokens per sequence, 1..64",
-      1, L::kMaxSeqLen);
-  Add(flags, "final-query-only", RS_FIELD(dataset.final_query_only),
-      "dataset.final_query_only: score only the last position");
-  Add(flags, "data-seed", RS_FIELD(dataset.data_seed),
-      "dataset.data_seed: makes the dataset deterministic");
-  Add(flags, "code-weight", RS_FIELD(dataset.code_weight), "dataset.code_weight (witness)", 1,
-      L::kMaxM);
-  Add(flags, "max-overlap", RS_FIELD(dataset.max_overlap), "dataset.max_overlap (witness)", 0,
-      L::kMaxM);
-  Add(flags, "num-queries", RS_FIELD(dataset.num_queries),
-      "dataset.num_queries (witness); 0 = the whole code", 0, 1 << 20);
-  Add(flags, "weight", RS_FIELD(dataset.weight), "dataset.weight (pool)", 0, L::kMaxM);
-  Add(flags, "bernoulli-p", RS_FIELD(dataset.bernoulli_p), "dataset.bernoulli_p (pool)", 0, 1);
-  Add(flags, "pool-size", RS_FIELD(dataset.pool_size), "dataset.pool_size (pool)");
-  Add(flags, "test-pool-share", RS_FIELD(dataset.test_pool_share),
-      "dataset.test_pool_share (pool)", 0, 1);
-  Add(flags, "train-size", RS_FIELD(dataset.train_size), "dataset.train_size (pool)", 0,
-      L::kMaxDatasetSequences);
-  Add(flags, "test-size", RS_FIELD(dataset.test_size), "dataset.test_size (pool)", 0,
-      L::kMaxDatasetSequences);
-  Add(flags, "hard-share", RS_FIELD(dataset.hard_share), "dataset.hard_share (pool)", 0, 1);
-  AddEnum(flags, "split", Name(d.dataset.split), RS_ENUM(dataset.split, ParsePoolSplit),
-          "dataset.split (pool): tokens | sequences");
-  AddEnum(flags, "head", Name(d.head.kind), RS_ENUM(head.kind, ParseHeadKind), "head.kind");
-  AddEnum(flags, "feature-map", Name(d.head.feature_map),
-          RS_ENUM(head.feature_map, ParseFeatureMap), "head.feature_map");
-  AddEnum(flags, "construction", Name(d.head.construction),
-          RS_ENUM(head.construction, ParseConstruction), "head.construction");
-  AddList<int>(flags, "hidden", RS_FIELD(head.hidden), 1, L::kMaxWidth,
-               "head.hidden: comma-separated widths, 0..4 of them");
-  Add(flags, "num-heads", RS_FIELD(head.num_heads), "head.num_heads, 1..64", 1, L::kMaxNumHeads);
-  Add(flags, "value-dim", RS_FIELD(head.value_dim), "head.value_dim; 0 = m", 0, L::kMaxWidth);
-  Add(flags, "score-dim", RS_FIELD(head.score_dim), "head.score_dim; 0 = m", 0, L::kMaxWidth);
-  Add(flags, "relu-eps", RS_FIELD(head.relu_eps), "head.relu_eps", 0, 1);
-  Add(flags, "beta", RS_FIELD(head.beta), "head.beta; 0 = automatic", 0, 1000);
-  Add(flags, "rank", RS_FIELD(rank), "rank: feature rank r", 0, L::kMaxRank);
+  AddRows<DatasetSpec>(flags, DatasetFields(), [](TaskSpec& t) -> DatasetSpec& { return t.dataset; },
+                       "dataset");
+  AddRows<HeadSpec>(flags, HeadFields(), [](TaskSpec& t) -> HeadSpec& { return t.head; }, "head");
+  Add<int>(flags, "rank", [](TaskSpec& t) -> int& { return t.rank; }, "rank: feature rank r", 0,
+           L::kMaxRank);
   // 2^53 - 1: a seed stays exact in JSON.
-  AddList<uint64_t>(flags, "seeds", RS_FIELD(seeds), 0, int64_t{9007199254740991},
-                    "seeds: comma-separated, trained together");
-  Add(flags, "lr", RS_FIELD(train.lr), "train.lr", 0, 10);
-  Add(flags, "beta1", RS_FIELD(train.beta1), "train.beta1", 0, 1);
-  Add(flags, "beta2", RS_FIELD(train.beta2), "train.beta2", 0, 1);
-  Add(flags, "weight-decay", RS_FIELD(train.weight_decay), "train.weight_decay", 0, 1);
-  Add(flags, "batch-size", RS_FIELD(train.batch_size), "train.batch_size; 0 = full batch", 0,
-      L::kMaxDatasetSequences);
-  Add(flags, "max-steps", RS_FIELD(train.max_steps), "train.max_steps", 0, L::kMaxSteps);
-  Add(flags, "eval-every", RS_FIELD(train.eval_every), "train.eval_every", 1, L::kMaxSteps);
-  Add(flags, "early-stop-evals", RS_FIELD(train.early_stop_evals),
-      "train.early_stop_evals; 0 = never stop early", 0, 1000);
-  AddEnum(flags, "loss", Name(d.train.loss), RS_ENUM(train.loss, ParseLossKind), "train.loss");
-  AddEnum(flags, "schedule", Name(d.train.schedule), RS_ENUM(train.schedule, ParseLrSchedule),
-          "train.schedule");
-  Add(flags, "warmup-steps", RS_FIELD(train.warmup_steps), "train.warmup_steps, 0..max_steps", 0,
-      L::kMaxSteps);
+  AddList<uint64_t>(flags, "seeds", [](TaskSpec& t) -> std::vector<uint64_t>& { return t.seeds; },
+                    0, int64_t{9007199254740991}, "seeds: comma-separated, trained together");
+  AddRows<TrainSpec>(flags, TrainFields(), [](TaskSpec& t) -> TrainSpec& { return t.train; },
+                     "train");
 }
-#undef RS_FIELD
-#undef RS_ENUM
 
 absl::Status TaskFlags::Apply(const Flags& flags, TaskSpec& t) const {
   for (const Setter& s : setters_) {
