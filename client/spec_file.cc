@@ -78,17 +78,19 @@ absl::StatusOr<std::vector<HeadSpec>> ParseHeadList(const std::vector<std::strin
 
 namespace {
 
-// The row of a dataset or training field, by name (the two structs share
-// no field name); both nullptr for neither.
+// The row of a dataset, training or pruning field, by name (the structs
+// share no field name); all nullptr for none.
 struct FieldRow {
   const SpecField<DatasetSpec>* dataset = nullptr;
   const SpecField<TrainSpec>* train = nullptr;
+  const SpecField<PruneSpec>* prune = nullptr;
 };
 
 FieldRow FindRow(const std::string& name) {
   FieldRow row;
   row.dataset = FindDatasetField(name);
   if (row.dataset == nullptr) row.train = FindTrainField(name);
+  if (row.dataset == nullptr && row.train == nullptr) row.prune = FindPruneField(name);
   return row;
 }
 
@@ -96,8 +98,9 @@ FieldRow FindRow(const std::string& name) {
 
 std::string FieldFlagOf(const std::string& name) {
   const FieldRow row = FindRow(name);
-  if (row.dataset != nullptr) return "--" + FieldFlag(*row.dataset, "dataset");
-  if (row.train != nullptr) return "--" + FieldFlag(*row.train, "train");
+  if (row.dataset != nullptr) return "--" + FieldFlag(*row.dataset);
+  if (row.train != nullptr) return "--" + FieldFlag(*row.train);
+  if (row.prune != nullptr) return "--" + FieldFlag(*row.prune);
   std::string flag = name;
   std::replace(flag.begin(), flag.end(), '_', '-');
   return "--" + flag;
@@ -118,9 +121,9 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   for (const FieldValues& field : o.fields) {
     const FieldRow row = FindRow(field.name);
     const std::string flag = FieldFlagOf(field.name);
-    if (row.dataset == nullptr && row.train == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, ": \"", field.name, "\" is not a field of the dataset or training"));
+    if (row.dataset == nullptr && row.train == nullptr && row.prune == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, ": \"", field.name, "\" is not a field of the dataset, training or pruning"));
     }
     if (IsAxisName(field.name)) {
       std::vector<double> values;
@@ -137,9 +140,14 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
           flag, " takes one value, got ", field.values.size(),
           "; it is not a recipe axis (axes: ", absl::StrJoin(AxisNames(), ", "), ")"));
     }
-    RETURN_IF_ERROR(row.dataset != nullptr
-                        ? SetFromText(*row.dataset, field.values[0], flag, &spec->dataset)
-                        : SetFromText(*row.train, field.values[0], flag, &spec->train));
+    const std::string& text = field.values[0];
+    if (row.dataset != nullptr) {
+      RETURN_IF_ERROR(SetFromText(*row.dataset, text, flag, &spec->dataset));
+    } else if (row.train != nullptr) {
+      RETURN_IF_ERROR(SetFromText(*row.train, text, flag, &spec->train));
+    } else {
+      RETURN_IF_ERROR(SetFromText(*row.prune, text, flag, &spec->prune));
+    }
   }
   return absl::OkStatus();
 }

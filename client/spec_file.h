@@ -30,10 +30,11 @@ absl::StatusOr<HeadSpec> ParseHeadShorthand(const std::string& text, const std::
 // Parses each element with ParseHeadShorthand; field is "--heads[i]".
 absl::StatusOr<std::vector<HeadSpec>> ParseHeadList(const std::vector<std::string>& items);
 
-// The values given to the flag of a dataset or training field (a row of
-// DatasetFields() or TrainFields(), spec_fields.h, by its name: "seq_len";
-// the dataset's "kind" is --dataset), as typed. A recipe axis takes one
-// value or several (an axis); any other field takes one.
+// The values given to the flag of a dataset, training or pruning field (a
+// row of DatasetFields(), TrainFields() or PruneFields(), spec_fields.h, by
+// its name: "seq_len"; the dataset's "kind" is --dataset), as typed. A
+// recipe axis takes one value or several (an axis); any other field takes
+// one.
 struct FieldValues {
   std::string name;
   std::vector<std::string> values;
@@ -48,8 +49,9 @@ struct SpecOverrides {
   std::optional<int> seed_count;                 // also clears explicit seeds
   std::optional<std::vector<uint64_t>> seeds;    // explicit seeds
   std::optional<int> priority;
-  // The dataset's and the training's fields, applied after the above in
-  // this order (the dataset's kind first, as the flags are listed).
+  // The dataset's, the training's and the pruning's fields, applied after
+  // the above in this order (the dataset's kind first, as the flags are
+  // listed).
   std::vector<FieldValues> fields;
 };
 
@@ -59,8 +61,9 @@ struct SpecOverrides {
 // axis; the checks across fields are left to ValidateSweepSpec.
 absl::Status ApplyOverrides(const SpecOverrides& overrides, SweepSpec* spec);
 
-// The command-line flag of a dataset or training field: "--max-steps" for
-// max_steps, "--dataset" for the dataset's kind.
+// The command-line flag of a dataset, training or pruning field:
+// "--max-steps" for max_steps, "--dataset" for the dataset's kind,
+// "--prune-eta" for the pruning's eta.
 std::string FieldFlagOf(const std::string& name);
 
 }  // namespace ranksweep::client

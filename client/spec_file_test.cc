@@ -150,7 +150,7 @@ TEST(OverridesTest, ABadValueNamesTheFlagAndWhatItTakes) {
             "schedule, warmup_steps, split, hard_share, test_pool_share)");
   EXPECT_EQ(refused({"lr", {"0.1", "fast"}}), "--lr must be a number, got \"fast\"");
   EXPECT_EQ(refused({"speed", {"1"}}),
-            "--speed: \"speed\" is not a field of the dataset or training");
+            "--speed: \"speed\" is not a field of the dataset, training or pruning");
   EXPECT_EQ(FieldFlagOf("kind"), "--dataset");
   EXPECT_EQ(FieldFlagOf("early_stop_evals"), "--early-stop-evals");
 }

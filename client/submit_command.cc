@@ -33,14 +33,11 @@ struct SubmitArgs {
   std::string name, mode;
   bool no_cache = false;
   bool one_recipe = false;
-  // Recipe pruning (docs/ANALYSIS.md, "Recipe pruning").
-  std::string prune;
-  int prune_eta = 0, prune_min_steps = 0;
-  double prune_margin = 0;
   int seed_count = 0, priority = 0;
-  // The flags of the dataset's and the training's fields, by the field's
-  // name (common/spec/spec_fields.h): the values as typed (a recipe axis
-  // takes a comma-separated list, which sweeps it), or true/false.
+  // The flags of the dataset's, the training's and the pruning's fields, by
+  // the field's name (common/spec/spec_fields.h): the values as typed (a
+  // recipe axis takes a comma-separated list, which sweeps it), or
+  // true/false.
   std::map<std::string, std::vector<std::string>> fields;
   std::map<std::string, bool> switches;
   std::vector<std::string> heads;
@@ -87,27 +84,22 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
   if (given("--seeds")) o.seed_count = a.seed_count;
   if (given("--seed-list")) o.seeds = a.seed_list;
   if (given("--priority")) o.priority = a.priority;
-  auto field_given = [&](const auto& row, const char* part) {
-    if (!given("--" + FieldFlag(row, part))) return;
+  auto field_given = [&](const auto& row) {
+    if (!given("--" + FieldFlag(row))) return;
     if (a.switches.count(row.name) > 0) {
       o.fields.push_back({row.name, {a.switches.at(row.name) ? "true" : "false"}});
     } else {
       o.fields.push_back({row.name, a.fields.at(row.name)});
     }
   };
-  for (const auto& row : DatasetFields()) field_given(row, "dataset");
-  for (const auto& row : TrainFields()) field_given(row, "train");
+  for (const auto& row : DatasetFields()) field_given(row);
+  for (const auto& row : TrainFields()) field_given(row);
+  for (const auto& row : PruneFields()) field_given(row);
   std::optional<SweepMode> mode;
   if (given("--mode")) {
     absl::StatusOr<SweepMode> parsed = ParseSweepMode(a.mode, "--mode");
     if (!parsed.ok()) return ReportLocal(parsed.status());
     mode = *parsed;
-  }
-  std::optional<PruneRule> prune;
-  if (given("--prune")) {
-    absl::StatusOr<PruneRule> parsed = ParsePruneRule(a.prune, "--prune");
-    if (!parsed.ok()) return ReportLocal(parsed.status());
-    prune = *parsed;
   }
   std::vector<std::string> kept;  // what --one-recipe dropped, a line per sweep
   std::vector<std::string> notes;
@@ -115,10 +107,6 @@ int Submit(Client* client, const SubmitArgs& a, CLI::App* sub) {
     if (absl::Status s = ApplyOverrides(o, &one); !s.ok()) return ReportLocal(s);
     if (mode.has_value()) one.mode = *mode;
     if (a.no_cache) one.reuse_results = false;
-    if (prune.has_value()) one.prune.rule = *prune;
-    if (given("--prune-eta")) one.prune.eta = a.prune_eta;
-    if (given("--prune-min-steps")) one.prune.min_steps = a.prune_min_steps;
-    if (given("--prune-margin")) one.prune.margin = a.prune_margin;
     // The server validates too; checking here gives the same message offline.
     if (absl::Status s = ValidateSweepSpec(one); !s.ok()) return ReportLocal(s);
     // After the axis flags, so `--lr 0.003,0.001 --one-recipe` keeps 0.003.
@@ -227,11 +215,11 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
                      "sizes; --dry-run shows what it resolved to)")
       ->capture_default_str();
   submit->add_option("--name", sa->name, "Sweep name, 1..128 of [A-Za-z0-9._-]");
-  // A flag for each field of the dataset and the training, named and
-  // described by its row: a recipe axis' takes one value or a
+  // A flag for each field of the dataset, the training and the pruning,
+  // named and described by its row: a recipe axis' takes one value or a
   // comma-separated list (an axis); a true-or-false field's is a switch.
   auto field_option = [&](const auto& row, const char* part) {
-    const std::string flag = "--" + FieldFlag(row, part);
+    const std::string flag = "--" + FieldFlag(row);
     std::string help = FieldHelp(row, part);
     if (IsBoolField(row)) {
       submit->add_flag(flag, sa->switches[row.name], help);
@@ -257,17 +245,7 @@ void AddSubmitCommand(CLI::App* app, Command* command) {
                    "Keep only each training axis' first value (e.g. an ood-tokens preset's lr "
                    "0.01), a fraction of the cells; dataset axes (the law's m) stay; axis flags "
                    "on the same line apply first");
-  submit->add_option("--prune", sa->prune,
-                     "none | halving: stop the recipes of a (head, rank) that are clearly losing "
-                     "on training error at the rungs (successive halving; docs/ANALYSIS.md)");
-  submit->add_option("--prune-eta", sa->prune_eta,
-                     "Halving's reduction factor, 2..16: the best 1/eta of the recipes go on at "
-                     "a rung (default 3)");
-  submit->add_option("--prune-min-steps", sa->prune_min_steps,
-                     "The first rung's step; 0 = max_steps / eta^3 (the default)");
-  submit->add_option("--prune-margin", sa->prune_margin,
-                     "How far above the best training error at a rung a recipe must be to be "
-                     "stopped, 0..1 (default 0.05)");
+  for (const auto& row : PruneFields()) field_option(row, "prune");
   submit->add_flag("--no-cache", sa->no_cache,
                    "Train every cell, even those already trained by this build");
   submit->add_flag("--watch", sa->watch, "Follow the sweep after submitting (as `watch`)");

@@ -27,18 +27,10 @@ P EnumToProto(E e) {
   return static_cast<P>(static_cast<int>(e) + 1);
 }
 
-// A field with presence (proto3 `optional`): its value when set, 0
-// included, else the spec's default. Every field whose default is not zero
-// has presence, so no value a sender sets turns into another on the way.
-template <typename T>
-T OrDefault(bool has, T value, T fallback) {
-  return has ? value : fallback;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- recipe structs
-// DatasetSpec, HeadSpec and TrainSpec field by field from their rows
+// DatasetSpec, HeadSpec, TrainSpec and PruneSpec field by field from their rows
 // (common/spec/spec_fields.h): each row's proto field has its name. A field
 // with presence that is unset, and an enum at 0 (unspecified), read as the
 // struct's default; ToProto writes every field that would be sent (all but
@@ -211,14 +203,7 @@ SweepSpec FromProto(const v1::SweepSpec& p) {
   for (const auto& a : p.axes()) {
     s.axes.push_back(SweepAxis{a.name(), {a.values().begin(), a.values().end()}});
   }
-  if (p.has_prune()) {
-    const PruneSpec def;
-    const v1::PruneSpec& q = p.prune();
-    s.prune.rule = EnumFromProto(q.rule(), def.rule);
-    s.prune.eta = OrDefault(q.has_eta(), q.eta(), def.eta);
-    s.prune.min_steps = q.min_steps();
-    s.prune.margin = OrDefault(q.has_margin(), q.margin(), def.margin);
-  }
+  if (p.has_prune()) FieldsFromProto(PruneFields(), p.prune(), &s.prune);
   return s;
 }
 
@@ -239,13 +224,7 @@ v1::SweepSpec ToProto(const SweepSpec& s) {
     axis->set_name(a.name);
     for (double v : a.values) axis->add_values(v);
   }
-  if (s.prune.rule != PruneRule::kNone) {
-    v1::PruneSpec* q = p.mutable_prune();
-    q->set_rule(EnumToProto<v1::PruneRule>(s.prune.rule));
-    q->set_eta(s.prune.eta);
-    q->set_min_steps(s.prune.min_steps);
-    q->set_margin(s.prune.margin);
-  }
+  if (s.prune.rule != PruneRule::kNone) FieldsToProto(PruneFields(), s.prune, p.mutable_prune());
   return p;
 }
 

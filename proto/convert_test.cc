@@ -343,6 +343,7 @@ TEST(ConvertTest, TheSpecFieldRowsAreExactlyTheFieldsOfTheirMessages) {
   ExpectRowsAreTheFields(DatasetFields(), v1::DatasetSpec::descriptor());
   ExpectRowsAreTheFields(HeadFields(), v1::HeadSpec::descriptor());
   ExpectRowsAreTheFields(TrainFields(), v1::TrainSpec::descriptor());
+  ExpectRowsAreTheFields(PruneFields(), v1::PruneSpec::descriptor());
 }
 
 // early_stop_evals: 0 on the wire is unset (the default, 3), -1 is the

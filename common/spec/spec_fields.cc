@@ -35,6 +35,7 @@ EnumMember<S> Enum() {
 using D = DatasetSpec;
 using H = HeadSpec;
 using T = TrainSpec;
+using P = PruneSpec;
 using J = JsonWrite;
 
 using L = SpecLimits;
@@ -44,7 +45,8 @@ using L = SpecLimits;
 // reported in this order, and the flags are listed in it.
 const std::vector<SpecField<D>>& DatasetRows() {
   static const auto* rows = new std::vector<SpecField<D>>{
-    {"kind", Enum<D, DatasetKind, &D::kind, &ParseDatasetKind>()},
+    {"kind", Enum<D, DatasetKind, &D::kind, &ParseDatasetKind>(), "", {}, J::kAlways, false,
+     "dataset"},
     {"m", &D::m, "token dimension m, 1..64", {1, L::kMaxM}},
     {"seq_len", &D::seq_len, "tokens per sequence, 1..64", {1, L::kMaxSeqLen}},
     {"final_query_only", &D::final_query_only, "score only the last position"},
@@ -81,7 +83,7 @@ const std::vector<SpecField<D>>& DatasetRows() {
 
 const std::vector<SpecField<H>>& HeadRows() {
   static const auto* rows = new std::vector<SpecField<H>>{
-    {"kind", Enum<H, HeadKind, &H::kind, &ParseHeadKind>()},
+    {"kind", Enum<H, HeadKind, &H::kind, &ParseHeadKind>(), "", {}, J::kAlways, false, "head"},
     {"feature_map", Enum<H, FeatureMap, &H::feature_map, &ParseFeatureMap>()},
     {"hidden", &H::hidden, "the token map's hidden widths, comma-separated, 0..4 of them",
      {1, L::kMaxWidth}},
@@ -121,6 +123,25 @@ const std::vector<SpecField<T>>& TrainRows() {
   return *rows;
 }
 
+// Successive halving's settings (docs/ANALYSIS.md, "Recipe pruning").
+const std::vector<SpecField<P>>& PruneRows() {
+  static const auto* rows = new std::vector<SpecField<P>>{
+    {"rule", Enum<P, PruneRule, &P::rule, &ParsePruneRule>(),
+     "whether to stop the recipes of a (head, rank) that are clearly losing on training error "
+     "at the rungs (successive halving, docs/ANALYSIS.md)", {}, J::kAlways, false, "prune"},
+    {"eta", &P::eta,
+     "halving's reduction factor, 2..16 (default 3): the best 1/eta of the recipes go on at a "
+     "rung", {2, 16}, J::kAlways, false, "prune-eta"},
+    {"min_steps", &P::min_steps,
+     "the first rung's step, 0..10^9; 0 = max_steps / eta^3 (the default)", {0, 1'000'000'000},
+     J::kAlways, false, "prune-min-steps"},
+    {"margin", &P::margin,
+     "how far above the best training error at a rung a recipe must be to be stopped, [0, 1] "
+     "(default 0.05)", {0, 1}, J::kAlways, false, "prune-margin"},
+  };
+  return *rows;
+}
+
 template <typename S>
 const SpecField<S>* Find(const std::vector<SpecField<S>>& rows, const std::string& name) {
   for (const SpecField<S>& row : rows) {
@@ -134,12 +155,16 @@ const SpecField<S>* Find(const std::vector<SpecField<S>>& rows, const std::strin
 absl::Span<const SpecField<DatasetSpec>> DatasetFields() { return DatasetRows(); }
 absl::Span<const SpecField<HeadSpec>> HeadFields() { return HeadRows(); }
 absl::Span<const SpecField<TrainSpec>> TrainFields() { return TrainRows(); }
+absl::Span<const SpecField<PruneSpec>> PruneFields() { return PruneRows(); }
 
 const SpecField<DatasetSpec>* FindDatasetField(const std::string& name) {
   return Find(DatasetRows(), name);
 }
 const SpecField<TrainSpec>* FindTrainField(const std::string& name) {
   return Find(TrainRows(), name);
+}
+const SpecField<PruneSpec>* FindPruneField(const std::string& name) {
+  return Find(PruneRows(), name);
 }
 
 template <typename S>
@@ -177,8 +202,8 @@ std::string FieldHelp(const SpecField<S>& f, const std::string& part) {
 }
 
 template <typename S>
-std::string FieldFlag(const SpecField<S>& f, const std::string& part) {
-  if (std::strcmp(f.name, "kind") == 0) return part;
+std::string FieldFlag(const SpecField<S>& f) {
+  if (f.flag != nullptr) return f.flag;
   std::string flag = f.name;
   std::replace(flag.begin(), flag.end(), '_', '-');
   return flag;
@@ -254,16 +279,18 @@ absl::Status SetFromText(const SpecField<S>& f, const std::string& text, const s
 
 #define RS_INSTANTIATE(S)                                                             \
   template std::string FieldHelp(const SpecField<S>&, const std::string&);            \
-  template std::string FieldFlag(const SpecField<S>&, const std::string&);            \
+  template std::string FieldFlag(const SpecField<S>&);                                \
   template absl::Status SetFromText(const SpecField<S>&, const std::string&,          \
                                     const std::string&, S*);
 RS_INSTANTIATE(DatasetSpec)
 RS_INSTANTIATE(HeadSpec)
 RS_INSTANTIATE(TrainSpec)
+RS_INSTANTIATE(PruneSpec)
 #undef RS_INSTANTIATE
 
 template void SetFromDouble(const SpecField<DatasetSpec>&, double, DatasetSpec*);
 template void SetFromDouble(const SpecField<HeadSpec>&, double, HeadSpec*);
 template void SetFromDouble(const SpecField<TrainSpec>&, double, TrainSpec*);
+template void SetFromDouble(const SpecField<PruneSpec>&, double, PruneSpec*);
 
 }  // namespace ranksweep

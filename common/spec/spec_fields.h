@@ -1,13 +1,13 @@
-// The fields of the recipe structs (DatasetSpec, HeadSpec, TrainSpec) as
-// rows of one table per struct. A row names its field once: the name is the
+// The fields of the recipe structs (DatasetSpec, HeadSpec, TrainSpec) and
+// of a sweep's PruneSpec as rows of one table per struct. A row names its field once: the name is the
 // JSON key (spec_json.h), the protobuf field's name in ranksweep.v1
 // (proto/convert.h) and, where the field is a recipe axis, the axis' name
 // (AxisNames in spec.h). Those forms loop over the rows; none of them names
 // a field of these structs.
 //
-// The rows also make the flags: `ranksweep submit` and `ranksweep-train`
-// have one per row (the dashed name; a struct's "kind" is --dataset or
-// --head), with the row's help and, in ranksweep-train, its bounds.
+// The rows also make the flags: `ranksweep submit` (the dataset's, the
+// training's and the pruning's rows) and `ranksweep-train` (the task's) have
+// one per row (FieldFlag), with the row's help and bounds.
 //
 // Adding a field to one of these structs is: the member (spec.h), its row
 // here (spec_fields.cc), a field of the same name and type in the proto
@@ -87,15 +87,20 @@ struct SpecField {
   // On the wire 0 is "unset" (the default) and -1 stands for the spec's 0
   // ("never"), for an integer whose 0 means never and whose default is not.
   bool wire_minus_one_is_zero = false;
+  // The flag, dashed without "--", where it is not the dashed name: a
+  // struct's kind is --dataset or --head, the pruning's fields --prune-*.
+  const char* flag = nullptr;
 };
 
 absl::Span<const SpecField<DatasetSpec>> DatasetFields();
 absl::Span<const SpecField<HeadSpec>> HeadFields();
 absl::Span<const SpecField<TrainSpec>> TrainFields();
+absl::Span<const SpecField<PruneSpec>> PruneFields();
 
 // A row by name; nullptr when the struct has no such field.
 const SpecField<DatasetSpec>* FindDatasetField(const std::string& name);
 const SpecField<TrainSpec>* FindTrainField(const std::string& name);
+const SpecField<PruneSpec>* FindPruneField(const std::string& name);
 
 // Whether a row's value is an integer (int, uint64, bool or enum).
 template <typename S>
@@ -111,10 +116,10 @@ bool IsIntegerField(const SpecField<S>& f) {
 template <typename S>
 std::string FieldHelp(const SpecField<S>& f, const std::string& part);
 
-// The flag of a row, dashed without "--": "seq-len"; a struct's "kind" is
-// named by its part ("dataset", "head").
+// The flag of a row, dashed without "--": `flag`, or the dashed name
+// ("seq-len").
 template <typename S>
-std::string FieldFlag(const SpecField<S>& f, const std::string& part);
+std::string FieldFlag(const SpecField<S>& f);
 
 // Sets a scalar row's value from what a user typed for `flag` ("--lr"):
 // an integer, a number, true/false/1/0/yes/no or an enum's name, within the

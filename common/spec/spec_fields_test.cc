@@ -127,8 +127,13 @@ TEST(SpecFieldsTest, RowsAreNamedOnceEach) {
   EXPECT_EQ(Names(HeadFields()).size(), 9u);
   const std::set<std::string> train = Names(TrainFields());
   EXPECT_EQ(train.size(), 11u);
-  // `ranksweep submit` finds a flag's row by name in either struct.
+  const std::set<std::string> prune = Names(PruneFields());
+  EXPECT_EQ(prune, (std::set<std::string>{"rule", "eta", "min_steps", "margin"}));
+  // `ranksweep submit` finds a flag's row by name in any of the three.
   for (const std::string& name : train) EXPECT_EQ(dataset.count(name), 0u) << name;
+  for (const std::string& name : prune) {
+    EXPECT_EQ(dataset.count(name) + train.count(name), 0u) << name;
+  }
 }
 
 // Pool() with a pool its m can fill (Pool()'s JSON is pinned as it is).
@@ -225,6 +230,34 @@ void ExpectEveryNumberHasHelp(absl::Span<const SpecField<S>> rows) {
   }
 }
 
+// The pruning's bounds are its validation's too, in a sweep that prunes.
+TEST(SpecFieldsTest, APruneValueJustOutsideItsBoundsFailsValidation) {
+  SweepSpec base;
+  base.name = "prune";
+  base.heads = {HeadSpec{}};
+  base.ranks = {1};
+  base.seed_count = 1;
+  base.prune.rule = PruneRule::kHalving;
+  ASSERT_TRUE(ValidateSweepSpec(base).ok()) << ValidateSweepSpec(base);
+  int bounded = 0;
+  for (const SpecField<PruneSpec>& row : PruneFields()) {
+    if (!row.bounds.bounded()) continue;
+    SCOPED_TRACE(row.name);
+    ++bounded;
+    const bool integer = IsIntegerField(row);
+    for (const double v :
+         {integer ? row.bounds.min - 1 : std::nextafter(row.bounds.min, -1e300),
+          integer ? row.bounds.max + 1 : std::nextafter(row.bounds.max, 1e300)}) {
+      SweepSpec s = base;
+      SetFromDouble(row, v, &s.prune);
+      const absl::Status status = ValidateSweepSpec(s);
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << v;
+      EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(std::string("prune.") + row.name));
+    }
+  }
+  EXPECT_EQ(bounded, 3);
+}
+
 TEST(SpecFieldsTest, AFlagsHelpAndNameComeFromItsRow) {
   EXPECT_EQ(FieldHelp(*FindDatasetField("seq_len"), "dataset"),
             "dataset.seq_len: tokens per sequence, 1..64");
@@ -234,9 +267,11 @@ TEST(SpecFieldsTest, AFlagsHelpAndNameComeFromItsRow) {
             "dataset.kind: exhaustive | witness | pool");
   EXPECT_EQ(FieldHelp(*FindTrainField("schedule"), "train"),
             "train.schedule: learning-rate schedule: constant | cosine");
-  EXPECT_EQ(FieldFlag(*FindDatasetField("kind"), "dataset"), "dataset");
-  EXPECT_EQ(FieldFlag(HeadFields()[0], "head"), "head");
-  EXPECT_EQ(FieldFlag(*FindTrainField("early_stop_evals"), "train"), "early-stop-evals");
+  EXPECT_EQ(FieldFlag(*FindDatasetField("kind")), "dataset");
+  EXPECT_EQ(FieldFlag(HeadFields()[0]), "head");
+  EXPECT_EQ(FieldFlag(*FindTrainField("early_stop_evals")), "early-stop-evals");
+  EXPECT_EQ(FieldFlag(*FindPruneField("rule")), "prune");
+  EXPECT_EQ(FieldFlag(*FindPruneField("min_steps")), "prune-min-steps");
   EXPECT_STREQ(FieldTypeName(*FindTrainField("lr")), "FLOAT");
   EXPECT_STREQ(FieldTypeName(*FindDatasetField("data_seed")), "INT");
   EXPECT_STREQ(FieldTypeName(*FindTrainField("loss")), "NAME");
@@ -244,6 +279,7 @@ TEST(SpecFieldsTest, AFlagsHelpAndNameComeFromItsRow) {
   ExpectEveryNumberHasHelp(DatasetFields());
   ExpectEveryNumberHasHelp(HeadFields());
   ExpectEveryNumberHasHelp(TrainFields());
+  ExpectEveryNumberHasHelp(PruneFields());
 }
 
 TEST(SpecFieldsTest, SetFromTextTakesEachTypeAndNamesTheFlag) {

@@ -415,11 +415,7 @@ absl::Status FromJ(const Json& j, const std::string& path, PruneSpec* p) {
         path, " must be \"none\", \"halving\" or an object {rule, eta, min_steps, margin}, got ",
         j.type_name()));
   }
-  RETURN_IF_ERROR(r.Enum("rule", &p->rule, &ParsePruneRule));
-  RETURN_IF_ERROR(r.Number("eta", &p->eta));
-  RETURN_IF_ERROR(r.Number("min_steps", &p->min_steps));
-  RETURN_IF_ERROR(r.Number("margin", &p->margin));
-  return r.Finish();
+  return FieldsFromJ(PruneFields(), j, path, p);
 }
 
 template <typename T>
@@ -529,12 +525,7 @@ std::string SweepSpecToJson(const SweepSpec& spec, int indent) {
     slot = std::move(values);
   }
   // Written only when on, so a spec without pruning reads as it always has.
-  if (spec.prune.rule != PruneRule::kNone) {
-    j["prune"] = {{"rule", Name(spec.prune.rule)},
-                  {"eta", spec.prune.eta},
-                  {"min_steps", spec.prune.min_steps},
-                  {"margin", spec.prune.margin}};
-  }
+  if (spec.prune.rule != PruneRule::kNone) j["prune"] = FieldsToJ(PruneFields(), spec.prune);
   return Dump(j, indent);
 }
 

@@ -148,7 +148,7 @@ TEST(PruneTest, ABadPruneValueIsRefusedNamingTheFieldAndItsRange) {
   args.push_back("1");
   CommandResult eta = service.Cli(args);
   EXPECT_EQ(eta.exit_code, 1);
-  EXPECT_THAT(eta.err, HasSubstr("prune.eta must be in 2..16, got 1"));
+  EXPECT_EQ(eta.err, "ranksweep: --prune-eta must be an integer in 2..16, got 1\n");
   CommandResult rule = service.Cli({"submit", "--name", "x", "--prune", "asha", "--dry-run"});
   EXPECT_EQ(rule.exit_code, 1);
   EXPECT_THAT(rule.err, HasSubstr("--prune must be one of none, halving"));

@@ -162,7 +162,7 @@ template <typename S>
 void TaskFlags::AddRows(Flags& flags, absl::Span<const SpecField<S>> rows,
                         S& (*part)(TaskSpec&), const char* part_name) {
   for (const SpecField<S>& row : rows) {
-    const std::string name = FieldFlag(row, part_name);
+    const std::string name = FieldFlag(row);
     const std::string help = FieldHelp(row, part_name);
     const FieldBounds b = row.bounds;
     std::visit(
