@@ -205,6 +205,8 @@ std::vector<FieldCase> FieldCases() {
        [=](SweepSpec& x, Pick p) { x.train.beta1 = Choose(p, 0.0, t.beta1, 0.5); }},
       {"TrainSpec", "beta2",
        [=](SweepSpec& x, Pick p) { x.train.beta2 = Choose(p, 0.0, t.beta2, 0.9); }},
+      {"TrainSpec", "eps",
+       [=](SweepSpec& x, Pick p) { x.train.eps = Choose(p, 0.0, t.eps, 1e-3); }},
       {"TrainSpec", "weight_decay",
        [=](SweepSpec& x, Pick p) { x.train.weight_decay = Choose(p, 0.0, t.weight_decay, 0.01); }},
       {"TrainSpec", "batch_size",

@@ -536,6 +536,7 @@ absl::Status ValidateTrain(const TrainSpec& t) {
   RS_CHECK(CheckUnit("train.lr", t.lr, true, false, 0.0, 10.0));
   RS_CHECK(CheckUnit("train.beta1", t.beta1, false, true));
   RS_CHECK(CheckUnit("train.beta2", t.beta2, false, true));
+  RS_CHECK(CheckUnit("train.eps", t.eps, true, false));
   RS_CHECK(CheckUnit("train.weight_decay", t.weight_decay, false, false, 0.0, 1.0));
   RS_CHECK(CheckRange("train.batch_size", t.batch_size, 0, L::kMaxDatasetSequences));
   RS_CHECK(CheckRange("train.max_steps", t.max_steps, 0, L::kMaxSteps));

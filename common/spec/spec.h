@@ -145,6 +145,10 @@ struct TrainSpec {
   double lr = 1e-2;
   double beta1 = 0.9;
   double beta2 = 0.999;
+  // Adam's epsilon, added to the root of the second moment's estimate:
+  // (0, 1]. A larger one damps the steps of parameters whose gradients are
+  // small (near an exact solution, where Min-IP training spends its end).
+  double eps = 1e-8;
   double weight_decay = 0.0;
   int batch_size = 0;        // 0 = full batch
   int max_steps = 2000;

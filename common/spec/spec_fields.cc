@@ -104,6 +104,9 @@ const std::vector<SpecField<T>>& TrainRows() {
     {"lr", &T::lr, "Adam learning rate, (0, 10]", {0, 10}},
     {"beta1", &T::beta1, "Adam beta1, [0, 1)", {0, 1}},
     {"beta2", &T::beta2, "Adam beta2, [0, 1)", {0, 1}},
+    // Written only when not the default (1e-8, the epsilon every task used
+    // before the field existed), so that earlier tasks keep their keys.
+    {"eps", &T::eps, "Adam epsilon, (0, 1]", {0, 1}, J::kUnlessDefault},
     {"weight_decay", &T::weight_decay, "Adam weight decay, [0, 1]", {0, 1}},
     {"batch_size", &T::batch_size, "batch size; 0 = full batch", {0, L::kMaxDatasetSequences}},
     {"max_steps", &T::max_steps, "training steps per seed", {0, L::kMaxSteps}},

@@ -100,6 +100,11 @@ TEST(SpecFieldsTest, ATasksJsonIsExactlyAsItWasBeforeTheTable) {
             R"("relu_eps":0.001,"score_dim":2,"value_dim":0},"rank":1,"seeds":[0],)"
             R"("train":{"batch_size":64,"beta1":0.9,"beta2":0.999,"early_stop_evals":3,)"
             R"("eval_every":50,"loss":"mse","lr":0.0003,"max_steps":2000,"weight_decay":0.01}})");
+  // Adam's eps is written only when not the default (1e-8), which every
+  // task used before the field existed.
+  TaskSpec eps;
+  eps.train.eps = 1e-6;
+  EXPECT_NE(TaskSpecToJson(eps).find(R"("eps":1e-06,)"), std::string::npos) << TaskSpecToJson(eps);
   // The default split (tokens) is left out, as before the field existed.
   TaskSpec tokens = Pool();
   tokens.dataset.split = PoolSplit::kTokens;
@@ -126,7 +131,7 @@ TEST(SpecFieldsTest, RowsAreNamedOnceEach) {
   EXPECT_EQ(dataset.size(), 16u);
   EXPECT_EQ(Names(HeadFields()).size(), 9u);
   const std::set<std::string> train = Names(TrainFields());
-  EXPECT_EQ(train.size(), 11u);
+  EXPECT_EQ(train.size(), 12u);
   const std::set<std::string> prune = Names(PruneFields());
   EXPECT_EQ(prune, (std::set<std::string>{"rule", "eta", "min_steps", "margin"}));
   // `ranksweep submit` finds a flag's row by name in any of the three.

@@ -72,6 +72,14 @@ TEST(SpecTest, RangeErrorsNameFieldAndRange) {
   ExpectInvalid(ValidateSweepSpec(s), "train.lr must be in (0, 10]");
 
   s = GoodSweep();
+  s.train.eps = 0;
+  ExpectInvalid(ValidateSweepSpec(s), "train.eps must be in (0, 1], got 0");
+  s.train.eps = 1.5;
+  ExpectInvalid(ValidateSweepSpec(s), "train.eps must be in (0, 1], got 1.5");
+  s.train.eps = 1;
+  EXPECT_TRUE(ValidateSweepSpec(s).ok()) << ValidateSweepSpec(s);
+
+  s = GoodSweep();
   s.heads[0].construction = Construction::kSoftmaxExact;
   ExpectInvalid(ValidateSweepSpec(s), "heads[0]: head.construction");
 }

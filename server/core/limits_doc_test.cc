@@ -357,6 +357,7 @@ std::map<std::string, Probe> Probes(CoordinatorUnderTest& cut) {
   p["TrainSpec|`lr`"] = {train([](TrainSpec& t, double v) { t.lr = v; })};
   p["TrainSpec|`beta1`"] = {train([](TrainSpec& t, double v) { t.beta1 = v; })};
   p["TrainSpec|`beta2`"] = {train([](TrainSpec& t, double v) { t.beta2 = v; })};
+  p["TrainSpec|`eps`"] = {train([](TrainSpec& t, double v) { t.eps = v; })};
   p["TrainSpec|`weight_decay`"] = {train([](TrainSpec& t, double v) { t.weight_decay = v; })};
   p["TrainSpec|`batch_size`"] = {train([](TrainSpec& t, double v) { t.batch_size = I(v); })};
   p["TrainSpec|`max_steps`"] = {train([](TrainSpec& t, double v) { t.max_steps = I(v); })};

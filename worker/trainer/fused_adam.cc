@@ -70,14 +70,14 @@ void FusedAdam::Step() {
   if (all_active_) {
     exp_avg_.lerp_(g, 1.0 - spec_.beta1);
     exp_avg_sq_.lerp_(g * g, 1.0 - spec_.beta2);
-    const torch::Tensor denom = exp_avg_sq_.sqrt().div_(std::sqrt(bc2)).add_(kEps);
+    const torch::Tensor denom = exp_avg_sq_.sqrt().div_(std::sqrt(bc2)).add_(spec_.eps);
     flat_.addcdiv_(exp_avg_, denom, -lr / bc1);
     return;
   }
   // Frozen seeds: weight 0 leaves moments and parameters bit-identical.
   exp_avg_.lerp_(g, w1_);
   exp_avg_sq_.lerp_(g * g, w2_);
-  const torch::Tensor denom = exp_avg_sq_.sqrt().div_(std::sqrt(bc2)).add_(kEps);
+  const torch::Tensor denom = exp_avg_sq_.sqrt().div_(std::sqrt(bc2)).add_(spec_.eps);
   flat_.addcmul_(exp_avg_ / denom, mask_, -lr / bc1);
 }
 
@@ -89,7 +89,7 @@ void FusedAdam::CapturableStep() {
   if (spec_.weight_decay != 0) g = g + spec_.weight_decay * flat_;
   exp_avg_.lerp_(g, w1_);
   exp_avg_sq_.lerp_(g * g, w2_);
-  const torch::Tensor denom = (exp_avg_sq_.sqrt() / bc2.sqrt()).add_(kEps);
+  const torch::Tensor denom = (exp_avg_sq_.sqrt() / bc2.sqrt()).add_(spec_.eps);
   flat_.sub_(exp_avg_ / denom * mask_ * (LearningRateOnDevice() / bc1));
 }
 

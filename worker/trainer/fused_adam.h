@@ -16,8 +16,8 @@ namespace ranksweep::trainer {
 
 // Adam over stacked [S, ...] parameters with a per-seed update mask: frozen
 // seeds keep their parameters and moments exactly. Same update rule as
-// torch::optim::Adam (L2 weight decay added to the gradient, eps outside the
-// square root); all active seeds share the step count, as in their
+// torch::optim::Adam (L2 weight decay added to the gradient, the spec's eps
+// outside the square root); all active seeds share the step count, as in their
 // single-seed runs.
 //
 // The parameters (and their gradients) are re-pointed into one flat buffer
@@ -48,7 +48,6 @@ class FusedAdam {
   // a captured step follows the schedule on every replay.
   torch::Tensor LearningRateOnDevice() const;
 
-  static constexpr double kEps = 1e-8;
   std::vector<torch::Tensor> params_;
   torch::Tensor flat_, flat_grad_, seed_of_;  // [sum of numel]
   torch::Tensor exp_avg_, exp_avg_sq_;
