@@ -84,27 +84,35 @@ struct FieldRow {
   const SpecField<DatasetSpec>* dataset = nullptr;
   const SpecField<TrainSpec>* train = nullptr;
   const SpecField<PruneSpec>* prune = nullptr;
+
+  bool found() const { return dataset != nullptr || train != nullptr || prune != nullptr; }
+  // Its flag; the dashed `name` for none.
+  std::string Flag(std::string name) const {
+    if (dataset != nullptr) name = FieldFlag(*dataset);
+    if (train != nullptr) name = FieldFlag(*train);
+    if (prune != nullptr) name = FieldFlag(*prune);
+    std::replace(name.begin(), name.end(), '_', '-');
+    return "--" + name;
+  }
+  // SetFromText on the struct of the row found.
+  absl::Status Set(const std::string& text, const std::string& flag, SweepSpec* spec) const {
+    if (dataset != nullptr) return SetFromText(*dataset, text, flag, &spec->dataset);
+    if (train != nullptr) return SetFromText(*train, text, flag, &spec->train);
+    return SetFromText(*prune, text, flag, &spec->prune);
+  }
 };
 
 FieldRow FindRow(const std::string& name) {
   FieldRow row;
   row.dataset = FindDatasetField(name);
   if (row.dataset == nullptr) row.train = FindTrainField(name);
-  if (row.dataset == nullptr && row.train == nullptr) row.prune = FindPruneField(name);
+  if (!row.found()) row.prune = FindPruneField(name);
   return row;
 }
 
 }  // namespace
 
-std::string FieldFlagOf(const std::string& name) {
-  const FieldRow row = FindRow(name);
-  if (row.dataset != nullptr) return "--" + FieldFlag(*row.dataset);
-  if (row.train != nullptr) return "--" + FieldFlag(*row.train);
-  if (row.prune != nullptr) return "--" + FieldFlag(*row.prune);
-  std::string flag = name;
-  std::replace(flag.begin(), flag.end(), '_', '-');
-  return "--" + flag;
-}
+std::string FieldFlagOf(const std::string& name) { return FindRow(name).Flag(name); }
 
 absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   if (o.name) spec->name = *o.name;
@@ -120,8 +128,8 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
   if (o.priority) spec->priority = *o.priority;
   for (const FieldValues& field : o.fields) {
     const FieldRow row = FindRow(field.name);
-    const std::string flag = FieldFlagOf(field.name);
-    if (row.dataset == nullptr && row.train == nullptr && row.prune == nullptr) {
+    const std::string flag = row.Flag(field.name);
+    if (!row.found()) {
       return absl::InvalidArgumentError(absl::StrCat(
           flag, ": \"", field.name, "\" is not a field of the dataset, training or pruning"));
     }
@@ -140,14 +148,7 @@ absl::Status ApplyOverrides(const SpecOverrides& o, SweepSpec* spec) {
           flag, " takes one value, got ", field.values.size(),
           "; it is not a recipe axis (axes: ", absl::StrJoin(AxisNames(), ", "), ")"));
     }
-    const std::string& text = field.values[0];
-    if (row.dataset != nullptr) {
-      RETURN_IF_ERROR(SetFromText(*row.dataset, text, flag, &spec->dataset));
-    } else if (row.train != nullptr) {
-      RETURN_IF_ERROR(SetFromText(*row.train, text, flag, &spec->train));
-    } else {
-      RETURN_IF_ERROR(SetFromText(*row.prune, text, flag, &spec->prune));
-    }
+    RETURN_IF_ERROR(row.Set(field.values[0], flag, spec));
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/spec/dataset_kinds.h"
+#include "common/spec/result_validation.h"  // Clip: quoted input is cut
 
 namespace ranksweep {
 namespace {
@@ -195,9 +196,7 @@ std::string FieldHelp(const SpecField<S>& f, const std::string& part) {
   if (ForItsKindsOnly(f.json)) {
     std::vector<std::string> kinds;
     for (const DatasetKindRow& row : DatasetKinds()) {
-      if (std::find(row.fields.begin(), row.fields.end(), f.name) != row.fields.end()) {
-        kinds.push_back(row.name);
-      }
+      if (DatasetKindHasField(row.kind, f.name)) kinds.push_back(row.name);
     }
     absl::StrAppend(&help, " (", absl::StrJoin(kinds, ", "), " only)");
   }
@@ -215,11 +214,11 @@ std::string FieldFlag(const SpecField<S>& f) {
 namespace {
 
 // As the flag library words it: a plain number as it is, anything else
-// quoted ("got 0", "got \"abc\"").
+// quoted and clipped ("got 0", "got \"abc\"").
 std::string Quoted(const std::string& text) {
   double v = 0;
   if (absl::SimpleAtod(text, &v) && std::isfinite(v)) return text;
-  return absl::StrCat("\"", text.size() > 64 ? text.substr(0, 64) + "..." : text, "\"");
+  return absl::StrCat("\"", Clip(text), "\"");
 }
 
 // "an integer in 1..64", "a number in 0..10", "an integer" (unbounded).

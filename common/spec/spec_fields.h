@@ -133,19 +133,11 @@ absl::Status SetFromText(const SpecField<S>& f, const std::string& text, const s
 // enum), "BOOL" or "INTS" (a list).
 template <typename S>
 const char* FieldTypeName(const SpecField<S>& f) {
-  switch (f.member.index()) {
-    case 0:
-    case 1:
-      return "INT";
-    case 2:
-      return "FLOAT";
-    case 3:
-      return "BOOL";
-    case 4:
-      return "INTS";
-    default:
-      return "NAME";
-  }
+  if (std::holds_alternative<EnumMember<S>>(f.member)) return "NAME";
+  if (std::holds_alternative<std::vector<int> S::*>(f.member)) return "INTS";
+  if (std::holds_alternative<double S::*>(f.member)) return "FLOAT";
+  if (std::holds_alternative<bool S::*>(f.member)) return "BOOL";
+  return "INT";
 }
 
 // Whether a row is true-or-false (a switch on the command line).
