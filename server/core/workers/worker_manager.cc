@@ -71,7 +71,7 @@ absl::Status WorkerManager::CheckSession(const std::string& worker_id, const std
     generation = sessions_generation_;
   }
   RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
-    return CheckWorkerSession(c, worker_id, owner, session);
+    return CheckWorkerSession(c, worker_id, owner, session_hash);
   }));
   std::lock_guard<std::mutex> lock(sessions_mu_);
   if (generation == sessions_generation_) {

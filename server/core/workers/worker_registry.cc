@@ -214,7 +214,7 @@ absl::Status CheckTokenNotHeld(Connection& c, const std::string& owner) {
 }
 
 absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,
-                                const std::string& owner, const std::string& session) {
+                                const std::string& owner, const std::string& session_hash) {
   if (worker_id.empty()) return absl::InvalidArgumentError("worker_id: required");
   enum Col : int { kOwner, kSessionHash, kCount };
   static const std::string* sql =
@@ -225,8 +225,8 @@ absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,
   if (!row) return UnknownWorker(worker_id);
   // The stored hash is compared, never the secret: equal hashes of
   // different lengths cannot leak a prefix through timing.
-  if (q.ColumnText(kOwner) != owner || session.empty() ||
-      HashToken(session) != q.ColumnText(kSessionHash)) {
+  if (q.ColumnText(kOwner) != owner || session_hash.empty() ||
+      session_hash != q.ColumnText(kSessionHash)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "worker ", Clip(worker_id),
         " is bound to another registration: send the session its RegisterWorker returned, "

@@ -65,11 +65,13 @@ absl::Status CheckWorkerOwner(Connection& c, const std::string& worker_id,
 
 // The check every worker call after RegisterWorker passes: `worker_id` is
 // registered (NotFound, "register first", otherwise), by the token `owner`,
-// and `session` is the secret of its latest registration (PermissionDenied
+// and `session_hash` is HashToken (auth.h) of the secret of its latest
+// registration, empty for a call that sent none (PermissionDenied
 // otherwise, naming neither the holder nor the secret), and it is not
-// quarantined (CheckNotQuarantined). Writes nothing.
+// quarantined (CheckNotQuarantined). Writes nothing. The caller hashes, so
+// that a check it also remembers hashes the secret once.
 absl::Status CheckWorkerSession(Connection& c, const std::string& worker_id,
-                                const std::string& owner, const std::string& session);
+                                const std::string& owner, const std::string& session_hash);
 
 // The operators' log line of a registration (server/core/log.h), after it
 // committed: `known` for a re-registration, `released` the cells it freed.

@@ -112,19 +112,23 @@ TEST_F(WorkerRowsTest, AWorkerActsOnlyWithItsTokenAndItsLatestSession) {
   EXPECT_EQ(first->rfind("ws_", 0), 0u);
   EXPECT_NE(*first, *second);
 
-  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", *first).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", HashToken(*first)).code(),
+            absl::StatusCode::kNotFound);
   WorkerRegistration reg = Registration();
   reg.owner = "pool";
   EXPECT_TRUE(CheckWorkerOwner(*c_, "wk-1", "pool").ok());  // unknown: free to take
   ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 1, 100, HashToken(*first)).ok());
-  EXPECT_TRUE(CheckWorkerSession(*c_, "wk-1", "pool", *first).ok());
-  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", *second).code(),
+  EXPECT_TRUE(CheckWorkerSession(*c_, "wk-1", "pool", HashToken(*first)).ok());
+  // The check compares hashes: the secret itself in place of its hash is refused.
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", *first).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", HashToken(*second)).code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", "").code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "other", *first).code(),
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "other", HashToken(*first)).code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(CheckWorkerSession(*c_, "", "pool", *first).code(),
+  EXPECT_EQ(CheckWorkerSession(*c_, "", "pool", HashToken(*first)).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(CheckWorkerOwner(*c_, "wk-1", "pool").ok());
   absl::Status taken = CheckWorkerOwner(*c_, "wk-1", "other");
@@ -133,9 +137,9 @@ TEST_F(WorkerRowsTest, AWorkerActsOnlyWithItsTokenAndItsLatestSession) {
 
   // A new registration replaces the session: the old one no longer works.
   ASSERT_TRUE(SaveWorker(*c_, "wk-1", reg, 1, 200, HashToken(*second)).ok());
-  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", *first).code(),
+  EXPECT_EQ(CheckWorkerSession(*c_, "wk-1", "pool", HashToken(*first)).code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_TRUE(CheckWorkerSession(*c_, "wk-1", "pool", *second).ok());
+  EXPECT_TRUE(CheckWorkerSession(*c_, "wk-1", "pool", HashToken(*second)).ok());
 }
 
 }  // namespace
