@@ -221,7 +221,7 @@ void ResultColumnsEncoder::Expect(int64_t at_most) {
   }
   p_->mutable_device()->Reserve(rows);
   p_->mutable_facts()->Reserve(rows);
-  for (v1::MetricColumn& m : *p_->mutable_metrics()) m.mutable_values()->Reserve(rows);
+  expected_rows_ = rows;
 }
 
 int ResultColumnsEncoder::StringTable::IndexOf(std::string_view value) {
@@ -303,11 +303,22 @@ void ResultColumnsEncoder::Add(const ResultColumnsRow& row) {
   }
   c.add_device(devices_.IndexOf(r.device));
   c.add_facts(FactsIndex(r.facts));
+  // Most replies hold no optional metric at all: a column's rows are
+  // written only from its first value on, the rows before it then filled
+  // in as missing, so the message is the same as if every row had been.
   const absl::Span<const ResultMetric> metrics = ResultMetrics();
   for (size_t k = 0; k < metrics.size(); ++k) {
-    v1::MetricColumn* column = c.mutable_metrics(static_cast<int>(k));
     const std::optional<double> v =
         row.result != nullptr ? GetMetric(metrics[k], r) : std::nullopt;
+    if (!metric_seen_[k] && !v.has_value()) continue;
+    v1::MetricColumn* column = c.mutable_metrics(static_cast<int>(k));
+    if (!metric_seen_[k]) {
+      metric_seen_[k] = true;
+      column->mutable_values()->Reserve(std::max(expected_rows_, rows_ + 1));
+      column->mutable_values()->Resize(rows_, 0.0);
+      column->mutable_missing_rows()->Reserve(rows_);
+      for (int i = 0; i < rows_; ++i) column->add_missing_rows(i);
+    }
     column->add_values(v.value_or(0.0));
     if (!v.has_value()) column->add_missing_rows(rows_);
   }
@@ -329,7 +340,9 @@ void ResultColumnsEncoder::Finish() {
   ClearIfAll(c.mutable_recipe(), int32_t{0});
   // A metric no row has is left out.
   for (int k = c.metrics_size() - 1; k >= 0; --k) {
-    if (c.metrics(k).missing_rows_size() == rows_) c.mutable_metrics()->DeleteSubrange(k, 1);
+    if (!metric_seen_[k] || c.metrics(k).missing_rows_size() == rows_) {
+      c.mutable_metrics()->DeleteSubrange(k, 1);
+    }
   }
 }
 

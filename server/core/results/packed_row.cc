@@ -85,7 +85,11 @@ class Reader {
       Fail();
       return;
     }
-    s->assign(p_, static_cast<size_t>(n));
+    // Rows read one after another mostly repeat the previous row's
+    // strings (its worker, build, device): those are left as they are.
+    if (s->size() != n || std::memcmp(s->data(), p_, static_cast<size_t>(n)) != 0) {
+      s->assign(p_, static_cast<size_t>(n));
+    }
     p_ += n;
   }
   bool AtEnd() const { return p_ == end_; }
@@ -207,9 +211,9 @@ absl::Status UnpackResultRow(std::string_view packed, ResultRow* row) {
       if (r.Byte() != 0) v = r.Double();
       if (k < known) SetMetric(kResultMetrics[k], v, &res);
     }
-    for (uint64_t k = packed_metrics; k < known; ++k) {
-      SetMetric(kResultMetrics[k], std::nullopt, &res);
-    }
+    // The metrics not packed are missing (the row may be reused: a value
+    // left from the previous row is cleared).
+    for (uint64_t k = packed_metrics; k < res.metrics.size(); ++k) res.metrics[k].reset();
   } else {
     row->result.reset();
   }

@@ -63,6 +63,21 @@ TEST(PackedRowTest, AFailedRowHasNoResultEvenInAReusedRow) {
   ranksweep::testing::ExpectSameResultRow(got, want);
 }
 
+// A reader reuses one row object from row to row and keeps a string that
+// repeats: a string of the same length but other bytes must still be taken.
+TEST(PackedRowTest, AReusedRowTakesEveryStringOfTheNextRowEvenOfTheSameLength) {
+  ResultRow first = DoneRow();
+  ResultRow second = DoneRow();
+  second.worker_id = "w-3f9b";
+  second.worker_version.torch_version = "2.11.1";
+  second.result->device = "cuda:1 (NVIDIA H200)";
+  ResultRow got;
+  for (ResultRow* want : {&first, &second, &second, &first}) {
+    ASSERT_TRUE(UnpackResultRow(PackResultRow(*want), &got).ok());
+    ranksweep::testing::ExpectSameResultRow(got, *want);
+  }
+}
+
 TEST(PackedRowTest, ARecipeIsVersion2AndRecipe0StaysVersion1) {
   ResultRow row = DoneRow();
   row.recipe = 0;
