@@ -160,6 +160,18 @@ TEST(PackedRowTest, TruncatedExtendedOrForeignBytesAreInternalErrors) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << n;
   }
   EXPECT_EQ(UnpackResultRow(packed + "x", &row).code(), absl::StatusCode::kInternal);
+  // A varint longer than ten bytes, with room after it and without.
+  for (size_t after : {size_t{40}, size_t{0}}) {
+    std::string too_long(1, '\x01');
+    too_long.append(11, '\xff');
+    too_long.push_back('\x01');
+    too_long.append(after, '\x00');
+    absl::Status s = UnpackResultRow(too_long, &row);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << after;
+    EXPECT_EQ(s.message(), absl::StrCat("packed result row: malformed (", too_long.size(),
+                                        " bytes)"))
+        << after;
+  }
   std::string other = packed;
   other[0] = 3;
   absl::Status s = UnpackResultRow(other, &row);
