@@ -303,17 +303,18 @@ void ResultColumnsEncoder::Add(const ResultColumnsRow& row) {
   }
   c.add_device(devices_.IndexOf(r.device));
   c.add_facts(FactsIndex(r.facts));
-  // Most replies hold no optional metric at all: a column's rows are
-  // written only from its first value on, the rows before it then filled
-  // in as missing, so the message is the same as if every row had been.
+  // Most replies hold no optional metric at all: a column (ResultMetrics()
+  // order) holds no values until its metric's first value, which fills in
+  // the rows before it as missing, so the message is the same as if every
+  // row had been written.
   const absl::Span<const ResultMetric> metrics = ResultMetrics();
   for (size_t k = 0; k < metrics.size(); ++k) {
     const std::optional<double> v =
         row.result != nullptr ? GetMetric(metrics[k], r) : std::nullopt;
-    if (!metric_seen_[k] && !v.has_value()) continue;
+    const bool started = !c.metrics(static_cast<int>(k)).values().empty();
+    if (!started && !v.has_value()) continue;
     v1::MetricColumn* column = c.mutable_metrics(static_cast<int>(k));
-    if (!metric_seen_[k]) {
-      metric_seen_[k] = true;
+    if (!started) {
       column->mutable_values()->Reserve(std::max(expected_rows_, rows_ + 1));
       column->mutable_values()->Resize(rows_, 0.0);
       column->mutable_missing_rows()->Reserve(rows_);
@@ -338,11 +339,9 @@ void ResultColumnsEncoder::Finish() {
     }
   }
   ClearIfAll(c.mutable_recipe(), int32_t{0});
-  // A metric no row has is left out.
+  // A metric no row has is left out: its column never started.
   for (int k = c.metrics_size() - 1; k >= 0; --k) {
-    if (!metric_seen_[k] || c.metrics(k).missing_rows_size() == rows_) {
-      c.mutable_metrics()->DeleteSubrange(k, 1);
-    }
+    if (c.metrics(k).values().empty()) c.mutable_metrics()->DeleteSubrange(k, 1);
   }
 }
 

@@ -80,13 +80,9 @@ class ResultColumnsEncoder {
   std::array<google::protobuf::RepeatedField<int64_t>*, kBuiltInMetricCount> integers_{};
   std::array<google::protobuf::RepeatedField<double>*, kBuiltInMetricCount> reals_{};
   int rows_ = 0;
-  // The rows given so far, for Expect's reservation of a metric column
-  // that starts late.
+  // The rows Expect was told of, reserved in an optional metric's column
+  // when its first value comes.
   int expected_rows_ = 0;
-  // Whether each optional metric (ResultMetrics() order) has had a value:
-  // until it has, its column holds nothing and rows cost it nothing; its
-  // first value fills in the rows before it as missing.
-  std::array<bool, kResultMetricCount> metric_seen_{};
   StringTable workers_, devices_;
   // Values already in the other tables -> their index.
   absl::flat_hash_map<std::tuple<std::string_view, std::string_view, std::string_view>, int>

@@ -51,23 +51,11 @@ class Reader {
   }
   uint64_t Varint() {
     if (p_ != end_ && (static_cast<uint8_t>(*p_) & 0x80) == 0) return static_cast<uint8_t>(*p_++);
-    if (end_ - p_ >= 10) {
-      // The longest varint fits: no end check per byte (a row's times and
-      // lease ids take several).
-      const auto* q = reinterpret_cast<const uint8_t*>(p_);
-      uint64_t v = q[0] & 0x7f;
-      for (int i = 1; i < 10; ++i) {
-        v |= static_cast<uint64_t>(q[i] & 0x7f) << (7 * i);
-        if ((q[i] & 0x80) == 0) {
-          p_ += i + 1;
-          return v;
-        }
-      }
-      return Fail();
-    }
+    // At most ten bytes (the longest varint), and never past the end: one
+    // bound for both, checked once per byte.
+    const char* const limit = end_ - p_ > 10 ? p_ + 10 : end_;
     uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) return Fail();
+    for (int shift = 0; p_ != limit; shift += 7) {
       const uint8_t b = static_cast<uint8_t>(*p_++);
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
       if ((b & 0x80) == 0) return v;
