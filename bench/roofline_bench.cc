@@ -40,7 +40,8 @@
 // Elementwise work (feature maps, softmax, loss, Adam) is not counted. This
 // is the work of a dense implementation (the PyTorch peer's); the trainer
 // may do less (docs/TRAINER.md describes the minibatch kernels).
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

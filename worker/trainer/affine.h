@@ -4,7 +4,7 @@
 #ifndef RANKSWEEP_WORKER_TRAINER_AFFINE_H_
 #define RANKSWEEP_WORKER_TRAINER_AFFINE_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 

@@ -1,5 +1,7 @@
 #include "worker/trainer/fused_adam.h"
 
+#include <torch/utils.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>

@@ -5,7 +5,7 @@
 #ifndef RANKSWEEP_WORKER_TRAINER_FUSED_ADAM_H_
 #define RANKSWEEP_WORKER_TRAINER_FUSED_ADAM_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <vector>

@@ -3,7 +3,7 @@
 // lr * g / (|g| + eps).
 #include "worker/trainer/fused_adam.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <vector>
 

@@ -14,7 +14,7 @@
 #ifndef RANKSWEEP_WORKER_TRAINER_FUSED_TRAINER_H_
 #define RANKSWEEP_WORKER_TRAINER_FUSED_TRAINER_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <memory>
 #include <vector>

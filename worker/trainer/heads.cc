@@ -5,6 +5,8 @@
 // ForwardIndexed) is in attention_head.cc.
 #include "worker/trainer/heads.h"
 
+#include <torch/utils.h>
+
 #include <cmath>
 #include <string>
 

@@ -15,7 +15,8 @@
 #ifndef RANKSWEEP_WORKER_TRAINER_HEADS_H_
 #define RANKSWEEP_WORKER_TRAINER_HEADS_H_
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <memory>

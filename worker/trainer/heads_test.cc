@@ -5,6 +5,8 @@
 // token_kernel_test.cc.
 #include "worker/trainer/heads.h"
 
+#include <torch/utils.h>
+
 #include <cmath>
 #include <string>
 #include <vector>

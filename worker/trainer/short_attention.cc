@@ -1,6 +1,7 @@
 #include "worker/trainer/short_attention.h"
 
 #include <ATen/Parallel.h>
+#include <torch/autograd.h>
 
 #include <algorithm>
 #include <cmath>

@@ -23,7 +23,7 @@
 #ifndef RANKSWEEP_WORKER_TRAINER_SHORT_ATTENTION_H_
 #define RANKSWEEP_WORKER_TRAINER_SHORT_ATTENTION_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace ranksweep::trainer {
 

@@ -4,6 +4,8 @@
 // the fast e^x.
 #include "worker/trainer/short_attention.h"
 
+#include <torch/utils.h>
+
 #include <cmath>
 #include <cstring>
 #include <functional>

@@ -6,6 +6,8 @@
 #include "worker/trainer/token_kernel.h"
 
 #include <ATen/Parallel.h>
+#include <torch/autograd.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cstdint>

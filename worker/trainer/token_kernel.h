@@ -24,7 +24,7 @@
 #ifndef RANKSWEEP_WORKER_TRAINER_TOKEN_KERNEL_H_
 #define RANKSWEEP_WORKER_TRAINER_TOKEN_KERNEL_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 

@@ -9,7 +9,7 @@
 #ifndef RANKSWEEP_WORKER_TRAINER_TOKEN_KERNEL_INTERNAL_H_
 #define RANKSWEEP_WORKER_TRAINER_TOKEN_KERNEL_INTERNAL_H_
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cstdint>

@@ -3,6 +3,8 @@
 // the OOD sweeps' widths too; what it refuses and where it applies.
 #include "worker/trainer/token_kernel.h"
 
+#include <torch/utils.h>
+
 #include <string>
 #include <vector>
 

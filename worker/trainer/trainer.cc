@@ -2,7 +2,9 @@
 // training, and the translation of Torch exceptions into absl::Status.
 #include "worker/trainer/trainer.h"
 
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <torch/version.h>
 
 #include <malloc.h>
