@@ -68,6 +68,25 @@ TEST(StoreTest, WriterUsesSynchronousFull) {
   EXPECT_EQ(sync, 2);  // FULL
 }
 
+// SQLite's memory statistics are off in a process whose first connection
+// Connection::Open made (server/core/sqlite.cc): with them, every
+// allocation and free of SQLite's would take a global mutex. Opening a
+// store and writing to it allocates pages and a schema, which the counter
+// would show.
+TEST(StoreTest, SqliteCountsNoMemoryOnceAConnectionIsOpen) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)
+                  ->Write([](Connection& c) -> absl::Status {
+                    RETURN_IF_ERROR(c.Run("CREATE TABLE probe (b BLOB)"));
+                    return c.Run("INSERT INTO probe VALUES (randomblob(100000))");
+                  })
+                  .ok());
+  EXPECT_EQ(sqlite3_memory_used(), 0);
+  EXPECT_EQ(sqlite3_memory_highwater(/*resetFlag=*/0), 0);
+}
+
 // The operators' commit latency histogram is fed by this observer: one call
 // per COMMIT that kept something, none for a write that failed.
 TEST(StoreTest, CommitObserverSeesEveryCommitThatKeptAWrite) {
