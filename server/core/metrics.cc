@@ -133,6 +133,15 @@ void MetricsRegistry::ClearGauge(const std::string& name) {
   if (Family* f = Find(name, Kind::kGauge)) f->values.clear();
 }
 
+void MetricsRegistry::Count(Histogram& h, const std::vector<double>& bounds, double value) {
+  if (h.counts.empty()) h.counts.assign(bounds.size() + 1, 0);
+  const size_t bucket = static_cast<size_t>(
+      std::lower_bound(bounds.begin(), bounds.end(), value) - bounds.begin());
+  h.counts[bucket] += 1;
+  h.sum += value;
+  h.count += 1;
+}
+
 void MetricsRegistry::Observe(const std::string& name, const MetricLabels& labels,
                               double value) {
   absl::MutexLock lock(&mu_);
@@ -140,13 +149,39 @@ void MetricsRegistry::Observe(const std::string& name, const MetricLabels& label
   if (f == nullptr) return;
   Histogram* series = SeriesOf(f->histograms, labels);
   if (series == nullptr) return;
-  Histogram& h = *series;
-  if (h.counts.empty()) h.counts.assign(f->bounds.size() + 1, 0);
-  const size_t bucket = static_cast<size_t>(
-      std::lower_bound(f->bounds.begin(), f->bounds.end(), value) - f->bounds.begin());
-  h.counts[bucket] += 1;
-  h.sum += value;
-  h.count += 1;
+  Count(*series, f->bounds, value);
+}
+
+MetricsRegistry::Series::Series(std::string name, MetricLabels labels)
+    : name_(std::move(name)), labels_(Sorted(std::move(labels))) {}
+
+void MetricsRegistry::Add(Series& series, double delta) {
+  if (!(delta >= 0)) return;
+  absl::MutexLock lock(&mu_);
+  if (series.found_ == nullptr) {
+    Family* f = Find(series.name_, Kind::kCounter);
+    if (f == nullptr) return;
+    series.found_ = SeriesOf(f->values, series.labels_);
+    if (series.found_ == nullptr) return;
+  } else if (series.histogram_) {
+    return;
+  }
+  *static_cast<double*>(series.found_) += delta;
+}
+
+void MetricsRegistry::Observe(Series& series, double value) {
+  absl::MutexLock lock(&mu_);
+  if (series.found_ == nullptr) {
+    Family* f = Find(series.name_, Kind::kHistogram);
+    if (f == nullptr) return;
+    series.found_ = SeriesOf(f->histograms, series.labels_);
+    if (series.found_ == nullptr) return;
+    series.histogram_ = true;
+    series.bounds_ = &f->bounds;
+  } else if (!series.histogram_) {
+    return;
+  }
+  Count(*static_cast<Histogram*>(series.found_), *series.bounds_, value);
 }
 
 void MetricsRegistry::AddCollector(std::function<void(MetricsRegistry*)> collector) {

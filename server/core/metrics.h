@@ -60,6 +60,29 @@ class MetricsRegistry {
   // Histogram: counts `value` in every bucket whose bound is >= value.
   void Observe(const std::string& name, const MetricLabels& labels, double value);
 
+  // A counter's or a histogram's series, named once and found on its first
+  // use, then counted into without looking its family and labels up again:
+  // for the callers on every RPC (server/service/metrics_interceptor.h).
+  // Add and Observe with a Series do what they do with its name and labels:
+  // the series is made on first use, and nothing is recorded for an
+  // undefined name, a name of another kind or a full family. Counters' and
+  // histograms' series are never removed, so what a Series found stays
+  // valid. A Series belongs to one registry; the registry's lock guards it.
+  class Series {
+   public:
+    Series(std::string name, MetricLabels labels);
+
+   private:
+    friend class MetricsRegistry;
+    const std::string name_;
+    const MetricLabels labels_;                 // sorted
+    void* found_ = nullptr;                     // a counter's double, or a Histogram
+    bool histogram_ = false;                    // which of the two found_ is
+    const std::vector<double>* bounds_ = nullptr;  // a histogram's buckets
+  };
+  void Add(Series& series, double delta = 1);
+  void Observe(Series& series, double value);
+
   // Runs before every Render(), in the order added: sets gauges from the
   // current state (cells by state, workers alive).
   void AddCollector(std::function<void(MetricsRegistry*)> collector);
@@ -96,6 +119,7 @@ class MetricsRegistry {
     std::map<MetricLabels, Histogram> histograms;  // histograms
   };
   static MetricLabels Sorted(MetricLabels labels);
+  static void Count(Histogram& h, const std::vector<double>& bounds, double value);
   Family* Find(const std::string& name, Kind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Define(const std::string& name, Kind kind, const std::string& help,
               std::vector<double> bounds);

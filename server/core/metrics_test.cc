@@ -175,5 +175,69 @@ TEST(MetricsTest, AFamilyHoldsAtMostItsBoundOfSeriesAndCountsTheRest) {
   EXPECT_EQ(r.series(), 3 * n);
 }
 
+TEST(MetricsTest, ASeriesCountsIntoTheSameSeriesAsItsNameAndLabels) {
+  MetricsRegistry r;
+  r.DefineCounter("rs_rpcs_total", "Calls.");
+  r.DefineHistogram("rs_seconds", "Time.", {0.01, 1});
+  MetricsRegistry::Series calls("rs_rpcs_total", {{"method", "/a.B/C"}, {"code", "OK"}});
+  MetricsRegistry::Series time("rs_seconds", {{"method", "/a.B/C"}});
+  // Nothing exists before first use: a histogram has no series until a
+  // value is observed, as with Observe by name.
+  EXPECT_EQ(r.series(), 0u);
+  r.Add(calls);
+  r.Add(calls, 2);
+  r.Add(calls, -1);  // counters never go down
+  r.Add("rs_rpcs_total", {{"code", "OK"}, {"method", "/a.B/C"}});  // the same series
+  r.Observe(time, 0.5);
+  r.Observe("rs_seconds", {{"method", "/a.B/C"}}, 2);
+  EXPECT_EQ(r.Value("rs_rpcs_total", {{"method", "/a.B/C"}, {"code", "OK"}}), 4);
+  EXPECT_EQ(r.series(), 2u);
+  EXPECT_EQ(r.Render(),
+            "# HELP rs_rpcs_total Calls.\n"
+            "# TYPE rs_rpcs_total counter\n"
+            "rs_rpcs_total{code=\"OK\",method=\"/a.B/C\"} 4\n"
+            "# HELP rs_seconds Time.\n"
+            "# TYPE rs_seconds histogram\n"
+            "rs_seconds_bucket{method=\"/a.B/C\",le=\"0.01\"} 0\n"
+            "rs_seconds_bucket{method=\"/a.B/C\",le=\"1\"} 1\n"
+            "rs_seconds_bucket{method=\"/a.B/C\",le=\"+Inf\"} 2\n"
+            "rs_seconds_sum{method=\"/a.B/C\"} 2.5\n"
+            "rs_seconds_count{method=\"/a.B/C\"} 2\n");
+}
+
+TEST(MetricsTest, ASeriesOfAnUndefinedNameOrOfAnotherKindRecordsNothing) {
+  MetricsRegistry r;
+  r.DefineCounter("rs_total", "A counter.");
+  r.DefineHistogram("rs_h", "A histogram.", {1});
+  MetricsRegistry::Series missing("rs_missing_total", {});
+  MetricsRegistry::Series counter("rs_total", {});
+  MetricsRegistry::Series histogram("rs_h", {});
+  r.Add(missing);
+  r.Observe(counter, 0.5);  // not a histogram
+  r.Add(histogram);         // not a counter
+  EXPECT_EQ(r.series(), 0u);
+  // Found as what it is, a series then refuses the other kind's call.
+  r.Add(counter);
+  r.Observe(counter, 0.5);
+  r.Observe(histogram, 0.5);
+  r.Add(histogram, 3);
+  EXPECT_EQ(r.Value("rs_total", {}), 1);
+  EXPECT_THAT(r.Render(), HasSubstr("rs_h_count 1\n"));
+  EXPECT_EQ(r.series(), 2u);
+}
+
+TEST(MetricsTest, ASeriesPastAFullFamilysBoundIsDroppedAndCountedOnEachUse) {
+  MetricsRegistry r;
+  r.DefineCounter("rs_rpcs_total", "Calls.");
+  const size_t n = MetricsRegistry::kMaxSeriesPerFamily;
+  for (size_t i = 0; i < n; ++i) r.Add("rs_rpcs_total", {{"method", std::to_string(i)}});
+  MetricsRegistry::Series late("rs_rpcs_total", {{"method", "late"}});
+  r.Add(late);
+  r.Add(late);
+  EXPECT_EQ(r.dropped_series(), 2);
+  EXPECT_EQ(r.Value("rs_rpcs_total", {{"method", "late"}}), 0);
+  EXPECT_EQ(r.series(), n);
+}
+
 }  // namespace
 }  // namespace ranksweep::server

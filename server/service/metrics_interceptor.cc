@@ -1,12 +1,30 @@
 #include "server/service/metrics_interceptor.h"
 
 #include <chrono>
+#include <memory>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "google/protobuf/descriptor.h"
 #include "ranksweep/v1/ranksweep.grpc.pb.h"
 
 namespace ranksweep::server {
+
+// What a call of one method counts into, found once (MetricsRegistry::Series).
+struct MethodSeries {
+  enum Which { kOther, kAcquire, kComplete, kHeartbeat };
+  MethodSeries(const std::string& method, Which which)
+      : label(method),
+        which(which),
+        ok("ranksweep_rpcs_total", {{"method", method}, {"code", "OK"}}),
+        duration("ranksweep_rpc_duration_seconds", {{"method", method}}) {}
+  const std::string label;
+  const Which which;
+  MetricsRegistry::Series ok;        // ranksweep_rpcs_total{method, code="OK"}
+  MetricsRegistry::Series duration;  // ranksweep_rpc_duration_seconds{method}
+};
+
 namespace {
 
 using grpc::experimental::InterceptionHookPoints;
@@ -23,14 +41,17 @@ int64_t CellsIn(const google::protobuf::RepeatedPtrField<v1::Task>& tasks) {
 
 class MetricsInterceptor : public grpc::experimental::Interceptor {
  public:
-  MetricsInterceptor(grpc::experimental::ServerRpcInfo* info, MetricsRegistry* metrics)
-      : method_(MethodLabel(info->method() != nullptr ? info->method() : "")),
+  MetricsInterceptor(MethodSeries* method, MetricsInterceptorFactory::Totals* totals,
+                     MetricsRegistry* metrics)
+      : method_(method),
+        totals_(totals),
         metrics_(metrics),
         start_(std::chrono::steady_clock::now()) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    const MethodSeries::Which which = method_->which;
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
-        method_ == kComplete) {
+        which == MethodSeries::kComplete) {
       if (const void* m = methods->GetRecvMessage(); m != nullptr) {
         results_ = static_cast<const v1::CompleteTasksRequest*>(m)->results_size();
       }
@@ -38,34 +59,39 @@ class MetricsInterceptor : public grpc::experimental::Interceptor {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
       // The reply, before it is serialized: only sent when the call is OK.
       const void* m = methods->GetSendMessage();
-      if (m != nullptr && method_ == kAcquire) {
+      if (m != nullptr && which == MethodSeries::kAcquire) {
         const auto* reply = static_cast<const v1::AcquireTasksResponse*>(m);
-        metrics_->Add("ranksweep_leases_granted_total", {}, CellsIn(reply->tasks()));
-      } else if (m != nullptr && method_ == kComplete) {
+        metrics_->Add(totals_->leases_granted, CellsIn(reply->tasks()));
+      } else if (m != nullptr && which == MethodSeries::kComplete) {
         const auto* reply = static_cast<const v1::CompleteTasksResponse*>(m);
-        metrics_->Add("ranksweep_results_accepted_total", {}, reply->recorded());
-        metrics_->Add("ranksweep_leases_granted_total", {}, CellsIn(reply->next_tasks()));
-      } else if (m != nullptr && method_ == kHeartbeat) {
+        metrics_->Add(totals_->results_accepted, reply->recorded());
+        metrics_->Add(totals_->leases_granted, CellsIn(reply->next_tasks()));
+      } else if (m != nullptr && which == MethodSeries::kHeartbeat) {
         const auto* reply = static_cast<const v1::HeartbeatResponse*>(m);
-        metrics_->Add("ranksweep_leases_lost_total", {}, reply->lost_lease_ids_size());
+        metrics_->Add(totals_->leases_lost, reply->lost_lease_ids_size());
       }
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();
-      const std::string code = StatusCodeName(status.error_code());
-      metrics_->Add("ranksweep_rpcs_total", {{"method", method_}, {"code", code}});
-      metrics_->Observe(
-          "ranksweep_rpc_duration_seconds", {{"method", method_}},
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-      if (!status.ok() && method_ == kComplete && results_ > 0) {
-        metrics_->Add("ranksweep_results_rejected_total", {{"reason", code}}, results_);
+      if (status.ok()) {
+        metrics_->Add(method_->ok);
+      } else {
+        const std::string code = StatusCodeName(status.error_code());
+        metrics_->Add("ranksweep_rpcs_total", {{"method", method_->label}, {"code", code}});
+        if (which == MethodSeries::kComplete && results_ > 0) {
+          metrics_->Add("ranksweep_results_rejected_total", {{"reason", code}}, results_);
+        }
       }
+      metrics_->Observe(
+          method_->duration,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     }
     methods->Proceed();
   }
 
  private:
-  const std::string method_;
+  MethodSeries* const method_;
+  MetricsInterceptorFactory::Totals* const totals_;
   MetricsRegistry* const metrics_;
   const std::chrono::steady_clock::time_point start_;
   int results_ = 0;  // CompleteTasks: results in the request
@@ -99,12 +125,27 @@ std::vector<std::string> ServedMethodNames() {
   return {ServedMethods().begin(), ServedMethods().end()};
 }
 
+MetricsInterceptorFactory::Totals::Totals()
+    : leases_granted("ranksweep_leases_granted_total", {}),
+      results_accepted("ranksweep_results_accepted_total", {}),
+      leases_lost("ranksweep_leases_lost_total", {}) {}
+
 MetricsInterceptorFactory::MetricsInterceptorFactory(MetricsRegistry* metrics)
     : metrics_(metrics) {
-  for (const std::string& method : ServedMethodNames()) {
-    metrics_->Add("ranksweep_rpcs_total", {{"method", method}, {"code", "OK"}}, 0);
+  // The keys view the names ServedMethods() holds for the process's life.
+  for (const std::string& method : ServedMethods()) {
+    const MethodSeries::Which which = method == kAcquire    ? MethodSeries::kAcquire
+                                      : method == kComplete ? MethodSeries::kComplete
+                                      : method == kHeartbeat ? MethodSeries::kHeartbeat
+                                                             : MethodSeries::kOther;
+    auto series = std::make_unique<MethodSeries>(method, which);
+    metrics_->Add(series->ok, 0);
+    methods_.emplace(std::string_view(method), std::move(series));
   }
+  unknown_ = std::make_unique<MethodSeries>("unknown", MethodSeries::kOther);
 }
+
+MetricsInterceptorFactory::~MetricsInterceptorFactory() = default;
 
 std::string MethodLabel(const std::string& method) {
   return ServedMethods().count(method) > 0 ? method : std::string("unknown");
@@ -135,7 +176,13 @@ std::string StatusCodeName(grpc::StatusCode code) {
 
 grpc::experimental::Interceptor* MetricsInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
-  return new MetricsInterceptor(info, metrics_);
+  MethodSeries* method = unknown_.get();
+  if (info->method() != nullptr) {
+    if (auto it = methods_.find(std::string_view(info->method())); it != methods_.end()) {
+      method = it->second.get();
+    }
+  }
+  return new MetricsInterceptor(method, &totals_, metrics_);
 }
 
 }  // namespace ranksweep::server

@@ -21,6 +21,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "grpcpp/support/server_interceptor.h"
@@ -41,17 +43,34 @@ std::string MethodLabel(const std::string& method);
 // Every method MethodLabel keeps, by full name, sorted.
 std::vector<std::string> ServedMethodNames();
 
+struct MethodSeries;
+
 class MetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   // `metrics` is not owned; DefineCoordinatorMetrics must have run on it.
   // Gives ranksweep_rpcs_total a zero sample for each served method with
   // code OK, so that the family has its series before the first call.
   explicit MetricsInterceptorFactory(MetricsRegistry* metrics);
+  ~MetricsInterceptorFactory() override;
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
 
+  // The series without labels that calls count into.
+  struct Totals {
+    Totals();
+    MetricsRegistry::Series leases_granted;
+    MetricsRegistry::Series results_accepted;
+    MetricsRegistry::Series leases_lost;
+  };
+
  private:
   MetricsRegistry* const metrics_;
+  // Each served method's series, found once for every call of it (a call
+  // counts on each of its hook points, most calls with code OK), and those
+  // of every method the server does not serve.
+  std::unordered_map<std::string_view, std::unique_ptr<MethodSeries>> methods_;
+  std::unique_ptr<MethodSeries> unknown_;
+  Totals totals_;
 };
 
 }  // namespace ranksweep::server
