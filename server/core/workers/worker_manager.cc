@@ -1,5 +1,7 @@
 #include "server/core/workers/worker_manager.h"
 
+#include <openssl/crypto.h>
+
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -58,25 +60,28 @@ absl::StatusOr<RegisteredWorker> WorkerManager::Register(const WorkerRegistratio
 absl::Status WorkerManager::CheckSession(const std::string& worker_id, const std::string& owner,
                                          const std::string& session) {
   // Every worker call passes here: reading the store costs a read
-  // transaction whose snapshot SQLite rebuilds after each commit.
-  const std::string session_hash = session.empty() ? std::string() : HashToken(session);
+  // transaction whose snapshot SQLite rebuilds after each commit, and
+  // hashing the session a SHA-256, so a remembered check compares the
+  // secret itself (in constant time).
   uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(sessions_mu_);
     auto it = sessions_.find(worker_id);
     if (it != sessions_.end() && !session.empty() && it->second.owner == owner &&
-        it->second.session_hash == session_hash) {
+        it->second.session.size() == session.size() &&
+        CRYPTO_memcmp(it->second.session.data(), session.data(), session.size()) == 0) {
       return absl::OkStatus();
     }
     generation = sessions_generation_;
   }
+  const std::string session_hash = session.empty() ? std::string() : HashToken(session);
   RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
     return CheckWorkerSession(c, worker_id, owner, session_hash);
   }));
   std::lock_guard<std::mutex> lock(sessions_mu_);
   if (generation == sessions_generation_) {
     if (sessions_.size() >= kKnownSessions) sessions_.clear();
-    sessions_[worker_id] = KnownSession{owner, session_hash};
+    sessions_[worker_id] = KnownSession{owner, session};
   }
   return absl::OkStatus();
 }

@@ -47,8 +47,8 @@ class WorkerManager {
   absl::StatusOr<RegisteredWorker> Register(const WorkerRegistration& registration,
                                             Events& events);
   // Coordinator::CheckWorkerSession, on the store's quick read connection.
-  // A check that passed is remembered (the owner and the session's hash, for
-  // at most kKnownSessions workers) and answered from memory until the next
+  // A check that passed is remembered (the owner and the session, for at
+  // most kKnownSessions workers, in memory only) and answered from memory until the next
   // Register, Quarantine or Unquarantine: those are the only writes that
   // change what it reads, and each forgets every remembered check once it
   // has committed, before it returns. A check that read the store before
@@ -64,11 +64,11 @@ class WorkerManager {
   absl::StatusOr<bool> Unquarantine(const std::string& worker_id, const std::string& by);
 
  private:
-  // A session check that passed: the owner and the session's hash the
-  // store held for a worker that was neither quarantined nor held.
+  // A session check that passed: the owner the store held for a worker that
+  // was neither quarantined nor held, and the session whose hash it held.
   struct KnownSession {
     std::string owner;
-    std::string session_hash;
+    std::string session;
   };
   // Checks remembered at most; the map starts afresh when full.
   static constexpr size_t kKnownSessions = 4096;

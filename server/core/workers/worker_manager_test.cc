@@ -77,6 +77,17 @@ TEST_F(WorkerManagerTest, ARememberedSessionCheckEndsWithTheWritesThatChangeIt) 
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(workers_->CheckSession(w.worker_id, "a", "").code(),
             absl::StatusCode::kPermissionDenied);
+  // A remembered session matches itself only: not its prefix, not a longer
+  // secret that starts with it, not one that differs in its last byte.
+  std::string flipped = w.session;
+  flipped.back() = static_cast<char>(flipped.back() ^ 1);
+  for (const std::string& wrong :
+       {w.session.substr(0, w.session.size() - 1), w.session + "x", flipped}) {
+    EXPECT_EQ(workers_->CheckSession(w.worker_id, "a", wrong).code(),
+              absl::StatusCode::kPermissionDenied)
+        << wrong;
+  }
+  EXPECT_TRUE(workers_->CheckSession(w.worker_id, "a", w.session).ok());
 
   // Registering again ends the old session at once.
   const RegisteredWorker again = Register(w.worker_id, "a");
