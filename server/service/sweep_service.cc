@@ -424,10 +424,16 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
         google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(arena.get());
     RETURN_IF_ERROR(AnswerQuery(*request, response));
     if (!cacheable) {
-      bool own = false;
-      grpc::Status s = grpc::SerializationTraits<v1::QueryResultsResponse>::Serialize(
-          *response, response_bytes, &own);
-      return s.ok() ? absl::OkStatus() : absl::InternalError(s.error_message());
+      // One pass to size the reply and one to write it. gRPC's own
+      // serializer sizes a message twice (once itself, once more inside
+      // protobuf's stream serializer), and sizing the varint columns of
+      // 100,000 rows costs about as much as writing them: a third fewer
+      // instructions this way (bench/dispatch_bench.cc's query reply).
+      const size_t size = response->ByteSizeLong();
+      grpc::Slice slice(size);
+      response->SerializeWithCachedSizesToArray(const_cast<uint8_t*>(slice.begin()));
+      *response_bytes = grpc::ByteBuffer(&slice, 1);
+      return absl::OkStatus();
     }
     auto bytes = std::make_shared<std::string>();
     if (!response->SerializeToString(bytes.get())) {
