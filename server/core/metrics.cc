@@ -155,33 +155,29 @@ void MetricsRegistry::Observe(const std::string& name, const MetricLabels& label
 MetricsRegistry::Series::Series(std::string name, MetricLabels labels)
     : name_(std::move(name)), labels_(Sorted(std::move(labels))) {}
 
+void* MetricsRegistry::Resolve(Series& series, Kind kind) {
+  const bool histogram = kind == Kind::kHistogram;
+  if (series.found_ != nullptr) return series.histogram_ == histogram ? series.found_ : nullptr;
+  Family* f = Find(series.name_, kind);
+  if (f == nullptr) return nullptr;
+  series.found_ = histogram ? static_cast<void*>(SeriesOf(f->histograms, series.labels_))
+                            : static_cast<void*>(SeriesOf(f->values, series.labels_));
+  series.histogram_ = histogram;
+  series.bounds_ = &f->bounds;
+  return series.found_;
+}
+
 void MetricsRegistry::Add(Series& series, double delta) {
   if (!(delta >= 0)) return;
   absl::MutexLock lock(&mu_);
-  if (series.found_ == nullptr) {
-    Family* f = Find(series.name_, Kind::kCounter);
-    if (f == nullptr) return;
-    series.found_ = SeriesOf(f->values, series.labels_);
-    if (series.found_ == nullptr) return;
-  } else if (series.histogram_) {
-    return;
-  }
-  *static_cast<double*>(series.found_) += delta;
+  if (void* value = Resolve(series, Kind::kCounter)) *static_cast<double*>(value) += delta;
 }
 
 void MetricsRegistry::Observe(Series& series, double value) {
   absl::MutexLock lock(&mu_);
-  if (series.found_ == nullptr) {
-    Family* f = Find(series.name_, Kind::kHistogram);
-    if (f == nullptr) return;
-    series.found_ = SeriesOf(f->histograms, series.labels_);
-    if (series.found_ == nullptr) return;
-    series.histogram_ = true;
-    series.bounds_ = &f->bounds;
-  } else if (!series.histogram_) {
-    return;
+  if (void* h = Resolve(series, Kind::kHistogram)) {
+    Count(*static_cast<Histogram*>(h), *series.bounds_, value);
   }
-  Count(*static_cast<Histogram*>(series.found_), *series.bounds_, value);
 }
 
 void MetricsRegistry::AddCollector(std::function<void(MetricsRegistry*)> collector) {

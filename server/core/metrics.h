@@ -120,6 +120,10 @@ class MetricsRegistry {
   };
   static MetricLabels Sorted(MetricLabels labels);
   static void Count(Histogram& h, const std::vector<double>& bounds, double value);
+  // What `series` names, found on its first use: a counter's value or a
+  // Histogram. Null while its family is undefined, of another kind or full,
+  // and for a series found as the other kind.
+  void* Resolve(Series& series, Kind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Family* Find(const std::string& name, Kind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Define(const std::string& name, Kind kind, const std::string& help,
               std::vector<double> bounds);
