@@ -255,7 +255,6 @@ TEST_F(CliFaceTest, TrainTakesFlagsAsTheDaemonsDo) {
   r = Run({RANKSWEEP_TRAIN_BIN, "--sweep", dir_.path() + "/none.json"});
   EXPECT_EQ(r.exit_code, 5);
   EXPECT_THAT(r.err, HasSubstr("--sweep: cannot open"));
-
 }
 
 TEST_F(CliFaceTest, TheBenchmarksTakeFlagsAsTheDaemonsDo) {
