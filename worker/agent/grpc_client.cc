@@ -18,6 +18,10 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
+absl::Status DrainDeadlinePassed() {
+  return absl::DeadlineExceededError("the worker's drain deadline passed (--drain-seconds)");
+}
+
 }  // namespace
 
 std::shared_ptr<grpc::Channel> MakeCoordinatorChannel(const std::string& address,
@@ -102,9 +106,7 @@ void GrpcCoordinatorClient::CancelAtDeadline() {
 absl::Status GrpcCoordinatorClient::Finish(const grpc::Status& s) const {
   if (s.error_code() == grpc::StatusCode::CANCELLED) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (absl::Now() >= deadline_) {
-      return absl::DeadlineExceededError("the worker's drain deadline passed (--drain-seconds)");
-    }
+    if (absl::Now() >= deadline_) return DrainDeadlinePassed();
   }
   return FromGrpc(s);
 }
@@ -114,14 +116,21 @@ std::string GrpcCoordinatorClient::Session() const {
   return session_;
 }
 
-void GrpcCoordinatorClient::Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const {
-  absl::Time deadline = absl::Now() + timeout;
+absl::Status GrpcCoordinatorClient::Prepare(grpc::ClientContext* ctx,
+                                            absl::Duration timeout) const {
+  const absl::Time now = absl::Now();
+  absl::Time deadline = now + timeout;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // gRPC may still complete a call whose deadline is already past (on
+    // loopback the answer can beat the deadline's timer), so such a call is
+    // not started at all.
+    if (now >= deadline_) return DrainDeadlinePassed();
     deadline = std::min(deadline, deadline_);
   }
   ctx->set_deadline(absl::ToChronoTime(deadline));
   if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const WorkerRegistration& r) {
@@ -129,7 +138,7 @@ absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const WorkerRegist
   ranksweep::FillProto(r, &req);
   v1::RegisterWorkerResponse resp;
   grpc::ClientContext ctx;
-  Prepare(&ctx, rpc_timeout_);
+  if (absl::Status p = Prepare(&ctx, rpc_timeout_); !p.ok()) return p;
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->RegisterWorker(&ctx, req, &resp));
   if (!s.ok()) return s;
@@ -151,7 +160,7 @@ absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const std::stri
   req.set_wait_ms(wait_ms);
   v1::AcquireTasksResponse resp;
   grpc::ClientContext ctx;
-  Prepare(&ctx, rpc_timeout_ + absl::Milliseconds(wait_ms));
+  if (absl::Status p = Prepare(&ctx, rpc_timeout_ + absl::Milliseconds(wait_ms)); !p.ok()) return p;
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->AcquireTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
@@ -175,7 +184,7 @@ absl::StatusOr<HeartbeatOutcome> GrpcCoordinatorClient::ReportProgress(
   for (const LeaseProgress& p : progress) ranksweep::FillProto(p, req.add_progress());
   v1::HeartbeatResponse resp;
   grpc::ClientContext ctx;
-  Prepare(&ctx, rpc_timeout_);
+  if (absl::Status p = Prepare(&ctx, rpc_timeout_); !p.ok()) return p;
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->Heartbeat(&ctx, req, &resp));
   if (!s.ok()) return s;
@@ -197,7 +206,7 @@ absl::StatusOr<CompleteOutcome> GrpcCoordinatorClient::Complete(
   if (next.has_value()) ranksweep::FillProto(*next, req.mutable_next());
   v1::CompleteTasksResponse resp;
   grpc::ClientContext ctx;
-  Prepare(&ctx, rpc_timeout_);
+  if (absl::Status p = Prepare(&ctx, rpc_timeout_); !p.ok()) return p;
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->CompleteTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
@@ -217,7 +226,7 @@ absl::Status GrpcCoordinatorClient::Fail(const std::string& worker_id,
   req.set_release(release);
   v1::FailTaskResponse resp;
   grpc::ClientContext ctx;
-  Prepare(&ctx, rpc_timeout_);
+  if (absl::Status p = Prepare(&ctx, rpc_timeout_); !p.ok()) return p;
   Call in_flight(this, &ctx);
   return Finish(stub_->FailTask(&ctx, req, &resp));
 }

@@ -71,7 +71,9 @@ class GrpcCoordinatorClient : public CoordinatorClient {
 
  private:
   class Call;  // one call in flight: its context, registered for cancelling
-  void Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const;
+  // Sets the call's deadline and token; DEADLINE_EXCEEDED, and no call, once
+  // SetDeadline's deadline has passed.
+  absl::Status Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const;
   std::string Session() const;
   // `s` as absl, DEADLINE_EXCEEDED for a call SetDeadline's thread cut.
   absl::Status Finish(const grpc::Status& s) const;
