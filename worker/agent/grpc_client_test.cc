@@ -240,7 +240,18 @@ TEST_F(GrpcClientTest, SetDeadlineCutsACallInFlightAndEveryLaterOne) {
     hung = client_->Heartbeat("w-7", {777}).status();
     returned = absl::Now();
   });
-  absl::SleepFor(absl::Milliseconds(200));  // the call is in flight
+  // The call is in flight once the server has it.
+  bool in_flight = false;
+  for (int i = 0; i < 1000 && !in_flight; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    std::lock_guard<std::mutex> lock(service_.mu);
+    in_flight = service_.heartbeats == 1;
+  }
+  if (!in_flight) {
+    client_->SetDeadline(absl::Now());
+    call.join();
+    FAIL() << "the server never received the heartbeat";
+  }
   const absl::Time deadline = absl::Now() + absl::Milliseconds(300);
   client_->SetDeadline(deadline);
   call.join();
