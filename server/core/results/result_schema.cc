@@ -22,6 +22,17 @@ constexpr const char* kResultColumnNames[] = {
     "device", "facts_train_sequences", "facts_test_sequences", "facts_distinct_queries",
     "facts_rank_lower_bound", "facts_rank_upper_bound"};
 
+// A metric's value into `column`: NULL where not measured (test_error
+// without a test split), so that aggregates over the column skip the row.
+void BindMetric(Statement& st, int column, const std::optional<double>& v, bool integer) {
+  if (!v.has_value()) {
+    st.BindNull(column);
+  } else if (integer) {
+    st.Bind(column, static_cast<int64_t>(*v));
+  } else {
+    st.Bind(column, *v);
+  }
+}
 
 }  // namespace
 
@@ -95,17 +106,7 @@ void BindResultColumns(Statement& st, int first, const SeedResult& r) {
   using C = ResultCol;
   for (int k = 0; k < kBuiltInMetricCount; ++k) {
     const BuiltInMetric& m = kBuiltInMetrics[k];
-    const int column = first + C::kBuiltInFirst + k;
-    // NULL where not measured (test_error without a test split), so that
-    // aggregates over the column skip the row.
-    const std::optional<double> v = BuiltInValue(m, r);
-    if (!v.has_value()) {
-      st.BindNull(column);
-    } else if (m.integer) {
-      st.Bind(column, static_cast<int64_t>(*v));
-    } else {
-      st.Bind(column, *v);
-    }
+    BindMetric(st, first + C::kBuiltInFirst + k, BuiltInValue(m, r), m.integer);
   }
   st.Bind(first + C::kDevice, r.device);
   st.Bind(first + C::kFactsTrainSequences, r.facts.train_sequences);
@@ -115,15 +116,7 @@ void BindResultColumns(Statement& st, int first, const SeedResult& r) {
   st.Bind(first + C::kFactsRankUpperBound, r.facts.rank_upper_bound);
   for (int k = 0; k < kResultMetricCount; ++k) {
     const ResultMetric& m = kResultMetrics[k];
-    const int column = first + C::kMetricsFirst + k;
-    const std::optional<double> v = GetMetric(m, r);
-    if (!v.has_value()) {
-      st.BindNull(column);
-    } else if (m.integer) {
-      st.Bind(column, static_cast<int64_t>(*v));
-    } else {
-      st.Bind(column, *v);
-    }
+    BindMetric(st, first + C::kMetricsFirst + k, GetMetric(m, r), m.integer);
   }
 }
 
