@@ -420,6 +420,33 @@ TEST(ConvertTest, FirstExactStepAlsoTravelsInItsOwnField) {
   EXPECT_FALSE(GetMetric("first_exact_step", FromProto(v1::SeedResult())).has_value());
 }
 
+// A missing metric clears what the message held before, in the map and in
+// the legacy field, whichever of them it was in: FillProto may write over a
+// message reused from an earlier row, and SetProtoMetric over one from an
+// older sender.
+TEST(ConvertTest, AMissingMetricClearsTheMapAndTheLegacyFieldOfAReusedMessage) {
+  SeedResult with_all;
+  with_all.test.sequences = 8;
+  for (const ResultMetric& m : ResultMetrics()) SetMetric(m, 1500, &with_all);
+  v1::SeedResult p;
+  FillProto(with_all, &p);
+  ASSERT_EQ(p.metrics_size(), kResultMetricCount);
+  ASSERT_TRUE(p.has_first_exact_step());
+  FillProto(SeedResult(), &p);
+  EXPECT_EQ(p.metrics_size(), 0);
+  EXPECT_FALSE(p.has_first_exact_step());
+
+  v1::SeedResult old_sender;
+  old_sender.set_first_exact_step(700);
+  SetProtoMetric(*FindResultMetric("first_exact_step"), std::nullopt, &old_sender);
+  EXPECT_FALSE(old_sender.has_first_exact_step());
+  EXPECT_EQ(old_sender.metrics_size(), 0);
+  v1::SeedResult map_only;
+  (*map_only.mutable_metrics())["first_exact_step"] = 700;
+  SetProtoMetric(*FindResultMetric("first_exact_step"), std::nullopt, &map_only);
+  EXPECT_EQ(map_only.metrics_size(), 0);
+}
+
 // A name the table does not have (a newer worker's metric) is ignored.
 TEST(ConvertTest, AMetricNameTheTableLacksIsIgnored) {
   v1::SeedResult p;
