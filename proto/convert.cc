@@ -392,7 +392,7 @@ namespace {
 // The field of each built-in metric in the message that holds it (a
 // v1::SplitMetrics for a split's, v1::SeedResult for the seed's), in table
 // order; looked up once: this runs for every row.
-const google::protobuf::FieldDescriptor* BuiltInField(const BuiltInMetric& metric) {
+const std::vector<const google::protobuf::FieldDescriptor*>& BuiltInFields() {
   static const auto* kFields = [] {
     auto* fields = new std::vector<const google::protobuf::FieldDescriptor*>;
     for (const BuiltInMetric& m : kBuiltInMetrics) {
@@ -408,7 +408,10 @@ const google::protobuf::FieldDescriptor* BuiltInField(const BuiltInMetric& metri
     }
     return fields;
   }();
-  return (*kFields)[static_cast<size_t>(&metric - kBuiltInMetrics)];
+  return *kFields;
+}
+const google::protobuf::FieldDescriptor* BuiltInField(const BuiltInMetric& metric) {
+  return BuiltInFields()[static_cast<size_t>(&metric - kBuiltInMetrics)];
 }
 
 // The Reflection of the messages that hold the metrics, looked up once:
@@ -453,15 +456,22 @@ double GetProtoBuiltIn(const BuiltInMetric& metric, const v1::SeedResult& p) {
              : refl->GetDouble(holder, f);
 }
 
-void SetProtoBuiltIn(const BuiltInMetric& metric, double value, v1::SeedResult* p) {
-  const google::protobuf::FieldDescriptor* f = BuiltInField(metric);
-  google::protobuf::Message* holder = MutableHolder(metric, p);
+namespace {
+
+void SetBuiltInField(const BuiltInMetric& metric, const google::protobuf::FieldDescriptor* f,
+                     double value, google::protobuf::Message* holder) {
   const google::protobuf::Reflection* refl = HolderReflection(metric);
   if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
     refl->SetInt64(holder, f, static_cast<int64_t>(value));
   } else {
     refl->SetDouble(holder, f, value);
   }
+}
+
+}  // namespace
+
+void SetProtoBuiltIn(const BuiltInMetric& metric, double value, v1::SeedResult* p) {
+  SetBuiltInField(metric, BuiltInField(metric), value, MutableHolder(metric, p));
 }
 
 // The field of SeedResult that a metric older than the `metrics` map also
@@ -499,8 +509,10 @@ void SetProtoMetric(const ResultMetric& metric, std::optional<double> value,
   const google::protobuf::FieldDescriptor* f = LegacyMetricField(metric);
   const google::protobuf::Reflection* refl = SeedResultReflection();
   if (!value.has_value()) {
-    p->mutable_metrics()->erase(metric.name);
-    if (f != nullptr) refl->ClearField(p, f);
+    // Checked first: this runs for every missing metric of every row, and
+    // the map's erase builds and hashes a string even when it is empty.
+    if (!p->metrics().empty()) p->mutable_metrics()->erase(metric.name);
+    if (f != nullptr && refl->HasField(*p, f)) refl->ClearField(p, f);
     return;
   }
   const double v = metric.integer ? std::trunc(*value) : *value;
@@ -549,7 +561,17 @@ SeedResult FromProto(const v1::SeedResult& p) {
 
 void FillProto(const SeedResult& r, v1::SeedResult* p) {
   p->set_seed(r.seed);
-  for (const BuiltInMetric& m : kBuiltInMetrics) SetProtoBuiltIn(m, m.get(r), p);
+  // SetProtoBuiltIn's work with the fields and their messages found once:
+  // this runs for every row of a reply.
+  const std::vector<const google::protobuf::FieldDescriptor*>& fields = BuiltInFields();
+  google::protobuf::Message* const holders[] = {p->mutable_train(), p->mutable_test(), p};
+  for (int k = 0; k < kBuiltInMetricCount; ++k) {
+    const BuiltInMetric& m = kBuiltInMetrics[k];
+    google::protobuf::Message* holder = m.split == MetricSplit::kTrain  ? holders[0]
+                                        : m.split == MetricSplit::kTest ? holders[1]
+                                                                        : holders[2];
+    SetBuiltInField(m, fields[static_cast<size_t>(k)], m.get(r), holder);
+  }
   p->set_device(r.device);
   FillProto(r.facts, p->mutable_facts());
   for (const ResultMetric& m : ResultMetrics()) SetProtoMetric(m, GetMetric(m, r), p);
