@@ -389,31 +389,6 @@ v1::DatasetFacts ToProto(const DatasetFacts& f) {
 
 namespace {
 
-// The field of each built-in metric in the message that holds it (a
-// v1::SplitMetrics for a split's, v1::SeedResult for the seed's), in table
-// order; looked up once: this runs for every row.
-const std::vector<const google::protobuf::FieldDescriptor*>& BuiltInFields() {
-  static const auto* kFields = [] {
-    auto* fields = new std::vector<const google::protobuf::FieldDescriptor*>;
-    for (const BuiltInMetric& m : kBuiltInMetrics) {
-      const google::protobuf::Descriptor* holder = m.split == MetricSplit::kNone
-                                                       ? v1::SeedResult::descriptor()
-                                                       : v1::SplitMetrics::descriptor();
-      fields->push_back(holder->FindFieldByName(m.field));
-      if (fields->back() == nullptr) {
-        std::fprintf(stderr, "built-in metric %s: no field %s in %s\n", m.name, m.field,
-                     holder->full_name().c_str());
-        std::abort();
-      }
-    }
-    return fields;
-  }();
-  return *kFields;
-}
-const google::protobuf::FieldDescriptor* BuiltInField(const BuiltInMetric& metric) {
-  return BuiltInFields()[static_cast<size_t>(&metric - kBuiltInMetrics)];
-}
-
 // The Reflection of the messages that hold the metrics, looked up once:
 // GetReflection() runs protobuf's descriptor set-up check on every call, and
 // these run for every row and metric (the CLI's CSV of 100,000 rows spent
@@ -422,9 +397,39 @@ const google::protobuf::Reflection* SeedResultReflection() {
   static const google::protobuf::Reflection* const kReflection = v1::SeedResult::GetReflection();
   return kReflection;
 }
-const google::protobuf::Reflection* HolderReflection(const BuiltInMetric& metric) {
-  static const google::protobuf::Reflection* const kSplit = v1::SplitMetrics::GetReflection();
-  return metric.split == MetricSplit::kNone ? SeedResultReflection() : kSplit;
+
+// Where each built-in metric lives in the message that holds it (a
+// v1::SplitMetrics for a split's, v1::SeedResult for the seed's): its
+// field, that message's Reflection, and whether the field is an int64.
+// Looked up once, in table order: this runs for every row and metric.
+struct BuiltInProtoField {
+  const google::protobuf::FieldDescriptor* field;
+  const google::protobuf::Reflection* reflection;
+  bool int64;
+};
+const std::vector<BuiltInProtoField>& BuiltInFields() {
+  static const auto* kFields = [] {
+    auto* fields = new std::vector<BuiltInProtoField>;
+    for (const BuiltInMetric& m : kBuiltInMetrics) {
+      const bool seed = m.split == MetricSplit::kNone;
+      const google::protobuf::Descriptor* holder =
+          seed ? v1::SeedResult::descriptor() : v1::SplitMetrics::descriptor();
+      const google::protobuf::FieldDescriptor* f = holder->FindFieldByName(m.field);
+      if (f == nullptr) {
+        std::fprintf(stderr, "built-in metric %s: no field %s in %s\n", m.name, m.field,
+                     holder->full_name().c_str());
+        std::abort();
+      }
+      fields->push_back(
+          {f, seed ? SeedResultReflection() : v1::SplitMetrics::GetReflection(),
+           f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64});
+    }
+    return fields;
+  }();
+  return *kFields;
+}
+const BuiltInProtoField& BuiltInField(const BuiltInMetric& metric) {
+  return BuiltInFields()[static_cast<size_t>(&metric - kBuiltInMetrics)];
 }
 
 const google::protobuf::Message& Holder(const BuiltInMetric& metric, const v1::SeedResult& p) {
@@ -445,33 +450,25 @@ google::protobuf::Message* MutableHolder(const BuiltInMetric& metric, v1::SeedRe
   return p;
 }
 
-}  // namespace
-
-double GetProtoBuiltIn(const BuiltInMetric& metric, const v1::SeedResult& p) {
-  const google::protobuf::FieldDescriptor* f = BuiltInField(metric);
-  const google::protobuf::Message& holder = Holder(metric, p);
-  const google::protobuf::Reflection* refl = HolderReflection(metric);
-  return f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64
-             ? static_cast<double>(refl->GetInt64(holder, f))
-             : refl->GetDouble(holder, f);
-}
-
-namespace {
-
-void SetBuiltInField(const BuiltInMetric& metric, const google::protobuf::FieldDescriptor* f,
-                     double value, google::protobuf::Message* holder) {
-  const google::protobuf::Reflection* refl = HolderReflection(metric);
-  if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
-    refl->SetInt64(holder, f, static_cast<int64_t>(value));
+void SetBuiltInField(const BuiltInProtoField& f, double value, google::protobuf::Message* holder) {
+  if (f.int64) {
+    f.reflection->SetInt64(holder, f.field, static_cast<int64_t>(value));
   } else {
-    refl->SetDouble(holder, f, value);
+    f.reflection->SetDouble(holder, f.field, value);
   }
 }
 
 }  // namespace
 
+double GetProtoBuiltIn(const BuiltInMetric& metric, const v1::SeedResult& p) {
+  const BuiltInProtoField& f = BuiltInField(metric);
+  const google::protobuf::Message& holder = Holder(metric, p);
+  return f.int64 ? static_cast<double>(f.reflection->GetInt64(holder, f.field))
+                 : f.reflection->GetDouble(holder, f.field);
+}
+
 void SetProtoBuiltIn(const BuiltInMetric& metric, double value, v1::SeedResult* p) {
-  SetBuiltInField(metric, BuiltInField(metric), value, MutableHolder(metric, p));
+  SetBuiltInField(BuiltInField(metric), value, MutableHolder(metric, p));
 }
 
 // The field of SeedResult that a metric older than the `metrics` map also
@@ -563,14 +560,14 @@ void FillProto(const SeedResult& r, v1::SeedResult* p) {
   p->set_seed(r.seed);
   // SetProtoBuiltIn's work with the fields and their messages found once:
   // this runs for every row of a reply.
-  const std::vector<const google::protobuf::FieldDescriptor*>& fields = BuiltInFields();
+  const std::vector<BuiltInProtoField>& fields = BuiltInFields();
   google::protobuf::Message* const holders[] = {p->mutable_train(), p->mutable_test(), p};
   for (int k = 0; k < kBuiltInMetricCount; ++k) {
     const BuiltInMetric& m = kBuiltInMetrics[k];
     google::protobuf::Message* holder = m.split == MetricSplit::kTrain  ? holders[0]
                                         : m.split == MetricSplit::kTest ? holders[1]
                                                                         : holders[2];
-    SetBuiltInField(m, fields[static_cast<size_t>(k)], m.get(r), holder);
+    SetBuiltInField(fields[static_cast<size_t>(k)], m.get(r), holder);
   }
   p->set_device(r.device);
   FillProto(r.facts, p->mutable_facts());
