@@ -558,16 +558,12 @@ SeedResult FromProto(const v1::SeedResult& p) {
 
 void FillProto(const SeedResult& r, v1::SeedResult* p) {
   p->set_seed(r.seed);
-  // SetProtoBuiltIn's work with the fields and their messages found once:
-  // this runs for every row of a reply.
+  // SetProtoBuiltIn's work with the table of fields found once: this runs
+  // for every row of a reply.
   const std::vector<BuiltInProtoField>& fields = BuiltInFields();
-  google::protobuf::Message* const holders[] = {p->mutable_train(), p->mutable_test(), p};
   for (int k = 0; k < kBuiltInMetricCount; ++k) {
     const BuiltInMetric& m = kBuiltInMetrics[k];
-    google::protobuf::Message* holder = m.split == MetricSplit::kTrain  ? holders[0]
-                                        : m.split == MetricSplit::kTest ? holders[1]
-                                                                        : holders[2];
-    SetBuiltInField(fields[static_cast<size_t>(k)], m.get(r), holder);
+    SetBuiltInField(fields[static_cast<size_t>(k)], m.get(r), MutableHolder(m, p));
   }
   p->set_device(r.device);
   FillProto(r.facts, p->mutable_facts());
