@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -138,7 +139,7 @@ absl::StatusOr<RegisterReply> GrpcCoordinatorClient::Register(const WorkerRegist
   ranksweep::FillProto(r, &req);
   v1::RegisterWorkerResponse resp;
   grpc::ClientContext ctx;
-  if (absl::Status p = Prepare(&ctx, rpc_timeout_); !p.ok()) return p;
+  RETURN_IF_ERROR(Prepare(&ctx, rpc_timeout_));
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->RegisterWorker(&ctx, req, &resp));
   if (!s.ok()) return s;
@@ -160,7 +161,7 @@ absl::StatusOr<std::vector<Task>> GrpcCoordinatorClient::Acquire(const std::stri
   req.set_wait_ms(wait_ms);
   v1::AcquireTasksResponse resp;
   grpc::ClientContext ctx;
-  if (absl::Status p = Prepare(&ctx, rpc_timeout_ + absl::Milliseconds(wait_ms)); !p.ok()) return p;
+  RETURN_IF_ERROR(Prepare(&ctx, rpc_timeout_ + absl::Milliseconds(wait_ms)));
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->AcquireTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
@@ -184,7 +185,7 @@ absl::StatusOr<HeartbeatOutcome> GrpcCoordinatorClient::ReportProgress(
   for (const LeaseProgress& p : progress) ranksweep::FillProto(p, req.add_progress());
   v1::HeartbeatResponse resp;
   grpc::ClientContext ctx;
-  if (absl::Status p = Prepare(&ctx, rpc_timeout_); !p.ok()) return p;
+  RETURN_IF_ERROR(Prepare(&ctx, rpc_timeout_));
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->Heartbeat(&ctx, req, &resp));
   if (!s.ok()) return s;
@@ -206,7 +207,7 @@ absl::StatusOr<CompleteOutcome> GrpcCoordinatorClient::Complete(
   if (next.has_value()) ranksweep::FillProto(*next, req.mutable_next());
   v1::CompleteTasksResponse resp;
   grpc::ClientContext ctx;
-  if (absl::Status p = Prepare(&ctx, rpc_timeout_); !p.ok()) return p;
+  RETURN_IF_ERROR(Prepare(&ctx, rpc_timeout_));
   Call in_flight(this, &ctx);
   absl::Status s = Finish(stub_->CompleteTasks(&ctx, req, &resp));
   if (!s.ok()) return s;
@@ -226,7 +227,7 @@ absl::Status GrpcCoordinatorClient::Fail(const std::string& worker_id,
   req.set_release(release);
   v1::FailTaskResponse resp;
   grpc::ClientContext ctx;
-  if (absl::Status p = Prepare(&ctx, rpc_timeout_); !p.ok()) return p;
+  RETURN_IF_ERROR(Prepare(&ctx, rpc_timeout_));
   Call in_flight(this, &ctx);
   return Finish(stub_->FailTask(&ctx, req, &resp));
 }
