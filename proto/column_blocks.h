@@ -1,0 +1,46 @@
+// Column blocks: the rows of a sweep kept as encoded ResultColumns messages
+// (docs/ARCHITECTURE.md, "Column blocks"), joined into one reply byte by
+// byte instead of being unpacked and encoded again.
+//
+// A block is exactly what ResultColumnsEncoder writes (Finish included) for
+// its rows alone, serialized. MergeColumns joins the blocks of consecutive
+// row ranges into the bytes that encoding all their rows at once would
+// give: the packed lists are concatenated, the indexes into the tables
+// (workers, versions, devices, facts) renumbered into one table, the row
+// numbers (failure_row, missing_rows) moved by the rows before, and a list
+// one block left empty (every value the empty one) filled with that value
+// where another block has values. columns_blocks_test.cc checks the bytes
+// against one encoding of every row.
+#ifndef RANKSWEEP_PROTO_COLUMN_BLOCKS_H_
+#define RANKSWEEP_PROTO_COLUMN_BLOCKS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace ranksweep {
+
+// The layout of the blocks this build writes and can join: a fingerprint
+// (16 hex digits) of the built-in and optional metric tables the encoder
+// writes into every ResultColumns, and of the block format. Blocks of
+// another layout (written by a build with another metric table) are not
+// joined; they are read again from their rows.
+const std::string& ColumnBlockLayout();
+
+// Appends to `out` the serialized ResultColumns of every row of `blocks`,
+// in order: each a serialized ResultColumns of the same sweep and layout.
+// InvalidArgument naming the block and the field when a block is not one
+// (a wire type or a list length that ResultColumnsEncoder never writes);
+// `out` is then unchanged.
+absl::Status MergeColumns(absl::Span<const std::string_view> blocks, std::string* out);
+
+// The number of rows of one serialized block (its cell_id values);
+// InvalidArgument when it is not a ResultColumns message.
+absl::Status CountColumnRows(std::string_view block, int64_t* rows);
+
+}  // namespace ranksweep
+
+#endif  // RANKSWEEP_PROTO_COLUMN_BLOCKS_H_
