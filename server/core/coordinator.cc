@@ -120,6 +120,18 @@ absl::StatusOr<int64_t> Coordinator::ResultsVersion(const std::string& sweep_id)
   return queries_.ResultsVersion(sweep_id);
 }
 
+absl::StatusOr<int> Coordinator::StoreColumnBlocks(const std::string& sweep_id, int64_t version,
+                                                   const std::string& layout,
+                                                   const std::vector<ColumnBlock>& blocks) {
+  int stored = 0;
+  RETURN_IF_ERROR(store_->Write([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(stored, ::ranksweep::server::StoreColumnBlocks(c, sweep_id, version,
+                                                                    layout, blocks));
+    return absl::OkStatus();
+  }));
+  return stored;
+}
+
 absl::StatusOr<QueryOutcome> Coordinator::Query(const ResultQuery& query) {
   return queries_.Query(query);
 }

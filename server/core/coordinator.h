@@ -64,6 +64,7 @@
 #include "server/core/results/result_queries.h"
 #include "server/core/results/result_recorder.h"
 #include "server/core/results/statistics.h"  // Summarize, for callers of this header
+#include "server/core/results/result_blocks.h"
 #include "server/core/store.h"
 #include "server/core/sweeps/cell_plan.h"  // TaskKey, for callers of this header
 #include "server/core/sweeps/spec_cache.h"
@@ -149,6 +150,13 @@ class Coordinator {
   // the sweep reads what it read before. 0 for a sweep with no result yet.
   // InvalidArgument for an empty id; an unknown sweep is not an error.
   absl::StatusOr<int64_t> ResultsVersion(const std::string& sweep_id);
+  // Stores column blocks of the sweep's rows as they stood at results
+  // version `version` (QueryOutcome::results_version), in one write:
+  // server/core/results/result_blocks.h. The blocks stored; 0 when the
+  // version has moved since.
+  absl::StatusOr<int> StoreColumnBlocks(const std::string& sweep_id, int64_t version,
+                                        const std::string& layout,
+                                        const std::vector<ColumnBlock>& blocks);
 
   // Stops handing out the sweep's cells: pending and leased cells become
   // CANCELLED (leased ones are reported to their worker by Heartbeat) and the
@@ -309,8 +317,9 @@ class Coordinator {
 
   // ---------------------------------------------------------------- listening
 
-  // Calls `listener` for every change of `sweep_id` until Unsubscribe(id)
-  // returns; after that it is never called again.
+  // Calls `listener` for every change of `sweep_id` (of every sweep when it
+  // is empty) until Unsubscribe(id) returns; after that it is never called
+  // again.
   int64_t Subscribe(const std::string& sweep_id, SweepListener listener);
   void Unsubscribe(int64_t subscription);
 

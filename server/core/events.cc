@@ -15,7 +15,7 @@ void ChangeListeners::Dispatch(const TransactionEvents& events) {
   }
   for (const SweepChange& change : events.changes) {
     for (auto& entry : targets) {
-      if (entry->sweep_id != change.sweep_id) continue;
+      if (!entry->sweep_id.empty() && entry->sweep_id != change.sweep_id) continue;
       std::lock_guard<std::mutex> lock(entry->mu);
       if (entry->active) entry->on_change(change);
     }

@@ -50,8 +50,9 @@ class ChangeListeners {
   using SweepListener = std::function<void(const SweepChange&)>;
   using WorkListener = std::function<void()>;
 
-  // Calls `listener` for every change of `sweep_id` dispatched until
-  // Unsubscribe(id) returns; after that it is never called again.
+  // Calls `listener` for every change of `sweep_id` (of every sweep when
+  // it is empty) dispatched until Unsubscribe(id) returns; after that it is
+  // never called again.
   int64_t Subscribe(const std::string& sweep_id, SweepListener listener);
   // Unknown or repeated ids are ignored.
   void Unsubscribe(int64_t subscription);

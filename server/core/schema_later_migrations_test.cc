@@ -216,7 +216,6 @@ TEST(StoreTest, MigrationToVersion19CountsEveryResultPackWriteFromThenOn) {
   auto store = Store::Open(File(dir, "a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
-  EXPECT_EQ(Store::kSchemaVersion, 19);
   EXPECT_EQ(CountRows(**store, "result_versions"), 0);
   auto version_after = [&](const char* sql) {
     EXPECT_TRUE((*store)->Write([&](Connection& c) { return c.Exec(sql); }).ok()) << sql;
@@ -237,6 +236,60 @@ TEST(StoreTest, MigrationToVersion19CountsEveryResultPackWriteFromThenOn) {
   // A statement that writes no row moves nothing.
   EXPECT_THAT(version_after("DELETE FROM result_packs WHERE cell_id = 99"),
               ::testing::ElementsAre("sw-1 5 ", "sw-2 2 "));
+}
+
+// Version 20: column blocks, each deleted by any write of a result row in
+// its range, whichever statement makes it; the results version moves as
+// before.
+TEST(StoreTest, MigrationToVersion20DeletesABlockWhenARowInItsRangeIsWritten) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion19,
+                            "INSERT INTO result_packs (cell_id, sweep_id, packed) VALUES "
+                            "(1, 'sw-1', x'00')");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_EQ(Store::kSchemaVersion, 20);
+  EXPECT_EQ(CountRows(**store, "result_blocks"), 0);
+  // Blocks of sw-1 over cells 10-19 and 30-39, and of sw-2 over 10-19.
+  auto blocks_after = [&](const char* sql) {
+    EXPECT_TRUE((*store)
+                    ->Write([&](Connection& c) -> absl::Status {
+                      RETURN_IF_ERROR(c.Exec("DELETE FROM result_blocks"));
+                      RETURN_IF_ERROR(c.Exec(
+                          "INSERT INTO result_blocks (sweep_id, first_cell_id, last_cell_id, "
+                          "rows, layout, columns) VALUES ('sw-1', 10, 19, 10, 'l', x'00'), "
+                          "('sw-1', 30, 39, 10, 'l', x'00'), ('sw-2', 10, 19, 10, 'l', x'00')"));
+                      return c.Exec(sql);
+                    })
+                    .ok())
+        << sql;
+    return RowsAsText(**store,
+                      "SELECT sweep_id, first_cell_id FROM result_blocks ORDER BY 1, 2", 2);
+  };
+  // A row between the blocks, or of another sweep, deletes none.
+  EXPECT_THAT(blocks_after("INSERT INTO result_packs VALUES (25, 'sw-1', x'01')"),
+              ::testing::ElementsAre("sw-1 10 ", "sw-1 30 ", "sw-2 10 "));
+  EXPECT_THAT(blocks_after("INSERT INTO result_packs VALUES (50, 'sw-3', x'01')"),
+              ::testing::ElementsAre("sw-1 10 ", "sw-1 30 ", "sw-2 10 "));
+  // A new row, a replaced one, an updated one or a deleted one in a range
+  // deletes that block only.
+  EXPECT_THAT(blocks_after("INSERT INTO result_packs VALUES (12, 'sw-1', x'01')"),
+              ::testing::ElementsAre("sw-1 30 ", "sw-2 10 "));
+  EXPECT_THAT(blocks_after("INSERT OR REPLACE INTO result_packs VALUES (12, 'sw-1', x'02')"),
+              ::testing::ElementsAre("sw-1 30 ", "sw-2 10 "));
+  EXPECT_THAT(blocks_after("UPDATE result_packs SET packed = x'03' WHERE cell_id = 12"),
+              ::testing::ElementsAre("sw-1 30 ", "sw-2 10 "));
+  EXPECT_THAT(blocks_after("INSERT INTO result_packs VALUES (39, 'sw-1', x'01')"),
+              ::testing::ElementsAre("sw-1 10 ", "sw-2 10 "));
+  EXPECT_THAT(blocks_after("DELETE FROM result_packs WHERE cell_id = 39"),
+              ::testing::ElementsAre("sw-1 10 ", "sw-2 10 "));
+  // A row moved to another sweep deletes the blocks of both its places.
+  EXPECT_THAT(blocks_after("UPDATE result_packs SET sweep_id = 'sw-2' WHERE cell_id = 12"),
+              ::testing::ElementsAre("sw-1 30 "));
+  // The row written at version 19, and the seven writes of sw-1 since.
+  EXPECT_EQ(RowsAsText(**store, "SELECT version FROM result_versions WHERE sweep_id = 'sw-1'", 1),
+            std::vector<std::string>{"8 "});
 }
 
 TEST(StoreTest, MigrationToVersion18KeepsEveryCellWithNoRungScore) {

@@ -48,9 +48,24 @@ inline absl::Status DropTableMetricColumns(Connection& c) {
   return absl::OkStatus();
 }
 
+// Turns a freshly created (empty) file back into what schema version 19 wrote.
+inline absl::Status DowngradeToVersion19(Connection& c) {
+  RETURN_IF_ERROR(DropTableMetricColumns(c));
+  // Version 20: column blocks, and the triggers that delete them. The
+  // triggers are made again as version 19 made them.
+  RETURN_IF_ERROR(c.Exec("DROP TABLE result_blocks"));
+  for (const char* trigger :
+       {"result_packs_inserted", "result_packs_deleted", "result_packs_updated"}) {
+    RETURN_IF_ERROR(c.Exec(absl::StrCat("DROP TRIGGER ", trigger)));
+  }
+  RETURN_IF_ERROR(c.Exec("DROP TABLE result_versions"));
+  RETURN_IF_ERROR(c.Exec(Migrations()[18].sql));
+  return c.Exec("UPDATE schema_version SET version = 19");
+}
+
 // Turns a freshly created (empty) file back into what schema version 18 wrote.
 inline absl::Status DowngradeToVersion18(Connection& c) {
-  RETURN_IF_ERROR(DropTableMetricColumns(c));
+  RETURN_IF_ERROR(DowngradeToVersion19(c));
   // Version 19: the results version of each sweep, kept by triggers.
   for (const char* trigger :
        {"result_packs_inserted", "result_packs_deleted", "result_packs_updated"}) {

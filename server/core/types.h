@@ -273,6 +273,17 @@ class RowSink {
   // capped at 100,000: room for that many may be reserved.
   virtual void Expect(int64_t at_most) { (void)at_most; }
   virtual void Add(const ResultRow& row) = 0;
+  // Column blocks (server/core/results/result_blocks.h). A sink that takes
+  // stored blocks returns their layout; then a query of every finished row
+  // of a sweep (no filter, page or curves) hands each stored block of that
+  // layout to AddBlock in its place among the rows, instead of its rows.
+  // Empty (the default): rows only.
+  virtual std::string_view BlockLayout() const { return {}; }
+  // A block of `rows` rows; `bytes` last only for the call.
+  virtual void AddBlock(std::string_view bytes, int64_t rows) {
+    (void)bytes;
+    (void)rows;
+  }
 };
 
 // A least-squares line through (x, log2 transition rank): the transition
@@ -332,6 +343,9 @@ struct QueryOutcome {
   // Rows: > 0 when more rows match than page_size allowed; query again with
   // it as after_cell_id for the next page. 0 on the last page.
   int64_t next_after_cell_id = 0;
+  // Rows handed with blocks (RowSink::BlockLayout): the sweep's results
+  // version in the read they came from (result_blocks.h), else 0.
+  int64_t results_version = 0;
 };
 
 // What Coordinator::Quarantine did.

@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "server/core/results/analysis.h"
 #include "server/core/results/group_reads.h"
+#include "server/core/results/result_blocks.h"
 #include "server/core/workers/quarantine.h"
 #include "server/core/results/result_schema.h"
 #include "server/core/results/row_reads.h"
@@ -75,6 +76,50 @@ class WithCurves final : public RowSink {
 };
 
 }  // namespace
+
+absl::Status SweepQueries::ReadRowsAndBlocks(Connection& c, const ResultQuery& query,
+                                             const CellFilter& filter,
+                                             const std::vector<std::string>& labels,
+                                             int64_t first_result, int64_t last_result,
+                                             RowSink& sink, QueryOutcome* out) {
+  RowPage page(query, filter, sink, out);
+  FinishedRows rows(query.sweep_id, labels, page);
+  // The rows with cell ids in (after, last], as the query without blocks
+  // reads them.
+  auto read_rows = [&](int64_t after, int64_t last) -> absl::Status {
+    if (last <= after) return absl::OkStatus();
+    static const std::string* sql = NewSelect<PackedCol::kCount>(
+        {"cell_id", "packed"},
+        "FROM result_packs WHERE cell_id > :after AND cell_id <= :last AND "
+        "+sweep_id = :sweep_id ORDER BY cell_id");
+    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+    q.Bind(":sweep_id", query.sweep_id).Bind(":after", after).Bind(":last", last);
+    sink.Expect(std::min<int64_t>(last - after, kMostRowsExpected));
+    const int64_t two_threads = two_thread_query_rows_;
+    return two_threads > 0 && last - after >= two_threads
+               ? ReadFinishedRowsOnTwoThreads(q, rows)
+               : ReadFinishedRows(q, rows);
+  };
+  enum Col : int { kFirst, kLast, kRows, kColumns, kCount };
+  static const std::string* blocks_sql = NewSelect<kCount>(
+      {"first_cell_id", "last_cell_id", "rows", "columns"},
+      "FROM result_blocks WHERE sweep_id = :sweep_id AND layout = :layout ORDER BY last_cell_id");
+  ASSIGN_OR_RETURN(Statement blocks, c.Prepare(*blocks_sql));
+  blocks.Bind(":sweep_id", query.sweep_id).Bind(":layout", std::string(sink.BlockLayout()));
+  int64_t done_to = first_result - 1;  // rows up to this cell id are handed on
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, blocks.Step());
+    if (!more) break;
+    const int64_t first = blocks.ColumnInt(kFirst);
+    // Blocks never overlap (StoreColumnBlocks); one that did would be
+    // read as rows.
+    if (first <= done_to) continue;
+    RETURN_IF_ERROR(read_rows(done_to, first - 1));
+    sink.AddBlock(blocks.ColumnBlob(kColumns), blocks.ColumnInt(kRows));
+    done_to = blocks.ColumnInt(kLast);
+  }
+  return read_rows(done_to, last_result);
+}
 
 absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query) {
   struct Collect final : RowSink {
@@ -233,6 +278,16 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query,
           first_result = q.ColumnInt(kFirst);
           last_result = q.ColumnInt(kLast);
         }
+      }
+      // With column blocks: the sweep's blocks of the sink's layout in
+      // their places, the rows before, between and after them read as rows.
+      const bool with_blocks = !sink.BlockLayout().empty() && query.after_cell_id == 0 &&
+                               query.page_size == 0 && !query.curves && filter.heads.empty() &&
+                               filter.ranks.empty() && filter.seeds.empty();
+      if (with_blocks) {
+        ASSIGN_OR_RETURN(out.results_version, ReadResultsVersion(c, query.sweep_id));
+        return ReadRowsAndBlocks(c, query, filter, labels, first_result, last_result, sink,
+                                 &out);
       }
       const int64_t after = std::max(query.after_cell_id, first_result - 1);
       // "+sweep_id" keeps SQLite on the cell id range: cells of other

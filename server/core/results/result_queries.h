@@ -22,6 +22,10 @@
 
 namespace ranksweep::server {
 
+namespace result_reads {
+struct CellFilter;
+}  // namespace result_reads
+
 class SweepQueries {
  public:
   // `store`, `clock` and `specs` are not owned and must outlive this.
@@ -48,6 +52,12 @@ class SweepQueries {
 
  private:
   absl::StatusOr<SweepInfo> LoadSweep(Connection& c, const std::string& sweep_id);
+  // Every finished row of the query's sweep, its column blocks of the
+  // sink's layout in their places (result_blocks.h) and rows elsewhere.
+  absl::Status ReadRowsAndBlocks(Connection& c, const ResultQuery& query,
+                                 const result_reads::CellFilter& filter,
+                                 const std::vector<std::string>& labels, int64_t first_result,
+                                 int64_t last_result, RowSink& sink, QueryOutcome* out);
 
   Store* const store_;
   const Clock* const clock_;

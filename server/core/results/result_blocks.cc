@@ -1,0 +1,45 @@
+#include "server/core/results/result_blocks.h"
+
+#include "common/status_macros.h"
+
+namespace ranksweep::server {
+
+absl::StatusOr<int64_t> ReadResultsVersion(Connection& c, const std::string& sweep_id) {
+  ASSIGN_OR_RETURN(Statement q,
+                   c.Prepare("SELECT version FROM result_versions WHERE sweep_id = :id"));
+  q.Bind(":id", sweep_id);
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? q.ColumnInt(0) : 0;
+}
+
+absl::StatusOr<int> StoreColumnBlocks(Connection& c, const std::string& sweep_id,
+                                      int64_t version, const std::string& layout,
+                                      const std::vector<ColumnBlock>& blocks) {
+  ASSIGN_OR_RETURN(const int64_t now, ReadResultsVersion(c, sweep_id));
+  if (now != version) return 0;
+  {
+    ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_blocks WHERE sweep_id = "
+                                              ":sweep_id AND layout <> :layout"));
+    del.Bind(":sweep_id", sweep_id).Bind(":layout", layout);
+    RETURN_IF_ERROR(del.Run());
+  }
+  int stored = 0;
+  for (const ColumnBlock& b : blocks) {
+    ASSIGN_OR_RETURN(Statement del, c.Prepare(
+        "DELETE FROM result_blocks WHERE sweep_id = :sweep_id AND last_cell_id >= :first AND "
+        "first_cell_id <= :last"));
+    del.Bind(":sweep_id", sweep_id).Bind(":first", b.first_cell_id).Bind(":last", b.last_cell_id);
+    RETURN_IF_ERROR(del.Run());
+    ASSIGN_OR_RETURN(Statement ins, c.Prepare(
+        "INSERT INTO result_blocks (sweep_id, first_cell_id, last_cell_id, rows, layout, "
+        "columns) VALUES (:sweep_id, :first, :last, :rows, :layout, :columns)"));
+    ins.Bind(":sweep_id", sweep_id).Bind(":first", b.first_cell_id).Bind(":last", b.last_cell_id);
+    ins.Bind(":rows", b.rows).Bind(":layout", layout);
+    ins.BindBlob(":columns", b.bytes);
+    RETURN_IF_ERROR(ins.Run());
+    ++stored;
+  }
+  return stored;
+}
+
+}  // namespace ranksweep::server
