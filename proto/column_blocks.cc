@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "common/spec/result_metrics.h"
 #include "proto/columns.h"
 #include "ranksweep/v1/ranksweep.pb.h"
@@ -53,10 +54,32 @@ void PutTag(int field, std::string* out) {
   PutVarint(static_cast<uint64_t>(field) << 3 | kLengthDelimited, out);
 }
 
-// The values in a packed list of varints: the bytes that end one.
+// Writes `v` as a varint at `p`; returns the end.
+char* WriteVarint(uint64_t v, char* p) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+// The values in a packed list of varints: the bytes that end one, eight
+// bytes at a time.
 int64_t CountVarints(std::string_view payload) {
-  int64_t n = 0;
-  for (char c : payload) n += (static_cast<uint8_t>(c) & 0x80) == 0;
+  const char* p = payload.data();
+  const char* end = p + payload.size();
+  int64_t continued = 0;
+  for (; end - p >= 8; p += 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    // Each byte's top bit moved to its lowest, then the eight summed by a
+    // multiply (no popcount instruction is assumed).
+    const uint64_t tops = (word & 0x8080808080808080ull) >> 7;
+    continued += static_cast<int64_t>((tops * 0x0101010101010101ull) >> 56);
+  }
+  int64_t n = static_cast<int64_t>(payload.size()) - continued;
+  for (; p < end; ++p) n -= (static_cast<uint8_t>(*p) & 0x80) != 0;
   return n;
 }
 
@@ -191,9 +214,45 @@ JoinedTable JoinTable(const std::vector<Block>& blocks, int field) {
 
 std::string BlockName(size_t b) { return absl::StrCat("block ", b); }
 
-// Appends list `rule` of every block, joined, to `payload`.
+}  // namespace
+
+// Writes the joined bytes: small writes into a buffer of its own, the
+// long lists copied as they are referred to where they lie.
+class JoinedWriter {
+ public:
+  explicit JoinedWriter(JoinedColumns* out) : out_(out) {}
+  // The buffer small writes go to.
+  std::string* buf() { return &buf_; }
+  void Refer(std::string_view s) {
+    if (s.size() < kLeastReferred) {
+      buf_.append(s);
+      return;
+    }
+    Close();
+    out_->parts_.push_back(s);
+  }
+  // Ends the buffer as a part; later writes go to a new one.
+  void Close() {
+    if (buf_.empty()) return;
+    out_->owned_.push_back(std::move(buf_));
+    out_->parts_.push_back(out_->owned_.back());
+    buf_ = std::string();
+  }
+
+ private:
+  // Shorter lists are copied: a part costs more than their bytes.
+  static constexpr size_t kLeastReferred = 1024;
+  JoinedColumns* out_;
+  std::string buf_;
+};
+
+namespace {
+
+// Appends list `rule` of every block, joined, to `payload`; with `writer`,
+// the blocks' lists are referred to instead (concatenated lists only).
 absl::Status JoinList(const std::vector<Block>& blocks, const ListRule& rule,
-                      const JoinedTable* table, std::string* payload) {
+                      const JoinedTable* table, std::string* payload,
+                      JoinedWriter* writer = nullptr) {
   for (size_t b = 0; b < blocks.size(); ++b) {
     const Block& block = blocks[b];
     const std::vector<std::string_view>& parts = block.fields[rule.field];
@@ -202,7 +261,7 @@ absl::Status JoinList(const std::vector<Block>& blocks, const ListRule& rule,
       case Join::kConcat:
       case Join::kElidable: {
         if (parts.empty() && rule.join == Join::kElidable) {
-          PutEmpty(rule, block.rows, payload);
+          PutEmpty(rule, block.rows, writer != nullptr ? writer->buf() : payload);
           continue;
         }
         int64_t values = 0;
@@ -216,37 +275,52 @@ absl::Status JoinList(const std::vector<Block>& blocks, const ListRule& rule,
           return absl::InvalidArgumentError(
               absl::StrCat(where, ": ", values, " values for ", block.rows, " rows"));
         }
-        for (std::string_view s : parts) payload->append(s);
+        for (std::string_view s : parts) {
+          if (writer != nullptr) {
+            writer->Refer(s);
+          } else {
+            payload->append(s);
+          }
+        }
         break;
       }
       case Join::kRenumber:
       case Join::kRowNumber: {
+        // Written in place: room for the longest varint per value first.
+        const size_t at = payload->size();
+        payload->resize(at + 10 * TotalSize(parts));
+        char* w = payload->data() + at;
+        const uint64_t first_row = static_cast<uint64_t>(block.first_row);
+        const std::vector<uint64_t>* index =
+            rule.join == Join::kRenumber ? &table->index[b] : nullptr;
         int64_t values = 0;
         for (std::string_view s : parts) {
           const char* p = s.data();
           const char* end = p + s.size();
           while (p < end) {
-            uint64_t v = 0;
-            if (!ReadVarint(p, end, &v)) {
+            uint64_t v = static_cast<uint8_t>(*p);
+            if (v < 0x80) {
+              ++p;
+            } else if (!ReadVarint(p, end, &v)) {
               return absl::InvalidArgumentError(absl::StrCat(where, ": a value is cut short"));
             }
-            if (rule.join == Join::kRowNumber) {
+            if (index == nullptr) {
               if (v >= static_cast<uint64_t>(block.rows)) {
                 return absl::InvalidArgumentError(
                     absl::StrCat(where, ": row ", v, " of ", block.rows));
               }
-              PutVarint(v + static_cast<uint64_t>(block.first_row), payload);
+              w = WriteVarint(v + first_row, w);
             } else {
-              const std::vector<uint64_t>& index = table->index[b];
-              if (v >= index.size()) {
+              if (v >= index->size()) {
                 return absl::InvalidArgumentError(absl::StrCat(where, ": index ", v, " of ",
-                                                               index.size(), " entries"));
+                                                               index->size(), " entries"));
               }
-              PutVarint(index[v], payload);
+              w = WriteVarint((*index)[v], w);
             }
             ++values;
           }
         }
+        payload->resize(static_cast<size_t>(w - payload->data()));
         if (rule.join == Join::kRenumber && values != block.rows) {
           return absl::InvalidArgumentError(
               absl::StrCat(where, ": ", values, " values for ", block.rows, " rows"));
@@ -368,6 +442,8 @@ void PutEntries(int field, const std::vector<std::string_view>& entries, std::st
   }
 }
 
+absl::Status JoinInto(const std::vector<Block>& blocks, JoinedWriter& writer);
+
 }  // namespace
 
 const std::string& ColumnBlockLayout() {
@@ -395,7 +471,25 @@ absl::Status CountColumnRows(std::string_view block, int64_t* rows) {
   return absl::OkStatus();
 }
 
+size_t JoinedColumns::size() const {
+  size_t n = 0;
+  for (std::string_view p : parts_) n += p.size();
+  return n;
+}
+
+void JoinedColumns::AppendTo(std::string* out) const {
+  out->reserve(out->size() + size());
+  for (std::string_view p : parts_) out->append(p);
+}
+
 absl::Status MergeColumns(absl::Span<const std::string_view> pieces, std::string* out) {
+  JoinedColumns joined;
+  RETURN_IF_ERROR(MergeColumns(pieces, &joined));
+  joined.AppendTo(out);
+  return absl::OkStatus();
+}
+
+absl::Status MergeColumns(absl::Span<const std::string_view> pieces, JoinedColumns* out) {
   std::vector<Block> blocks(pieces.size());
   int64_t rows = 0;
   size_t bytes = 0;
@@ -411,8 +505,17 @@ absl::Status MergeColumns(absl::Span<const std::string_view> pieces, std::string
     rows += blocks[b].rows;
     bytes += pieces[b].size();
   }
-  std::string joined;
-  joined.reserve(bytes + 64);
+  (void)bytes;
+  JoinedWriter writer(out);
+  absl::Status joined_ok = JoinInto(blocks, writer);
+  if (!joined_ok.ok()) out->Clear();
+  return joined_ok;
+}
+
+namespace {
+
+absl::Status JoinInto(const std::vector<Block>& blocks, JoinedWriter& writer) {
+  std::string& joined = *writer.buf();
   // sweep_id: the first block's that has one.
   for (const Block& block : blocks) {
     if (block.fields[C::kSweepIdFieldNumber].empty()) continue;
@@ -487,7 +590,9 @@ absl::Status MergeColumns(absl::Span<const std::string_view> pieces, std::string
       if (size == 0) continue;
       PutTag(field, &joined);
       PutVarint(size, &joined);
-      if (absl::Status s = JoinList(blocks, *rule, nullptr, &joined); !s.ok()) return s;
+      if (absl::Status s = JoinList(blocks, *rule, nullptr, &joined, &writer); !s.ok()) {
+        return s;
+      }
       continue;
     }
     payload.clear();
@@ -499,8 +604,10 @@ absl::Status MergeColumns(absl::Span<const std::string_view> pieces, std::string
     PutVarint(payload.size(), &joined);
     joined.append(payload);
   }
-  out->append(joined);
+  writer.Close();
   return absl::OkStatus();
 }
+
+}  // namespace
 
 }  // namespace ranksweep

@@ -110,6 +110,11 @@ absl::Status CheckServerOptions(const ServerOptions& o) {
     return bad(absl::StrCat("--query-cache-mb must be 0..65536 (MiB; 0 = none), got ",
                             o.query_cache_mb));
   }
+  if (o.column_block_rows != 0 &&
+      (o.column_block_rows < 256 || o.column_block_rows > 1048576)) {
+    return bad(absl::StrCat("--column-block-rows must be 0 (none) or 256..1048576, got ",
+                            o.column_block_rows));
+  }
   if (o.insecure_local && !IsLoopbackListenAddress(o.listen)) {
     return bad(absl::StrCat(
         "--insecure-local turns authentication off and is allowed only on a loopback address "
@@ -245,6 +250,7 @@ absl::Status Server::StartAll() {
 
   SweepServiceOptions sweep_options;
   sweep_options.query_cache_bytes = int64_t{o.query_cache_mb} << 20;
+  sweep_options.column_block_rows = o.column_block_rows;
   sweep_options.metrics = &metrics_;
   sweep_service_ =
       std::make_unique<SweepServiceImpl>(coordinator_.get(), authorizer_.get(), sweep_options);

@@ -56,6 +56,8 @@ TEST(ServerTest, OptionsOutOfRangeAreRefusedNamingTheFlagBeforeTheFileIsMade) {
       {[](ServerOptions* o) { o->call_threads = 1025; }, "--call-threads must be 1..1024, got 1025"},
       {[](ServerOptions* o) { o->query_cache_mb = -1; },
        "--query-cache-mb must be 0..65536 (MiB; 0 = none), got -1"},
+      {[](ServerOptions* o) { o->column_block_rows = 100; },
+       "--column-block-rows must be 0 (none) or 256..1048576, got 100"},
       {[](ServerOptions* o) { o->trusted_builds = {""}; },
        "--trusted-build must be a build id of 1..256 bytes, got 0 bytes"},
       {[](ServerOptions* o) { o->tls_cert = "cert.pem"; }, "--tls-cert and --tls-key go together"},

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/spec/result_metrics.h"
+#include "common/status_macros.h"
 #include "server/service/service_test_fixture.h"
 
 namespace ranksweep::server {
@@ -359,6 +361,136 @@ TEST_F(ServiceTest, AKeptReplyIsServedOnlyWhileTheSweepsResultsStand) {
   EXPECT_EQ(query(false, v1::GROUP_BY_UNSPECIFIED), 0);
   EXPECT_EQ(hits(), 2);
   EXPECT_EQ(misses(), 6);
+}
+
+
+// Column blocks (server/service/column_blocks.h), on: an ended sweep is
+// sealed into blocks of 256 rows, and a query of every row joins them. No
+// reply is kept: every query is read.
+class ColumnBlockTest : public ServiceTest {
+ protected:
+  ColumnBlockTest() {
+    query_cache_bytes_ = 0;
+    column_block_rows_ = 256;
+  }
+
+  int64_t Count(const std::string& sql) {
+    int64_t n = -1;
+    EXPECT_TRUE(store_
+                    ->Read([&](Connection& c) -> absl::Status {
+                      ASSIGN_OR_RETURN(Statement q, c.Prepare(sql));
+                      ASSIGN_OR_RETURN(bool row, q.Step());
+                      n = row ? q.ColumnInt(0) : -1;
+                      return absl::OkStatus();
+                    })
+                    .ok());
+    return n;
+  }
+  // Waits (10 s at most) until the sweep has `n` blocks: they are sealed
+  // on the sealer's thread after the sweep ends.
+  bool BlocksBecome(const std::string& sweep, int64_t n) {
+    const std::string sql =
+        "SELECT COUNT(*) FROM result_blocks WHERE sweep_id = '" + sweep + "'";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (Count(sql) != n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+  // Leases up to `seeds` cells to `worker` and completes them.
+  void CompleteCells(const std::string& worker, int seeds) {
+    v1::AcquireTasksResponse got;
+    ASSERT_TRUE(Acquire(worker, 0, &got, seeds).ok());
+    ASSERT_EQ(got.tasks_size(), 1);
+    ASSERT_EQ(got.tasks(0).cells_size(), seeds);
+    v1::CompleteTasksRequest req = ResultsFor(worker, got.tasks(0));
+    for (int i = 0; i < req.results_size(); ++i) {
+      // Values that differ from row to row.
+      req.mutable_results(i)->mutable_result()->set_final_loss(1e-3 * (i + 1));
+      req.mutable_results(i)->mutable_result()->set_wall_seconds(0.5 * (i % 7));
+    }
+    v1::CompleteTasksResponse done;
+    const grpc::Status s = Complete(req, &done);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(done.recorded(), seeds);
+  }
+  // The sweep's columns, serialized: every row in one reply (joined from
+  // blocks where it has them), or in pages, which never read blocks.
+  std::string Columns(const std::string& sweep, int page_size) {
+    v1::QueryResultsRequest req;
+    req.set_sweep_id(sweep);
+    req.set_columns(true);
+    req.set_page_size(page_size);
+    grpc::ClientContext ctx;
+    v1::QueryResultsResponse resp;
+    grpc::Status s = sweep_stub_->QueryResults(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.next_page_token(), "");
+    EXPECT_TRUE(CheckColumns(resp.columns()).ok());
+    return resp.columns().SerializeAsString();
+  }
+};
+
+TEST_F(ColumnBlockTest, AnEndedSweepIsJoinedFromBlocksIntoTheSameColumns) {
+  const std::string sweep = SubmitKernelCells("blocks", 600);
+  const std::string a = Register();
+  const std::string b = Register();
+  ASSERT_NO_FATAL_FAILURE(CompleteCells(a, 256));
+  ASSERT_NO_FATAL_FAILURE(CompleteCells(a, 256));
+  // Running: nothing is sealed, and the query reads rows.
+  EXPECT_EQ(Columns(sweep, 0), Columns(sweep, 10000));
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_blocks"), 0);
+  ASSERT_NO_FATAL_FAILURE(CompleteCells(b, 88));
+  // Ended: 256 + 256 + 88 rows.
+  ASSERT_TRUE(BlocksBecome(sweep, 3));
+  EXPECT_EQ(Count("SELECT SUM(rows) FROM result_blocks"), 600);
+  const std::string paged = Columns(sweep, 10000);
+  EXPECT_EQ(Columns(sweep, 0), paged);
+  v1::ResultColumns joined;
+  ASSERT_TRUE(joined.ParseFromString(paged));
+  EXPECT_EQ(joined.cell_id_size(), 600);
+  EXPECT_EQ(joined.workers_size(), 2);
+
+  // A quarantine of b takes its 88 rows back: their block goes with them,
+  // the other two stay, and the query joins them with no row left over.
+  grpc::ClientContext ctx;
+  v1::QuarantineWorkerRequest quarantine;
+  quarantine.set_worker_id(b);
+  v1::QuarantineWorkerResponse quarantined;
+  ASSERT_TRUE(sweep_stub_->QuarantineWorker(&ctx, quarantine, &quarantined).ok());
+  EXPECT_EQ(quarantined.results_invalidated(), 88);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM result_blocks"), 2);
+  const std::string without_b = Columns(sweep, 10000);
+  EXPECT_EQ(Columns(sweep, 0), without_b);
+  ASSERT_TRUE(joined.ParseFromString(without_b));
+  EXPECT_EQ(joined.cell_id_size(), 512);
+
+  // a trains them again: the sweep ends again, and the stretch is sealed.
+  ASSERT_NO_FATAL_FAILURE(CompleteCells(a, 88));
+  ASSERT_TRUE(BlocksBecome(sweep, 3));
+  const std::string again = Columns(sweep, 10000);
+  EXPECT_EQ(Columns(sweep, 0), again);
+  ASSERT_TRUE(joined.ParseFromString(again));
+  EXPECT_EQ(joined.cell_id_size(), 600);
+  EXPECT_EQ(joined.workers_size(), 1);
+
+  // The query reads the blocks, not the rows: with the first block's bytes
+  // in the second's place, rows 256-511 come back as rows 0-255 did.
+  auto write = [&](const std::string& sql) {
+    ASSERT_TRUE(store_->Write([&](Connection& c) { return c.Exec(sql); }).ok()) << sql;
+  };
+  write("UPDATE result_blocks SET columns = (SELECT columns FROM result_blocks WHERE "
+        "first_cell_id = (SELECT MIN(first_cell_id) FROM result_blocks)) WHERE first_cell_id = "
+        "(SELECT MIN(first_cell_id) FROM result_blocks WHERE first_cell_id > (SELECT "
+        "MIN(first_cell_id) FROM result_blocks))");
+  ASSERT_TRUE(joined.ParseFromString(Columns(sweep, 0)));
+  ASSERT_EQ(joined.cell_id_size(), 600);
+  EXPECT_EQ(joined.cell_id(256), joined.cell_id(0));
+  EXPECT_EQ(joined.cell_id(511), joined.cell_id(255));
+  // A block that is not one is read as rows instead.
+  write("UPDATE result_blocks SET columns = x'08'");
+  EXPECT_EQ(Columns(sweep, 0), again);
 }
 
 }  // namespace

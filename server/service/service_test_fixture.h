@@ -70,7 +70,8 @@ class ServiceTest : public ::testing::Test {
     // The reply cache on, as ranksweepd runs it: every query of these tests
     // that follows a change reads the change.
     SweepServiceOptions sweep_options;
-    sweep_options.query_cache_bytes = 64 << 20;
+    sweep_options.query_cache_bytes = query_cache_bytes_;
+    sweep_options.column_block_rows = column_block_rows_;
     sweep_options.metrics = &metrics_;
     sweeps_ = std::make_unique<SweepServiceImpl>(coordinator_.get(), &authorizer_, sweep_options);
     workers_ = std::make_unique<WorkerServiceImpl>(coordinator_.get(), &authorizer_);
@@ -196,6 +197,10 @@ class ServiceTest : public ::testing::Test {
 
   TempDir dir_;
   ManualClock clock_;
+  // SweepServiceOptions' query_cache_bytes and column_block_rows; a fixture
+  // may set them first.
+  int64_t query_cache_bytes_ = 64 << 20;
+  int64_t column_block_rows_ = 0;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;
   // Authentication has its own suite (service_auth_test.cc).

@@ -16,6 +16,7 @@
 #include "proto/convert.h"
 #include "proto/reply_arena.h"
 #include "proto/wire_check.h"
+#include "server/core/log.h"
 #include "server/service/call_auth.h"
 #include "server/service/malformed_request.h"
 #include "server/service/translate.h"
@@ -221,7 +222,16 @@ SweepServiceImpl::SweepServiceImpl(Coordinator* coordinator, const Authorizer* a
     : coordinator_(coordinator),
       authorizer_(authorizer),
       metrics_(options.metrics),
-      query_cache_(options.query_cache_bytes) {}
+      query_cache_(options.query_cache_bytes) {
+  if (options.column_block_rows > 0) {
+    sealer_ = std::make_unique<BlockSealer>(coordinator_, options.column_block_rows);
+    // Each sweep that ends is sealed into blocks behind it.
+    BlockSealer* sealer = sealer_.get();
+    end_subscription_ = coordinator_->Subscribe("", [sealer](const SweepChange& change) {
+      if (change.final) sealer->Seal(change.sweep_id);
+    });
+  }
+}
 
 SweepServiceImpl::~SweepServiceImpl() { Shutdown(); }
 
@@ -234,6 +244,10 @@ void SweepServiceImpl::Shutdown() {
   // Calls already handed to the pool run to the end; later ones get
   // UNAVAILABLE.
   pool_.Shutdown();
+  // The sweep being sealed is finished; the others queued are left.
+  if (end_subscription_ != 0) coordinator_->Unsubscribe(end_subscription_);
+  end_subscription_ = 0;
+  sealer_.reset();
 }
 
 void SweepServiceImpl::Forget(WatchReactor* reactor) {
@@ -419,10 +433,19 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
         return absl::OkStatus();
       }
     }
-    ReplyArena arena;
+    // Shared: a reply joined from column blocks is sent from the arena's
+    // memory, which lasts until gRPC is done with it.
+    auto held = std::make_shared<JoinedReply>();
     auto* response =
-        google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(arena.get());
-    RETURN_IF_ERROR(AnswerQuery(*request, response));
+        google::protobuf::Arena::CreateMessage<v1::QueryResultsResponse>(held->arena.get());
+    RETURN_IF_ERROR(AnswerQuery(*request, response, &held->columns));
+    if (!held->columns.parts().empty()) {
+      // Columns joined from column blocks (server/service/column_blocks.h).
+      if (!cacheable) return JoinedReplyBytes(*response, held, response_bytes);
+      ASSIGN_OR_RETURN(std::string bytes, JoinedReplyString(*response, *held));
+      return KeepAndSend(key, version, std::make_shared<const std::string>(std::move(bytes)),
+                         response_bytes);
+    }
     if (!cacheable) {
       // One pass to size the reply and one to write it. gRPC's own
       // serializer sizes a message twice (once itself, once more inside
@@ -439,15 +462,20 @@ grpc::ServerUnaryReactor* SweepServiceImpl::QueryResults(grpc::CallbackServerCon
     if (!response->SerializeToString(bytes.get())) {
       return absl::InternalError("the reply could not be encoded");
     }
-    std::shared_ptr<const std::string> reply = std::move(bytes);
-    query_cache_.Put(key, version, reply);
-    if (metrics_ != nullptr) {
-      metrics_->Set("ranksweep_query_cache_bytes", {},
-                    static_cast<double>(query_cache_.stats().bytes));
-    }
-    *response_bytes = BytesOf(std::move(reply));
-    return absl::OkStatus();
+    return KeepAndSend(key, version, std::move(bytes), response_bytes);
   });
+}
+
+absl::Status SweepServiceImpl::KeepAndSend(const std::string& key, int64_t version,
+                                           std::shared_ptr<const std::string> reply,
+                                           grpc::ByteBuffer* response_bytes) {
+  query_cache_.Put(key, version, reply);
+  if (metrics_ != nullptr) {
+    metrics_->Set("ranksweep_query_cache_bytes", {},
+                  static_cast<double>(query_cache_.stats().bytes));
+  }
+  *response_bytes = BytesOf(std::move(reply));
+  return absl::OkStatus();
 }
 
 void SweepServiceImpl::CountCacheLookup(bool hit) {
@@ -457,7 +485,8 @@ void SweepServiceImpl::CountCacheLookup(bool hit) {
 }
 
 absl::Status SweepServiceImpl::AnswerQuery(const v1::QueryResultsRequest& request,
-                                           v1::QueryResultsResponse* response) {
+                                           v1::QueryResultsResponse* response,
+                                           JoinedColumns* joined) {
   ResultQuery query;
   query.sweep_id = request.sweep_id();
   query.head = request.head();
@@ -490,9 +519,7 @@ absl::Status SweepServiceImpl::AnswerQuery(const v1::QueryResultsRequest& reques
   };
   absl::StatusOr<QueryOutcome> out;
   if (request.columns() && query.group_by == GroupBy::kNone) {
-    ResultColumnsBuilder columns(response->mutable_columns(), query.sweep_id);
-    out = coordinator_->Query(query, columns);
-    columns.Finish();
+    out = QueryColumns(*coordinator_, query, response, joined, sealer_.get());
   } else {
     Rows rows(response);
     out = coordinator_->Query(query, rows);

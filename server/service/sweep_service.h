@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -38,6 +39,7 @@
 #include "server/core/coordinator.h"
 #include "server/core/metrics.h"
 #include "server/service/call_pool.h"
+#include "server/service/column_blocks.h"
 #include "server/service/query_cache.h"
 
 namespace ranksweep::server {
@@ -46,6 +48,11 @@ struct SweepServiceOptions {
   // Bytes of QueryResults replies kept for the same query of an unchanged
   // sweep (server/service/query_cache.h); 0 keeps none.
   int64_t query_cache_bytes = 0;
+  // Rows per column block (server/service/column_blocks.h): a columns
+  // query of a whole ended sweep reads its stored blocks, and one that read
+  // this many rows or more outside them has the sweep sealed into blocks
+  // behind it. 0: no blocks are read or sealed.
+  int64_t column_block_rows = 0;
   // Where the reply cache counts its hits and misses and sets its size
   // (ranksweep_query_cache_*; DefineCoordinatorMetrics defines them); null =
   // not counted. Not owned; must outlive the service.
@@ -110,9 +117,16 @@ class SweepServiceImpl final
   absl::Status CheckAccess(const Principal& caller, const std::string& sweep_id,
                            std::string_view action);
   // QueryResults' answer, read afresh, for a caller already allowed to read
-  // the sweep.
+  // the sweep. When its columns were joined from column blocks, they are
+  // in `*columns` (a serialized ResultColumns, in parts that may lie on the
+  // response's arena) and not in the response.
   absl::Status AnswerQuery(const v1::QueryResultsRequest& request,
-                           v1::QueryResultsResponse* response);
+                           v1::QueryResultsResponse* response, JoinedColumns* columns);
+  // Keeps `reply` in the reply cache under `key` at results `version` and
+  // sends it.
+  absl::Status KeepAndSend(const std::string& key, int64_t version,
+                           std::shared_ptr<const std::string> reply,
+                           grpc::ByteBuffer* response_bytes);
   // Counts a lookup of the reply cache in the metrics, if any.
   void CountCacheLookup(bool hit);
 
@@ -120,6 +134,8 @@ class SweepServiceImpl final
   const Authorizer* const authorizer_;
   MetricsRegistry* const metrics_;
   QueryReplyCache query_cache_;
+  std::unique_ptr<BlockSealer> sealer_;  // null without column blocks
+  int64_t end_subscription_ = 0;         // the sealer's, of every sweep's changes
 
   std::mutex mu_;
   bool shutting_down_ = false;
