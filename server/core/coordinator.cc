@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/core/log.h"
 
@@ -129,6 +130,10 @@ absl::StatusOr<int> Coordinator::StoreColumnBlocks(const std::string& sweep_id, 
                                                                     layout, blocks));
     return absl::OkStatus();
   }));
+  if (stored == kResultsMoved) {
+    return absl::AbortedError(absl::StrCat("sweep ", sweep_id, ": its results moved since version ",
+                                           version, " was read; no column block stored"));
+  }
   return stored;
 }
 

@@ -152,8 +152,8 @@ class Coordinator {
   absl::StatusOr<int64_t> ResultsVersion(const std::string& sweep_id);
   // Stores column blocks of the sweep's rows as they stood at results
   // version `version` (QueryOutcome::results_version), in one write:
-  // server/core/results/result_blocks.h. The blocks stored; 0 when the
-  // version has moved since.
+  // server/core/results/result_blocks.h. The blocks stored; Aborted, with
+  // nothing stored, when the version has moved since.
   absl::StatusOr<int> StoreColumnBlocks(const std::string& sweep_id, int64_t version,
                                         const std::string& layout,
                                         const std::vector<ColumnBlock>& blocks);

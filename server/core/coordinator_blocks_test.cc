@@ -117,11 +117,34 @@ TEST_F(ColumnBlocksTest, BlocksOfRowsThatMovedSinceTheReadAreNotStored) {
   for (const Task& t : Acquire(w, 64, 64)) {
     ASSERT_TRUE(coordinator_->Complete(w, ResultsFor(t)).ok());
   }
-  absl::StatusOr<int> stored =
-      coordinator_->StoreColumnBlocks(sweep, version, "L", {Block(1, 2, 2, "stale")});
-  ASSERT_TRUE(stored.ok()) << stored.status();
-  EXPECT_EQ(*stored, 0);
+  const int64_t first = Count("SELECT MIN(cell_id) FROM result_packs");
+  absl::StatusOr<int> stored = coordinator_->StoreColumnBlocks(
+      sweep, version, "L", {Block(first, first + 1, 2, "stale")});
+  EXPECT_EQ(stored.status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM result_blocks"), 0);
+}
+
+TEST_F(ColumnBlocksTest, ABlockOverACellWithoutItsResultIsNotStored) {
+  std::string sweep = Submit(MakeSpec("gap", {1}, 4, 0, false));  // 4 cells
+  std::string w = Register();
+  std::vector<Task> tasks = Acquire(w, 1, 4);
+  ASSERT_EQ(tasks.size(), 1u);
+  ASSERT_EQ(tasks[0].cells.size(), 4u);
+  // Cells 0, 1 and 3 done; cell 2 still leased.
+  std::vector<CellResult> results = ResultsFor(tasks[0]);
+  const int64_t open_cell = results[2].cell_id;
+  results.erase(results.begin() + 2);
+  ASSERT_TRUE(coordinator_->Complete(w, results).ok());
+  int64_t version = 0;
+  Seen(ResultQuery{sweep}, "L", &version);
+  const int64_t c0 = results[0].cell_id, c3 = results[2].cell_id;
+  // Over cells 0-3 (three rows, four cells): left out; over 0-1: stored.
+  absl::StatusOr<int> stored = coordinator_->StoreColumnBlocks(
+      sweep, version, "L", {Block(c0, c3, 3, "gap"), Block(c0, open_cell - 1, 2, "b01")});
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(*stored, 1);
+  EXPECT_THAT(Seen(ResultQuery{sweep}, "L"),
+              ElementsAre("block b01 2", absl::StrCat("row ", c3)));
 }
 
 }  // namespace

@@ -475,9 +475,9 @@ CREATE TRIGGER result_packs_updated AFTER UPDATE ON result_packs BEGIN
   ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
 END;
 )sql"},
-    // Column blocks (server/core/results/result_blocks.h): writing or
-    // deleting a result row of a block's range, by whatever statement,
-    // deletes the block, in the triggers that move the results version.
+    // Column blocks (server/core/results/result_blocks.h): replacing,
+    // updating or deleting a result row of a block's range deletes the
+    // block, in the triggers that move the results version.
     {20, R"sql(
 CREATE TABLE result_blocks (
   id            INTEGER PRIMARY KEY,
@@ -489,15 +489,8 @@ CREATE TABLE result_blocks (
   columns       BLOB NOT NULL
 );
 CREATE INDEX result_blocks_by_sweep ON result_blocks (sweep_id, last_cell_id);
-DROP TRIGGER result_packs_inserted;
 DROP TRIGGER result_packs_deleted;
 DROP TRIGGER result_packs_updated;
-CREATE TRIGGER result_packs_inserted AFTER INSERT ON result_packs BEGIN
-  INSERT INTO result_versions (sweep_id, version) VALUES (NEW.sweep_id, 1)
-  ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
-  DELETE FROM result_blocks WHERE sweep_id = NEW.sweep_id AND last_cell_id >= NEW.cell_id
-  AND first_cell_id <= NEW.cell_id;
-END;
 CREATE TRIGGER result_packs_deleted AFTER DELETE ON result_packs BEGIN
   INSERT INTO result_versions (sweep_id, version) VALUES (OLD.sweep_id, 1)
   ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;

@@ -39,6 +39,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   RETURN_IF_ERROR(w.Exec("PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(w.Exec("PRAGMA wal_autocheckpoint=10000"));
   RETURN_IF_ERROR(w.Exec("PRAGMA foreign_keys=ON"));
+  // A row an INSERT OR REPLACE replaces fires the delete triggers, which
+  // delete the column blocks over it (schema 20).
+  RETURN_IF_ERROR(w.Exec("PRAGMA recursive_triggers=ON"));
   // The savepoints of a group commit that had a failed request, and the
   // statement journal of a statement that may fail halfway, keep the
   // original of every page they change. With temp files that journal spills
@@ -81,6 +84,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::OpenInMemory(const std::string& na
   RETURN_IF_ERROR(RegisterPackRowFunction(store->writer_->handle()));
   Connection& w = *store->writer_;
   RETURN_IF_ERROR(w.Exec("PRAGMA foreign_keys=ON"));
+  RETURN_IF_ERROR(w.Exec("PRAGMA recursive_triggers=ON"));  // as Open's
   RETURN_IF_ERROR(w.Exec("PRAGMA temp_store=MEMORY"));
   RETURN_IF_ERROR(Migrate(w, uri));
   // The readers share the writer's cache: they read what it committed.

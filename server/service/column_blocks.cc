@@ -288,10 +288,13 @@ absl::StatusOr<int> BlockSealer::SealNow(const std::string& sweep_id) {
     std::vector<ColumnBlock> some(
         std::make_move_iterator(blocks.begin() + at),
         std::make_move_iterator(blocks.begin() + std::min(blocks.size(), at + kBlocksPerWrite)));
-    ASSIGN_OR_RETURN(const int n, coordinator_->StoreColumnBlocks(
-                                      sweep_id, out.results_version, ColumnBlockLayout(), some));
-    if (n == 0) break;  // the sweep's results moved since the read
-    stored += n;
+    absl::StatusOr<int> n = coordinator_->StoreColumnBlocks(sweep_id, out.results_version,
+                                                            ColumnBlockLayout(), some);
+    // Aborted: the sweep's results moved since the read; a later end or
+    // query seals it again.
+    if (absl::IsAborted(n.status())) break;
+    if (!n.ok()) return n.status();
+    stored += *n;
   }
   return stored;
 }

@@ -16,7 +16,7 @@ absl::StatusOr<int> StoreColumnBlocks(Connection& c, const std::string& sweep_id
                                       int64_t version, const std::string& layout,
                                       const std::vector<ColumnBlock>& blocks) {
   ASSIGN_OR_RETURN(const int64_t now, ReadResultsVersion(c, sweep_id));
-  if (now != version) return 0;
+  if (now != version) return kResultsMoved;
   {
     ASSIGN_OR_RETURN(Statement del, c.Prepare("DELETE FROM result_blocks WHERE sweep_id = "
                                               ":sweep_id AND layout <> :layout"));
@@ -25,6 +25,15 @@ absl::StatusOr<int> StoreColumnBlocks(Connection& c, const std::string& sweep_id
   }
   int stored = 0;
   for (const ColumnBlock& b : blocks) {
+    // Only a range whose every cell has its result: a plain INSERT, which
+    // deletes no block, can then never add a row inside it.
+    ASSIGN_OR_RETURN(Statement cells, c.Prepare(
+        "SELECT COUNT(*) FROM cells WHERE id >= :first AND id <= :last AND sweep_id = "
+        ":sweep_id"));
+    cells.Bind(":sweep_id", sweep_id).Bind(":first", b.first_cell_id).Bind(":last",
+                                                                            b.last_cell_id);
+    ASSIGN_OR_RETURN(bool counted, cells.Step());
+    if (!counted || cells.ColumnInt(0) != b.rows) continue;
     ASSIGN_OR_RETURN(Statement del, c.Prepare(
         "DELETE FROM result_blocks WHERE sweep_id = :sweep_id AND last_cell_id >= :first AND "
         "first_cell_id <= :last"));

@@ -5,10 +5,13 @@
 //
 // The core does not read the blocks' bytes: they are what the service's
 // encoder wrote (proto/column_blocks.h), tagged with its `layout`. A block
-// covers its sweep's result rows from first_cell_id to last_cell_id; the
-// triggers on result_packs delete it when any row in that range is
-// written or deleted, so a block that is still there holds exactly the
-// rows of its range. A query (SweepQueries::Query with a RowSink whose
+// covers its sweep's result rows from first_cell_id to last_cell_id, and
+// is stored only when every cell of the sweep in that range has its
+// result; the triggers on result_packs delete it when any row in the range
+// is replaced (the writer runs with recursive_triggers, so a REPLACE fires
+// them), updated or deleted. A new row can only be added in the range
+// after one was deleted, so a block that is still there holds exactly the
+// rows of its range, and storing a result costs nothing more. A query (SweepQueries::Query with a RowSink whose
 // BlockLayout() is set) hands on each block of that layout in its place
 // and reads the rows between and after them as rows.
 //
@@ -36,10 +39,13 @@ struct ColumnBlock {
 
 // Stores `blocks` of `sweep_id`, made from its rows as they stood at results
 // version `version` (SweepQueries::ResultsVersion), in a write transaction.
-// Stores nothing and returns 0 when the sweep's version has moved since: a
-// row may have changed after it was read, before this block existed to be
-// deleted. Else deletes the sweep's blocks of another layout and any that
-// overlap a new one, then stores them; returns how many.
+// Returns kResultsMoved, storing nothing, when the sweep's version has moved
+// since: a row may have changed after it was read, before this block existed
+// to be deleted (not an error, so that the transaction commits as it is). Else deletes the sweep's blocks of another layout, then stores
+// each block whose range has no cell of the sweep without its result (its
+// row count is the sweep's cells in the range), replacing any it overlaps;
+// returns how many it stored.
+inline constexpr int kResultsMoved = -1;
 absl::StatusOr<int> StoreColumnBlocks(Connection& c, const std::string& sweep_id,
                                       int64_t version, const std::string& layout,
                                       const std::vector<ColumnBlock>& blocks);
