@@ -477,7 +477,7 @@ END;
 )sql"},
     // Column blocks (server/core/results/result_blocks.h): replacing,
     // updating or deleting a result row of a block's range deletes the
-    // block, in the triggers that move the results version.
+    // block, whatever statement does it.
     {20, R"sql(
 CREATE TABLE result_blocks (
   id            INTEGER PRIMARY KEY,
@@ -489,20 +489,11 @@ CREATE TABLE result_blocks (
   columns       BLOB NOT NULL
 );
 CREATE INDEX result_blocks_by_sweep ON result_blocks (sweep_id, last_cell_id);
-DROP TRIGGER result_packs_deleted;
-DROP TRIGGER result_packs_updated;
-CREATE TRIGGER result_packs_deleted AFTER DELETE ON result_packs BEGIN
-  INSERT INTO result_versions (sweep_id, version) VALUES (OLD.sweep_id, 1)
-  ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
+CREATE TRIGGER result_blocks_on_delete AFTER DELETE ON result_packs BEGIN
   DELETE FROM result_blocks WHERE sweep_id = OLD.sweep_id AND last_cell_id >= OLD.cell_id
   AND first_cell_id <= OLD.cell_id;
 END;
-CREATE TRIGGER result_packs_updated AFTER UPDATE ON result_packs BEGIN
-  INSERT INTO result_versions (sweep_id, version) VALUES (NEW.sweep_id, 1)
-  ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
-  INSERT INTO result_versions (sweep_id, version)
-  SELECT OLD.sweep_id, 1 WHERE OLD.sweep_id <> NEW.sweep_id
-  ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1;
+CREATE TRIGGER result_blocks_on_update AFTER UPDATE ON result_packs BEGIN
   DELETE FROM result_blocks WHERE sweep_id = OLD.sweep_id AND last_cell_id >= OLD.cell_id
   AND first_cell_id <= OLD.cell_id;
   DELETE FROM result_blocks WHERE sweep_id = NEW.sweep_id AND last_cell_id >= NEW.cell_id

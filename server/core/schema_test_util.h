@@ -51,15 +51,11 @@ inline absl::Status DropTableMetricColumns(Connection& c) {
 // Turns a freshly created (empty) file back into what schema version 19 wrote.
 inline absl::Status DowngradeToVersion19(Connection& c) {
   RETURN_IF_ERROR(DropTableMetricColumns(c));
-  // Version 20: column blocks, and the triggers that delete them. The
-  // triggers are made again as version 19 made them.
-  RETURN_IF_ERROR(c.Exec("DROP TABLE result_blocks"));
-  for (const char* trigger :
-       {"result_packs_inserted", "result_packs_deleted", "result_packs_updated"}) {
+  // Version 20: column blocks, and the triggers that delete them.
+  for (const char* trigger : {"result_blocks_on_delete", "result_blocks_on_update"}) {
     RETURN_IF_ERROR(c.Exec(absl::StrCat("DROP TRIGGER ", trigger)));
   }
-  RETURN_IF_ERROR(c.Exec("DROP TABLE result_versions"));
-  RETURN_IF_ERROR(c.Exec(Migrations()[18].sql));
+  RETURN_IF_ERROR(c.Exec("DROP TABLE result_blocks"));
   return c.Exec("UPDATE schema_version SET version = 19");
 }
 

@@ -11,9 +11,10 @@
 // is replaced (the writer runs with recursive_triggers, so a REPLACE fires
 // them), updated or deleted. A new row can only be added in the range
 // after one was deleted, so a block that is still there holds exactly the
-// rows of its range, and storing a result costs nothing more. A query (SweepQueries::Query with a RowSink whose
-// BlockLayout() is set) hands on each block of that layout in its place
-// and reads the rows between and after them as rows.
+// rows of its range, and storing a result costs nothing more. A query
+// (SweepQueries::Query with a RowSink whose BlockLayout() is set) hands on
+// each block of that layout in its place and reads the rows between and
+// after them as rows.
 //
 // Thread-safety: functions over the caller's connection, in its
 // transaction.
