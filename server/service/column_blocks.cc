@@ -28,19 +28,20 @@ std::string_view ColumnReply::BlockLayout() const {
   return blocks_ ? std::string_view(ColumnBlockLayout()) : std::string_view();
 }
 
+void ColumnReply::StartPiece() {
+  if (piece_ != nullptr) return;
+  // Rows after a block: a piece of their own, joined with the blocks.
+  piece_columns_ = google::protobuf::Arena::CreateMessage<v1::ResultColumns>(arena_);
+  piece_ = std::make_unique<ResultColumnsBuilder>(piece_columns_, sweep_id_);
+}
+
 void ColumnReply::Expect(int64_t at_most) {
-  if (piece_ == nullptr) {
-    piece_columns_ = google::protobuf::Arena::CreateMessage<v1::ResultColumns>(arena_);
-    piece_ = std::make_unique<ResultColumnsBuilder>(piece_columns_, sweep_id_);
-  }
+  StartPiece();
   piece_->Expect(at_most);
 }
 
 void ColumnReply::Add(const ResultRow& row) {
-  if (piece_ == nullptr) {
-    piece_columns_ = google::protobuf::Arena::CreateMessage<v1::ResultColumns>(arena_);
-    piece_ = std::make_unique<ResultColumnsBuilder>(piece_columns_, sweep_id_);
-  }
+  StartPiece();
   piece_->Add(row);
   ++piece_rows_;
   ++rows_read_;
@@ -248,11 +249,6 @@ void BlockSealer::Seal(const std::string& sweep_id) {
   cv_.notify_all();
 }
 
-void BlockSealer::WaitIdle() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
-}
-
 void BlockSealer::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -261,7 +257,6 @@ void BlockSealer::Run() {
     const std::string sweep_id = std::move(queue_.front());
     queue_.pop_front();
     queued_.erase(sweep_id);
-    busy_ = true;
     lock.unlock();
     absl::StatusOr<int> stored = SealNow(sweep_id);
     if (!stored.ok()) {
@@ -269,8 +264,6 @@ void BlockSealer::Run() {
                stored.status().ToString());
     }
     lock.lock();
-    busy_ = false;
-    cv_.notify_all();
   }
 }
 

@@ -3,8 +3,8 @@
 // columns reply from stored blocks and rows, and a thread that seals an
 // ended sweep's rows into blocks in the background.
 //
-// Thread-safety: a ColumnReply belongs to one query. BlockSealer's Seal
-// and WaitIdle may be called from any thread.
+// Thread-safety: a ColumnReply belongs to one query. BlockSealer::Seal may
+// be called from any thread.
 #ifndef RANKSWEEP_SERVER_SERVICE_COLUMN_BLOCKS_H_
 #define RANKSWEEP_SERVER_SERVICE_COLUMN_BLOCKS_H_
 
@@ -54,6 +54,7 @@ class ColumnReply final : public RowSink {
   int64_t rows_read() const { return rows_read_; }
 
  private:
+  void StartPiece();
   void EndPiece();
 
   v1::ResultColumns* const columns_;
@@ -114,8 +115,6 @@ class BlockSealer {
   // Finishes the sweep being sealed, drops the others queued.
   ~BlockSealer();
   void Seal(const std::string& sweep_id);
-  // Waits until nothing is queued or being sealed (for tests).
-  void WaitIdle();
   // Seals one sweep now, on the calling thread: the blocks stored.
   absl::StatusOr<int> SealNow(const std::string& sweep_id);
   int64_t block_rows() const { return block_rows_; }
@@ -129,7 +128,6 @@ class BlockSealer {
   std::condition_variable cv_;
   std::deque<std::string> queue_;
   std::set<std::string> queued_;
-  bool busy_ = false;
   bool stopping_ = false;
   std::thread thread_;
 };
