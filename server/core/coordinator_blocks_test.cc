@@ -81,13 +81,36 @@ TEST_F(ColumnBlocksTest, AQueryHandsEachBlockInItsPlaceAndReadsTheOtherRows) {
               ElementsAre(row(0), row(1), row(2), row(3), row(4), row(5)));
   EXPECT_THAT(Seen(ResultQuery{sweep}, ""),
               ElementsAre(row(0), row(1), row(2), row(3), row(4), row(5)));
-  // So does a query with a filter or a page: blocks hold every row.
-  ResultQuery paged{sweep};
-  paged.page_size = 10;
-  EXPECT_THAT(Seen(paged, "L"), ElementsAre(row(0), row(1), row(2), row(3), row(4), row(5)));
+  // So does a query with a filter: blocks hold every row.
   ResultQuery filtered{sweep};
   filtered.seeds = {all->rows[1].seed};
   EXPECT_THAT(Seen(filtered, "L"), ElementsAre(row(1)));
+
+  // Pages of two rows: a page ends before a block that would not fit, and
+  // one that starts inside a block, or is shorter than it, reads its rows.
+  auto pages = [&](int page_size) {
+    std::vector<std::vector<std::string>> got;
+    ResultQuery q{sweep};
+    q.page_size = page_size;
+    for (int i = 0; i < 10; ++i) {
+      Recorder r("L");
+      absl::StatusOr<QueryOutcome> out = coordinator_->Query(q, r);
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (!out.ok()) break;
+      got.push_back(r.seen);
+      if (out->next_after_cell_id == 0) break;
+      q.after_cell_id = out->next_after_cell_id;
+    }
+    return got;
+  };
+  EXPECT_THAT(pages(2), ElementsAre(ElementsAre(row(0)), ElementsAre("block b12 2"),
+                                    ElementsAre(row(3), "block b4 1"), ElementsAre(row(5))));
+  EXPECT_THAT(pages(1), ElementsAre(ElementsAre(row(0)), ElementsAre(row(1)), ElementsAre(row(2)),
+                                    ElementsAre(row(3)), ElementsAre("block b4 1"),
+                                    ElementsAre(row(5))));
+  ResultQuery from_inside{sweep};
+  from_inside.after_cell_id = id[1];
+  EXPECT_THAT(Seen(from_inside, "L"), ElementsAre(row(2), row(3), "block b4 1", row(5)));
 
   // A block over rows 2-3 replaces the one it overlaps.
   ASSERT_TRUE(coordinator_->StoreColumnBlocks(sweep, version, "L",

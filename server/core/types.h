@@ -275,8 +275,9 @@ class RowSink {
   virtual void Add(const ResultRow& row) = 0;
   // Column blocks (server/core/results/result_blocks.h). A sink that takes
   // stored blocks returns their layout; then a query of every finished row
-  // of a sweep (no filter, page or curves) hands each stored block of that
-  // layout to AddBlock in its place among the rows, instead of its rows.
+  // of a sweep (no filter or curves; one page or all) hands each stored
+  // block of that layout to AddBlock in its place among the rows, instead of
+  // its rows. A page then ends before a block that would not fit in it.
   // Empty (the default): rows only.
   virtual std::string_view BlockLayout() const { return {}; }
   // A block of `rows` rows; `bytes` last only for the call.

@@ -112,8 +112,9 @@ absl::StatusOr<QueryOutcome> QueryColumns(Coordinator& coordinator, const Result
   }
   if (*from_blocks) response->clear_columns();
   if (sealer != nullptr && out->results_version > 0 &&
-      columns.rows_read() >= sealer->block_rows()) {
-    // Rows of a whole sweep read outside its blocks: sealed behind it.
+      columns.rows_read() >= sealer->least_rows()) {
+    // Rows of the sweep read outside its blocks, enough for one: sealed
+    // behind it (if it has ended).
     sealer->Seal(query.sweep_id);
   }
   return out;
@@ -270,7 +271,7 @@ void BlockSealer::Run() {
 absl::StatusOr<int> BlockSealer::SealNow(const std::string& sweep_id) {
   ASSIGN_OR_RETURN(const SweepInfo sweep, coordinator_->GetSweep(sweep_id));
   if (sweep.state == SweepState::kRunning) return 0;
-  BlockCutter cutter(sweep_id, block_rows_, std::max<int64_t>(1, block_rows_ / 16));
+  BlockCutter cutter(sweep_id, block_rows_, least_rows());
   ResultQuery query;
   query.sweep_id = sweep_id;
   ASSIGN_OR_RETURN(const QueryOutcome out, coordinator_->Query(query, cutter));

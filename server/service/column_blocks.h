@@ -8,6 +8,7 @@
 #ifndef RANKSWEEP_SERVER_SERVICE_COLUMN_BLOCKS_H_
 #define RANKSWEEP_SERVER_SERVICE_COLUMN_BLOCKS_H_
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -84,9 +85,9 @@ class BlockSealer;
 
 // A columns query (QueryResults with `columns`, ungrouped) into
 // `response`, on `response`'s arena: with `sealer`, a query of every row
-// joins the sweep's stored blocks into `*joined` and leaves the response's
-// columns empty, and one that read a block's worth of rows outside them has
-// the sweep sealed behind it. A block that cannot be joined is logged and
+// (one page or all) joins the sweep's stored blocks into `*joined` and
+// leaves the response's columns empty, and one that read least_rows() rows
+// or more outside them has the sweep sealed behind it. A block that cannot be joined is logged and
 // the rows are read instead.
 absl::StatusOr<QueryOutcome> QueryColumns(Coordinator& coordinator, const ResultQuery& query,
                                           v1::QueryResultsResponse* response,
@@ -117,7 +118,8 @@ class BlockSealer {
   void Seal(const std::string& sweep_id);
   // Seals one sweep now, on the calling thread: the blocks stored.
   absl::StatusOr<int> SealNow(const std::string& sweep_id);
-  int64_t block_rows() const { return block_rows_; }
+  // The fewest rows a block is sealed with: a sixteenth of block_rows.
+  int64_t least_rows() const { return std::max<int64_t>(1, block_rows_ / 16); }
 
  private:
   void Run();

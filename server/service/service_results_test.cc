@@ -415,13 +415,12 @@ class ColumnBlockTest : public ServiceTest {
     ASSERT_TRUE(s.ok()) << s.error_message();
     ASSERT_EQ(done.recorded(), seeds);
   }
-  // The sweep's columns, serialized: every row in one reply (joined from
-  // blocks where it has them), or in pages, which never read blocks.
-  std::string Columns(const std::string& sweep, int page_size) {
+  // The sweep's columns in one reply (joined from its blocks where it has
+  // them), serialized.
+  std::string Columns(const std::string& sweep) {
     v1::QueryResultsRequest req;
     req.set_sweep_id(sweep);
     req.set_columns(true);
-    req.set_page_size(page_size);
     grpc::ClientContext ctx;
     v1::QueryResultsResponse resp;
     grpc::Status s = sweep_stub_->QueryResults(&ctx, req, &resp);
@@ -429,6 +428,26 @@ class ColumnBlockTest : public ServiceTest {
     EXPECT_EQ(resp.next_page_token(), "");
     EXPECT_TRUE(CheckColumns(resp.columns()).ok());
     return resp.columns().SerializeAsString();
+  }
+  // The sweep's rows (each serialized) as columns in pages of `page_size`:
+  // 0 is one reply; 100, shorter than a block, reads every row as a row.
+  std::vector<std::string> Rows(const std::string& sweep, int page_size) {
+    std::vector<std::string> rows;
+    v1::QueryResultsRequest req;
+    req.set_sweep_id(sweep);
+    req.set_columns(true);
+    req.set_page_size(page_size);
+    for (int page = 0; page < 100; ++page) {
+      grpc::ClientContext ctx;
+      v1::QueryResultsResponse resp;
+      grpc::Status s = sweep_stub_->QueryResults(&ctx, req, &resp);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      EXPECT_TRUE(RowsFromColumns(&resp).ok());
+      for (const v1::ResultRow& row : resp.rows()) rows.push_back(row.SerializeAsString());
+      if (resp.next_page_token().empty()) break;
+      req.set_page_token(resp.next_page_token());
+    }
+    return rows;
   }
 };
 
@@ -439,16 +458,20 @@ TEST_F(ColumnBlockTest, AnEndedSweepIsJoinedFromBlocksIntoTheSameColumns) {
   ASSERT_NO_FATAL_FAILURE(CompleteCells(a, 256));
   ASSERT_NO_FATAL_FAILURE(CompleteCells(a, 256));
   // Running: nothing is sealed, and the query reads rows.
-  EXPECT_EQ(Columns(sweep, 0), Columns(sweep, 10000));
+  EXPECT_EQ(Rows(sweep, 0), Rows(sweep, 100));
   EXPECT_EQ(Count("SELECT COUNT(*) FROM result_blocks"), 0);
   ASSERT_NO_FATAL_FAILURE(CompleteCells(b, 88));
   // Ended: 256 + 256 + 88 rows.
   ASSERT_TRUE(BlocksBecome(sweep, 3));
   EXPECT_EQ(Count("SELECT SUM(rows) FROM result_blocks"), 600);
-  const std::string paged = Columns(sweep, 10000);
-  EXPECT_EQ(Columns(sweep, 0), paged);
+  EXPECT_EQ(Rows(sweep, 0), Rows(sweep, 100));
+  EXPECT_EQ(Rows(sweep, 0).size(), 600u);
+  // Pages of 600 rows or more hold the three blocks; of 512, the first two,
+  // then the third.
+  EXPECT_EQ(Rows(sweep, 1000), Rows(sweep, 100));
+  EXPECT_EQ(Rows(sweep, 512), Rows(sweep, 100));
   v1::ResultColumns joined;
-  ASSERT_TRUE(joined.ParseFromString(paged));
+  ASSERT_TRUE(joined.ParseFromString(Columns(sweep)));
   EXPECT_EQ(joined.cell_id_size(), 600);
   EXPECT_EQ(joined.workers_size(), 2);
 
@@ -461,16 +484,15 @@ TEST_F(ColumnBlockTest, AnEndedSweepIsJoinedFromBlocksIntoTheSameColumns) {
   ASSERT_TRUE(sweep_stub_->QuarantineWorker(&ctx, quarantine, &quarantined).ok());
   EXPECT_EQ(quarantined.results_invalidated(), 88);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM result_blocks"), 2);
-  const std::string without_b = Columns(sweep, 10000);
-  EXPECT_EQ(Columns(sweep, 0), without_b);
-  ASSERT_TRUE(joined.ParseFromString(without_b));
+  EXPECT_EQ(Rows(sweep, 0), Rows(sweep, 100));
+  ASSERT_TRUE(joined.ParseFromString(Columns(sweep)));
   EXPECT_EQ(joined.cell_id_size(), 512);
 
   // a trains them again: the sweep ends again, and the stretch is sealed.
   ASSERT_NO_FATAL_FAILURE(CompleteCells(a, 88));
   ASSERT_TRUE(BlocksBecome(sweep, 3));
-  const std::string again = Columns(sweep, 10000);
-  EXPECT_EQ(Columns(sweep, 0), again);
+  const std::string again = Columns(sweep);
+  EXPECT_EQ(Rows(sweep, 0), Rows(sweep, 100));
   ASSERT_TRUE(joined.ParseFromString(again));
   EXPECT_EQ(joined.cell_id_size(), 600);
   EXPECT_EQ(joined.workers_size(), 1);
@@ -484,13 +506,13 @@ TEST_F(ColumnBlockTest, AnEndedSweepIsJoinedFromBlocksIntoTheSameColumns) {
         "first_cell_id = (SELECT MIN(first_cell_id) FROM result_blocks)) WHERE first_cell_id = "
         "(SELECT MIN(first_cell_id) FROM result_blocks WHERE first_cell_id > (SELECT "
         "MIN(first_cell_id) FROM result_blocks))");
-  ASSERT_TRUE(joined.ParseFromString(Columns(sweep, 0)));
+  ASSERT_TRUE(joined.ParseFromString(Columns(sweep)));
   ASSERT_EQ(joined.cell_id_size(), 600);
   EXPECT_EQ(joined.cell_id(256), joined.cell_id(0));
   EXPECT_EQ(joined.cell_id(511), joined.cell_id(255));
   // A block that is not one is read as rows instead.
   write("UPDATE result_blocks SET columns = x'08'");
-  EXPECT_EQ(Columns(sweep, 0), again);
+  EXPECT_EQ(Columns(sweep), again);
 }
 
 }  // namespace

@@ -94,29 +94,50 @@ absl::Status SweepQueries::ReadRowsAndBlocks(Connection& c, const ResultQuery& q
         "+sweep_id = :sweep_id ORDER BY cell_id");
     ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
     q.Bind(":sweep_id", query.sweep_id).Bind(":after", after).Bind(":last", last);
-    sink.Expect(std::min<int64_t>(last - after, kMostRowsExpected));
+    const int64_t room = page.page_size() > 0 ? page.page_size() - page.added() : last - after;
+    sink.Expect(std::min({last - after, room, kMostRowsExpected}));
     const int64_t two_threads = two_thread_query_rows_;
-    return two_threads > 0 && last - after >= two_threads
+    return two_threads > 0 && std::min(last - after, room) >= two_threads
                ? ReadFinishedRowsOnTwoThreads(q, rows)
                : ReadFinishedRows(q, rows);
   };
   enum Col : int { kFirst, kLast, kRows, kColumns, kCount };
   static const std::string* blocks_sql = NewSelect<kCount>(
       {"first_cell_id", "last_cell_id", "rows", "columns"},
-      "FROM result_blocks WHERE sweep_id = :sweep_id AND layout = :layout ORDER BY last_cell_id");
+      "FROM result_blocks WHERE sweep_id = :sweep_id AND layout = :layout AND last_cell_id > "
+      ":after ORDER BY last_cell_id");
   ASSIGN_OR_RETURN(Statement blocks, c.Prepare(*blocks_sql));
   blocks.Bind(":sweep_id", query.sweep_id).Bind(":layout", std::string(sink.BlockLayout()));
-  int64_t done_to = first_result - 1;  // rows up to this cell id are handed on
+  blocks.Bind(":after", query.after_cell_id);
+  // Rows up to this cell id are handed on (or before the page).
+  int64_t done_to = std::max(query.after_cell_id, first_result - 1);
+  const int64_t page_size = page.page_size();
   while (true) {
     ASSIGN_OR_RETURN(bool more, blocks.Step());
     if (!more) break;
-    const int64_t first = blocks.ColumnInt(kFirst);
-    // Blocks never overlap (StoreColumnBlocks); one that did would be
-    // read as rows.
+    const int64_t first = blocks.ColumnInt(kFirst), last = blocks.ColumnInt(kLast);
+    const int64_t rows_in = blocks.ColumnInt(kRows);
+    // A block the page starts inside is read as rows, as would be one that
+    // overlapped another (StoreColumnBlocks never stores one).
     if (first <= done_to) continue;
     RETURN_IF_ERROR(read_rows(done_to, first - 1));
-    sink.AddBlock(blocks.ColumnBlob(kColumns), blocks.ColumnInt(kRows));
-    done_to = blocks.ColumnInt(kLast);
+    if (out->next_after_cell_id != 0) return absl::OkStatus();  // the page is full
+    if (page_size > 0 && page.added() + rows_in > page_size) {
+      // The block does not fit: the page ends before it, a little short,
+      // unless nothing is in it yet (a block longer than a page is read as
+      // rows, a page of them).
+      if (page.added() > 0) {
+        page.EndHere();
+        return absl::OkStatus();
+      }
+      RETURN_IF_ERROR(read_rows(done_to, last));
+      if (out->next_after_cell_id != 0) return absl::OkStatus();
+      done_to = last;
+      continue;
+    }
+    sink.AddBlock(blocks.ColumnBlob(kColumns), rows_in);
+    page.Added(rows_in, last);
+    done_to = last;
   }
   return read_rows(done_to, last_result);
 }
@@ -281,9 +302,9 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query,
       }
       // With column blocks: the sweep's blocks of the sink's layout in
       // their places, the rows before, between and after them read as rows.
-      const bool with_blocks = !sink.BlockLayout().empty() && query.after_cell_id == 0 &&
-                               query.page_size == 0 && !query.curves && filter.heads.empty() &&
-                               filter.ranks.empty() && filter.seeds.empty();
+      const bool with_blocks = !sink.BlockLayout().empty() && !query.curves &&
+                               filter.heads.empty() && filter.ranks.empty() &&
+                               filter.seeds.empty();
       if (with_blocks) {
         ASSIGN_OR_RETURN(out.results_version, ReadResultsVersion(c, query.sweep_id));
         return ReadRowsAndBlocks(c, query, filter, labels, first_result, last_result, sink,

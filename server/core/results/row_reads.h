@@ -85,6 +85,18 @@ class RowPage {
     return filter_.Keeps(head_index, rank, seed);
   }
 
+  int64_t page_size() const { return page_size_; }
+  int64_t added() const { return added_; }
+  // A stored column block of `rows` rows handed to the sink, counted as if
+  // its rows had been added one by one.
+  void Added(int64_t rows, int64_t last_cell_id) {
+    added_ += rows;
+    last_cell_id_ = last_cell_id;
+  }
+  // Ends the page after the rows added so far: the next page starts after
+  // the last of them.
+  void EndHere() { out_->next_after_cell_id = last_cell_id_; }
+
   // Hands on a kept row; false, with the next page's start set, when the
   // page is already full.
   bool Add(const ResultRow& row) {
