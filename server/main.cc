@@ -95,7 +95,7 @@ void AddFlags(Flags& flags, DaemonFlags& f) {
   flags.Add("column-block-rows", &o.column_block_rows,
             "Rows per column block: an ended sweep's rows are also kept as encoded blocks of "
             "this many rows, which a query of every row joins instead of reading the rows "
-            "(docs/ARCHITECTURE.md, \"Column blocks\"); 0 = none, else 256..1048576",
+            "(docs/ARCHITECTURE.md, \"Column blocks\"); 0 = none, else 16..1048576",
             0, 1048576);
   flags.Add("name", &f.name, "token create/revoke: the token's name, 1..64 of [A-Za-z0-9._-]");
   flags.Add("role", &f.role, "token create: admin, user or worker");

@@ -111,8 +111,8 @@ absl::Status CheckServerOptions(const ServerOptions& o) {
                             o.query_cache_mb));
   }
   if (o.column_block_rows != 0 &&
-      (o.column_block_rows < 256 || o.column_block_rows > 1048576)) {
-    return bad(absl::StrCat("--column-block-rows must be 0 (none) or 256..1048576, got ",
+      (o.column_block_rows < 16 || o.column_block_rows > 1048576)) {
+    return bad(absl::StrCat("--column-block-rows must be 0 (none) or 16..1048576, got ",
                             o.column_block_rows));
   }
   if (o.insecure_local && !IsLoopbackListenAddress(o.listen)) {

@@ -64,7 +64,7 @@ struct ServerOptions {
   std::vector<std::string> trusted_builds;          // each 1..256 bytes
   bool shared_cache = false;
   int query_cache_mb = 256;                         // 0..65536; 0 = keep no reply
-  int column_block_rows = 4096;  // 0 or 256..1048576; 0 = no column blocks
+  int column_block_rows = 4096;  // 0 or 16..1048576; 0 = no column blocks
   // The build this coordinator is (RANKSWEEP_BUILD_ID): the result cache
   // serves results of workers of this build, and build_info reports it.
   std::string build_id;

@@ -47,12 +47,13 @@ class Cluster {
 
   // Starts ranksweepd; `port` 0 picks a free one. Returns the address.
   // `lease_seconds` outlives a planned outage where a test needs it to.
-  std::string StartServer(const std::string& port = "0", int lease_seconds = 10) {
-    server_ = std::make_unique<Process>(
-        std::vector<std::string>{RANKSWEEPD_BIN, "--listen=127.0.0.1:" + port, "--db=" + db_,
-                                 "--lease_seconds=" + std::to_string(lease_seconds),
-                                 "--insecure_local"},
-        dir_ + "/server" + std::to_string(server_starts_++));
+  std::string StartServer(const std::string& port = "0", int lease_seconds = 10,
+                          std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {RANKSWEEPD_BIN, "--listen=127.0.0.1:" + port, "--db=" + db_,
+                                     "--lease_seconds=" + std::to_string(lease_seconds),
+                                     "--insecure_local"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    server_ = std::make_unique<Process>(argv, dir_ + "/server" + std::to_string(server_starts_++));
     auto bound = server_->WaitForStdout(std::regex("listening on (\\S+)"), 30s);
     EXPECT_TRUE(bound.has_value()) << server_->Stderr();
     addr_ = bound.value_or("");
@@ -215,7 +216,9 @@ void ExpectOneRowPerCell(const std::vector<DbRow>& rows) {
 TEST(ServiceE2ETest, SweepThroughCliAndTwoWorkersStoresEveryCellOnce) {
   TempDir dir;
   Cluster cluster(dir);
-  cluster.StartServer();
+  // Column blocks of 16 rows: the ended sweep's nine rows are sealed into
+  // one (docs/ARCHITECTURE.md, "Column blocks").
+  cluster.StartServer("0", 10, {"--column-block-rows=16"});
   cluster.StartWorker();
   cluster.StartWorker();
   std::string id = cluster.Submit();
@@ -255,7 +258,18 @@ TEST(ServiceE2ETest, SweepThroughCliAndTwoWorkersStoresEveryCellOnce) {
   }
 
   // In pages of 2 rows (five calls, each next page asked for while the last
-  // one prints), CSV and JSON are exactly what one call prints.
+  // one prints), CSV and JSON are exactly what one call prints: pages are
+  // read from the rows, one call of every row from the sweep's column block,
+  // sealed behind the sweep's end.
+  auto sealed_rows = [&] {
+    return ReadOneText(cluster.db(),
+                       "SELECT COALESCE(SUM(rows), 0) FROM result_blocks WHERE sweep_id = ?", id);
+  };
+  const auto sealed_by = std::chrono::steady_clock::now() + 30s;
+  while (sealed_rows() != std::to_string(kCells) && std::chrono::steady_clock::now() < sealed_by) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(sealed_rows(), std::to_string(kCells));
   for (const char* format : {"csv", "json"}) {
     CommandResult one = cluster.Cli({"results", id, "--format", format});
     CommandResult paged = cluster.Cli({"results", id, "--format", format, "--page-size", "2"});
