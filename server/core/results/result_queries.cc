@@ -77,6 +77,33 @@ class WithCurves final : public RowSink {
 
 }  // namespace
 
+namespace {
+
+// The finished rows of the query's sweep with cell ids in (after, last],
+// from their packed copies, into `rows` and its `page`; on two threads
+// when there are `two_thread_rows` or more of them to read (0: never).
+absl::Status ReadFinishedRange(Connection& c, const ResultQuery& query, int64_t after,
+                               int64_t last, int64_t two_thread_rows, RowSink& sink,
+                               RowPage& page, FinishedRows& rows) {
+  if (last <= after) return absl::OkStatus();
+  // "+sweep_id" keeps SQLite on the cell id range: cells of other sweeps
+  // fall inside it only when a search sweep added cells later.
+  static const std::string* sql = NewSelect<PackedCol::kCount>(
+      {"cell_id", "packed"},
+      "FROM result_packs WHERE cell_id > :after AND cell_id <= :last AND "
+      "+sweep_id = :sweep_id ORDER BY cell_id");
+  ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
+  q.Bind(":sweep_id", query.sweep_id).Bind(":after", after).Bind(":last", last);
+  const int64_t room = page.page_size() > 0 ? page.page_size() - page.added() : last - after;
+  const int64_t at_most = std::min(last - after, room);
+  sink.Expect(std::min(at_most, kMostRowsExpected));
+  return two_thread_rows > 0 && at_most >= two_thread_rows && !query.curves
+             ? ReadFinishedRowsOnTwoThreads(q, rows)
+             : ReadFinishedRows(q, rows);
+}
+
+}  // namespace
+
 absl::Status SweepQueries::ReadRowsAndBlocks(Connection& c, const ResultQuery& query,
                                              const CellFilter& filter,
                                              const std::vector<std::string>& labels,
@@ -84,22 +111,8 @@ absl::Status SweepQueries::ReadRowsAndBlocks(Connection& c, const ResultQuery& q
                                              RowSink& sink, QueryOutcome* out) {
   RowPage page(query, filter, sink, out);
   FinishedRows rows(query.sweep_id, labels, page);
-  // The rows with cell ids in (after, last], as the query without blocks
-  // reads them.
-  auto read_rows = [&](int64_t after, int64_t last) -> absl::Status {
-    if (last <= after) return absl::OkStatus();
-    static const std::string* sql = NewSelect<PackedCol::kCount>(
-        {"cell_id", "packed"},
-        "FROM result_packs WHERE cell_id > :after AND cell_id <= :last AND "
-        "+sweep_id = :sweep_id ORDER BY cell_id");
-    ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-    q.Bind(":sweep_id", query.sweep_id).Bind(":after", after).Bind(":last", last);
-    const int64_t room = page.page_size() > 0 ? page.page_size() - page.added() : last - after;
-    sink.Expect(std::min({last - after, room, kMostRowsExpected}));
-    const int64_t two_threads = two_thread_query_rows_;
-    return two_threads > 0 && std::min(last - after, room) >= two_threads
-               ? ReadFinishedRowsOnTwoThreads(q, rows)
-               : ReadFinishedRows(q, rows);
+  auto read_rows = [&](int64_t after, int64_t last) {
+    return ReadFinishedRange(c, query, after, last, two_thread_query_rows_, sink, page, rows);
   };
   enum Col : int { kFirst, kLast, kRows, kColumns, kCount };
   static const std::string* blocks_sql = NewSelect<kCount>(
@@ -310,24 +323,10 @@ absl::StatusOr<QueryOutcome> SweepQueries::Query(const ResultQuery& query,
         return ReadRowsAndBlocks(c, query, filter, labels, first_result, last_result, sink,
                                  &out);
       }
-      const int64_t after = std::max(query.after_cell_id, first_result - 1);
-      // "+sweep_id" keeps SQLite on the cell id range: cells of other
-      // sweeps fall inside it only when a search sweep added cells later.
-      static const std::string* sql = NewSelect<PackedCol::kCount>(
-          {"cell_id", "packed"},
-          "FROM result_packs WHERE cell_id > :after AND cell_id <= :last AND "
-          "+sweep_id = :sweep_id ORDER BY cell_id");
-      ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
-      q.Bind(":sweep_id", query.sweep_id).Bind(":after", after).Bind(":last", last_result);
-      const int64_t in_range = std::max<int64_t>(0, last_result - after);
-      const int64_t at_most = query.page_size > 0 ? std::min(query.page_size, in_range) : in_range;
-      sink.Expect(std::min<int64_t>(at_most, kMostRowsExpected));
       RowPage page(query, filter, sink, &out);
       FinishedRows rows(query.sweep_id, labels, page);
-      const int64_t two_threads = two_thread_query_rows_;
-      return two_threads > 0 && at_most >= two_threads && !query.curves
-                 ? ReadFinishedRowsOnTwoThreads(q, rows)
-                 : ReadFinishedRows(q, rows);
+      return ReadFinishedRange(c, query, std::max(query.after_cell_id, first_result - 1),
+                               last_result, two_thread_query_rows_, sink, page, rows);
     }
     // A state filter walks cells_by_state.
     static const std::string* state_sql = new std::string(absl::StrCat(
