@@ -16,7 +16,6 @@
 #include "proto/convert.h"
 #include "proto/reply_arena.h"
 #include "proto/wire_check.h"
-#include "server/core/log.h"
 #include "server/service/call_auth.h"
 #include "server/service/malformed_request.h"
 #include "server/service/translate.h"
