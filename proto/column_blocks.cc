@@ -248,40 +248,35 @@ class JoinedWriter {
 
 namespace {
 
-// Appends list `rule` of every block, joined, to `payload`; with `writer`,
-// the blocks' lists are referred to instead (concatenated lists only).
+// Writes list `rule` of every block, joined: a concatenated list through
+// `writer`, which refers to the blocks' lists where they lie; a renumbered
+// one into `payload`.
 absl::Status JoinList(const std::vector<Block>& blocks, const ListRule& rule,
-                      const JoinedTable* table, std::string* payload,
-                      JoinedWriter* writer = nullptr) {
+                      const JoinedTable* table, std::string* payload, JoinedWriter* writer) {
   for (size_t b = 0; b < blocks.size(); ++b) {
     const Block& block = blocks[b];
     const std::vector<std::string_view>& parts = block.fields[rule.field];
-    const std::string where = absl::StrCat(BlockName(b), ", field ", rule.field);
+    // For errors only: made when one is returned.
+    auto where = [&] { return absl::StrCat(BlockName(b), ", field ", rule.field); };
     switch (rule.join) {
       case Join::kConcat:
       case Join::kElidable: {
         if (parts.empty() && rule.join == Join::kElidable) {
-          PutEmpty(rule, block.rows, writer != nullptr ? writer->buf() : payload);
+          PutEmpty(rule, block.rows, writer->buf());
           continue;
         }
         int64_t values = 0;
         for (std::string_view s : parts) {
           values += rule.fixed64 ? static_cast<int64_t>(s.size() / 8) : CountVarints(s);
           if (rule.fixed64 && s.size() % 8 != 0) {
-            return absl::InvalidArgumentError(absl::StrCat(where, ": not whole doubles"));
+            return absl::InvalidArgumentError(absl::StrCat(where(), ": not whole doubles"));
           }
         }
         if (values != block.rows) {
           return absl::InvalidArgumentError(
-              absl::StrCat(where, ": ", values, " values for ", block.rows, " rows"));
+              absl::StrCat(where(), ": ", values, " values for ", block.rows, " rows"));
         }
-        for (std::string_view s : parts) {
-          if (writer != nullptr) {
-            writer->Refer(s);
-          } else {
-            payload->append(s);
-          }
-        }
+        for (std::string_view s : parts) writer->Refer(s);
         break;
       }
       case Join::kRenumber:
@@ -302,17 +297,17 @@ absl::Status JoinList(const std::vector<Block>& blocks, const ListRule& rule,
             if (v < 0x80) {
               ++p;
             } else if (!ReadVarint(p, end, &v)) {
-              return absl::InvalidArgumentError(absl::StrCat(where, ": a value is cut short"));
+              return absl::InvalidArgumentError(absl::StrCat(where(), ": a value is cut short"));
             }
             if (index == nullptr) {
               if (v >= static_cast<uint64_t>(block.rows)) {
                 return absl::InvalidArgumentError(
-                    absl::StrCat(where, ": row ", v, " of ", block.rows));
+                    absl::StrCat(where(), ": row ", v, " of ", block.rows));
               }
               w = WriteVarint(v + first_row, w);
             } else {
               if (v >= index->size()) {
-                return absl::InvalidArgumentError(absl::StrCat(where, ": index ", v, " of ",
+                return absl::InvalidArgumentError(absl::StrCat(where(), ": index ", v, " of ",
                                                                index->size(), " entries"));
               }
               w = WriteVarint((*index)[v], w);
@@ -323,7 +318,7 @@ absl::Status JoinList(const std::vector<Block>& blocks, const ListRule& rule,
         payload->resize(static_cast<size_t>(w - payload->data()));
         if (rule.join == Join::kRenumber && values != block.rows) {
           return absl::InvalidArgumentError(
-              absl::StrCat(where, ": ", values, " values for ", block.rows, " rows"));
+              absl::StrCat(where(), ": ", values, " values for ", block.rows, " rows"));
         }
         break;
       }
@@ -492,7 +487,6 @@ absl::Status MergeColumns(absl::Span<const std::string_view> pieces, std::string
 absl::Status MergeColumns(absl::Span<const std::string_view> pieces, JoinedColumns* out) {
   std::vector<Block> blocks(pieces.size());
   int64_t rows = 0;
-  size_t bytes = 0;
   for (size_t b = 0; b < pieces.size(); ++b) {
     const std::string name = BlockName(b);
     if (absl::Status s = Split(pieces[b], kLastField, &blocks[b].fields, name.c_str()); !s.ok()) {
@@ -503,9 +497,7 @@ absl::Status MergeColumns(absl::Span<const std::string_view> pieces, JoinedColum
     }
     blocks[b].first_row = rows;
     rows += blocks[b].rows;
-    bytes += pieces[b].size();
   }
-  (void)bytes;
   JoinedWriter writer(out);
   absl::Status joined_ok = JoinInto(blocks, writer);
   if (!joined_ok.ok()) out->Clear();
@@ -590,13 +582,14 @@ absl::Status JoinInto(const std::vector<Block>& blocks, JoinedWriter& writer) {
       if (size == 0) continue;
       PutTag(field, &joined);
       PutVarint(size, &joined);
-      if (absl::Status s = JoinList(blocks, *rule, nullptr, &joined, &writer); !s.ok()) {
+      if (absl::Status s = JoinList(blocks, *rule, nullptr, nullptr, &writer); !s.ok()) {
         return s;
       }
       continue;
     }
     payload.clear();
-    if (absl::Status s = JoinList(blocks, *rule, &tables[rule->table], &payload); !s.ok()) {
+    if (absl::Status s = JoinList(blocks, *rule, &tables[rule->table], &payload, nullptr);
+        !s.ok()) {
       return s;
     }
     if (payload.empty()) continue;
