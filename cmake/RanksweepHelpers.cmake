@@ -10,11 +10,14 @@ function(ranksweep_add_test)
   # The test's own files are compiled without optimization: the code under
   # test is in the libraries, built as the build type says, while -O2 makes
   # a test file's compile 1.6-2.1 times as long as -O0, and test files are
-  # over 40% of the build. A trainer test is the exception: its
-  # assertions on trained numbers may depend on code generation, and its
-  # files instantiate the trainer's inline math.
+  # over 40% of the build. Their options replace the build type's (the top
+  # CMakeLists.txt puts those on each target), so a test file compiles alike
+  # in every build type and the compiler cache builds it once for both of
+  # scripts/test's builds. A trainer test is the exception: its assertions
+  # on trained numbers may depend on code generation, and its files
+  # instantiate the trainer's inline math.
   if(NOT "ranksweep_trainer" IN_LIST T_LIBS)
-    target_compile_options(${T_NAME} PRIVATE -O0)
+    set_property(TARGET ${T_NAME} PROPERTY COMPILE_OPTIONS -O0 -g)
   endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
