@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/spec/result_validation.h"
 #include "common/status_macros.h"
+#include "server/core/results/result_blocks.h"
 #include "server/core/results/result_queries.h"
 #include "server/core/results/result_schema.h"
 #include "server/core/sql_columns.h"
@@ -161,11 +162,7 @@ absl::StatusOr<int64_t> SweepQueries::ResultsVersion(const std::string& sweep_id
   if (sweep_id.empty()) return absl::InvalidArgumentError("sweep_id: required");
   int64_t version = 0;
   RETURN_IF_ERROR(store_->QuickRead([&](Connection& c) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement q,
-                     c.Prepare("SELECT version FROM result_versions WHERE sweep_id = :id"));
-    q.Bind(":id", sweep_id);
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    version = row ? q.ColumnInt(0) : 0;
+    ASSIGN_OR_RETURN(version, ReadResultsVersion(c, sweep_id));
     return absl::OkStatus();
   }));
   return version;
