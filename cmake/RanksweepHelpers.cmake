@@ -25,10 +25,16 @@ function(ranksweep_add_test)
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
+  # Tests that start processes take seconds, unit tests milliseconds: CTest
+  # starts the costliest first (see fuzz_spec_parsers in tests/CMakeLists.txt).
+  set(T_COST 0)
+  if("integration" IN_LIST T_LABELS OR "reliability" IN_LIST T_LABELS)
+    set(T_COST 5)
+  endif()
   # Workers started by a test without --outbox-dir keep their default outbox
   # (under $XDG_STATE_HOME) in the build tree, not in the home directory.
   gtest_discover_tests(${T_NAME}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" COST ${T_COST}
                ENVIRONMENT "XDG_STATE_HOME=${CMAKE_BINARY_DIR}/test-state")
 endfunction()
