@@ -13,9 +13,9 @@ function(ranksweep_add_test)
   # over 40% of the build. Their options replace the build type's (the top
   # CMakeLists.txt puts those on each target), so a test file compiles alike
   # in every build type and the compiler cache builds it once for both
-  # builds of `RANKSWEEP_TEST_RELEASE=full ./scripts/test`. A trainer test is the exception: its assertions
-  # on trained numbers may depend on code generation, and its files
-  # instantiate the trainer's inline math.
+  # builds of `./scripts/test`. A trainer test is the exception: its
+  # assertions on trained numbers may depend on code generation, and its
+  # files instantiate the trainer's inline math.
   if(NOT "ranksweep_trainer" IN_LIST T_LIBS)
     set_property(TARGET ${T_NAME} PROPERTY COMPILE_OPTIONS -O0 -g)
   endif()
