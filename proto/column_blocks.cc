@@ -458,14 +458,6 @@ const std::string& ColumnBlockLayout() {
   return *layout;
 }
 
-absl::Status CountColumnRows(std::string_view block, int64_t* rows) {
-  Fields f;
-  if (absl::Status s = Split(block, kLastField, &f, "block"); !s.ok()) return s;
-  *rows = 0;
-  for (std::string_view s : f[C::kCellIdFieldNumber]) *rows += CountVarints(s);
-  return absl::OkStatus();
-}
-
 size_t JoinedColumns::size() const {
   size_t n = 0;
   for (std::string_view p : parts_) n += p.size();
@@ -475,13 +467,6 @@ size_t JoinedColumns::size() const {
 void JoinedColumns::AppendTo(std::string* out) const {
   out->reserve(out->size() + size());
   for (std::string_view p : parts_) out->append(p);
-}
-
-absl::Status MergeColumns(absl::Span<const std::string_view> pieces, std::string* out) {
-  JoinedColumns joined;
-  RETURN_IF_ERROR(MergeColumns(pieces, &joined));
-  joined.AppendTo(out);
-  return absl::OkStatus();
 }
 
 absl::Status MergeColumns(absl::Span<const std::string_view> pieces, JoinedColumns* out) {

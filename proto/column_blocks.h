@@ -60,12 +60,6 @@ class JoinedColumns {
 // block is not one (a wire type or a list length that ResultColumnsEncoder
 // never writes); `out` is then empty.
 absl::Status MergeColumns(absl::Span<const std::string_view> blocks, JoinedColumns* out);
-// The same, appended to `out` in one piece; unchanged on an error.
-absl::Status MergeColumns(absl::Span<const std::string_view> blocks, std::string* out);
-
-// The number of rows of one serialized block (its cell_id values);
-// InvalidArgument when it is not a ResultColumns message.
-absl::Status CountColumnRows(std::string_view block, int64_t* rows);
 
 }  // namespace ranksweep
 
