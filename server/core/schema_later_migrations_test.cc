@@ -1,8 +1,9 @@
 // Files written by older binaries, opened by this one: the migrations to
-// versions 11 to 18 (the optional metrics, recipes, workers bound to their
+// versions 11 to 21 (the optional metrics, recipes, workers bound to their
 // token, quarantines that hold, sweeps' notes and tags, held tokens,
-// learning curves, rung scores), and a metric's columns added when the
-// store opens a file without them. Up to version 10: schema_test.cc.
+// learning curves, rung scores, results versions, column blocks, done cells
+// out of the lease index), and a metric's columns added when the store
+// opens a file without them. Up to version 10: schema_test.cc.
 #include <string>
 #include <vector>
 
@@ -252,7 +253,6 @@ TEST(StoreTest, MigrationToVersion20DeletesABlockWhenARowInItsRangeIsWritten) {
   auto store = Store::Open(File(dir, "a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
-  EXPECT_EQ(Store::kSchemaVersion, 20);
   EXPECT_EQ(CountRows(**store, "result_blocks"), 0);
   // Blocks of sw-1 over cells 10-19 and 30-39, and of sw-2 over 10-19.
   auto blocks_after = [&](const char* sql) {
@@ -323,6 +323,31 @@ TEST(StoreTest, MigrationToVersion17KeepsEveryResultWithNoCurve) {
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
   EXPECT_EQ(CountRows(**store, "sweeps"), 1);
   EXPECT_EQ(CountRows(**store, "results"), 0);
+}
+
+// Version 21: a done cell keeps its lease id but leaves the lease index,
+// which then holds the leases a lookup can still answer about: live ones,
+// and those of cells failed, cancelled or pruned under them.
+TEST(StoreTest, MigrationToVersion21KeepsDoneCellsOutOfTheLeaseIndex) {
+  TempDir dir;
+  // Cells 1, 2, 3 and 5 are done and 4 failed; each gets lease 10 + id, and
+  // cell 2 is leased again.
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion20,
+                            "UPDATE cells SET lease_id = 10 + id; "
+                            "UPDATE cells SET state = 2 WHERE id = 2");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_EQ(Store::kSchemaVersion, 21);
+  // INDEXED BY fails to prepare unless the index exists and serves the
+  // query, and a scan of a partial index yields only the rows it holds.
+  EXPECT_THAT(RowsAsText(**store,
+                         "SELECT id, lease_id FROM cells INDEXED BY cells_by_lease "
+                         "WHERE lease_id != 0 AND state != 3 ORDER BY lease_id",
+                         2),
+              ::testing::ElementsAre("2 12 ", "4 14 "));
+  EXPECT_THAT(RowsAsText(**store, "SELECT lease_id FROM cells WHERE state = 3 ORDER BY id", 1),
+              ::testing::ElementsAre("11 ", "13 ", "15 "));
 }
 
 }  // namespace

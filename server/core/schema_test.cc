@@ -52,6 +52,8 @@ TEST(SchemaTest, PartialIndexesKeepTheStateNumbersTheyShippedWith) {
   EXPECT_EQ(IndexSql(*c, "cells_pending_by_group"),
             "CREATE INDEX cells_pending_by_group ON cells(sweep_id, head_index, rank, recipe) "
             "WHERE state = 1");
+  EXPECT_EQ(IndexSql(*c, "cells_by_lease"),
+            "CREATE INDEX cells_by_lease ON cells(lease_id) WHERE lease_id != 0 AND state != 3");
   EXPECT_EQ(IndexSql(*c, "cells_leased"),
             "CREATE INDEX cells_leased ON cells(worker_id, lease_deadline_ms) WHERE state = 2");
   EXPECT_EQ(IndexSql(*c, "results_by_task"),

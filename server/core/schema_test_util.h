@@ -48,9 +48,18 @@ inline absl::Status DropTableMetricColumns(Connection& c) {
   return absl::OkStatus();
 }
 
+// Turns a freshly created (empty) file back into what schema version 20 wrote.
+inline absl::Status DowngradeToVersion20(Connection& c) {
+  RETURN_IF_ERROR(DropTableMetricColumns(c));
+  // Version 21: done cells out of the lease index.
+  RETURN_IF_ERROR(c.Exec("DROP INDEX cells_by_lease"));
+  RETURN_IF_ERROR(c.Exec("CREATE INDEX cells_by_lease ON cells(lease_id) WHERE lease_id != 0"));
+  return c.Exec("UPDATE schema_version SET version = 20");
+}
+
 // Turns a freshly created (empty) file back into what schema version 19 wrote.
 inline absl::Status DowngradeToVersion19(Connection& c) {
-  RETURN_IF_ERROR(DropTableMetricColumns(c));
+  RETURN_IF_ERROR(DowngradeToVersion20(c));
   // Version 20: column blocks, and the triggers that delete them.
   for (const char* trigger : {"result_blocks_on_delete", "result_blocks_on_update"}) {
     RETURN_IF_ERROR(c.Exec(absl::StrCat("DROP TRIGGER ", trigger)));

@@ -24,10 +24,14 @@
 namespace ranksweep::server {
 
 absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_id) {
-  // "lease_id != 0" lets SQLite use the partial index cells_by_lease.
+  // The last two terms are the partial index cells_by_lease's, which lets
+  // SQLite use it. A done cell is not in it: its lease reads as unknown, and
+  // every caller answers a done cell's lease as it answers an unknown one.
   enum Col : int { kId, kState, kWorkerId, kCount };
   static const std::string* sql = NewSelect<kCount>(
-      {"id", "state", "worker_id"}, "FROM cells WHERE lease_id = :lease_id AND lease_id != 0");
+      {"id", "state", "worker_id"},
+      absl::StrCat("FROM cells WHERE lease_id = :lease_id AND lease_id != 0 AND state != ",
+                   kCellDone));
   ASSIGN_OR_RETURN(Statement q, c.Prepare(*sql));
   q.Bind(":lease_id", lease_id);
   ASSIGN_OR_RETURN(bool row, q.Step());

@@ -54,7 +54,8 @@ struct LeaseRow {
   std::string worker_id;
 };
 
-// The cell whose current or last lease is `lease_id`, if any.
+// The cell whose current or last lease is `lease_id`, if any and not done
+// (a done cell's lease reads as unknown: see FindLease's SQL).
 absl::StatusOr<std::optional<LeaseRow>> FindLease(Connection& c, int64_t lease_id);
 
 // A cell as `cells` holds it, for the calls that act on one by id.

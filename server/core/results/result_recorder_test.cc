@@ -2,6 +2,11 @@
 // lease they name, all or nothing.
 #include "server/core/results/result_recorder.h"
 
+#include <optional>
+#include <vector>
+
+#include "server/core/leases/lease_manager.h"
+
 #include "server/core/manager_test_fixture.h"
 
 namespace ranksweep::server {
@@ -28,6 +33,42 @@ TEST_F(ResultRecorderTest, StoresEveryResultOnceAndASecondSendIsADuplicate) {
   EXPECT_EQ(again->duplicates, 3);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM results"), 3);
   EXPECT_EQ(SweepStateOf(sweep), kSweepDone);
+}
+
+// A done cell keeps its lease id, which answers a repeated completion, but
+// leaves the lease index: random ids of every done cell would spread each
+// commit's index changes over as many pages as it has cells. A lookup of its
+// lease finds nothing, as of a lease never made.
+TEST_F(ResultRecorderTest, ADoneCellKeepsItsLeaseIdOutOfTheLeaseIndex) {
+  Submit(MakeSpec("a", {1}, 3, 0, /*with_softmax=*/false));
+  const RegisteredWorker w = Register();
+  const std::vector<Task> tasks = Lease(w.worker_id, /*max_tasks=*/1, /*max_seeds=*/2);
+  ASSERT_EQ(tasks.size(), 1u);
+  ASSERT_EQ(tasks[0].cells.size(), 2u);
+  std::vector<CellResult> one = ResultsFor(tasks[0]);
+  one.pop_back();
+  ASSERT_TRUE(Complete(w.worker_id, one).ok());
+  const LeasedCell& done = tasks[0].cells[0];
+  const LeasedCell& live = tasks[0].cells[1];
+  EXPECT_EQ(Count(absl::StrCat("SELECT lease_id FROM cells WHERE id = ", done.cell_id)),
+            done.lease_id);
+  EXPECT_EQ(Count(absl::StrCat("SELECT COUNT(*) FROM cells INDEXED BY cells_by_lease "
+                               "WHERE lease_id != 0 AND state != ",
+                               kCellDone)),
+            1);
+  absl::Status s = store_->Read([&](Connection& c) -> absl::Status {
+    ASSIGN_OR_RETURN(std::optional<LeaseRow> found, FindLease(c, live.lease_id));
+    EXPECT_TRUE(found.has_value());
+    if (found.has_value()) EXPECT_EQ(found->cell_id, live.cell_id);
+    ASSIGN_OR_RETURN(std::optional<LeaseRow> gone, FindLease(c, done.lease_id));
+    EXPECT_FALSE(gone.has_value());
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  // The repeated completion is still a duplicate, not a stranger's lease.
+  auto again = Complete(w.worker_id, one);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->duplicates, 1);
 }
 
 TEST_F(ResultRecorderTest, AnotherWorkersLeaseStoresNothingOfTheCall) {
