@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "server/core/leases/lease_manager.h"
-
 #include "server/core/manager_test_fixture.h"
 
 namespace ranksweep::server {
