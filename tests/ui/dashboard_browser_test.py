@@ -250,7 +250,12 @@ def main():
                      "--window-size=1360,1500", "--force-device-scale-factor=1"):
             options.add_argument(flag)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        driver = webdriver.Chrome(service=Service(chromedriver, log_path=f"{work}/chromedriver.log"),
+        # Chromium's profile and its singleton-socket folder live in the
+        # work folder, which is removed at the end: nothing is left in /tmp.
+        options.add_argument(f"--user-data-dir={work}/chromium-profile")
+        browser_env = dict(os.environ, TMPDIR=work)
+        driver = webdriver.Chrome(service=Service(chromedriver, log_path=f"{work}/chromedriver.log",
+                                                  env=browser_env),
                                   options=options)
         # Pages redraw on their own (loads, live events): an element found
         # may be gone by the time it is read, and is found again.
