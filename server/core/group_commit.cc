@@ -140,7 +140,6 @@ void GroupCommit::RunBatch(const std::vector<WriteRequest*>& batch) {
   static const std::string kBegin = "BEGIN IMMEDIATE";
   static const std::string kSavepoint = "SAVEPOINT write_request";
   static const std::string kRelease = "RELEASE write_request";
-  static const std::string kCommit = "COMMIT";
   Connection& w = writer_;
   // The requests of a batch first run one after another with nothing
   // around each: a savepoint makes SQLite copy every page a request first
@@ -210,7 +209,7 @@ void GroupCommit::RunBatch(const std::vector<WriteRequest*>& batch) {
     // One COMMIT, one sync, for every request that succeeded. A batch whose
     // requests all failed has nothing to keep.
     const auto commit_start = std::chrono::steady_clock::now();
-    absl::Status commit = applied.empty() ? w.Exec("ROLLBACK") : w.Run(kCommit);
+    absl::Status commit = applied.empty() ? w.Exec("ROLLBACK") : w.Commit();
     if (commit.ok() && !applied.empty() && commit_observer_) {
       commit_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                      commit_start)

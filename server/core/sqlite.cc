@@ -168,6 +168,40 @@ absl::Status Connection::Run(const std::string& sql) {
   return statement.Run();
 }
 
+absl::Status Connection::OweBeforeCommit(const std::string& sql, std::string_view key) {
+  if (!InTransaction()) {
+    ASSIGN_OR_RETURN(Statement now, Prepare(sql));
+    now.Bind(":key", key);
+    return now.Run();
+  }
+  if (!Owes(sql, key)) owed_.push_back({&sql, std::string(key)});
+  return absl::OkStatus();
+}
+
+bool Connection::Owes(const std::string& sql, std::string_view key) const {
+  for (const Owed& o : owed_) {
+    if ((o.sql == &sql || *o.sql == sql) && o.key == key) return true;
+  }
+  return false;
+}
+
+absl::Status Connection::Commit() {
+  static const std::string kCommit = "COMMIT";
+  for (const Owed& o : owed_) {
+    ASSIGN_OR_RETURN(Statement owed, Prepare(*o.sql));
+    owed.Bind(":key", o.key);
+    RETURN_IF_ERROR(owed.Run());
+  }
+  owed_.clear();
+  return Run(kCommit);
+}
+
+int Connection::OnCommit(void* self) {
+  return static_cast<Connection*>(self)->owed_.empty() ? 0 : 1;
+}
+
+void Connection::OnRollback(void* self) { static_cast<Connection*>(self)->owed_.clear(); }
+
 int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
 
 int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
@@ -197,7 +231,12 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, busy_timeout_ms);
-  return std::unique_ptr<Connection>(new Connection(db));
+  std::unique_ptr<Connection> connection(new Connection(db));
+  if (mode == Mode::kReadWrite) {
+    sqlite3_commit_hook(db, &Connection::OnCommit, connection.get());
+    sqlite3_rollback_hook(db, &Connection::OnRollback, connection.get());
+  }
+  return connection;
 }
 
 }  // namespace ranksweep::server

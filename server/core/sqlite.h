@@ -137,6 +137,27 @@ class Connection {
   // (BEGIN, COMMIT, SAVEPOINT): compiling it again for every transaction
   // costs more than running it.
   absl::Status Run(const std::string& sql);
+  // Work the open write transaction owes before it commits, done once
+  // however many times it was owed: `sql`, a statement whose one parameter
+  // is :key, run with `key`. A counter that must move once per transaction
+  // (the results version, server/core/results/result_schema.cc) then costs
+  // one statement per commit instead of one per row.
+  //  * `sql` must outlive the transaction (a static string).
+  //  * Outside a transaction it runs at once.
+  //  * Commit() runs what is owed, in the order first owed, then COMMIT.
+  //  * A rollback of the whole transaction forgets it. A rollback to a
+  //    savepoint does not, so it may run for a change that was undone: owe
+  //    only work for which that is harmless.
+  //  * Committing any other way while something is owed fails: SQLite turns
+  //    that COMMIT into a rollback (SQLITE_CONSTRAINT_COMMITHOOK), so owed
+  //    work is never skipped.
+  absl::Status OweBeforeCommit(const std::string& sql, std::string_view key);
+  // Whether `sql` with `key` is owed and has not run yet.
+  bool Owes(const std::string& sql, std::string_view key) const;
+  // Runs the owed work, then COMMIT. On an error the transaction stays open
+  // for the caller to roll back.
+  absl::Status Commit();
+
   // Rows changed by the last INSERT/UPDATE/DELETE.
   int64_t Changes() const;
   int64_t LastInsertRowId() const;
@@ -150,6 +171,9 @@ class Connection {
 
  private:
   explicit Connection(sqlite3* db) : db_(db) {}
+  // SQLite's commit and rollback hooks of a read-write connection.
+  static int OnCommit(void* self);
+  static void OnRollback(void* self);
 
   struct Cached {
     sqlite3_stmt* stmt = nullptr;
@@ -159,6 +183,11 @@ class Connection {
   sqlite3* db_;
   // Node-based: a Statement keeps a pointer to its entry's names.
   std::unordered_map<std::string, Cached> cache_;
+  struct Owed {
+    const std::string* sql;  // the caller's, which outlives the transaction
+    std::string key;
+  };
+  std::vector<Owed> owed_;  // by the open transaction, in the order first owed
 };
 
 }  // namespace ranksweep::server
