@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/spec/result_metrics.h"
 #include "common/status_macros.h"
 #include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/results/result_blocks.h"
 #include "server/core/results/result_schema.h"
 #include "server/core/schema.h"
 #include "server/core/schema_test_util.h"
@@ -206,10 +208,12 @@ TEST(StoreTest, MigrationToVersion16HoldsNoToken) {
               ::testing::ElementsAre("wk-old pool 0 "));
 }
 
-// Version 19: the results version moves with every result_packs write,
-// whichever statement makes it, and starts from nothing for rows written
-// before.
-TEST(StoreTest, MigrationToVersion19CountsEveryResultPackWriteFromThenOn) {
+// Version 19: the results version moves with every result_packs row
+// replaced, updated or deleted, whichever statement does it, and starts
+// from nothing for rows written before. (Version 19 moved it for an insert
+// too; since version 22 the statement that adds a row does that, once per
+// transaction: MigrationToVersion22LeavesAddedRowsToTheirWriter.)
+TEST(StoreTest, MigrationToVersion19CountsEveryResultPackChangeFromThenOn) {
   TempDir dir;
   WriteOldFileWithFiveCells(dir, DowngradeToVersion18,
                             "INSERT INTO result_packs (cell_id, sweep_id, packed) VALUES "
@@ -223,22 +227,22 @@ TEST(StoreTest, MigrationToVersion19CountsEveryResultPackWriteFromThenOn) {
     return RowsAsText(**store, "SELECT sweep_id, version FROM result_versions ORDER BY 1", 2);
   };
   EXPECT_THAT(version_after("INSERT INTO result_packs VALUES (2, 'sw-1', x'01')"),
-              ::testing::ElementsAre("sw-1 1 "));
-  // A replaced row is deleted and inserted, each moving it (the writer
-  // runs with recursive_triggers since schema 20).
+              ::testing::ElementsAre());
+  // A replaced row is deleted, which moves it (the writer runs with
+  // recursive_triggers since schema 20).
   EXPECT_THAT(version_after("INSERT OR REPLACE INTO result_packs VALUES (2, 'sw-1', x'02')"),
-              ::testing::ElementsAre("sw-1 3 "));
+              ::testing::ElementsAre("sw-1 1 "));
   EXPECT_THAT(version_after("UPDATE result_packs SET packed = x'03' WHERE cell_id = 2"),
-              ::testing::ElementsAre("sw-1 4 "));
+              ::testing::ElementsAre("sw-1 2 "));
   // A row moved to another sweep moves both.
   EXPECT_THAT(version_after("UPDATE result_packs SET sweep_id = 'sw-2' WHERE cell_id = 2"),
-              ::testing::ElementsAre("sw-1 5 ", "sw-2 1 "));
+              ::testing::ElementsAre("sw-1 3 ", "sw-2 1 "));
   // Deleting every row keeps the count going: it never restarts.
   EXPECT_THAT(version_after("DELETE FROM result_packs"),
-              ::testing::ElementsAre("sw-1 6 ", "sw-2 2 "));
+              ::testing::ElementsAre("sw-1 4 ", "sw-2 2 "));
   // A statement that writes no row moves nothing.
   EXPECT_THAT(version_after("DELETE FROM result_packs WHERE cell_id = 99"),
-              ::testing::ElementsAre("sw-1 6 ", "sw-2 2 "));
+              ::testing::ElementsAre("sw-1 4 ", "sw-2 2 "));
 }
 
 // Version 20: column blocks, each deleted when a result row in its range is
@@ -288,10 +292,11 @@ TEST(StoreTest, MigrationToVersion20DeletesABlockWhenARowInItsRangeIsWritten) {
   // A row moved to another sweep deletes the blocks of both its places.
   EXPECT_THAT(blocks_after("UPDATE result_packs SET sweep_id = 'sw-2' WHERE cell_id = 12"),
               ::testing::ElementsAre("sw-1 30 "));
-  // The row written at version 19, and the writes of sw-1 since (a
-  // replace counts twice).
+  // The row written at version 21 (its insert trigger), and the rows of
+  // sw-1 replaced, updated or deleted since; the inserts here, with no
+  // writer to note them, count nothing.
   EXPECT_EQ(RowsAsText(**store, "SELECT version FROM result_versions WHERE sweep_id = 'sw-1'", 1),
-            std::vector<std::string>{"9 "});
+            std::vector<std::string>{"5 "});
 }
 
 TEST(StoreTest, MigrationToVersion18KeepsEveryCellWithNoRungScore) {
@@ -338,7 +343,6 @@ TEST(StoreTest, MigrationToVersion21KeepsDoneCellsOutOfTheLeaseIndex) {
   auto store = Store::Open(File(dir, "a.db"));
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
-  EXPECT_EQ(Store::kSchemaVersion, 21);
   // INDEXED BY fails to prepare unless the index exists and serves the
   // query, and a scan of a partial index yields only the rows it holds.
   EXPECT_THAT(RowsAsText(**store,
@@ -348,6 +352,41 @@ TEST(StoreTest, MigrationToVersion21KeepsDoneCellsOutOfTheLeaseIndex) {
               ::testing::ElementsAre("2 12 ", "4 14 "));
   EXPECT_THAT(RowsAsText(**store, "SELECT lease_id FROM cells WHERE state = 3 ORDER BY id", 1),
               ::testing::ElementsAre("11 ", "13 ", "15 "));
+}
+
+// Version 22: no trigger moves the results version when a row is added;
+// the statement that adds one owes the move to its transaction's commit
+// (NoteResultsAdded), once however many rows it adds. The count kept so far
+// stays, and the other triggers stay.
+TEST(StoreTest, MigrationToVersion22LeavesAddedRowsToTheirWriter) {
+  TempDir dir;
+  WriteOldFileWithFiveCells(dir, DowngradeToVersion21,
+                            "INSERT INTO result_packs (cell_id, sweep_id, packed) VALUES "
+                            "(1, 'sw-1', x'00'), (2, 'sw-1', x'00')");
+  auto store = Store::Open(File(dir, "a.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), Store::kSchemaVersion);
+  EXPECT_EQ(Store::kSchemaVersion, 22);
+  EXPECT_THAT(RowsAsText(**store,
+                         "SELECT name FROM sqlite_master WHERE type = 'trigger' AND "
+                         "tbl_name = 'result_packs' ORDER BY name",
+                         1),
+              ::testing::ElementsAre("result_blocks_on_delete ", "result_blocks_on_update ",
+                                     "result_packs_deleted ", "result_packs_updated "));
+  const char* kVersion = "SELECT version FROM result_versions WHERE sweep_id = 'sw-1'";
+  EXPECT_THAT(RowsAsText(**store, kVersion, 1), ::testing::ElementsAre("2 "));
+  // Three rows added by one transaction that notes each: one move.
+  ASSERT_TRUE((*store)
+                  ->Write([](Connection& c) -> absl::Status {
+                    for (int cell : {3, 4, 5}) {
+                      RETURN_IF_ERROR(c.Exec(absl::StrCat(
+                          "INSERT INTO result_packs VALUES (", cell, ", 'sw-1', x'01')")));
+                      RETURN_IF_ERROR(NoteResultsAdded(c, "sw-1"));
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_THAT(RowsAsText(**store, kVersion, 1), ::testing::ElementsAre("3 "));
 }
 
 }  // namespace

@@ -48,9 +48,20 @@ inline absl::Status DropTableMetricColumns(Connection& c) {
   return absl::OkStatus();
 }
 
+// Turns a freshly created (empty) file back into what schema version 21 wrote.
+inline absl::Status DowngradeToVersion21(Connection& c) {
+  RETURN_IF_ERROR(DropTableMetricColumns(c));
+  // Version 22: no trigger moves the results version on an insert.
+  RETURN_IF_ERROR(c.Exec(
+      "CREATE TRIGGER result_packs_inserted AFTER INSERT ON result_packs BEGIN "
+      "INSERT INTO result_versions (sweep_id, version) VALUES (NEW.sweep_id, 1) "
+      "ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1; END"));
+  return c.Exec("UPDATE schema_version SET version = 21");
+}
+
 // Turns a freshly created (empty) file back into what schema version 20 wrote.
 inline absl::Status DowngradeToVersion20(Connection& c) {
-  RETURN_IF_ERROR(DropTableMetricColumns(c));
+  RETURN_IF_ERROR(DowngradeToVersion21(c));
   // Version 21: done cells out of the lease index.
   RETURN_IF_ERROR(c.Exec("DROP INDEX cells_by_lease"));
   RETURN_IF_ERROR(c.Exec("CREATE INDEX cells_by_lease ON cells(lease_id) WHERE lease_id != 0"));

@@ -1,6 +1,7 @@
 // Connection's owed work (OweBeforeCommit, Commit): run once per
 // transaction however often owed, forgotten by a rollback, and never
-// skipped by a COMMIT that bypasses it.
+// skipped by a COMMIT that bypasses it. Also the results version that uses
+// it (server/core/results/result_blocks.h).
 #include "server/core/sqlite.h"
 
 #include <sqlite3.h>
@@ -12,6 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "server/core/results/result_blocks.h"
+#include "server/core/store_test_util.h"
 
 namespace ranksweep::server {
 namespace {
@@ -116,6 +119,25 @@ TEST(ConnectionTest, ACommitThatSkipsOwedWorkFailsAndLosesNothingStored) {
   // A statement outside a transaction commits as ever.
   ASSERT_TRUE(c->Exec("INSERT INTO rows VALUES (3)").ok());
   EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rows"), 2);
+}
+
+// The results version counts the move an open transaction owes: a block
+// read before a row was added in the same transaction is not stored.
+TEST(ResultsVersionTest, AnAddedRowMovesTheVersionWithinItsTransaction) {
+  std::unique_ptr<Connection> c = NewMemoryDatabase();
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->Exec("BEGIN IMMEDIATE").ok());
+  ASSERT_EQ(*ReadResultsVersion(*c, "sw-1"), 0);
+  ASSERT_TRUE(NoteResultsAdded(*c, "sw-1").ok());
+  ASSERT_TRUE(NoteResultsAdded(*c, "sw-1").ok());
+  EXPECT_EQ(*ReadResultsVersion(*c, "sw-1"), 1);
+  EXPECT_EQ(*ReadResultsVersion(*c, "sw-2"), 0);
+  absl::StatusOr<int> stored = StoreColumnBlocks(*c, "sw-1", 0, "layout", {});
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(*stored, kResultsMoved);
+  ASSERT_TRUE(c->Commit().ok());
+  EXPECT_EQ(*ReadResultsVersion(*c, "sw-1"), 1);
+  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM result_versions"), 1);
 }
 
 }  // namespace

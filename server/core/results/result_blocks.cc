@@ -4,12 +4,28 @@
 
 namespace ranksweep::server {
 
+namespace {
+
+const std::string& MoveVersionSql() {
+  static const std::string* const kSql = new std::string(
+      "INSERT INTO result_versions (sweep_id, version) VALUES (:key, 1) "
+      "ON CONFLICT (sweep_id) DO UPDATE SET version = version + 1");
+  return *kSql;
+}
+
+}  // namespace
+
 absl::StatusOr<int64_t> ReadResultsVersion(Connection& c, const std::string& sweep_id) {
   ASSIGN_OR_RETURN(Statement q,
                    c.Prepare("SELECT version FROM result_versions WHERE sweep_id = :id"));
   q.Bind(":id", sweep_id);
   ASSIGN_OR_RETURN(bool row, q.Step());
-  return row ? q.ColumnInt(0) : 0;
+  const int64_t stored = row ? q.ColumnInt(0) : 0;
+  return c.Owes(MoveVersionSql(), sweep_id) ? stored + 1 : stored;
+}
+
+absl::Status NoteResultsAdded(Connection& c, const std::string& sweep_id) {
+  return c.OweBeforeCommit(MoveVersionSql(), sweep_id);
 }
 
 absl::StatusOr<int> StoreColumnBlocks(Connection& c, const std::string& sweep_id,
