@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <sqlite3.h>
 
@@ -72,7 +73,7 @@ int Statement::IndexOf(const char* name) const {
   // Names are string literals, so the address finds one; the text guards
   // against a name built at run time at an address an earlier one used.
   for (const ParameterNames::Known& known : names_->known) {
-    if (known.address == name && known.name == name) return known.index;
+    if (known.address == name && std::strcmp(known.name.c_str(), name) == 0) return known.index;
   }
   const int index = sqlite3_bind_parameter_index(stmt_, name);
   if (index == 0) {
