@@ -1,6 +1,8 @@
 #include "server/service/malformed_request.h"
 
+#include <functional>
 #include <map>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
@@ -12,9 +14,10 @@ namespace {
 using grpc::experimental::InterceptionHookPoints;
 
 // Method full name -> request type, for every method of ranksweep.proto.
-const std::map<std::string, std::string>& RequestTypes() {
+// Found without a copy of the name: the factory looks one up for every call.
+const std::map<std::string, std::string, std::less<>>& RequestTypes() {
   static const auto* types = [] {
-    auto* map = new std::map<std::string, std::string>();
+    auto* map = new std::map<std::string, std::string, std::less<>>();
     const google::protobuf::FileDescriptor* file = v1::SubmitSweepRequest::descriptor()->file();
     for (int k = 0; k < file->service_count(); ++k) {
       const google::protobuf::ServiceDescriptor* service = file->service(k);
@@ -30,8 +33,10 @@ const std::map<std::string, std::string>& RequestTypes() {
 
 class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
  public:
-  explicit MalformedRequestInterceptor(std::string request_type)
-      : request_type_(std::move(request_type)) {}
+  // `request_type` is an entry of RequestTypes(), which lives as long as
+  // the process.
+  explicit MalformedRequestInterceptor(const std::string* request_type)
+      : request_type_(request_type) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
@@ -43,14 +48,14 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
       if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
           status.error_message().empty()) {
         methods->ModifySendStatus(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                               MalformedRequestMessage(request_type_)));
+                                               MalformedRequestMessage(*request_type_)));
       }
     }
     methods->Proceed();
   }
 
  private:
-  const std::string request_type_;
+  const std::string* const request_type_;
   bool parsed_ = false;  // a request message was received and parsed
 };
 
@@ -68,10 +73,11 @@ std::string MalformedRequestMessage(const std::string& request_type) {
 
 grpc::experimental::Interceptor* MalformedRequestInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
-  const std::string type = RequestTypeOf(info->method() != nullptr ? info->method() : "");
+  if (info->method() == nullptr) return nullptr;
+  auto it = RequestTypes().find(std::string_view(info->method()));
   // Other methods (health, reflection, unknown names) are left alone.
-  if (type.empty()) return nullptr;
-  return new MalformedRequestInterceptor(type);
+  if (it == RequestTypes().end()) return nullptr;
+  return new MalformedRequestInterceptor(&it->second);
 }
 
 }  // namespace ranksweep::server
