@@ -140,7 +140,7 @@ class Connection {
   // Work the open write transaction owes before it commits, done once
   // however many times it was owed: `sql`, a statement whose one parameter
   // is :key, run with `key`. A counter that must move once per transaction
-  // (the results version, server/core/results/result_schema.cc) then costs
+  // (the results version, server/core/results/result_blocks.h) then costs
   // one statement per commit instead of one per row.
   //  * `sql` must outlive the transaction (a static string).
   //  * Outside a transaction it runs at once.
