@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/core/log.h"
+#include "server/core/wal_buffer.h"
 
 namespace ranksweep::server {
 namespace {
@@ -224,7 +225,10 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
                                              : SQLITE_OPEN_READONLY;
   sqlite3* db = nullptr;
   const int uri = absl::StartsWith(path, "file:") ? SQLITE_OPEN_URI : 0;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags | uri | SQLITE_OPEN_NOMUTEX, nullptr);
+  // A writer gathers its write-ahead log's frames into few system calls
+  // (server/core/wal_buffer.h); readers write nothing.
+  const char* vfs = mode == Mode::kReadWrite ? WalBufferVfs() : nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | uri | SQLITE_OPEN_NOMUTEX, vfs);
   if (rc != SQLITE_OK) {
     absl::Status s = SqliteError(db, rc, absl::StrCat("open ", path));
     sqlite3_close_v2(db);
