@@ -33,17 +33,8 @@ std::unique_ptr<Connection> CountersDatabase() {
   return std::move(*c);
 }
 
-int64_t Count(Connection& c, const std::string& sql) {
-  auto q = c.Prepare(sql);
-  EXPECT_TRUE(q.ok()) << q.status();
-  if (!q.ok()) return -1;
-  auto row = q->Step();
-  EXPECT_TRUE(row.ok() && *row);
-  return q->ColumnInt(0);
-}
-
 int64_t Counter(Connection& c, const std::string& name) {
-  return Count(c, "SELECT n FROM counters WHERE name = '" + name + "'");
+  return FirstInt(c, "SELECT n FROM counters WHERE name = '" + name + "'");
 }
 
 TEST(ConnectionTest, OwedWorkRunsOnceAtTheCommitHoweverOftenOwed) {
@@ -114,11 +105,11 @@ TEST(ConnectionTest, ACommitThatSkipsOwedWorkFailsAndLosesNothingStored) {
   // stored before stays, and nothing is owed any more.
   EXPECT_FALSE(c->InTransaction());
   EXPECT_FALSE(c->Owes(kMove, "a"));
-  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rows"), 1);
+  EXPECT_EQ(FirstInt(*c, "SELECT COUNT(*) FROM rows"), 1);
   EXPECT_EQ(Counter(*c, "a"), 0);
   // A statement outside a transaction commits as ever.
   ASSERT_TRUE(c->Exec("INSERT INTO rows VALUES (3)").ok());
-  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM rows"), 2);
+  EXPECT_EQ(FirstInt(*c, "SELECT COUNT(*) FROM rows"), 2);
 }
 
 // The results version counts the move an open transaction owes: a block
@@ -137,7 +128,7 @@ TEST(ResultsVersionTest, AnAddedRowMovesTheVersionWithinItsTransaction) {
   EXPECT_EQ(*stored, kResultsMoved);
   ASSERT_TRUE(c->Commit().ok());
   EXPECT_EQ(*ReadResultsVersion(*c, "sw-1"), 1);
-  EXPECT_EQ(Count(*c, "SELECT COUNT(*) FROM result_versions"), 1);
+  EXPECT_EQ(FirstInt(*c, "SELECT COUNT(*) FROM result_versions"), 1);
 }
 
 }  // namespace

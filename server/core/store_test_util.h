@@ -1,7 +1,7 @@
 // Helpers the tests of the store, of its schema and of the modules that run
-// on its connections share: a fresh database in memory, exact row counts and
-// rows as text read on the store's read connection, and a row written into
-// `meta`. Tests only.
+// on its connections share: a fresh database in memory, a number read on a
+// connection, exact row counts and rows as text read on the store's read
+// connection, and a row written into `meta`. Tests only.
 #ifndef RANKSWEEP_SERVER_CORE_STORE_TEST_UTIL_H_
 #define RANKSWEEP_SERVER_CORE_STORE_TEST_UTIL_H_
 
@@ -31,6 +31,17 @@ inline std::unique_ptr<Connection> NewMemoryDatabase() {
   if (s.ok()) s = Migrate(**c, ":memory:");
   EXPECT_TRUE(s.ok()) << s;
   return s.ok() ? std::move(*c) : nullptr;
+}
+
+// The first column of the first row of `sql`, read on `c`; -1, with the
+// test failed, when there is none.
+inline int64_t FirstInt(Connection& c, const std::string& sql) {
+  auto q = c.Prepare(sql);
+  EXPECT_TRUE(q.ok()) << q.status();
+  if (!q.ok()) return -1;
+  auto row = q->Step();
+  EXPECT_TRUE(row.ok() && *row) << sql;
+  return row.ok() && *row ? q->ColumnInt(0) : -1;
 }
 
 inline int64_t CountRows(Store& store, const std::string& table) {

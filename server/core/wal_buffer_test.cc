@@ -14,6 +14,7 @@
 #include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "server/core/sqlite.h"
+#include "server/core/store_test_util.h"
 
 namespace ranksweep::server {
 namespace {
@@ -22,15 +23,6 @@ std::unique_ptr<Connection> Open(const std::string& path, Connection::Mode mode)
   auto c = Connection::Open(path, mode, 1000);
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? std::move(*c) : nullptr;
-}
-
-int64_t Count(Connection& c, const std::string& sql) {
-  auto q = c.Prepare(sql);
-  EXPECT_TRUE(q.ok()) << q.status();
-  if (!q.ok()) return -1;
-  auto row = q->Step();
-  EXPECT_TRUE(row.ok() && *row);
-  return q->ColumnInt(0);
 }
 
 // Each commit, by a writer under `synchronous`, is seen by a reader on its
@@ -56,7 +48,7 @@ void CommitsAreSeenAtOnce(const std::string& synchronous) {
     }
     ASSERT_TRUE(w->Commit().ok());
     EXPECT_EQ(WalBufferWrites() - writes, 1) << "commit " << i;
-    EXPECT_EQ(Count(*r, "SELECT COUNT(*) FROM t"), 8 * i);
+    EXPECT_EQ(FirstInt(*r, "SELECT COUNT(*) FROM t"), 8 * i);
   }
 }
 
@@ -86,15 +78,15 @@ TEST(WalBufferTest, ATransactionLargerThanWhatIsHeldComesBackWhole) {
     }
     ASSERT_TRUE(w->Exec("UPDATE t SET v = zeroblob(1000) WHERE id % 7 = 0").ok());
     ASSERT_TRUE(w->Commit().ok());
-    EXPECT_EQ(Count(*w, "SELECT COUNT(*) FROM t WHERE v = zeroblob(1000)"), 428);
+    EXPECT_EQ(FirstInt(*w, "SELECT COUNT(*) FROM t WHERE v = zeroblob(1000)"), 428);
     ASSERT_TRUE(w->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
   }
   std::unique_ptr<Connection> r = Open(path, Connection::Mode::kReadOnly);
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(Count(*r, "SELECT COUNT(*) FROM t"), 3000);
-  EXPECT_EQ(Count(*r, "SELECT COUNT(*) FROM t WHERE length(v) = 1000"), 3000);
-  EXPECT_EQ(Count(*r, "SELECT COUNT(*) FROM t WHERE v = zeroblob(1000)"), 428);
-  EXPECT_EQ(Count(*r, "SELECT SUM(id) FROM t"), 3000 * 3001 / 2);
+  EXPECT_EQ(FirstInt(*r, "SELECT COUNT(*) FROM t"), 3000);
+  EXPECT_EQ(FirstInt(*r, "SELECT COUNT(*) FROM t WHERE length(v) = 1000"), 3000);
+  EXPECT_EQ(FirstInt(*r, "SELECT COUNT(*) FROM t WHERE v = zeroblob(1000)"), 428);
+  EXPECT_EQ(FirstInt(*r, "SELECT SUM(id) FROM t"), 3000 * 3001 / 2);
 }
 
 // A file not in WAL mode (its rollback journal) is written as ever.
@@ -115,7 +107,7 @@ TEST(WalBufferTest, ARollbackJournalFileIsWrittenAsEver) {
   }
   std::unique_ptr<Connection> r = Open(path, Connection::Mode::kReadOnly);
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(Count(*r, "SELECT group_concat(id) FROM t"), 2);
+  EXPECT_EQ(FirstInt(*r, "SELECT group_concat(id) FROM t"), 2);
 }
 
 }  // namespace
