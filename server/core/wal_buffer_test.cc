@@ -9,7 +9,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/temp_dir.h"
 #include "gtest/gtest.h"
@@ -25,17 +27,29 @@ std::unique_ptr<Connection> Open(const std::string& path, Connection::Mode mode)
   return c.ok() ? std::move(*c) : nullptr;
 }
 
+// A writer on `path` with each of `pragmas` ("name=value") set and table t
+// made; null, with the test failed, when that does not work.
+std::unique_ptr<Connection> Writer(const std::string& path,
+                                   const std::vector<std::string>& pragmas) {
+  std::unique_ptr<Connection> w = Open(path, Connection::Mode::kReadWrite);
+  if (w == nullptr) return nullptr;
+  absl::Status s;
+  for (const std::string& pragma : pragmas) {
+    if (s.ok()) s = w->Exec("PRAGMA " + pragma);
+  }
+  if (s.ok()) s = w->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)");
+  EXPECT_TRUE(s.ok()) << s;
+  return s.ok() ? std::move(w) : nullptr;
+}
+
 // Each commit, by a writer under `synchronous`, is seen by a reader on its
 // own connection as soon as it returns, and costs the log one write.
 void CommitsAreSeenAtOnce(const std::string& synchronous) {
   TempDir dir;
   const std::string path = dir.File("a.db");
-  std::unique_ptr<Connection> w = Open(path, Connection::Mode::kReadWrite);
+  std::unique_ptr<Connection> w =
+      Writer(path, {"journal_mode=WAL", "synchronous=" + synchronous, "wal_autocheckpoint=0"});
   ASSERT_NE(w, nullptr);
-  ASSERT_TRUE(w->Exec("PRAGMA journal_mode=WAL").ok());
-  ASSERT_TRUE(w->Exec("PRAGMA synchronous=" + synchronous).ok());
-  ASSERT_TRUE(w->Exec("PRAGMA wal_autocheckpoint=0").ok());
-  ASSERT_TRUE(w->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").ok());
   std::unique_ptr<Connection> r = Open(path, Connection::Mode::kReadOnly);
   ASSERT_NE(r, nullptr);
   for (int i = 1; i <= 20; ++i) {
@@ -44,7 +58,7 @@ void CommitsAreSeenAtOnce(const std::string& synchronous) {
     // Eight rows of 1 KiB: two or three pages, each a frame of two writes
     // by SQLite.
     for (int k = 0; k < 8; ++k) {
-      ASSERT_TRUE(w->Exec(absl::StrCat("INSERT INTO t (v) VALUES (zeroblob(1000))")).ok());
+      ASSERT_TRUE(w->Exec("INSERT INTO t (v) VALUES (zeroblob(1000))").ok());
     }
     ASSERT_TRUE(w->Commit().ok());
     EXPECT_EQ(WalBufferWrites() - writes, 1) << "commit " << i;
@@ -64,12 +78,10 @@ TEST(WalBufferTest, ATransactionLargerThanWhatIsHeldComesBackWhole) {
   TempDir dir;
   const std::string path = dir.File("a.db");
   {
-    std::unique_ptr<Connection> w = Open(path, Connection::Mode::kReadWrite);
+    // A cache of 16 pages spills before the commit.
+    std::unique_ptr<Connection> w =
+        Writer(path, {"journal_mode=WAL", "synchronous=FULL", "cache_size=16"});
     ASSERT_NE(w, nullptr);
-    ASSERT_TRUE(w->Exec("PRAGMA journal_mode=WAL").ok());
-    ASSERT_TRUE(w->Exec("PRAGMA synchronous=FULL").ok());
-    ASSERT_TRUE(w->Exec("PRAGMA cache_size=16").ok());  // spills before the commit
-    ASSERT_TRUE(w->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").ok());
     ASSERT_TRUE(w->Exec("BEGIN IMMEDIATE").ok());
     // 3,000 rows of 1 KiB: about 3 MiB of frames, over what is held.
     for (int k = 1; k <= 3000; ++k) {
@@ -94,10 +106,8 @@ TEST(WalBufferTest, ARollbackJournalFileIsWrittenAsEver) {
   TempDir dir;
   const std::string path = dir.File("a.db");
   {
-    std::unique_ptr<Connection> w = Open(path, Connection::Mode::kReadWrite);
+    std::unique_ptr<Connection> w = Writer(path, {"journal_mode=DELETE"});
     ASSERT_NE(w, nullptr);
-    ASSERT_TRUE(w->Exec("PRAGMA journal_mode=DELETE").ok());
-    ASSERT_TRUE(w->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").ok());
     const int64_t writes = WalBufferWrites();
     ASSERT_TRUE(w->Exec("BEGIN IMMEDIATE").ok());
     ASSERT_TRUE(w->Exec("INSERT INTO t VALUES (1, zeroblob(5000))").ok());

@@ -14,7 +14,6 @@ namespace {
 using grpc::experimental::InterceptionHookPoints;
 
 // Method full name -> request type, for every method of ranksweep.proto.
-// Found without a copy of the name: the factory looks one up for every call.
 const std::map<std::string, std::string, std::less<>>& RequestTypes() {
   static const auto* types = [] {
     auto* map = new std::map<std::string, std::string, std::less<>>();
@@ -61,9 +60,9 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
 
 }  // namespace
 
-std::string RequestTypeOf(const std::string& method) {
+const std::string* RequestTypeOf(std::string_view method) {
   auto it = RequestTypes().find(method);
-  return it == RequestTypes().end() ? std::string() : it->second;
+  return it == RequestTypes().end() ? nullptr : &it->second;
 }
 
 std::string MalformedRequestMessage(const std::string& request_type) {
@@ -73,11 +72,9 @@ std::string MalformedRequestMessage(const std::string& request_type) {
 
 grpc::experimental::Interceptor* MalformedRequestInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
-  if (info->method() == nullptr) return nullptr;
-  auto it = RequestTypes().find(std::string_view(info->method()));
+  const std::string* type = info->method() != nullptr ? RequestTypeOf(info->method()) : nullptr;
   // Other methods (health, reflection, unknown names) are left alone.
-  if (it == RequestTypes().end()) return nullptr;
-  return new MalformedRequestInterceptor(&it->second);
+  return type != nullptr ? new MalformedRequestInterceptor(type) : nullptr;
 }
 
 }  // namespace ranksweep::server

@@ -24,15 +24,17 @@
 #define RANKSWEEP_SERVER_SERVICE_MALFORMED_REQUEST_H_
 
 #include <string>
+#include <string_view>
 
 #include "grpcpp/support/server_interceptor.h"
 
 namespace ranksweep::server {
 
 // The full name of the request type of a ranksweep.v1 method
-// ("/ranksweep.v1.SweepService/GetSweep" -> "ranksweep.v1.GetSweepRequest");
-// empty for any other method.
-std::string RequestTypeOf(const std::string& method);
+// ("/ranksweep.v1.SweepService/GetSweep" -> "ranksweep.v1.GetSweepRequest"),
+// kept for the life of the process; null for any other method. Found
+// without a copy of the name: the factory looks one up for every call.
+const std::string* RequestTypeOf(std::string_view method);
 
 // The message a malformed request of `request_type` gets.
 std::string MalformedRequestMessage(const std::string& request_type);
